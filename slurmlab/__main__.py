@@ -1,0 +1,5 @@
+import sys
+
+from slurmlab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,116 @@
+"""The one exception tree of slurmlab.
+
+Every error says what happened and what to do next. Catch :class:`SlurmlabError`
+to handle anything slurmlab raises on purpose::
+
+    SlurmlabError
+    ├── ParseError            output (from Slurm or nvidia-smi) that does not parse; quotes the text
+    ├── RequestError          a GPU request that is malformed or that Slurm would reject
+    ├── SlurmError            a Slurm command failed; carries argv, exit code and Slurm's own message
+    │   ├── SlurmNotFoundError      the command is not installed
+    │   ├── ControllerDownError     slurmctld not responding / refused / timed out
+    │   ├── MungeError              authentication (munged) failed
+    │   └── SlurmTimeoutError       the command ran past its timeout
+    ├── AllocationError       an allocation ended, failed or cannot be used
+    ├── SandboxError          the local sandbox cannot start / stop; says the fix
+    └── MissingExtraError     an optional dependency is not installed; names the extra
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "AllocationError",
+    "ControllerDownError",
+    "MissingExtraError",
+    "MungeError",
+    "ParseError",
+    "RequestError",
+    "SandboxError",
+    "SlurmError",
+    "SlurmNotFoundError",
+    "SlurmTimeoutError",
+    "SlurmlabError",
+]
+
+
+class SlurmlabError(Exception):
+    """Base of every error slurmlab raises on purpose.
+
+    ``hint`` is the next step for the user; it is appended to the message.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message if not hint else f"{message}\n  -> {hint}")
+
+
+class ParseError(SlurmlabError, ValueError):
+    """Text that does not parse. ``text`` holds the offending value (quoted in the message)."""
+
+    def __init__(self, what: str, text: str, *, hint: str | None = None) -> None:
+        self.what = what
+        self.text = text
+        shown = text if len(text) <= 200 else text[:200] + "…"
+        super().__init__(f"cannot parse {what}: {shown!r}", hint=hint)
+
+
+class RequestError(SlurmlabError, ValueError):
+    """A GPU request that is malformed, contradictory, or does not fit the cluster."""
+
+
+class SlurmError(SlurmlabError):
+    """A Slurm command failed. Carries the argv, exit code and Slurm's own message."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        argv: Sequence[str] = (),
+        returncode: int | None = None,
+        stderr: str = "",
+        hint: str | None = None,
+    ) -> None:
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stderr = stderr
+        super().__init__(message, hint=hint)
+
+
+class SlurmNotFoundError(SlurmError):
+    """A Slurm command is not installed on this machine."""
+
+
+class ControllerDownError(SlurmError):
+    """slurmctld did not answer (refused, timed out, or stopped)."""
+
+
+class MungeError(SlurmError):
+    """munge authentication failed, usually because munged is not running."""
+
+
+class SlurmTimeoutError(ControllerDownError):
+    """A Slurm command ran past its timeout; most often a hung controller."""
+
+
+class AllocationError(SlurmlabError):
+    """An allocation failed, ended, or cannot take the requested action."""
+
+
+class SandboxError(SlurmlabError):
+    """The local sandbox cannot be started, reused or stopped."""
+
+
+class MissingExtraError(SlurmlabError, ImportError):
+    """An optional dependency is missing; the message names the pip extra to install."""
+
+    def __init__(self, feature: str, package: str, extra: str) -> None:
+        self.feature = feature
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs {package}, which is not installed",
+            hint=f"pip install 'slurmlab[{extra}]'",
+        )

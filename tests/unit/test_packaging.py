@@ -1,0 +1,80 @@
+"""Packaging contracts: environment.yml agrees with pyproject, import slurmlab is light."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import tomllib
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _norm(req: str) -> str:
+    name = re.split(r"[<>=!~;\[ ]", req.strip(), maxsplit=1)[0]
+    return name.lower().replace("_", "-")
+
+
+def _pyproject_requirements() -> dict[str, str]:
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())
+    reqs: dict[str, str] = {}
+    for r in data["project"]["dependencies"]:
+        reqs[_norm(r)] = r
+    for extra, items in data["project"]["optional-dependencies"].items():
+        if extra == "gpu":
+            continue  # CUDA wheels are not for conda users' CPU environments; documented in environment.yml
+        for r in items:
+            if _norm(r) != "slurmlab":
+                reqs[_norm(r)] = r
+    return reqs
+
+
+def _env_yml_requirements() -> dict[str, str]:
+    text = (REPO / "environment.yml").read_text()
+    reqs: dict[str, str] = {}
+    in_deps = False
+    for line in text.splitlines():
+        if not line.startswith(" ") and line.strip():
+            in_deps = line.startswith("dependencies:")
+            continue
+        m = re.match(r"^\s*-\s+(\S.*?)\s*(#.*)?$", line)
+        if not in_deps or not m:
+            continue
+        item = m.group(1)
+        if item.endswith(":") or item.startswith("-e ") or _norm(item) in {"python", "pip"}:
+            continue
+        reqs[_norm(item)] = item
+    return reqs
+
+
+def test_environment_yml_lists_the_same_dependencies_as_pyproject() -> None:
+    py = _pyproject_requirements()
+    env = _env_yml_requirements()
+    env.pop("python", None)
+    env.pop("pip", None)
+    assert set(py) == set(env), f"only in pyproject: {set(py) - set(env)}; only in environment.yml: {set(env) - set(py)}"
+
+
+def test_import_slurmlab_loads_no_heavy_package() -> None:
+    code = (
+        "import sys, slurmlab, slurmlab.cli;"
+        "heavy={'bokeh','ipywidgets','cupy','IPython','jupyter_server','numpy','pynvml','tornado'};"
+        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_all_is_curated_and_importable() -> None:
+    import slurmlab
+
+    for name in slurmlab.__all__:
+        assert hasattr(slurmlab, name), name
+    public = {n for n in dir(slurmlab) if not n.startswith("_")}
+    # every public exception of the tree is exported
+    from slurmlab import errors
+
+    assert set(errors.__all__) <= set(slurmlab.__all__)
+    assert "errors" in public
