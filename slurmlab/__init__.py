@@ -9,6 +9,7 @@ from __future__ import annotations
 from slurmlab.errors import (
     AllocationError,
     ControllerDownError,
+    JobNotFoundError,
     MissingExtraError,
     MungeError,
     ParseError,
@@ -25,6 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AllocationError",
     "ControllerDownError",
+    "JobNotFoundError",
     "MissingExtraError",
     "MungeError",
     "ParseError",

@@ -8,9 +8,10 @@ to handle anything slurmlab raises on purpose::
     ├── RequestError          a GPU request that is malformed or that Slurm would reject
     ├── SlurmError            a Slurm command failed; carries argv, exit code and Slurm's own message
     │   ├── SlurmNotFoundError      the command is not installed
-    │   ├── ControllerDownError     slurmctld not responding / refused / timed out
     │   ├── MungeError              authentication (munged) failed
-    │   └── SlurmTimeoutError       the command ran past its timeout
+    │   ├── ControllerDownError     slurmctld not responding / refused / timed out
+    │   │   └── SlurmTimeoutError   the command ran past its timeout
+    │   └── JobNotFoundError        the controller does not know that job (any more)
     ├── AllocationError       an allocation ended, failed or cannot be used
     ├── SandboxError          the local sandbox cannot start / stop; says the fix
     └── MissingExtraError     an optional dependency is not installed; names the extra
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 __all__ = [
     "AllocationError",
     "ControllerDownError",
+    "JobNotFoundError",
     "MissingExtraError",
     "MungeError",
     "ParseError",
@@ -85,6 +87,10 @@ class SlurmNotFoundError(SlurmError):
 
 class ControllerDownError(SlurmError):
     """slurmctld did not answer (refused, timed out, or stopped)."""
+
+
+class JobNotFoundError(SlurmError):
+    """The controller does not know the job: a wrong id, or a job purged after it ended."""
 
 
 class MungeError(SlurmError):

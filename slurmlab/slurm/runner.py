@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from slurmlab.errors import (
     ControllerDownError,
+    JobNotFoundError,
     MungeError,
     SlurmError,
     SlurmNotFoundError,
@@ -76,7 +77,12 @@ def classify_failure(argv: Sequence[str], returncode: int, stderr: str) -> Slurm
             hint="munge authentication failed: is munged running? (sandbox: `slurmlab sandbox up`; "
             "cluster: ask your admins, `systemctl status munge`)",
         )
-    if any(f in low for f in _CONTROLLER_FRAGMENTS) and "invalid" not in low.split("slurm_load_")[0][-20:]:
+    if "invalid job id" in low or "invalid job step id" in low:
+        return JobNotFoundError(
+            shown, argv=argv, returncode=returncode, stderr=stderr,
+            hint="the job ended and was purged, or the id is wrong: check `squeue --me`",
+        )
+    if any(f in low for f in _CONTROLLER_FRAGMENTS):
         return ControllerDownError(
             f"the Slurm controller is not responding ({cmd}: {text})",
             argv=argv,
@@ -84,7 +90,22 @@ def classify_failure(argv: Sequence[str], returncode: int, stderr: str) -> Slurm
             stderr=stderr,
             hint="check that slurmctld is up (`scontrol ping`); for the sandbox run `slurmlab sandbox status`",
         )
-    return SlurmError(shown, argv=argv, returncode=returncode, stderr=stderr)
+    hint = next((h for frag, h in _HINTS if frag in low), None)
+    return SlurmError(shown, argv=argv, returncode=returncode, stderr=stderr, hint=hint)
+
+
+# Next steps for Slurm's most common refusals (fragments stable from 22.05 to 25.x).
+_HINTS = (
+    ("requested node configuration is not available",
+     "no node of that partition has what was asked for (GPU type or count, CPUs, memory): "
+     "see what exists with `%sinfo` or `sinfo -o '%P %N %G'`"),
+    ("invalid partition", "list the partitions with `sinfo -s`"),
+    ("invalid generic resource", "GRES names this cluster knows: `scontrol show config | grep GresTypes`"),
+    ("invalid --gpu-bind", "valid values: closest, map_gpu:…, mask_gpu:…, single:N, per_task:N, none"),
+    ("invalid account", "your accounts: `sacctmgr show assoc user=$USER format=account`"),
+    ("invalid qos", "your QOS: `sacctmgr show assoc user=$USER format=qos`"),
+    ("time limit", "ask for less time (-t) or another partition (`sinfo -o '%P %l'`)"),
+)
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ def _pyproject_requirements() -> dict[str, str]:
     for r in data["project"]["dependencies"]:
         reqs[_norm(r)] = r
     for extra, items in data["project"]["optional-dependencies"].items():
-        if extra == "gpu":
-            continue  # CUDA wheels are not for conda users' CPU environments; documented in environment.yml
+        if extra in ("gpu", "pyslurm"):
+            continue  # site-specific builds (CUDA, the site's Slurm): documented in environment.yml
         for r in items:
             if _norm(r) != "slurmlab":
                 reqs[_norm(r)] = r

@@ -1,0 +1,654 @@
+"""Allocations that live as long as the kernel.
+
+``Allocation`` submits ``salloc --no-shell`` in the background and returns at once: salloc
+prints the job id as soon as the controller has queued it, even while the job pends. A
+unique job name and a ``slurmlab:`` comment tag identify it, so a restarted kernel can
+find what it left behind. State comes from the shared :mod:`poller`; steps run with
+``srun --jobid=J --overlap`` and stream their output line by line.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from slurmlab.errors import AllocationError, JobNotFoundError, SlurmError
+from slurmlab.slurm.poller import JobPoller, JobUpdate, Watch, get_poller
+from slurmlab.slurm.runner import Runner, get_runner
+
+__all__ = [
+    "ENDED_STATES",
+    "Allocation",
+    "StepResult",
+    "find_leftovers",
+    "release_all",
+]
+
+log = logging.getLogger(__name__)
+
+TAG_PREFIX = "slurmlab"
+ENDED_STATES = frozenset(
+    {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+     "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT", "GONE", "REJECTED"}
+)
+ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
+                           "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"})
+
+_SALLOC_ID = re.compile(r"(?:Pending|Granted) job allocation (\d+)")
+_SALLOC_REVOKED = re.compile(r"Job allocation (\d+) has been revoked")
+_SALLOC_ERROR = re.compile(r"^salloc: error: (.*)$")
+
+Subscriber = Callable[["Allocation"], None]
+OutputCallback = Callable[[str, str], None]  # (stream "stdout"|"stderr", line without newline)
+
+
+def make_tag() -> str:
+    """A tag naming this process: ``slurmlab:<host>:<pid>:<random>``."""
+    return f"{TAG_PREFIX}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """A finished step: exit code, the lines it printed, and whether it was interrupted."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.interrupted
+
+    def __str__(self) -> str:
+        return "\n".join(self.stdout)
+
+
+_live: weakref.WeakSet[Allocation] = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+class Allocation:
+    """One Slurm allocation owned by this process (kernel).
+
+    Create with :meth:`submit` (new) or :meth:`attach` (an existing job id).
+    ``state`` is ``SUBMITTING`` until the controller answered, then Slurm's job state
+    (``PENDING``, ``RUNNING``, ...) until an ended state.
+    """
+
+    def __init__(
+        self,
+        job_id: str | None = None,
+        *,
+        argv: Sequence[str] = (),
+        runner: Runner | None = None,
+        poller: JobPoller | None = None,
+        name: str | None = None,
+        tag: str | None = None,
+        release_at_exit: bool = True,
+    ) -> None:
+        self.runner = runner or get_runner()
+        self.poller = poller or get_poller()
+        self.request_argv: tuple[str, ...] = tuple(argv)
+        self.name = name
+        self.tag = tag
+        self.release_at_exit = release_at_exit
+        self.job_id: str | None = str(job_id) if job_id is not None else None
+        self.state = "SUBMITTING" if job_id is None else "UNKNOWN"
+        self.reason: str | None = None
+        self.error: str | None = None  # Slurm's own message when something failed
+        self.brief: Any = None  # latest JobBrief (cheap poll)
+        self.job: Any = None  # latest full Job (scontrol show job -d)
+        self.submitted_at = time.time()
+        self.updated_at: float | None = None
+        self.salloc_messages: list[str] = []
+        self._salloc: subprocess.Popen[str] | None = None
+        self._watch: Watch | None = None
+        self._subscribers: list[Subscriber] = []
+        self._cond = threading.Condition()
+        self._id_known = threading.Event()
+        self._steps: list[StepResult] = []
+        with _live_lock:
+            _live.add(self)
+        _ensure_atexit()
+
+    # ---- creation ------------------------------------------------------------------------------
+    @classmethod
+    def submit(
+        cls,
+        argv: Sequence[str] = (),
+        *,
+        runner: Runner | None = None,
+        poller: JobPoller | None = None,
+        name: str | None = None,
+        id_timeout: float = 10.0,
+        release_at_exit: bool = True,
+    ) -> Allocation:
+        """Submit ``salloc --no-shell <argv>`` in the background and return once the job id is known.
+
+        Returns in well under a second for a job that must pend. Raises AllocationError with
+        Slurm's message when the controller rejects the request.
+        """
+        if isinstance(argv, str):
+            raise TypeError("argv must be a list of arguments, e.g. ['--gpus=2', '-t', '30']")
+        tag = make_tag()
+        name = name or f"slurmlab-{tag.rsplit(':', 1)[1]}"
+        alloc = cls(argv=argv, runner=runner, poller=poller, name=name, tag=tag, release_at_exit=release_at_exit)
+        alloc._start_salloc()
+        if not alloc._id_known.wait(id_timeout):
+            # salloc can be slow to print; look the job up by its unique name
+            alloc._find_id_by_name()
+        if alloc.job_id is None:
+            alloc._kill_salloc()
+            msg = alloc.error or "salloc gave no job id in time"
+            raise AllocationError(
+                f"the allocation was not created: {msg}",
+                hint="check the request with `%salloc --dry-run …` and the cluster with `sinfo`",
+            )
+        return alloc
+
+    @classmethod
+    def attach(
+        cls, job_id: str | int, *, runner: Runner | None = None, poller: JobPoller | None = None,
+        release_at_exit: bool = False,
+    ) -> Allocation:
+        """Follow an existing job (e.g. one left by a previous kernel)."""
+        alloc = cls(str(job_id), runner=runner, poller=poller, release_at_exit=release_at_exit)
+        alloc._id_known.set()
+        alloc._start_watch()
+        return alloc
+
+    def _argv(self) -> list[str]:
+        argv = ["salloc", "--no-shell", f"--job-name={self.name}", f"--comment={self.tag}"]
+        return argv + list(self.request_argv)
+
+    def _start_salloc(self) -> None:
+        proc = self.runner.popen(self._argv())
+        self._salloc = proc
+        threading.Thread(target=self._read_salloc, args=(proc,), name="slurmlab-salloc", daemon=True).start()
+
+    def _read_salloc(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            line = raw.rstrip("\n")
+            self.salloc_messages.append(line)
+            m = _SALLOC_ID.search(line)
+            if m and self.job_id is None:
+                self.job_id = m.group(1)
+                self._set_state("PENDING" if "Pending" in line else "RUNNING")
+                self._id_known.set()
+                self._start_watch()
+                continue
+            m = _SALLOC_ERROR.match(line)
+            if m:
+                self.error = m.group(1) if self.error is None else f"{self.error}; {m.group(1)}"
+        rc = proc.wait()
+        if rc != 0 and self.job_id is None:
+            self.error = self.error or "\n".join(self.salloc_messages) or f"salloc exited with {rc}"
+            self._set_state("REJECTED")
+            self._id_known.set()
+        elif self.job_id is not None:
+            self.poller.poke()
+
+    def _find_id_by_name(self) -> None:
+        from slurmlab.slurm import queries
+
+        try:
+            ids = queries.job_ids_by_name(self.name or "", self.runner)
+        except SlurmError as exc:
+            self.error = self.error or str(exc)
+            return
+        if ids:
+            self.job_id = ids[-1]
+            self._id_known.set()
+            self._start_watch()
+
+    def _start_watch(self) -> None:
+        if self._watch is None and self.job_id is not None:
+            self._watch = self.poller.watch(self.job_id, self._on_update)
+
+    # ---- state ---------------------------------------------------------------------------------
+    def _on_update(self, update: JobUpdate) -> None:
+        with self._cond:
+            self.updated_at = update.at
+            if update.error is not None:
+                self.error = str(update.error)
+            elif update.brief is not None:
+                self.error = None
+                self.brief = update.brief
+                self.state = str(update.brief.state)
+                self.reason = getattr(update.brief, "reason", None)
+            if update.detail is not None:
+                self.job = update.detail
+                if update.brief is None:
+                    self.state = str(getattr(update.detail, "state", self.state))
+                    self.reason = getattr(update.detail, "reason", self.reason)
+            if update.gone and self.state not in ENDED_STATES:
+                self.state = "GONE"
+            self._cond.notify_all()
+        self._notify()
+        if self.ended and self._watch is not None:
+            self._watch.cancel()
+
+    def _set_state(self, state: str) -> None:
+        with self._cond:
+            self.state = state
+            self._cond.notify_all()
+        self._notify()
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback(self)`` after every change (from the poller thread). Returns an unsubscribe."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _notify(self) -> None:
+        for cb in list(self._subscribers):
+            try:
+                cb(self)
+            except Exception:
+                log.exception("slurmlab: an allocation subscriber raised")
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ENDED_STATES
+
+    @property
+    def running(self) -> bool:
+        return self.state == "RUNNING"
+
+    @property
+    def nodes(self) -> list[str]:
+        for src in (self.job, self.brief):
+            nodes = getattr(src, "nodes", None)
+            if nodes:
+                return list(nodes)
+        return []
+
+    @property
+    def gpus(self) -> dict[str, list[int]]:
+        """GPU indices per node (global indices on each node, from ``scontrol show job -d``)."""
+        if self.job is None:
+            return {}
+        return {node: list(idx) for node, idx in self.job.gpus_by_node().items()}
+
+    def time_left(self, now: float | None = None) -> float | None:
+        """Seconds until the time limit ends the allocation (None while unknown or unlimited)."""
+        if self.state != "RUNNING":
+            return None
+        for src in (self.brief, self.job):
+            end = getattr(src, "end_time", None)
+            if end is not None:
+                return max(0.0, end.timestamp() - (time.time() if now is None else now))
+        return None
+
+    def refresh(self) -> Allocation:
+        """Fetch the full detail now instead of waiting for the next poll."""
+        if self.job_id is None:
+            return self
+        from slurmlab.slurm import queries
+
+        try:
+            job = queries.job_detail(self.job_id, self.runner)
+        except JobNotFoundError:
+            self._set_state("GONE")
+            return self
+        with self._cond:
+            self.job = job
+            if self.state not in ENDED_STATES or job.state in ENDED_STATES:
+                self.state = job.state
+                self.reason = job.reason
+            self._cond.notify_all()
+        self._notify()
+        return self
+
+    def wait(self, state: str = "RUNNING", timeout: float | None = None) -> Allocation:
+        """Block until the allocation reaches ``state`` (default RUNNING).
+
+        Raises AllocationError if it ends first, TimeoutError after ``timeout`` seconds.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self.state != state:
+                if self.ended and state not in ENDED_STATES:
+                    raise AllocationError(
+                        f"allocation {self.job_id} ended ({self.state}) before it was {state}"
+                        + (f": {self.error}" if self.error else ""),
+                        hint="submit a new one with `%salloc …` / Allocation.submit(...)",
+                    )
+                if state in ENDED_STATES and self.ended:
+                    break
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(
+                        f"allocation {self.job_id} is still {self.state}"
+                        + (f" ({self.reason})" if self.reason else "")
+                        + f" after {timeout:g} s"
+                    )
+                self._cond.wait(timeout=min(0.5, remaining) if remaining is not None else 0.5)
+        if self.state == "RUNNING" and self.job is None:
+            self.refresh()  # granted before the poller fetched the detail: nodes and GPUs now
+        return self
+
+    # ---- steps ---------------------------------------------------------------------------------
+    def srun(
+        self,
+        command: Sequence[str] | Callable[..., Any],
+        *,
+        args: Iterable[str] = (),
+        on_output: OutputCallback | None = None,
+        label: bool = False,
+        timeout: float | None = None,
+    ) -> StepResult:
+        """Run a step in this allocation with ``srun --overlap``, streaming its output.
+
+        ``command`` is an argv list, or a Python callable (run on the allocated nodes through
+        cloudpickle; its return values are not collected). ``on_output(stream, line)`` gets
+        each line as it arrives (default: print to this process's stdout/stderr).
+        Ctrl-C ends the step, not the allocation, then re-raises KeyboardInterrupt.
+        """
+        if self.job_id is None:
+            raise AllocationError("the allocation has no job id yet", hint="wait for it: alloc.wait()")
+        if self.ended:
+            raise AllocationError(
+                f"allocation {self.job_id} has ended ({self.state})",
+                hint="submit a new one with `%salloc …` / Allocation.submit(...)",
+            )
+        if self.state == "PENDING":
+            raise AllocationError(
+                f"allocation {self.job_id} is still pending" + (f" ({self.reason})" if self.reason else ""),
+                hint="wait for it with alloc.wait() before running steps",
+            )
+        if isinstance(command, str):
+            raise TypeError("command must be an argv list, e.g. ['hostname'], or a Python callable")
+        cleanup: list[str] = []
+        if callable(command):
+            argv_cmd, path = _callable_argv(command)
+            cleanup.append(path)
+        else:
+            argv_cmd = [str(a) for a in command]
+        extra = [str(a) for a in args]
+        try:
+            argv = self._step_argv(extra, argv_cmd, label, overlap=True)
+            result = self._run_step(argv, on_output or _print_output, timeout)
+            if _overlap_refused(result):
+                # Slurm 22.05 cannot create an --overlap step in a job that asked for GPUs per
+                # job (--gpus=N): "Insufficient GRES available in allocation". Nothing ran, so
+                # run it once more as an ordinary step, which gets the job's GPUs.
+                argv = self._step_argv(extra, argv_cmd, label, overlap=False)
+                result = self._run_step(argv, on_output or _print_output, timeout)
+            return result
+        finally:
+            for path in cleanup:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+
+    def _step_argv(self, extra: list[str], command: list[str], label: bool, *, overlap: bool) -> list[str]:
+        argv = ["srun", f"--jobid={self.job_id}"]
+        if overlap:
+            argv.append("--overlap")
+        if label:
+            argv.append("--label")
+        return argv + extra + command
+
+    def _run_step(self, argv: list[str], on_output: OutputCallback, timeout: float | None) -> StepResult:
+        start = time.monotonic()
+        proc = self.runner.popen(argv)
+        out: list[str] = []
+        err: list[str] = []
+        lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        held: list[str] = []
+
+        def pump(stream: Any, name: str) -> None:
+            try:
+                for raw in stream:
+                    lines.put((name, raw.rstrip("\n")))
+            finally:
+                lines.put(None)
+
+        for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
+            threading.Thread(target=pump, args=(stream, name), daemon=True).start()
+        # Lines are handed to on_output in the calling thread, in arrival order: in a kernel
+        # that is the cell's thread, so output lands in the running cell as it comes, and
+        # Ctrl-C (KeyboardInterrupt) arrives here, where the step can be ended cleanly.
+        interrupted = False
+        open_streams = 2
+        deadline = None if timeout is None else start + timeout
+        try:
+            while open_streams:
+                try:
+                    item = lines.get(timeout=0.1)
+                except queue.Empty:
+                    if deadline is not None and time.monotonic() > deadline:
+                        interrupted = True
+                        _end_step(proc)
+                        deadline = None
+                    continue
+                if item is None:
+                    open_streams -= 1
+                    continue
+                name, line = item
+                (out if name == "stdout" else err).append(line)
+                if name == "stderr" and "--overlap" in argv and "Insufficient GRES available" in line:
+                    held.append(line)  # may be retried without --overlap: shown only if not
+                    continue
+                try:
+                    on_output(name, line)
+                except Exception:
+                    log.exception("slurmlab: output callback raised")
+            proc.wait()
+        except KeyboardInterrupt:
+            interrupted = True
+            _end_step(proc)
+            while True:  # keep what the step printed while it ended
+                try:
+                    item = lines.get(timeout=0.5)
+                except queue.Empty:
+                    break
+                if item is not None:
+                    (out if item[0] == "stdout" else err).append(item[1])
+        result = StepResult(tuple(argv), proc.returncode if proc.returncode is not None else -1,
+                            out, err, interrupted, time.monotonic() - start)
+        if held and not _overlap_refused(result):
+            for line in held:
+                on_output("stderr", line)
+        self._steps.append(result)
+        self._notify()
+        if interrupted and timeout is None:
+            raise KeyboardInterrupt(f"step of allocation {self.job_id} interrupted; the allocation is still alive")
+        return result
+
+    @property
+    def steps(self) -> list[StepResult]:
+        return list(self._steps)
+
+    # ---- release -------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Release the allocation (scancel). Safe to call twice."""
+        self._kill_salloc()
+        if self.job_id is not None and not self.ended:
+            from slurmlab.slurm import queries
+
+            try:
+                queries.cancel_job(self.job_id, self.runner)
+            except JobNotFoundError:
+                pass
+            self.poller.poke()
+        with _live_lock:
+            _live.discard(self)
+
+    def _kill_salloc(self) -> None:
+        proc = self._salloc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGINT)  # salloc withdraws a pending request on SIGINT
+                proc.wait(timeout=5)
+            except (ProcessLookupError, subprocess.TimeoutExpired, PermissionError):
+                try:
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
+
+    def detach(self) -> None:
+        """Keep the allocation when this process exits (a later kernel can attach to it)."""
+        self.release_at_exit = False
+
+    def __enter__(self) -> Allocation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()
+
+    # ---- display -------------------------------------------------------------------------------
+    def summary(self) -> str:
+        parts = [f"allocation {self.job_id or '(submitting)'}: {self.state}"]
+        if self.reason and self.state == "PENDING":
+            parts.append(f"reason {self.reason}")
+        if self.nodes:
+            parts.append("nodes " + ",".join(self.nodes))
+        gpus = self.gpus
+        if gpus:
+            parts.append("GPUs " + "; ".join(f"{n}:{','.join(map(str, i))}" for n, i in gpus.items()))
+        left = self.time_left()
+        if left is not None:
+            parts.append(f"{_fmt_duration(left)} left")
+        if self.error:
+            parts.append(f"error: {self.error}")
+        return ", ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<Allocation {self.summary()}>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        # the live panel when ipywidgets is there; plain text otherwise
+        try:
+            from slurmlab.widgets.panel import AllocationPanel
+        except ImportError:
+            return {"text/plain": repr(self)}
+        return AllocationPanel.for_allocation(self)._repr_mimebundle_(include=include, exclude=exclude)
+
+
+def _fmt_duration(seconds: float) -> str:
+    s = int(seconds)
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return (f"{d}-" if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
+
+
+def _print_output(stream: str, line: str) -> None:
+    print(line, file=sys.stderr if stream == "stderr" else sys.stdout, flush=True)
+
+
+def _overlap_refused(result: StepResult) -> bool:
+    return (
+        result.returncode != 0
+        and "--overlap" in result.argv
+        and not result.stdout
+        and any("Insufficient GRES available in allocation" in line for line in result.stderr)
+    )
+
+
+def _end_step(proc: subprocess.Popen[str]) -> None:
+    """End a step, not the allocation: two SIGINTs within a second make srun abort the step."""
+    for _ in range(2):
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+def _callable_argv(func: Callable[..., Any]) -> tuple[list[str], str]:
+    from slurmlab._extras import require
+
+    cloudpickle = require("cloudpickle", feature="running a Python function as a step", extra="widgets")
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="slurmlab-step-", suffix=".pkl", dir=os.path.expanduser("~"))
+    with os.fdopen(fd, "wb") as fh:
+        cloudpickle.dump(func, fh)
+    code = "import pickle,sys;f=pickle.load(open(sys.argv[1],'rb'));r=f();print(r) if r is not None else None"
+    return [sys.executable, "-c", code, path], path
+
+
+def find_leftovers(runner: Runner | None = None, *, include_alive: bool = False) -> list[Any]:
+    """Jobs this user left from earlier kernels (tag ``slurmlab:``) whose process is gone.
+
+    Returns JobBriefs; attach with ``Allocation.attach(b.job_id)`` or cancel them.
+    """
+    from slurmlab.slurm import queries
+
+    found = []
+    host = socket.gethostname()
+    for brief in queries.my_tagged_jobs(TAG_PREFIX, runner or get_runner()):
+        parts = str(getattr(brief, "comment", "") or "").split(":")
+        alive = False
+        if len(parts) >= 3 and parts[1] == host and parts[2].isdigit():
+            alive = _pid_alive(int(parts[2]))
+        if include_alive or not alive:
+            found.append(brief)
+    return found
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def release_all() -> list[str]:
+    """Cancel every allocation of this process that is not detached (run at exit)."""
+    released = []
+    with _live_lock:
+        allocs = list(_live)
+    for alloc in allocs:
+        if alloc.release_at_exit and not alloc.ended:
+            try:
+                alloc.cancel()
+                if alloc.job_id:
+                    released.append(alloc.job_id)
+            except Exception as exc:  # at exit: report, never raise
+                print(f"slurmlab: could not release allocation {alloc.job_id}: {exc}", file=sys.stderr)
+    return released
+
+
+_atexit_done = False
+
+
+def _ensure_atexit() -> None:
+    global _atexit_done
+    if not _atexit_done:
+        atexit.register(release_all)
+        _atexit_done = True

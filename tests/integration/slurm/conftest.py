@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def sandbox(slurm_sandbox: Any) -> Iterator[Any]:
+    """The session's sandbox, with an empty queue before and after the test."""
+    runner = slurm_sandbox.runner()
+    runner.run(["scancel", "--user", _me()], check=False)
+    _wait_empty(runner)
+    yield slurm_sandbox
+    runner.run(["scancel", "--user", _me()], check=False)
+    _wait_empty(runner)
+
+
+def _me() -> str:
+    import getpass
+
+    return getpass.getuser()
+
+
+def _wait_empty(runner: Any, timeout: float = 20.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = runner.run(["squeue", "-h", "--me", "-t", "PENDING,RUNNING,COMPLETING", "-o", "%A"]).stdout
+        if not out.strip():
+            return
+        time.sleep(0.2)

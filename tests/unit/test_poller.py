@@ -1,0 +1,165 @@
+"""The shared poller's own logic (sharing, detail-on-change, back-off, stop) with injected fetchers.
+
+The Slurm side of the poller is exercised against the real sandbox in tests/integration/slurm.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from slurmlab.errors import ControllerDownError, JobNotFoundError
+from slurmlab.slurm.poller import JobPoller, JobUpdate
+
+
+@dataclass(frozen=True)
+class B:
+    job_id: int
+    state: str
+    reason: str | None = None
+    time_left: int = 0
+
+
+class Cluster:
+    """A scripted state source that counts calls."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, B] = {}
+        self.brief_calls: list[list[str]] = []
+        self.detail_calls: list[str] = []
+        self.down = False
+        self.lock = threading.Lock()
+
+    def brief(self, ids: Any, runner: Any) -> dict[str, B]:
+        with self.lock:
+            self.brief_calls.append(list(ids))
+            if self.down:
+                raise ControllerDownError("the Slurm controller is not responding")
+            return {i: self.states[i] for i in ids if i in self.states}
+
+    def detail(self, job_id: str, runner: Any) -> Any:
+        with self.lock:
+            self.detail_calls.append(job_id)
+            if job_id not in self.states:
+                raise JobNotFoundError("gone")
+            return ("detail", self.states[job_id].state)
+
+
+def _poller(c: Cluster, **kw: Any) -> JobPoller:
+    return JobPoller(runner=object(), fetch_brief=c.brief, fetch_detail=c.detail, **kw)  # type: ignore[arg-type]
+
+
+def _until(pred: Any, timeout: float = 5.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_watchers_share_one_call_per_round_and_detail_only_on_change() -> None:
+    c = Cluster()
+    c.states = {"1": B(1, "PENDING", "Resources"), "2": B(2, "RUNNING")}
+    p = _poller(c, interval=0.1)
+    got: dict[str, list[JobUpdate]] = {"1": [], "2": [], "1b": []}
+    p.watch(1, got["1"].append)
+    p.watch("1", got["1b"].append)
+    p.watch(2, got["2"].append)
+    assert _until(lambda: len(c.brief_calls) >= 5)
+    # every round asks for all watched jobs in ONE call
+    assert all(sorted(call) == ["1", "2"] for call in c.brief_calls[2:])
+    # unchanged jobs are not fetched again
+    assert sorted(c.detail_calls) == ["1", "2"]
+    assert len(got["1"]) == 1 and len(got["1b"]) == 1
+    # a ticking field (time left) is not a change
+    c.states["2"] = B(2, "RUNNING", time_left=99)
+    time.sleep(0.35)
+    assert c.detail_calls.count("2") == 1
+    c.states["1"] = B(1, "RUNNING")
+    assert _until(lambda: len(got["1"]) == 2)
+    assert got["1"][-1].brief.state == "RUNNING" and got["1"][-1].detail == ("detail", "RUNNING")
+    p.stop()
+
+
+def test_a_change_reaches_watchers_within_about_one_interval() -> None:
+    c = Cluster()
+    c.states = {"7": B(7, "PENDING")}
+    p = _poller(c, interval=0.2)
+    seen: list[tuple[float, str]] = []
+    p.watch(7, lambda u: seen.append((time.monotonic(), u.brief.state)))
+    assert _until(lambda: len(seen) == 1)
+    t0 = time.monotonic()
+    c.states["7"] = B(7, "RUNNING")
+    assert _until(lambda: len(seen) == 2)
+    assert seen[-1][0] - t0 < 0.2 * 2.5
+    p.stop()
+
+
+def test_backs_off_when_quiet_and_resets_on_poke() -> None:
+    c = Cluster()
+    c.states = {"1": B(1, "PENDING")}
+    p = _poller(c, interval=0.05, max_interval=0.4, quiet_after=0.2)
+    p.watch(1, lambda u: None)
+    assert _until(lambda: p.current_interval >= 0.4, timeout=5)
+    p.poke()
+    assert p.current_interval == 0.05
+    p.stop()
+
+
+def test_stops_when_nothing_is_watched() -> None:
+    c = Cluster()
+    c.states = {"1": B(1, "RUNNING")}
+    p = _poller(c, interval=0.05)
+    w = p.watch(1, lambda u: None)
+    assert _until(lambda: p.running)
+    w.cancel()
+    assert _until(lambda: not p.running)
+    calls = len(c.brief_calls)
+    time.sleep(0.2)
+    assert len(c.brief_calls) == calls
+
+
+def test_controller_down_is_reported_once_then_recovery() -> None:
+    c = Cluster()
+    c.states = {"1": B(1, "RUNNING")}
+    p = _poller(c, interval=0.05, max_interval=0.1)
+    ups: list[JobUpdate] = []
+    p.watch(1, ups.append)
+    assert _until(lambda: len(ups) == 1)
+    c.down = True
+    assert _until(lambda: len(c.brief_calls) > 6)
+    errors = [u for u in ups if u.error]
+    assert len(errors) == 1 and "not responding" in str(errors[0].error)
+    c.down = False
+    assert _until(lambda: ups[-1].error is None and ups[-1].brief is not None)
+    p.stop()
+
+
+def test_a_purged_job_is_reported_gone() -> None:
+    c = Cluster()
+    c.states = {"1": B(1, "RUNNING")}
+    p = _poller(c, interval=0.05)
+    ups: list[JobUpdate] = []
+    p.watch(1, ups.append)
+    assert _until(lambda: len(ups) == 1)
+    del c.states["1"]
+    assert _until(lambda: ups[-1].gone)
+    p.stop()
+
+
+def test_a_failing_watcher_does_not_stop_the_others() -> None:
+    c = Cluster()
+    c.states = {"1": B(1, "RUNNING")}
+    p = _poller(c, interval=0.05)
+
+    def bad(u: JobUpdate) -> None:
+        raise RuntimeError("boom")
+
+    good: list[JobUpdate] = []
+    p.watch(1, bad)
+    p.watch(1, good.append)
+    assert _until(lambda: len(good) == 1)
+    p.stop()
