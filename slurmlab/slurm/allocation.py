@@ -26,16 +26,21 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from slurmlab.errors import AllocationError, JobNotFoundError, SlurmError
+from slurmlab.core.request import GpuRequest
+from slurmlab.errors import AllocationError, JobNotFoundError, RequestError, SlurmError
 from slurmlab.slurm.poller import JobPoller, JobUpdate, Watch, get_poller
 from slurmlab.slurm.runner import Runner, get_runner
 
 __all__ = [
+    "DISPLAY_HOOKS",
     "ENDED_STATES",
     "Allocation",
+    "RunningStep",
     "StepResult",
+    "check_request",
     "find_leftovers",
     "release_all",
+    "salloc_argv",
 ]
 
 log = logging.getLogger(__name__)
@@ -54,6 +59,34 @@ _SALLOC_ERROR = re.compile(r"^salloc: error: (.*)$")
 
 Subscriber = Callable[["Allocation"], None]
 OutputCallback = Callable[[str, str], None]  # (stream "stdout"|"stderr", line without newline)
+
+
+def check_request(argv: Sequence[str], runner: Runner) -> GpuRequest:
+    """Parse and validate salloc-style arguments against what the live cluster offers.
+
+    Raises RequestError (``RequestProblems``) listing every problem with its fix.
+    """
+    from slurmlab.core.request import parse_request
+    from slurmlab.core.validate import validate
+    from slurmlab.slurm import queries
+
+    request = parse_request(list(argv))
+    if request.command:
+        raise RequestError(
+            f"an allocation takes no command, but got {' '.join(request.command)!r}",
+            hint="run commands as steps once it is granted: alloc.srun([...]) or %srun …",
+        )
+    return validate(request, queries.inventory(runner))
+
+
+def salloc_argv(request_argv: Sequence[str], *, name: str | None = None, tag: str | None = None) -> list[str]:
+    """The exact command an allocation runs (``--dry-run`` shows it to the user)."""
+    argv = ["salloc", "--no-shell"]
+    if name:
+        argv.append(f"--job-name={name}")
+    if tag:
+        argv.append(f"--comment={tag}")
+    return argv + [str(a) for a in request_argv]
 
 
 def make_tag() -> str:
@@ -78,6 +111,30 @@ class StepResult:
 
     def __str__(self) -> str:
         return "\n".join(self.stdout)
+
+
+class RunningStep:
+    """A step started by :meth:`Allocation.launch`; collect it with :meth:`wait`."""
+
+    def __init__(self, argv: list[str], proc: subprocess.Popen[str]) -> None:
+        self.argv = argv
+        self.proc = proc
+        self._start = time.monotonic()
+
+    def wait(self, timeout: float | None = None) -> StepResult:
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _end_step(self.proc)
+            out, err = self.proc.communicate()
+            return StepResult(tuple(self.argv), self.proc.returncode, out.splitlines(), err.splitlines(),
+                              True, time.monotonic() - self._start)
+        return StepResult(tuple(self.argv), self.proc.returncode, out.splitlines(), err.splitlines(),
+                          False, time.monotonic() - self._start)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            _end_step(self.proc)
 
 
 _live: weakref.WeakSet[Allocation] = weakref.WeakSet()
@@ -118,6 +175,7 @@ class Allocation:
         self.submitted_at = time.time()
         self.updated_at: float | None = None
         self.salloc_messages: list[str] = []
+        self.warnings: list[str] = []  # what validation noticed but let through
         self._salloc: subprocess.Popen[str] | None = None
         self._watch: Watch | None = None
         self._subscribers: list[Subscriber] = []
@@ -139,17 +197,26 @@ class Allocation:
         name: str | None = None,
         id_timeout: float = 10.0,
         release_at_exit: bool = True,
+        validate: bool = True,
     ) -> Allocation:
         """Submit ``salloc --no-shell <argv>`` in the background and return once the job id is known.
 
-        Returns in well under a second for a job that must pend. Raises AllocationError with
-        Slurm's message when the controller rejects the request.
+        With ``validate`` (the default) the request is checked first — its values, its
+        contradictions, and what the live cluster offers (partitions, GPU types, counts) —
+        and a RequestError naming every problem and its fix is raised before anything is
+        submitted. Returns in well under a second for a job that must pend. Raises
+        AllocationError with Slurm's message when the controller rejects the request.
         """
         if isinstance(argv, str):
             raise TypeError("argv must be a list of arguments, e.g. ['--gpus=2', '-t', '30']")
+        warnings: tuple[str, ...] = ()
+        if validate:
+            request = check_request(argv, runner or get_runner())
+            argv, warnings = request.to_argv(), request.warnings
         tag = make_tag()
         name = name or f"slurmlab-{tag.rsplit(':', 1)[1]}"
         alloc = cls(argv=argv, runner=runner, poller=poller, name=name, tag=tag, release_at_exit=release_at_exit)
+        alloc.warnings = list(warnings)
         alloc._start_salloc()
         if not alloc._id_known.wait(id_timeout):
             # salloc can be slow to print; look the job up by its unique name
@@ -175,8 +242,7 @@ class Allocation:
         return alloc
 
     def _argv(self) -> list[str]:
-        argv = ["salloc", "--no-shell", f"--job-name={self.name}", f"--comment={self.tag}"]
-        return argv + list(self.request_argv)
+        return salloc_argv(self.request_argv, name=self.name, tag=self.tag)
 
     def _start_salloc(self) -> None:
         proc = self.runner.popen(self._argv())
@@ -299,7 +365,7 @@ class Allocation:
         for src in (self.brief, self.job):
             end = getattr(src, "end_time", None)
             if end is not None:
-                return max(0.0, end.timestamp() - (time.time() if now is None else now))
+                return max(0.0, float(end.timestamp()) - (time.time() if now is None else now))
         return None
 
     def refresh(self) -> Allocation:
@@ -480,6 +546,21 @@ class Allocation:
             raise KeyboardInterrupt(f"step of allocation {self.job_id} interrupted; the allocation is still alive")
         return result
 
+    def launch(self, command: Sequence[str], *, args: Iterable[str] = (), overlap: bool = True) -> RunningStep:
+        """Start a step without waiting for it (several may run at once with ``--overlap``).
+
+        Returns a :class:`RunningStep`; its ``wait()`` gives the StepResult. Used by experiments
+        that start N workers side by side on the same GPU or CPU core.
+        """
+        if self.job_id is None or self.state != "RUNNING":
+            raise AllocationError(
+                f"allocation {self.job_id} is {self.state}, not RUNNING", hint="wait for it: alloc.wait()"
+            )
+        if isinstance(command, str):
+            raise TypeError("command must be an argv list")
+        argv = self._step_argv([str(a) for a in args], [str(c) for c in command], False, overlap=overlap)
+        return RunningStep(argv, self.runner.popen(argv))
+
     @property
     def steps(self) -> list[StepResult]:
         return list(self._steps)
@@ -542,12 +623,22 @@ class Allocation:
         return f"<Allocation {self.summary()}>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        # the live panel when ipywidgets is there; plain text otherwise
-        try:
-            from slurmlab.widgets.panel import AllocationPanel
-        except ImportError:
-            return {"text/plain": repr(self)}
-        return AllocationPanel.for_allocation(self)._repr_mimebundle_(include=include, exclude=exclude)
+        # The live panel when the widgets room registered one (it does on %load_ext slurmlab);
+        # the Slurm layer itself never imports ipywidgets.
+        for hook in reversed(DISPLAY_HOOKS):
+            bundle: dict[str, Any] | None = hook(self)
+            if bundle is not None:
+                return bundle
+        return {"text/plain": repr(self), "text/html": self._html()}
+
+    def _html(self) -> str:
+        import html
+
+        return f"<code>{html.escape(self.summary())}</code>"
+
+
+# Renderers registered by the widgets room: each returns a mime bundle or None.
+DISPLAY_HOOKS: list[Callable[[Allocation], dict[str, Any] | None]] = []
 
 
 def _fmt_duration(seconds: float) -> str:

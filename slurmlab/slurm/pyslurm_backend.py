@@ -30,7 +30,7 @@ def selected() -> bool:
 
 def _pyslurm() -> Any:
     try:
-        import pyslurm  # type: ignore[import-not-found]
+        import pyslurm
     except ImportError as exc:
         raise MissingExtraError(f"{ENV}=pyslurm", "pyslurm", "pyslurm") from exc
     return pyslurm

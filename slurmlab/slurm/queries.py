@@ -156,7 +156,8 @@ def brief_states(ids: Sequence[str | int], runner: Runner | None = None) -> dict
         out: dict[str, JobBrief] = {}
         for jid in wanted:
             try:
-                out.update(_run(_brief_query([jid]), runner))
+                one: dict[str, JobBrief] = _run(_brief_query([jid]), runner)
+                out.update(one)
             except JobNotFoundError:
                 continue
         return out

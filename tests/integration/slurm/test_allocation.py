@@ -152,9 +152,16 @@ def test_a_restarted_kernel_finds_what_it_left(sandbox: Any) -> None:
 
 
 def test_a_rejected_request_raises_with_slurms_message(sandbox: Any) -> None:
-    with pytest.raises(AllocationError) as info:
+    from slurmlab.errors import RequestError
+
+    # caught before submission, with the partitions that exist
+    with pytest.raises(RequestError) as early:
         Allocation.submit(["-p", "nosuchpart", "--gpus=1", "-t", "5"], runner=sandbox.runner())
-    assert "nosuchpart" in str(info.value) or "Invalid partition" in str(info.value)
+    assert "nosuchpart" in str(early.value) and "gpu" in str(early.value)
+    # and what Slurm itself says when validation is skipped
+    with pytest.raises(AllocationError) as info:
+        Allocation.submit(["-p", "nosuchpart", "--gpus=1", "-t", "5"], runner=sandbox.runner(), validate=False)
+    assert "Invalid partition" in str(info.value) or "invalid partition" in str(info.value)
 
 
 def test_queries_list_my_jobs_nodes_and_inventory(sandbox: Any) -> None:
@@ -193,3 +200,37 @@ def test_many_watchers_share_one_cheap_squeue_per_interval(sandbox: Any) -> None
     for a in allocs:
         a.cancel()
     poller.stop()
+
+
+def test_a_gpu_type_the_partition_lacks_fails_before_submission(sandbox: Any) -> None:
+    from slurmlab.errors import RequestError
+
+    runner = sandbox.runner()
+    before = runner.run(["squeue", "-h", "-t", "all", "-o", "%A"]).stdout.split()
+    with pytest.raises(RequestError) as info:
+        Allocation.submit(["--gpus=a100:1", "-t", "5"], runner=runner)
+    text = str(info.value)
+    assert "a100" in text and "h100" in text  # the types that exist are named
+    after = runner.run(["squeue", "-h", "-t", "all", "-o", "%A"]).stdout.split()
+    assert after == before  # nothing was submitted
+
+
+def test_a_python_function_runs_as_a_step(sandbox: Any) -> None:
+    alloc = Allocation.submit(["-n1", "-t", "5"], runner=sandbox.runner())
+    alloc.wait(timeout=20)
+    lines: list[str] = []
+    result = alloc.srun(lambda: __import__("os").environ["SLURM_JOB_ID"], on_output=lambda s, l: lines.append(l))
+    assert result.ok and lines == [alloc.job_id]
+    alloc.cancel()
+
+
+def test_several_steps_run_side_by_side(sandbox: Any) -> None:
+    alloc = Allocation.submit(["-n2", "-t", "5"], runner=sandbox.runner())
+    alloc.wait(timeout=20)
+    t0 = time.monotonic()
+    steps = [alloc.launch(["bash", "-c", "sleep 2; echo $SLURM_STEP_ID"], args=["-n1"]) for _ in range(2)]
+    results = [s.wait(timeout=30) for s in steps]
+    assert all(r.ok for r in results)
+    assert time.monotonic() - t0 < 3.8  # concurrent, not one after the other
+    assert len({r.stdout[0] for r in results}) == 2
+    alloc.cancel()

@@ -1,0 +1,490 @@
+"""Frozen models of what Slurm reports, the same whichever version or format they came from.
+
+API (every model has ``to_dict()`` giving plain JSON-ready values)::
+
+    Job          one job (or array task); .gpu_allocs per node, .exit, .time_left(now)
+    Step         one job step ("1.0", "6.batch", "10_0.batch")
+    Node         one node: configured GRES, GRES in use, gpu_total/gpu_used/gpu_used_indices, shard_usage()
+    Partition    one partition and its nodes
+    GresAlloc    what a job holds on one node: GPU indices, typed GPUs, shards per GPU, MPS share
+    Tres         a TRES string (cpu=4,mem=4000M,node=2,billing=4,gres/gpu=2) as numbers
+    ExitStatus   exit code and signal, from a raw wait status, "3:0" text, or the JSON object
+
+Times are timezone-aware datetimes (None when Slurm has no value); durations are seconds
+(None = UNLIMITED).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from slurmlab.core.gres import GresItem, parse_gres
+from slurmlab.errors import ParseError
+
+__all__ = ["ExitStatus", "GresAlloc", "Job", "Node", "Partition", "Step", "Tres"]
+
+_MEM_UNITS = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024, "P": 1024.0**3}
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+@dataclass(frozen=True)
+class ExitStatus:
+    """How a job ended. ``code`` is the exit code; ``signal`` the signal that killed it (0 = none)."""
+
+    code: int
+    signal: int = 0
+    status: str | None = None
+
+    @classmethod
+    def from_wait_status(cls, raw: int) -> ExitStatus:
+        """Slurm 22.05 JSON ``exit_code``: a raw wait(2) status (768 -> code 3; 15 -> signal 15)."""
+        if raw < 0:
+            raise ParseError("exit status", str(raw), hint="a wait status is never negative")
+        sig = raw & 0x7F
+        if sig:
+            return cls(code=0, signal=sig, status="SIGNALED")
+        code = (raw >> 8) & 0xFF
+        return cls(code=code, signal=0, status="SUCCESS" if code == 0 else "ERROR")
+
+    @classmethod
+    def from_text(cls, text: str) -> ExitStatus:
+        """``scontrol`` text ``CODE:SIGNAL`` (``3:0``, ``0:15``)."""
+        parts = text.strip().split(":")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ParseError("exit code", text, hint="expected CODE:SIGNAL such as 3:0")
+        code, sig = int(parts[0]), int(parts[1])
+        status = "SIGNALED" if sig else ("SUCCESS" if code == 0 else "ERROR")
+        return cls(code=code, signal=sig, status=status)
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0 and self.signal == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "signal": self.signal, "status": self.status}
+
+
+@dataclass(frozen=True)
+class Tres:
+    """A TRES string as numbers. ``mem_mb`` in MiB; ``gres`` keeps the gres/… entries; the
+    original text is kept in ``text``; entries not named here stay in ``other``."""
+
+    text: str
+    cpus: int | None = None
+    mem_mb: int | None = None
+    nodes: int | None = None
+    billing: int | None = None
+    gres: tuple[GresItem, ...] = ()
+    other: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None) -> Tres | None:
+        if text is None:
+            return None
+        raw = text.strip()
+        if raw in {"", "(null)", "N/A"}:
+            return None
+        cpus = mem = nodes = billing = None
+        gres: list[GresItem] = []
+        other: list[tuple[str, str]] = []
+        for piece in raw.split(","):
+            key, eq, value = piece.partition("=")
+            if not eq or not key:
+                raise ParseError("TRES", raw, hint=f"the entry {piece!r} is not KEY=VALUE")
+            if key == "cpu":
+                cpus = _int(value, raw)
+            elif key == "mem":
+                mem = parse_mem_mb(value)
+            elif key == "node":
+                nodes = _int(value, raw)
+            elif key == "billing":
+                billing = _int(value, raw)
+            elif key.startswith("gres/"):
+                gres.extend(parse_gres(piece))
+            else:
+                other.append((key, value))
+        return cls(raw, cpus, mem, nodes, billing, tuple(gres), tuple(other))
+
+    @property
+    def gpus(self) -> int | None:
+        """GPUs counted by the untyped ``gres/gpu=N`` entry (typed entries repeat it)."""
+        for g in self.gres:
+            if g.name == "gpu" and g.type is None:
+                return g.count
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "cpus": self.cpus,
+            "mem_mb": self.mem_mb,
+            "nodes": self.nodes,
+            "billing": self.billing,
+            "gres": [g.to_dict() for g in self.gres],
+            "other": dict(self.other),
+        }
+
+
+def _int(value: str, whole: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ParseError("TRES", whole, hint=f"{value!r} is not a whole number") from None
+
+
+def parse_mem_mb(text: str) -> int:
+    """``1000M``, ``62.50G``, ``8G``, ``1000`` (MiB) -> MiB."""
+    raw = text.strip()
+    unit = raw[-1:].upper()
+    number = raw[:-1] if unit in _MEM_UNITS else raw
+    factor = _MEM_UNITS.get(unit, 1.0)
+    try:
+        return round(float(number) * factor)
+    except ValueError:
+        raise ParseError("memory size", text, hint="expected a number with K/M/G/T") from None
+
+
+@dataclass(frozen=True)
+class GresAlloc:
+    """What one job holds on one node, from a ``gres_detail`` / ``GRES=`` string."""
+
+    node: str
+    items: tuple[GresItem, ...]
+    cpu_ids: str | None = None
+    mem_mb: int | None = None
+
+    @property
+    def gpu_indices(self) -> tuple[int, ...]:
+        """Global indices of whole GPUs held (MIG instances count as GPUs of their type)."""
+        out: list[int] = []
+        for g in self.items:
+            if g.name == "gpu" and g.indices:
+                out.extend(g.indices)
+        return tuple(out)
+
+    @property
+    def gpu_types(self) -> dict[str, tuple[int, ...]]:
+        """type -> indices held (``1g.18gb`` for a MIG slice); untyped GPUs under ''."""
+        out: dict[str, list[int]] = {}
+        for g in self.items:
+            if g.name == "gpu":
+                out.setdefault(g.type or "", []).extend(g.indices or ())
+        return {k: tuple(v) for k, v in out.items()}
+
+    def shares(self, name: str = "shard") -> dict[int, int | None]:
+        """GPU index -> count of ``name`` (shard/mps) held on it.
+
+        24.11+ lists used/total per GPU; 22.05 gives ``shard:h100:4(IDX:3)``: the whole count
+        sits on the one listed GPU (with several GPUs listed the split is unknown: None)."""
+        out: dict[int, int | None] = {}
+        for g in self.items:
+            if g.name != name:
+                continue
+            if g.shares is not None:
+                for s in g.shares:
+                    if s.used:
+                        out[s.index] = s.used
+            elif g.indices:
+                if len(g.indices) == 1:
+                    out[g.indices[0]] = g.count
+                else:
+                    for i in g.indices:
+                        out[i] = None
+        return out
+
+    @property
+    def shard_count(self) -> int:
+        return sum(g.count or 0 for g in self.items if g.name == "shard")
+
+    @property
+    def mps_count(self) -> int:
+        return sum(g.count or 0 for g in self.items if g.name == "mps")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "gres": [g.to_dict() for g in self.items],
+            "gpu_indices": list(self.gpu_indices),
+            "gpu_types": {k: list(v) for k, v in self.gpu_types.items()},
+            "shards": {str(k): v for k, v in self.shares("shard").items()},
+            "mps": self.mps_count,
+            "cpu_ids": self.cpu_ids,
+            "mem_mb": self.mem_mb,
+        }
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job or array task. ``start_time`` of a pending job is Slurm's expected start."""
+
+    job_id: int
+    name: str
+    state: str
+    state_flags: tuple[str, ...] = ()
+    reason: str | None = None
+    user: str | None = None
+    partition: str | None = None
+    nodelist: str = ""
+    nodes: tuple[str, ...] = ()
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    array_tasks: str | None = None
+    submit_time: datetime | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    time_limit: int | None = None
+    exit: ExitStatus | None = None
+    derived_exit: ExitStatus | None = None
+    tres_req: Tres | None = None
+    tres_alloc: Tres | None = None
+    tres_per_job: tuple[GresItem, ...] = ()
+    tres_per_node: tuple[GresItem, ...] = ()
+    tres_per_task: tuple[GresItem, ...] = ()
+    tres_bind: str | None = None
+    gres_binding_enforced: bool = False
+    gpu_allocs: tuple[GresAlloc, ...] = ()
+    num_nodes: int | None = None
+    num_cpus: int | None = None
+    num_tasks: int | None = None
+    comment: str | None = None
+    flags: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def is_array(self) -> bool:
+        return self.array_job_id is not None and self.array_job_id != 0
+
+    @property
+    def held(self) -> bool:
+        return self.state == "PENDING" and (self.reason or "").startswith("JobHeld")
+
+    @property
+    def expected_start(self) -> datetime | None:
+        return self.start_time if self.state == "PENDING" else None
+
+    @property
+    def display_id(self) -> str:
+        """``10_[2-5%3]`` / ``10_1`` for array jobs, else the job id."""
+        if self.is_array:
+            if self.array_tasks:
+                return f"{self.array_job_id}_[{self.array_tasks}]"
+            if self.array_task_id is not None:
+                return f"{self.array_job_id}_{self.array_task_id}"
+        return str(self.job_id)
+
+    def alloc_on(self, node: str) -> GresAlloc | None:
+        return next((a for a in self.gpu_allocs if a.node == node), None)
+
+    def gpus_by_node(self) -> dict[str, tuple[int, ...]]:
+        return {a.node: a.gpu_indices for a in self.gpu_allocs if a.gpu_indices}
+
+    def time_left(self, now: datetime) -> float | None:
+        """Seconds until the time limit ends a running job; None when it has no limit or is
+        not running (a pending job's clock has not started)."""
+        if self.state not in ("RUNNING", "SUSPENDED", "COMPLETING") or self.time_limit is None:
+            return None
+        if self.end_time is not None:
+            return max(0.0, (self.end_time - now).total_seconds())
+        if self.start_time is None:
+            return None
+        used = (now - self.start_time).total_seconds()
+        return max(0.0, self.time_limit - used)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "display_id": self.display_id,
+            "name": self.name,
+            "state": self.state,
+            "state_flags": list(self.state_flags),
+            "reason": self.reason,
+            "user": self.user,
+            "partition": self.partition,
+            "nodelist": self.nodelist,
+            "nodes": list(self.nodes),
+            "array_job_id": self.array_job_id,
+            "array_task_id": self.array_task_id,
+            "array_tasks": self.array_tasks,
+            "submit_time": _iso(self.submit_time),
+            "start_time": _iso(self.start_time),
+            "expected_start": _iso(self.expected_start),
+            "end_time": _iso(self.end_time),
+            "time_limit": self.time_limit,
+            "exit": self.exit.to_dict() if self.exit else None,
+            "derived_exit": self.derived_exit.to_dict() if self.derived_exit else None,
+            "tres_req": self.tres_req.to_dict() if self.tres_req else None,
+            "tres_alloc": self.tres_alloc.to_dict() if self.tres_alloc else None,
+            "tres_per_job": [g.to_dict() for g in self.tres_per_job],
+            "tres_per_node": [g.to_dict() for g in self.tres_per_node],
+            "tres_per_task": [g.to_dict() for g in self.tres_per_task],
+            "tres_bind": self.tres_bind,
+            "gres_binding_enforced": self.gres_binding_enforced,
+            "gpu_allocs": [a.to_dict() for a in self.gpu_allocs],
+            "num_nodes": self.num_nodes,
+            "num_cpus": self.num_cpus,
+            "num_tasks": self.num_tasks,
+            "comment": self.comment,
+            "held": self.held,
+        }
+
+
+@dataclass(frozen=True)
+class Step:
+    """One job step. ``step_id`` as Slurm prints it (``2.0``, ``6.batch``, ``10_0.batch``)."""
+
+    step_id: str
+    name: str
+    state: str
+    nodelist: str = ""
+    nodes: tuple[str, ...] = ()
+    partition: str | None = None
+    user: str | None = None
+    start_time: datetime | None = None
+    time_limit: int | None = None
+    num_tasks: int | None = None
+    num_cpus: int | None = None
+    tres_alloc: Tres | None = None
+    tres_per_step: tuple[GresItem, ...] = ()
+    tres_per_node: tuple[GresItem, ...] = ()
+    tres_per_task: tuple[GresItem, ...] = ()
+
+    @property
+    def job_id(self) -> str:
+        """The job part of the id (``10_0`` for an array task)."""
+        return self.step_id.split(".", 1)[0]
+
+    @property
+    def step_name(self) -> str:
+        return self.step_id.split(".", 1)[1] if "." in self.step_id else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step_id": self.step_id,
+            "job_id": self.job_id,
+            "name": self.name,
+            "state": self.state,
+            "nodelist": self.nodelist,
+            "nodes": list(self.nodes),
+            "partition": self.partition,
+            "user": self.user,
+            "start_time": _iso(self.start_time),
+            "time_limit": self.time_limit,
+            "num_tasks": self.num_tasks,
+            "num_cpus": self.num_cpus,
+            "tres_alloc": self.tres_alloc.to_dict() if self.tres_alloc else None,
+            "tres_per_step": [g.to_dict() for g in self.tres_per_step],
+            "tres_per_node": [g.to_dict() for g in self.tres_per_node],
+            "tres_per_task": [g.to_dict() for g in self.tres_per_task],
+        }
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node. ``gres`` is what is configured, ``gres_used`` what jobs hold now."""
+
+    name: str
+    state: str
+    state_flags: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    cpus: int | None = None
+    alloc_cpus: int | None = None
+    real_memory_mb: int | None = None
+    alloc_memory_mb: int | None = None
+    features: tuple[str, ...] = ()
+    gres: tuple[GresItem, ...] = ()
+    gres_used: tuple[GresItem, ...] = ()
+    reason: str | None = None
+
+    @property
+    def gpu_total(self) -> int:
+        return sum(g.count if g.count is not None else 1 for g in self.gres if g.name == "gpu")
+
+    @property
+    def gpu_used(self) -> int:
+        return sum(g.count or 0 for g in self.gres_used if g.name == "gpu")
+
+    def gpu_types(self) -> dict[str, int]:
+        """Configured GPU type -> count (MIG profiles appear as types)."""
+        out: dict[str, int] = {}
+        for g in self.gres:
+            if g.name == "gpu":
+                out[g.type or ""] = out.get(g.type or "", 0) + (g.count if g.count is not None else 1)
+        return out
+
+    def gpu_used_indices(self) -> dict[str, tuple[int, ...]]:
+        """GPU type -> indices in use."""
+        out: dict[str, list[int]] = {}
+        for g in self.gres_used:
+            if g.name == "gpu":
+                out.setdefault(g.type or "", []).extend(g.indices or ())
+        return {k: tuple(v) for k, v in out.items()}
+
+    def shard_usage(self, name: str = "shard") -> dict[int, tuple[int | None, int | None]]:
+        """GPU index -> (used, total) shards. 24.11+ gives both (used None = the GPU is taken
+        whole); 22.05 only gives the GPUs with shards in use: (count, None)."""
+        out: dict[int, tuple[int | None, int | None]] = {}
+        for g in self.gres_used:
+            if g.name != name:
+                continue
+            if g.shares is not None:
+                for s in g.shares:
+                    out[s.index] = (s.used, s.total)
+            elif g.indices:
+                for i in g.indices:
+                    out[i] = (g.count if len(g.indices) == 1 else None, None)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "state_flags": list(self.state_flags),
+            "partitions": list(self.partitions),
+            "cpus": self.cpus,
+            "alloc_cpus": self.alloc_cpus,
+            "real_memory_mb": self.real_memory_mb,
+            "alloc_memory_mb": self.alloc_memory_mb,
+            "features": list(self.features),
+            "gres": [g.to_dict() for g in self.gres],
+            "gres_used": [g.to_dict() for g in self.gres_used],
+            "gpu_total": self.gpu_total,
+            "gpu_used": self.gpu_used,
+            "gpu_types": self.gpu_types(),
+            "gpu_used_indices": {k: list(v) for k, v in self.gpu_used_indices().items()},
+            "shard_usage": {str(k): list(v) for k, v in self.shard_usage().items()},
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One partition. ``max_time``/``default_time`` in seconds (None = UNLIMITED / not set)."""
+
+    name: str
+    nodelist: str
+    nodes: tuple[str, ...] = ()
+    state: str | None = None
+    default: bool | None = None
+    max_time: int | None = None
+    default_time: int | None = None
+    total_cpus: int | None = None
+    total_nodes: int | None = None
+    tres: Tres | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "nodelist": self.nodelist,
+            "nodes": list(self.nodes),
+            "state": self.state,
+            "default": self.default,
+            "max_time": self.max_time,
+            "default_time": self.default_time,
+            "total_cpus": self.total_cpus,
+            "total_nodes": self.total_nodes,
+            "tres": self.tres.to_dict() if self.tres else None,
+        }

@@ -1,0 +1,354 @@
+"""Parsers of Slurm's JSON output, every layout from openapi v0.0.38 (22.05) to data_parser v0.0.45.
+
+API (``doc`` is the decoded JSON object; use ``json.loads`` first)::
+
+    json_meta(doc) -> JsonMeta(version "24.11.5" | None, layout "data_parser/v0.0.42" | "openapi/v0.0.38" | None)
+    parse_jobs_json(doc) -> list[Job]             # squeue --json, scontrol --json show job -d
+    parse_nodes_json(doc) -> list[Node]           # scontrol --json show node, sinfo --json (nodes[] or sinfo[])
+    parse_partitions_json(doc) -> list[Partition] # scontrol --json show partition
+    parse_steps_json(doc) -> list[Step]           # scontrol --json show steps
+
+Differences handled: numbers plain or ``{set, infinite, number}``; ``job_state``/``state`` a
+string or a list (first entry is the base state, the rest are flags); ``meta.Slurm.version``
+ints vs ``meta.slurm.version`` strings; sinfo ``nodes[]`` (22.05) vs ``sinfo[]`` per
+node×partition (merged here into one Node per name, partitions joined); flags
+GRES_ENFORCE_BIND vs GRES_BINDING_ENFORCED; ``exit_code`` a raw wait status vs an object.
+Unknown fields are ignored and missing optional fields give None; a job whose ``gres_detail``
+does not line up with its nodes raises ParseError rather than dropping entries.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from slurmlab.core.gres import parse_gres
+from slurmlab.core.hostlist import expand
+from slurmlab.core.models import ExitStatus, GresAlloc, Job, Node, Partition, Step, Tres
+from slurmlab.core.timefmt import from_epoch
+from slurmlab.errors import ParseError
+
+__all__ = [
+    "JsonMeta",
+    "json_meta",
+    "parse_jobs_json",
+    "parse_nodes_json",
+    "parse_partitions_json",
+    "parse_steps_json",
+]
+
+_ENFORCE_FLAGS = {"GRES_ENFORCE_BIND", "GRES_BINDING_ENFORCED"}
+
+
+@dataclass(frozen=True)
+class JsonMeta:
+    version: str | None
+    layout: str | None
+
+
+def _short(obj: Any) -> str:
+    return json.dumps(obj, default=str)[:300]
+
+
+def json_meta(doc: dict[str, Any]) -> JsonMeta:
+    meta = doc.get("meta")
+    if not isinstance(meta, dict):
+        return JsonMeta(None, None)
+    slurm = meta.get("slurm") or meta.get("Slurm") or {}
+    version: str | None = None
+    if isinstance(slurm, dict):
+        release = slurm.get("release")
+        v = slurm.get("version")
+        if isinstance(release, str) and release:
+            version = release
+        elif isinstance(v, dict) and "major" in v:
+            version = f"{int(v['major']):02d}.{int(v.get('minor', 0)):02d}.{int(v.get('micro', 0))}"
+    plugin = meta.get("plugin") or {}
+    layout: str | None = None
+    if isinstance(plugin, dict):
+        layout = plugin.get("data_parser") or plugin.get("type") or None
+    return JsonMeta(version, layout)
+
+
+def _num(value: Any, what: str = "number") -> int | None:
+    """A plain number or ``{set, infinite, number}``; None when unset or infinite."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, dict) and "number" in value:
+        if value.get("infinite") or not value.get("set", True):
+            return None
+        return _num(value["number"], what)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    raise ParseError(what, _short(value), hint="expected a number or {set, infinite, number}")
+
+
+def _minutes(value: Any, what: str) -> int | None:
+    n = _num(value, what)
+    return None if n is None else n * 60
+
+
+def _state(value: Any, what: str) -> tuple[str, tuple[str, ...]]:
+    if isinstance(value, str) and value:
+        return value.upper(), ()
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value[0].upper(), tuple(v.upper() for v in value[1:])
+    raise ParseError(what, _short(value), hint="expected a state string or a list of states")
+
+
+def _str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return str(value)
+    return value if value.strip() not in ("", "(null)", "N/A") else None
+
+
+def _list(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(v for v in value.split(",") if v)
+    if isinstance(value, list):
+        return tuple(str(v) for v in value)
+    raise ParseError("list", _short(value))
+
+
+def _exit(value: Any) -> ExitStatus | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return ExitStatus.from_wait_status(value)
+    if isinstance(value, dict):
+        code = _num(value.get("return_code")) or 0
+        signal_obj = value.get("signal") or {}
+        sig = _num(signal_obj.get("id")) if isinstance(signal_obj, dict) else None
+        status_list = value.get("status")
+        status = status_list[0] if isinstance(status_list, list) and status_list else None
+        return ExitStatus(code=code, signal=sig or 0, status=status)
+    raise ParseError(
+        "exit_code", _short(value), hint="expected a wait status or {status, return_code, signal}"
+    )
+
+
+def _records(doc: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:
+    items = doc.get(key)
+    if not isinstance(items, list):
+        raise ParseError(what, _short(doc), hint=f"the JSON has no {key!r} list")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ParseError(f"{what} entry {i}", _short(item))
+    return items
+
+
+def _job(j: dict[str, Any]) -> Job:
+    try:
+        job_id = _num(j["job_id"], "job_id")
+        state, state_flags = _state(j["job_state"], "job_state")
+    except KeyError as exc:
+        raise ParseError("job", _short(j), hint=f"the job has no {exc.args[0]!r}") from None
+    if job_id is None:
+        raise ParseError("job_id", _short(j))
+    nodelist = _str(j.get("nodes")) or ""
+    nodes = tuple(expand(nodelist))
+    details = j.get("gres_detail") or []
+    if not isinstance(details, list):
+        raise ParseError("gres_detail", _short(details))
+    allocs: list[GresAlloc] = []
+    if details:
+        if len(details) != len(nodes):
+            raise ParseError(
+                "gres_detail",
+                _short(details),
+                hint=f"job {job_id} lists {len(details)} GRES entries for {len(nodes)} nodes ({nodelist})",
+            )
+        for node, text in zip(nodes, details, strict=True):
+            items = parse_gres(str(text))
+            if items:
+                allocs.append(GresAlloc(node=node, items=items))
+    flags = _list(j.get("flags"))
+    array_job = _num(j.get("array_job_id"))
+    task = _num(j.get("array_task_id"))
+    array_tasks = _str(j.get("array_task_string"))
+    return Job(
+        job_id=job_id,
+        name=str(j.get("name") or ""),
+        state=state,
+        state_flags=state_flags,
+        reason=_str(j.get("state_reason")) if j.get("state_reason") != "None" else None,
+        user=_str(j.get("user_name")),
+        partition=_str(j.get("partition")),
+        nodelist=nodelist,
+        nodes=nodes,
+        array_job_id=array_job or None,
+        array_task_id=task if array_job else None,
+        array_tasks=array_tasks,
+        submit_time=from_epoch(_num(j.get("submit_time"))),
+        start_time=from_epoch(_num(j.get("start_time"))),
+        end_time=from_epoch(_num(j.get("end_time"))),
+        time_limit=_minutes(j.get("time_limit"), "time_limit"),
+        exit=_exit(j.get("exit_code")),
+        derived_exit=_exit(j.get("derived_exit_code")),
+        tres_req=Tres.parse(_str(j.get("tres_req_str"))),
+        tres_alloc=Tres.parse(_str(j.get("tres_alloc_str"))),
+        tres_per_job=parse_gres(_str(j.get("tres_per_job"))),
+        tres_per_node=parse_gres(_str(j.get("tres_per_node"))),
+        tres_per_task=parse_gres(_str(j.get("tres_per_task"))),
+        tres_bind=_str(j.get("tres_bind")),
+        gres_binding_enforced=bool(_ENFORCE_FLAGS.intersection(flags)),
+        gpu_allocs=tuple(allocs),
+        num_nodes=_num(j.get("node_count")),
+        num_cpus=_num(j.get("cpus")),
+        num_tasks=_num(j.get("tasks")),
+        comment=_str(j.get("comment")) or None,
+        flags=flags,
+    )
+
+
+def parse_jobs_json(doc: dict[str, Any]) -> list[Job]:
+    """``squeue --json`` or ``scontrol --json show job -d``, any layout."""
+    return [_job(j) for j in _records(doc, "jobs", "jobs JSON")]
+
+
+def _node(n: dict[str, Any]) -> Node:
+    name = _str(n.get("name"))
+    if name is None:
+        raise ParseError("node", _short(n), hint="the node has no name")
+    state, flags = _state(n.get("state"), f"state of node {name}")
+    extra_flags = tuple(str(f).upper() for f in (n.get("state_flags") or ()))
+    return Node(
+        name=name,
+        state=state,
+        state_flags=flags + extra_flags,
+        partitions=_list(n.get("partitions")),
+        cpus=_num(n.get("cpus")),
+        alloc_cpus=_num(n.get("alloc_cpus")),
+        real_memory_mb=_num(n.get("real_memory")),
+        alloc_memory_mb=_num(n.get("alloc_memory")),
+        features=_list(n.get("features")),
+        gres=parse_gres(_str(n.get("gres"))),
+        gres_used=parse_gres(_str(n.get("gres_used"))),
+        reason=_str(n.get("reason")),
+    )
+
+
+def _sinfo_nodes(entries: list[dict[str, Any]]) -> list[Node]:
+    merged: dict[str, Node] = {}
+    for e in entries:
+        nodes_obj = e.get("nodes") or {}
+        names = nodes_obj.get("nodes") if isinstance(nodes_obj, dict) else None
+        if not isinstance(names, list) or not names:
+            raise ParseError("sinfo entry", _short(e), hint="the entry names no nodes")
+        state, flags = _state((e.get("node") or {}).get("state"), "sinfo node state")
+        gres_obj = e.get("gres") or {}
+        cpus_obj = e.get("cpus") or {}
+        mem_obj = e.get("memory") or {}
+        part = _str((e.get("partition") or {}).get("name"))
+        reason_obj = e.get("reason")
+        reason = _str(reason_obj.get("description")) if isinstance(reason_obj, dict) else _str(reason_obj)
+        single = len(names) == 1
+        for raw_name in names:
+            name = str(raw_name)
+            prev = merged.get(name)
+            parts = (prev.partitions if prev else ()) + (
+                (part,) if part and (not prev or part not in prev.partitions) else ()
+            )
+            merged[name] = Node(
+                name=name,
+                state=state,
+                state_flags=flags,
+                partitions=parts,
+                cpus=_num(cpus_obj.get("maximum")),
+                alloc_cpus=_num(cpus_obj.get("allocated")) if single else None,
+                real_memory_mb=_num(mem_obj.get("maximum")),
+                alloc_memory_mb=_num(mem_obj.get("allocated")) if single else None,
+                features=_list((e.get("features") or {}).get("total")),
+                gres=parse_gres(_str(gres_obj.get("total"))),
+                gres_used=parse_gres(_str(gres_obj.get("used"))),
+                reason=reason,
+            )
+    return list(merged.values())
+
+
+def parse_nodes_json(doc: dict[str, Any]) -> list[Node]:
+    """``scontrol --json show node`` and ``sinfo --json`` (22.05 ``nodes[]`` or newer ``sinfo[]``)."""
+    if "sinfo" in doc:
+        return _sinfo_nodes(_records(doc, "sinfo", "sinfo JSON"))
+    return [_node(n) for n in _records(doc, "nodes", "nodes JSON")]
+
+
+def _partition(p: dict[str, Any]) -> Partition:
+    name = _str(p.get("name"))
+    if name is None:
+        raise ParseError("partition", _short(p), hint="the partition has no name")
+    nodes_obj = p.get("nodes")
+    nodelist = (_str(nodes_obj.get("configured")) if isinstance(nodes_obj, dict) else _str(nodes_obj)) or ""
+    state_obj = p.get("partition") or {}
+    state = None
+    if isinstance(state_obj, dict) and state_obj.get("state"):
+        state = _state(state_obj.get("state"), f"state of partition {name}")[0]
+    maxs = p.get("maximums") or {}
+    defs = p.get("defaults") or {}
+    flags = _list(p.get("flags")) if p.get("flags") is not None else None
+    tres_obj = p.get("tres") or {}
+    return Partition(
+        name=name,
+        nodelist=nodelist,
+        nodes=tuple(expand(nodelist)),
+        state=state,
+        default=("DEFAULT" in flags) if flags is not None else None,
+        max_time=_minutes(maxs.get("time"), "maximums.time"),
+        default_time=_minutes(defs.get("time"), "defaults.time"),
+        total_cpus=_num((p.get("cpus") or {}).get("total")),
+        total_nodes=_num(nodes_obj.get("total")) if isinstance(nodes_obj, dict) else None,
+        tres=Tres.parse(_str(tres_obj.get("configured"))) if isinstance(tres_obj, dict) else None,
+    )
+
+
+def parse_partitions_json(doc: dict[str, Any]) -> list[Partition]:
+    """``scontrol --json show partition``."""
+    return [_partition(p) for p in _records(doc, "partitions", "partitions JSON")]
+
+
+def _step(s: dict[str, Any]) -> Step:
+    sid = s.get("id")
+    if isinstance(sid, dict):  # some layouts split the id
+        step_id = f"{sid.get('job_id')}.{sid.get('step_id')}"
+    elif isinstance(sid, str) and sid:
+        step_id = sid
+    else:
+        raise ParseError("step", _short(s), hint="the step has no id")
+    state, _flags = _state(s.get("state"), f"state of step {step_id}")
+    time_obj = s.get("time") or {}
+    tres = s.get("tres") or {}
+    per = tres.get("per") or {}
+    nodelist = _str(s.get("nodes")) or ""
+    return Step(
+        step_id=step_id,
+        name=str(s.get("name") or ""),
+        state=state,
+        nodelist=nodelist,
+        nodes=tuple(expand(nodelist)),
+        partition=_str(s.get("partition")),
+        user=_str(s.get("user")),
+        start_time=from_epoch(_num(time_obj.get("start"))),
+        time_limit=_minutes(time_obj.get("limit"), "time.limit"),
+        num_tasks=_num(s.get("number_tasks")),
+        num_cpus=_num(s.get("number_cpus")),
+        tres_alloc=Tres.parse(_str(tres.get("allocation"))),
+        tres_per_step=parse_gres(_str(per.get("step"))),
+        tres_per_node=parse_gres(_str(per.get("node"))),
+        tres_per_task=parse_gres(_str(per.get("task"))),
+    )
+
+
+def parse_steps_json(doc: dict[str, Any]) -> list[Step]:
+    """``scontrol --json show steps``."""
+    return [_step(s) for s in _records(doc, "steps", "steps JSON")]

@@ -1,0 +1,306 @@
+"""Parsers of Slurm's text output (``scontrol show …``, ``sinfo --version``).
+
+API (``tz`` is the zone the cluster prints its times in; None = this machine's local zone)::
+
+    parse_scontrol_jobs(text, tz=None) -> list[Job]          # scontrol show job -d  (and -o)
+    parse_scontrol_nodes(text) -> list[Node]                 # scontrol show node -d (and -o)
+    parse_scontrol_partitions(text) -> list[Partition]       # scontrol show partition (and -o)
+    parse_scontrol_steps(text, tz=None) -> list[Step]        # scontrol show steps / show step -d
+    parse_version(text) -> str                               # "slurm-wlm 22.05.8" -> "22.05.8"
+    parse_records(text, first_key) -> list[Record]           # the generic KEY=VALUE record reader
+
+22.05 has no ``scontrol --json``, and its JSON lacks nothing the text has except the per-node
+detail (``Nodes=node1 CPU_IDs=0 Mem=1000 GRES=gpu:h100:2(IDX:0-1)``) which only ``-d`` text
+shows on some versions. Records are split where a line starts with the record's first key;
+a value holding spaces (``OS=Linux 6.1 #1 SMP``) is kept whole. A record whose required field
+is missing or malformed raises ParseError naming it; unknown keys are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import tzinfo
+
+from slurmlab.core.gres import parse_gres
+from slurmlab.core.hostlist import expand
+from slurmlab.core.models import ExitStatus, GresAlloc, Job, Node, Partition, Step, Tres, parse_mem_mb
+from slurmlab.core.timefmt import parse_optional_duration, parse_timestamp
+from slurmlab.errors import ParseError
+
+__all__ = [
+    "Record",
+    "parse_records",
+    "parse_scontrol_jobs",
+    "parse_scontrol_nodes",
+    "parse_scontrol_partitions",
+    "parse_scontrol_steps",
+    "parse_version",
+]
+
+_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_/:.\-]*)=(.*)$", re.S)
+_NULL = {"", "(null)", "N/A", "None", "n/a"}
+# keys of the per-node block "Nodes=… CPU_IDs=… Mem=… GRES=…" of scontrol show job -d
+_DETAIL_KEYS = {"CPU_IDs", "Mem", "GRES"}
+
+
+@dataclass
+class Record:
+    """One ``KEY=VALUE …`` record. ``fields`` keeps the first value of each key;
+    ``details`` the per-node blocks of ``show job -d``."""
+
+    text: str
+    fields: dict[str, str] = field(default_factory=dict)
+    details: list[dict[str, str]] = field(default_factory=list)
+
+    def get(self, key: str) -> str | None:
+        value = self.fields.get(key)
+        return None if value is None or value.strip() in _NULL else value.strip()
+
+    def need(self, key: str, what: str) -> str:
+        value = self.get(key)
+        if value is None:
+            raise ParseError(what, self.text, hint=f"the record has no {key}=")
+        return value
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for token in text.split():
+        m = _KEY.match(token)
+        if m is not None:
+            pairs.append((m.group(1), m.group(2)))
+        elif pairs:
+            key, value = pairs[-1]
+            pairs[-1] = (key, f"{value} {token}")
+        else:
+            raise ParseError("scontrol record", text, hint=f"{token!r} comes before any KEY=VALUE")
+    return pairs
+
+
+def parse_records(text: str, first_key: str) -> list[Record]:
+    """Split ``text`` into records starting with ``first_key=`` and read their fields."""
+    chunks: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith(first_key + "="):
+            chunks.append([line])
+        elif not line.strip():
+            continue
+        elif chunks:
+            chunks[-1].append(line)
+        else:
+            raise ParseError(f"scontrol output (records start with {first_key}=)", line)
+    records: list[Record] = []
+    for lines in chunks:
+        body = "\n".join(lines)
+        rec = Record(text=body)
+        in_detail = False
+        for key, value in _tokens(body):
+            # job records have no other Nodes= key (they use NodeList/NumNodes), so every
+            # Nodes= opens a per-node block, with or without a JOB_GRES line before it
+            if key == "Nodes" and first_key == "JobId":
+                rec.details.append({"Nodes": value})
+                in_detail = True
+            elif in_detail and key in _DETAIL_KEYS:
+                rec.details[-1][key] = value
+            else:
+                in_detail = False
+                rec.fields.setdefault(key, value)
+        records.append(rec)
+    return records
+
+
+def _int_or_none(value: str | None, rec: Record, key: str) -> int | None:
+    if value is None:
+        return None
+    m = re.match(r"^(\d+)", value)
+    if m is None:
+        raise ParseError(f"{key} value", value, hint=f"in the record starting {rec.text[:60]!r}")
+    return int(m.group(1))
+
+
+def _duration(value: str | None) -> int | None:
+    if value is None:
+        return None
+    return parse_optional_duration(value)[1]
+
+
+def _user(value: str | None) -> str | None:
+    # "root(0)" -> "root"; steps print just the uid
+    return value.split("(", 1)[0] if value else None
+
+
+def _state(value: str) -> tuple[str, tuple[str, ...]]:
+    flags: list[str] = []
+    if value.endswith("*"):
+        value = value.rstrip("*")
+        flags.append("NOT_RESPONDING")
+    parts = [p for p in value.upper().split("+") if p]
+    if not parts:
+        raise ParseError("state", value)
+    return parts[0], tuple(parts[1:]) + tuple(flags)
+
+
+def _job(rec: Record, tz: tzinfo | None) -> Job:
+    job_id = _int_or_none(rec.need("JobId", "scontrol job record"), rec, "JobId")
+    if job_id is None:  # need() never returns None; this keeps the type exact
+        raise ParseError("scontrol job record", rec.text)
+    state, state_flags = _state(rec.need("JobState", "scontrol job record"))
+    nodelist = rec.get("NodeList") or ""
+    allocs: list[GresAlloc] = []
+    for d in rec.details:
+        items = parse_gres(d.get("GRES"))
+        if not items:
+            continue  # the node block of a job that holds no GRES there
+        mem = d.get("Mem")
+        for node in expand(d["Nodes"]):
+            allocs.append(
+                GresAlloc(
+                    node=node,
+                    items=items,
+                    cpu_ids=d.get("CPU_IDs"),
+                    mem_mb=parse_mem_mb(mem) if mem else None,
+                )
+            )
+    tres_text = rec.get("TRES")
+    req = Tres.parse(rec.get("ReqTRES") or tres_text)
+    alloc = (
+        Tres.parse(rec.get("AllocTRES"))
+        if "AllocTRES" in rec.fields
+        else (Tres.parse(tres_text) if nodelist else None)
+    )
+    array_job = _int_or_none(rec.get("ArrayJobId"), rec, "ArrayJobId")
+    task_text = rec.get("ArrayTaskId")
+    task_id = int(task_text) if task_text and task_text.isdigit() else None
+    exit_text = rec.get("ExitCode")
+    derived_text = rec.get("DerivedExitCode")
+    enforce = (rec.get("GresEnforceBind") or "").lower() == "yes"
+    return Job(
+        job_id=job_id,
+        name=rec.fields.get("JobName", ""),
+        state=state,
+        state_flags=state_flags,
+        reason=rec.get("Reason"),
+        user=_user(rec.get("UserId")),
+        partition=rec.get("Partition"),
+        nodelist=nodelist,
+        nodes=tuple(expand(nodelist)),
+        array_job_id=array_job,
+        array_task_id=task_id,
+        array_tasks=task_text if task_text and task_id is None else None,
+        submit_time=parse_timestamp(rec.get("SubmitTime") or "", tz),
+        start_time=parse_timestamp(rec.get("StartTime") or "", tz),
+        end_time=parse_timestamp(rec.get("EndTime") or "", tz),
+        time_limit=_duration(rec.get("TimeLimit")),
+        exit=ExitStatus.from_text(exit_text) if exit_text else None,
+        derived_exit=ExitStatus.from_text(derived_text) if derived_text else None,
+        tres_req=req,
+        tres_alloc=alloc,
+        tres_per_job=parse_gres(rec.get("TresPerJob")),
+        tres_per_node=parse_gres(rec.get("TresPerNode")),
+        tres_per_task=parse_gres(rec.get("TresPerTask")),
+        tres_bind=rec.get("TresBind"),
+        gres_binding_enforced=enforce,
+        gpu_allocs=tuple(allocs),
+        num_nodes=_int_or_none(rec.get("NumNodes"), rec, "NumNodes"),
+        num_cpus=_int_or_none(rec.get("NumCPUs"), rec, "NumCPUs"),
+        num_tasks=_int_or_none(rec.get("NumTasks"), rec, "NumTasks"),
+        comment=rec.get("Comment") or None,
+    )
+
+
+def parse_scontrol_jobs(text: str, tz: tzinfo | None = None) -> list[Job]:
+    """``scontrol show job -d`` (multi-line or ``-o``)."""
+    return [_job(rec, tz) for rec in parse_records(text, "JobId")]
+
+
+def _csv(value: str | None) -> tuple[str, ...]:
+    return tuple(v for v in (value or "").split(",") if v)
+
+
+def _node(rec: Record) -> Node:
+    name = rec.need("NodeName", "scontrol node record")
+    state, flags = _state(rec.need("State", "scontrol node record"))
+    return Node(
+        name=name,
+        state=state,
+        state_flags=flags,
+        partitions=_csv(rec.get("Partitions")),
+        cpus=_int_or_none(rec.get("CPUTot"), rec, "CPUTot"),
+        alloc_cpus=_int_or_none(rec.get("CPUAlloc"), rec, "CPUAlloc"),
+        real_memory_mb=_int_or_none(rec.get("RealMemory"), rec, "RealMemory"),
+        alloc_memory_mb=_int_or_none(rec.get("AllocMem"), rec, "AllocMem"),
+        features=_csv(rec.get("AvailableFeatures")),
+        gres=parse_gres(rec.get("Gres")),
+        gres_used=parse_gres(rec.get("GresUsed")),
+        reason=rec.get("Reason"),
+    )
+
+
+def parse_scontrol_nodes(text: str) -> list[Node]:
+    """``scontrol show node [-d]`` (multi-line or ``-o``)."""
+    return [_node(rec) for rec in parse_records(text, "NodeName")]
+
+
+def _partition(rec: Record) -> Partition:
+    name = rec.need("PartitionName", "scontrol partition record")
+    nodelist = rec.get("Nodes") or ""
+    default = rec.get("Default")
+    return Partition(
+        name=name,
+        nodelist=nodelist,
+        nodes=tuple(expand(nodelist)),
+        state=rec.get("State"),
+        default=None if default is None else default.upper() == "YES",
+        max_time=_duration(rec.get("MaxTime")),
+        default_time=_duration(rec.get("DefaultTime")) if rec.get("DefaultTime") != "NONE" else None,
+        total_cpus=_int_or_none(rec.get("TotalCPUs"), rec, "TotalCPUs"),
+        total_nodes=_int_or_none(rec.get("TotalNodes"), rec, "TotalNodes"),
+        tres=Tres.parse(rec.get("TRES")),
+    )
+
+
+def parse_scontrol_partitions(text: str) -> list[Partition]:
+    """``scontrol show partition`` (multi-line or ``-o``)."""
+    return [_partition(rec) for rec in parse_records(text, "PartitionName")]
+
+
+def _step(rec: Record, tz: tzinfo | None) -> Step:
+    step_id = rec.need("StepId", "scontrol step record")
+    state, _flags = _state(rec.need("State", "scontrol step record"))
+    nodelist = rec.get("NodeList") or ""
+    return Step(
+        step_id=step_id,
+        name=rec.fields.get("Name", ""),
+        state=state,
+        nodelist=nodelist,
+        nodes=tuple(expand(nodelist)),
+        partition=rec.get("Partition"),
+        user=rec.get("UserId"),
+        start_time=parse_timestamp(rec.get("StartTime") or "", tz),
+        time_limit=_duration(rec.get("TimeLimit")),
+        num_tasks=_int_or_none(rec.get("Tasks"), rec, "Tasks"),
+        num_cpus=_int_or_none(rec.get("CPUs"), rec, "CPUs"),
+        tres_alloc=Tres.parse(rec.get("TRES")),
+        tres_per_step=parse_gres(rec.get("TresPerStep")),
+        tres_per_node=parse_gres(rec.get("TresPerNode")),
+        tres_per_task=parse_gres(rec.get("TresPerTask")),
+    )
+
+
+def parse_scontrol_steps(text: str, tz: tzinfo | None = None) -> list[Step]:
+    """``scontrol show steps`` / ``scontrol show step -d``."""
+    return [_step(rec, tz) for rec in parse_records(text, "StepId")]
+
+
+_VERSION = re.compile(r"^slurm(?:-wlm)?\s+(\d+\.\d+\.\d+\S*)\s*$")
+
+
+def parse_version(text: str) -> str:
+    """``sinfo --version`` -> ``22.05.8``."""
+    m = _VERSION.match(text.strip())
+    if m is None:
+        raise ParseError(
+            "sinfo --version output", text, hint="expected 'slurm 24.11.5' or 'slurm-wlm 22.05.8'"
+        )
+    return m.group(1)

@@ -1,0 +1,91 @@
+"""Slurm times and durations.
+
+API::
+
+    parse_duration(text) -> int | None      # seconds; "1-02:03:04", "01:00:00", "30:00", "5", None = UNLIMITED
+    parse_minutes(value) -> int | None      # JSON minutes (int or {set, infinite, number}) -> seconds
+    format_duration(seconds | None) -> str  # inverse of parse_duration ("UNLIMITED" for None)
+    parse_timestamp(text, tz=None) -> datetime | None   # "2026-11-29T15:04:03" (cluster-local) ; N/A/Unknown/None -> None
+    from_epoch(n) -> datetime | None        # 0 means "not set" in Slurm JSON
+
+Durations follow Slurm's ``[days-]hours:minutes:seconds`` / ``minutes:seconds`` / ``minutes``
+rules. ``INVALID``, ``NOT_SET`` and ``N/A`` are "no value" (None from parse_optional_duration).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone, tzinfo
+
+from slurmlab.errors import ParseError
+
+__all__ = [
+    "format_duration",
+    "from_epoch",
+    "parse_duration",
+    "parse_optional_duration",
+    "parse_timestamp",
+]
+
+_UNLIMITED = {"UNLIMITED", "INFINITE", "Partition_Limit", "NONE"}
+_NO_VALUE = {"INVALID", "NOT_SET", "N/A", "", "(null)"}
+_DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def parse_duration(text: str) -> int | None:
+    """Seconds in a Slurm duration; None for UNLIMITED. Raises ParseError otherwise."""
+    raw = text.strip()
+    if raw in _UNLIMITED:
+        return None
+    m = _DURATION.match(raw)
+    if m is None:
+        raise ParseError("duration", text, hint="expected [D-]HH:MM:SS, MM:SS, MM or UNLIMITED")
+    days_s, a, b, c = m.groups()
+    days = int(days_s) if days_s else 0
+    if c is not None:
+        h, mi, s = int(a), int(b), int(c)
+    elif b is not None:
+        # "D-HH:MM" has hours first; "MM:SS" alone has minutes first
+        h, mi, s = (int(a), int(b), 0) if days_s else (0, int(a), int(b))
+    else:
+        h, mi, s = (int(a), 0, 0) if days_s else (0, int(a), 0)
+    return ((days * 24 + h) * 60 + mi) * 60 + s
+
+
+def parse_optional_duration(text: str) -> tuple[bool, int | None]:
+    """(present, seconds): INVALID/NOT_SET/N/A -> (False, None); UNLIMITED -> (True, None)."""
+    if text.strip() in _NO_VALUE:
+        return False, None
+    return True, parse_duration(text)
+
+
+def format_duration(seconds: int | None) -> str:
+    if seconds is None:
+        return "UNLIMITED"
+    if seconds < 0:
+        raise ParseError("duration", str(seconds), hint="a duration cannot be negative")
+    days, rest = divmod(seconds, 86400)
+    h, rest = divmod(rest, 3600)
+    m, s = divmod(rest, 60)
+    core = f"{h:02d}:{m:02d}:{s:02d}"
+    return f"{days}-{core}" if days else core
+
+
+def parse_timestamp(text: str, tz: tzinfo | None = None) -> datetime | None:
+    """A Slurm text timestamp. Slurm prints the cluster's local time without a zone: ``tz``
+    names that zone; None means this machine's local zone. Unknown/None/N/A -> None."""
+    raw = text.strip()
+    if raw in {"Unknown", "None", "N/A", "(null)", "", "NONE"}:
+        return None
+    try:
+        naive = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        raise ParseError("timestamp", text, hint="expected YYYY-MM-DDTHH:MM:SS") from None
+    return naive.replace(tzinfo=tz) if tz is not None else naive.astimezone()
+
+
+def from_epoch(value: int | None) -> datetime | None:
+    """Slurm JSON epoch seconds (0 = not set)."""
+    if value is None or value == 0:
+        return None
+    return datetime.fromtimestamp(value, tz=timezone.utc)

@@ -1,0 +1,182 @@
+"""Layouts not seen in the fixtures: extra fields, missing optional ones, broken values."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from shared_paths import require_shared
+
+from slurmlab.core.detect import detect_and_parse
+from slurmlab.core.models import ExitStatus, Job
+from slurmlab.core.parse_json import parse_jobs_json, parse_nodes_json
+from slurmlab.core.parse_text import parse_scontrol_jobs, parse_scontrol_nodes, parse_version
+from slurmlab.core.timefmt import format_duration, parse_duration
+from slurmlab.errors import ParseError
+
+JOB_FILES = [
+    ("22.05", "s01_squeue.json"),
+    ("24.11", "s05_scontrol_show_job_d.json"),
+    ("24.11/dp", "squeue.v0.0.40.json"),
+]
+OPTIONAL_JOB_FIELDS = [
+    "gres_detail",
+    "tres_per_node",
+    "array_task_string",
+    "exit_code",
+    "flags",
+    "end_time",
+    "user_name",
+]
+
+
+def _load(folder: str, name: str) -> dict[str, Any]:
+    return json.loads(require_shared("slurm", *folder.split("/"), name).read_text())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(("folder", "name"), JOB_FILES)
+def test_unknown_fields_are_ignored(folder: str, name: str) -> None:
+    doc = _load(folder, name)
+    base = parse_jobs_json(doc)
+    extra = copy.deepcopy(doc)
+    extra["brand_new_top_level"] = {"x": 1}
+    for j in extra["jobs"]:
+        j["field_from_slurm_27"] = {"set": True, "infinite": False, "number": 5}
+    assert parse_jobs_json(extra) == base
+
+
+@pytest.mark.parametrize(("folder", "name"), JOB_FILES)
+@pytest.mark.parametrize("field", OPTIONAL_JOB_FIELDS)
+def test_missing_optional_fields_still_parse(folder: str, name: str, field: str) -> None:
+    doc = _load(folder, name)
+    for j in doc["jobs"]:
+        j.pop(field, None)
+    jobs = {j.job_id: j for j in parse_jobs_json(doc)}
+    assert jobs[2].state == "RUNNING" and jobs[2].nodes == ("node1", "node2")
+    if field == "gres_detail":
+        assert jobs[2].gpu_allocs == ()
+    else:
+        assert jobs[2].gpus_by_node() == {"node1": (2,), "node2": (0,)}
+
+
+def test_missing_required_field_names_it() -> None:
+    doc = _load("24.11", "s05_scontrol_show_job_d.json")
+    del doc["jobs"][3]["job_state"]
+    with pytest.raises(ParseError, match="job_state"):
+        parse_jobs_json(doc)
+
+
+def test_bad_gres_detail_is_reported_not_dropped() -> None:
+    doc = _load("22.05", "s01_squeue.json")
+    doc["jobs"][1]["gres_detail"] = ["gpu:h100:1(IDX:2)", "gpu:h100:1(IDX:zz)"]
+    with pytest.raises(ParseError, match="IDX:zz"):
+        parse_jobs_json(doc)
+    doc["jobs"][1]["gres_detail"] = ["gpu:h100:1(IDX:2)"]  # two nodes, one entry
+    with pytest.raises(ParseError, match="2 nodes"):
+        parse_jobs_json(doc)
+
+
+def test_unknown_and_missing_keys_in_text() -> None:
+    text = require_shared("slurm", "24.11", "s08_scontrol_show_node_d.txt").read_text()
+    changed = text.replace("GresDrain=N/A", "GresDrain=N/A NewKey2027=whatever").replace(
+        "   AllocTRES=cpu=4,mem=4000M\n", "\n"
+    )
+    assert [n.gpu_used_indices() for n in parse_scontrol_nodes(changed)] == [
+        n.gpu_used_indices() for n in parse_scontrol_nodes(text)
+    ]
+    broken = text.replace("GresUsed=gpu:h100:3(IDX:0-2)", "GresUsed=gpu:h100:3(IDX:0-?)")
+    with pytest.raises(ParseError, match=r"0-\?"):
+        parse_scontrol_nodes(broken)
+
+
+def test_text_job_without_state_is_an_error() -> None:
+    with pytest.raises(ParseError, match="JobState"):
+        parse_scontrol_jobs("JobId=5 JobName=x\n   Partition=gpu\n")
+
+
+def test_sinfo_merges_node_partition_rows_without_losing_any() -> None:
+    doc = _load("24.11", "s04_sinfo.json")
+    assert len(doc["sinfo"]) == 6
+    nodes = parse_nodes_json(doc)
+    assert [n.name for n in nodes] == ["node1", "node2", "node3"]
+    doc["sinfo"][0]["nodes"]["nodes"] = []
+    with pytest.raises(ParseError, match="names no nodes"):
+        parse_nodes_json(doc)
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "signal"), [(0, 0, 0), (768, 3, 0), (15, 0, 15), (9, 0, 9), (256, 1, 0)]
+)
+def test_exit_status_from_raw_wait_status(raw: int, code: int, signal: int) -> None:
+    e = ExitStatus.from_wait_status(raw)
+    assert (e.code, e.signal) == (code, signal)
+
+
+def test_exit_status_text() -> None:
+    assert ExitStatus.from_text("3:0") == ExitStatus(3, 0, "ERROR")
+    with pytest.raises(ParseError):
+        ExitStatus.from_text("3")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("01:00:00", 3600),
+        ("30:00", 1800),
+        ("1-00:00:00", 86400),
+        ("1-02:03:04", 93784),
+        ("5", 300),
+        ("UNLIMITED", None),
+        ("2-3", 183600),
+    ],
+)
+def test_durations(text: str, seconds: int | None) -> None:
+    assert parse_duration(text) == seconds
+    assert parse_duration(format_duration(seconds)) == seconds
+
+
+@pytest.mark.parametrize("bad", ["1:2:3:4", "abc", "-5", "1--2"])
+def test_bad_duration(bad: str) -> None:
+    with pytest.raises(ParseError):
+        parse_duration(bad)
+
+
+def test_version_text() -> None:
+    assert parse_version("slurm 24.11.5\n") == "24.11.5"
+    assert parse_version("slurm-wlm 22.05.8") == "22.05.8"
+    with pytest.raises(ParseError):
+        parse_version("sinfo: command not found")
+
+
+@pytest.mark.parametrize(
+    "garbage", ["hello world\nthis is not slurm", "{not json", "[1, 2]", '{"meta": {}}', "   "]
+)
+def test_garbage_is_a_clear_parse_error(garbage: str) -> None:
+    with pytest.raises(ParseError):
+        detect_and_parse(garbage)
+
+
+def test_time_left_of_a_running_job_without_end_time() -> None:
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    job = Job(job_id=1, name="x", state="RUNNING", start_time=start, time_limit=600)
+    assert job.time_left(datetime(2026, 1, 1, 0, 4, tzinfo=timezone.utc)) == 360
+    assert (
+        Job(job_id=1, name="x", state="RUNNING", start_time=start, time_limit=None).time_left(start) is None
+    )
+
+
+def test_node_blocks_without_a_job_gres_line() -> None:
+    text = (
+        "JobId=7 JobName=x\n   JobState=RUNNING Reason=None\n   NodeList=n[1-2] TimeLimit=UNLIMITED\n"
+        "     Nodes=n1 CPU_IDs=0-1 Mem=1G GRES=gpu:a100:2(IDX:0,3)\n"
+        "     Nodes=n2 CPU_IDs=0 Mem=512 GRES=gpu:a100:1(IDX:1),mps:50\n"
+        "   Comment=has spaces and a=b inside\n"
+    )
+    (job,) = parse_scontrol_jobs(text, tz=timezone.utc)
+    assert job.gpus_by_node() == {"n1": (0, 3), "n2": (1,)}
+    assert job.alloc_on("n1").mem_mb == 1024  # type: ignore[union-attr]
+    assert job.alloc_on("n2").mps_count == 50  # type: ignore[union-attr]
+    assert job.time_limit is None and job.reason is None
