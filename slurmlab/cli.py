@@ -68,6 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("slurmlab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`slurmlab parse … | head`): not an error worth a traceback
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -51,6 +51,7 @@ _ITEM = re.compile(
     r"(?:(?P<sep>[:=])(?P<count>\d+[KMGT]?))?"
     r"(?:\((?P<detail>[^()]*)\))?$"
 )
+_NULL_TYPE = re.compile(r"^((?:gres[:/])?[A-Za-z][A-Za-z0-9_]*):\(null\)(?=[:=(]|$)")
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 
@@ -180,7 +181,8 @@ def _parse_shares(detail: str, whole: str) -> tuple[ShareSlot, ...]:
 def parse_gres_item(text: str) -> GresItem:
     """One GRES entry (see the module docstring for the forms)."""
     raw = text.strip()
-    m = _ITEM.match(raw)
+    # 22.05 prints untyped GPUs in use as "gpu:(null):0(IDX:N/A)": "(null)" is no type
+    m = _ITEM.match(_NULL_TYPE.sub(r"\1", raw))
     if m is None or not raw:
         raise ParseError("GRES", text, hint="expected NAME[:TYPE][:COUNT][(IDX:…|S:…|used/total,…)]")
     gtype = m.group("type")

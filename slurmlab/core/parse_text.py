@@ -29,6 +29,7 @@ from slurmlab.core.timefmt import parse_optional_duration, parse_timestamp
 from slurmlab.errors import ParseError
 
 __all__ = [
+    "parse_sinfo_node_states",
     "Record",
     "parse_records",
     "parse_scontrol_jobs",
@@ -304,3 +305,20 @@ def parse_version(text: str) -> str:
             "sinfo --version output", text, hint="expected 'slurm 24.11.5' or 'slurm-wlm 22.05.8'"
         )
     return m.group(1)
+
+
+def parse_sinfo_node_states(text: str) -> dict[str, str]:
+    """``sinfo -h -N -o '%N|%T'``: node -> state (``idle``, ``mixed``, ``down*`` ...).
+
+    A node in several partitions is listed once per partition, with the same state.
+    """
+    states: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        name, sep, state = line.strip().partition("|")
+        if not sep or not name or not state or " " in name:
+            raise ParseError("sinfo node state line", line, hint="expected NODE|STATE")
+        states[name] = state
+    return states
+

@@ -389,14 +389,14 @@ class Allocation:
         return self
 
     def wait(self, state: str = "RUNNING", timeout: float | None = None) -> Allocation:
-        """Block until the allocation reaches ``state`` (default RUNNING).
+        """Block until the allocation reaches ``state`` (default RUNNING; ``"ENDED"`` = any end).
 
         Raises AllocationError if it ends first, TimeoutError after ``timeout`` seconds.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self.state != state:
-                if self.ended and state not in ENDED_STATES:
+            while self.state != state and not (state == "ENDED" and self.ended):
+                if self.ended and state not in ENDED_STATES and state != "ENDED":
                     raise AllocationError(
                         f"allocation {self.job_id} ended ({self.state}) before it was {state}"
                         + (f": {self.error}" if self.error else ""),

@@ -34,6 +34,7 @@ from slurmlab.core.parse_text import (
     parse_scontrol_jobs,
     parse_scontrol_nodes,
     parse_scontrol_partitions,
+    parse_sinfo_node_states,
     parse_version,
 )
 from slurmlab.core.squeue_brief import BRIEF_FORMAT, JobBrief, parse_squeue_brief
@@ -55,6 +56,7 @@ __all__ = [
     "list_nodes",
     "list_partitions",
     "my_tagged_jobs",
+    "node_states",
     "ping",
     "slurm_version",
 ]
@@ -266,6 +268,16 @@ def list_nodes(runner: Runner | None = None) -> list[Node]:
 async def alist_nodes(runner: Runner | None = None) -> list[Node]:
     runner = runner or get_runner()
     return await _arun(_nodes_query(await aslurm_version(runner)), runner)
+
+
+_NODE_STATES: Query[dict[str, str]] = Query(
+    ("sinfo", "-h", "-N", "-o", "%N|%T"), lambda r: parse_sinfo_node_states(r.stdout)
+)
+
+
+def node_states(runner: Runner | None = None) -> dict[str, str]:
+    """node -> state (``idle``, ``mixed``, ``down*`` ...): the cheapest look at the nodes."""
+    return _run(_NODE_STATES, runner)
 
 
 def list_partitions(runner: Runner | None = None) -> list[Partition]:

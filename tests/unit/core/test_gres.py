@@ -107,3 +107,12 @@ def test_parse_of_render_is_identity(items: list[GresItem]) -> None:
     text = render_gres(items)
     assert parse_gres(text) == tuple(items)
     assert render_gres(parse_gres(text)) == text
+
+
+def test_untyped_gpus_in_use_on_22_05_read_as_untyped() -> None:
+    # what `scontrol show node -d` prints on 22.05 for `Gres=gpu:4` nodes (the seed cluster)
+    from slurmlab.core.gres import parse_gres
+
+    idle, busy = parse_gres("gpu:(null):0(IDX:N/A),gpu:(null):2(IDX:0-1)")
+    assert idle.type is None and idle.count == 0 and not idle.indices
+    assert busy.type is None and busy.count == 2 and busy.indices == (0, 1)

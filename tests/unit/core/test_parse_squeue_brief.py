@@ -70,3 +70,15 @@ def test_bad_lines_raise_quoting_the_line(bad: str) -> None:
             "2|2|2|N/A|RUNNING|None|N/A|N/A|1:00:00|1:00:00|0:00|1|node1|gpu|root|N/A|ok\n" + bad
         )
     assert bad[:10] in str(info.value)
+
+
+def test_sinfo_node_states() -> None:
+    import pytest
+
+    from slurmlab.core.parse_text import parse_sinfo_node_states
+    from slurmlab.errors import ParseError
+
+    assert parse_sinfo_node_states("node1|idle\nnode2|mixed\nnode1|idle\nnode3|down*\n") == {
+        "node1": "idle", "node2": "mixed", "node3": "down*"}
+    with pytest.raises(ParseError, match="node1 idle"):
+        parse_sinfo_node_states("node1 idle\n")

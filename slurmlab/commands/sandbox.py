@@ -1,0 +1,101 @@
+"""``slurmlab sandbox up|down|status|env|profiles``: a real local Slurm cluster from a hardware profile."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from slurmlab.sandbox import Sandbox
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "sandbox", help="start/stop a real local Slurm cluster with fake GPUs",
+        description="A real Slurm (munged, slurmctld, one slurmd per node) on 127.0.0.1, built from a hardware "
+                    "profile. Nothing of the system's Slurm or munge is touched.",
+    )
+    sub = parser.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+
+    def where(p: argparse.ArgumentParser, with_profile_default: bool) -> None:
+        p.add_argument("--profile", default="dgx-h100" if with_profile_default else None,
+                       help="hardware profile (see `slurmlab sandbox profiles`)"
+                            + ("; default dgx-h100" if with_profile_default else ""))
+        p.add_argument("--dir", dest="directory", default=None,
+                       help="sandbox folder (default $XDG_RUNTIME_DIR/slurmlab/sandbox/<profile> "
+                            "or ~/.cache/slurmlab/sandbox/<profile>)")
+
+    up = sub.add_parser("up", help="start the sandbox (or reuse the one running) and wait until nodes are idle")
+    where(up, True)
+    up.add_argument("--nodes", type=int, default=None,
+                    help="scale the profile to N nodes (each with the profile's node hardware)")
+    up.add_argument("--port", type=int, default=None,
+                    help="first TCP port (slurmctld; slurmd of node i gets port+i); default: free ports")
+    up.set_defaults(func=_up)
+    for name, func, text in (("down", _down, "stop every process of the sandbox"),
+                             ("status", _status, "tell what runs"),
+                             ("env", _env, "print `export SLURM_CONF=...` for a shell (eval \"$(...)\")")):
+        p = sub.add_parser(name, help=text)
+        where(p, False)
+        p.set_defaults(func=func)
+    prof = sub.add_parser("profiles", help="list the hardware profiles")
+    prof.set_defaults(func=_profiles)
+
+
+def _find(args: argparse.Namespace) -> Sandbox:
+    from slurmlab.sandbox import Sandbox
+
+    return Sandbox.find(args.directory or args.profile)
+
+
+def _up(args: argparse.Namespace) -> int:
+    from slurmlab.sandbox import Sandbox
+
+    sb = Sandbox.up(profile=args.profile, nodes=args.nodes, directory=args.directory, port=args.port)
+    word = "already running; reusing it" if sb.reused else "is up"
+    print(f"sandbox {sb.profile_name} ({len(sb.nodes)} nodes, Slurm {sb.version[0]}.{sb.version[1]:02d}) {word}")
+    print(f"  folder: {sb.directory}")
+    print("point Slurm's commands at it with:")
+    print(f"  export SLURM_CONF={shlex.quote(str(sb.conf_path))}")
+    print(f"  (or: eval \"$(slurmlab sandbox env --dir {shlex.quote(str(sb.directory))})\")")
+    print(f"stop it with: slurmlab sandbox down --dir {shlex.quote(str(sb.directory))}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    sb = _find(args)
+    stopped = sb.down()
+    print(f"sandbox {sb.profile_name} in {sb.directory} stopped ({len(stopped)} processes)")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from slurmlab.errors import SandboxError
+
+    try:
+        sb = _find(args)
+    except SandboxError as exc:
+        print(f"no sandbox running: {exc.message}")
+        return 1
+    st = sb.status()
+    print(st)
+    return 0 if st.running else 1
+
+
+def _env(args: argparse.Namespace) -> int:
+    sb = _find(args)
+    for key, value in sb.env().items():
+        print(f"export {key}={shlex.quote(value)}")
+    return 0
+
+
+def _profiles(args: argparse.Namespace) -> int:
+    from slurmlab.sandbox import list_profiles, load_profile
+
+    for name in list_profiles():
+        p = load_profile(name)
+        print(f"{name:<10} {p.nodes} node(s): {p.description}")
+    return 0

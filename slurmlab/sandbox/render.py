@@ -1,0 +1,176 @@
+"""slurm.conf and gres.conf of a sandbox, rendered from a profile (pure: text in, text out).
+
+What differs by Slurm version:
+
+- 24.11 rejects a per-GPU ``Cores=`` range that does not follow socket boundaries (the node goes INVAL), so from
+  23.x on each GPU's cores are widened to the whole sockets they touch (as in
+  shared/fixtures/slurm/24.11/gres.conf); 22.05 gets the profile's exact cores.
+
+Everything listens on 127.0.0.1: ``SlurmctldHost=<host>(127.0.0.1)``, ``NodeAddr=127.0.0.1`` and
+``CommunicationParameters=NoCtldInAddrAny,NoInAddrAny`` so the daemons bind that address, not every interface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slurmlab.sandbox.profile import Gpu, Profile, format_ranges
+
+__all__ = ["DeviceFile", "RenderContext", "device_files", "gres_summary", "hostlist", "render_gres_conf",
+           "render_slurm_conf"]
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """Where and how one sandbox runs (everything the profile itself does not say)."""
+
+    directory: str  # the sandbox folder: state, spool, logs, pid files, fake devices
+    hostname: str
+    user: str  # SlurmUser and SlurmdUser (the user who runs the daemons)
+    ctld_port: int
+    node_ports: tuple[int, ...]  # one slurmd port per node, in node order
+    munge_socket: str
+    version: tuple[int, int]  # Slurm (major, minor), e.g. (22, 5)
+    device_dir: str | None = None  # folder of fake GPU char devices; None = existing /dev/ttyN (no root)
+    cluster_name: str = "sandbox"
+
+
+@dataclass(frozen=True)
+class DeviceFile:
+    """One GRES device of a node: a whole GPU or a MIG instance."""
+
+    number: int  # the device number Slurm reads from the file name
+    gres_type: str | None
+    cores: tuple[int, ...]
+    gpu: Gpu
+    mig_profile: str | None = None
+
+
+def hostlist(names: tuple[str, ...] | list[str]) -> str:
+    """node1,node2,node3 -> node[1-3] (names share one prefix, as the sandbox's do)."""
+    if len(names) == 1:
+        return names[0]
+    prefix = names[0].rstrip("0123456789")
+    numbers = [int(n[len(prefix):]) for n in names]
+    return f"{prefix}[{format_ranges(numbers)}]"
+
+
+def device_files(profile: Profile) -> list[DeviceFile]:
+    """The GRES devices of one node: whole GPUs numbered by index, then MIG instances after the last GPU."""
+    out = [DeviceFile(g.index, g.model, g.cores, g) for g in profile.whole_gpus]
+    for k, m in enumerate(profile.mig):
+        gpu = profile.gpu(m.gpu)
+        out.append(DeviceFile(len(profile.gpus) + k, m.profile, gpu.cores, gpu, m.profile))
+    return sorted(out, key=lambda d: d.number)
+
+
+def device_path(ctx: RenderContext, dev: DeviceFile) -> str:
+    if ctx.device_dir is None:
+        return f"/dev/tty{dev.number}"
+    stem = "mig" if dev.mig_profile else "gpu"
+    return f"{ctx.device_dir}/{stem}{dev.number}"
+
+
+def gres_summary(profile: Profile) -> str:
+    """The node's ``Gres=`` value, e.g. ``gpu:h100:8,shard:h100:32``."""
+    counts: dict[str | None, int] = {}
+    for dev in device_files(profile):
+        counts[dev.gres_type] = counts.get(dev.gres_type, 0) + 1
+    parts = [f"gpu:{t}:{n}" if t else f"gpu:{n}" for t, n in counts.items()]
+    if profile.shards_per_gpu:
+        whole = profile.whole_gpus
+        shard_type = _single_type(whole)
+        total = profile.shards_per_gpu * len(whole)
+        parts.append(f"shard:{shard_type}:{total}" if shard_type else f"shard:{total}")
+    return ",".join(parts)
+
+
+def _single_type(gpus: tuple[Gpu, ...]) -> str | None:
+    types = {g.model for g in gpus}
+    return types.pop() if len(types) == 1 else None
+
+
+def _cores_for(profile: Profile, cores: tuple[int, ...], version: tuple[int, int]) -> tuple[int, ...]:
+    if version < (23, 0):
+        return cores
+    per = profile.cpu.cores_per_socket
+    sockets = sorted({c // per for c in cores})
+    return tuple(c for s in sockets for c in range(s * per, (s + 1) * per))
+
+
+def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
+    d = ctx.directory
+    if len(ctx.node_ports) != profile.nodes:
+        raise ValueError(f"{profile.nodes} nodes need {profile.nodes} ports, got {len(ctx.node_ports)}")
+    lines = [
+        f"# slurmlab sandbox, profile {profile.name}, for Slurm {ctx.version[0]}.{ctx.version[1]:02d}",
+        f"ClusterName={ctx.cluster_name}",
+        f"SlurmctldHost={ctx.hostname}(127.0.0.1)",
+        f"SlurmctldPort={ctx.ctld_port}",
+        f"SlurmdPort={ctx.node_ports[0]}",
+        "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        f"AuthInfo=socket={ctx.munge_socket}",
+        f"SlurmUser={ctx.user}",
+        f"SlurmdUser={ctx.user}",
+        f"StateSaveLocation={d}/state",
+        f"SlurmdSpoolDir={d}/spool/%n",
+        f"SlurmctldPidFile={d}/run/slurmctld.pid",
+        f"SlurmdPidFile={d}/run/slurmd-%n.pid",
+        f"SlurmctldLogFile={d}/log/slurmctld.log",
+        f"SlurmdLogFile={d}/log/slurmd-%n.log",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/affinity",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core_Memory",
+        "DefMemPerCPU=1000",
+        f"GresTypes={','.join(profile.gres_types)}",
+        "MpiDefault=none",
+        "ReturnToService=2",
+        "MinJobAge=300",
+        "SlurmdParameters=config_overrides",
+        "SchedulerType=sched/backfill",
+        "JobAcctGatherType=jobacct_gather/none",
+        "AccountingStorageType=accounting_storage/none",
+        "JobCompType=jobcomp/none",
+        "MailProg=/bin/true",
+        "KillWait=5",
+        "SlurmdTimeout=120",
+        "InactiveLimit=0",
+    ]
+    cpu = profile.cpu
+    gres = gres_summary(profile)
+    features = f" Features={','.join(profile.features)}" if profile.features else ""
+    for name, port in zip(profile.node_names, ctx.node_ports, strict=True):
+        lines.append(
+            f"NodeName={name} NodeHostname={ctx.hostname} NodeAddr=127.0.0.1 Port={port} CPUs={cpu.cpus} "
+            f"Sockets={cpu.sockets} CoresPerSocket={cpu.cores_per_socket} ThreadsPerCore={cpu.threads_per_core} "
+            f"RealMemory={profile.memory_mb} Gres={gres}{features} State=UNKNOWN"
+        )
+    nodes = hostlist(profile.node_names)
+    for part in profile.partitions:
+        default = " Default=YES" if part.default else ""
+        lines.append(f"PartitionName={part.name} Nodes={nodes}{default} MaxTime={part.max_time} State=UP")
+    return "\n".join(lines) + "\n"
+
+
+def render_gres_conf(profile: Profile, ctx: RenderContext) -> str:
+    nodes = hostlist(profile.node_names)
+    lines = [f"# slurmlab sandbox, profile {profile.name}", "AutoDetect=off"]
+    # Links= indexes every gpu GRES of the node, so it is written only when all of them are whole GPUs
+    with_links = not profile.mig and any(v for row in profile.nvlink for v in row)
+    for dev in device_files(profile):
+        typ = f" Type={dev.gres_type}" if dev.gres_type else ""
+        cores = format_ranges(_cores_for(profile, dev.cores, ctx.version))
+        line = f"NodeName={nodes} Name=gpu{typ} File={device_path(ctx, dev)} Cores={cores}"
+        if with_links:
+            row = profile.nvlink[dev.gpu.index]
+            line += " Links=" + ",".join("-1" if j == dev.gpu.index else str(v) for j, v in enumerate(row))
+        lines.append(line)
+    if profile.shards_per_gpu:
+        whole = profile.whole_gpus
+        shard_type = _single_type(whole)
+        typ = f" Type={shard_type}" if shard_type else ""
+        lines.append(f"NodeName={nodes} Name=shard{typ} Count={profile.shards_per_gpu * len(whole)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,145 @@
+"""Jobs on the real sandbox: GPU allocations, binding, shards, MIG types, PMI2 ranks, pending requests."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+import pytest
+
+from slurmlab.slurm.runner import Runner, get_runner
+
+pytestmark = pytest.mark.sandbox
+
+STEP_REPORT = (
+    "import os; print(os.environ.get('SLURMD_NODENAME'), os.environ.get('PMI_RANK'), "
+    "os.environ.get('CUDA_VISIBLE_DEVICES'), os.environ.get('SLURM_STEP_GPUS'), "
+    "sorted(os.sched_getaffinity(0)))"
+)
+
+
+def _salloc(runner: Runner, *args: str) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    res = runner.run(["salloc", "--no-shell", "-J", name, "-t", "10", *args], timeout=30)
+    m = re.search(r"Granted job allocation (\d+)", res.stderr)
+    assert m, res.stderr
+    return m.group(1)
+
+
+def _scancel(runner: Runner, job: str) -> None:
+    runner.run(["scancel", job], check=False)
+
+
+def _show_job(runner: Runner, job: str) -> str:
+    return runner.run(["scontrol", "show", "job", "-d", job]).stdout
+
+
+def test_fixture_points_the_process_runner_at_the_sandbox(slurm_sandbox) -> None:
+    assert get_runner().slurm_conf == str(slurm_sandbox.conf_path)
+    assert slurm_sandbox.env() == {"SLURM_CONF": str(slurm_sandbox.conf_path)}
+    out = get_runner().run(["sinfo", "-h", "-N", "-o", "%N %T %G"]).stdout
+    assert "node1" in out and "node2" in out and "gpu:h100:8" in out
+
+
+def test_two_node_gpu_allocation_with_closest_binding(slurm_sandbox) -> None:
+    r = slurm_sandbox.runner()
+    job = _salloc(r, "-N2", "-n4", "--gpus=4", "--gpu-bind=closest", "--gres-flags=enforce-binding")
+    try:
+        detail = _show_job(r, job)
+        per_node = re.findall(r"Nodes=(node\d) CPU_IDs=(\S+) .*GRES=gpu:h100:(\d+)\(IDX:([^)]+)\)", detail)
+        assert {n for n, *_ in per_node} == {"node1", "node2"}, detail
+        assert sum(int(c) for *_, c, _ in per_node) == 4
+        step = r.run(["srun", f"--jobid={job}", "--overlap", "-n4", "--gpus-per-task=1", "python3", "-c",
+                      STEP_REPORT], timeout=60).stdout
+        rows = [line.split(" ", 4) for line in step.strip().splitlines()]
+        assert len(rows) == 4, step
+        seen = {(node, gpus) for node, _, _, gpus, _ in rows}
+        assert len(seen) == 4, f"tasks share GPUs: {step}"
+        assert all(cvd == gpus for _, _, cvd, gpus, _ in rows)
+    finally:
+        _scancel(r, job)
+
+
+def test_shard_job(slurm_sandbox) -> None:
+    r = slurm_sandbox.runner()
+    job = _salloc(r, "--gres=shard:2")
+    try:
+        assert re.search(r"GRES=shard:h100:2\(", _show_job(r, job))
+    finally:
+        _scancel(r, job)
+
+
+def test_pmi2_ranks(slurm_sandbox) -> None:
+    r = slurm_sandbox.runner()
+    job = _salloc(r, "-n4")
+    try:
+        out = r.run(["srun", f"--jobid={job}", "--overlap", "--mpi=pmi2", "-n4", "python3", "-c", STEP_REPORT],
+                    timeout=60).stdout
+        ranks = sorted(int(line.split()[1]) for line in out.strip().splitlines())
+        assert ranks == [0, 1, 2, 3], out
+    finally:
+        _scancel(r, job)
+
+
+def _sbatch(runner: Runner, *args: str) -> str:
+    res = runner.run(["sbatch", "--parsable", "-J", f"t-{uuid.uuid4().hex[:8]}", "-t", "10", *args,
+                      "--wrap", "sleep 300"])
+    return res.stdout.strip().split(";")[0]
+
+
+def _wait_state(runner: Runner, job: str, want: str) -> str:
+    state = ""
+    for _ in range(100):
+        state = runner.run(["squeue", "-h", "-j", job, "-o", "%T %r"], check=False).stdout.strip()
+        if state.startswith(want):
+            return state
+        time.sleep(0.1)
+    return state
+
+
+def _wait_gone(runner: Runner, job: str) -> bool:
+    for _ in range(100):
+        state = runner.run(["squeue", "-h", "-j", job, "-o", "%T"], check=False).stdout.strip()
+        if state in ("", "CANCELLED", "COMPLETED"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize(
+    ("blocker", "request_args", "reason"),
+    [
+        # the whole cluster is busy: a request that fits the cluster waits for Resources
+        (["-N2", "--exclusive"], ["-N2", "--gpus-per-node=8"], "Resources"),
+        # more CPUs than the partition has at all: it waits for a partition that could hold it
+        (None, ["-N2", "-n", "300"], "PartitionConfig"),
+    ],
+    ids=["busy-cluster", "larger-than-partition"],
+)
+def test_request_that_does_not_fit_pends_and_can_be_cancelled(slurm_sandbox, blocker, request_args, reason) -> None:
+    r = slurm_sandbox.runner()
+    held = _sbatch(r, *blocker) if blocker else None
+    job = None
+    try:
+        if held:
+            assert _wait_state(r, held, "RUNNING").startswith("RUNNING")
+        job = _sbatch(r, *request_args)
+        state = _wait_state(r, job, f"PENDING {reason}")
+        assert state == f"PENDING {reason}", state
+        r.run(["scancel", job])
+        assert _wait_gone(r, job), "the cancelled job is still queued"
+    finally:
+        for j in (job, held):
+            if j:
+                r.run(["scancel", j], check=False)
+
+
+def test_mig_type_request(sandbox_factory) -> None:
+    sb = sandbox_factory("h200-mig")
+    r = sb.runner()
+    job = _salloc(r, "-p", "mig", "--gres=gpu:1g.18gb:1")
+    try:
+        assert re.search(r"GRES=gpu:1g\.18gb:1\(IDX:\d+\)", _show_job(r, job))
+    finally:
+        _scancel(r, job)
