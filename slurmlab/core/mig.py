@@ -25,6 +25,7 @@ __all__ = [
     "parse_profile_name",
     "table_for_model",
     "table_for_profile_names",
+    "tables_for_profile_names",
 ]
 
 _NAME_RE = re.compile(r"^(?:(\d+)c\.)?(\d+)g\.(\d+)gb(\+me)?$")
@@ -148,15 +149,18 @@ def table_for_model(model: str) -> MigProfileTable | None:
     return None
 
 
-def table_for_profile_names(names: Iterable[str]) -> MigProfileTable | None:
-    """The first table that holds every GI profile name given (CI names like ``1c.3g.20gb`` count as the GI)."""
+def tables_for_profile_names(names: Iterable[str]) -> list[MigProfileTable]:
+    """Every table that holds all the GI profile names given (CI names like ``1c.3g.20gb`` count as the GI)."""
     wanted = {_gi_name(n) for n in names}
     if not wanted:
-        return None
-    for table in MIG_PROFILE_TABLES.values():
-        if wanted <= {p.name for p in table.profiles}:
-            return table
-    return None
+        return []
+    return [t for t in MIG_PROFILE_TABLES.values() if wanted <= {p.name for p in t.profiles}]
+
+
+def table_for_profile_names(names: Iterable[str]) -> MigProfileTable | None:
+    """The first table that fits the names (A100-80GB and H100-80GB share names and geometry)."""
+    found = tables_for_profile_names(names)
+    return found[0] if found else None
 
 
 def _gi_name(name: str) -> str:

@@ -17,7 +17,7 @@ from slurmlab.errors import RequestError
 
 __all__ = ["GpuChoice", "best_gpus"]
 
-_EXHAUSTIVE_LIMIT = 250_000  # subsets to score exhaustively; beyond that grow greedily
+_EXHAUSTIVE_LIMIT = 50_000  # subsets scored exhaustively (about a second); beyond that grow greedily
 
 
 @dataclass(frozen=True)
@@ -35,16 +35,34 @@ class GpuChoice:
         return f"GPUs {', '.join(map(str, self.gpus))}: " + "; ".join(self.reasons)
 
 
-def _score(topo: Topology, combo: tuple[int, ...]) -> tuple[int, int, int, int, int, tuple[int, ...]]:
+@dataclass(frozen=True)
+class _Tables:
+    """Pairwise NVLink counts, PCIe ranks and NUMA labels looked up once, so scoring stays cheap."""
+
+    nv: dict[tuple[int, int], int]
+    rank: dict[tuple[int, int], int]
+    group: dict[int, str]
+
+    @classmethod
+    def of(cls, topo: Topology) -> _Tables:
+        nv: dict[tuple[int, int], int] = {}
+        rank: dict[tuple[int, int], int] = {}
+        idx = [g.index for g in topo.gpus]
+        for a, b in itertools.combinations(idx, 2):
+            link = topo.link(a, b)
+            for key in ((a, b), (b, a)):
+                nv[key] = link.nvlinks if link is not None else 0
+                rank[key] = link.kind.rank if link is not None else len(LinkKind)
+        return cls(nv, rank, {g.index: g.numa_label for g in topo.gpus})
+
+
+def _score(t: _Tables, combo: tuple[int, ...]) -> tuple[int, int, int, int, int, tuple[int, ...]]:
     pairs = list(itertools.combinations(combo, 2))
-    nv = [topo.nvlinks(a, b) for a, b in pairs]
+    nv = [t.nv[p] for p in pairs]
     all_nv = int(all(n > 0 for n in nv))
     weakest = min(nv) if nv else 0
-    groups = {topo.gpu(i).numa_label for i in combo}
-    pcie = 0
-    for a, b in pairs:
-        link = topo.link(a, b)
-        pcie += link.kind.rank if link is not None else len(LinkKind)
+    groups = {t.group[i] for i in combo}
+    pcie = sum(t.rank[p] for p in pairs)
     # bigger is better for every component (negate the ones to minimise)
     return (all_nv, sum(nv), weakest, -len(groups), -pcie, tuple(-i for i in combo))
 
@@ -58,21 +76,22 @@ def best_gpus(topo: Topology, n: int, *, available: Iterable[int] | None = None)
         raise RequestError(f"GPUs {unknown} are not in this topology (it has {sorted(known)})")
     if n < 1 or n > len(pool):
         raise RequestError(f"cannot choose {n} GPUs from {len(pool)} available ({pool})")
+    tables = _Tables.of(topo)
     exhaustive = math.comb(len(pool), n) <= _EXHAUSTIVE_LIMIT
     if exhaustive:
-        best = max(itertools.combinations(pool, n), key=lambda c: _score(topo, c))
+        best = max(itertools.combinations(pool, n), key=lambda c: _score(tables, c))
     else:
-        best = _greedy(topo, pool, n)
+        best = _greedy(tables, pool, n)
     return _describe(topo, tuple(sorted(best)), pool, exhaustive)
 
 
-def _greedy(topo: Topology, pool: list[int], n: int) -> tuple[int, ...]:
+def _greedy(t: _Tables, pool: list[int], n: int) -> tuple[int, ...]:
     chosen: list[int] = []
-    start = max(itertools.combinations(pool, 2), key=lambda c: _score(topo, c)) if n >= 2 else (pool[0],)
+    start = max(itertools.combinations(pool, 2), key=lambda c: _score(t, c)) if n >= 2 else (pool[0],)
     chosen.extend(start)
     while len(chosen) < n:
         rest = [i for i in pool if i not in chosen]
-        nxt = max(rest, key=lambda i: _score(topo, (*chosen, i)))
+        nxt = max(rest, key=lambda i: _score(t, (*chosen, i)))
         chosen.append(nxt)
     return tuple(chosen)
 

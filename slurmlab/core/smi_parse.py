@@ -22,16 +22,19 @@ from slurmlab.core.mig import (
     parse_profile_name,
     table_for_model,
     table_for_profile_names,
+    tables_for_profile_names,
 )
 from slurmlab.core.topology import Gpu, Link, LinkKind, Nic, Topology, parse_cpu_list
 from slurmlab.errors import ParseError
 
 __all__ = [
+    "MigDevice",
     "MigProfileRow",
     "NvlinkStatus",
     "SmiDevice",
     "SmiParseWarning",
     "parse_mig_cgi_log",
+    "parse_mig_devices",
     "parse_mig_lci",
     "parse_mig_lgi",
     "parse_mig_lgip",
@@ -611,12 +614,19 @@ def parse_mig_lgipp(text: str) -> dict[int, dict[int, tuple[tuple[int, ...], int
     return out
 
 
-def _table_for(names: list[str], model: str | None) -> MigProfileTable | None:
+def _table_for(names: list[str], model: str | None) -> tuple[MigProfileTable | None, str | None, tuple[str, ...]]:
+    """The profile table, the model to show, and a note when the profile names fit several GPU models."""
     if model:
         t = table_for_model(model)
         if t is not None:
-            return t
-    return table_for_profile_names(names)
+            return t, model, ()
+    found = tables_for_profile_names(names)
+    if not found:
+        return None, model, ()
+    if len(found) > 1:
+        models = ", ".join(t.model for t in found)
+        return found[0], None, (f"the profile names fit {models} (same slice geometry); pass the GPU model to tell",)
+    return found[0], found[0].model, ()
 
 
 def parse_mig_lgi(text: str, *, gpu_model: str | None = None) -> MigLayout:
@@ -641,10 +651,9 @@ def parse_mig_lgi(text: str, *, gpu_model: str | None = None) -> MigLayout:
     if not titled:
         _warn("nvidia-smi mig -lgi: no table title; the capture starts mid-table")
     names = [i.profile for v in per_gpu.values() for i in v]
-    table = _table_for(names, gpu_model)
-    gpus = tuple(GpuMig(index=g, instances=tuple(v), model=table.model if table else gpu_model)
-                 for g, v in sorted(per_gpu.items()))
-    return MigLayout(gpus=gpus, table=table, complete=titled)
+    table, model, notes = _table_for(names, gpu_model)
+    gpus = tuple(GpuMig(index=g, instances=tuple(v), model=model) for g, v in sorted(per_gpu.items()))
+    return MigLayout(gpus=gpus, table=table, complete=titled, notes=notes)
 
 
 def parse_mig_lci(text: str) -> list[tuple[int, int, ComputeInstance, tuple[int, int] | None]]:
@@ -668,7 +677,7 @@ def parse_mig_lci(text: str) -> list[tuple[int, int, ComputeInstance, tuple[int,
     return out
 
 
-def parse_mig_cgi_log(text: str) -> MigLayout:
+def parse_mig_cgi_log(text: str, *, gpu_model: str | None = None) -> MigLayout:
     """The log of ``nvidia-smi mig -cgi ... -C``: the GIs and CIs it created (placements not shown)."""
     per_gpu: dict[int, dict[int, GpuInstance]] = {}
     for raw in _clean(text):
@@ -700,17 +709,73 @@ def parse_mig_cgi_log(text: str) -> MigLayout:
     if not per_gpu:
         raise ParseError("nvidia-smi mig -cgi log", text, hint="no 'Successfully created' lines found")
     names = [i.profile for v in per_gpu.values() for i in v.values()]
-    table = table_for_profile_names(names)
-    gpus = tuple(GpuMig(index=g, instances=tuple(v.values()), model=table.model if table else None)
-                 for g, v in sorted(per_gpu.items()))
-    return MigLayout(gpus=gpus, table=table,
-                     notes=("placements are not in the -cgi log; shown where they fit, largest first (inferred)",)
-                     ).with_inferred_placements()
+    table, model, notes = _table_for(names, gpu_model)
+    gpus = tuple(GpuMig(index=g, instances=tuple(v.values()), model=model) for g, v in sorted(per_gpu.items()))
+    return MigLayout(gpus=gpus, table=table, notes=(
+        "placements are not in the -cgi log; shown where they fit, largest first (inferred)", *notes,
+    )).with_inferred_placements()
+
+
+@dataclass(frozen=True)
+class MigDevice:
+    """A row of the "MIG devices" table of plain ``nvidia-smi``."""
+
+    gpu: int
+    gi_id: int
+    ci_id: int
+    mig_dev: int
+    memory_used_mib: int | None  # None where the cell is merged with the row above (CIs sharing a GI)
+    memory_total_mib: int | None
+    sm: int | None
+
+
+def parse_mig_devices(text: str) -> list[MigDevice]:
+    """The "MIG devices" section of ``nvidia-smi`` (the "Processes" section after it is skipped)."""
+    out: list[MigDevice] = []
+    seen_title = False
+    for raw in _clean(text):
+        s = raw.strip()
+        if not s or _BORDER.match(s) or re.match(r"^\+[-=+ ]+\+$", s):
+            continue
+        if not (s.startswith("|") and s.endswith("|")) or len(s) < 2:
+            raise ParseError("nvidia-smi MIG devices line", s, hint="expected the boxed table nvidia-smi prints")
+        inner = s[1:-1].strip()
+        if inner == "MIG devices:":
+            seen_title = True
+            continue
+        if inner == "Processes:":
+            break
+        cells = [c.strip() for c in s[1:-1].split("|")]
+        m = re.match(r"^(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", cells[0])
+        if m is None:
+            if cells[0] == "" or cells[0].startswith(("GPU", "ID")) or re.match(r"^[=+]+$", inner):
+                continue  # header lines and the BAR1 line newer drivers print under each device
+            raise ParseError("nvidia-smi MIG devices row", inner, hint="expected '<gpu> <gi> <ci> <mig dev> | ...'")
+        used = total = sm = None
+        if len(cells) > 1 and cells[1]:
+            mm = re.match(r"^(\d+)MiB\s*/\s*(\d+)MiB$", cells[1])
+            if mm is None:
+                raise ParseError("nvidia-smi MIG devices memory cell", cells[1], hint="expected '<used>MiB / <total>MiB'")
+            used, total = int(mm.group(1)), int(mm.group(2))
+        if len(cells) > 2 and cells[2]:
+            sm_m = re.match(r"^(\d+)\b", cells[2])
+            if sm_m is None:
+                raise ParseError("nvidia-smi MIG devices SM cell", cells[2], hint="expected '<SM count> <ECC>'")
+            sm = int(sm_m.group(1))
+        out.append(MigDevice(int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)), used, total, sm))
+    if not out:
+        raise ParseError("nvidia-smi MIG devices table", text, hint="no MIG device rows found")
+    if not seen_title:
+        _warn("nvidia-smi MIG devices: no 'MIG devices:' title; the capture starts mid-table")
+    return out
 
 
 def sniff(text: str) -> str:
-    """Which nvidia-smi output this is: topo, topo-c, nvlink-s, nvlink-c, lgip, lgipp, lgi, lci, cgi, list."""
+    """Which nvidia-smi output this is: topo, topo-c, topo-p2p, nvlink-s, nvlink-c, lgip, lgipp, lgi, lci, cgi,
+    list (``-L``) or mig-devices."""
     body = _ANSI_RE.sub("", text)
+    if "MIG devices:" in body:
+        return "mig-devices"
     if "GPU instance profiles:" in body or re.search(r"\|\s*\d+\s+MIG \S+\s+\d+\s+\d+/\d+", body):
         return "lgip"
     if "GPU instances:" in body:

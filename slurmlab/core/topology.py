@@ -6,6 +6,7 @@ hardware profile declares (:meth:`Topology.from_profile`). Pure data, no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -303,10 +304,22 @@ class Topology:
 
     def with_model(self, model: str | None) -> Topology:
         """A copy carrying the GPU model name (and the NVLink generation it implies)."""
-        import dataclasses
-
         tmp = dataclasses.replace(self, gpu_model=model, nvlink_generation=None)
         return dataclasses.replace(tmp, nvlink_generation=tmp.guess_nvlink_generation())
+
+    def with_gpu_details(self, details: Mapping[int, tuple[str | None, str | None]]) -> Topology:
+        """A copy with GPU model names and UUIDs (e.g. from ``nvidia-smi -L``): index -> (model, uuid)."""
+        unknown = sorted(set(details) - {g.index for g in self.gpus})
+        if unknown:
+            raise ParseError("GPU details", repr(unknown), hint="these GPU indices are not in the topology")
+        gpus = tuple(
+            dataclasses.replace(g, model=details[g.index][0] or g.model, uuid=details[g.index][1] or g.uuid)
+            if g.index in details else g
+            for g in self.gpus
+        )
+        models = {g.model for g in gpus if g.model}
+        tmp = dataclasses.replace(self, gpus=gpus)
+        return tmp.with_model(models.pop()) if len(models) == 1 else tmp
 
     # ---- profiles ------------------------------------------------------------------------------------
     @classmethod

@@ -565,6 +565,27 @@ class Allocation:
     def steps(self) -> list[StepResult]:
         return list(self._steps)
 
+    # ---- what the allocation got ------------------------------------------------------------------
+    # The topology room builds on this one (it runs nvidia-smi as steps here), so these
+    # delegate lazily: the one place the Slurm layer reaches up, by design and by name.
+    def topology(self) -> Any:
+        """GPU topology of the allocated node(s): live (nvidia-smi/NVML), or the sandbox's profile."""
+        from slurmlab.topology import topology
+
+        return topology(self)
+
+    def mig(self) -> Any:
+        """MIG layout of the allocated GPUs, with this allocation's slices highlighted."""
+        from slurmlab.topology import mig
+
+        return mig(self)
+
+    def explain_binding(self) -> Any:
+        """Per task: its GPUs, their NUMA node and CPUs, its CPU mask, and whether binding was honoured."""
+        from slurmlab.topology import explain_binding
+
+        return explain_binding(self)
+
     # ---- release -------------------------------------------------------------------------------
     def cancel(self) -> None:
         """Release the allocation (scancel). Safe to call twice."""

@@ -1,0 +1,331 @@
+"""Bokeh view of a node's GPU topology.
+
+GPUs sit on a ring, grouped by NUMA node (shaded sectors), so all-to-all NVLink meshes stay readable; NVLink
+edges are chords whose width grows with the bonded link count; PCIe relations between GPUs appear on demand;
+NICs sit outside the ring next to their closest GPUs; below, one bar per NUMA group shows its CPUs with the
+task CPU sets coloured in. Renderers carry names (``gpus``, ``nvlinks``, ``pcie``, ``nics``, ``nic_links``,
+``numa_groups``, ``cpus``) so their data can be inspected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from slurmlab.core.topology import LinkKind, Topology, format_cpu_list
+from slurmlab.viz._bokeh import HIGHLIGHT, PALETTE, bokeh
+
+__all__ = ["layout_positions", "topology_figure"]
+
+_PCIE_COLOURS = {
+    LinkKind.PIX: "#009E73",
+    LinkKind.PXB: "#56B4E9",
+    LinkKind.PHB: "#CC79A7",
+    LinkKind.NODE: "#E69F00",
+    LinkKind.SYS: "#999999",
+}
+_GROUP_FILLS = ("#DCEAF7", "#FBE8CC", "#D8F0E6", "#F3DDEA", "#E6E6E6", "#FFF6C8", "#E0E0F8", "#F8E0E0")
+_R = 1.0
+
+
+def layout_positions(topo: Topology) -> dict[str, Any]:
+    """Ring positions: GPU name -> (x, y, angle), plus the angular span of each NUMA group."""
+    groups = topo.numa_groups()
+    order = [(label, idx) for label, members in groups.items() for idx in members]
+    n_groups = len(groups)
+    slots = len(order) + (n_groups if n_groups > 1 else 0)
+    step = 2 * math.pi / max(slots, 1)
+    start = math.pi / 2 + step / 2  # first GPU just left of the top, going anticlockwise
+    pos: dict[str, tuple[float, float, float]] = {}
+    spans: dict[str, tuple[float, float]] = {}
+    slot = 0
+    previous: str | None = None
+    for label, idx in order:
+        if previous is not None and label != previous:
+            slot += 1  # an empty slot separates NUMA groups
+        angle = start + slot * step
+        pos[f"GPU{idx}"] = (_R * math.cos(angle), _R * math.sin(angle), angle)
+        lo, hi = spans.get(label, (angle, angle))
+        spans[label] = (min(lo, angle), max(hi, angle))
+        previous = label
+        slot += 1
+    return {"gpus": pos, "groups": spans, "step": step}
+
+
+def _nic_positions(topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]) -> dict[str, tuple[float, float]]:
+    wanted: list[tuple[float, str]] = []
+    for nic in topo.nics:
+        near = []
+        best_rank = None
+        for g in topo.gpus:
+            link = topo.link(g.name, nic.name)
+            if link is None:
+                continue
+            if best_rank is None or link.kind.rank < best_rank:
+                best_rank, near = link.kind.rank, [g.name]
+            elif link.kind.rank == best_rank:
+                near.append(g.name)
+        if not near or best_rank == LinkKind.SYS.rank:
+            wanted.append((-math.pi / 2, nic.name))  # far from every GPU: park at the bottom
+            continue
+        sx = sum(math.cos(gpu_pos[n][2]) for n in near)
+        sy = sum(math.sin(gpu_pos[n][2]) for n in near)
+        wanted.append((math.atan2(sy, sx) if (sx or sy) else gpu_pos[near[0]][2], nic.name))
+    # spread NICs that want the same spot so labels do not collide
+    wanted.sort()
+    min_gap = min(2 * math.pi / max(len(wanted), 1), math.radians(13))
+    placed: list[tuple[float, str]] = []
+    for angle, name in wanted:
+        if placed and angle - placed[-1][0] < min_gap:
+            angle = placed[-1][0] + min_gap
+        placed.append((angle, name))
+    radius = 1.72
+    return {name: (radius * math.cos(a), radius * math.sin(a)) for a, name in placed}
+
+
+def topology_figure(
+    topo: Topology,
+    highlight_gpus: Iterable[int] = (),
+    task_cpus: Mapping[str, Iterable[int]] | None = None,
+    show_pcie: bool = False,
+    *,
+    title: str | None = None,
+    width: int = 820,
+) -> Any:
+    """A Bokeh figure of ``topo``; ``highlight_gpus`` (indices) and ``task_cpus`` (task -> CPU ids) are marked."""
+    plotting = bokeh("plotting", "the topology view")
+    models = bokeh("models", "the topology view")
+    highlight = {int(i) for i in highlight_gpus}
+    tasks = {str(k): frozenset(int(c) for c in v) for k, v in (task_cpus or {}).items()}
+    lay = layout_positions(topo)
+    gpu_pos: dict[str, tuple[float, float, float]] = lay["gpus"]
+    groups = topo.numa_groups()
+    group_colour = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(groups)}
+
+    group_cpus: dict[str, frozenset[int]] = {}
+    for label, members in groups.items():
+        cpus: frozenset[int] = frozenset()
+        for i in members:
+            cpus |= topo.gpu(i).cpu_affinity or frozenset()
+        group_cpus[label] = cpus
+    show_cpus = any(group_cpus.values())
+    y_bottom = -2.1 - (0.3 + 0.5 * len(groups) + 0.3 * len(tasks) if show_cpus else 0.0)
+
+    gen = topo.nvlink_generation
+    head = title or (
+        f"{len(topo.gpus)} GPUs" + (f" ({topo.gpu_model})" if topo.gpu_model else "")
+        + (f", {len(topo.nics)} NICs" if topo.nics else "")
+        + (f", {gen.name}" if gen else "")
+        + ("" if topo.complete else " — partial capture")
+    )
+    nv_all = topo.nvlink_edges()
+    key = []
+    if nv_all:
+        key.append(f"chord width = bonded NVLinks (NV{max(lk.nvlinks for lk in nv_all)} widest)")
+    if show_pcie:
+        kinds = sorted({lk.kind for lk in topo.gpu_links() if not lk.is_nvlink}, key=lambda k: k.rank)
+        key.append("dashed = PCIe: " + ", ".join(k.value for k in kinds) if kinds
+                   else "no PCIe-only GPU pairs: every pair has NVLink")
+    if highlight:
+        key.append(f"highlighted: GPU {', '.join(map(str, sorted(highlight)))}")
+    if not topo.complete:
+        key.append("partial capture: some rows missing")
+    y_top = (2.0 if topo.nics else 1.55) + 0.13 * len(key) + 0.1
+    height = int(width * (y_top - y_bottom) / 4.7)
+    fig = plotting.figure(
+        title=head, width=width, height=height, x_range=(-2.35, 2.35), y_range=(y_bottom, y_top),
+        tools="pan,wheel_zoom,reset,save", toolbar_location="above", match_aspect=True,
+    )
+    fig.axis.visible = False
+    fig.grid.visible = False
+    fig.outline_line_color = None
+    fig.title.text_font_size = "15px"
+
+    # NUMA sectors behind the ring
+    step = lay["step"]
+    sec: dict[str, list[Any]] = {k: [] for k in ("start", "end", "fill", "label", "cpus", "tx", "ty", "text")}
+    for label, (lo, hi) in lay["groups"].items():
+        mid = (lo + hi) / 2
+        sec["start"].append(lo - step * 0.48)
+        sec["end"].append(hi + step * 0.48)
+        sec["fill"].append(_GROUP_FILLS[list(groups).index(label) % len(_GROUP_FILLS)])
+        sec["label"].append(label)
+        cpus = group_cpus[label]
+        sec["cpus"].append(format_cpu_list(cpus) if cpus else "not shown")
+        sec["tx"].append(1.36 * math.cos(mid))
+        sec["ty"].append(1.36 * math.sin(mid))
+        sec["text"].append(label)
+    if len(groups) > 1 or next(iter(groups), "") != "NUMA ?":
+        src = models.ColumnDataSource(sec)
+        fig.annular_wedge(x=0, y=0, inner_radius=0.55, outer_radius=1.27, start_angle="start", end_angle="end",
+                          fill_color="fill", line_color="#BBBBBB", fill_alpha=0.8, source=src, name="numa_groups")
+        fig.text(x="tx", y="ty", text="text", source=src, text_align="center", text_baseline="middle",
+                 text_font_size="13px", text_font_style="bold", text_color="#444444")
+
+    # PCIe relations between GPUs (on demand)
+    if show_pcie:
+        pc: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "a", "b", "kind", "colour", "desc")}
+        for link in topo.gpu_links():
+            if link.is_nvlink:
+                continue
+            (x0, y0, _), (x1, y1, _) = gpu_pos[link.a], gpu_pos[link.b]
+            # bow towards the centre so PCIe curves stay apart from NVLink chords
+            pc["xs"].append([x0, (x0 + x1) * 0.3, x1])
+            pc["ys"].append([y0, (y0 + y1) * 0.3, y1])
+            pc["a"].append(link.a)
+            pc["b"].append(link.b)
+            pc["kind"].append(link.label)
+            pc["colour"].append(_PCIE_COLOURS.get(link.kind, "#999999"))
+            pc["desc"].append(link.kind.description)
+        pcie_r = fig.multi_line(xs="xs", ys="ys", line_color="colour", line_dash="dashed", line_width=1.6,
+                                line_alpha=0.8, source=models.ColumnDataSource(pc), name="pcie")
+        fig.add_tools(models.HoverTool(renderers=[pcie_r], tooltips=[("link", "@a – @b: @kind"), ("", "@desc")]))
+
+    # NVLink chords
+    nv_links = topo.nvlink_edges()
+    most = max((lk.nvlinks for lk in nv_links), default=1)
+    nv: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "a", "b", "links", "width", "label", "bw", "colour")}
+    for link in nv_links:
+        (x0, y0, _), (x1, y1, _) = gpu_pos[link.a], gpu_pos[link.b]
+        nv["xs"].append([x0, x1])
+        nv["ys"].append([y0, y1])
+        nv["a"].append(link.a)
+        nv["b"].append(link.b)
+        nv["links"].append(link.nvlinks)
+        nv["width"].append(1.5 + 6.5 * link.nvlinks / most)
+        nv["label"].append(link.label)
+        bw = gen.bandwidth_gbps(link.nvlinks) if gen else None
+        nv["bw"].append(f"{bw:g} GB/s per direction ({gen.name})" if bw and gen else "generation unknown")
+        hot = int(link.a[3:]) in highlight and int(link.b[3:]) in highlight
+        nv["colour"].append(HIGHLIGHT if hot else "#2F6B3A")
+    nv_r = fig.multi_line(xs="xs", ys="ys", line_width="width", line_color="colour", line_alpha=0.55,
+                          source=models.ColumnDataSource(nv), name="nvlinks")
+    fig.add_tools(models.HoverTool(renderers=[nv_r], line_policy="interp",
+                                   tooltips=[("NVLink", "@a – @b: @label"), ("bandwidth", "@bw")]))
+
+    # NICs
+    nic_pos = _nic_positions(topo, gpu_pos)
+    nl: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "nic", "gpu", "kind")}
+    ni: dict[str, list[Any]] = {k: [] for k in ("x", "y", "name", "device", "closest", "ty")}
+    for nic in topo.nics:
+        x, y = nic_pos[nic.name]
+        best = None
+        close: list[str] = []
+        for g in topo.gpus:
+            rel = topo.link(g.name, nic.name)
+            if rel is None:
+                continue
+            if best is None or rel.kind.rank < best.rank:
+                best, close = rel.kind, [g.name]
+            elif rel.kind is best:
+                close.append(g.name)
+        if best is not None and best is not LinkKind.SYS:
+            for gname in close:
+                gx, gy, _ = gpu_pos[gname]
+                nl["xs"].append([x, gx])
+                nl["ys"].append([y, gy])
+                nl["nic"].append(nic.name)
+                nl["gpu"].append(gname)
+                nl["kind"].append(best.value)
+        ni["x"].append(x)
+        ni["y"].append(y)
+        ni["name"].append(nic.name)
+        ni["device"].append(nic.device)
+        ni["closest"].append(f"{', '.join(close)} ({best.value})" if best is not None else "unknown")
+        ni["ty"].append(y - 0.13)
+    if topo.nics:
+        fig.multi_line(xs="xs", ys="ys", line_color="#8A8A8A", line_width=1.2, line_dash="dotted",
+                       source=models.ColumnDataSource(nl), name="nic_links")
+        nsrc = models.ColumnDataSource(ni)
+        nic_r = fig.scatter(x="x", y="y", marker="square", size=15, fill_color="#FFFFFF", line_color="#555555",
+                            line_width=1.5, source=nsrc, name="nics")
+        fig.text(x="x", y="ty", text="device", source=nsrc, text_align="center", text_baseline="top",
+                 text_font_size="10px", text_color="#333333")
+        fig.add_tools(models.HoverTool(renderers=[nic_r], tooltips=[("NIC", "@name = @device"),
+                                                                    ("closest GPUs", "@closest")]))
+
+    # GPUs
+    gp: dict[str, list[Any]] = {k: [] for k in (
+        "x", "y", "name", "index", "numa", "cpus", "gpu_numa", "nvlinks", "nics", "fill", "line", "lw",
+        "highlighted", "text_colour")}
+    for g in topo.gpus:
+        x, y, _ = gpu_pos[g.name]
+        gp["x"].append(x)
+        gp["y"].append(y)
+        gp["name"].append(g.name)
+        gp["index"].append(g.index)
+        gp["numa"].append(g.numa_label)
+        gp["cpus"].append(format_cpu_list(g.cpu_affinity) if g.cpu_affinity else "not shown")
+        gp["gpu_numa"].append("-" if g.gpu_numa_id is None else str(g.gpu_numa_id))
+        gp["nvlinks"].append(topo.nvlinks_per_gpu(g.index))
+        near = topo.closest_nics(g.index)
+        top = [n.device for n, lk in near if lk.kind is near[0][1].kind] if near else []
+        gp["nics"].append(f"{', '.join(top)} ({near[0][1].kind.value})" if near else "-")
+        hot = g.index in highlight
+        gp["highlighted"].append(hot)
+        gp["fill"].append(HIGHLIGHT if hot else group_colour[g.numa_label])
+        gp["line"].append("#000000" if hot else "#FFFFFF")
+        gp["lw"].append(4 if hot else 2)
+        gp["text_colour"].append("#FFFFFF")
+    gsrc = models.ColumnDataSource(gp)
+    gpu_r = fig.scatter(x="x", y="y", marker="circle", size=max(34, min(48, 360 // max(len(topo.gpus), 1))),
+                        fill_color="fill", line_color="line", line_width="lw", source=gsrc, name="gpus")
+    fig.text(x="x", y="y", text="name", source=gsrc, text_align="center", text_baseline="middle",
+             text_font_size="11px", text_font_style="bold", text_color="text_colour")
+    fig.add_tools(models.HoverTool(renderers=[gpu_r], tooltips=[
+        ("GPU", "@name"), ("NUMA", "@numa"), ("CPU affinity", "@cpus"), ("GPU NUMA ID", "@gpu_numa"),
+        ("NVLinks", "@nvlinks"), ("closest NICs", "@nics")]))
+
+    # CPU bars with task CPU sets
+    if show_cpus:
+        _cpu_bars(fig, models, groups, group_cpus, tasks)
+
+    if key:
+        fig.text(x=[-2.3] * len(key), y=[y_top - 0.05 - 0.13 * i for i in range(len(key))], text=key,
+                 text_font_size="11px", text_color="#555555", text_baseline="top")
+    return fig
+
+
+def _cpu_bars(fig: Any, models: Any, groups: dict[str, tuple[int, ...]], group_cpus: dict[str, frozenset[int]],
+              tasks: dict[str, frozenset[int]]) -> None:
+    task_colour = {t: PALETTE[(i + 10) % len(PALETTE)] for i, t in enumerate(tasks)}
+    cells: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "cpu", "group", "task", "fill")}
+    labels: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text")}
+    y = -2.3
+    x0, span = -1.6, 3.8
+    for label in groups:
+        cpus = sorted(group_cpus[label])
+        if not cpus:
+            continue
+        w = span / len(cpus)
+        labels["x"].append(-2.3)
+        labels["y"].append(y)
+        labels["text"].append(label.replace("NUMA ", "N") if len(label) > 10 else label)
+        labels["x"].append(x0)
+        labels["y"].append(y + 0.2)
+        labels["text"].append(f"CPUs {format_cpu_list(cpus)}")
+        for k, cpu in enumerate(cpus):
+            owner = next((t for t, s in tasks.items() if cpu in s), "")
+            cells["x"].append(x0 + w * (k + 0.5))
+            cells["y"].append(y)
+            cells["w"].append(w)
+            cells["cpu"].append(cpu)
+            cells["group"].append(label)
+            cells["task"].append(owner or "-")
+            cells["fill"].append(task_colour[owner] if owner else "#E4E4E4")
+        y -= 0.5
+    src = models.ColumnDataSource(cells)
+    r = fig.rect(x="x", y="y", width="w", height=0.28, fill_color="fill", line_color="#FFFFFF",
+                 line_width=0.3 if len(cells["x"]) > 100 else 1, source=src, name="cpus")
+    fig.add_tools(models.HoverTool(renderers=[r], tooltips=[("CPU", "@cpu"), ("group", "@group"), ("task", "@task")]))
+    fig.text(x="x", y="y", text="text", source=models.ColumnDataSource(labels), text_baseline="middle",
+             text_font_size="10px", text_color="#444444", name="cpu_labels")
+    local: frozenset[int] = frozenset().union(*group_cpus.values()) if group_cpus else frozenset()
+    for t, task_set in tasks.items():
+        outside = sorted(task_set - local)
+        note = f" — {format_cpu_list(outside)} outside the GPUs' CPU affinity" if outside else ""
+        fig.scatter(x=[-2.2], y=[y], marker="square", size=11, fill_color=task_colour[t], line_color=None)
+        fig.text(x=[-2.1], y=[y], text=[f"{t}: CPUs {format_cpu_list(task_set) or '-'}{note}"],
+                 text_baseline="middle", text_font_size="11px", text_color="#333333")
+        y -= 0.3
