@@ -1,0 +1,117 @@
+"""``slurmlab timeslice`` and ``slurmlab isolation``: the experiments of DESIGN §5 from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from slurmlab._extras import require
+
+
+def register(subparsers: Any) -> None:
+    ts = subparsers.add_parser(
+        "timeslice",
+        help="measure how N processes share a processor (CPU core or GPU)",
+        description="Start N workers with a common start, log when each runs, and analyse the runs: "
+        "slices, shares, overlap, fairness and a classification (every number measured).",
+    )
+    ts.add_argument("--backend", choices=("cpu", "cupy"), default="cpu")
+    ts.add_argument("--procs", type=int, default=3, help="number of workers (default 3)")
+    ts.add_argument("--duration", type=float, default=2.0, help="logging window D in seconds (default 2)")
+    ts.add_argument("--cores", default=None, help="pin workers round-robin to these CPUs, e.g. 0 or 0,1")
+    ts.add_argument("--fma-iters", type=int, default=0, help="fixed work per worker for slowdown (0: none)")
+    ts.add_argument("--solo", action="store_true", help="run the fixed work alone first as the baseline")
+    ts.add_argument("--threshold-us", type=float, default=None, help="switch threshold (default: calibrated)")
+    ts.add_argument("--nice", type=int, default=None, help="workers' niceness (negative needs privilege)")
+    ts.add_argument("--device", type=int, default=0, help="GPU ordinal for --backend cupy")
+    ts.add_argument(
+        "--json", type=Path, default=None, metavar="OUT", help="write the result (with runs) as JSON"
+    )
+    ts.add_argument(
+        "--html", type=Path, default=None, metavar="OUT", help="write a page with the summary and Gantt"
+    )
+    ts.set_defaults(func=timeslice)
+
+    iso = subparsers.add_parser(
+        "isolation",
+        help="check what this task really got (GPU count, identity, cgroup, binding, …)",
+        description="Run the worker's report in the current environment (inside an allocation step it "
+        "sees the SLURM_* variables) and the isolation checks I1–I10 over it.",
+    )
+    iso.add_argument("--backend", choices=("auto", "cpu", "cupy"), default="auto")
+    iso.add_argument("--gpus-per-task", type=int, default=None, help="override the granted GPU count")
+    iso.add_argument("--sharing", choices=("exclusive", "shared", "mig"), default=None)
+    iso.add_argument("--mig-profile", default=None, help="e.g. 1g.18gb")
+    iso.add_argument("--gpu-bind", default=None, help="e.g. closest")
+    iso.add_argument("--gpu-freq", default=None, help="e.g. 1500")
+    iso.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the checks as JSON")
+    iso.set_defaults(func=isolation)
+
+
+def timeslice(args: argparse.Namespace) -> int:
+    from slurmlab.experiments.local import run_local
+
+    result = run_local(
+        procs=args.procs,
+        duration=args.duration,
+        backend=args.backend,
+        cores=args.cores,
+        fma_iters=args.fma_iters,
+        solo=args.solo,
+        threshold_us=args.threshold_us,
+        nice=args.nice,
+        device=args.device,
+    )
+    print(result.summary())
+    if args.json is not None:
+        args.json.write_text(result.to_json(include_runs=True))
+        print(f"wrote {args.json}")
+    if args.html is not None:
+        args.html.write_text(_page(result))
+        print(f"wrote {args.html}")
+    return 0
+
+
+def _page(result: Any) -> str:
+    try:
+        embed = require("bokeh.embed", feature="the HTML page with a Gantt chart", extra="viz")
+        layouts = require("bokeh.layouts", feature="the HTML page with a Gantt chart", extra="viz")
+        models = require("bokeh.models", feature="the HTML page with a Gantt chart", extra="viz")
+        resources = require("bokeh.resources", feature="the HTML page with a Gantt chart", extra="viz")
+    except ImportError:
+        return f"<!doctype html><html><body>{result._repr_html_()}</body></html>"
+    layout = layouts.column(models.Div(text=result._repr_html_()), result.gantt())
+    # inline resources: clusters often have no internet
+    return str(embed.file_html(layout, resources.INLINE, "slurmlab timeslice"))
+
+
+def isolation(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from slurmlab.experiments.isolation import Grant, run_checks
+    from slurmlab.experiments.worker import environment_report
+
+    report = environment_report(args.backend)
+    grant = Grant.from_env(os.environ)
+    overrides = {
+        k: v
+        for k, v in {
+            "gpus_per_task": args.gpus_per_task,
+            "sharing": args.sharing,
+            "mig_profile": args.mig_profile,
+            "gpu_bind": args.gpu_bind,
+            "gpu_freq": args.gpu_freq,
+        }.items()
+        if v is not None
+    }
+    grant = replace(grant, **overrides)
+    checks = run_checks([report], grant)
+    checks.meta["report"] = report
+    print(checks.summary())
+    if args.json is not None:
+        args.json.write_text(checks.to_json())
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 1 if checks.failed else 0

@@ -1,0 +1,595 @@
+"""Turn the run logs of N processes on one shared clock into what time-slicing looks like.
+
+Input: for each process the runs it logged, ``(start_ns, end_ns)`` on a clock every process
+shares (``%globaltimer`` on a GPU, ``CLOCK_MONOTONIC`` on one host), and the common window
+``[t0, t0 + D]``. Output: a :class:`TimesliceResult` with slice lengths, switch gaps, shares of
+D, the overlap matrix, Jain's fairness index and a classification. Everything is vectorised
+with NumPy so a million runs take well under a second (see ``benchmarks/bench_analysis.py``).
+Every number is measured from the logs; nothing is read from configuration.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from slurmlab._extras import require
+from slurmlab.errors import ParseError
+
+# Pairwise overlap (|A∩B| / min(|A|, |B|)) below this everywhere = time-sliced; at or above
+# CONCURRENT_MIN everywhere = concurrent. Independent processes that are each interrupted by
+# unrelated load still overlap by about their availability, hence a generous lower bound.
+TIME_SLICED_MAX = 0.1
+CONCURRENT_MIN = 0.5
+
+# meta entries holding raw worker reports (large: every run again)
+RAW_META_KEYS = ("reports", "solo_report")
+
+# below this share of D with any worker running, something else took the processor
+BUSY_SHARE_MIN = 0.9
+
+TIME_SLICED = "time-sliced"
+CONCURRENT = "concurrent"
+MIXED = "mixed"
+SOLO = "solo"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """median / p5 / p95 of a set of durations in ns (NaN when there were none), and the count."""
+
+    median: float
+    p5: float
+    p95: float
+    count: int
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> Spread:
+        if values.size == 0:
+            return cls(math.nan, math.nan, math.nan, 0)
+        # a full sort is several times faster than np.percentile's partitions here; same
+        # linear interpolation as np.percentile's default
+        v = np.sort(values)
+        last = v.size - 1
+
+        def q(p: float) -> float:
+            pos = p * last
+            lo = int(pos)
+            hi = min(lo + 1, last)
+            return float(v[lo] + (v[hi] - v[lo]) * (pos - lo))
+
+        return cls(q(0.5), q(0.05), q(0.95), int(v.size))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class ProcessStats:
+    label: str
+    runs: int
+    busy_ns: int
+    share: float  # busy time / D
+    slices: Spread  # run lengths, without the truncated first and last run
+    gaps: Spread  # time switched out between two runs of this process
+    truncated: bool  # the worker logged more runs than its buffer held
+    work_s: float | None = None
+    slowdown: float | None = None  # fixed-work time / solo fixed-work time
+
+
+@dataclass
+class TimesliceResult:
+    """The measured picture of N processes sharing (or not) one processor."""
+
+    backend: str
+    window: tuple[int, int]
+    labels: list[str]
+    runs: list[np.ndarray]  # per process, (n, 2) int64, clipped to the window
+    processes: list[ProcessStats]
+    overlap: np.ndarray  # (N, N) |A∩B| / min(|A|, |B|), diagonal 1
+    jain: float
+    classification: str
+    busy_share: float  # share of D when at least one process ran
+    switch_overhead: Spread  # idle time between a run of one process and the next run of another
+    threshold_ns: int | None
+    noise_floor_ns: float | None
+    solo_work_s: float | None = None
+    aggregate_efficiency: float | None = None  # sum over processes of solo time / their time
+    warnings: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def duration_ns(self) -> int:
+        return self.window[1] - self.window[0]
+
+    @property
+    def shares(self) -> list[float]:
+        return [p.share for p in self.processes]
+
+    # -- views -------------------------------------------------------------------------------
+    def as_dict(self, *, include_runs: bool = False) -> dict[str, Any]:
+        n = len(self.labels)
+        pairs = self.overlap[~np.eye(n, dtype=bool)] if n > 1 else np.array([])
+        out: dict[str, Any] = {
+            "backend": self.backend,
+            "window_ns": list(self.window),
+            "duration_s": self.duration_ns / 1e9,
+            "classification": self.classification,
+            "measured": {
+                "jain_fairness": self.jain,
+                "busy_share": self.busy_share,
+                "overlap_matrix": self.overlap.tolist(),
+                "overlap_mean": float(pairs.mean()) if pairs.size else None,
+                "switch_overhead_ns": self.switch_overhead.as_dict(),
+                "noise_floor_ns": self.noise_floor_ns,
+                "solo_work_s": self.solo_work_s,
+                "aggregate_efficiency": self.aggregate_efficiency,
+                "processes": [
+                    {
+                        "label": p.label,
+                        "runs": p.runs,
+                        "busy_ns": p.busy_ns,
+                        "share": p.share,
+                        "slices_ns": p.slices.as_dict(),
+                        "gaps_ns": p.gaps.as_dict(),
+                        "truncated": p.truncated,
+                        "work_s": p.work_s,
+                        "slowdown": p.slowdown,
+                    }
+                    for p in self.processes
+                ],
+            },
+            "threshold_ns": self.threshold_ns,
+            "warnings": list(self.warnings),
+            # the raw worker reports repeat every run; they travel only with the runs
+            "meta": {k: v for k, v in self.meta.items() if include_runs or k not in RAW_META_KEYS},
+        }
+        if include_runs:
+            out["runs_ns"] = {lab: r.tolist() for lab, r in zip(self.labels, self.runs, strict=True)}
+        return out
+
+    def to_json(self, *, include_runs: bool = False, indent: int | None = 2) -> str:
+        return json.dumps(self.as_dict(include_runs=include_runs), indent=indent, default=_json_default)
+
+    def summary(self) -> str:
+        d = self.duration_ns / 1e9
+        lines = [
+            f"{len(self.labels)} process(es), {self.backend}, window D = {d:.3f} s: {self.classification}",
+            f"  measured Jain fairness {self.jain:.3f}; measured busy share {self.busy_share:.3f}",
+        ]
+        if len(self.labels) > 1:
+            n = len(self.labels)
+            off = self.overlap[~np.eye(n, dtype=bool)]
+            lines.append(f"  measured overlap between processes: mean {off.mean():.3f}, max {off.max():.3f}")
+        if self.switch_overhead.count:
+            lines.append(f"  measured switch overhead median {_fmt_ns(self.switch_overhead.median)}")
+        for p in self.processes:
+            text = (
+                f"  {p.label}: measured share {p.share:.3f}, {p.runs} runs, slice median "
+                f"{_fmt_ns(p.slices.median)} (p5 {_fmt_ns(p.slices.p5)}, p95 {_fmt_ns(p.slices.p95)}), "
+                f"switched-out median {_fmt_ns(p.gaps.median)}"
+            )
+            if p.slowdown is not None:
+                text += f", measured slowdown {p.slowdown:.2f}x"
+            if p.truncated:
+                text += " [TRUNCATED log]"
+            lines.append(text)
+        if self.aggregate_efficiency is not None:
+            lines.append(f"  measured aggregate efficiency vs solo {self.aggregate_efficiency:.2f}")
+        if self.threshold_ns is not None:
+            lines.append(
+                f"  switch threshold {_fmt_ns(self.threshold_ns)} (chosen from the measured calibration)"
+            )
+        if self.noise_floor_ns is not None:
+            lines.append(f"  measured timer noise floor {_fmt_ns(self.noise_floor_ns)}")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            "<tr>"
+            + "".join(
+                f"<td>{html.escape(str(c))}</td>"
+                for c in (
+                    p.label,
+                    f"{p.share:.3f}",
+                    p.runs,
+                    _fmt_ns(p.slices.median),
+                    _fmt_ns(p.slices.p5),
+                    _fmt_ns(p.slices.p95),
+                    _fmt_ns(p.gaps.median),
+                    "-" if p.slowdown is None else f"{p.slowdown:.2f}x",
+                    "yes" if p.truncated else "no",
+                )
+            )
+            + "</tr>"
+            for p in self.processes
+        )
+        head = "".join(
+            f"<th>{h}</th>"
+            for h in (
+                "process",
+                "measured share of D",
+                "runs",
+                "slice median",
+                "slice p5",
+                "slice p95",
+                "switched-out median",
+                "measured slowdown",
+                "truncated",
+            )
+        )
+        extra = f"measured Jain fairness {self.jain:.3f} · measured busy share {self.busy_share:.3f}"
+        if self.aggregate_efficiency is not None:
+            extra += f" · measured aggregate efficiency {self.aggregate_efficiency:.2f}"
+        warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+        return (
+            f"<div><b>{html.escape(self.classification)}</b> — {len(self.labels)} process(es), "
+            f"{html.escape(self.backend)}, D = {self.duration_ns / 1e9:.3f} s<br>{extra}"
+            f"<table><tr>{head}</tr>{rows}</table>" + (f"<ul>{warn}</ul>" if warn else "") + "</div>"
+        )
+
+    def gantt(self, *, max_runs_per_process: int = 20000, width: int = 900) -> Any:
+        """A Bokeh figure: one row per process, a bar per measured run (ms since T0)."""
+        plotting = require("bokeh.plotting", feature="the time-slicing Gantt chart", extra="viz")
+        models = require("bokeh.models", feature="the time-slicing Gantt chart", extra="viz")
+        palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+        fig = plotting.figure(
+            title=f"measured runs — {self.classification}",
+            y_range=list(reversed(self.labels)),
+            x_axis_label="ms since T0 (measured)",
+            height=80 + 40 * len(self.labels),
+            width=width,
+            tools="xpan,xwheel_zoom,box_zoom,reset,hover",
+            tooltips=[("process", "@label"), ("start ms", "@left{0.000}"), ("length µs", "@length{0.0}")],
+        )
+        t0 = self.window[0]
+        for i, (label, r) in enumerate(zip(self.labels, self.runs, strict=True)):
+            shown = r[:max_runs_per_process]
+            left = (shown[:, 0] - t0) / 1e6
+            right = (shown[:, 1] - t0) / 1e6
+            src = models.ColumnDataSource(
+                {
+                    "left": left,
+                    "right": right,
+                    "label": [label] * len(shown),
+                    "length": (shown[:, 1] - shown[:, 0]) / 1e3,
+                }
+            )
+            fig.hbar(
+                y="label", left="left", right="right", height=0.7, source=src, color=palette[i % len(palette)]
+            )
+        return fig
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _fmt_ns(ns: float | None) -> str:
+    if ns is None or (isinstance(ns, float) and math.isnan(ns)):
+        return "-"
+    if abs(ns) >= 1e6:
+        return f"{ns / 1e6:.3f} ms"
+    if abs(ns) >= 1e3:
+        return f"{ns / 1e3:.1f} µs"
+    return f"{ns:.0f} ns"
+
+
+# -- the computations ----------------------------------------------------------------------------
+
+
+def as_runs(runs: Any, label: str = "process") -> np.ndarray:
+    """Runs as a sorted, non-overlapping ``(n, 2)`` int64 array; bad input raises ParseError."""
+    arr = np.asarray(runs, dtype=np.int64)
+    if arr.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if arr.ndim == 1 and arr.size % 2 == 0:
+        arr = arr.reshape(-1, 2)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ParseError(f"runs of {label}", repr(runs)[:200], hint="give (start_ns, end_ns) pairs")
+    bad = np.flatnonzero(arr[:, 1] < arr[:, 0])
+    if bad.size:
+        raise ParseError(f"runs of {label}", f"run {bad[0]} ends before it starts: {arr[bad[0]].tolist()}")
+    if arr.shape[0] > 1:
+        back = np.flatnonzero(arr[1:, 0] < arr[:-1, 1])
+        if back.size:
+            i = int(back[0])
+            raise ParseError(
+                f"runs of {label}",
+                f"run {i + 1} {arr[i + 1].tolist()} starts before run {i} {arr[i].tolist()} ends",
+                hint="runs of one process must be sorted and must not overlap",
+            )
+    return arr
+
+
+def clip_runs(runs: np.ndarray, t0: int, t1: int) -> np.ndarray:
+    """Runs intersected with ``[t0, t1]``; runs entirely outside go."""
+    clipped: np.ndarray = np.clip(runs, t0, t1)
+    kept: np.ndarray = clipped[clipped[:, 1] > clipped[:, 0]]
+    return kept
+
+
+def merge_gaps(runs: np.ndarray, min_gap_ns: int) -> np.ndarray:
+    """Join runs separated by less than ``min_gap_ns`` (re-threshold a log that was too fine)."""
+    if runs.shape[0] < 2 or min_gap_ns <= 0:
+        return runs
+    keep = (runs[1:, 0] - runs[:-1, 1]) >= min_gap_ns
+    starts = runs[np.concatenate(([True], keep)), 0]
+    ends = runs[np.concatenate((keep, [True])), 1]
+    return np.stack([starts, ends], axis=1)
+
+
+def _coverage(runs: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Time covered by ``runs`` before each instant of ``t`` (vectorised)."""
+    if runs.shape[0] == 0:
+        return np.zeros(t.shape, dtype=np.int64)
+    lengths = runs[:, 1] - runs[:, 0]
+    before = np.concatenate(([0], np.cumsum(lengths)))
+    k = np.searchsorted(runs[:, 0], t, side="right") - 1
+    kk = np.maximum(k, 0)
+    inside = np.minimum(t, runs[kk, 1]) - runs[kk, 0]
+    out: np.ndarray = np.where(k >= 0, before[kk] + inside, 0)
+    return out
+
+
+def intersection_ns(a: np.ndarray, b: np.ndarray) -> int:
+    """Total time during which both run sets run."""
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        return 0
+    cov = _coverage(a, b.ravel()).reshape(-1, 2)
+    return int((cov[:, 1] - cov[:, 0]).sum())
+
+
+def union_ns(all_runs: Sequence[np.ndarray]) -> int:
+    """Time during which at least one process runs."""
+    stacked = [r for r in all_runs if r.shape[0]]
+    if not stacked:
+        return 0
+    r = np.concatenate(stacked)
+    r = r[np.argsort(r[:, 0], kind="stable")]
+    ends = np.maximum.accumulate(r[:, 1])
+    # a new block starts where a run begins after every earlier run has ended
+    new = np.concatenate(([True], r[1:, 0] > ends[:-1]))
+    block = np.cumsum(new) - 1
+    starts = r[new, 0]
+    block_end = np.zeros(starts.shape, dtype=np.int64)
+    np.maximum.at(block_end, block, r[:, 1])
+    return int((block_end - starts).sum())
+
+
+def jain_index(values: Sequence[float] | np.ndarray) -> float:
+    """Jain's fairness index (sum x)^2 / (n sum x^2): 1 = equal, 1/n = one takes all."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return math.nan
+    denom = x.size * float((x * x).sum())
+    return float(x.sum() ** 2 / denom) if denom > 0 else math.nan
+
+
+def classify(overlap: np.ndarray) -> str:
+    n = overlap.shape[0]
+    if n < 2:
+        return SOLO
+    off = overlap[~np.eye(n, dtype=bool)]
+    if off.max() <= TIME_SLICED_MAX:
+        return TIME_SLICED
+    if off.min() >= CONCURRENT_MIN:
+        return CONCURRENT
+    return MIXED
+
+
+# The sweep packs (time since t0, end-before-start flag, process) into one int64 so a single
+# plain sort (SIMD-fast in NumPy, unlike a stable argsort) orders every event. Which processes
+# run during a segment is a bit mask, so N is bounded by the bits of an int64.
+_PROC_BITS = 7
+MAX_SWEEP_PROCS = 62
+
+
+@dataclass(frozen=True)
+class Sweep:
+    pair_ns: np.ndarray  # (N, N) time both i and j ran; diagonal = busy time of i
+    union_ns: int
+    idle_gaps: np.ndarray  # idle time from one process's run end to another's run start
+
+
+def sweep(runs: Sequence[np.ndarray], t0: int) -> Sweep:
+    """Pairwise co-running time, union and hand-over gaps of N run sets in one sorted pass."""
+    n = len(runs)
+    if n > MAX_SWEEP_PROCS:
+        raise ParseError(
+            "process count", str(n), hint=f"the analysis takes at most {MAX_SWEEP_PROCS} processes"
+        )
+    start_flag = 1 << (_PROC_BITS - 1)
+    keys = []
+    for i, r in enumerate(runs):
+        rel = r - t0
+        keys.append((rel[:, 0] << _PROC_BITS) | start_flag | i)
+        keys.append((rel[:, 1] << _PROC_BITS) | i)  # an end sorts before a start at the same instant
+    ev = np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+    if ev.size == 0:
+        return Sweep(np.zeros((n, n)), 0, np.zeros(0, dtype=np.int64))
+    times = ev >> _PROC_BITS
+    proc = ev & (start_flag - 1)
+    bit = np.left_shift(np.int64(1), proc)
+    # runs of one process never overlap, so adding/removing its bit keeps an exact mask
+    mask = np.cumsum(np.where(ev & start_flag, bit, -bit))
+    seg = np.diff(times).astype(np.float64)
+    if n <= 16:  # few enough masks to count them directly, with no sort
+        weight = np.bincount(mask[:-1], weights=seg, minlength=1 << n)
+        masks = np.flatnonzero(weight).astype(np.int64)
+        weight = weight[masks]
+    else:
+        masks, inverse = np.unique(mask[:-1], return_inverse=True)
+        weight = np.bincount(inverse.ravel(), weights=seg, minlength=masks.size)
+    member = ((masks[:, None] >> np.arange(n)) & 1).astype(np.float64)  # (distinct masks, N)
+    pair = np.rint(member.T @ (member * weight[:, None]))
+    union = int(round(weight[masks != 0].sum()))
+    # nobody runs after an end event: the gap to the next start, when another process takes over
+    idle = np.flatnonzero(mask[:-1] == 0)
+    handover = proc[idle] != proc[idle + 1]
+    gaps = (times[idle + 1] - times[idle])[handover]
+    return Sweep(pair, union, gaps)
+
+
+def analyse(
+    runs: Sequence[Any],
+    window: tuple[int, int],
+    *,
+    labels: Sequence[str] | None = None,
+    backend: str = "unknown",
+    merge_below_ns: int | None = None,
+    threshold_ns: int | None = None,
+    noise_floor_ns: float | None = None,
+    truncated: Sequence[bool] | None = None,
+    late_ns: Sequence[int] | None = None,
+    work_s: Sequence[float | None] | None = None,
+    solo_work_s: float | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> TimesliceResult:
+    """Analyse the runs of N processes over the common window ``(t0, t1)`` (ns, shared clock).
+
+    ``late_ns`` says how long after T0 each worker got the start time (0: in time);
+    ``merge_below_ns`` joins runs separated by less (a coarser threshold than the worker's);
+    ``work_s``/``solo_work_s`` are fixed-work durations for slowdown and aggregate efficiency.
+    """
+    t0, t1 = int(window[0]), int(window[1])
+    if t1 <= t0:
+        raise ParseError("time window", f"{window!r}", hint="the window must end after it starts")
+    n = len(runs)
+    labels = list(labels) if labels is not None else [f"p{i}" for i in range(n)]
+    if len(labels) != n:
+        raise ParseError("labels", repr(labels), hint=f"give one label per process ({n})")
+    duration = t1 - t0
+    clean: list[np.ndarray] = []
+    for lab, r in zip(labels, runs, strict=True):
+        arr = clip_runs(as_runs(r, lab), t0, t1)
+        if merge_below_ns:
+            arr = merge_gaps(arr, int(merge_below_ns))
+        clean.append(arr)
+    truncated = list(truncated) if truncated is not None else [False] * n
+    late = list(late_ns) if late_ns is not None else [0] * n
+    work = list(work_s) if work_s is not None else [None] * n
+    warnings: list[str] = []
+
+    busy = np.array([int((r[:, 1] - r[:, 0]).sum()) for r in clean], dtype=np.int64)
+    shares = busy / duration
+    procs: list[ProcessStats] = []
+    for i, r in enumerate(clean):
+        lengths = r[:, 1] - r[:, 0]
+        slowdown = None
+        if work[i] is not None and solo_work_s:
+            slowdown = float(work[i]) / solo_work_s  # type: ignore[arg-type]
+        procs.append(
+            ProcessStats(
+                label=labels[i],
+                runs=int(r.shape[0]),
+                busy_ns=int(busy[i]),
+                share=float(shares[i]),
+                slices=Spread.of(lengths[1:-1]),
+                gaps=Spread.of(r[1:, 0] - r[:-1, 1]),
+                truncated=bool(truncated[i]),
+                work_s=None if work[i] is None else float(work[i]),  # type: ignore[arg-type]
+                slowdown=slowdown,
+            )
+        )
+        if late[i]:
+            warnings.append(
+                f"{labels[i]}: started {_fmt_ns(float(late[i]))} after T0 (it was not ready in time)"
+            )
+        if truncated[i]:
+            warnings.append(f"{labels[i]}: the run log was truncated (buffer full); later runs are missing")
+        if r.shape[0] == 0:
+            warnings.append(f"{labels[i]}: no run inside the window (the process never ran during D)")
+        elif r.shape[0] < 3:
+            warnings.append(f"{labels[i]}: fewer than 3 runs, so no untruncated slice was measured")
+
+    sw = sweep(clean, t0)
+    smaller = np.minimum.outer(busy, busy).astype(np.float64)
+    overlap = np.divide(sw.pair_ns, smaller, out=np.zeros((n, n)), where=smaller > 0)
+    np.fill_diagonal(overlap, 1.0)
+    busy_share = sw.union_ns / duration
+    if n > 1 and busy_share < BUSY_SHARE_MIN:
+        warnings.append(
+            f"no worker ran for {1 - busy_share:.0%} of D: other load shared the processor, or "
+            "switching between the workers is expensive"
+        )
+    if threshold_ns is not None and noise_floor_ns is not None and threshold_ns < 3 * noise_floor_ns:
+        warnings.append(
+            f"switch threshold {_fmt_ns(threshold_ns)} is under 3x the measured noise floor "
+            f"{_fmt_ns(noise_floor_ns)}: some gaps may be noise, not switches"
+        )
+    aggregate = None
+    done = [float(w) for w in work if w is not None]
+    if solo_work_s and n and len(done) == n:
+        aggregate = float(sum(solo_work_s / w for w in done))
+
+    return TimesliceResult(
+        backend=backend,
+        window=(t0, t1),
+        labels=labels,
+        runs=clean,
+        processes=procs,
+        overlap=overlap,
+        jain=jain_index(shares),
+        classification=classify(overlap),
+        busy_share=busy_share,
+        switch_overhead=Spread.of(sw.idle_gaps),
+        threshold_ns=threshold_ns,
+        noise_floor_ns=noise_floor_ns,
+        solo_work_s=solo_work_s,
+        aggregate_efficiency=aggregate,
+        warnings=warnings,
+        meta=dict(meta or {}),
+    )
+
+
+def analyse_reports(
+    reports: Sequence[Mapping[str, Any]],
+    *,
+    solo: Mapping[str, Any] | None = None,
+    merge_below_ns: int | None = None,
+) -> TimesliceResult:
+    """Analyse the JSON reports of the workers of one run (see :mod:`.worker`)."""
+    if not reports:
+        raise ParseError("worker reports", "[]", hint="no worker reported; run at least one")
+    try:
+        ts = [r["timeslice"] for r in reports]
+        starts = [int(t["window_ns"][0]) for t in ts]
+        duration = int(ts[0]["window_ns"][1]) - int(ts[0]["window_ns"][0])
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        raise ParseError("worker report", json.dumps(reports[0])[:200], hint=f"missing field: {exc}") from exc
+    # every worker converted T0 to the shared clock on its own; they agree to within the
+    # conversion error, so the median is the common window
+    t0 = int(np.median(starts))
+    work = [(r.get("fixed_work") or {}).get("seconds") for r in reports]
+    solo_s = None if solo is None else (solo.get("fixed_work") or {}).get("seconds")
+    thresholds = [int(r["calibration"]["threshold_ns"]) for r in reports if r.get("calibration")]
+    noise = [float(r["calibration"]["noise_floor_ns"]) for r in reports if r.get("calibration")]
+    return analyse(
+        [t["runs_ns"] for t in ts],
+        (t0, t0 + duration),
+        labels=[str(r.get("label", f"p{i}")) for i, r in enumerate(reports)],
+        backend=str(reports[0].get("backend", "unknown")),
+        merge_below_ns=merge_below_ns,
+        threshold_ns=max(thresholds) if thresholds else None,
+        noise_floor_ns=max(noise) if noise else None,
+        truncated=[bool(t.get("truncated", False)) for t in ts],
+        late_ns=[int(r.get("late_ns") or 0) for r in reports],
+        work_s=work if any(w is not None for w in work) else None,
+        solo_work_s=solo_s,
+        meta={"window_start_spread_ns": int(max(starts) - min(starts))},
+    )

@@ -1,0 +1,136 @@
+"""Measured copy / peer-to-peer bandwidth against what the hardware should give.
+
+The expectations are the per-link NVLink speeds that ``nvidia-smi nvlink -s`` reports
+(DESIGN §4) and the device-copy anchor of §5. The comparison is pure; the measurement path
+(:func:`measure_p2p`) needs CuPy and two GPUs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from slurmlab._extras import require
+from slurmlab.errors import SlurmlabError
+
+# model -> (GB/s per link and direction, links per GPU), as nvidia-smi nvlink -s reports
+NVLINK_PER_LINK: dict[str, tuple[float, int]] = {
+    "V100": (25.781, 6),
+    "A100": (25.0, 12),
+    "H100": (26.562, 18),
+    "H200": (26.562, 18),
+    "RTX 3090": (14.062, 4),
+}
+# achieved device-to-device copy, counting read + write (GB/s)
+DEVICE_COPY_ANCHOR_GBPS: dict[str, float] = {"H200": 4300.0}
+# below this fraction of the expectation a link or device counts as degraded; real copies
+# reach 70-90 % of the line rate, so this flags only what is clearly wrong
+DEGRADED_BELOW = 0.6
+
+
+@dataclass(frozen=True)
+class BandwidthVerdict:
+    what: str
+    measured_gbps: float
+    expected_gbps: float
+    ratio: float
+    degraded: bool
+
+    def __str__(self) -> str:
+        state = "DEGRADED" if self.degraded else "ok"
+        return (
+            f"{self.what}: measured {self.measured_gbps:.1f} GB/s vs expected {self.expected_gbps:.1f} GB/s "
+            f"({self.ratio:.0%}) {state}"
+        )
+
+
+def gpu_model(name: str) -> str | None:
+    """The table key for a device name such as 'NVIDIA H200' or 'NVIDIA A100-SXM4-80GB'."""
+    upper = name.upper()
+    for key in sorted(NVLINK_PER_LINK, key=len, reverse=True):
+        if key.upper() in upper:
+            return key
+    return None
+
+
+def expected_nvlink_gbps(name: str, links: int | None = None) -> float:
+    """One-direction bandwidth of ``links`` NVLinks (default: all the GPU has) for GPU ``name``."""
+    model = gpu_model(name)
+    if model is None:
+        raise SlurmlabError(
+            f"no NVLink figures for GPU {name!r}", hint=f"known models: {', '.join(NVLINK_PER_LINK)}"
+        )
+    per_link, count = NVLINK_PER_LINK[model]
+    n = count if links is None else links
+    if n < 0 or n > count:
+        raise SlurmlabError(f"{model} has {count} NVLinks, not {n}")
+    return per_link * n
+
+
+def compare(
+    what: str, measured_gbps: float, expected_gbps: float, *, threshold: float = DEGRADED_BELOW
+) -> BandwidthVerdict:
+    if expected_gbps <= 0:
+        raise SlurmlabError(f"expected bandwidth for {what} must be positive, got {expected_gbps}")
+    ratio = measured_gbps / expected_gbps
+    return BandwidthVerdict(what, measured_gbps, expected_gbps, ratio, ratio < threshold)
+
+
+def check_link_speeds(
+    name: str, link_gbps: dict[int, float], *, tolerance: float = 0.02
+) -> list[BandwidthVerdict]:
+    """Each link's reported speed (``nvidia-smi nvlink -s``) against its model's speed; a slower link is degraded.
+
+    A link reported down (speed 0 or missing from a full set) counts as degraded too.
+    """
+    model = gpu_model(name)
+    if model is None:
+        raise SlurmlabError(f"no NVLink figures for GPU {name!r}")
+    per_link, count = NVLINK_PER_LINK[model]
+    out = []
+    for link in range(count):
+        speed = link_gbps.get(link, 0.0)
+        verdict = compare(f"{model} link {link}", speed, per_link, threshold=1.0 - tolerance)
+        out.append(verdict)
+    return out
+
+
+def check_device_copy(name: str, measured_gbps: float) -> BandwidthVerdict | None:
+    model = gpu_model(name)
+    if model not in DEVICE_COPY_ANCHOR_GBPS:
+        return None
+    return compare(f"{model} device copy", measured_gbps, DEVICE_COPY_ANCHOR_GBPS[model])
+
+
+def check_p2p(name: str, measured_gbps: float, links: int) -> BandwidthVerdict:
+    """A one-direction peer copy between two GPUs joined by ``links`` NVLinks (``NV<links>`` in topo -m)."""
+    return compare(f"peer copy over NV{links}", measured_gbps, expected_nvlink_gbps(name, links))
+
+
+def measure_p2p(src: int, dst: int, megabytes: int = 512, repeats: int = 5) -> dict[str, Any]:
+    """Copy ``megabytes`` from GPU ``src`` to GPU ``dst``; best of ``repeats`` (one direction)."""
+    cp = require("cupy", feature="measuring peer-to-peer bandwidth", extra="gpu")
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        raise SlurmlabError("peer-to-peer bandwidth needs two GPUs", hint="allocate two GPUs on one node")
+    nbytes = megabytes << 20
+    can = bool(cp.cuda.runtime.deviceCanAccessPeer(dst, src))
+    with cp.cuda.Device(src):
+        a = cp.ones(nbytes // 4, dtype=cp.float32)
+    with cp.cuda.Device(dst):
+        b = cp.empty_like(a)
+        best = float("inf")
+        for _ in range(repeats):
+            cp.cuda.Device(dst).synchronize()
+            t = time.perf_counter()
+            cp.cuda.runtime.memcpyPeer(b.data.ptr, dst, a.data.ptr, src, nbytes)
+            cp.cuda.Device(dst).synchronize()
+            best = min(best, time.perf_counter() - t)
+    return {
+        "src": src,
+        "dst": dst,
+        "bytes": nbytes,
+        "seconds": best,
+        "gbps": nbytes / best / 1e9,
+        "peer_access": can,
+    }
