@@ -23,12 +23,53 @@ from slurmlab.errors import (
 
 __version__ = "0.1.0"
 
+# The library's front door, loaded on first use so that `import slurmlab` stays light.
+_LAZY = {
+    "Allocation": "slurmlab.slurm.allocation",
+    "Runner": "slurmlab.slurm.runner",
+    "Sandbox": "slurmlab.sandbox",
+    "find_leftovers": "slurmlab.slurm.allocation",
+    "parse_request": "slurmlab.core.request",
+    "explain": "slurmlab.core.explain",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'slurmlab' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def load_ipython_extension(ip: object) -> None:
+    """``%load_ext slurmlab``: registers the magics (nothing registers at import)."""
+    from slurmlab.magics import load_ipython_extension as load
+
+    load(ip)
+
+
+def unload_ipython_extension(ip: object) -> None:
+    from slurmlab.magics import unload_ipython_extension as unload
+
+    unload(ip)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    return [{"src": "labextension", "dest": "slurmlab"}]
+
 __all__ = [
+    "Allocation",
     "AllocationError",
     "ControllerDownError",
     "JobNotFoundError",
     "MissingExtraError",
     "MungeError",
+    "Runner",
+    "Sandbox",
     "ParseError",
     "RequestError",
     "SandboxError",
@@ -37,4 +78,9 @@ __all__ = [
     "SlurmTimeoutError",
     "SlurmlabError",
     "__version__",
+    "explain",
+    "find_leftovers",
+    "load_ipython_extension",
+    "parse_request",
+    "unload_ipython_extension",
 ]
