@@ -1,0 +1,41 @@
+"""IPython magics: ``%salloc``, ``%srun``/``%%srun``, ``%squeue``, ``%sinfo``, ``%scancel``, ``%slurm``.
+
+Load with ``%load_ext slurmlab`` (or ``%load_ext slurmlab.magics``). Nothing registers at import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension"]
+
+_MAGIC_NAMES = {"line": ("salloc", "scancel", "squeue", "sinfo", "slurm", "srun"), "cell": ("srun",)}
+
+
+def load_ipython_extension(ip: Any) -> None:
+    from slurmlab.magics.allocate import AllocateMagics
+    from slurmlab.magics.status import StatusMagics
+    from slurmlab.magics.steps import StepMagics
+
+    for cls in (AllocateMagics, StepMagics, StatusMagics):
+        ip.register_magics(cls)
+    hooks, hook = _display_hooks()
+    if hook not in hooks:
+        hooks.append(hook)  # an Allocation now displays as its live panel
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    hooks, hook = _display_hooks()
+    while hook in hooks:
+        hooks.remove(hook)
+    magics = ip.magics_manager.magics
+    for kind, names in _MAGIC_NAMES.items():
+        for name in names:
+            magics[kind].pop(name, None)
+
+
+def _display_hooks() -> tuple[list[Any], Any]:
+    from slurmlab.slurm.allocation import DISPLAY_HOOKS
+    from slurmlab.widgets.panel import display_bundle
+
+    return DISPLAY_HOOKS, display_bundle

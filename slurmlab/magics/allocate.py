@@ -1,0 +1,188 @@
+"""``%salloc`` and ``%scancel``: allocations that live as long as the kernel."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import sys
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+
+from slurmlab.errors import SlurmError
+from slurmlab.magics.args import argument, magic_arguments, parse_tokens, split_line
+from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
+
+__all__ = ["AllocateMagics", "DryRun", "prepare_request"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DryRun:
+    """What ``%salloc --dry-run`` shows: the exact command, what it means, and what was not checked."""
+
+    argv: tuple[str, ...]
+    explanation: str
+    warnings: tuple[str, ...] = ()
+    checked_against: str = ""
+
+    @property
+    def command(self) -> str:
+        import shlex
+
+        return shlex.join(self.argv)
+
+    def text(self) -> str:
+        lines = [self.command, "", "What it asks for: " + self.explanation]
+        if self.checked_against:
+            lines.append(self.checked_against)
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        warn = "".join(f"<div style='color:#a66'>warning: {esc(w)}</div>" for w in self.warnings)
+        checked = f"<div style='color:#666'>{esc(self.checked_against)}</div>" if self.checked_against else ""
+        return (f"<div class='slurmlab-dryrun'><pre style='margin:0'>{esc(self.command)}</pre>"
+                f"<div><b>What it asks for:</b> {esc(self.explanation)}</div>{checked}{warn}</div>")
+
+
+def prepare_request(tokens: list[str], runner: Any = None, *, need_cluster: bool = True) -> tuple[Any, str]:
+    """Parse and validate Slurm options. Returns (request, note on what it was checked against).
+
+    With ``need_cluster`` a controller that does not answer is an error; without (dry run) the
+    static checks still run and the note says the cluster was not asked.
+    """
+    from slurmlab.core.validate import validate
+    from slurmlab.slurm import queries
+    from slurmlab.slurm.runner import get_runner
+
+    req = parse_tokens(tokens)
+    if req.command:
+        raise UsageError(
+            f"%salloc takes no command (got {' '.join(req.command)!r}): it only allocates; "
+            "run commands in the allocation with %srun"
+        )
+    try:
+        inventory = queries.inventory(runner or get_runner())
+        note = f"checked against the cluster ({len(inventory.partitions)} partitions)"
+    except SlurmError as exc:
+        if need_cluster:
+            raise
+        inventory, note = None, f"not checked against the cluster: {exc.message}"
+    return validate(req, inventory), note
+
+
+@magics_class
+class AllocateMagics(Magics):
+    @magic_arguments()
+    @argument("--dry-run", action="store_true",
+              help="show the exact salloc command and what it asks for, in plain words; submit nothing")
+    @argument("--form", action="store_true",
+              help="show a request form (only what the cluster offers, checked as you type) instead")
+    @argument("--attach", metavar="JOBID",
+              help="follow an existing allocation (e.g. one a previous kernel left) instead of submitting")
+    @line_magic
+    def salloc(self, line: str) -> Any:
+        """Allocate GPUs for this kernel: ``%salloc [--dry-run] <salloc options>``.
+
+        Validates the request against the cluster (a mistake comes back with its fix), submits
+        ``salloc --no-shell`` in the background and returns the Allocation at once; displayed, it is a
+        live panel (state, why it waits, nodes and GPU indices, time left, Cancel). The latest
+        allocation is where %srun runs. It is released when the kernel shuts down.
+
+        Examples: ``%salloc --gpus=2 -t 30``, ``%salloc -N2 --gpus-per-node=h100:4 --gpu-bind=closest``,
+        ``%salloc --gres=shard:2``, ``%salloc --dry-run --gres=gpu:1g.18gb:1``.
+        Options %salloc does not know pass to Slurm unchanged (with a warning).
+        """
+        from slurmlab.slurm.allocation import Allocation
+
+        ns, rest, command = split_line(self, "salloc", line)
+        if command:
+            raise UsageError("%salloc takes no command after --: run commands with %srun")
+        session = get_session()
+        if ns.form:
+            if rest:
+                raise UsageError("--form takes no salloc options: choose them in the form")
+            from slurmlab.widgets.form import RequestForm
+
+            with user_errors("cannot build the request form"):
+                return RequestForm(on_submit=session.remember)
+        if ns.attach:
+            if rest:
+                raise UsageError("--attach takes only a job id; it cannot be combined with salloc options")
+            if not ns.attach.isdigit():
+                raise UsageError(f"not a job id: {ns.attach!r} (e.g. %salloc --attach 42)")
+            with user_errors(f"cannot attach to job {ns.attach}"):
+                alloc = Allocation.attach(ns.attach).refresh()
+            if alloc.state == "GONE" or alloc.ended:
+                alloc.cancel()  # stops following it; scancel is not sent to an ended job
+                raise UsageError(f"cannot attach to job {ns.attach}: it is "
+                                 f"{'unknown to Slurm' if alloc.state == 'GONE' else 'over (' + alloc.state + ')'}; "
+                                 "see your jobs with %squeue")
+            session.remember(alloc)
+            return alloc
+        with user_errors("the request is not valid"):
+            req, note = prepare_request(rest, need_cluster=not ns.dry_run)
+        name = req.job_name
+        submit = dataclasses.replace(req, job_name=None, warnings=())
+        argv = submit.to_argv()
+        if ns.dry_run:
+            from slurmlab.core.explain import explain
+            from slurmlab.slurm.allocation import salloc_argv
+
+            return DryRun(tuple(salloc_argv(argv, name=name)), explain(req), tuple(req.warnings), note)
+        for w in req.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        with user_errors("salloc failed"):
+            alloc = Allocation.submit(argv, name=name, validate=False)  # validated above
+        session.remember(alloc)
+        return alloc
+
+    @magic_arguments()
+    @argument("job_ids", nargs="*", metavar="JOBID",
+              help="jobs to cancel (default: this notebook's latest allocation)")
+    @line_magic
+    def scancel(self, line: str) -> None:
+        """Cancel jobs: ``%scancel`` (the latest allocation) or ``%scancel 12 13``."""
+        from slurmlab.slurm import queries
+        from slurmlab.slurm.allocation import ENDED_STATES
+        from slurmlab.slurm.runner import get_runner
+
+        ns, rest, _ = split_line(self, "scancel", line)
+        ids = [*ns.job_ids, *rest]
+        session = get_session()
+        bad = [i for i in ids if not i.replace("_", "").isdigit()]
+        if bad:
+            raise UsageError(f"not a job id: {', '.join(bad)} (give numbers like 42, or nothing "
+                             "for the latest allocation)")
+        if not ids:
+            if session.default is None:
+                raise UsageError("no allocation to cancel: give a job id, e.g. %scancel 42")
+            ids = [str(session.default.job_id)]
+        mine = {str(a.job_id): a for a in session.allocations}
+        runner = get_runner()
+        with user_errors("cannot read the queue"):
+            known = queries.brief_states(ids, runner)
+        for jid in ids:
+            brief = known.get(jid)
+            if brief is None:
+                # scancel of an unknown id succeeds silently on some Slurm versions: say it here
+                raise UsageError(f"cannot cancel job {jid}: Slurm does not know it (a wrong id, or it ended "
+                                 "long ago); see your jobs with %squeue")
+            if brief.state in ENDED_STATES:
+                print(f"job {jid} already ended ({brief.state})")
+                continue
+            with user_errors(f"cannot cancel job {jid}"):
+                if jid in mine:
+                    mine[jid].cancel()
+                else:
+                    queries.cancel_job(jid, runner)
+            print(f"cancelled job {jid}")
+
+
+for _m in (AllocateMagics.salloc, AllocateMagics.scancel):
+    _m.__doc__ = (_m.__doc__ or "") + "\n" + EXPANSION_HELP

@@ -1,0 +1,116 @@
+"""``%gpu_timeslice`` and ``%gpu_isolation``: the experiments of DESIGN §5 in the notebook's allocation.
+
+Both run in ``--jobid`` or the notebook's latest ``%salloc`` allocation and return an object that
+displays itself (a TimesliceResult with its summary and Gantt, a VerifyReport with its table).
+``%gpu_timeslice`` with no allocation at all runs its workers as local processes (a laptop).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+
+from slurmlab.magics.args import argument, magic_arguments, split_line
+from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
+from slurmlab.magics.steps import resolve_allocation
+
+__all__ = ["ExperimentMagics"]
+
+
+def _running(alloc: Any) -> Any:
+    if alloc.state in ("SUBMITTING", "PENDING", "CONFIGURING"):
+        print(f"waiting for allocation {alloc.job_id} to start ({alloc.state})…", file=sys.stderr, flush=True)
+        with user_errors(f"allocation {alloc.job_id} did not start"):
+            alloc.wait("RUNNING")
+    if alloc.state != "RUNNING":
+        raise UsageError(f"allocation {alloc.job_id} is {alloc.state}: make a new one with %salloc")
+    return alloc
+
+
+def _no_extra(name: str, rest: list[str], command: list[str]) -> None:
+    extra = rest + command
+    if extra:
+        raise UsageError(f"%{name} does not know {' '.join(extra)!r}: see %{name}? for its options")
+
+
+@magics_class
+class ExperimentMagics(Magics):
+    @magic_arguments()
+    @argument("--procs", "-n", type=int, default=3, help="number of workers sharing one GPU/core (default 3)")
+    @argument("--duration", "-d", type=float, default=2.0, help="logging window in seconds (default 2)")
+    @argument(
+        "--backend",
+        choices=("auto", "cpu", "cupy"),
+        default="auto",
+        help="cupy: one GPU; cpu: one CPU core; auto: cupy when the node sees a GPU",
+    )
+    @argument(
+        "--cores",
+        default=None,
+        help="cpu backend: how many cores (a count) or which CPUs (0,1); default one core",
+    )
+    @argument("--device", type=int, default=0, help="cupy backend: the GPU ordinal the workers share")
+    @argument("--nice", type=int, default=None, help="workers' niceness (negative needs privilege)")
+    @argument("--jobid", metavar="ID", help="run in this job (default: the latest %%salloc allocation)")
+    @argument("--local", action="store_true", help="run local processes even when there is an allocation")
+    @line_magic
+    def gpu_timeslice(self, line: str) -> Any:
+        """Time-slicing: N workers share one GPU (or one CPU core) of the allocation; returns the result.
+
+        ``%gpu_timeslice --procs 3 --duration 2`` starts 3 workers as steps of the allocation, all on
+        one GPU (cupy) or one core (cpu), with a common start, and shows shares, slices, overlap,
+        fairness and the classification (time-sliced / concurrent / mixed) with a Gantt chart.
+        """
+        from slurmlab.experiments.timeslice import run
+
+        ns, rest, command = split_line(self, "gpu_timeslice", line)
+        _no_extra("gpu_timeslice", rest, command)
+        cores: Any = ns.cores
+        if cores is not None and cores.isdigit() and "," not in cores:
+            cores = int(cores)
+        alloc = None
+        if not ns.local and (ns.jobid or get_session().default is not None):
+            alloc = _running(resolve_allocation(ns.jobid))
+        elif not ns.local:
+            print(
+                "no allocation: the workers run here as local processes (%salloc first for a GPU)",
+                file=sys.stderr,
+                flush=True,
+            )
+        with user_errors("the time-slicing run failed"):
+            return run(alloc, ns.procs, ns.duration, ns.backend, cores=cores, device=ns.device, nice=ns.nice)
+
+    @magic_arguments()
+    @argument("--jobid", metavar="ID", help="check this job (default: the latest %%salloc allocation)")
+    @argument("--tasks", "-n", type=int, default=None, help="tasks in the check step (default: the job's)")
+    @argument("--backend", choices=("auto", "cpu", "cupy"), default="auto")
+    @argument("--timeslice", action="store_true", help="also run a short time-slicing test (I6, I10)")
+    @line_magic
+    def gpu_isolation(self, line: str) -> Any:
+        """Isolation checks I1–I10 in the allocation: PASS / FAIL / SKIP (why) / INFO, with evidence.
+
+        Runs one step with the job's tasks and GPU request, compares what each task sees with what
+        Slurm granted, and says whether the tasks' GPUs are isolated or shared. Extra srun options
+        after ``--`` replace the derived ones (``%gpu_isolation -- -n2 --gpus-per-task=1``).
+        """
+        from slurmlab.experiments.verify import verify
+
+        ns, rest, command = split_line(self, "gpu_isolation", line)
+        if rest:
+            raise UsageError(f"%gpu_isolation does not know {' '.join(rest)!r}; put srun options after --")
+        alloc = _running(resolve_allocation(ns.jobid))
+        with user_errors("the isolation check failed"):
+            return verify(
+                alloc,
+                tasks=ns.tasks,
+                backend=ns.backend,
+                step_args=command or None,
+                timeslice=True if ns.timeslice else None,
+            )
+
+
+for _magic in (ExperimentMagics.gpu_timeslice, ExperimentMagics.gpu_isolation):
+    _magic.__doc__ = (_magic.__doc__ or "") + "\n" + EXPANSION_HELP

@@ -1,0 +1,11 @@
+"""Jupyter widgets (ipywidgets) for allocations, requests and the queue.
+
+Importing this package loads no widget library: each module imports ipywidgets lazily, so
+``rows`` (plain table rows and words) can be used where ipywidgets is not installed.
+
+    panel.AllocationPanel   the live view of one allocation (what ``%salloc`` displays)
+    form.RequestForm        a GPU request form that validates as you type and submits
+    queue.QueueMonitor      the queue as a sortable table that refreshes by itself
+    live                    the ONE thread that assigns widget traits
+    rows                    table rows, times and Slurm reasons in plain words (no ipywidgets)
+"""

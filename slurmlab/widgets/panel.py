@@ -1,0 +1,239 @@
+"""The live panel of one allocation: what ``%salloc`` (and ``display(alloc)``) shows.
+
+State badge, why it waits in plain words and when Slurm expects it to start, elapsed and time
+left, nodes with their GPU indices (shards, MIG slices), steps, and a Cancel button. It updates
+by itself: the shared job poller tells the allocation, the allocation tells the panel, and the
+one widget thread (:mod:`slurmlab.widgets.live`) re-renders it.
+"""
+
+from __future__ import annotations
+
+import html
+import shlex
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from slurmlab._extras import require
+from slurmlab.widgets.live import LiveUpdater, get_updater
+from slurmlab.widgets.rows import fmt_seconds, is_mig_type, plain_reason
+
+__all__ = ["STATE_COLOURS", "AllocationPanel", "display_bundle", "panel_html"]
+
+STATE_COLOURS = {
+    "SUBMITTING": "#6c757d",
+    "PENDING": "#d9a400",
+    "CONFIGURING": "#17a2b8",
+    "RUNNING": "#28a745",
+    "COMPLETING": "#17a2b8",
+    "COMPLETED": "#6c757d",
+    "CANCELLED": "#6c757d",
+    "GONE": "#6c757d",
+}
+_FAILED = "#dc3545"
+_HOLDING = ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED")  # states in which it holds nodes
+
+_panels: dict[int, AllocationPanel] = {}
+_panels_lock = threading.Lock()
+
+
+def _ts(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _field(alloc: Any, name: str) -> Any:
+    for src in (alloc.job, alloc.brief):
+        value = getattr(src, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def badge_html(state: str) -> str:
+    colour = STATE_COLOURS.get(state, _FAILED)
+    return (
+        f"<span class='slurmlab-badge' data-state='{html.escape(state)}' style='background:{colour};"
+        f"color:white;border-radius:4px;padding:1px 8px;font-weight:bold'>{html.escape(state)}</span>"
+    )
+
+
+def _gpu_rows(alloc: Any) -> list[tuple[str, str, str]]:
+    """(node, GPUs, shares) per node, from the job's GRES detail."""
+    job = alloc.job
+    rows = []
+    for a in getattr(job, "gpu_allocs", ()) or ():
+        types = {t: idx for t, idx in a.gpu_types.items() if idx}
+        gpus = "; ".join(
+            f"{('MIG slice ' if is_mig_type(t) else '') + t + ' ' if t else ''}#{','.join(map(str, idx))}"
+            for t, idx in types.items()
+        ) or "-"
+        shares = []
+        for name in ("shard", "mps"):
+            for i, n in sorted(a.shares(name).items()):
+                shares.append(f"{name}s on GPU {i}: {'?' if n is None else n}")
+        rows.append((a.node, gpus, "; ".join(shares) or "-"))
+    if not rows:
+        nodes = alloc.nodes or list(getattr(job, "nodes", ()) or getattr(alloc.brief, "nodes", ()) or ())
+        rows = [(n, "-", "-") for n in nodes]
+    return rows
+
+
+def panel_html(alloc: Any, now: float | None = None) -> str:
+    """The panel's body as HTML (also used by tests and the text view)."""
+    now = time.time() if now is None else now
+    esc = html.escape
+    state = str(alloc.state)
+    lines: list[str] = []
+    if state == "PENDING":
+        words = plain_reason(alloc.reason) or "waiting to be scheduled"
+        lines.append(f"<div class='slurmlab-reason'><b>Waiting:</b> {esc(words)}</div>")
+        start = _ts(_field(alloc, "start_time"))
+        if start and start > now:
+            at = datetime.fromtimestamp(start, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+            lines.append(f"<div><b>Expected start:</b> {esc(at)} (in {fmt_seconds(start - now)})</div>")
+    elif state in ("RUNNING", "COMPLETING", "CONFIGURING"):
+        start = _ts(_field(alloc, "start_time"))
+        left = alloc.time_left(now)
+        if left is None and alloc.job is not None and hasattr(alloc.job, "time_left"):
+            left = alloc.job.time_left(datetime.fromtimestamp(now, tz=timezone.utc))
+        elapsed = fmt_seconds(now - start) if start else "-"
+        lines.append(f"<div class='slurmlab-times'><b>Elapsed:</b> {elapsed} &nbsp; <b>Time left:</b> "
+                     f"{fmt_seconds(left) if left is not None else 'no limit'}</div>")
+    if state in _HOLDING and (alloc.job is not None or alloc.nodes):
+        body = "".join(f"<tr><td>{esc(n)}</td><td>{esc(g)}</td><td>{esc(s)}</td></tr>"
+                       for n, g, s in _gpu_rows(alloc))
+        lines.append("<table class='slurmlab-nodes'><thead><tr><th style='text-align:left'>node</th>"
+                     "<th style='text-align:left'>GPUs (index)</th><th style='text-align:left'>shares</th>"
+                     f"</tr></thead><tbody>{body}</tbody></table>")
+    steps = alloc.steps
+    if steps:
+        items = "".join(
+            f"<li><code>{esc(_step_text(s.argv))}</code> → "
+            f"{'interrupted' if s.interrupted else f'exit {s.returncode}'} ({s.duration:.1f} s)</li>"
+            for s in steps[-5:]
+        )
+        lines.append(f"<div><b>Steps</b> ({len(steps)}):<ul style='margin:0'>{items}</ul></div>")
+    if alloc.request_argv:
+        lines.append(f"<div style='color:#666'>asked for: <code>{esc(' '.join(alloc.request_argv))}</code></div>")
+    if alloc.error:
+        lines.append(f"<div class='slurmlab-error' style='color:{_FAILED}'>{esc(str(alloc.error))}</div>")
+    return "".join(lines)
+
+
+def _step_text(argv: Any, width: int = 90) -> str:
+    """What the step ran (srun's arguments after the job), on one line."""
+    args = list(argv)
+    if "--overlap" in args:
+        args = args[args.index("--overlap") + 1 :]
+    text = " ".join(shlex.quote(a) for a in args).replace("\n", " ⏎ ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def header_html(alloc: Any) -> str:
+    name = f" <span style='color:#666'>{html.escape(alloc.name)}</span>" if alloc.name else ""
+    return f"{badge_html(str(alloc.state))} <b>allocation {html.escape(str(alloc.job_id or '…'))}</b>{name}"
+
+
+class AllocationPanel:
+    """The live view of one :class:`~slurmlab.slurm.allocation.Allocation`.
+
+    Get one with :meth:`for_allocation` (one panel per allocation, however often displayed).
+    ``widget`` is the ipywidgets box; after display only the updater thread changes it.
+    """
+
+    tick: float | None = 1.0  # elapsed / time left move every second
+
+    def __init__(self, alloc: Any, *, updater: LiveUpdater | None = None) -> None:
+        w = require("ipywidgets", feature="the allocation panel", extra="widgets")
+        self.alloc = alloc
+        self.updater = updater or get_updater()
+        self.header = w.HTML(value=header_html(alloc))
+        self.body = w.HTML(value=panel_html(alloc))
+        self.cancel_button = w.Button(description="Cancel allocation", button_style="danger", icon="times",
+                                      disabled=bool(alloc.ended), tooltip="scancel this allocation")
+        self.cancel_button.add_class("slurmlab-cancel")
+        self.status = w.HTML(value="")
+        self.widget = w.VBox([self.header, self.body, w.HBox([self.cancel_button, self.status])])
+        self.widget.add_class("slurmlab-allocation")
+        self._cancelling = False
+        self._done = False
+        self.cancel_button.on_click(self._on_cancel)
+        self._unsubscribe = alloc.subscribe(self._changed)
+        self.updater.add(self)
+
+    @classmethod
+    def for_allocation(cls, alloc: Any) -> AllocationPanel:
+        with _panels_lock:
+            panel = _panels.get(id(alloc))
+            if panel is None or panel.alloc is not alloc:
+                panel = cls(alloc)
+                _panels[id(alloc)] = panel
+            return panel
+
+    # called from the poller thread: only mark, never touch a trait
+    def _changed(self, _alloc: Any) -> None:
+        self.updater.mark_dirty(self)
+
+    # called from the kernel's comm handler: work in a worker, render in the updater thread
+    def _on_cancel(self, _button: Any = None) -> None:
+        if self._cancelling or self.alloc.ended:
+            return
+        self._cancelling = True
+        self.updater.mark_dirty(self)
+
+        def work() -> None:
+            try:
+                self.alloc.cancel()
+            except Exception as exc:  # shown in the panel, never raised into the kernel
+                self.alloc.error = f"cancel failed: {exc}"
+                self._cancelling = False
+            self.updater.mark_dirty(self)
+
+        threading.Thread(target=work, name="slurmlab-cancel", daemon=True).start()
+
+    def cancel(self) -> None:
+        """What the button does (for code and tests)."""
+        self._on_cancel()
+
+    def render(self) -> None:
+        """Assign the widgets' values from the allocation (the updater thread calls this)."""
+        alloc = self.alloc
+        head, body = header_html(alloc), panel_html(alloc)
+        if self.header.value != head:
+            self.header.value = head
+        if self.body.value != body:
+            self.body.value = body
+        disabled = bool(alloc.ended or self._cancelling)
+        if self.cancel_button.disabled != disabled:
+            self.cancel_button.disabled = disabled
+        status = "cancelling…" if self._cancelling and not alloc.ended else ""
+        if self.status.value != status:
+            self.status.value = status
+        if alloc.ended and not self._done:
+            # final state shown: stop following
+            self._done = True
+            self._unsubscribe()
+            self.updater.remove(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle: dict[str, Any] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
+        bundle["text/plain"] = repr(self.alloc)
+        return bundle
+
+
+def display_bundle(alloc: Any) -> dict[str, Any] | None:
+    """How an Allocation displays (registered in ``allocation.DISPLAY_HOOKS`` by ``%load_ext``):
+    its live panel, or None where ipywidgets is not installed (the plain text view then)."""
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return None
+    return AllocationPanel.for_allocation(alloc)._repr_mimebundle_()

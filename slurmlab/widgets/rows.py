@@ -1,0 +1,217 @@
+"""Rows of the job and node tables, and Slurm's reasons in plain words.
+
+Plain data and strings only (no ipywidgets): the magics print these as text or HTML tables and
+the widgets show them. Columns follow what a GPU user asks first: which GPUs (indices per node),
+shards, state, why it waits, how long is left.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+__all__ = [
+    "JOB_COLUMNS",
+    "NODE_COLUMNS",
+    "Table",
+    "fmt_seconds",
+    "gpus_text",
+    "is_mig_type",
+    "job_row",
+    "node_row",
+    "plain_reason",
+    "shards_text",
+]
+
+# Slurm's pending reasons (squeue %r) in words a workshop attendee understands.
+_REASONS = {
+    "None": "",
+    "Resources": "waiting for resources: the GPUs/CPUs asked for are in use by other jobs",
+    "Priority": "waiting in line: jobs with higher priority go first",
+    "Dependency": "waiting for another job it depends on to finish",
+    "DependencyNeverSatisfied": "will never start: a job it depends on failed; cancel it",
+    "BeginTime": "waiting for its requested start time (--begin)",
+    "JobHeldUser": "held by you: release it with `scontrol release JOBID`",
+    "JobHeldAdmin": "held by an administrator",
+    "ReqNodeNotAvail": "a node it needs is down, drained or reserved",
+    "PartitionDown": "its partition is down",
+    "PartitionInactive": "its partition is inactive",
+    "PartitionNodeLimit": "asks for more nodes than the partition allows",
+    "PartitionTimeLimit": "asks for more time than the partition allows: ask for less with -t",
+    "Reservation": "waiting for its reservation to start",
+    "QOSMaxGRESPerUser": "you already use the most GPUs your QOS allows at once",
+    "QOSMaxJobsPerUserLimit": "you already run the most jobs your QOS allows",
+    "AssocGrpGRES": "your account's group GPU limit is reached",
+    "AssocMaxJobsLimit": "your account runs the most jobs it may",
+    "AssocGrpCpuLimit": "your account's group CPU limit is reached",
+    "NodeDown": "a node it needs is down",
+    "BadConstraints": "no node can ever satisfy the request; cancel it and ask for less",
+    "InvalidAccount": "the account is not valid",
+    "InvalidQOS": "the QOS is not valid",
+    "Cleaning": "Slurm is still cleaning up after a previous run",
+    "Prolog": "the node is running its prolog",
+    "launch failed requeued held": "the launch failed; the job was requeued and held",
+}
+
+
+def is_mig_type(gpu_type: str) -> bool:
+    """A MIG instance type is named after its profile (``1g.18gb``, ``3g.71gb``)."""
+    head = gpu_type.split(".")[0]
+    return "." in gpu_type and head.endswith("g") and head[:-1].isdigit()
+
+
+def plain_reason(reason: str | None) -> str:
+    """Slurm's reason in plain words; an unknown reason is shown as Slurm wrote it."""
+    if not reason or reason == "None":
+        return ""
+    key = reason.split(",")[0].strip()
+    if key.startswith("(") and key.endswith(")"):
+        key = key[1:-1]
+    words = _REASONS.get(key)
+    if words is None and key.startswith("ReqNodeNotAvail"):
+        words = _REASONS["ReqNodeNotAvail"]
+    return f"{words} ({reason})" if words else reason
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    """``1-02:03:04`` / ``02:03:04``; ``-`` when unknown."""
+    if seconds is None:
+        return "-"
+    s = max(0, int(seconds))
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return (f"{d}-" if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def gpus_text(job: Any) -> str:
+    """``node1:0,1 node2:3`` (GPU indices per node, with the type when Slurm names one)."""
+    parts = []
+    for alloc in getattr(job, "gpu_allocs", ()) or ():
+        types = alloc.gpu_types
+        idx = ",".join(str(i) for i in alloc.gpu_indices)
+        named = [t for t in types if t]
+        if idx:
+            parts.append(f"{alloc.node}:{idx}" + (f" ({'/'.join(named)})" if named else ""))
+    if parts:
+        return " ".join(parts)
+    # pending (or no detail yet): what was asked for
+    asked = [g.render() for g in (getattr(job, "tres_per_node", ()) or ()) if g.name == "gpu"]
+    asked += [g.render() for g in (getattr(job, "tres_per_job", ()) or ()) if g.name == "gpu"]
+    tres = getattr(job, "tres_req", None) or getattr(job, "tres_alloc", None)
+    if not asked and tres is not None and getattr(tres, "gpus", None):
+        asked = [f"gpu:{tres.gpus}"]
+    return ("asked " + " ".join(asked)) if asked else "-"
+
+
+def shards_text(job: Any) -> str:
+    """``node1 gpu3:4`` (shards held per GPU), ``-`` when none."""
+    parts = []
+    for alloc in getattr(job, "gpu_allocs", ()) or ():
+        shares = alloc.shares("shard")
+        if shares:
+            parts.append(alloc.node + " " + ",".join(
+                f"gpu{i}:{'?' if n is None else n}" for i, n in sorted(shares.items())))
+    return " ".join(parts) if parts else "-"
+
+
+def job_row(job: Any, now: datetime | None = None) -> dict[str, str]:
+    """One row of the job table (every value a string)."""
+    now = now or _now()
+    state = str(getattr(job, "state", "?"))
+    left = job.time_left(now) if hasattr(job, "time_left") else None
+    start = getattr(job, "expected_start", None)
+    row = {
+        "job": str(getattr(job, "display_id", getattr(job, "job_id", "?"))),
+        "name": str(getattr(job, "name", "")),
+        "user": str(getattr(job, "user", "") or ""),
+        "partition": str(getattr(job, "partition", "") or ""),
+        "state": state,
+        "reason": plain_reason(getattr(job, "reason", None)) if state == "PENDING" else "",
+        "nodes": str(getattr(job, "nodelist", "") or "-"),
+        "gpus": gpus_text(job),
+        "shards": shards_text(job),
+        "time_left": fmt_seconds(left) if left is not None else ("-" if state != "RUNNING" else "unlimited"),
+        "expected_start": start.astimezone().strftime("%H:%M:%S") if start is not None else "",
+    }
+    return row
+
+
+JOB_COLUMNS = ("job", "name", "user", "partition", "state", "nodes", "gpus", "shards", "time_left", "reason")
+NODE_COLUMNS = ("node", "state", "partitions", "gpu_type", "gpus_used", "used_idx", "shards_used", "cpus")
+
+
+def node_row(node: Any) -> dict[str, str]:
+    """One row of the node table: GPU type, used/total GPUs, shards used per GPU."""
+    types = node.gpu_types()
+    used_idx = node.gpu_used_indices()
+    shards = node.shard_usage()
+    shard_txt = " ".join(
+        f"gpu{i}:{'whole' if u is None and t is not None else ('?' if u is None else u)}"
+        + (f"/{t}" if t is not None else "")
+        for i, (u, t) in sorted(shards.items())
+    )
+    alloc = node.alloc_cpus
+    return {
+        "node": node.name,
+        "state": node.state + ("+" + "+".join(node.state_flags) if node.state_flags else ""),
+        "partitions": ",".join(node.partitions),
+        "gpu_type": ",".join(f"{t or 'gpu'}×{n}" for t, n in types.items()) or "-",
+        "gpus_used": f"{node.gpu_used}/{node.gpu_total}",
+        "used_idx": " ".join(
+            f"{t + ':' if t else ''}{','.join(map(str, i))}" for t, i in used_idx.items() if i) or "-",
+        "shards_used": shard_txt or "-",
+        "cpus": f"{alloc if alloc is not None else '?'}/{node.cpus if node.cpus is not None else '?'}",
+    }
+
+
+class Table:
+    """Rows that display as an HTML table in a notebook and as aligned text elsewhere."""
+
+    def __init__(self, rows: Sequence[dict[str, str]], columns: Sequence[str], *, title: str = "",
+                 empty: str = "(nothing)") -> None:
+        self.rows = list(rows)
+        self.columns = tuple(columns)
+        self.title = title
+        self.empty = empty
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Any:
+        return iter(self.rows)
+
+    def text(self) -> str:
+        head = [c.upper() for c in self.columns]
+        cells = [[r.get(c, "") for c in self.columns] for r in self.rows]
+        widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(head)]
+        lines = [self.title] if self.title else []
+        lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
+        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+        if not cells:
+            lines.append(self.empty)
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def html(self) -> str:
+        esc = html.escape
+        head = "".join(f"<th style='text-align:left'>{esc(c.replace('_', ' '))}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td style='text-align:left'>{esc(r.get(c, ''))}</td>" for c in self.columns)
+            + "</tr>" for r in self.rows
+        )
+        if not self.rows:
+            body = f"<tr><td colspan='{len(self.columns)}'>{esc(self.empty)}</td></tr>"
+        title = f"<caption style='text-align:left'>{esc(self.title)}</caption>" if self.title else ""
+        return f"<table class='slurmlab-table'>{title}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def _repr_html_(self) -> str:
+        return self.html()
