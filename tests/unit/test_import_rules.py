@@ -22,7 +22,7 @@ IO_MODULES = {"subprocess", "socket", "asyncio", "threading", "shutil", "urllib"
 ALLOWED_ROOMS: dict[str, set[str]] = {
     "core": {"core"},
     "slurm": {"core", "slurm"},
-    "topology": {"core", "slurm", "topology"},
+    "topology": {"core", "slurm", "sandbox", "topology"},
     "viz": {"core", "viz"},
     "experiments": {"core", "experiments"},
     "widgets": {"core", "slurm", "topology", "viz", "widgets", "experiments"},

@@ -219,7 +219,7 @@ def test_a_python_function_runs_as_a_step(sandbox: Any) -> None:
     alloc = Allocation.submit(["-n1", "-t", "5"], runner=sandbox.runner())
     alloc.wait(timeout=20)
     lines: list[str] = []
-    result = alloc.srun(lambda: __import__("os").environ["SLURM_JOB_ID"], on_output=lambda s, l: lines.append(l))
+    result = alloc.srun(lambda: __import__("os").environ["SLURM_JOB_ID"], on_output=lambda stream, line: lines.append(line))
     assert result.ok and lines == [alloc.job_id]
     alloc.cancel()
 
