@@ -161,7 +161,7 @@ class Allocation:
         release_at_exit: bool = True,
     ) -> None:
         self.runner = runner or get_runner()
-        self.poller = poller or get_poller()
+        self.poller = poller or get_poller(runner)
         self.request_argv: tuple[str, ...] = tuple(argv)
         self.name = name
         self.tag = tag

@@ -251,14 +251,22 @@ class JobPoller:
             log.exception("slurmlab: a job watcher raised; it keeps its registration")
 
 
-_poller: JobPoller | None = None
+_pollers: dict[tuple[str | None, str | None], JobPoller] = {}
 _poller_lock = threading.Lock()
 
 
-def get_poller() -> JobPoller:
-    """The process-wide poller shared by every allocation, panel and monitor."""
-    global _poller
+def get_poller(runner: Runner | None = None) -> JobPoller:
+    """The shared poller of one cluster (one per SLURM_CONF and cluster name).
+
+    Job ids are per cluster, so watchers of two clusters (two sandboxes, say) never share
+    a poller; watchers of one cluster always do.
+    """
+    import os
+
+    r = runner or get_runner()
+    key = (r.slurm_conf or os.environ.get("SLURM_CONF"), r.cluster)
     with _poller_lock:
-        if _poller is None:
-            _poller = JobPoller()
-        return _poller
+        poller = _pollers.get(key)
+        if poller is None:
+            poller = _pollers[key] = JobPoller(r)
+        return poller

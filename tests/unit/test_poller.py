@@ -163,3 +163,14 @@ def test_a_failing_watcher_does_not_stop_the_others() -> None:
     p.watch(1, good.append)
     assert _until(lambda: len(good) == 1)
     p.stop()
+
+
+def test_each_cluster_has_its_own_shared_poller() -> None:
+    from slurmlab.slurm.poller import get_poller
+    from slurmlab.slurm.runner import Runner
+
+    a1, a2 = Runner(slurm_conf="/tmp/a/slurm.conf"), Runner(slurm_conf="/tmp/a/slurm.conf")
+    b = Runner(slurm_conf="/tmp/b/slurm.conf")
+    assert get_poller(a1) is get_poller(a2)  # one cluster, one poller
+    assert get_poller(a1) is not get_poller(b)  # job ids of two clusters never mix
+    assert get_poller(b).runner is b

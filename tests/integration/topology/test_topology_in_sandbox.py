@@ -1,0 +1,177 @@
+"""Topology, MIG and binding explanation of real allocations in the sandbox (Slurm's own records as the truth)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from slurmlab.core.topology import parse_cpu_list
+from slurmlab.slurm.allocation import Allocation
+from slurmlab.slurm.poller import JobPoller
+from slurmlab.topology import explain_binding, mig, topology
+from slurmlab.topology.binding import HONOURED
+from slurmlab.viz.mig_view import mig_figure
+from slurmlab.viz.topology_view import topology_figure
+
+pytestmark = pytest.mark.sandbox
+
+
+def _scontrol_records(runner: Any, job_id: str) -> dict[str, tuple[frozenset[int], frozenset[int]]]:
+    """node -> (GRES IDX, CPU_IDs), read straight from `scontrol show job -d` text."""
+    text = runner.run(["scontrol", "show", "job", "-d", job_id]).stdout
+    out = {}
+    for m in re.finditer(r"Nodes=(\S+) CPU_IDs=(\S+) Mem=\S+ GRES=(\S*)", text):
+        idx = frozenset().union(*(parse_cpu_list(x) for x in re.findall(r"IDX:([\d,-]+)", m.group(3))))
+        out[m.group(1)] = (idx, parse_cpu_list(m.group(2)))
+    assert out, f"no per-node detail in:\n{text}"
+    return out
+
+
+def _data(fig: Any, name: str) -> dict[str, list[Any]]:
+    renderer = fig.select_one({"name": name})
+    assert renderer is not None, f"no renderer named {name}"
+    return dict(renderer.data_source.data)
+
+
+def test_closest_binding_is_explained_and_drawn(dgx: Any) -> None:
+    runner = dgx.runner()
+    alloc = Allocation.submit(["-n2", "--gpus=2", "--gpu-bind=closest", "-t", "5"], runner=runner)
+    try:
+        alloc.wait(timeout=30)
+        table = explain_binding(alloc)
+        truth = _scontrol_records(runner, alloc.job_id or "")
+        # the table agrees with scontrol show job -d and with job.gpu_allocs
+        assert {a.node: frozenset(a.gpu_indices) for a in alloc.job.gpu_allocs} == {n: t[0] for n, t in truth.items()}
+        assert {r.node: (frozenset(r.gpu_idx), r.cpu_ids) for r in table.records} == truth
+        assert len(table.rows) == 2
+        for row in table.rows:
+            idx, cpus = truth[row.node]
+            assert set(row.gpus) == idx  # dgx-h100: topology index == Slurm IDX
+            assert row.slurm_cpus == cpus
+            assert row.closest == HONOURED, row.why
+        assert table.closest == HONOURED
+        assert "honoured" in table.text() and "<table>" in table._repr_html_()
+
+        node = table.nodes()[0]
+        idx, cpus = truth[node]
+        fig = topology_figure(**table.figure_args(node))
+        gpus = _data(fig, "gpus")
+        hot = {i for i, h in zip(gpus["index"], gpus["highlighted"], strict=True) if h}
+        assert hot == idx
+        cells = _data(fig, "cpus")
+        coloured = {c for c, t in zip(cells["cpu"], cells["task"], strict=True) if t != "-"}
+        assert coloured == cpus
+
+        topo = alloc.topology()  # the Allocation method delegates here
+        assert topo.source == "sandbox" and "dgx-h100" in topo.detail
+        assert set(topo.gpus) == idx
+    finally:
+        alloc.cancel()
+
+
+def test_enforce_binding_is_checked_against_the_gpus_cores(dgx: Any) -> None:
+    runner = dgx.runner()
+    alloc = Allocation.submit(["-n1", "--gpus=1", "--gres-flags=enforce-binding", "-t", "5"], runner=runner)
+    try:
+        alloc.wait(timeout=30)
+        table = explain_binding(alloc)
+        assert table.enforce_requested
+        (row,) = table.rows
+        topo = table.topologies[row.node].topology
+        local = topo.gpu(row.gpus[0]).cpu_affinity
+        assert row.slurm_cpus is not None and row.slurm_cpus <= local
+        assert row.enforce == HONOURED and table.closest == "not requested"
+    finally:
+        alloc.cancel()
+
+
+def test_mig_slice_of_the_allocation_is_highlighted(h200_mig: Any) -> None:
+    runner = h200_mig.runner()
+    # a poller of this sandbox: the process-wide one follows the session's dgx-h100 sandbox, whose job ids
+    # collide with these
+    poller = JobPoller(runner, interval=0.5)
+    alloc = Allocation.submit(["-n1", "--gres=gpu:3g.71gb:1", "-t", "5"], runner=runner, poller=poller)
+    try:
+        alloc.wait(timeout=30)
+        result = mig(alloc)
+        assert result.source == "sandbox"
+        assert len(result.highlight) == 1
+        gpu, placement = result.highlight[0]
+        (inst,) = [i for i in result.layout.gpu(gpu).instances if i.placement == placement]
+        assert inst.profile == "3g.71gb"  # the type Slurm granted
+        blocks = _data(mig_figure(**result.figure_args()), "instances")
+        lit = {(g, p) for g, p, h in zip(blocks["gpu"], blocks["placement"], blocks["highlighted"], strict=True) if h}
+        assert lit == {(gpu, placement)}
+        # the topology view marks the slice's parent GPU, and says which slice it is
+        t = alloc.topology()
+        assert t.gpus == (gpu,) and any("3g.71gb" in n for n in t.notes)
+        # whole GPUs of this profile are not IDX-numbered by index: a whole H200 maps to GPUs 4-7
+        whole = Allocation.submit(["-n1", "--gpus=h200:1", "-t", "5"], runner=runner, poller=poller)
+        try:
+            whole.wait(timeout=30)
+            t = topology(whole)
+            assert t.source == "sandbox" and len(t.gpus) == 1 and t.gpus[0] in (4, 5, 6, 7)
+        finally:
+            whole.cancel()
+    finally:
+        alloc.cancel()
+        poller.stop()
+
+
+def test_outside_a_sandbox_the_live_sources_are_tried_in_order(dgx: Any, tmp_path: Any) -> None:
+    import shutil
+
+    from slurmlab.slurm.runner import Runner
+    from slurmlab.topology import SourceUnavailable
+
+    # the same cluster through a copy of slurm.conf in a folder without state.json: not seen as a sandbox
+    conf = tmp_path / "slurm.conf"
+    shutil.copy(dgx.conf_path, conf)
+    runner = Runner(slurm_conf=str(conf))
+    alloc = Allocation.submit(["-n1", "--gpus=1", "-t", "5"], runner=runner)
+    try:
+        alloc.wait(timeout=30)
+        if shutil.which("nvidia-smi"):
+            assert topology(alloc).source == "nvidia-smi"  # a real GPU host answers for itself
+            return
+        with pytest.raises(SourceUnavailable) as info:
+            topology(alloc)
+        text = str(info.value)
+        order = [text.index(k) for k in ("sandbox:", "nvidia-smi topo -m on", "NVML")]
+        assert order == sorted(order), text
+        # forcing the sandbox source where there is none says so
+        with pytest.raises(SourceUnavailable, match="not a slurmlab sandbox"):
+            topology(alloc, source="sandbox")
+    finally:
+        alloc.cancel()
+
+
+def test_explorer_lists_the_sandbox_nodes_and_builds_a_node_salloc_line(dgx: Any) -> None:
+    pytest.importorskip("ipywidgets")
+    from slurmlab.widgets.explorer import TopologyExplorer
+
+    ex = TopologyExplorer.from_cluster(dgx.runner())
+    assert [c.node for c in ex.model.choices] == ["node1", "node2"]
+    sel = ex.select("node:node2", 4)
+    assert sel.topology.source == "sandbox" and sel.best is not None and sel.best.all_nvlink
+    assert sel.salloc == ["salloc", "--no-shell", "--gpus=h100:4", "--nodelist=node2"]
+
+
+def test_two_node_binding_agrees_with_scontrol_per_node(dgx: Any) -> None:
+    runner = dgx.runner()
+    alloc = Allocation.submit(["-N2", "-n4", "--gpus=4", "--gpu-bind=closest", "--gres-flags=enforce-binding",
+                               "-t", "5"], runner=runner)
+    try:
+        alloc.wait(timeout=30)
+        table = explain_binding(alloc)
+        truth = _scontrol_records(runner, alloc.job_id or "")
+        assert set(table.nodes()) == set(truth) == {"node1", "node2"}
+        assert len(table.rows) == 4
+        for node, (idx, cpus) in truth.items():
+            assert set(table.highlight_gpus(node)) == idx
+            assert all(r.slurm_cpus == cpus for r in table.rows if r.node == node)
+        assert table.closest == HONOURED and table.enforce == HONOURED, table.text()
+    finally:
+        alloc.cancel()
