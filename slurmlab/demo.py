@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from slurmlab.core.explain import explain
 from slurmlab.core.request import parse_request
+from slurmlab.core.topology import format_cpu_list
 from slurmlab.errors import SlurmlabError
 from slurmlab.sandbox import Sandbox
 from slurmlab.slurm.allocation import Allocation, salloc_argv
@@ -30,17 +31,6 @@ TASK_REPORT = (
     " os.environ.get('CUDA_VISIBLE_DEVICES', '-'), os.environ.get('SLURM_STEP_GPUS', '-'),"
     " ','.join(map(str, cpus)), sep='|')\n"
 )
-
-
-def _cpu_ranges(cpus: str) -> str:
-    nums = sorted(int(c) for c in cpus.split(",") if c)
-    out: list[str] = []
-    for n in nums:
-        if out and out[-1].split("-")[-1] == str(n - 1):
-            out[-1] = f"{out[-1].split('-')[0]}-{n}"
-        else:
-            out.append(str(n))
-    return ",".join(out)
 
 
 def run(sb: Sandbox) -> None:
@@ -67,7 +57,7 @@ def run(sb: Sandbox) -> None:
                       key=lambda r: int(r[0]))
         print(f"  {'task':>4}  {'node':<6} {'CUDA_VISIBLE_DEVICES':<21} {'SLURM_STEP_GPUS':<16} CPU affinity")
         for rank, node, cvd, gpus, cpus in rows:
-            print(f"  {rank:>4}  {node:<6} {cvd:<21} {gpus:<16} {_cpu_ranges(cpus)}")
+            print(f"  {rank:>4}  {node:<6} {cvd:<21} {gpus:<16} {format_cpu_list(int(c) for c in cpus.split(',') if c)}")
     alloc.wait("ENDED", timeout=30)
     print(f"\nreleased job {alloc.job_id} (scancel): {alloc.state}")
     poller.stop()

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from slurmlab.core.gres import render_index_list
 from slurmlab.errors import ParseError
 
 __all__ = [
@@ -168,16 +169,7 @@ def parse_cpu_list(text: str, *, what: str = "CPU list") -> frozenset[int]:
 
 def format_cpu_list(ids: Iterable[int]) -> str:
     """The compact form of a set of ids: ``{0,1,2,5}`` -> ``0-2,5``."""
-    ordered = sorted(set(ids))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)
+    return render_index_list(sorted(set(ids)))
 
 
 @dataclass(frozen=True)

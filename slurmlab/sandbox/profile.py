@@ -38,6 +38,8 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
+from slurmlab.core.gres import parse_index_list
+from slurmlab.core.topology import format_cpu_list
 from slurmlab.errors import SandboxError
 
 __all__ = [
@@ -160,34 +162,15 @@ class Profile:
 
 
 def expand_ranges(text: str) -> tuple[int, ...]:
-    """``"0-3,8,10-11"`` -> (0, 1, 2, 3, 8, 10, 11). Raises ValueError on anything else."""
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            raise ValueError(f"empty item in range list {text!r}")
-        lo, sep, hi = part.partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
-            raise ValueError(f"{part!r} in {text!r} is not N or N-M")
-        first, last = int(lo), int(hi) if sep else int(lo)
-        if last < first:
-            raise ValueError(f"{part!r} in {text!r} runs backwards")
-        out.extend(range(first, last + 1))
-    return tuple(out)
+    """``"0-3,8,10-11"`` -> (0, 1, 2, 3, 8, 10, 11). Raises ValueError (ParseError) on anything else."""
+    if not text.strip() or any(not part.strip() for part in text.split(",")):
+        raise ValueError(f"empty item in range list {text!r}")
+    return parse_index_list(text, "range list")
 
 
 def format_ranges(values: tuple[int, ...] | list[int]) -> str:
     """(0, 1, 2, 3, 8) -> ``"0-3,8"``."""
-    items = sorted(set(values))
-    parts: list[str] = []
-    i = 0
-    while i < len(items):
-        j = i
-        while j + 1 < len(items) and items[j + 1] == items[j] + 1:
-            j += 1
-        parts.append(str(items[i]) if i == j else f"{items[i]}-{items[j]}")
-        i = j + 1
-    return ",".join(parts)
+    return format_cpu_list(values)
 
 
 # ---- loading -----------------------------------------------------------------------------------
