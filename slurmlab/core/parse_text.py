@@ -79,8 +79,17 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
+_NOTHING = re.compile(r"No (?:jobs|job steps|nodes|partitions|reservations) in the system\.?")
+
+
 def parse_records(text: str, first_key: str) -> list[Record]:
-    """Split ``text`` into records starting with ``first_key=`` and read their fields."""
+    """Split ``text`` into records starting with ``first_key=`` and read their fields.
+
+    scontrol's answer for an empty list (``No jobs in the system``, ``No job steps in the
+    system``, ``No nodes …``, ``No partitions …``) is no records, not an error.
+    """
+    if _NOTHING.fullmatch(text.strip()):
+        return []
     chunks: list[list[str]] = []
     for line in text.splitlines():
         if line.startswith(first_key + "="):

@@ -404,3 +404,13 @@ def run_checks(
         check_i10(reports, grant, timeslice),
     ]
     return IsolationReport(checks, grant, {"tasks": len(reports)})
+
+
+def __getattr__(name: str) -> object:
+    # isolation.verify(allocation) lives in verify.py, which imports this module
+    if name == "verify":
+        from slurmlab.experiments.verify import verify
+
+        return verify
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+

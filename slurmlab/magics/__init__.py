@@ -1,4 +1,5 @@
-"""IPython magics: ``%salloc``, ``%srun``/``%%srun``, ``%squeue``, ``%sinfo``, ``%scancel``, ``%slurm``.
+"""IPython magics: ``%salloc``, ``%srun``/``%%srun``, ``%squeue``, ``%sinfo``, ``%scancel``, ``%slurm``,
+``%gpu_timeslice``, ``%gpu_isolation``.
 
 Load with ``%load_ext slurmlab`` (or ``%load_ext slurmlab.magics``). Nothing registers at import.
 """
@@ -9,15 +10,19 @@ from typing import Any
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
-_MAGIC_NAMES = {"line": ("salloc", "scancel", "squeue", "sinfo", "slurm", "srun"), "cell": ("srun",)}
+_MAGIC_NAMES = {
+    "line": ("salloc", "scancel", "squeue", "sinfo", "slurm", "srun", "gpu_timeslice", "gpu_isolation"),
+    "cell": ("srun",),
+}
 
 
 def load_ipython_extension(ip: Any) -> None:
     from slurmlab.magics.allocate import AllocateMagics
+    from slurmlab.magics.experiments import ExperimentMagics
     from slurmlab.magics.status import StatusMagics
     from slurmlab.magics.steps import StepMagics
 
-    for cls in (AllocateMagics, StepMagics, StatusMagics):
+    for cls in (AllocateMagics, StepMagics, StatusMagics, ExperimentMagics):
         ip.register_magics(cls)
     hooks, hook = _display_hooks()
     if hook not in hooks:

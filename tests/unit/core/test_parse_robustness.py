@@ -180,3 +180,24 @@ def test_node_blocks_without_a_job_gres_line() -> None:
     assert job.alloc_on("n1").mem_mb == 1024  # type: ignore[union-attr]
     assert job.alloc_on("n2").mps_count == 50  # type: ignore[union-attr]
     assert job.time_limit is None and job.reason is None
+
+
+def test_scontrol_empty_lists_are_no_records_not_errors() -> None:
+    # what `scontrol show job -d` prints on an idle cluster (exit 0), and its kin
+    from slurmlab.core.parse_text import (
+        parse_scontrol_jobs,
+        parse_scontrol_nodes,
+        parse_scontrol_partitions,
+        parse_scontrol_steps,
+    )
+
+    assert parse_scontrol_jobs("No jobs in the system\n") == []
+    assert parse_scontrol_steps("No job steps in the system\n") == []
+    assert parse_scontrol_nodes("No nodes in the system\n") == []
+    assert parse_scontrol_partitions("No partitions in the system\n") == []
+    import pytest
+
+    from slurmlab.errors import ParseError
+
+    with pytest.raises(ParseError):
+        parse_scontrol_jobs("No jobs here, but garbage\n")

@@ -1,0 +1,129 @@
+/**
+ * The only module that talks to the server: typed calls to <base_url>/slurmlab/api/.
+ *
+ * ServerConnection.makeRequest adds Jupyter's token and the XSRF header, which the
+ * server requires on every route (and on POST in particular).
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+/** One GPU of a job on one node (index is the node-local GPU index). */
+export interface IJobGpu {
+  node: string;
+  index: number | null;
+  type: string | null;
+  kind: string;
+  count: number | null;
+}
+
+export interface IJob {
+  job_id: string;
+  display_id: string;
+  name: string;
+  user: string;
+  state: string;
+  reason: string | null;
+  partition: string | null;
+  nodes: string | null;
+  time_limit_s: number | null;
+  start_time: string | null;
+  /** When the time limit ends a running job (ISO); the sidebar counts down to it. */
+  ends_at: string | null;
+  gpus: IJobGpu[];
+  gres: string | null;
+}
+
+/** One physical GPU (or MIG-typed device) of a node and who uses it. */
+export interface IGpuSlot {
+  index: number;
+  type: string | null;
+  mig: boolean;
+  jobs: string[];
+  shards_used: number;
+  shards_total: number;
+  whole: boolean;
+}
+
+export interface INode {
+  name: string;
+  state: string;
+  partitions: string[];
+  gres: string | null;
+  reason: string | null;
+  gpus: IGpuSlot[];
+}
+
+export interface IQueue {
+  scope: 'mine' | 'all';
+  user: string;
+  jobs: IJob[];
+}
+
+export interface INodes {
+  nodes: INode[];
+}
+
+export interface IStatus {
+  reachable: boolean;
+  version: string | null;
+  poll_interval_s: number;
+  user: string;
+  error: string | null;
+  error_kind: string | null;
+}
+
+/** An error answer of the server, with its HTTP status and message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
+  const settings = ServerConnection.makeSettings();
+  const url = URLExt.join(settings.baseUrl, 'slurmlab', 'api', path);
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, init, settings);
+  } catch (error) {
+    throw new ApiError(0, `cannot reach the Jupyter server: ${String(error)}`);
+  }
+  const text = await response.text();
+  let body: any = null;
+  if (text.length > 0) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = { message: text };
+    }
+  }
+  if (!response.ok) {
+    const message =
+      (body && (body.message || body.reason)) || `${response.status} ${response.statusText}`;
+    throw new ApiError(response.status, message);
+  }
+  return body as T;
+}
+
+export function getStatus(): Promise<IStatus> {
+  return call<IStatus>('status');
+}
+
+export function getQueue(scope: 'mine' | 'all' = 'mine'): Promise<IQueue> {
+  return call<IQueue>(`queue?scope=${scope}`);
+}
+
+export function getNodes(): Promise<INodes> {
+  return call<INodes>('nodes');
+}
+
+export function getJob(jobId: string): Promise<IJob> {
+  return call<IJob>(`jobs/${encodeURIComponent(jobId)}`);
+}
+
+export function cancelJob(jobId: string): Promise<{ job_id: string; cancelled: boolean }> {
+  return call(`jobs/${encodeURIComponent(jobId)}/cancel`, { method: 'POST', body: '{}' });
+}

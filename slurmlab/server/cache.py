@@ -1,0 +1,82 @@
+"""The server's one cache of JSON answers, each with an ETag.
+
+The poller writes a payload per key ("status", "nodes", "queue:all", ...); every client
+reads the same bytes. The ETag is a hash of the canonical JSON, so an unchanged cluster
+keeps its ETag across polls and clients get 304 Not Modified.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CacheEntry", "ResponseCache", "etag_of", "etag_matches"]
+
+
+def etag_of(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """True when an If-None-Match header names ``etag`` (weak forms and lists too)."""
+    if not if_none_match:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    for tag in if_none_match.split(","):
+        tag = tag.strip()
+        if tag.startswith("W/"):
+            tag = tag[2:]
+        if tag == etag:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    payload: dict[str, Any]
+    body: bytes
+    etag: str
+    changed_at: float
+    checked_at: float
+
+
+class ResponseCache:
+    """Key -> latest JSON answer. Thread-safe: the poller may write from an executor."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, CacheEntry] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def encode(payload: dict[str, Any]) -> bytes:
+        return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+    def put(self, key: str, payload: dict[str, Any]) -> bool:
+        """Store ``payload`` under ``key``; True when it differs from what was there."""
+        body = self.encode(payload)
+        etag = etag_of(body)
+        now = time.time()
+        with self._lock:
+            old = self._entries.get(key)
+            if old is not None and old.etag == etag:
+                self._entries[key] = CacheEntry(old.payload, old.body, etag, old.changed_at, now)
+                return False
+            self._entries[key] = CacheEntry(payload, body, etag, now, now)
+            return True
+
+    def get(self, key: str) -> CacheEntry | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def drop(self, key: str) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            return sorted(self._entries)

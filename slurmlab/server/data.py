@@ -1,0 +1,212 @@
+"""What the server shows, taken from the Slurm layer and shaped for the sidebar.
+
+``ClusterSource`` is the server's only door to Slurm: it calls ``slurmlab.slurm.queries``
+(the async twins when present, else the sync calls in an executor so the IOLoop never
+blocks) and turns the models into the small JSON views the routes answer with. It parses
+nothing itself.
+
+Views (all JSON-ready dicts):
+
+* job: job_id, display_id, name, user, state, reason, partition, nodes (hostlist),
+  time_limit_s, start_time, ends_at (ISO: the time limit's end of a running job; the
+  client counts down to it, so the view does not change every second), gpus:
+  [{node, index, type, kind (gpu|shard|mps), count}], gres (requested, as text).
+* node: name, state, partitions, gpus: [{index, type, mig, jobs, shards_used,
+  shards_total, whole}] — one entry per configured GPU (or MIG instance), indices in
+  gres.conf order as Slurm numbers them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import re
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from slurmlab.core.models import Job, Node
+from slurmlab.slurm import queries
+
+__all__ = ["ClusterSource", "current_user", "job_view", "node_view", "nodes_view"]
+
+_MIG_TYPE = re.compile(r"^\d+g\.\d+gb$", re.IGNORECASE)
+_ACTIVE = {"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED"}
+
+
+def current_user() -> str:
+    """The Unix user the server runs as (whose jobs the sidebar may cancel)."""
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _ends_at(job: Job) -> datetime | None:
+    if job.state not in _ACTIVE or job.time_limit is None:
+        return None
+    if job.end_time is not None:
+        return job.end_time
+    if job.start_time is None:
+        return None
+    return job.start_time + timedelta(seconds=job.time_limit)
+
+
+def _job_gpus(job: Job) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for alloc in job.gpu_allocs:
+        for gtype, indices in alloc.gpu_types.items():
+            for index in indices:
+                out.append({"node": alloc.node, "index": index, "type": gtype or None, "kind": "gpu", "count": 1})
+        for kind in ("shard", "mps"):
+            for index, count in alloc.shares(kind).items():
+                out.append({"node": alloc.node, "index": index, "type": None, "kind": kind, "count": count})
+    out.sort(key=lambda g: (g["node"], g["index"] if g["index"] is not None else -1, g["kind"]))
+    return out
+
+
+def _requested(job: Job) -> str | None:
+    items = [*job.tres_per_job, *job.tres_per_node, *job.tres_per_task]
+    if items:
+        return ",".join(g.render() for g in items)
+    if job.tres_alloc is not None and job.tres_alloc.gres:
+        return ",".join(g.render() for g in job.tres_alloc.gres)
+    return None
+
+
+def job_view(job: Job) -> dict[str, Any]:
+    return {
+        "job_id": str(job.job_id),
+        "display_id": job.display_id,
+        "name": job.name,
+        "user": job.user,
+        "state": job.state,
+        "reason": job.reason,
+        "partition": job.partition,
+        "nodes": job.nodelist or None,
+        "time_limit_s": job.time_limit,
+        "start_time": _iso(job.start_time),
+        "ends_at": _iso(_ends_at(job)),
+        "gpus": _job_gpus(job),
+        "gres": _requested(job),
+    }
+
+
+def node_view(node: Node, jobs: Iterable[Job] = ()) -> dict[str, Any]:
+    """One node with one entry per GPU: who holds it whole, and how many shards are used."""
+    slots: list[dict[str, Any]] = []
+    index = 0
+    for item in node.gres:
+        if item.name != "gpu":
+            continue
+        for _ in range(item.count if item.count is not None else 1):
+            slots.append({
+                "index": index,
+                "type": item.type,
+                "mig": bool(item.type and _MIG_TYPE.match(item.type)),
+                "jobs": [],
+                "shards_used": 0,
+                "shards_total": 0,
+                "whole": False,
+            })
+            index += 1
+    by_index = {s["index"]: s for s in slots}
+
+    # Shards configured per GPU: Slurm spreads Count=N evenly over the node's GPUs unless gres.conf
+    # ties them to files; the per-GPU totals from 24.11+ override this estimate below.
+    shard_cfg = sum(g.count or 0 for g in node.gres if g.name == "shard")
+    whole_gpus = [s for s in slots if not s["mig"]] or slots
+    if shard_cfg and whole_gpus:
+        for s in whole_gpus:
+            s["shards_total"] = shard_cfg // len(whole_gpus)
+    # 24.11+ prints used/total per GPU: exact. 22.05 prints shard:h100:N(IDX:i) whose N is not the
+    # shards in use (a 4-shard job shows 1), so there the jobs' own GRES are summed instead.
+    usage = node.shard_usage("shard")
+    exact = any(total is not None for _, total in usage.values())
+    for idx, (used, total) in usage.items():
+        slot = by_index.get(idx)
+        if slot is None or not exact:
+            continue
+        if total is not None:
+            slot["shards_total"] = total
+        if used is not None:
+            slot["shards_used"] = used
+    for used_idx in node.gpu_used_indices().values():
+        for idx in used_idx:
+            if idx in by_index:
+                by_index[idx]["whole"] = True
+
+    for job in jobs:
+        alloc = job.alloc_on(node.name)
+        if alloc is None or job.state not in _ACTIVE:
+            continue
+        jid = str(job.job_id)
+        for idx in alloc.gpu_indices:
+            if idx in by_index:
+                by_index[idx]["whole"] = True
+                by_index[idx]["jobs"].append(jid)
+        for idx, count in alloc.shares("shard").items():
+            if idx in by_index:
+                by_index[idx]["jobs"].append(jid)
+                if not exact and count:
+                    by_index[idx]["shards_used"] += count
+    for s in slots:
+        s["jobs"] = sorted(set(s["jobs"]), key=lambda j: (len(j), j))
+    return {
+        "name": node.name,
+        "state": node.state + ("+" + "+".join(node.state_flags) if node.state_flags else ""),
+        "partitions": list(node.partitions),
+        "cpus": node.cpus,
+        "alloc_cpus": node.alloc_cpus,
+        "gres": ",".join(g.render() for g in node.gres) or None,
+        "reason": node.reason,
+        "gpus": slots,
+    }
+
+
+def nodes_view(nodes: Sequence[Node], jobs: Sequence[Job]) -> list[dict[str, Any]]:
+    return [node_view(n, jobs) for n in sorted(nodes, key=lambda n: n.name)]
+
+
+class ClusterSource:
+    """The Slurm layer, called without blocking the server's IOLoop: the async twins of the
+    queries when they exist, else the sync query in the loop's default executor."""
+
+    def __init__(self, runner: Any = None, *, user: str | None = None) -> None:
+        self.runner = runner
+        self.user = user or current_user()
+
+    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        runner = self.runner
+        afunc: Callable[..., Any] | None = getattr(queries, "a" + name, None)
+        if afunc is not None:
+            return await afunc(*args, runner=runner, **kwargs)
+        func: Callable[..., Any] = getattr(queries, name)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, lambda: func(*args, runner=runner, **kwargs))
+
+    async def version(self) -> str:
+        found = tuple(await self._call("slurm_version"))
+        # Slurm writes its minor version with two digits: 22.05.8, 24.11.5.
+        parts = [str(found[0])] + ([f"{found[1]:02d}"] if len(found) > 1 else []) + [str(p) for p in found[2:]]
+        return ".".join(parts)
+
+    async def job_models(self) -> list[Job]:
+        return list(await self._call("list_jobs", all_users=True))
+
+    async def node_models(self) -> list[Node]:
+        return list(await self._call("list_nodes"))
+
+    async def snapshot(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(nodes view, jobs view) from one listing of each."""
+        nodes, jobs = await asyncio.gather(self.node_models(), self.job_models())
+        return nodes_view(nodes, jobs), [job_view(j) for j in jobs]
+
+    async def job(self, job_id: str) -> Job:
+        found: Job = await self._call("job_detail", job_id)
+        return found
+
+    async def cancel(self, job_id: str) -> None:
+        await self._call("cancel_job", job_id)

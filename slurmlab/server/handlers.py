@@ -1,0 +1,238 @@
+"""The HTTP routes under ``<base_url>/slurmlab/api/`` (HTTP only: data come from the poller).
+
+Every route is a jupyter_server ``APIHandler``: it requires Jupyter's authentication, and POST
+requires the XSRF token unless the request carries the server token itself. Answers are JSON;
+GET answers carry an ETag and become 304 on a matching If-None-Match. Errors are status codes
+with ``{"message": …, "reason": …}`` (Slurm unreachable → 503 with Slurm's own message).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from slurmlab.errors import (
+    ControllerDownError,
+    JobNotFoundError,
+    MungeError,
+    ParseError,
+    SlurmError,
+    SlurmlabError,
+    SlurmNotFoundError,
+)
+from slurmlab.server.cache import CacheEntry, ResponseCache, etag_matches, etag_of
+from slurmlab.server.data import job_view
+from slurmlab.server.poller import ClusterPoller
+
+__all__ = ["API_PREFIX", "ApiError", "routes"]
+
+API_PREFIX = "slurmlab/api"
+AUTH_RESOURCE = "slurmlab"
+_JOB_ID = re.compile(r"^[0-9]+(?:_[0-9]+)?$")
+_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+_ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+          "BOOT_FAIL", "DEADLINE"}
+
+
+class ApiError(web.HTTPError):
+    """An HTTP error whose message goes to the client verbatim as JSON."""
+
+    def __init__(self, status: int, message: str, reason: str | None = None) -> None:
+        # tornado %-formats log_message when it logs it: escape, and keep the raw text apart.
+        super().__init__(status, message.replace("%", "%%"), reason=reason)
+        self.message = message
+
+
+def _http_error(status: int, message: str, reason: str | None = None) -> ApiError:
+    return ApiError(status, message, reason)
+
+
+def _slurm_failure(exc: SlurmlabError) -> ApiError:
+    if isinstance(exc, (ControllerDownError, MungeError, SlurmNotFoundError)):
+        return _http_error(503, str(exc), "Slurm unavailable")
+    if isinstance(exc, JobNotFoundError) or (
+            isinstance(exc, SlurmError) and "invalid job id" in (exc.stderr or str(exc)).lower()):
+        return _http_error(404, str(exc), "No such job")
+    if isinstance(exc, ParseError):
+        return _http_error(500, f"slurmlab could not read Slurm's answer: {exc}", "Parse error")
+    return _http_error(502 if isinstance(exc, SlurmError) else 500, str(exc))
+
+
+class _SlurmlabHandler(APIHandler):
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def poller(self) -> ClusterPoller:
+        poller: ClusterPoller = self.settings["slurmlab_poller"]
+        return poller
+
+    @property
+    def cache(self) -> ResponseCache:
+        return self.poller.cache
+
+    def set_default_headers(self) -> None:
+        super().set_default_headers()
+        # Let browsers keep the answer but always revalidate it (the ETag makes that cheap).
+        self.set_header("Cache-Control", "private, no-cache")
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, ApiError):
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"message": exc.message, "reason": exc.reason}))
+            return
+        super().write_error(status_code, **kwargs)
+
+    def write_entry(self, entry: CacheEntry) -> None:
+        self.set_header("ETag", entry.etag)
+        self.set_header("Content-Type", "application/json")
+        if etag_matches(self.request.headers.get("If-None-Match"), entry.etag):
+            self.set_status(304)
+            self.finish()
+            return
+        self.finish(entry.body)
+
+    def compute_etag(self) -> str | None:
+        # The ETag is set from the cache; tornado must not hash the body a second time.
+        return None
+
+    async def cached(self, key: str) -> None:
+        poller = self.poller
+        poller.start()
+        await poller.ensure_data()
+        if poller.failure is not None:
+            raise _http_error(poller.failure.status, poller.failure.message, "Slurm unavailable")
+        entry = self.cache.get(key)
+        if entry is None:
+            raise _http_error(503, "no data from Slurm yet; retry in a moment", "Not ready")
+        self.write_entry(entry)
+
+
+class StatusHandler(_SlurmlabHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        poller = self.poller
+        poller.start()
+        await poller.ensure_data()
+        entry = self.cache.get("status")
+        if entry is None:
+            raise _http_error(503, "the poller has not run yet", "Not ready")
+        self.write_entry(entry)
+
+
+class QueueHandler(_SlurmlabHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        scope = self.get_query_argument("scope", "mine")
+        if scope not in ("mine", "all"):
+            raise _http_error(400, f"scope must be 'mine' or 'all', not {scope!r}")
+        await self.cached(f"queue:{scope}")
+
+
+class NodesHandler(_SlurmlabHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        await self.cached("nodes")
+
+
+def _check_job_id(job_id: str) -> str:
+    if not _JOB_ID.match(job_id):
+        raise _http_error(400, f"{job_id!r} is not a Slurm job id (expected digits, or ARRAYID_TASK)")
+    return job_id
+
+
+class JobHandler(_SlurmlabHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        _check_job_id(job_id)
+        self.poller.touch()
+        try:
+            job = await self.poller.source.job(job_id)
+        except SlurmlabError as exc:
+            raise _slurm_failure(exc) from exc
+        payload: dict[str, Any] = {**job_view(job), "detail": job.to_dict()}
+        # Asked for on demand, so not kept in the shared cache (that would grow with every id asked).
+        body = ResponseCache.encode(payload)
+        self.write_entry(CacheEntry(payload, body, etag_of(body), 0.0, 0.0))
+
+
+class CancelHandler(_SlurmlabHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str) -> None:
+        _check_job_id(job_id)
+        source = self.poller.source
+        try:
+            job = await source.job(job_id)
+        except SlurmlabError as exc:
+            raise _slurm_failure(exc) from exc
+        # Slurm lets an operator (root, SlurmUser) cancel anything: this server cancels only
+        # the jobs of the Unix user it runs as, whoever is logged in to Jupyter.
+        if job.user != source.user:
+            raise _http_error(
+                403,
+                f"job {job_id} belongs to {job.user or 'an unknown user'}; this server runs as "
+                f"{source.user} and cancels only that user's jobs",
+                "Not your job",
+            )
+        if job.state in _ENDED:
+            raise _http_error(409, f"job {job_id} has already ended ({job.state})", "Job ended")
+        try:
+            await source.cancel(job_id)
+        except SlurmlabError as exc:
+            raise _slurm_failure(exc) from exc
+        self.log.info("slurmlab: cancelled job %s of %s", job_id, source.user)
+        await self.poller.refresh()
+        self.finish({"job_id": job_id, "cancelled": True, "user": source.user})
+
+
+class TopologyHandler(_SlurmlabHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, node: str) -> None:
+        if not _NODE_NAME.match(node):
+            raise _http_error(400, f"{node!r} is not a node name")
+        poller = self.poller
+        poller.start()
+        await poller.ensure_data()
+        if poller.failure is not None:
+            raise _http_error(poller.failure.status, poller.failure.message, "Slurm unavailable")
+        nodes = self.cache.get("nodes")
+        found = next((n for n in (nodes.payload["nodes"] if nodes else []) if n["name"] == node), None)
+        if found is None:
+            raise _http_error(404, f"no node named {node!r} in this cluster", "No such node")
+        key = f"topology:{node}"
+        self.cache.put(key, {
+            "node": node,
+            "gres": found.get("gres"),
+            "cpus": found.get("cpus"),
+            "gpus": [{k: g[k] for k in ("index", "type", "mig")} for g in found["gpus"]],
+        })
+        entry = self.cache.get(key)
+        assert entry is not None
+        self.write_entry(entry)
+
+
+def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
+    from jupyter_server.utils import url_path_join
+
+    def at(path: str) -> str:
+        return url_path_join(base_url, API_PREFIX, path)
+
+    return [
+        (at("status"), StatusHandler),
+        (at("queue"), QueueHandler),
+        (at("nodes"), NodesHandler),
+        (at(r"jobs/([^/]+)/cancel"), CancelHandler),
+        (at(r"jobs/([^/]+)"), JobHandler),
+        (at(r"topology/([^/]+)"), TopologyHandler),
+    ]

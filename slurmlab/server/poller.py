@@ -1,0 +1,160 @@
+"""One server-side poller: asks Slurm on a timer and fills the cache every client reads.
+
+A Tornado ``PeriodicCallback`` drives it on the server's own IOLoop; the Slurm calls are the
+Slurm layer's async queries (``Runner.arun``), so a slow or stopped controller never blocks the
+server. Only one poll runs at a time; a request that finds no data yet waits for the poll in
+flight instead of starting its own. When no client has asked for a while the timer stops
+asking Slurm (a sidebar left open on a laptop should not load a real cluster's controller).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from slurmlab.errors import SlurmError, SlurmlabError
+from slurmlab.server.cache import ResponseCache
+from slurmlab.server.data import ClusterSource
+
+__all__ = ["DEFAULT_IDLE_AFTER", "DEFAULT_INTERVAL", "ClusterPoller", "PollFailure"]
+
+DEFAULT_INTERVAL = 5.0
+DEFAULT_IDLE_AFTER = 300.0
+
+log = logging.getLogger("slurmlab.server")
+
+
+class PollFailure:
+    """Why the last poll failed: the HTTP status to answer with and the message to show."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.kind = type(error).__name__
+        self.message = str(error)
+        # Slurm down/unreachable/not installed: the service is unavailable, not the server broken.
+        self.status = 503 if isinstance(error, SlurmError) else 500
+        self.at = time.time()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"message": self.message, "reason": self.kind}
+
+
+class ClusterPoller:
+    def __init__(
+        self,
+        source: ClusterSource,
+        cache: ResponseCache | None = None,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        idle_after: float = DEFAULT_IDLE_AFTER,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError(f"poll interval must be positive, got {interval!r}")
+        self.source = source
+        self.cache = cache if cache is not None else ResponseCache()
+        self.interval = float(interval)
+        self.idle_after = float(idle_after)
+        self.failure: PollFailure | None = None
+        self.version: str | None = None
+        self.polls = 0
+        self.last_poll: float | None = None
+        self._inflight: asyncio.Future[None] | None = None
+        self._callback: Any = None
+        self._last_request = time.monotonic()
+
+    # ---- life cycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        from tornado.ioloop import PeriodicCallback
+
+        if self._callback is None:
+            self._callback = PeriodicCallback(self._tick, self.interval * 1000, jitter=0.1)
+            self._callback.start()
+
+    def stop(self) -> None:
+        if self._callback is not None:
+            self._callback.stop()
+            self._callback = None
+
+    @property
+    def running(self) -> bool:
+        return self._callback is not None
+
+    def touch(self) -> None:
+        """A client asked: keep polling."""
+        self._last_request = time.monotonic()
+
+    async def _tick(self) -> None:
+        if time.monotonic() - self._last_request > self.idle_after:
+            return
+        await self.refresh()
+
+    # ---- polling -----------------------------------------------------------------------------
+    async def refresh(self) -> None:
+        """Poll now, or join the poll already in flight."""
+        if self._inflight is not None and not self._inflight.done():
+            await asyncio.shield(self._inflight)
+            return
+        self._inflight = asyncio.ensure_future(self._poll())
+        await asyncio.shield(self._inflight)
+
+    async def ensure_data(self) -> None:
+        """Before answering: wait for a first poll; after an idle pause, start a fresh one.
+
+        Only the very first answer waits: later ones are served from the cache at once (a
+        hung controller must not hang every request), and the next answer is fresh."""
+        self.touch()
+        if self.last_poll is None:
+            await self.refresh()
+        elif time.monotonic() - self.last_poll > 2 * self.interval and not self.polling:
+            self._inflight = asyncio.ensure_future(self._poll())
+
+    @property
+    def polling(self) -> bool:
+        return self._inflight is not None and not self._inflight.done()
+
+    async def _poll(self) -> None:
+        self.polls += 1
+        try:
+            await self._poll_once()
+        finally:
+            self.last_poll = time.monotonic()
+
+    async def _poll_once(self) -> None:
+        try:
+            if self.version is None:
+                self.version = await self.source.version()
+            nodes, jobs = await self.source.snapshot()
+        except SlurmlabError as exc:
+            if self.failure is None or self.failure.message != str(exc):
+                log.warning("slurmlab: poll failed: %s", exc)
+            self.failure = PollFailure(exc)
+            self._put_status()
+            return
+        except Exception as exc:  # a bug in a parser must show as an error answer, not kill the timer
+            log.exception("slurmlab: poll failed unexpectedly")
+            self.failure = PollFailure(exc)
+            self._put_status()
+            return
+        if self.failure is not None:
+            log.info("slurmlab: Slurm answers again")
+        self.failure = None
+        user = self.source.user
+        self.cache.put("nodes", {"nodes": nodes})
+        self.cache.put("queue:all", {"scope": "all", "user": user, "jobs": jobs})
+        mine = [j for j in jobs if j.get("user") == user]
+        self.cache.put("queue:mine", {"scope": "mine", "user": user, "jobs": mine})
+        self._put_status()
+
+    def _put_status(self) -> None:
+        self.cache.put(
+            "status",
+            {
+                "reachable": self.failure is None,
+                "version": self.version,
+                "poll_interval_s": self.interval,
+                "user": self.source.user,
+                "error": self.failure.message if self.failure else None,
+                "error_kind": self.failure.kind if self.failure else None,
+            },
+        )

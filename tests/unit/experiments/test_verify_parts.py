@@ -1,0 +1,154 @@
+"""verify's pure parts: gres.conf Cores, the grant read from a job, step options, Slurm's GPU identity."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurmlab.core.gres import GresItem
+from slurmlab.core.models import GresAlloc, Job
+from slurmlab.experiments.isolation import EXCLUSIVE, MIG, SHARED
+from slurmlab.experiments.local import ExperimentError
+from slurmlab.experiments.verify import (
+    _ntasks_in,
+    gpu_cores_from_gres_conf,
+    grant_from_job,
+    slurm_view_devices,
+    step_args_for,
+)
+
+GRES_CONF = """\
+# two kinds of lines, a File range, and a node that is not ours
+AutoDetect=off
+NodeName=node[1-2] Name=gpu Type=h100 File=/dev/nvidia[0-3] Cores=0-55
+NodeName=node[1-2] Name=gpu Type=h100 File=/dev/nvidia[4-7] Cores=56-111  # second socket
+NodeName=node9 Name=gpu File=/dev/nvidia0 Cores=0-3
+NodeName=node[1-2] Name=shard Count=32
+"""
+
+
+def test_gres_conf_cores_follow_gpu_order_per_node() -> None:
+    cores = gpu_cores_from_gres_conf(GRES_CONF, "node2")
+    assert cores == {**{i: "0-55" for i in range(4)}, **{i: "56-111" for i in range(4, 8)}}
+    assert gpu_cores_from_gres_conf(GRES_CONF, "node9") == {0: "0-3"}
+    assert gpu_cores_from_gres_conf("Name=gpu Count=2\n", "any") == {0: None, 1: None}
+
+
+def test_a_gres_conf_line_that_does_not_expand_is_quoted() -> None:
+    with pytest.raises(ValueError, match="NodeName=node\\[1-"):
+        gpu_cores_from_gres_conf("NodeName=node[1- Name=gpu File=/dev/nvidia0\n", "node1")
+
+
+def _job(**kw: object) -> Job:
+    return Job(job_id=3, name="j", state="RUNNING", num_tasks=2, **kw)  # type: ignore[arg-type]
+
+
+def _held(*idx: int, typ: str = "h100", cpus: str = "0-1") -> tuple[GresAlloc, ...]:
+    return (GresAlloc("node1", (GresItem("gpu", typ, len(idx), tuple(idx)),), cpus),)
+
+
+def test_grant_per_task_is_exclusive_with_the_binding() -> None:
+    job = _job(
+        tres_per_task=(GresItem("gpu", count=1, prefix="gres:"),),
+        gpu_allocs=_held(0, 1),
+        tres_bind="gpu:closest",
+        gres_binding_enforced=True,
+    )
+    g = grant_from_job(job)
+    assert (g.gpus_per_task, g.sharing, g.gpu_bind) == (1, EXCLUSIVE, "closest,enforce-binding")
+    assert step_args_for(job, 2) == ["--ntasks=2", "--gpus-per-task=1"]
+
+
+def test_grant_of_fewer_gpus_than_tasks_is_shared() -> None:
+    job = _job(tres_per_job=(GresItem("gpu", count=1, prefix="gres:"),), gpu_allocs=_held(0))
+    g = grant_from_job(job)
+    assert (g.gpus_per_task, g.sharing) == (1, SHARED)
+    assert step_args_for(job, 2) == ["--ntasks=2", "--gpus=1"]
+    # enough GPUs for every task: each gets its share, exclusively
+    four = _job(tres_per_node=(GresItem("gpu", count=4, prefix="gres:"),), gpu_allocs=_held(0, 1, 2, 3))
+    assert (grant_from_job(four).gpus_per_task, grant_from_job(four).sharing) == (2, EXCLUSIVE)
+
+
+def test_grant_of_shards_and_mig_types() -> None:
+    shards = _job(tres_per_node=(GresItem("shard", count=4, prefix="gres:"),))
+    assert grant_from_job(shards).sharing == SHARED
+    assert "--gres=shard:4" in step_args_for(shards, 2)
+    mig = _job(
+        tres_per_task=(GresItem("gpu", "1g.18gb", 1, prefix="gres:"),), gpu_allocs=_held(0, 1, typ="1g.18gb")
+    )
+    assert (grant_from_job(mig).sharing, grant_from_job(mig).mig_profile) == (MIG, "1g.18gb")
+
+
+def test_task_counts_in_step_options() -> None:
+    assert _ntasks_in(["-n2"]) == 2 and _ntasks_in(["-n", "3"]) == 3
+    assert _ntasks_in(["--ntasks=4", "-N1"]) == 4 and _ntasks_in(["--gpus=1"]) is None
+    with pytest.raises(ExperimentError, match="bad task count"):
+        _ntasks_in(["-nx"])
+
+
+def _report(env: dict[str, str]) -> dict[str, object]:
+    return {"node": "node1", "slurm_env": env, "gres_conf": {"cores": {"0": "0-55", "5": "56-111"}}}
+
+
+def test_slurm_identity_of_a_task() -> None:
+    devs = slurm_view_devices(_report({"SLURM_STEP_GPUS": "5", "CUDA_VISIBLE_DEVICES": "0"}))
+    assert [(d["uuid"], d["gres_cores"]) for d in devs] == [("slurm:node1:gpu5", "56-111")]
+    # a --gpu-bind narrowed the task: CUDA_VISIBLE_DEVICES by global index, or by position
+    assert [
+        d["index"]
+        for d in slurm_view_devices(_report({"SLURM_STEP_GPUS": "4,5", "CUDA_VISIBLE_DEVICES": "5"}))
+    ] == [5]
+    assert [
+        d["index"]
+        for d in slurm_view_devices(_report({"SLURM_STEP_GPUS": "4,5", "CUDA_VISIBLE_DEVICES": "1"}))
+    ] == [5]
+    assert slurm_view_devices(_report({})) == []
+    with pytest.raises(ValueError, match="SLURM_STEP_GPUS"):
+        slurm_view_devices(_report({"SLURM_STEP_GPUS": "gpu0"}))
+
+
+def test_task_side_prints_one_report_with_the_gres_conf_cores(tmp_path: Path) -> None:
+    (tmp_path / "slurm.conf").write_text("ClusterName=x\n")
+    (tmp_path / "gres.conf").write_text(GRES_CONF)
+    env = {
+        **os.environ,
+        "SLURM_CONF": str(tmp_path / "slurm.conf"),
+        "SLURMD_NODENAME": "node1",
+        "SLURM_STEP_GPUS": "4",
+        "CUDA_VISIBLE_DEVICES": "4",
+        "SLURM_PROCID": "0",
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "slurmlab.experiments.verify", "--backend", "cpu"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["node"] == "node1" and report["label"] == "0"
+    assert report["gres_conf"]["cores"]["4"] == "56-111"
+    assert slurm_view_devices(report)[0]["gres_cores"] == "56-111"
+
+
+def test_a_shard_task_is_named_by_the_gpu_the_controller_put_its_shards_on() -> None:
+    from slurmlab.experiments.timeslice import step_gpu_args
+    from slurmlab.experiments.verify import shard_gpus_of
+
+    job = _job(
+        tres_per_node=(GresItem("shard", count=2, prefix="gres:"),),
+        gpu_allocs=(GresAlloc("node1", (GresItem("shard", "h100", 2, (3,)),), "0-1"),),
+    )
+    assert shard_gpus_of(job) == {"node1": [3]}
+    report = {"slurm_env": {"SLURM_SHARDS_ON_NODE": "2", "SLURM_STEP_NODELIST": "node1"}}
+    devs = slurm_view_devices(report, shard_gpus_of(job))
+    assert [(d["uuid"], d["source"]) for d in devs] == [("slurm:node1:gpu3", "slurm-shard")]
+    # without shards in the task's environment nothing is claimed
+    assert slurm_view_devices({"slurm_env": {"SLURM_STEP_NODELIST": "node1"}}, shard_gpus_of(job)) == []
+    assert step_gpu_args(job, "node1") == ["--gres=shard:2"]
