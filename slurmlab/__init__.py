@@ -9,7 +9,9 @@ from __future__ import annotations
 from slurmlab.errors import (
     AllocationError,
     ControllerDownError,
+    ExperimentError,
     JobNotFoundError,
+    KernelCompileError,
     MissingExtraError,
     MungeError,
     ParseError,
@@ -19,6 +21,7 @@ from slurmlab.errors import (
     SlurmlabError,
     SlurmNotFoundError,
     SlurmTimeoutError,
+    SourceUnavailable,
 )
 
 __version__ = "0.1.0"
@@ -65,7 +68,9 @@ __all__ = [
     "Allocation",
     "AllocationError",
     "ControllerDownError",
+    "ExperimentError",
     "JobNotFoundError",
+    "KernelCompileError",
     "MissingExtraError",
     "MungeError",
     "Runner",
@@ -77,6 +82,7 @@ __all__ = [
     "SlurmNotFoundError",
     "SlurmTimeoutError",
     "SlurmlabError",
+    "SourceUnavailable",
     "__version__",
     "explain",
     "find_leftovers",

@@ -14,6 +14,9 @@ to handle anything slurmlab raises on purpose::
     │   └── JobNotFoundError        the controller does not know that job (any more)
     ├── AllocationError       an allocation ended, failed or cannot be used
     ├── SandboxError          the local sandbox cannot start / stop; says the fix
+    ├── ExperimentError       a time-slice / isolation experiment's worker failed or never reported
+    │   └── KernelCompileError      a CUDA kernel failed to compile (or compiled with a warning)
+    ├── SourceUnavailable     no source (profile, nvidia-smi, NVML) could give a topology; lists what was tried
     └── MissingExtraError     an optional dependency is not installed; names the extra
 """
 
@@ -24,7 +27,9 @@ from collections.abc import Sequence
 __all__ = [
     "AllocationError",
     "ControllerDownError",
+    "ExperimentError",
     "JobNotFoundError",
+    "KernelCompileError",
     "MissingExtraError",
     "MungeError",
     "ParseError",
@@ -34,6 +39,7 @@ __all__ = [
     "SlurmNotFoundError",
     "SlurmTimeoutError",
     "SlurmlabError",
+    "SourceUnavailable",
 ]
 
 
@@ -107,6 +113,18 @@ class AllocationError(SlurmlabError):
 
 class SandboxError(SlurmlabError):
     """The local sandbox cannot be started, reused or stopped."""
+
+
+class ExperimentError(SlurmlabError):
+    """A worker failed, never became ready, or printed no report."""
+
+
+class KernelCompileError(ExperimentError):
+    """A kernel failed to compile, or compiled with a warning."""
+
+
+class SourceUnavailable(SlurmlabError):
+    """No source could give the topology (or MIG layout); the message lists what was tried and why."""
 
 
 class MissingExtraError(SlurmlabError, ImportError):

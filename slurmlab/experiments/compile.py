@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from slurmlab._extras import require
-from slurmlab.errors import SlurmlabError
+from slurmlab.errors import KernelCompileError
 
 KERNELS: dict[str, str] = {
     "timeslice_logger": "timeslice_logger.cu",
@@ -23,10 +23,6 @@ KERNELS: dict[str, str] = {
     "copy_bandwidth": "copy_bandwidth.cu",
 }
 ARCHS = ("sm_80", "sm_90")
-
-
-class KernelCompileError(SlurmlabError):
-    """A kernel failed to compile, or compiled with a warning."""
 
 
 def kernel_source(name: str) -> str:

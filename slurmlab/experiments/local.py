@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from slurmlab.errors import SlurmlabError
+from slurmlab.errors import ExperimentError
 from slurmlab.experiments.analysis import TimesliceResult, analyse_reports
 
 
@@ -32,10 +32,6 @@ class RunningWorker(Protocol):
 
 class Launcher(Protocol):
     def __call__(self, argvs: Sequence[Sequence[str]]) -> Sequence[RunningWorker]: ...
-
-
-class ExperimentError(SlurmlabError):
-    """A worker failed, never became ready, or printed no report."""
 
 
 class LocalLauncher:

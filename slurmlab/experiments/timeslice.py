@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from slurmlab.errors import ExperimentError
 from slurmlab.experiments.analysis import TimesliceResult
-from slurmlab.experiments.local import ExperimentError, LocalLauncher, run_timeslice
+from slurmlab.experiments.local import LocalLauncher, run_timeslice
 from slurmlab.experiments.steps import StepLauncher, default_sync_root
 
 __all__ = ["probe_node", "run", "step_gpu_args"]

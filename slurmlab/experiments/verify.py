@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmlab.core import hostlist
+from slurmlab.errors import ExperimentError
 from slurmlab.experiments.analysis import TimesliceResult
 from slurmlab.experiments.isolation import (
     EXCLUSIVE,
@@ -53,7 +54,6 @@ from slurmlab.experiments.isolation import (
     parse_cpulist,
     run_checks,
 )
-from slurmlab.experiments.local import ExperimentError
 
 __all__ = [
     "ISOLATED",

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from slurmlab.core.mig import MigLayout
 from slurmlab.core.smi_parse import parse_mig_lgi, parse_smi_list, parse_topo_matrix, sniff
 from slurmlab.core.topology import Topology
-from slurmlab.errors import ParseError, RequestError, SandboxError, SlurmlabError
+from slurmlab.errors import ParseError, RequestError, SandboxError, SourceUnavailable
 
 if TYPE_CHECKING:
     from slurmlab.sandbox import Profile, Sandbox
@@ -53,10 +53,6 @@ __all__ = [
 
 SOURCES = ("file", "profile", "sandbox", "nvidia-smi", "nvml")
 _STEP_TIMEOUT = 60.0
-
-
-class SourceUnavailable(SlurmlabError):
-    """No source could give the topology (or MIG layout); the message lists what was tried and why."""
 
 
 @dataclass(frozen=True)

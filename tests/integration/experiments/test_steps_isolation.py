@@ -70,7 +70,7 @@ def test_two_tasks_on_one_gpu_report_shared_not_isolated(one_gpu_two_tasks: Any)
 def test_a_step_that_forces_one_gpu_per_task_on_the_shared_job_is_caught(one_gpu_two_tasks: Any) -> None:
     # the grant says the two tasks share one GPU; giving each task its own GPU is impossible here
     # (the job holds one), so Slurm refuses the step and verify says why instead of guessing
-    from slurmlab.experiments.local import ExperimentError
+    from slurmlab.errors import ExperimentError
 
     with pytest.raises(ExperimentError, match="verify step"):
         verify(one_gpu_two_tasks, step_args=["-n2", "--gpus-per-task=1"], timeout=60)
@@ -86,7 +86,7 @@ def test_timeslice_evidence_makes_i10_claim_colocation(one_gpu_two_tasks: Any) -
 
 
 def test_verify_refuses_an_ended_allocation(slurm_sandbox: Any) -> None:
-    from slurmlab.experiments.local import ExperimentError
+    from slurmlab.errors import ExperimentError
     from slurmlab.slurm.allocation import Allocation
 
     a = Allocation.submit(["-n1", "-t", "5"], name="test-steps-ended")

@@ -78,7 +78,7 @@ def test_two_step_workers_on_two_cores_are_concurrent(alloc: Any) -> None:
 
 
 def test_asking_for_more_cores_than_the_step_has_says_so(alloc: Any) -> None:
-    from slurmlab.experiments.local import ExperimentError
+    from slurmlab.errors import ExperimentError
 
     with pytest.raises(ExperimentError, match="may use only"):
         run(alloc, procs=2, duration=0.2, backend="cpu", cores=64)

@@ -11,9 +11,8 @@ import pytest
 
 from slurmlab.core.gres import GresItem
 from slurmlab.core.models import GresAlloc, Job
-from slurmlab.errors import SlurmlabError
+from slurmlab.errors import ExperimentError, SlurmlabError
 from slurmlab.experiments.analysis import TimesliceResult
-from slurmlab.experiments.local import ExperimentError
 from slurmlab.experiments.steps import StepHandle, StepLauncher, default_sync_root, runs_on_this_host
 from slurmlab.experiments.timeslice import run, step_gpu_args
 

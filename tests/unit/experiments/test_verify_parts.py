@@ -12,8 +12,8 @@ import pytest
 
 from slurmlab.core.gres import GresItem
 from slurmlab.core.models import GresAlloc, Job
+from slurmlab.errors import ExperimentError
 from slurmlab.experiments.isolation import EXCLUSIVE, MIG, SHARED
-from slurmlab.experiments.local import ExperimentError
 from slurmlab.experiments.verify import (
     _ntasks_in,
     gpu_cores_from_gres_conf,
