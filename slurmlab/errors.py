@@ -12,6 +12,7 @@ to handle anything slurmlab raises on purpose::
     │   ├── ControllerDownError     slurmctld not responding / refused / timed out
     │   │   └── SlurmTimeoutError   the command ran past its timeout
     │   └── JobNotFoundError        the controller does not know that job (any more)
+    ├── NotYourJobError       an action on someone else's job (slurmlab acts only on your own)
     ├── AllocationError       an allocation ended, failed or cannot be used
     ├── SandboxError          the local sandbox cannot start / stop; says the fix
     ├── ExperimentError       a time-slice / isolation experiment's worker failed or never reported
@@ -32,6 +33,7 @@ __all__ = [
     "KernelCompileError",
     "MissingExtraError",
     "MungeError",
+    "NotYourJobError",
     "ParseError",
     "RequestError",
     "SandboxError",
@@ -105,6 +107,10 @@ class MungeError(SlurmError):
 
 class SlurmTimeoutError(ControllerDownError):
     """A Slurm command ran past its timeout; most often a hung controller."""
+
+
+class NotYourJobError(SlurmlabError, PermissionError):
+    """The job belongs to another user; slurmlab acts only on the caller's own jobs."""
 
 
 class AllocationError(SlurmlabError):

@@ -38,7 +38,7 @@ from slurmlab.core.parse_text import (
     parse_version,
 )
 from slurmlab.core.squeue_brief import BRIEF_FORMAT, JobBrief, parse_squeue_brief
-from slurmlab.errors import JobNotFoundError, ParseError, SlurmError
+from slurmlab.errors import JobNotFoundError, NotYourJobError, ParseError, SlurmError
 from slurmlab.slurm.runner import Runner, RunResult, get_runner
 
 __all__ = [
@@ -241,9 +241,23 @@ def my_tagged_jobs(prefix: str, runner: Runner | None = None) -> list[Job]:
     return [j for j in jobs if (getattr(j, "comment", None) or "").startswith(prefix + ":")]
 
 
-def cancel_job(job_id: str | int, runner: Runner | None = None) -> None:
-    """scancel one job. Raises JobNotFoundError when the controller does not know it."""
-    (runner or get_runner()).run(["scancel", str(job_id)])
+def cancel_job(job_id: str | int, runner: Runner | None = None, *, only_mine: bool = True) -> None:
+    """scancel one job of this user.
+
+    Raises JobNotFoundError when the controller does not know it, and NotYourJobError when it
+    belongs to someone else: Slurm lets an operator account (root, a coordinator) cancel
+    anything, so slurmlab checks the owner itself (``only_mine=False`` skips that).
+    """
+    runner = runner or get_runner()
+    if only_mine:
+        owner = job_detail(job_id, runner).user
+        me = current_user()
+        if owner is not None and owner != me:
+            raise NotYourJobError(
+                f"job {job_id} belongs to {owner}, not to {me}: slurmlab cancels only your own jobs",
+                hint=f"ask {owner} (or your admins) to cancel it",
+            )
+    runner.run(["scancel", str(job_id)])
 
 
 # ---- nodes and partitions ---------------------------------------------------------------------------
