@@ -233,7 +233,13 @@ class Sandbox:
         # job tasks), munged last since the others talk to it while they stop
         slurm = {p for n, p in own.items() if n != "munged"}
         left = processes.stop(slurm)
-        left += processes.stop(related | processes.find_related(roots, str(self.conf_path)))
+        # a step being launched while the daemons stop can appear late: look until none is new
+        for _ in range(3):
+            more = related | processes.find_related(roots, str(self.conf_path))
+            left += processes.stop(more)
+            related |= more
+            if not processes.find_related(roots, str(self.conf_path)):
+                break
         left += processes.stop({p for n, p in own.items() if n == "munged"})
         if left:
             raise SandboxError(f"processes {left} of the sandbox in {self.directory} did not stop",

@@ -93,9 +93,18 @@ def find_related(roots: Iterable[int], slurm_conf: str) -> set[int]:
         if pid in found or pid in spared or not alive(pid):
             continue
         env = _environ(pid)
-        if entry in env and any(e.startswith(b"SLURMD_NODENAME=") for e in env):
+        if entry not in env:
+            continue
+        # a task carries SLURMD_NODENAME; a slurmstepd (double-forked away from slurmd, with an
+        # environment of little more than SLURM_CONF) is known by its name
+        if any(e.startswith(b"SLURMD_NODENAME=") for e in env) or _is_stepd(pid):
             found.add(pid)
     return found - spared
+
+
+def _is_stepd(pid: int) -> bool:
+    argv = cmdline(pid)
+    return bool(argv) and argv[0].startswith("slurmstepd")
 
 
 def stop(pids: Iterable[int], *, grace: float = 5.0) -> list[int]:

@@ -91,6 +91,18 @@ def test_cli_up_then_down_leaves_no_process_and_no_port(folder: Path) -> None:
     cli("down", "--dir", str(folder))
     left = [p for p in set(pids) | steps if alive(p)]
     assert not left, f"still running: {left}"
+    # nothing anywhere still carries this sandbox's configuration (a slurmstepd double-forks away from
+    # slurmd, so only a scan of every process finds one left behind)
+    entry = f"SLURM_CONF={conf}".encode()
+    carriers = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and alive(int(d.name)):
+            try:
+                if entry in (d / "environ").read_bytes().split(b"\0"):
+                    carriers.append(int(d.name))
+            except OSError:
+                continue
+    assert not carriers, f"processes of the sandbox still running: {carriers}"
     assert not [p for p in ports if connects(p)]
     assert not set(ports) & listening_ports()
     assert not (folder / "state.json").exists()
