@@ -125,7 +125,7 @@ class AllocateMagics(Magics):
                                  "see your jobs with %squeue")
             session.remember(alloc)
             return alloc
-        with user_errors("the request is not valid"):
+        with user_errors("cannot submit this request"):
             req, note = prepare_request(rest, need_cluster=not ns.dry_run)
         name = req.job_name
         submit = dataclasses.replace(req, job_name=None, warnings=())

@@ -166,6 +166,15 @@ class Runner:
         if isinstance(argv, str) or not argv:
             raise TypeError("argv must be a non-empty list of strings, never a shell string")
         out = [str(a) for a in argv]
+        conf = self.slurm_conf or os.environ.get("SLURM_CONF")
+        if conf and not os.path.exists(conf):
+            # Slurm's commands retry a missing configuration file for 60 s before they fail
+            raise SlurmError(
+                f"SLURM_CONF points to {conf}, which does not exist",
+                argv=out,
+                hint="unset SLURM_CONF to use the cluster's own configuration, or start the sandbox "
+                "(`slurmlab sandbox up`, then `eval \"$(slurmlab sandbox env)\"`)",
+            )
         with self._lock:
             self.calls += 1
         return out

@@ -48,10 +48,12 @@ def test_async_twin_same_errors_and_output() -> None:
     assert "boom" in str(info.value) and info.value.returncode == 1
 
 
-def test_env_carries_slurm_conf_and_cluster() -> None:
-    r = Runner(slurm_conf="/tmp/x/slurm.conf", cluster="c1", env={"A": "1"})
+def test_env_carries_slurm_conf_and_cluster(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=c1\n")
+    r = Runner(slurm_conf=str(conf), cluster="c1", env={"A": "1"})
     code = "import os; print(os.environ['SLURM_CONF'], os.environ['SLURM_CLUSTERS'], os.environ['A'])"
-    assert r.run([sys.executable, "-c", code]).stdout.split() == ["/tmp/x/slurm.conf", "c1", "1"]
+    assert r.run([sys.executable, "-c", code]).stdout.split() == [str(conf), "c1", "1"]
 
 
 @pytest.mark.parametrize(
@@ -104,3 +106,13 @@ def test_pyslurm_backend_is_opt_in_and_names_what_is_missing(monkeypatch: pytest
     with pytest.raises(MissingExtraError) as info:
         queries.brief_states(["1"], Runner())
     assert "pyslurm" in str(info.value)
+
+
+def test_a_missing_slurm_conf_fails_at_once_with_the_fix() -> None:
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(SlurmError) as info:
+        Runner(slurm_conf="/nonexistent/slurm.conf", timeout=30).run(["sinfo", "--version"])
+    assert time.monotonic() - t0 < 1  # Slurm itself would retry for 60 s
+    assert "/nonexistent/slurm.conf" in str(info.value) and "sandbox" in str(info.value)
