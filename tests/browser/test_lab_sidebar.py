@@ -7,79 +7,31 @@ created and checked from outside with the sandbox's own Slurm commands. Screensh
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from labserver import CHROMIUM, CHROMIUM_ARGS, require_browser, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "build" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 SIDEBAR_REFRESH_S = 5  # the sidebar's default refresh interval (schema/plugin.json)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def lab(slurm_sandbox: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A JupyterLab server on a known port and token, in a fresh workspace; yields its base URL."""
+    """A JupyterLab server on a known port and token, in a fresh workspace; yields its lab URL."""
     if not (REPO / "slurmlab" / "labextension" / "package.json").exists():
         pytest.skip("the JupyterLab extension is not built: run `make lab` (needs node and npm)")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("chromium is not installed: apt-get install -y chromium chromium-driver")
-    pytest.importorskip("playwright.sync_api", reason="pip install playwright (never `playwright install`)")
-    home = tmp_path_factory.mktemp("lab")
-    (home / "root").mkdir()
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, **slurm_sandbox.env(), "JUPYTER_CONFIG_DIR": str(home / "config"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "SLURMLAB_POLL_INTERVAL": "1"}
-    log = (home / "lab.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.port_retries=0",
-         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home / 'root'}",
-         f"--LabApp.workspaces_dir={home / 'workspaces'}", "--ServerApp.allow_root=True"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"jupyter lab exited ({proc.returncode}):\n{(home / 'lab.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/slurmlab/api/status?token={token}", timeout=5) as res:
-                    if res.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"jupyter lab did not answer in 60 s:\n{(home / 'lab.log').read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield f"{base}/lab?token={token}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    require_browser()
+    env = {**slurm_sandbox.env(), "SLURMLAB_POLL_INTERVAL": "1"}
+    with running_lab(tmp_path_factory.mktemp("lab"), env, ready_path="slurmlab/api/status") as server:
+        yield server.page_url("lab")
 
 
 @pytest.fixture
@@ -90,7 +42,7 @@ def page(lab: str) -> Iterator[Any]:
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             pg = browser.new_page(viewport={"width": 1400, "height": 900})
             # reset: each test starts from the default layout, not the one the last test left open

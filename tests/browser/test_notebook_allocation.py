@@ -10,27 +10,19 @@ the step runs; the panel's Cancel button releases the allocation. Screenshots go
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from labserver import CHROMIUM, CHROMIUM_ARGS, require_browser, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.slow]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "build" / "screenshots"
 NOTEBOOK = "allocate.ipynb"
@@ -40,12 +32,6 @@ CELLS = [
     "%salloc --gpus=1 -t 5",
     "%%srun -n1\necho first-line\nsleep 6\necho last-line",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _notebook(path: Path) -> None:
@@ -59,54 +45,12 @@ def _notebook(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def lab(slurm_sandbox: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed: apt-get install -y chromium chromium-driver")
-    pytest.importorskip("playwright.sync_api")
-    jupyter = Path(sys.executable).with_name("jupyter")
+    require_browser()
     base = tmp_path_factory.mktemp("lab")
-    root, workspaces = base / "root", base / "workspaces"
-    root.mkdir()
-    workspaces.mkdir()
-    _notebook(root / NOTEBOOK)
-    # no "get notified about Jupyter news?" toast over the screenshots
-    settings = base / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, **slurm_sandbox.env(), JUPYTER_CONFIG_DIR=str(base / "config"),
-               JUPYTERLAB_SETTINGS_DIR=str(base / "settings"),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    log = open(base / "lab.log", "w")  # closed in the finally below
-    proc = subprocess.Popen(
-        [str(jupyter), "lab", "--no-browser", "--ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         f"--LabApp.workspaces_dir={workspaces}", "--ServerApp.allow_root=True"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited: {(base / 'lab.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not answer on port {port}: {(base / 'lab.log').read_text()[-2000:]}")
-            time.sleep(0.5)
-        yield url, token
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    (base / "root").mkdir()
+    _notebook(base / "root" / NOTEBOOK)
+    with running_lab(base, slurm_sandbox.env()) as server:
+        yield server.url, server.token
 
 
 @pytest.fixture(scope="module")

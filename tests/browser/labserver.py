@@ -1,0 +1,97 @@
+"""A real JupyterLab for the browser tests, and Debian's chromium to look at it.
+
+One way to start it for every browser test: a free loopback port with ``port_retries=0`` (so it
+never silently moves), a known token, a fresh workspace and settings folder (no old tabs, no
+"news" toast over the screenshots), the Slurm sandbox's environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@dataclass(frozen=True)
+class Lab:
+    url: str  # http://127.0.0.1:PORT
+    token: str
+    root: Path  # the server's root_dir (notebooks go here)
+
+    def page_url(self, path: str = "lab") -> str:
+        sep = "&" if "?" in path else "?"
+        return f"{self.url}/{path}{sep}token={self.token}"
+
+
+def require_browser() -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed: apt-get install -y chromium chromium-driver")
+    pytest.importorskip("playwright.sync_api", reason="pip install playwright (never `playwright install`)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def running_lab(base: Path, env: Mapping[str, str], *, ready_path: str = "api/status",
+                timeout: float = 90) -> Iterator[Lab]:
+    """Start ``jupyter lab`` in ``base`` (root, workspaces, settings, config, log) until the block ends."""
+    root = base / "root"
+    for sub in ("root", "workspaces", "config", "runtime"):
+        (base / sub).mkdir(parents=True, exist_ok=True)
+    settings = base / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    port, token = _free_port(), secrets.token_hex(16)
+    full_env = {**os.environ, **env, "JUPYTER_CONFIG_DIR": str(base / "config"),
+                "JUPYTER_RUNTIME_DIR": str(base / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
+                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    log_path = base / "lab.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+             f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+             f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={base / 'workspaces'}",
+             "--ServerApp.allow_root=True"],
+            env=full_env, stdout=log, stderr=subprocess.STDOUT, cwd=root, start_new_session=True)
+        lab = Lab(f"http://127.0.0.1:{port}", token, root)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    pytest.fail(f"jupyter lab exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}")
+                try:
+                    with urllib.request.urlopen(f"{lab.url}/{ready_path}?token={token}", timeout=5) as res:
+                        if res.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    pytest.fail(f"jupyter lab did not answer on port {port}:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.5)
+            yield lab
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
