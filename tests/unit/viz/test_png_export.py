@@ -40,14 +40,38 @@ def export_or_skip(fig: object, path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_png_of_dgx_h100_topology() -> None:
+def test_png_of_the_dgx_h100_profile_topology() -> None:
+    # the sandbox's own hardware profile: what its gres.conf (Cores=, Links=) is rendered from
+    from slurmlab.topology import from_profile
+
+    nt = from_profile("dgx-h100")
+    assert len(nt.topology.gpus) == 8 and nt.topology.nvlinks(0, 7) == 18
+    fig = topology_figure(nt.topology, highlight_gpus=[0, 1],
+                          task_cpus={"task 0": range(0, 28), "task 1": range(28, 56)})
+    out = export_or_skip(fig, BUILD / "dgx-h100-topology.png")
+    w, h = png_size(out)
+    assert w >= fig.width and h >= fig.height * 0.9  # rendered at 1.5x device scale, cropped to the figure
+
+
+@pytest.mark.slow
+def test_png_of_a_real_8x_h100_capture() -> None:
     text = require_shared("nvidia-smi", "topo-8x-h100-sxm-nv18-no-nics-spaces.txt").read_text()
     topo = parse_topo_matrix(text, gpu_model="NVIDIA H100 80GB HBM3")
     fig = topology_figure(topo, highlight_gpus=[0, 1, 2, 3],
                           task_cpus={"task 0": range(0, 12), "task 1": range(12, 24), "task 2": range(96, 108)})
-    out = export_or_skip(fig, BUILD / "dgx-h100-topology.png")
+    out = export_or_skip(fig, BUILD / "h100-capture-topology.png")
     w, h = png_size(out)
-    assert w >= fig.width and h >= fig.height * 0.9  # rendered at 1.5x device scale, cropped to the figure
+    assert w >= fig.width and h >= fig.height * 0.9
+
+
+@pytest.mark.slow
+def test_png_of_the_h200_mig_profile() -> None:
+    from slurmlab.topology import mig_from_profile
+
+    nm = mig_from_profile("h200-mig")
+    assert nm.layout.instances()
+    out = export_or_skip(mig_figure(nm.layout), BUILD / "h200-mig-profile.png")
+    assert png_size(out)[0] > 0
 
 
 @pytest.mark.slow
