@@ -54,7 +54,7 @@ def main() -> int:
             ]
             results = [(name, *timed(runner, argv, args.rounds)) for name, argv in rows]
             base = results[0][1]
-            print(f"{args.jobs} jobs queued, Slurm {'.'.join(map(str, sb.version))}, median of {args.rounds} calls")
+            print(f"{args.jobs} jobs queued, Slurm {sb.version[0]}.{sb.version[1]:02d}, median of {args.rounds} calls")
             print(f"{'query':<36} {'seconds':>9} {'bytes':>10} {'x brief':>8}")
             for name, secs, size in results:
                 print(f"{name:<36} {secs:>9.4f} {size:>10} {secs / base:>8.1f}")

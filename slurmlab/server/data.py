@@ -209,4 +209,6 @@ class ClusterSource:
         return found
 
     async def cancel(self, job_id: str) -> None:
-        await self._call("cancel_job", job_id)
+        """scancel ``job_id``. The route has already read the job and checked that its owner is
+        ``self.user`` (the server's user), so the Slurm layer is not asked to read it again."""
+        await self._call("cancel_job", job_id, only_mine=False)

@@ -594,7 +594,8 @@ class Allocation:
             from slurmlab.slurm import queries
 
             try:
-                queries.cancel_job(self.job_id, self.runner)
+                # a job this process submitted is ours; one attached by id is checked first
+                queries.cancel_job(self.job_id, self.runner, only_mine=self.tag is None)
             except JobNotFoundError:
                 pass
             self.poller.poke()
