@@ -12,7 +12,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import queue
 import re
 import signal
 import socket
@@ -23,13 +22,22 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from slurmlab.core.request import GpuRequest
 from slurmlab.errors import AllocationError, JobNotFoundError, RequestError, SlurmError
 from slurmlab.slurm.poller import JobPoller, JobUpdate, Watch, get_poller
 from slurmlab.slurm.runner import Runner, get_runner
+from slurmlab.slurm.steps import (
+    OutputCallback,
+    RunningStep,
+    StepResult,
+    callable_argv,
+    overlap_refused,
+    print_output,
+    step_argv,
+    stream_step,
+)
 
 __all__ = [
     "DISPLAY_HOOKS",
@@ -54,11 +62,9 @@ ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "S
                            "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"})
 
 _SALLOC_ID = re.compile(r"(?:Pending|Granted) job allocation (\d+)")
-_SALLOC_REVOKED = re.compile(r"Job allocation (\d+) has been revoked")
 _SALLOC_ERROR = re.compile(r"^salloc: error: (.*)$")
 
 Subscriber = Callable[["Allocation"], None]
-OutputCallback = Callable[[str, str], None]  # (stream "stdout"|"stderr", line without newline)
 
 
 def check_request(argv: Sequence[str], runner: Runner) -> GpuRequest:
@@ -92,49 +98,6 @@ def salloc_argv(request_argv: Sequence[str], *, name: str | None = None, tag: st
 def make_tag() -> str:
     """A tag naming this process: ``slurmlab:<host>:<pid>:<random>``."""
     return f"{TAG_PREFIX}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """A finished step: exit code, the lines it printed, and whether it was interrupted."""
-
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: list[str] = field(default_factory=list)
-    stderr: list[str] = field(default_factory=list)
-    interrupted: bool = False
-    duration: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.interrupted
-
-    def __str__(self) -> str:
-        return "\n".join(self.stdout)
-
-
-class RunningStep:
-    """A step started by :meth:`Allocation.launch`; collect it with :meth:`wait`."""
-
-    def __init__(self, argv: list[str], proc: subprocess.Popen[str]) -> None:
-        self.argv = argv
-        self.proc = proc
-        self._start = time.monotonic()
-
-    def wait(self, timeout: float | None = None) -> StepResult:
-        try:
-            out, err = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _end_step(self.proc)
-            out, err = self.proc.communicate()
-            return StepResult(tuple(self.argv), self.proc.returncode, out.splitlines(), err.splitlines(),
-                              True, time.monotonic() - self._start)
-        return StepResult(tuple(self.argv), self.proc.returncode, out.splitlines(), err.splitlines(),
-                          False, time.monotonic() - self._start)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            _end_step(self.proc)
 
 
 _live: weakref.WeakSet[Allocation] = weakref.WeakSet()
@@ -449,20 +412,20 @@ class Allocation:
             raise TypeError("command must be an argv list, e.g. ['hostname'], or a Python callable")
         cleanup: list[str] = []
         if callable(command):
-            argv_cmd, path = _callable_argv(command)
+            argv_cmd, path = callable_argv(command)
             cleanup.append(path)
         else:
             argv_cmd = [str(a) for a in command]
         extra = [str(a) for a in args]
         try:
-            argv = self._step_argv(extra, argv_cmd, label, overlap=True)
-            result = self._run_step(argv, on_output or _print_output, timeout)
-            if _overlap_refused(result):
+            argv = step_argv(self.job_id, extra, argv_cmd, label=label, overlap=True)
+            result = self._run_step(argv, on_output or print_output, timeout)
+            if overlap_refused(result):
                 # Slurm 22.05 cannot create an --overlap step in a job that asked for GPUs per
                 # job (--gpus=N): "Insufficient GRES available in allocation". Nothing ran, so
                 # run it once more as an ordinary step, which gets the job's GPUs.
-                argv = self._step_argv(extra, argv_cmd, label, overlap=False)
-                result = self._run_step(argv, on_output or _print_output, timeout)
+                argv = step_argv(self.job_id, extra, argv_cmd, label=label, overlap=False)
+                result = self._run_step(argv, on_output or print_output, timeout)
             return result
         finally:
             for path in cleanup:
@@ -471,78 +434,11 @@ class Allocation:
                 except OSError:
                     pass
 
-    def _step_argv(self, extra: list[str], command: list[str], label: bool, *, overlap: bool) -> list[str]:
-        argv = ["srun", f"--jobid={self.job_id}"]
-        if overlap:
-            argv.append("--overlap")
-        if label:
-            argv.append("--label")
-        return argv + extra + command
-
     def _run_step(self, argv: list[str], on_output: OutputCallback, timeout: float | None) -> StepResult:
-        start = time.monotonic()
-        proc = self.runner.popen(argv)
-        out: list[str] = []
-        err: list[str] = []
-        lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
-        held: list[str] = []
-
-        def pump(stream: Any, name: str) -> None:
-            try:
-                for raw in stream:
-                    lines.put((name, raw.rstrip("\n")))
-            finally:
-                lines.put(None)
-
-        for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
-            threading.Thread(target=pump, args=(stream, name), daemon=True).start()
-        # Lines are handed to on_output in the calling thread, in arrival order: in a kernel
-        # that is the cell's thread, so output lands in the running cell as it comes, and
-        # Ctrl-C (KeyboardInterrupt) arrives here, where the step can be ended cleanly.
-        interrupted = False
-        open_streams = 2
-        deadline = None if timeout is None else start + timeout
-        try:
-            while open_streams:
-                try:
-                    item = lines.get(timeout=0.1)
-                except queue.Empty:
-                    if deadline is not None and time.monotonic() > deadline:
-                        interrupted = True
-                        _end_step(proc)
-                        deadline = None
-                    continue
-                if item is None:
-                    open_streams -= 1
-                    continue
-                name, line = item
-                (out if name == "stdout" else err).append(line)
-                if name == "stderr" and "--overlap" in argv and "Insufficient GRES available" in line:
-                    held.append(line)  # may be retried without --overlap: shown only if not
-                    continue
-                try:
-                    on_output(name, line)
-                except Exception:
-                    log.exception("slurmlab: output callback raised")
-            proc.wait()
-        except KeyboardInterrupt:
-            interrupted = True
-            _end_step(proc)
-            while True:  # keep what the step printed while it ended
-                try:
-                    item = lines.get(timeout=0.5)
-                except queue.Empty:
-                    break
-                if item is not None:
-                    (out if item[0] == "stdout" else err).append(item[1])
-        result = StepResult(tuple(argv), proc.returncode if proc.returncode is not None else -1,
-                            out, err, interrupted, time.monotonic() - start)
-        if held and not _overlap_refused(result):
-            for line in held:
-                on_output("stderr", line)
+        result = stream_step(self.runner, argv, on_output, timeout)
         self._steps.append(result)
         self._notify()
-        if interrupted and timeout is None:
+        if result.interrupted and timeout is None:
             raise KeyboardInterrupt(f"step of allocation {self.job_id} interrupted; the allocation is still alive")
         return result
 
@@ -558,7 +454,8 @@ class Allocation:
             )
         if isinstance(command, str):
             raise TypeError("command must be an argv list")
-        argv = self._step_argv([str(a) for a in args], [str(c) for c in command], False, overlap=overlap)
+        argv = step_argv(self.job_id, [str(a) for a in args], [str(c) for c in command], label=False,
+                         overlap=overlap)
         return RunningStep(argv, self.runner.popen(argv))
 
     @property
@@ -669,47 +566,6 @@ def _fmt_duration(seconds: float) -> str:
     h, s = divmod(s, 3600)
     m, s = divmod(s, 60)
     return (f"{d}-" if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
-
-
-def _print_output(stream: str, line: str) -> None:
-    print(line, file=sys.stderr if stream == "stderr" else sys.stdout, flush=True)
-
-
-def _overlap_refused(result: StepResult) -> bool:
-    return (
-        result.returncode != 0
-        and "--overlap" in result.argv
-        and not result.stdout
-        and any("Insufficient GRES available in allocation" in line for line in result.stderr)
-    )
-
-
-def _end_step(proc: subprocess.Popen[str]) -> None:
-    """End a step, not the allocation: two SIGINTs within a second make srun abort the step."""
-    for _ in range(2):
-        try:
-            os.killpg(proc.pid, signal.SIGINT)
-        except ProcessLookupError:
-            return
-        time.sleep(0.2)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
-
-
-def _callable_argv(func: Callable[..., Any]) -> tuple[list[str], str]:
-    from slurmlab._extras import require
-
-    cloudpickle = require("cloudpickle", feature="running a Python function as a step", extra="widgets")
-    import tempfile
-
-    fd, path = tempfile.mkstemp(prefix="slurmlab-step-", suffix=".pkl", dir=os.path.expanduser("~"))
-    with os.fdopen(fd, "wb") as fh:
-        cloudpickle.dump(func, fh)
-    code = "import pickle,sys;f=pickle.load(open(sys.argv[1],'rb'));r=f();print(r) if r is not None else None"
-    return [sys.executable, "-c", code, path], path
 
 
 def find_leftovers(runner: Runner | None = None, *, include_alive: bool = False) -> list[Any]:

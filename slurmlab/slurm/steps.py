@@ -1,0 +1,187 @@
+"""Steps: running a command inside an allocation with ``srun``, streaming what it prints.
+
+Used by :class:`~slurmlab.slurm.allocation.Allocation`; the argv is built here, in the Slurm
+room, and run through the one runner.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from slurmlab.slurm.runner import Runner
+
+__all__ = ["OutputCallback", "RunningStep", "StepResult", "callable_argv", "end_step", "overlap_refused",
+           "print_output", "step_argv", "stream_step"]
+
+log = logging.getLogger(__name__)
+
+OutputCallback = Callable[[str, str], None]  # (stream "stdout"|"stderr", line without newline)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """A finished step: exit code, the lines it printed, and whether it was interrupted."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.interrupted
+
+    def __str__(self) -> str:
+        return "\n".join(self.stdout)
+
+
+class RunningStep:
+    """A step started by :meth:`Allocation.launch`; collect it with :meth:`wait`."""
+
+    def __init__(self, argv: list[str], proc: subprocess.Popen[str]) -> None:
+        self.argv = argv
+        self.proc = proc
+        self._start = time.monotonic()
+
+    def wait(self, timeout: float | None = None) -> StepResult:
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            end_step(self.proc)
+            out, err = self.proc.communicate()
+            return StepResult(tuple(self.argv), self.proc.returncode, out.splitlines(), err.splitlines(),
+                              True, time.monotonic() - self._start)
+        return StepResult(tuple(self.argv), self.proc.returncode, out.splitlines(), err.splitlines(),
+                          False, time.monotonic() - self._start)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            end_step(self.proc)
+
+
+def step_argv(job_id: str, extra: list[str], command: list[str], *, label: bool, overlap: bool) -> list[str]:
+    """``srun --jobid=J [--overlap] [--label] <srun options> <command>``."""
+    argv = ["srun", f"--jobid={job_id}"]
+    if overlap:
+        argv.append("--overlap")
+    if label:
+        argv.append("--label")
+    return argv + extra + command
+
+
+def stream_step(runner: Runner, argv: list[str], on_output: OutputCallback, timeout: float | None) -> StepResult:
+    """Run a step, handing each line to ``on_output`` as it comes; Ctrl-C or ``timeout`` end the step."""
+    start = time.monotonic()
+    proc = runner.popen(argv)
+    out: list[str] = []
+    err: list[str] = []
+    lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
+    held: list[str] = []
+
+    def pump(stream: Any, name: str) -> None:
+        try:
+            for raw in stream:
+                lines.put((name, raw.rstrip("\n")))
+        finally:
+            lines.put(None)
+
+    for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):
+        threading.Thread(target=pump, args=(stream, name), daemon=True).start()
+    # Lines are handed to on_output in the calling thread, in arrival order: in a kernel
+    # that is the cell's thread, so output lands in the running cell as it comes, and
+    # Ctrl-C (KeyboardInterrupt) arrives here, where the step can be ended cleanly.
+    interrupted = False
+    open_streams = 2
+    deadline = None if timeout is None else start + timeout
+    try:
+        while open_streams:
+            try:
+                item = lines.get(timeout=0.1)
+            except queue.Empty:
+                if deadline is not None and time.monotonic() > deadline:
+                    interrupted = True
+                    end_step(proc)
+                    deadline = None
+                continue
+            if item is None:
+                open_streams -= 1
+                continue
+            name, line = item
+            (out if name == "stdout" else err).append(line)
+            if name == "stderr" and "--overlap" in argv and "Insufficient GRES available" in line:
+                held.append(line)  # may be retried without --overlap: shown only if not
+                continue
+            try:
+                on_output(name, line)
+            except Exception:
+                log.exception("slurmlab: output callback raised")
+        proc.wait()
+    except KeyboardInterrupt:
+        interrupted = True
+        end_step(proc)
+        while True:  # keep what the step printed while it ended
+            try:
+                item = lines.get(timeout=0.5)
+            except queue.Empty:
+                break
+            if item is not None:
+                (out if item[0] == "stdout" else err).append(item[1])
+    result = StepResult(tuple(argv), proc.returncode if proc.returncode is not None else -1,
+                        out, err, interrupted, time.monotonic() - start)
+    if held and not overlap_refused(result):
+        for line in held:
+            on_output("stderr", line)
+    return result
+
+
+def print_output(stream: str, line: str) -> None:
+    print(line, file=sys.stderr if stream == "stderr" else sys.stdout, flush=True)
+
+
+def overlap_refused(result: StepResult) -> bool:
+    return (
+        result.returncode != 0
+        and "--overlap" in result.argv
+        and not result.stdout
+        and any("Insufficient GRES available in allocation" in line for line in result.stderr)
+    )
+
+
+def end_step(proc: subprocess.Popen[str]) -> None:
+    """End a step, not the allocation: two SIGINTs within a second make srun abort the step."""
+    for _ in range(2):
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+def callable_argv(func: Callable[..., Any]) -> tuple[list[str], str]:
+    from slurmlab._extras import require
+
+    cloudpickle = require("cloudpickle", feature="running a Python function as a step", extra="widgets")
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="slurmlab-step-", suffix=".pkl", dir=os.path.expanduser("~"))
+    with os.fdopen(fd, "wb") as fh:
+        cloudpickle.dump(func, fh)
+    code = "import pickle,sys;f=pickle.load(open(sys.argv[1],'rb'));r=f();print(r) if r is not None else None"
+    return [sys.executable, "-c", code, path], path
