@@ -58,8 +58,6 @@ ENDED_STATES = frozenset(
     {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
      "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT", "GONE", "REJECTED"}
 )
-ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
-                           "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"})
 
 _SALLOC_ID = re.compile(r"(?:Pending|Granted) job allocation (\d+)")
 _SALLOC_ERROR = re.compile(r"^salloc: error: (.*)$")
