@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from slurmlab.core.topology import format_cpu_list, parse_cpu_list
 from slurmlab.errors import ExperimentError
 from slurmlab.experiments.analysis import TimesliceResult
 from slurmlab.experiments.local import LocalLauncher, run_timeslice
@@ -92,7 +93,15 @@ def _choose_cores(cores: Sequence[int] | str | int | None, available: Sequence[i
                 hint="ask the allocation for more CPUs (-c / --cpus-per-task) or use fewer cores",
             )
         return list(available[:cores])
-    return cores if isinstance(cores, str) else list(cores)
+    chosen = sorted(parse_cpu_list(cores, what="--cores CPU list")) if isinstance(cores, str) else list(cores)
+    missing = [c for c in chosen if c not in available]
+    if not chosen or missing:
+        raise ExperimentError(
+            f"CPU(s) {format_cpu_list(missing) or cores!r} are not available here "
+            f"(this process may use {format_cpu_list(available)})",
+            hint="give CPUs from that list, e.g. --cores 0 or --cores 0,1",
+        )
+    return chosen
 
 
 def run(
