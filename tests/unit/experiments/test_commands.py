@@ -41,3 +41,17 @@ def test_isolation_command(
     assert data["meta"]["report"]["slurm_env"]["SLURM_STEP_GPUS"] == "0"
     assert [c["status"] for c in data["checks"]][:2] == ["SKIP", "SKIP"]
     assert "I7 SKIP" in capsys.readouterr().out
+
+
+def test_timeslice_default_shares_one_core(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    assert main(["timeslice", "--procs", "2", "--duration", "0.4", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["classification"] == "time-sliced", capsys.readouterr().out
+
+
+def test_timeslice_cores_outside_the_allowed_set(capsys: pytest.CaptureFixture[str]) -> None:
+    bad = str(max(os.sched_getaffinity(0)) + 64)
+    assert main(["timeslice", "--procs", "2", "--cores", bad]) == 2
+    err = capsys.readouterr().err
+    assert bad in err and "not available" in err and "Traceback" not in err
