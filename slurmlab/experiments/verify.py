@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmlab.core import hostlist
+from slurmlab.core.step_request import gpu_items, gres_count, shared_items, step_args_for
 from slurmlab.errors import ExperimentError
 from slurmlab.experiments.analysis import TimesliceResult
 from slurmlab.experiments.isolation import (
@@ -156,25 +157,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # ---- the allocation side -------------------------------------------------------------------------
-def _gpu_items(items: Sequence[Any]) -> list[Any]:
-    return [g for g in items or () if getattr(g, "name", None) == "gpu"]
-
-
-def _shared_items(items: Sequence[Any]) -> list[Any]:
-    return [g for g in items or () if getattr(g, "name", None) in ("shard", "mps")]
-
-
-def _count(items: Sequence[Any]) -> int:
-    return sum(int(g.count if g.count is not None else 1) for g in items)
-
-
 def grant_from_job(job: Any, tasks: int | None = None) -> Grant:
     """What Slurm granted each task, read from the job (``scontrol show job -d``)."""
     tasks = tasks or int(getattr(job, "num_tasks", None) or 1)
-    per_task = _gpu_items(job.tres_per_task)
-    per_node = _gpu_items(job.tres_per_node)
-    per_job = _gpu_items(job.tres_per_job)
-    shared = any(_shared_items(x) for x in (job.tres_per_task, job.tres_per_node, job.tres_per_job))
+    per_task = gpu_items(job.tres_per_task)
+    per_node = gpu_items(job.tres_per_node)
+    per_job = gpu_items(job.tres_per_job)
+    shared = any(shared_items(x) for x in (job.tres_per_task, job.tres_per_node, job.tres_per_job))
     shared = shared or any(
         getattr(g, "name", "") in ("shard", "mps") for a in job.gpu_allocs for g in a.items
     )
@@ -182,12 +171,12 @@ def grant_from_job(job: Any, tasks: int | None = None) -> Grant:
     sharing = MIG if any(_MIG_TYPE.fullmatch(t or "") for t in types) else EXCLUSIVE
     gpus_per_task: int | None
     if per_task:
-        gpus_per_task = _count(per_task)
+        gpus_per_task = gres_count(per_task)
     elif per_job or per_node:
         held = [len(a.gpu_indices) for a in job.gpu_allocs]
         nodes = max(1, len(held))
         per_node_tasks = -(-tasks // nodes)
-        on_node = min(held) if held else _count(per_node or per_job)
+        on_node = min(held) if held else gres_count(per_node or per_job)
         # fewer GPUs than tasks on a node: the tasks of one step share them
         gpus_per_task = on_node if on_node < per_node_tasks else max(1, on_node // per_node_tasks)
         if on_node < per_node_tasks and sharing == EXCLUSIVE:
@@ -209,24 +198,6 @@ def grant_from_job(job: Any, tasks: int | None = None) -> Grant:
     return Grant(
         gpus_per_task, sharing, next(iter(t for t in types if _MIG_TYPE.fullmatch(t or "")), None), bind, None
     )
-
-
-def step_args_for(job: Any, tasks: int) -> list[str]:
-    """srun options that give the step's tasks what the job's tasks were granted."""
-    args = [f"--ntasks={tasks}"]
-    per_task = _gpu_items(job.tres_per_task)
-    per_node = _gpu_items(job.tres_per_node)
-    per_job = _gpu_items(job.tres_per_job)
-    if per_task:
-        args.append(f"--gpus-per-task={_count(per_task)}")
-    elif per_node:
-        args.append(f"--gpus-per-node={_count(per_node)}")
-    elif per_job:
-        args.append(f"--gpus={_count(per_job)}")
-    for group in (job.tres_per_task, job.tres_per_node, job.tres_per_job):
-        for g in _shared_items(group):
-            args.append(f"--gres={g.name}:{_count([g])}")
-    return args
 
 
 def _step_gpu_indices(env: Mapping[str, str]) -> list[int]:

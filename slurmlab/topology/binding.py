@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from slurmlab.core.step_request import step_args_for
 from slurmlab.core.topology import Topology, format_cpu_list, parse_cpu_list
 from slurmlab.errors import AllocationError, ParseError
 
@@ -401,7 +402,8 @@ def explain_binding(alloc: Allocation, *, source: str = "auto") -> BindingTable:
     if job is None:
         raise AllocationError(f"no detail for allocation {alloc.job_id} yet", hint="try again in a moment")
     tasks = getattr(job, "num_tasks", None) or len(alloc.nodes) or 1
-    args = [f"-n{tasks}"]
+    # the probe asks for what the job's tasks were granted, or its tasks would see other GPUs
+    args = step_args_for(job, tasks)
     bind = _gpu_bind_value(job.tres_bind)
     if bind:
         # ask the probe step for the job's --gpu-bind explicitly, so it shows what the job asked for

@@ -175,3 +175,21 @@ def test_two_node_binding_agrees_with_scontrol_per_node(dgx: Any) -> None:
         assert table.closest == HONOURED and table.enforce == HONOURED, table.text()
     finally:
         alloc.cancel()
+
+
+def test_per_task_gpus_show_one_gpu_per_task(dgx: Any) -> None:
+    # The probe step repeats the job's own GPU request, so each task sees what it was granted:
+    # --gpus-per-task=1 binds one GPU per task. (With --gpu-bind=closest instead, Slurm hands each
+    # task every GPU near its CPUs, which the table then shows.)
+    runner = dgx.runner()
+    alloc = Allocation.submit(["-n2", "--gpus-per-task=1", "-t", "5"], runner=runner, poller=JobPoller(runner))
+    try:
+        alloc.wait(timeout=30)
+        table = explain_binding(alloc)
+        per_task = [r.gpus for r in table.rows]
+        assert len(per_task) == 2 and all(len(g) == 1 for g in per_task), per_task
+        assert per_task[0] != per_task[1]
+        held = {i for idx, _cpus in _scontrol_records(runner, alloc.job_id or "").values() for i in idx}
+        assert {g[0] for g in per_task} <= held
+    finally:
+        alloc.cancel()
