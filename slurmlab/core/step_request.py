@@ -17,11 +17,11 @@ __all__ = ["gpu_items", "gres_count", "shared_items", "step_args_for"]
 
 
 def gpu_items(items: Sequence[GresItem] | None) -> list[GresItem]:
-    return [g for g in items or () if g.name == "gpu"]
+    return [g for g in items or () if g.is_gpu]
 
 
 def shared_items(items: Sequence[GresItem] | None) -> list[GresItem]:
-    return [g for g in items or () if g.name in ("shard", "mps")]
+    return [g for g in items or () if g.is_shared]
 
 
 def gres_count(items: Sequence[GresItem]) -> int:
