@@ -101,11 +101,13 @@ class _SlurmlabHandler(APIHandler):
         # The ETag is set from the cache; tornado must not hash the body a second time.
         return None
 
-    async def cached(self, key: str) -> None:
+    async def cached(self, key: str, *, report_failure: bool = True) -> None:
+        """Answer from the shared cache; a Slurm failure becomes its HTTP status unless the entry
+        itself reports it (the status route says what is wrong in its body)."""
         poller = self.poller
         poller.start()
         await poller.ensure_data()
-        if poller.failure is not None:
+        if report_failure and poller.failure is not None:
             raise _http_error(poller.failure.status, poller.failure.message, "Slurm unavailable")
         entry = self.cache.get(key)
         if entry is None:
@@ -117,13 +119,7 @@ class StatusHandler(_SlurmlabHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        poller = self.poller
-        poller.start()
-        await poller.ensure_data()
-        entry = self.cache.get("status")
-        if entry is None:
-            raise _http_error(503, "the poller has not run yet", "Not ready")
-        self.write_entry(entry)
+        await self.cached("status", report_failure=False)
 
 
 class QueueHandler(_SlurmlabHandler):

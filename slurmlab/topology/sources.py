@@ -55,6 +55,17 @@ SOURCES = ("file", "profile", "sandbox", "nvidia-smi", "nvml")
 _STEP_TIMEOUT = 60.0
 
 
+def _with_provenance(lines: list[str], tried: tuple[str, ...], notes: tuple[str, ...]) -> str:
+    """A summary's lines followed by the sources tried first and the notes."""
+    return "\n".join(lines + [f"tried first: {t}" for t in tried] + [f"note: {n}" for n in notes])
+
+
+def _pre(text: str) -> str:
+    import html
+
+    return f"<pre>{html.escape(text)}</pre>"
+
+
 @dataclass(frozen=True)
 class NodeTopology:
     """A node's topology, the source it came from, and (for an allocation) the GPUs it holds there."""
@@ -80,16 +91,12 @@ class NodeTopology:
         if self.gpus:
             lines.append(f"this allocation's GPUs here: {', '.join(map(str, self.gpus))}")
         lines.append(self.topology.summary())
-        lines += [f"tried first: {t}" for t in self.tried]
-        lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
+        return _with_provenance(lines, self.tried, self.notes)
 
     __str__ = summary
 
     def _repr_html_(self) -> str:
-        import html
-
-        return f"<pre>{html.escape(self.summary())}</pre>"
+        return _pre(self.summary())
 
     def figure_args(self) -> dict[str, Any]:
         """Arguments of ``slurmlab.viz.topology_figure``: ``topology_figure(**nt.figure_args())``."""
@@ -115,16 +122,12 @@ class NodeMig:
             lines.append("this allocation's instances: " + ", ".join(
                 f"GPU {h[0]} at {h[1]}" if isinstance(h, tuple) else str(h) for h in self.highlight))
         lines.append(self.layout.summary())
-        lines += [f"tried first: {t}" for t in self.tried]
-        lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
+        return _with_provenance(lines, self.tried, self.notes)
 
     __str__ = summary
 
     def _repr_html_(self) -> str:
-        import html
-
-        return f"<pre>{html.escape(self.summary())}</pre>"
+        return _pre(self.summary())
 
     def figure_args(self) -> dict[str, Any]:
         """Arguments of ``slurmlab.viz.mig_figure``: ``mig_figure(**nm.figure_args())``."""
