@@ -157,13 +157,19 @@ def test_a_taken_port_is_refused(folder: Path) -> None:
     assert not (folder / "state.json").exists()
 
 
-def _user_python() -> list[str]:
-    """A python the test user can run with slurmlab importable (the sandbox needs only the standard library)."""
+def _user_python(home: Path) -> list[str]:
+    """A python the test user can run with slurmlab importable (the sandbox needs only the standard library).
+
+    The checkout may sit where that user cannot read (a 0700 temporary folder, root's home): then the
+    package is copied into ``home``, a folder the user owns, as a workshop user would have it installed."""
     probe = subprocess.run(["runuser", "-u", TEST_USER, "--", sys.executable, "-c", "import slurmlab"],
                            capture_output=True, cwd="/")
     if probe.returncode == 0:
         return [sys.executable]
-    return ["env", f"PYTHONPATH={REPO}", "/usr/bin/python3"]
+    site = home / "site"
+    shutil.copytree(REPO / "slurmlab", site / "slurmlab",
+                    ignore=shutil.ignore_patterns("__pycache__", "labextension", "*.pyc"))
+    return ["env", f"PYTHONPATH={site}", "/usr/bin/python3"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None, reason="needs root to act as another user")
@@ -177,7 +183,7 @@ def test_an_unprivileged_user_brings_a_sandbox_up_and_down() -> None:
     os.chown(base, user.pw_uid, user.pw_gid)
     folder = base / "sb"
     as_user = ["runuser", "-u", TEST_USER, "--"]
-    run = as_user + _user_python() + ["-m", "slurmlab", "sandbox"]
+    run = as_user + _user_python(base) + ["-m", "slurmlab", "sandbox"]
     try:
         up = subprocess.run(run + ["up", "--profile", "seed", "--nodes", "2", "--dir", str(folder)],
                             capture_output=True, text=True, timeout=120, cwd="/")
