@@ -5,11 +5,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup system venv lab lint typecheck test test-fast demo clean help
+.PHONY: setup system venv lab lint typecheck test test-fast demo clean help slurm-root test-slurm
 
 help:
 	@echo "make demo   set up this machine, start the Slurm sandbox and run the main job"
 	@echo "make test   set up this machine, lint, type-check and run every test"
+	@echo "make test-slurm SLURM=24.11|26.05   the sandbox tests, notebooks and demo on another Slurm (root)"
 
 setup: system venv lab
 
@@ -41,6 +42,23 @@ test-fast: venv
 
 demo: setup
 	$(PY) -m slurmlab.demo
+
+# The Slurm version matrix: a Debian root per Slurm version (scripts/slurm-root.sh, cached in
+# ${SLURMLAB_ROOTS:-~/.cache/slurmlab/roots}), entered with chroot (scripts/in-slurm-root.sh). Needs root.
+SLURM ?=
+SLURM_PYTEST ?= -m "sandbox and not browser"
+slurm-root:
+	@[[ -n "$(SLURM)" ]] || { echo "which Slurm? make $@ SLURM=24.11 (or 26.05)" >&2; exit 2; }
+	@bash scripts/slurm-root.sh $(SLURM)
+
+# The sandbox-marked tests (the notebooks among them), then the demo; each run must leave nothing running.
+test-slurm: slurm-root
+	@start=$$SECONDS; bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider \
+	    $(SLURM_PYTEST) $(PYTEST_ARGS); rc=$$?; \
+	  echo "test-slurm $(SLURM): pytest exit $$rc in $$((SECONDS - start))s"; \
+	  start=$$SECONDS; bash scripts/in-slurm-root.sh $(SLURM) python -m slurmlab.demo; demo=$$?; \
+	  echo "test-slurm $(SLURM): demo exit $$demo in $$((SECONDS - start))s"; \
+	  [[ $$rc -eq 0 && $$demo -eq 0 ]]
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -58,13 +58,25 @@ class SlurmlabError(Exception):
 
 
 class ParseError(SlurmlabError, ValueError):
-    """Text that does not parse. ``text`` holds the offending value (quoted in the message)."""
+    """Text that does not parse. ``text`` holds the offending value (quoted in the message).
 
-    def __init__(self, what: str, text: str, *, hint: str | None = None) -> None:
+    ``record_id`` names the record it belongs to (a job id, node or partition name) when a list
+    parser skips that record and reports it, so a listing can say which entry it left out.
+    """
+
+    def __init__(self, what: str, text: str, *, hint: str | None = None, record_id: str | None = None) -> None:
         self.what = what
         self.text = text
+        self.record_id = record_id
         shown = text if len(text) <= 200 else text[:200] + "…"
-        super().__init__(f"cannot parse {what}: {shown!r}", hint=hint)
+        where = f" (record {record_id})" if record_id else ""
+        super().__init__(f"cannot parse {what}{where}: {shown!r}", hint=hint)
+
+    def for_record(self, record_id: str | None) -> ParseError:
+        """This error, naming ``record_id`` (a copy; the original is left as it was)."""
+        if record_id is None or self.record_id is not None:
+            return self
+        return ParseError(self.what, self.text, hint=self.hint, record_id=record_id)
 
 
 class RequestError(SlurmlabError, ValueError):

@@ -1,4 +1,4 @@
-"""``slurmlab sandbox up|down|status|env|profiles``: a real local Slurm cluster from a hardware profile."""
+"""``slurmlab sandbox up|down|restart|status|env|profiles``: a real local Slurm cluster from a hardware profile."""
 
 from __future__ import annotations
 
@@ -34,8 +34,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="scale the profile to N nodes (each with the profile's node hardware)")
     up.add_argument("--port", type=int, default=None,
                     help="first TCP port (slurmctld; slurmd of node i gets port+i); default: free ports")
+    up.add_argument("--admit", action="append", default=None, metavar="USER",
+                    help="also let this Unix user use the sandbox (repeat for several; by default only the user "
+                         "who starts it may); given to a running sandbox, replaces the users it admits")
     up.set_defaults(func=_up)
     for name, func, text in (("down", _down, "stop every process of the sandbox"),
+                             ("restart", _restart, "bring back dead or frozen daemons, keeping every job"),
                              ("status", _status, "tell what runs"),
                              ("env", _env, "print `export SLURM_CONF=...` for a shell (eval \"$(...)\")")):
         p = sub.add_parser(name, help=text)
@@ -54,10 +58,13 @@ def _find(args: argparse.Namespace) -> Sandbox:
 def _up(args: argparse.Namespace) -> int:
     from slurmlab.sandbox import Sandbox
 
-    sb = Sandbox.up(profile=args.profile, nodes=args.nodes, directory=args.directory, port=args.port)
+    sb = Sandbox.up(profile=args.profile, nodes=args.nodes, directory=args.directory, port=args.port,
+                    admit=args.admit)
     word = "already running; reusing it" if sb.reused else "is up"
     print(f"sandbox {sb.profile_name} ({len(sb.nodes)} nodes, Slurm {sb.version[0]}.{sb.version[1]:02d}) {word}")
     print(f"  folder: {sb.directory}")
+    others = f", and {', '.join(sb.admitted)}" if sb.admitted else ""
+    print(f"  may be used by: its owner{others} (and root)")
     print("point Slurm's commands at it with:")
     print(f"  export SLURM_CONF={shlex.quote(str(sb.conf_path))}")
     print(f"  (or: eval \"$(slurmlab sandbox env --dir {shlex.quote(str(sb.directory))})\")")
@@ -70,6 +77,18 @@ def _down(args: argparse.Namespace) -> int:
     stopped = sb.down()
     print(f"sandbox {sb.profile_name} in {sb.directory} stopped ({len(stopped)} processes)")
     return 0
+
+
+def _restart(args: argparse.Namespace) -> int:
+    sb = _find(args)
+    done = sb.restart()
+    if not done:
+        print(f"sandbox {sb.profile_name} in {sb.directory}: every daemon was running; nothing to restart")
+    for line in done:
+        print(line)
+    st = sb.status()
+    print(st)
+    return 0 if st.running else 1
 
 
 def _status(args: argparse.Namespace) -> int:

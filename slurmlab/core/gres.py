@@ -48,7 +48,7 @@ _TYPE = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
 _ITEM = re.compile(
     rf"^(?P<prefix>gres[:/])?(?P<name>{_NAME})"
     rf"(?::(?P<type>{_TYPE}?))??"
-    r"(?:(?P<sep>[:=])(?P<count>\d+[KMGT]?))?"
+    r"(?:(?P<sep>[:=])(?P<count>[0-9]{1,18}[KMGT]?))?"
     r"(?:\((?P<detail>[^()]*)\))?$"
 )
 _NULL_TYPE = re.compile(r"^((?:gres[:/])?[A-Za-z][A-Za-z0-9_]*):\(null\)(?=[:=(]|$)")
@@ -123,7 +123,7 @@ def parse_index_list(text: str, what: str = "index list") -> tuple[int, ...]:
         return ()
     out: list[int] = []
     for piece in text.split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", piece.strip())
+        m = re.fullmatch(r"([0-9]{1,9})(?:-([0-9]{1,9}))?", piece.strip())
         if m is None:
             raise ParseError(what, text, hint=f"the piece {piece!r} is not N or N-M")
         lo = int(m.group(1))
@@ -168,7 +168,7 @@ def _split_top(text: str) -> list[str]:
 def _parse_shares(detail: str, whole: str) -> tuple[ShareSlot, ...]:
     slots: list[ShareSlot] = []
     for i, piece in enumerate(detail.split(",")):
-        m = re.fullmatch(r"(-|\d+)/(\d+)", piece.strip())
+        m = re.fullmatch(r"(-|[0-9]{1,9})/([0-9]{1,9})", piece.strip())
         if m is None:
             raise ParseError(
                 "GRES share list", whole, hint=f"the piece {piece!r} is not USED/TOTAL or -/TOTAL"

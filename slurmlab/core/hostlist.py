@@ -3,13 +3,15 @@
 API::
 
     expand(expr: str) -> list[str]        # "node[1-2],gpu[01-02]" -> ["node1", "node2", "gpu01", "gpu02"]
+    count(expr: str) -> int               # len(expand(expr)), computed without expanding
     compress(names: Iterable[str]) -> str # the inverse; keeps the order, so expand(compress(x)) == x
 
 Grammar (as Slurm writes it): a comma-separated list (commas inside brackets do not split) of
 items ``text[ranges]text[ranges]...``; a range list is ``a``, ``a-b`` or a mix joined by commas.
 Zero padding comes from the lower bound (``[01-10]`` -> ``01 … 10``). Several bracket groups in
 one item expand as a product, leftmost slowest (``r[1-2]n[1-2]`` -> r1n1 r1n2 r2n1 r2n2).
-``(null)``, ``N/A`` and the empty string are the empty list. Malformed text raises ParseError.
+``(null)``, ``N/A`` and the empty string are the empty list. Malformed text raises ParseError,
+and so does a list of more than MAX_NAMES names (counted before anything is built).
 """
 
 from __future__ import annotations
@@ -19,13 +21,16 @@ from collections.abc import Iterable
 
 from slurmlab.errors import ParseError
 
-__all__ = ["compress", "expand"]
+__all__ = ["MAX_NAMES", "compress", "count", "expand"]
 
 _EMPTY = {"", "(null)", "N/A", "None", "(none)"}
-_RANGE = re.compile(r"(\d+)(?:-(\d+))?")
-_TAIL_NUMBER = re.compile(r"^(.*?)(\d+)(\D*)$")
-# Ranges this long are almost certainly a typo; refuse rather than allocate millions of names.
-_MAX_NAMES = 1_000_000
+# ASCII digits only, and few enough that int() never meets Python's 4300-digit limit
+_RANGE = re.compile(r"([0-9]{1,18})(?:-([0-9]{1,18}))?")
+_TAIL_NUMBER = re.compile(r"^(.*?)([0-9]+)(\D*)$")
+# The largest Slurm clusters run tens of thousands of nodes, so no real hostlist comes near
+# 200k names; past that the text is hostile or broken (a job name can hold a hostlist that
+# reaches scontrol's output). 200k short strings is ~15 MB, so one expansion stays bounded.
+MAX_NAMES = 200_000
 
 
 def _split_top(expr: str) -> list[str]:
@@ -50,53 +55,82 @@ def _split_top(expr: str) -> list[str]:
     return parts
 
 
-def _expand_ranges(body: str, expr: str) -> list[str]:
-    out: list[str] = []
+def _ranges(body: str, expr: str) -> list[tuple[int, int, int]]:
+    """The (lo, hi, width) ranges of one bracket group, checked but not expanded."""
+    out: list[tuple[int, int, int]] = []
     for piece in body.split(","):
         m = _RANGE.fullmatch(piece.strip())
         if m is None:
-            raise ParseError("hostlist range", piece, hint=f"in {expr!r}; expected N or N-M")
+            raise ParseError("hostlist range", piece, hint=f"in {expr[:200]!r}; expected N or N-M")
         lo_s, hi_s = m.group(1), m.group(2)
         lo = int(lo_s)
         hi = int(hi_s) if hi_s is not None else lo
         if hi < lo:
-            raise ParseError("hostlist range", piece, hint=f"in {expr!r}; the upper bound is below the lower")
-        if hi - lo >= _MAX_NAMES:
-            raise ParseError("hostlist range", piece, hint="more than a million names")
-        width = len(lo_s)
-        out.extend(str(n).zfill(width) for n in range(lo, hi + 1))
+            raise ParseError(
+                "hostlist range", piece, hint=f"in {expr[:200]!r}; the upper bound is below the lower"
+            )
+        out.append((lo, hi, len(lo_s)))
     return out
 
 
-def _expand_item(item: str, expr: str) -> list[str]:
-    names = [""]
+def _parse_item(item: str, expr: str) -> tuple[list[tuple[str, list[tuple[int, int, int]]]], str]:
+    """``pre[ranges]pre[ranges]tail`` -> ([(pre, ranges), …], tail)."""
+    if not item or any(ch.isspace() or ord(ch) < 32 or ch == "\x7f" for ch in item):
+        raise ParseError("hostlist", expr, hint="an empty name, or whitespace or a control character in a name")
+    groups: list[tuple[str, list[tuple[int, int, int]]]] = []
     pos = 0
-    while pos < len(item):
+    while True:
         open_at = item.find("[", pos)
         if open_at < 0:
-            text = item[pos:]
-            names = [n + text for n in names]
-            break
+            return groups, item[pos:]
         close_at = item.index("]", open_at)  # _split_top guaranteed it is closed
-        prefix = item[pos:open_at]
-        choices = _expand_ranges(item[open_at + 1 : close_at], expr)
-        names = [n + prefix + c for n in names for c in choices]
-        if len(names) > _MAX_NAMES:
-            raise ParseError("hostlist", expr, hint="more than a million names")
+        groups.append((item[pos:open_at], _ranges(item[open_at + 1 : close_at], expr)))
         pos = close_at + 1
-    if any(ch.isspace() for ch in item) or not item:
-        raise ParseError("hostlist", expr, hint="an empty name or whitespace inside a name")
-    return names
+
+
+def count(expr: str) -> int:
+    """How many names ``expr`` expands to, without building them (ParseError if malformed)."""
+    text = expr.strip()
+    if text in _EMPTY:
+        return 0
+    total = 0
+    for item in _split_top(text):
+        groups, _tail = _parse_item(item, text)
+        n = 1
+        for _pre, ranges in groups:
+            n *= sum(hi - lo + 1 for lo, hi, _w in ranges)
+        total += n
+    return total
 
 
 def expand(expr: str) -> list[str]:
-    """Every host name of a Slurm hostlist expression, in Slurm's order."""
+    """Every host name of a Slurm hostlist expression, in Slurm's order.
+
+    The names are counted before any is built: past MAX_NAMES it raises ParseError at once,
+    whatever the product of the ranges would have been."""
     text = expr.strip()
     if text in _EMPTY:
         return []
+    parsed = [_parse_item(item, text) for item in _split_top(text)]
+    total = 0
+    for groups, _tail in parsed:
+        n = 1
+        for _pre, ranges in groups:
+            n *= sum(hi - lo + 1 for lo, hi, _w in ranges)
+        total += n
+    if total > MAX_NAMES:
+        raise ParseError(
+            "hostlist",
+            text,
+            hint=f"it names {total:,} hosts, more than the {MAX_NAMES:,} any real cluster has",
+        )
     out: list[str] = []
-    for item in _split_top(text):
-        out.extend(_expand_item(item, text))
+    for groups, tail in parsed:
+        names = [""]
+        for pre, ranges in groups:
+            choices = [str(n).zfill(w) for lo, hi, w in ranges for n in range(lo, hi + 1)]
+            names = [a + pre + c for a in names for c in choices]
+        out.extend(a + tail for a in names)
     return out
 
 
@@ -136,7 +170,7 @@ def compress(names: Iterable[str]) -> str:
                 "host name", name, hint="a host name cannot be empty or hold '[', ']', ',' or spaces"
             )
         m = _TAIL_NUMBER.match(name)
-        if m is None:
+        if m is None or len(m.group(2)) > 18:  # no number, or one too long to be a node's index
             flush()
             items.append(name)
             continue

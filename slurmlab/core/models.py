@@ -16,6 +16,8 @@ Times are timezone-aware datetimes (None when Slurm has no value); durations are
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -55,7 +57,7 @@ class ExitStatus:
     def from_text(cls, text: str) -> ExitStatus:
         """``scontrol`` text ``CODE:SIGNAL`` (``3:0``, ``0:15``)."""
         parts = text.strip().split(":")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= 10 for p in parts):
             raise ParseError("exit code", text, hint="expected CODE:SIGNAL such as 3:0")
         code, sig = int(parts[0]), int(parts[1])
         status = "SIGNALED" if sig else ("SUCCESS" if code == 0 else "ERROR")
@@ -131,10 +133,12 @@ class Tres:
 
 
 def _int(value: str, whole: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise ParseError("TRES", whole, hint=f"{value!r} is not a whole number") from None
+    if not (value.isascii() and value.isdigit() and len(value) <= 18):
+        raise ParseError("TRES", whole, hint=f"{value!r} is not a whole number")
+    return int(value)
+
+
+_MEM_NUMBER = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,6})?")
 
 
 def parse_mem_mb(text: str) -> int:
@@ -143,10 +147,10 @@ def parse_mem_mb(text: str) -> int:
     unit = raw[-1:].upper()
     number = raw[:-1] if unit in _MEM_UNITS else raw
     factor = _MEM_UNITS.get(unit, 1.0)
-    try:
-        return round(float(number) * factor)
-    except ValueError:
-        raise ParseError("memory size", text, hint="expected a number with K/M/G/T") from None
+    # plain decimals only: float() would also take "nan", "1e999", "1_0" and other scripts' digits
+    if _MEM_NUMBER.fullmatch(number) is None:
+        raise ParseError("memory size", text, hint="expected a number with K/M/G/T")
+    return round(float(number) * factor)
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,10 @@ does not line up with its nodes raises ParseError rather than dropping entries.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from slurmlab.core.gres import parse_gres
 from slurmlab.core.hostlist import expand
@@ -47,8 +49,34 @@ class JsonMeta:
     layout: str | None
 
 
+# Slurm's numbers are at most 64 bits; past that a value is corrupt, not a count
+_NUM_LIMIT = 2**64
+
+
 def _short(obj: Any) -> str:
-    return json.dumps(obj, default=str)[:300]
+    try:
+        return json.dumps(obj, default=str)[:300]
+    except (ValueError, RecursionError):
+        return repr(type(obj))
+
+
+def _obj(value: Any, what: str) -> dict[str, Any]:
+    """A JSON object that may be absent (-> {}); anything else is a ParseError."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParseError(what, _short(value), hint="expected a JSON object")
+    return value
+
+
+def load_json(text: str, what: str = "JSON") -> Any:
+    """``json.loads`` whose every failure (bad syntax, nesting too deep for Python) is a ParseError."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(what, text[:200], hint=f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise ParseError(what, text[:200], hint="nested too deeply to be Slurm's output") from None
 
 
 def json_meta(doc: dict[str, Any]) -> JsonMeta:
@@ -63,11 +91,13 @@ def json_meta(doc: dict[str, Any]) -> JsonMeta:
         if isinstance(release, str) and release:
             version = release
         elif isinstance(v, dict) and "major" in v:
-            version = f"{int(v['major']):02d}.{int(v.get('minor', 0)):02d}.{int(v.get('micro', 0))}"
+            parts = [_num(v.get(k, 0), f"meta version {k}") or 0 for k in ("major", "minor", "micro")]
+            version = f"{parts[0]:02d}.{parts[1]:02d}.{parts[2]}"
     plugin = meta.get("plugin") or {}
     layout: str | None = None
     if isinstance(plugin, dict):
-        layout = plugin.get("data_parser") or plugin.get("type") or None
+        found = plugin.get("data_parser") or plugin.get("type") or None
+        layout = found if isinstance(found, str) else None
     return JsonMeta(version, layout)
 
 
@@ -77,15 +107,18 @@ def _num(value: Any, what: str = "number") -> int | None:
         return None
     if isinstance(value, bool):
         return int(value)
-    if isinstance(value, int):
+    if isinstance(value, int) and abs(value) < _NUM_LIMIT:
         return value
-    if isinstance(value, float):
+    if isinstance(value, float) and math.isfinite(value) and abs(value) < _NUM_LIMIT:
         return int(value)
     if isinstance(value, dict) and "number" in value:
         if value.get("infinite") or not value.get("set", True):
             return None
-        return _num(value["number"], what)
-    if isinstance(value, str) and value.isdigit():
+        inner = value["number"]
+        if isinstance(inner, (dict, list)):
+            raise ParseError(what, _short(value), hint="the number of {set, infinite, number} is not a number")
+        return _num(inner, what)
+    if isinstance(value, str) and 0 < len(value) <= 20 and value.isascii() and value.isdigit():
         return int(value)
     raise ParseError(what, _short(value), hint="expected a number or {set, infinite, number}")
 
@@ -103,12 +136,24 @@ def _state(value: Any, what: str) -> tuple[str, tuple[str, ...]]:
     raise ParseError(what, _short(value), hint="expected a state string or a list of states")
 
 
-def _str(value: Any) -> str | None:
+def _str(value: Any, what: str = "text field") -> str | None:
     if value is None:
         return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ParseError(what, _short(value), hint="expected a string")
     if not isinstance(value, str):
+        _num(value, what)  # a number Slurm could print, not 10**400 or NaN
         return str(value)
     return value if value.strip() not in ("", "(null)", "N/A") else None
+
+
+def _text(value: Any, what: str) -> str:
+    """A free-text field kept as written (a name of "N/A" is that name)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return _str(value, what) or ""
 
 
 def _list(value: Any) -> tuple[str, ...]:
@@ -117,7 +162,7 @@ def _list(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(v for v in value.split(",") if v)
     if isinstance(value, list):
-        return tuple(str(v) for v in value)
+        return tuple(_str(v, "list entry") or "" for v in value)
     raise ParseError("list", _short(value))
 
 
@@ -127,11 +172,11 @@ def _exit(value: Any) -> ExitStatus | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return ExitStatus.from_wait_status(value)
     if isinstance(value, dict):
-        code = _num(value.get("return_code")) or 0
+        code = _num(value.get("return_code"), "exit_code.return_code") or 0
         signal_obj = value.get("signal") or {}
-        sig = _num(signal_obj.get("id")) if isinstance(signal_obj, dict) else None
+        sig = _num(signal_obj.get("id"), "exit_code.signal.id") if isinstance(signal_obj, dict) else None
         status_list = value.get("status")
-        status = status_list[0] if isinstance(status_list, list) and status_list else None
+        status = _str(status_list[0], "exit_code.status") if isinstance(status_list, list) and status_list else None
         return ExitStatus(code=code, signal=sig or 0, status=status)
     raise ParseError(
         "exit_code", _short(value), hint="expected a wait status or {status, return_code, signal}"
@@ -142,9 +187,6 @@ def _records(doc: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:
     items = doc.get(key)
     if not isinstance(items, list):
         raise ParseError(what, _short(doc), hint=f"the JSON has no {key!r} list")
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise ParseError(f"{what} entry {i}", _short(item))
     return items
 
 
@@ -156,7 +198,7 @@ def _job(j: dict[str, Any]) -> Job:
         raise ParseError("job", _short(j), hint=f"the job has no {exc.args[0]!r}") from None
     if job_id is None:
         raise ParseError("job_id", _short(j))
-    nodelist = _str(j.get("nodes")) or ""
+    nodelist = _str(j.get("nodes"), "nodes") or ""
     nodes = tuple(expand(nodelist))
     details = j.get("gres_detail") or []
     if not isinstance(details, list):
@@ -170,7 +212,7 @@ def _job(j: dict[str, Any]) -> Job:
                 hint=f"job {job_id} lists {len(details)} GRES entries for {len(nodes)} nodes ({nodelist})",
             )
         for node, text in zip(nodes, details, strict=True):
-            items = parse_gres(str(text))
+            items = parse_gres(_str(text, "gres_detail entry"))
             if items:
                 allocs.append(GresAlloc(node=node, items=items))
     flags = _list(j.get("flags"))
@@ -179,7 +221,7 @@ def _job(j: dict[str, Any]) -> Job:
     array_tasks = _str(j.get("array_task_string"))
     return Job(
         job_id=job_id,
-        name=str(j.get("name") or ""),
+        name=_text(j.get("name"), "name"),
         state=state,
         state_flags=state_flags,
         reason=_str(j.get("state_reason")) if j.get("state_reason") != "None" else None,
@@ -212,9 +254,46 @@ def _job(j: dict[str, Any]) -> Job:
     )
 
 
-def parse_jobs_json(doc: dict[str, Any]) -> list[Job]:
-    """``squeue --json`` or ``scontrol --json show job -d``, any layout."""
-    return [_job(j) for j in _records(doc, "jobs", "jobs JSON")]
+_T = TypeVar("_T")
+
+
+def _record_id(item: Any, *keys: str) -> str | None:
+    for key in keys:
+        value = item.get(key) if isinstance(item, dict) else None
+        if isinstance(value, dict):
+            value = value.get("number")
+        if isinstance(value, str) and 0 < len(value) <= 200:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) < _NUM_LIMIT:
+            return str(value)
+    return None
+
+
+def _each(
+    items: list[Any], build: Callable[[dict[str, Any]], _T], problems: list[ParseError] | None, *id_keys: str
+) -> list[_T]:
+    """``build`` over the records; one that fails is reported in ``problems`` (when given)."""
+    out: list[_T] = []
+    for i, item in enumerate(items):
+        rid = _record_id(item, *id_keys)
+        try:
+            if not isinstance(item, dict):
+                raise ParseError(f"entry {i}", _short(item), hint="expected a JSON object")
+            out.append(build(item))
+        except ParseError as exc:
+            err = exc.for_record(rid)
+            if problems is None:
+                raise err from None
+            problems.append(err)
+    return out
+
+
+def parse_jobs_json(doc: dict[str, Any], *, problems: list[ParseError] | None = None) -> list[Job]:
+    """``squeue --json`` or ``scontrol --json show job -d``, any layout.
+
+    With ``problems`` a list, a job that does not parse is left out and its ParseError
+    (``record_id`` = the job id) appended; without, it raises."""
+    return _each(_records(doc, "jobs", "jobs JSON"), _job, problems, "job_id")
 
 
 def _node(n: dict[str, Any]) -> Node:
@@ -222,7 +301,7 @@ def _node(n: dict[str, Any]) -> Node:
     if name is None:
         raise ParseError("node", _short(n), hint="the node has no name")
     state, flags = _state(n.get("state"), f"state of node {name}")
-    extra_flags = tuple(str(f).upper() for f in (n.get("state_flags") or ()))
+    extra_flags = tuple(f.upper() for f in _list(n.get("state_flags")))
     return Node(
         name=name,
         state=state,
@@ -246,16 +325,19 @@ def _sinfo_nodes(entries: list[dict[str, Any]]) -> list[Node]:
         names = nodes_obj.get("nodes") if isinstance(nodes_obj, dict) else None
         if not isinstance(names, list) or not names:
             raise ParseError("sinfo entry", _short(e), hint="the entry names no nodes")
-        state, flags = _state((e.get("node") or {}).get("state"), "sinfo node state")
-        gres_obj = e.get("gres") or {}
-        cpus_obj = e.get("cpus") or {}
-        mem_obj = e.get("memory") or {}
-        part = _str((e.get("partition") or {}).get("name"))
+        state, flags = _state(_obj(e.get("node"), "sinfo node").get("state"), "sinfo node state")
+        gres_obj = _obj(e.get("gres"), "sinfo gres")
+        cpus_obj = _obj(e.get("cpus"), "sinfo cpus")
+        mem_obj = _obj(e.get("memory"), "sinfo memory")
+        part = _str(_obj(e.get("partition"), "sinfo partition").get("name"), "partition name")
         reason_obj = e.get("reason")
         reason = _str(reason_obj.get("description")) if isinstance(reason_obj, dict) else _str(reason_obj)
         single = len(names) == 1
+        features = _list(_obj(e.get("features"), "sinfo features").get("total"))
         for raw_name in names:
-            name = str(raw_name)
+            name = _str(raw_name, "sinfo node name")
+            if name is None:
+                raise ParseError("sinfo entry", _short(e), hint="a node without a name")
             prev = merged.get(name)
             parts = (prev.partitions if prev else ()) + (
                 (part,) if part and (not prev or part not in prev.partitions) else ()
@@ -269,7 +351,7 @@ def _sinfo_nodes(entries: list[dict[str, Any]]) -> list[Node]:
                 alloc_cpus=_num(cpus_obj.get("allocated")) if single else None,
                 real_memory_mb=_num(mem_obj.get("maximum")),
                 alloc_memory_mb=_num(mem_obj.get("allocated")) if single else None,
-                features=_list((e.get("features") or {}).get("total")),
+                features=features,
                 gres=parse_gres(_str(gres_obj.get("total"))),
                 gres_used=parse_gres(_str(gres_obj.get("used"))),
                 reason=reason,
@@ -277,11 +359,25 @@ def _sinfo_nodes(entries: list[dict[str, Any]]) -> list[Node]:
     return list(merged.values())
 
 
-def parse_nodes_json(doc: dict[str, Any]) -> list[Node]:
-    """``scontrol --json show node`` and ``sinfo --json`` (22.05 ``nodes[]`` or newer ``sinfo[]``)."""
+def _sinfo_nodes_merge(nodes: list[Node]) -> list[Node]:
+    """One Node per name from sinfo's node x partition entries: the last entry's values, every partition."""
+    merged: dict[str, Node] = {}
+    for node in nodes:
+        prev = merged.get(node.name)
+        if prev is not None:
+            extra = tuple(p for p in node.partitions if p not in prev.partitions)
+            node = replace(node, partitions=prev.partitions + extra)
+        merged[node.name] = node
+    return list(merged.values())
+
+
+def parse_nodes_json(doc: dict[str, Any], *, problems: list[ParseError] | None = None) -> list[Node]:
+    """``scontrol --json show node`` and ``sinfo --json`` (22.05 ``nodes[]`` or newer ``sinfo[]``).
+    ``problems``: as for jobs (a bad sinfo entry is left out, the others still merge)."""
     if "sinfo" in doc:
-        return _sinfo_nodes(_records(doc, "sinfo", "sinfo JSON"))
-    return [_node(n) for n in _records(doc, "nodes", "nodes JSON")]
+        entries = _each(_records(doc, "sinfo", "sinfo JSON"), lambda e: _sinfo_nodes([e]), problems)
+        return _sinfo_nodes_merge([n for nodes in entries for n in nodes])
+    return _each(_records(doc, "nodes", "nodes JSON"), _node, problems, "name")
 
 
 def _partition(p: dict[str, Any]) -> Partition:
@@ -294,8 +390,8 @@ def _partition(p: dict[str, Any]) -> Partition:
     state = None
     if isinstance(state_obj, dict) and state_obj.get("state"):
         state = _state(state_obj.get("state"), f"state of partition {name}")[0]
-    maxs = p.get("maximums") or {}
-    defs = p.get("defaults") or {}
+    maxs = _obj(p.get("maximums"), "partition maximums")
+    defs = _obj(p.get("defaults"), "partition defaults")
     flags = _list(p.get("flags")) if p.get("flags") is not None else None
     tres_obj = p.get("tres") or {}
     return Partition(
@@ -306,33 +402,33 @@ def _partition(p: dict[str, Any]) -> Partition:
         default=("DEFAULT" in flags) if flags is not None else None,
         max_time=_minutes(maxs.get("time"), "maximums.time"),
         default_time=_minutes(defs.get("time"), "defaults.time"),
-        total_cpus=_num((p.get("cpus") or {}).get("total")),
+        total_cpus=_num(_obj(p.get("cpus"), "partition cpus").get("total")),
         total_nodes=_num(nodes_obj.get("total")) if isinstance(nodes_obj, dict) else None,
         tres=Tres.parse(_str(tres_obj.get("configured"))) if isinstance(tres_obj, dict) else None,
     )
 
 
-def parse_partitions_json(doc: dict[str, Any]) -> list[Partition]:
-    """``scontrol --json show partition``."""
-    return [_partition(p) for p in _records(doc, "partitions", "partitions JSON")]
+def parse_partitions_json(doc: dict[str, Any], *, problems: list[ParseError] | None = None) -> list[Partition]:
+    """``scontrol --json show partition``. ``problems``: as for jobs."""
+    return _each(_records(doc, "partitions", "partitions JSON"), _partition, problems, "name")
 
 
 def _step(s: dict[str, Any]) -> Step:
     sid = s.get("id")
     if isinstance(sid, dict):  # some layouts split the id
-        step_id = f"{sid.get('job_id')}.{sid.get('step_id')}"
+        step_id = f"{_str(sid.get('job_id'), 'step job_id')}.{_str(sid.get('step_id'), 'step_id')}"
     elif isinstance(sid, str) and sid:
         step_id = sid
     else:
         raise ParseError("step", _short(s), hint="the step has no id")
     state, _flags = _state(s.get("state"), f"state of step {step_id}")
-    time_obj = s.get("time") or {}
-    tres = s.get("tres") or {}
-    per = tres.get("per") or {}
+    time_obj = _obj(s.get("time"), "step time")
+    tres = _obj(s.get("tres"), "step tres")
+    per = _obj(tres.get("per"), "step tres.per")
     nodelist = _str(s.get("nodes")) or ""
     return Step(
         step_id=step_id,
-        name=str(s.get("name") or ""),
+        name=_text(s.get("name"), "step name"),
         state=state,
         nodelist=nodelist,
         nodes=tuple(expand(nodelist)),
@@ -349,6 +445,6 @@ def _step(s: dict[str, Any]) -> Step:
     )
 
 
-def parse_steps_json(doc: dict[str, Any]) -> list[Step]:
-    """``scontrol --json show steps``."""
-    return [_step(s) for s in _records(doc, "steps", "steps JSON")]
+def parse_steps_json(doc: dict[str, Any], *, problems: list[ParseError] | None = None) -> list[Step]:
+    """``scontrol --json show steps``. ``problems``: as for jobs."""
+    return _each(_records(doc, "steps", "steps JSON"), _step, problems, "id")

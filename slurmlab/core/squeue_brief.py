@@ -110,7 +110,7 @@ def _int(value: str, line: str, what: str) -> int | None:
     v = _opt(value)
     if v is None:
         return None
-    if not v.isdigit():
+    if not (v.isascii() and v.isdigit() and len(v) <= 19):
         raise ParseError(f"squeue {what}", line, hint=f"{v!r} is not a number")
     return int(v)
 
@@ -119,53 +119,69 @@ def _dur(value: str) -> int | None:
     return parse_optional_duration(value)[1]
 
 
-def parse_squeue_brief(text: str, tz: tzinfo | None = None) -> list[JobBrief]:
+def parse_squeue_brief(
+    text: str, tz: tzinfo | None = None, *, problems: list[ParseError] | None = None
+) -> list[JobBrief]:
     """Lines of ``squeue -h -o BRIEF_FORMAT``. A line with too few fields raises ParseError
-    quoting it (for example output of a different format string)."""
+    quoting it (for example output of a different format string).
+
+    With ``problems`` a list, a line that does not parse is left out and its ParseError
+    (``record_id`` = the line's first field) appended; without, it raises."""
     out: list[JobBrief] = []
-    n = len(BRIEF_FIELDS)
     for line in text.splitlines():
         if not line.strip():
             continue
-        cells = line.split("|", n - 1)
-        if len(cells) != n:
-            raise ParseError(
-                "squeue brief line",
-                line,
-                hint=f"expected {n} '|'-separated fields from squeue -h -o '{BRIEF_FORMAT}'",
-            )
-        c = dict(zip(BRIEF_FIELDS, cells, strict=True))
-        job_id = _int(c["job_id"], line, "job id")
-        if job_id is None:
-            raise ParseError("squeue brief line", line, hint="no job id")
-        state = c["state"].strip().upper()
-        if not state:
-            raise ParseError("squeue brief line", line, hint="no state")
-        reason = _opt(c["reason"])
         try:
-            nodes = tuple(expand(c["nodelist"]))
-            record = JobBrief(
-                display_id=c["display_id"].strip(),
-                job_id=job_id,
-                # %F prints the job id itself for a job that is not an array; keep None there
-                array_job_id=_int(c["array_job_id"], line, "array job id") if _opt(c["array_task"]) else None,
-                array_task=_opt(c["array_task"]),
-                state=state,
-                reason=None if reason == "None" else reason,
-                start_time=parse_timestamp(c["start_time"], tz),
-                end_time=parse_timestamp(c["end_time"], tz),
-                time_limit=_dur(c["time_limit"]),
-                time_left=_dur(c["time_left"]),
-                time_used=_dur(c["time_used"]),
-                num_nodes=_int(c["num_nodes"], line, "node count"),
-                nodelist=c["nodelist"].strip(),
-                nodes=nodes,
-                partition=_opt(c["partition"]),
-                user=_opt(c["user"]),
-                tres_per_node=parse_gres(c["tres_per_node"]),
-                name=c["name"],
-            )
+            out.append(_brief_line(line, tz))
         except ParseError as exc:
-            raise ParseError("squeue brief line", line, hint=str(exc)) from None
-        out.append(record)
+            rid = line.split("|", 1)[0].strip()[:40] or None
+            err = exc.for_record(rid)
+            if problems is None:
+                raise err from None
+            problems.append(err)
     return out
+
+
+def _brief_line(line: str, tz: tzinfo | None) -> JobBrief:
+    n = len(BRIEF_FIELDS)
+    cells = line.split("|", n - 1)
+    if len(cells) != n:
+        raise ParseError(
+            "squeue brief line",
+            line,
+            hint=f"expected {n} '|'-separated fields from squeue -h -o '{BRIEF_FORMAT}'",
+        )
+    c = dict(zip(BRIEF_FIELDS, cells, strict=True))
+    job_id = _int(c["job_id"], line, "job id")
+    if job_id is None:
+        raise ParseError("squeue brief line", line, hint="no job id")
+    state = c["state"].strip().upper()
+    if not state:
+        raise ParseError("squeue brief line", line, hint="no state")
+    reason = _opt(c["reason"])
+    try:
+        nodes = tuple(expand(c["nodelist"]))
+        record = JobBrief(
+            display_id=c["display_id"].strip(),
+            job_id=job_id,
+            # %F prints the job id itself for a job that is not an array; keep None there
+            array_job_id=_int(c["array_job_id"], line, "array job id") if _opt(c["array_task"]) else None,
+            array_task=_opt(c["array_task"]),
+            state=state,
+            reason=None if reason == "None" else reason,
+            start_time=parse_timestamp(c["start_time"], tz),
+            end_time=parse_timestamp(c["end_time"], tz),
+            time_limit=_dur(c["time_limit"]),
+            time_left=_dur(c["time_left"]),
+            time_used=_dur(c["time_used"]),
+            num_nodes=_int(c["num_nodes"], line, "node count"),
+            nodelist=c["nodelist"].strip(),
+            nodes=nodes,
+            partition=_opt(c["partition"]),
+            user=_opt(c["user"]),
+            tres_per_node=parse_gres(c["tres_per_node"]),
+            name=c["name"],
+        )
+    except ParseError as exc:
+        raise ParseError("squeue brief line", line, hint=str(exc)) from None
+    return record

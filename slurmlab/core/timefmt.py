@@ -29,7 +29,8 @@ __all__ = [
 
 _UNLIMITED = {"UNLIMITED", "INFINITE", "Partition_Limit", "NONE"}
 _NO_VALUE = {"INVALID", "NOT_SET", "N/A", "", "(null)"}
-_DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+# ASCII digits, few enough for int(); a duration of 10^18 days is corrupt output, not a limit
+_DURATION = re.compile(r"(?:([0-9]{1,12})-)?([0-9]{1,12})(?::([0-9]{1,12}))?(?::([0-9]{1,12}))?")
 
 
 def parse_duration(text: str) -> int | None:
@@ -37,7 +38,7 @@ def parse_duration(text: str) -> int | None:
     raw = text.strip()
     if raw in _UNLIMITED:
         return None
-    m = _DURATION.match(raw)
+    m = _DURATION.fullmatch(raw)
     if m is None:
         raise ParseError("duration", text, hint="expected [D-]HH:MM:SS, MM:SS, MM or UNLIMITED")
     days_s, a, b, c = m.groups()
@@ -78,14 +79,20 @@ def parse_timestamp(text: str, tz: tzinfo | None = None) -> datetime | None:
     if raw in {"Unknown", "None", "N/A", "(null)", "", "NONE"}:
         return None
     try:
+        if not raw.isascii():
+            raise ValueError(raw)  # strptime takes other scripts' digits; Slurm prints none
         naive = datetime.strptime(raw, "%Y-%m-%dT%H:%M:%S")
-    except ValueError:
+        return naive.replace(tzinfo=tz) if tz is not None else naive.astimezone()
+    except (ValueError, OverflowError, OSError):
+        # astimezone() fails on dates the C library cannot place (year 1, year 9999)
         raise ParseError("timestamp", text, hint="expected YYYY-MM-DDTHH:MM:SS") from None
-    return naive.replace(tzinfo=tz) if tz is not None else naive.astimezone()
 
 
 def from_epoch(value: int | None) -> datetime | None:
     """Slurm JSON epoch seconds (0 = not set)."""
     if value is None or value == 0:
         return None
-    return datetime.fromtimestamp(value, tz=timezone.utc)
+    try:
+        return datetime.fromtimestamp(value, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        raise ParseError("epoch time", str(value)[:40], hint="not a time this machine can represent") from None

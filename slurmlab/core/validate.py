@@ -223,11 +223,14 @@ def check_inventory(req: GpuRequest, inv: ClusterInventory) -> tuple[list[Proble
         names = req.partition.split(",")
     elif inv.default_partition is not None:
         names = [inv.default_partition.name]
+    elif inv.partition_names:
+        # Not knowing the default is no reason to refuse (Slurm knows it): the request passes
+        # when some partition could run it, as Slurm would then pick one or say why not.
+        names = list(inv.partition_names)
+        warnings.append("slurmlab could not tell which partition is the default; the request was checked "
+                        f"against every partition ({_join(inv.partition_names)}) and Slurm picks one")
     else:
-        return [Problem(
-            "no partition given and the cluster has no default partition",
-            f"add --partition=NAME, one of: {_join(inv.partition_names)}",
-        )], warnings
+        return [], warnings
     problems: list[Problem] = []
     parts: list[PartitionInventory] = []
     for name in names:

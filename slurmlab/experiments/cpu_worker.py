@@ -10,14 +10,20 @@ import os
 import platform
 import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+# NumPy is imported where the timing work needs it: the identity alone (every task of a verify
+# step prints one) then starts without it, which on a busy node is most of a task's start-up
 
 CLOCK = "CLOCK_MONOTONIC"
 
 
 def _percentiles(deltas: np.ndarray) -> dict[str, float]:
+    import numpy as np
+
     p50, p99, p999 = np.percentile(deltas, [50.0, 99.0, 99.9])
     return {"loop_ns_median": float(p50), "loop_ns_p99": float(p99), "loop_ns_p999": float(p999)}
 
@@ -60,6 +66,8 @@ class CpuBackend:
 
     def calibrate(self, seconds: float = 0.05) -> dict[str, Any]:
         """Tick and loop cost of the spin loop, and the clock's rate against the wall clock."""
+        import numpy as np
+
         now = time.monotonic_ns
         reads: list[int] = []
         append = reads.append
@@ -117,6 +125,8 @@ class CpuBackend:
 
     def fixed_work(self, iters: int, size: int = 1 << 16) -> dict[str, Any]:
         """``iters`` FMA steps (x = x*a + b) over ``size`` float64: the same work in every run."""
+        import numpy as np
+
         x = np.linspace(0.0, 1.0, size)
         a, b = 0.999999, 1e-6
         t = time.perf_counter()
@@ -133,6 +143,8 @@ class CpuBackend:
         }
 
     def copy_bandwidth(self, megabytes: int = 64, repeats: int = 5) -> dict[str, Any]:
+        import numpy as np
+
         n = megabytes * (1 << 20) // 8
         src = np.ones(n)
         dst = np.empty_like(src)

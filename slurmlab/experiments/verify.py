@@ -1,11 +1,12 @@
 """``verify(allocation)``: run the isolation checks I1–I10 inside a real allocation.
 
-One step of the allocation runs ``python -m slurmlab.experiments.verify`` in every task
-(``srun -n <tasks> <the job's GPU request>``). Each task prints what it sees: GPUs (CuPy/NVML
+One step of the allocation runs ``python -m slurmlab.experiments.verify_task`` in every task
+(``srun --label -n <tasks> <the job's GPU request>``). Each task prints what it sees: GPUs (CuPy/NVML
 when there are real ones), ``CUDA_VISIBLE_DEVICES``/``SLURM_STEP_GPUS``, its CPU affinity, and
 the ``Cores=`` that the node's gres.conf ties to each GPU. The :class:`Grant` comes from what
 Slurm granted (``allocation.job``), not from what was typed, and :func:`.isolation.run_checks`
-judges the reports.
+judges the reports. A report is longer than the 1 KiB pieces srun interleaves between tasks,
+so it travels framed and labelled and is put back together per task (:mod:`.task_reports`).
 
 Without GPU hardware (the sandbox's GPUs are stand-in device files) the checks that need a GPU
 SKIP, and I1–I3 and I10 are judged on Slurm's own view instead, said so in each reason: a GPU's
@@ -23,19 +24,16 @@ added to its evidence.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from slurmlab.core import hostlist
 from slurmlab.core.step_request import gpu_items, gres_count, shared_items, step_args_for
 from slurmlab.errors import ExperimentError
+from slurmlab.experiments import task_reports
 from slurmlab.experiments.analysis import TimesliceResult
 from slurmlab.experiments.isolation import (
     EXCLUSIVE,
@@ -56,6 +54,9 @@ from slurmlab.experiments.isolation import (
     run_checks,
 )
 
+# the task side lives in verify_task (light imports); its names stay importable from here
+from slurmlab.experiments.verify_task import gpu_cores_from_gres_conf, main, task_report
+
 __all__ = [
     "ISOLATED",
     "NO_GPUS",
@@ -71,89 +72,6 @@ __all__ = [
 
 ISOLATED, NO_GPUS = "isolated", "no GPUs"
 _MIG_TYPE = re.compile(r"\d+g\.\d+gb", re.IGNORECASE)
-_GRES_CONF_PLACES = ("/etc/slurm/gres.conf", "/run/slurm/conf/gres.conf", "/etc/slurm-llnl/gres.conf")
-
-
-# ---- the task side -------------------------------------------------------------------------------
-def gpu_cores_from_gres_conf(text: str, node: str) -> dict[int, str | None]:
-    """Global GPU index -> its ``Cores=`` (None when the line has none) for ``node``.
-
-    Indices follow the order of the ``Name=gpu`` lines for that node, a ``File=`` range
-    (``/dev/nvidia[0-3]``) counting one GPU per file, as slurmd numbers them. Raises ValueError
-    quoting a line whose NodeName or File range cannot be expanded.
-    """
-    out: dict[int, str | None] = {}
-    index = 0
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        fields: dict[str, str] = {}
-        for token in line.split():
-            key, sep, value = token.partition("=")
-            if sep:
-                fields[key.lower()] = value
-        if fields.get("name", "").lower() != "gpu":
-            continue
-        try:
-            if "nodename" in fields and node not in hostlist.expand(fields["nodename"]):
-                continue
-            files = hostlist.expand(fields["file"]) if "file" in fields else []
-        except Exception as exc:  # the grammar's own error, quoted with the line
-            raise ValueError(f"gres.conf line not understood: {raw.strip()!r} ({exc})") from exc
-        count = len(files) or int(fields.get("count", "1") or 1)
-        for _ in range(count):
-            out[index] = fields.get("cores")
-            index += 1
-    return out
-
-
-def _read_gres_conf() -> tuple[str | None, str | None]:
-    places = []
-    conf = os.environ.get("SLURM_CONF")
-    if conf:
-        places.append(str(Path(conf).parent / "gres.conf"))
-    places.extend(_GRES_CONF_PLACES)
-    for place in places:
-        try:
-            return place, Path(place).read_text()
-        except OSError:
-            continue
-    return None, None
-
-
-def task_report(backend: str = "auto") -> dict[str, Any]:
-    """What this task sees (the worker's environment report) plus its node's gres.conf Cores."""
-    from slurmlab.experiments.worker import environment_report
-
-    report = environment_report(backend)
-    node = os.environ.get("SLURMD_NODENAME") or (report.get("identity") or {}).get("hostname") or ""
-    report["node"] = node
-    path, text = _read_gres_conf()
-    gres: dict[str, Any] = {"path": path}
-    if text is not None:
-        try:
-            gres["cores"] = {str(k): v for k, v in gpu_cores_from_gres_conf(text, node).items()}
-        except ValueError as exc:
-            gres["error"] = str(exc)
-    report["gres_conf"] = gres
-    return report
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m slurmlab.experiments.verify",
-        description="print what this task of a step sees, as one JSON line",
-    )
-    p.add_argument("--backend", choices=("auto", "cpu", "cupy"), default="auto")
-    args = p.parse_args(argv)
-    try:
-        report = task_report(args.backend)
-    except Exception as exc:  # the orchestrator needs a line it can quote, not a traceback
-        print(json.dumps({"error": f"{type(exc).__name__}: {exc}", "label": os.environ.get("SLURM_PROCID")}))
-        return 1
-    print(json.dumps(report), flush=True)
-    return 0
 
 
 # ---- the allocation side -------------------------------------------------------------------------
@@ -388,28 +306,12 @@ class VerifyReport(IsolationReport):
 def _parse_reports(
     lines: Sequence[str], stderr: Sequence[str], tasks: int, job_id: Any
 ) -> list[dict[str, Any]]:
-    reports: list[dict[str, Any]] = []
-    for line in lines:
-        text = line.strip()
-        if not text.startswith("{"):
-            continue
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ExperimentError(
-                f"a task of the verify step printed a broken report: {text[:200]!r}"
-            ) from exc
-        if "error" in data:
-            raise ExperimentError(f"task {data.get('label')} of the verify step failed: {data['error']}")
-        reports.append(data)
-    if len(reports) != tasks:
-        raise ExperimentError(
-            f"the verify step in allocation {job_id} gave {len(reports)} report(s) for {tasks} task(s): "
-            + " | ".join(list(stderr)[-3:]),
-            hint="does the allocation have that many tasks, and can its nodes run this Python?",
-        )
-    return sorted(
-        reports, key=lambda r: int(str(r.get("label", "0"))) if str(r.get("label")).isdigit() else 0
+    return task_reports.read_reports(
+        lines,
+        tasks,
+        stderr=stderr,
+        what=f"the verify step in allocation {job_id}",
+        hint="does the allocation have that many tasks, and can its nodes run this Python?",
     )
 
 
@@ -466,9 +368,9 @@ def verify(
     args = list(step_args) if step_args is not None else step_args_for(job, tasks)
     if not given and step_args is not None:
         args.insert(0, f"--ntasks={tasks}")
-    argv = [sys.executable, "-m", "slurmlab.experiments.verify", "--backend", backend]
-    result = allocation.srun(argv, args=args, on_output=lambda s, ln: None, timeout=timeout)
-    if result.returncode != 0 and not any(ln.startswith("{") for ln in result.stdout):
+    argv = [sys.executable, "-m", "slurmlab.experiments.verify_task", "--backend", backend]
+    result = allocation.srun(argv, args=args, on_output=lambda s, ln: None, label=True, timeout=timeout)
+    if result.returncode != 0 and not task_reports.has_reports(result.stdout):
         raise ExperimentError(
             f"the verify step in allocation {allocation.job_id} failed (exit {result.returncode}): "
             + " | ".join(result.stderr[-3:]),

@@ -10,9 +10,19 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
+from slurmlab.core.jobid import is_job_id
 from slurmlab.errors import SlurmError
-from slurmlab.magics.args import argument, magic_arguments, parse_tokens, split_line
+from slurmlab.magics.args import (
+    argument,
+    expand_line,
+    job_id_option,
+    magic_arguments,
+    parse_tokens,
+    raw_line,
+    split_line,
+)
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
+from slurmlab.magics.steps import attach_job, stop_following
 
 __all__ = ["AllocateMagics", "DryRun", "prepare_request"]
 
@@ -85,8 +95,9 @@ class AllocateMagics(Magics):
               help="show a request form (only what the cluster offers, checked as you type) instead")
     @argument("--attach", metavar="JOBID",
               help="follow an existing allocation (e.g. one a previous kernel left) instead of submitting")
+    @raw_line
     @line_magic
-    def salloc(self, line: str) -> Any:
+    def salloc(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
         """Allocate GPUs for this kernel: ``%salloc [--dry-run] <salloc options>``.
 
         Validates the request against the cluster (a mistake comes back with its fix), submits
@@ -98,6 +109,7 @@ class AllocateMagics(Magics):
         ``%salloc --gres=shard:2``, ``%salloc --dry-run --gres=gpu:1g.18gb:1``.
         Options %salloc does not know pass to Slurm unchanged (with a warning).
         """
+        line = expand_line(self, line, local_ns)
         from slurmlab.slurm.allocation import Allocation
 
         ns, rest, command = split_line(self, "salloc", line)
@@ -111,16 +123,14 @@ class AllocateMagics(Magics):
 
             with user_errors("cannot build the request form"):
                 return RequestForm(on_submit=session.remember)
-        if ns.attach:
+        if ns.attach is not None:
             if rest:
                 raise UsageError("--attach takes only a job id; it cannot be combined with salloc options")
-            if not ns.attach.isdigit():
-                raise UsageError(f"not a job id: {ns.attach!r} (e.g. %salloc --attach 42)")
-            with user_errors(f"cannot attach to job {ns.attach}"):
-                alloc = Allocation.attach(ns.attach).refresh()
+            jid = job_id_option(ns.attach, "--attach")
+            alloc = attach_job(jid, "attach to")
             if alloc.state == "GONE" or alloc.ended:
-                alloc.cancel()  # stops following it; scancel is not sent to an ended job
-                raise UsageError(f"cannot attach to job {ns.attach}: it is "
+                stop_following(alloc)
+                raise UsageError(f"cannot attach to job {jid}: it is "
                                  f"{'unknown to Slurm' if alloc.state == 'GONE' else 'over (' + alloc.state + ')'}; "
                                  "see your jobs with %squeue")
             session.remember(alloc)
@@ -145,9 +155,11 @@ class AllocateMagics(Magics):
     @magic_arguments()
     @argument("job_ids", nargs="*", metavar="JOBID",
               help="jobs to cancel (default: this notebook's latest allocation)")
+    @raw_line
     @line_magic
-    def scancel(self, line: str) -> None:
+    def scancel(self, line: str, local_ns: dict[str, Any] | None = None) -> None:
         """Cancel jobs: ``%scancel`` (the latest allocation) or ``%scancel 12 13``."""
+        line = expand_line(self, line, local_ns)
         from slurmlab.slurm import queries
         from slurmlab.slurm.allocation import ENDED_STATES
         from slurmlab.slurm.runner import get_runner
@@ -155,13 +167,20 @@ class AllocateMagics(Magics):
         ns, rest, _ = split_line(self, "scancel", line)
         ids = [*ns.job_ids, *rest]
         session = get_session()
-        bad = [i for i in ids if not i.replace("_", "").isdigit()]
+        bad = [i for i in ids if not is_job_id(i)]
         if bad:
-            raise UsageError(f"not a job id: {', '.join(bad)} (give numbers like 42, or nothing "
+            shown = ", ".join(b if len(b) <= 40 else b[:40] + "…" for b in bad[:5])
+            raise UsageError(f"not a job id: {shown} (give numbers like 42 or 42_3, or nothing "
                              "for the latest allocation)")
+        ids = list(dict.fromkeys(ids))  # the same id twice would be cancelled, then reported unknown
         if not ids:
             if session.default is None:
                 raise UsageError("no allocation to cancel: give a job id, e.g. %scancel 42")
+            if session.default.job_id is None:  # salloc has not heard back: withdraw the request
+                with user_errors("cannot withdraw the request"):
+                    session.default.cancel()
+                print("withdrew the pending request")
+                return
             ids = [str(session.default.job_id)]
         mine = {str(a.job_id): a for a in session.allocations}
         runner = get_runner()

@@ -1,18 +1,58 @@
-"""Splitting a magic's line: our own options, then Slurm's, passed through untouched."""
+"""Splitting a magic's line: our own options, then Slurm's, passed through untouched.
+
+Everything a magic hands on ends up as an argv element of some process, so the text is checked
+here first (:func:`check_text`): a NUL byte cannot be in an argv (Python refuses it deep inside
+``subprocess`` with ``ValueError: embedded null byte``), a lone surrogate cannot be encoded, and
+Linux refuses one argument over 128 KiB with ``E2BIG``. Job ids are checked with
+:func:`job_id_option` before anything reaches Slurm or the kernel's shared poller.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from IPython.core import magic_arguments as _ma
 from IPython.core.error import UsageError
+from IPython.core.magic import needs_local_scope, no_var_expand
 from IPython.utils._process_common import arg_split
+from IPython.utils.text import DollarFormatter
 
-__all__ = ["argument", "magic_arguments", "parse_tokens", "split_line"]
+__all__ = [
+    "MAX_ARG_BYTES",
+    "MAX_EXPAND_CHARS",
+    "MAX_LINE_BYTES",
+    "argument",
+    "check_range",
+    "check_text",
+    "expand_line",
+    "job_id_option",
+    "magic_arguments",
+    "parse_tokens",
+    "raw_line",
+    "split_line",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Linux's MAX_ARG_STRLEN is 32 pages (131,072 bytes) per argv element, its terminating NUL included.
+MAX_ARG_BYTES = 131_071
+# Nobody types a longer magic line; a bigger one is a paste accident or an attack, and would only
+# meet E2BIG (or a Slurm limit) further down.
+MAX_LINE_BYTES = 262_144
+
+# C0 controls other than the whitespace that splits tokens, DEL, and C1 controls: none can be typed
+# on purpose in a line, and besides NUL (which no argv can hold) they reach Slurm as job names or
+# comments that repaint other users' terminals.
+# IPython's $name pattern backtracks: expanding 4,000 characters of "$" takes seconds, 16,000 a minute.
+MAX_EXPAND_CHARS = 2_000
+
+_LINE_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_NUL = re.compile(r"\x00")
 
 
 def magic_arguments() -> Callable[[F], F]:
@@ -25,16 +65,84 @@ def argument(*args: Any, **kwargs: Any) -> Callable[[F], F]:
     return cast(Callable[[F], F], _ma.argument(*args, **kwargs))  # type: ignore[no-untyped-call]
 
 
+def raw_line(func: F) -> F:
+    """Have IPython hand the magic its line unexpanded (with the caller's namespace): the magic
+    checks the line, then expands ``$var`` and ``{expr}`` itself with :func:`expand_line`."""
+    return needs_local_scope(no_var_expand(func))
+
+
+def expand_line(magics: Any, line: str, local_ns: dict[str, Any] | None) -> str:
+    """The line with IPython's ``$var``/``{expr}`` expansion, after checking what was typed.
+
+    Same rules and namespaces as IPython's own expansion of a magic's line (a line it cannot
+    expand stays as written); what differs is that the line is checked first, and that a long
+    line with ``$`` or braces is refused instead of freezing the kernel in IPython's regex.
+    """
+    check_text(line)
+    if not any(c in line for c in "${}"):
+        return line  # nothing the formatter would change
+    if len(line) > MAX_EXPAND_CHARS:
+        raise UsageError(
+            f"the line is {len(line):,} characters long and has $ or {{…}} to expand; IPython expands "
+            f"at most {MAX_EXPAND_CHARS:,} in reasonable time: shorten it, write $$ for a literal $, "
+            "or put long text in a %%srun cell or a file"
+        )
+    shell = getattr(magics, "shell", None)
+    ns: dict[str, Any] = dict(getattr(shell, "user_ns", None) or {})
+    ns.update(local_ns or {})
+    try:
+        return DollarFormatter().vformat(line, args=[], kwargs=ns)
+    except Exception:  # IPython's rule: a line that does not expand (an unknown $name) stays as written
+        return line
+
+
+def _describe(ch: str) -> str:
+    return "a NUL byte (\\x00)" if ch == "\x00" else f"the control character {ch!r}"
+
+
+def check_text(text: str, where: str = "the line", *, cell: bool = False) -> None:
+    """UsageError naming the first character of ``text`` that cannot reach a command's argv.
+
+    A line refuses every control character but tab and newline; a ``%%srun`` cell (a script)
+    refuses only what no argv can hold. Positions are 1-based, as an editor shows them.
+    """
+    found = (_NUL if cell else _LINE_CONTROL).search(text)
+    if found is not None:
+        at = found.start()
+        raise UsageError(
+            f"{where} has {_describe(found.group())} at character {at + 1} "
+            f"(after {text[max(0, at - 20):at]!r}): a command-line argument cannot carry it; "
+            "delete it (it usually comes from a paste) and run again"
+        )
+    try:
+        size = len(os.fsencode(text))
+    except UnicodeEncodeError as exc:
+        raise UsageError(
+            f"{where} has the character {text[exc.start]!r} at character {exc.start + 1}, which cannot "
+            "be encoded for a command line (a lone surrogate); retype that part"
+        ) from None
+    limit = MAX_ARG_BYTES if cell else MAX_LINE_BYTES
+    if size > limit:
+        fix = ("put the code in a file and run it with %srun bash FILE (or %srun python FILE)" if cell
+               else "put long input in a file and pass its name")
+        raise UsageError(f"{where} is {size:,} bytes; a command line takes at most {limit:,}: {fix}")
+
+
 def split_line(magics: Any, name: str, line: str) -> tuple[argparse.Namespace, list[str], list[str]]:
     """(our options, Slurm options, command) of the line of magic ``name`` of a Magics instance.
 
     Tokens after the first ``--`` are the command, verbatim, never read as our options. Before it,
     ``parse_known_args`` takes our options and leaves every Slurm flag, in order, for Slurm.
     """
+    check_text(line)
     try:
         tokens = arg_split(line, posix=True, strict=True)
-    except ValueError as exc:  # an unclosed quote
+    except ValueError as exc:  # an unclosed quote, or a backslash at the very end
         raise UsageError(f"cannot split the line ({exc}): close the quote, or escape it") from None
+    big = next((t for t in tokens if len(os.fsencode(t)) > MAX_ARG_BYTES), None)
+    if big is not None:
+        raise UsageError(f"one argument ({big[:20]!r}…) is over {MAX_ARG_BYTES:,} bytes, more than a "
+                         "command line takes: put it in a file and pass the file's name")
     parser: argparse.ArgumentParser = getattr(type(magics), name).parser
     command: list[str] = []
     if "--" in tokens:
@@ -43,6 +151,25 @@ def split_line(magics: Any, name: str, line: str) -> tuple[argparse.Namespace, l
     parser.allow_abbrev = False  # a Slurm flag must never be read as an abbreviation of ours
     ns, rest = parser.parse_known_args(tokens)
     return ns, rest, command
+
+
+def job_id_option(value: str, option: str = "--jobid") -> str:
+    """``value`` as a checked job id, or UsageError saying what a job id looks like."""
+    from slurmlab.core.jobid import check_job_id
+    from slurmlab.errors import RequestError
+
+    try:
+        return check_job_id(value)
+    except RequestError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def check_range(value: float | None, option: str, low: float, high: float) -> None:
+    """UsageError unless ``value`` (when given) is a finite number within [low, high]."""
+    if value is None:
+        return
+    if not math.isfinite(value) or not low <= value <= high:
+        raise UsageError(f"{option} must be between {low:g} and {high:g}, got {value:g}")
 
 
 def parse_tokens(tokens: Sequence[str]) -> Any:

@@ -13,11 +13,24 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from slurmlab.magics.args import argument, magic_arguments, split_line
+from slurmlab.magics.args import (
+    argument,
+    check_range,
+    expand_line,
+    job_id_option,
+    magic_arguments,
+    raw_line,
+    split_line,
+)
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
 from slurmlab.magics.steps import resolve_allocation
 
 __all__ = ["ExperimentMagics"]
+
+# Bounds that keep a typo from starting thousands of workers or a run that never ends.
+MAX_PROCS = 64
+MAX_DURATION_S = 3600.0
+MAX_TASKS = 1024
 
 
 def _running(alloc: Any) -> Any:
@@ -56,23 +69,32 @@ class ExperimentMagics(Magics):
     @argument("--nice", type=int, default=None, help="workers' niceness (negative needs privilege)")
     @argument("--jobid", metavar="ID", help="run in this job (default: the latest %%salloc allocation)")
     @argument("--local", action="store_true", help="run local processes even when there is an allocation")
+    @raw_line
     @line_magic
-    def gpu_timeslice(self, line: str) -> Any:
+    def gpu_timeslice(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
         """Time-slicing: N workers share one GPU (or one CPU core) of the allocation; returns the result.
 
         ``%gpu_timeslice --procs 3 --duration 2`` starts 3 workers as steps of the allocation, all on
         one GPU (cupy) or one core (cpu), with a common start, and shows shares, slices, overlap,
         fairness and the classification (time-sliced / concurrent / mixed) with a Gantt chart.
         """
+        line = expand_line(self, line, local_ns)
         from slurmlab.experiments.timeslice import run
 
         ns, rest, command = split_line(self, "gpu_timeslice", line)
         _no_extra("gpu_timeslice", rest, command)
+        if ns.jobid is not None:
+            job_id_option(ns.jobid)
+        check_range(ns.procs, "--procs", 1, MAX_PROCS)
+        check_range(ns.duration, "--duration", 0.01, MAX_DURATION_S)
+        check_range(ns.device, "--device", 0, 1023)
+        check_range(ns.nice, "--nice", -20, 19)
         cores: Any = ns.cores
-        if cores is not None and cores.isdigit() and "," not in cores:
+        # isascii: "²".isdigit() is true but int("²") fails; a count has few digits
+        if cores is not None and cores.isascii() and cores.isdigit() and len(cores) <= 4:
             cores = int(cores)
         alloc = None
-        if not ns.local and (ns.jobid or get_session().default is not None):
+        if not ns.local and (ns.jobid is not None or get_session().default is not None):
             alloc = _running(resolve_allocation(ns.jobid))
         elif not ns.local:
             print(
@@ -88,19 +110,24 @@ class ExperimentMagics(Magics):
     @argument("--tasks", "-n", type=int, default=None, help="tasks in the check step (default: the job's)")
     @argument("--backend", choices=("auto", "cpu", "cupy"), default="auto")
     @argument("--timeslice", action="store_true", help="also run a short time-slicing test (I6, I10)")
+    @raw_line
     @line_magic
-    def gpu_isolation(self, line: str) -> Any:
+    def gpu_isolation(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
         """Isolation checks I1–I10 in the allocation: PASS / FAIL / SKIP (why) / INFO, with evidence.
 
         Runs one step with the job's tasks and GPU request, compares what each task sees with what
         Slurm granted, and says whether the tasks' GPUs are isolated or shared. Extra srun options
         after ``--`` replace the derived ones (``%gpu_isolation -- -n2 --gpus-per-task=1``).
         """
+        line = expand_line(self, line, local_ns)
         from slurmlab.experiments.verify import verify
 
         ns, rest, command = split_line(self, "gpu_isolation", line)
         if rest:
             raise UsageError(f"%gpu_isolation does not know {' '.join(rest)!r}; put srun options after --")
+        if ns.jobid is not None:
+            job_id_option(ns.jobid)
+        check_range(ns.tasks, "--tasks", 1, MAX_TASKS)
         alloc = _running(resolve_allocation(ns.jobid))
         with user_errors("the isolation check failed"):
             return verify(

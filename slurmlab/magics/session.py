@@ -6,7 +6,9 @@ magics keep IPython's expansion of the *line*, so ``%salloc --gpus=$n`` asks for
 inside single quotes is not expanded (``%srun bash -c 'echo $SLURM_PROCID'`` reaches bash as
 written) but ``{expr}`` is; and when any ``$name`` in the line is not a Python variable, IPython
 leaves the *whole* line unexpanded. The body of a ``%%srun`` cell is never expanded. Steps run
-without a shell: shell variables need ``bash -c '…'``.
+without a shell: shell variables need ``bash -c '…'``. The magics take their line unexpanded and
+expand it themselves (``args.expand_line``, same rules and namespaces) after checking it, since
+IPython's expansion of a long line with ``$`` runs for minutes.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ EXPANSION_HELP = (
     "$var: IPython expands $name and {expr} in the line before the magic runs (%salloc --gpus=$n). "
     "$$ is a literal $. $name inside single quotes stays as written (%srun bash -c 'echo $SLURM_PROCID'), "
     "{expr} does not. If any $name is not a Python variable the whole line stays unexpanded. "
-    "A %%srun cell body is never expanded."
+    "A %%srun cell body is never expanded. A line over 2,000 characters with $ or {…} is refused "
+    "(IPython's expansion of it would take minutes)."
 )
 
 

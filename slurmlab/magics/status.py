@@ -8,11 +8,11 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from slurmlab.magics.args import argument, magic_arguments, split_line
+from slurmlab.magics.args import argument, expand_line, magic_arguments, raw_line, split_line
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
 from slurmlab.widgets.rows import JOB_COLUMNS, NODE_COLUMNS, Table, job_row, node_row
 
-__all__ = ["StatusMagics", "slurm_status"]
+__all__ = ["NotedTable", "StatusMagics", "problems_note", "slurm_status"]
 
 
 def _me() -> str:
@@ -47,6 +47,40 @@ def slurm_status() -> str:
     return "\n".join(lines)
 
 
+def problems_note(listing: Any, what: str) -> str:
+    """One line for the records a listing could not read (a hostile job name, say), or ""."""
+    problems = list(getattr(listing, "problems", ()) or ())
+    if not problems:
+        return ""
+    shown = "; ".join(_short(getattr(p, "message", None) or str(p)) for p in problems[:2])
+    more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+    return f"{len(problems)} {what} record(s) could not be read: {shown}{more}"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class NotedTable(Table):
+    """A Table with a line under it saying what it could not show."""
+
+    def __init__(self, rows: Any, columns: Any, *, title: str = "", empty: str = "(nothing)",
+                 note: str = "") -> None:
+        super().__init__(rows, columns, title=title, empty=empty)
+        self.note = note
+
+    def text(self) -> str:
+        return super().text() + (f"\nwarning: {self.note}" if self.note else "")
+
+    def html(self) -> str:
+        import html
+
+        if not self.note:
+            return super().html()
+        return super().html() + f"<div class='slurmlab-note' style='color:#a66'>warning: {html.escape(self.note)}</div>"
+
+
 class StatusText(str):
     """Text that shows as-is in a notebook (not as a quoted string)."""
 
@@ -61,13 +95,15 @@ class StatusMagics(Magics):
     @argument("--user", "-u", metavar="USER", help="jobs of this user")
     @argument("--watch", "-w", action="store_true",
               help="a live table that refreshes by itself, sortable, mine/all (ipywidgets)")
+    @raw_line
     @line_magic
-    def squeue(self, line: str) -> Any:
+    def squeue(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
         """The queue with GPU columns: GPU indices per node, shards, state, why it waits, time left.
 
         ``%squeue`` shows my jobs, ``%squeue --all`` everyone's, ``%squeue -u alice`` one user's;
         ``%squeue --watch`` a live monitor.
         """
+        line = expand_line(self, line, local_ns)
         from slurmlab.slurm import queries
         from slurmlab.slurm.runner import get_runner
 
@@ -84,13 +120,16 @@ class StatusMagics(Magics):
         with user_errors("cannot read the queue"):
             jobs = queries.list_jobs(get_runner(), user=user, all_users=ns.all)
         title = "all jobs" if ns.all else f"jobs of {user}"
-        return Table([job_row(j) for j in jobs], JOB_COLUMNS, title=title, empty="(no jobs)")
+        return NotedTable([job_row(j) for j in jobs], JOB_COLUMNS, title=title, empty="(no jobs)",
+                          note=problems_note(jobs, "job"))
 
     @magic_arguments()
     @argument("--partition", "-p", metavar="NAME", help="only nodes of this partition")
+    @raw_line
     @line_magic
-    def sinfo(self, line: str) -> Table:
+    def sinfo(self, line: str, local_ns: dict[str, Any] | None = None) -> NotedTable:
         """Nodes with their GPUs: type, used/total, which indices are in use, shards used per GPU, state."""
+        line = expand_line(self, line, local_ns)
         from slurmlab.slurm import queries
         from slurmlab.slurm.runner import get_runner
 
@@ -98,12 +137,15 @@ class StatusMagics(Magics):
         if rest or command:
             raise UsageError(f"%sinfo does not take {' '.join(rest + command)!r}: use -p PARTITION")
         with user_errors("cannot read the nodes"):
-            nodes = queries.list_nodes(get_runner())
-        if ns.partition:
+            listing = queries.list_nodes(get_runner())
+        note = problems_note(listing, "node")
+        nodes = list(listing)
+        if ns.partition is not None:
             nodes = [n for n in nodes if ns.partition in n.partitions]
             if not nodes:
                 raise UsageError(f"no node in partition {ns.partition!r}: see all nodes with %sinfo")
-        return Table([node_row(n) for n in nodes], NODE_COLUMNS, title="nodes", empty="(no nodes)")
+        return NotedTable([node_row(n) for n in nodes], NODE_COLUMNS, title="nodes", empty="(no nodes)",
+                          note=note)
 
     @magic_arguments()
     @argument("action", nargs="?", choices=["status", "sandbox", "use"], default="status",
@@ -111,14 +153,16 @@ class StatusMagics(Magics):
     @argument("args", nargs="*", help="for sandbox: up|down|status and a profile; for use: a slurm.conf path")
     @argument("--nodes", type=int, metavar="N", help="sandbox up: number of nodes")
     @argument("--dir", metavar="PATH", help="sandbox: its folder (default: the profile's usual place)")
+    @raw_line
     @line_magic
-    def slurm(self, line: str) -> StatusText:
+    def slurm(self, line: str, local_ns: dict[str, Any] | None = None) -> StatusText:
         """Which Slurm this kernel talks to; switch to a local sandbox or another slurm.conf.
 
         ``%slurm`` status · ``%slurm sandbox up [PROFILE] [--nodes N] [--dir PATH]`` start (or reuse) a real
         local Slurm and use it · ``%slurm sandbox down`` · ``%slurm sandbox status`` ·
         ``%slurm use /path/slurm.conf``.
         """
+        line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "slurm", line)
         if rest or command:
             raise UsageError(f"%slurm does not take {' '.join(rest + command)!r}; see %slurm?")

@@ -12,28 +12,70 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from slurmlab.magics.args import argument, magic_arguments, parse_tokens, split_line
+from slurmlab.magics.args import (
+    argument,
+    check_range,
+    check_text,
+    expand_line,
+    job_id_option,
+    magic_arguments,
+    parse_tokens,
+    raw_line,
+    split_line,
+)
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
 
-__all__ = ["StepMagics", "resolve_allocation"]
+__all__ = ["StepMagics", "attach_job", "resolve_allocation", "stop_following"]
 
 
 def resolve_allocation(job_id: str | None) -> Any:
-    """The allocation a step goes to: ``--jobid`` or this notebook's latest one."""
-    from slurmlab.slurm.allocation import Allocation
-
+    """The allocation a step goes to: ``--jobid`` (checked, and yours) or this notebook's latest one."""
     session = get_session()
-    if job_id:
+    if job_id is not None:
+        jid = job_id_option(job_id)
         for alloc in session.allocations:
-            if str(alloc.job_id) == job_id:
+            if str(alloc.job_id) == jid:
                 return alloc
-        with user_errors(f"cannot use job {job_id}"):
-            alloc = Allocation.attach(job_id)
-            alloc.refresh()
+        alloc = attach_job(jid, "use")
+        if alloc.state == "GONE":
+            stop_following(alloc)
+            raise UsageError(f"cannot use job {jid}: it is unknown to Slurm (any more); see your jobs with %squeue")
         return alloc
     if session.default is None:
         raise UsageError("no allocation yet: run %salloc first (e.g. %salloc --gpus=1), or give --jobid=ID")
     return session.default
+
+
+def attach_job(jid: str, verb: str) -> Any:
+    """Follow job ``jid`` (a checked id) after Slurm confirmed, by uid, that it is this user's.
+
+    The owner check comes first so that a wrong or foreign id never joins the kernel's shared poller.
+    ``verb`` says what the user asked for in the messages ("use", "attach to").
+    """
+    from slurmlab.errors import JobNotFoundError
+    from slurmlab.slurm import queries
+    from slurmlab.slurm.allocation import Allocation
+
+    with user_errors(f"cannot {verb} job {jid}"):
+        try:
+            queries.check_mine(jid)
+        except JobNotFoundError:
+            raise UsageError(f"cannot {verb} job {jid}: it is unknown to Slurm (a wrong id, or it ended "
+                             "long ago); see your jobs with %squeue") from None
+        alloc = Allocation.attach(jid)
+        try:
+            alloc.refresh()
+        except BaseException:
+            stop_following(alloc)
+            raise
+    return alloc
+
+
+def stop_following(alloc: Any) -> None:
+    """Take an attached allocation off the shared poller without cancelling the job."""
+    watch = getattr(alloc, "_watch", None)
+    if watch is not None:
+        watch.cancel()
 
 
 def _print(stream: str, line: str) -> None:
@@ -49,8 +91,9 @@ class StepMagics(Magics):
     @argument("--interpreter", metavar="PATH", default=sys.executable,
               help="(cell, with --python) the Python to run on the node; default: this kernel's")
     @argument("--timeout", type=float, metavar="SECONDS", help="end the step after this many seconds")
+    @raw_line
     @line_cell_magic
-    def srun(self, line: str, cell: str | None = None) -> None:
+    def srun(self, line: str, cell: str | None = None, local_ns: dict[str, Any] | None = None) -> None:
         """Run a step in the allocation: ``%srun [srun options] command`` or a ``%%srun`` cell.
 
         ``%srun -n2 --label hostname`` runs a command (no shell: use ``bash -c '…'`` for pipes and
@@ -59,7 +102,11 @@ class StepMagics(Magics):
         ``--gpus-per-task``, ``--gpu-bind``, ...) pass to srun; put ``--`` before a command whose own
         flags look like ours. Ctrl-C ends the step, not the allocation.
         """
+        line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "srun", line)
+        if ns.jobid is not None:
+            job_id_option(ns.jobid)  # before anything else, so a bad id is named as such
+        check_range(ns.timeout, "--timeout", 0.001, 366 * 86400.0)
         with user_errors("the srun options are not valid"):
             req = parse_tokens(rest)
         if req.command:
@@ -68,6 +115,7 @@ class StepMagics(Magics):
         if cell is not None:
             if command:
                 raise UsageError(f"%%srun runs the cell; it takes no command on its line (got {command[0]!r})")
+            check_text(cell, "the %%srun cell", cell=True)
             if not cell.strip():
                 raise UsageError("the %%srun cell is empty: write the shell (or --python) code to run below it")
             command = [ns.interpreter, "-u", "-c", cell] if ns.python else ["bash", "-c", cell]

@@ -14,16 +14,18 @@ import pwd
 import re
 import secrets
 import shutil
+import signal
 import socket
 import stat
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from slurmlab.errors import SandboxError
-from slurmlab.sandbox import processes
+from slurmlab.sandbox import access, processes
 from slurmlab.sandbox.ports import free_ports, is_listening
 from slurmlab.sandbox.profile import Profile, load_profile
 from slurmlab.sandbox.render import (
@@ -89,27 +91,42 @@ class SandboxStatus:
     directory: Path
     profile: str
     nodes: tuple[str, ...]
-    processes: dict[str, tuple[int, bool]]  # name -> (pid, alive)
+    processes: dict[str, tuple[int, bool]]  # name -> (pid, alive); a frozen process is alive
     ports: dict[str, int]
     node_states: dict[str, str] = field(default_factory=dict)
+    frozen: frozenset[str] = frozenset()  # names of the processes stopped by a signal (alive, answering nothing)
 
     @property
     def running(self) -> bool:
-        return bool(self.processes) and all(ok for _, ok in self.processes.values())
+        return bool(self.processes) and all(ok for _, ok in self.processes.values()) and not self.frozen
 
     @property
     def stopped(self) -> bool:
         return not any(ok for _, ok in self.processes.values())
 
+    @property
+    def dead(self) -> tuple[str, ...]:
+        """Names of the daemons that are not running."""
+        return tuple(name for name, (_, ok) in self.processes.items() if not ok)
+
+    def condition(self, name: str) -> str:
+        """``running``, ``FROZEN`` (stopped by a signal: alive but answering nothing) or ``NOT RUNNING``."""
+        if name in self.frozen:
+            return "FROZEN (stopped by a signal, answers nothing)"
+        return "running" if self.processes[name][1] else "NOT RUNNING"
+
     def __str__(self) -> str:
         word = "running" if self.running else ("stopped" if self.stopped else "PARTLY running")
         lines = [f"sandbox {self.profile} ({len(self.nodes)} nodes) in {self.directory}: {word}"]
-        for name, (pid, ok) in self.processes.items():
+        for name, (pid, _) in self.processes.items():
             port = self.ports.get(name)
             where = f" port {port}" if port else ""
-            lines.append(f"  {name:<14} pid {pid:<8} {'running' if ok else 'not running'}{where}")
+            lines.append(f"  {name:<14} pid {pid:<8} {self.condition(name)}{where}")
         for node, st in self.node_states.items():
-            lines.append(f"  node {node:<9} {st}")
+            note = "  (not responding: its slurmd is dead, frozen or unreachable)" if st.endswith("*") else ""
+            lines.append(f"  node {node:<9} {st}{note}")
+        if not self.running and not self.stopped:
+            lines.append(f"bring back what is dead or frozen, keeping every job: slurmlab sandbox restart --dir {self.directory}")
         return "\n".join(lines)
 
 
@@ -150,6 +167,15 @@ class Sandbox:
     @property
     def pids(self) -> dict[str, int]:
         return {str(k): int(v) for k, v in self.state["pids"].items()}
+
+    @property
+    def munge_socket(self) -> Path:
+        return Path(self.state.get("munge_socket") or self.directory / "munge" / "munged.sock")
+
+    @property
+    def admitted(self) -> tuple[str, ...]:
+        """The Unix users besides the owner who may use this sandbox (its munge socket)."""
+        return tuple(self.state.get("admit", ()))
 
     def env(self) -> dict[str, str]:
         """Environment that points Slurm's commands at this sandbox."""
@@ -209,13 +235,24 @@ class Sandbox:
         argv = processes.cmdline(pid)
         return bool(argv) and self._expected_exe(name) in os.path.basename(argv[0])
 
+    def _reload(self) -> None:
+        """Re-read state.json: another process (``slurmlab sandbox restart``) may have restarted daemons."""
+        with contextlib.suppress(OSError, ValueError):
+            state = json.loads((self.directory / STATE_FILE).read_text())
+            if isinstance(state, dict) and isinstance(state.get("pids"), dict):
+                self.state = state
+
     def status(self, *, nodes: bool = True) -> SandboxStatus:
+        self._reload()
         procs = {name: (pid, self._pid_alive(name, pid)) for name, pid in self.pids.items()}
+        frozen = frozenset(name for name, (pid, ok) in procs.items() if ok and processes.frozen(pid))
         states: dict[str, str] = {}
-        if nodes and procs.get("slurmctld", (0, False))[1]:
+        # asking slurmctld while it or munged cannot answer would only wait for the timeout
+        answering = all(procs.get(n, (0, False))[1] and n not in frozen for n in ("munged", "slurmctld"))
+        if nodes and answering:
             with contextlib.suppress(Exception):
                 states = self.node_states()
-        return SandboxStatus(self.directory, self.profile_name, self.nodes, procs, self.ports, states)
+        return SandboxStatus(self.directory, self.profile_name, self.nodes, procs, self.ports, states, frozen)
 
     def node_states(self) -> dict[str, str]:
         """node name -> Slurm state (``idle``, ``mixed``, ``down*`` ...)."""
@@ -226,6 +263,7 @@ class Sandbox:
     # ---- down -----------------------------------------------------------------------------------------
     def down(self) -> list[int]:
         """Stop every process of the sandbox (daemons, slurmstepd, job tasks). Returns the pids stopped."""
+        self._reload()
         own = {name: pid for name, pid in self.pids.items() if self._pid_alive(name, pid)}
         roots = set(own.values())
         related = processes.find_related(roots, str(self.conf_path))
@@ -258,18 +296,29 @@ class Sandbox:
         *,
         port: int | None = None,
         timeout: float = 60.0,
+        admit: Sequence[str] | None = None,
+        slurmd_timeout: int = 120,
     ) -> Sandbox:
         """Start the sandbox of ``profile`` (``nodes`` scales its node count) and wait until every node is idle.
 
-        A sandbox already running in that folder is reused (``.reused`` is then True).
+        Only the user who starts it (and root) may use it, plus the Unix users named in ``admit``.
+        ``slurmd_timeout`` is slurm.conf's SlurmdTimeout (a dead slurmd shows as not responding within a third
+        of it). A sandbox already running in that folder is reused (``.reused`` is then True); ``admit``, when
+        given, then replaces the users it admits.
         """
         prof = load_profile(profile)
         if nodes is not None:
             prof = prof.scaled(nodes)
+        if isinstance(slurmd_timeout, bool) or not isinstance(slurmd_timeout, int) or not 5 <= slurmd_timeout <= 3600:
+            raise SandboxError(f"slurmd_timeout must be a whole number of seconds from 5 to 3600, not {slurmd_timeout!r}",
+                               hint="leave it out for Slurm's usual 120 s")
         folder = Path(directory) if directory is not None else default_directory(prof.name)
         folder = folder.absolute()
+        guests = access.resolve_users(admit or ())
         existing = cls._existing(folder, prof)
         if existing is not None:
+            if admit is not None:
+                existing.admit(*admit)
             return existing
         munged, slurmctld, slurmd = _daemon("munged"), _daemon("slurmctld"), _daemon("slurmd")
         _client("sinfo")
@@ -284,15 +333,16 @@ class Sandbox:
         ports = free_ports(1 + prof.nodes, first=port)
         for sub in ("", "munge", "state", "log", "run", "dev", "spool"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
-        # munged wants its socket folder searchable by everyone, but not writable by others
-        for d in (folder, munge_dir):
-            d.chmod(0o755)
+        folder.chmod(0o755)
+        _check_reachable(guests, munge_dir)
+        # closed before munged starts, so that no other user can reach the socket even for a moment
+        access.grant(munge_dir, 0o700, guests, 0o1)
         for node in prof.node_names:
             (folder / "spool" / node).mkdir(exist_ok=True)
         ctx = RenderContext(
             directory=str(folder), hostname=socket.gethostname(), user=user, ctld_port=ports[0],
             node_ports=tuple(ports[1:]), munge_socket=str(sock), version=version,
-            device_dir=str(folder / "dev") if root else None,
+            device_dir=str(folder / "dev") if root else None, slurmd_timeout=slurmd_timeout,
         )
         _make_devices(prof, ctx)
         conf = folder / "slurm.conf"
@@ -308,19 +358,15 @@ class Sandbox:
             "profile": prof.name, "nodes": prof.nodes, "node_names": list(prof.node_names),
             "conf_path": str(conf), "version": list(version), "user": user, "hostname": ctx.hostname,
             "ports": {"slurmctld": ports[0], **{f"slurmd:{n}": p for n, p in zip(prof.node_names, ports[1:], strict=True)}},
-            "munge_socket": str(sock), "pids": {}, "started": time.time(),
+            "munge_socket": str(sock), "pids": {}, "started": time.time(), "admit": [g.name for g in guests],
         }
         sb = cls(folder, state)
         try:
-            sb._start(munged, [munged, "-F", "-f", f"--key-file={key}", f"--socket={sock}",
-                               f"--pid-file={munge_dir / 'munged.pid'}", f"--log-file={folder / 'log' / 'munged.log'}",
-                               f"--seed-file={munge_dir / 'munged.seed'}"], "munged")
-            _wait_for(lambda: sock.exists(), 10, lambda: sb._failure("munged did not create its socket", "munged"))
-            sb._start(slurmctld, [slurmctld, "-D", "-c", "-f", str(conf)], "slurmctld")
-            _wait_for(lambda: is_listening(ports[0]), 15,
-                      lambda: sb._failure(f"slurmctld does not listen on port {ports[0]}", "slurmctld"))
+            sb._start_munged(munged)
+            sb._start(slurmctld, sb._argv("slurmctld", slurmctld, fresh=True), "slurmctld")
+            sb._wait_listening()
             for node in prof.node_names:
-                sb._start(slurmd, [slurmd, "-D", "-N", node, "-f", str(conf)], f"slurmd:{node}")
+                sb._start(slurmd, sb._argv(f"slurmd:{node}", slurmd), f"slurmd:{node}")
             sb._wait_idle(timeout)
         except BaseException:
             with contextlib.suppress(Exception):
@@ -343,14 +389,114 @@ class Sandbox:
             old.reused = True
             return old
         if not st.stopped:
-            dead = ", ".join(n for n, (_, ok) in st.processes.items() if not ok)
+            what = [f"{n} not running" for n in st.dead] + [f"{n} frozen" for n in sorted(st.frozen)]
             raise SandboxError(
-                f"the sandbox in {folder} is partly running ({dead} not running; stale pid files)",
-                hint=f"stop the rest and start again: slurmlab sandbox down --dir {folder} && slurmlab sandbox up",
+                f"the sandbox in {folder} is partly running ({', '.join(what)})",
+                hint=f"bring those back, keeping every job: slurmlab sandbox restart --dir {folder} "
+                     f"(or start afresh: slurmlab sandbox down --dir {folder} && slurmlab sandbox up)",
             )
         # every recorded process is gone (e.g. after a reboot): the state is stale, start afresh
         old.down()
         return None
+
+    # ---- daemons ----------------------------------------------------------------------------------------
+    def _argv(self, name: str, exe: str, *, fresh: bool = False) -> list[str]:
+        """The command line of daemon ``name``; ``fresh`` starts slurmctld with ``-c`` (clear its saved jobs)."""
+        conf = str(self.conf_path)
+        if name == "munged":
+            d, sock = self.directory, self.munge_socket
+            return [exe, "-F", "-f", f"--key-file={sock.parent / 'munge.key'}", f"--socket={sock}",
+                    f"--pid-file={sock.parent / 'munged.pid'}", f"--log-file={d / 'log' / 'munged.log'}",
+                    f"--seed-file={sock.parent / 'munged.seed'}"]
+        if name == "slurmctld":
+            return [exe, "-D", *(["-c"] if fresh else []), "-f", conf]
+        return [exe, "-D", "-N", name.split(":", 1)[1], "-f", conf]
+
+    def _start_munged(self, exe: str) -> None:
+        sock = self.munge_socket
+        self._start(exe, self._argv("munged", exe), "munged")
+        # a socket file left by a killed munged still exists: wait until the new one answers
+        _wait_for(lambda: _accepts(sock), 10, lambda: self._failure("munged did not open its socket", "munged"))
+        self._guard_munge()
+
+    def _guard_munge(self) -> None:
+        """The munge socket and its folder: the owner's, and the admitted users' (see :mod:`.access`)."""
+        guests = access.resolve_users(self.admitted)
+        sock = self.munge_socket
+        access.grant(sock.parent, 0o700, guests, 0o1)
+        access.grant(sock, 0o600, guests, 0o6)
+
+    def _wait_listening(self) -> None:
+        port = self.ports["slurmctld"]
+        _wait_for(lambda: is_listening(port), 15,
+                  lambda: self._failure(f"slurmctld does not listen on port {port}", "slurmctld"))
+
+    # ---- admitting other users ------------------------------------------------------------------------
+    def admit(self, *users: str) -> tuple[str, ...]:
+        """Let exactly ``users`` (Unix user names) use this sandbox besides its owner; none: the owner alone.
+
+        Returns the admitted names. A user who cannot enter the sandbox's folder (e.g. a 0700 parent folder)
+        is refused with the folder to open."""
+        guests = access.resolve_users(users)
+        _check_reachable(guests, self.munge_socket.parent)
+        self._reload()
+        self.state["admit"] = [g.name for g in guests]
+        self._save()
+        if self._pid_alive("munged", self.pids.get("munged", 0)):
+            self._guard_munge()
+        else:
+            access.grant(self.munge_socket.parent, 0o700, guests, 0o1)
+        return self.admitted
+
+    # ---- restart --------------------------------------------------------------------------------------
+    def restart(self, *, timeout: float = 60.0) -> list[str]:
+        """Bring back every daemon that died or was frozen, keeping the jobs and all other state.
+
+        A frozen daemon (SIGSTOP) is resumed; a dead one starts again with its own arguments, slurmctld
+        without ``-c`` so that it recovers every job from its StateSaveLocation, slurmd beside the job steps
+        that outlived it. Then waits until slurmctld answers and every node responds.
+        Returns one line per daemon acted on (empty when all were running).
+        """
+        self._reload()
+        done: list[str] = []
+        for name in ["munged", "slurmctld", *(f"slurmd:{n}" for n in self.nodes)]:
+            pid = self.pids.get(name, 0)
+            if self._pid_alive(name, pid):
+                if processes.frozen(pid):
+                    os.kill(pid, signal.SIGCONT)
+                    done.append(f"{name}: was frozen (pid {pid}); resumed")
+                continue
+            if pid > 0:
+                processes.reap([pid])  # our own child when this process started it: no zombie left
+            exe = _daemon(name.split(":")[0])
+            if name == "munged":
+                self._start_munged(exe)
+            else:
+                self._start(exe, self._argv(name, exe), name)
+                if name == "slurmctld":
+                    self._wait_listening()
+            done.append(f"{name}: was not running (pid {pid}); restarted as pid {self.pids[name]}")
+        if done:
+            self._wait_responding(timeout)
+        return done
+
+    def _wait_responding(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        states: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                states = self.node_states()
+            if states and set(states) >= set(self.nodes) and not any(
+                states[n].endswith("*") or states[n].startswith("unk") for n in self.nodes
+            ):
+                return
+            time.sleep(0.3)
+        raise SandboxError(
+            f"after the restart the nodes do not respond within {timeout:g} s: {states or 'no answer from slurmctld'}"
+            f"\n{self._log_tail('slurmctld')}",
+            hint=f"read the logs in {self.directory / 'log'}; start afresh (the jobs are lost): "
+                 f"slurmlab sandbox down --dir {self.directory} && slurmlab sandbox up",
+        )
 
     def _start(self, exe: str, argv: list[str], name: str) -> None:
         log = open(self.directory / "log" / f"{name.replace(':', '-')}.out", "ab")
@@ -410,6 +556,27 @@ class Sandbox:
             time.sleep(0.2)
         raise self._failure(f"nodes not idle after {timeout:g} s: {states or 'no answer from slurmctld'}",
                             "slurmctld")
+
+
+def _accepts(path: Path) -> bool:
+    """True when something listens on the unix socket ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def _check_reachable(guests: Sequence[access.AdmittedUser], folder: Path) -> None:
+    for guest in guests:
+        closed = access.unreachable_folder(guest, folder.parent)
+        if closed is not None:
+            raise SandboxError(
+                f"cannot admit {guest.name}: they may not enter {closed}, on the way to the sandbox's munge socket",
+                hint=f"let them pass (`chmod o+x {closed}`) or put the sandbox elsewhere (--dir)",
+            )
 
 
 def _wait_for(check: Any, seconds: float, failure: Any) -> None:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["alive", "children_of", "cmdline", "find_related", "stop"]
+__all__ = ["alive", "children_of", "cmdline", "find_related", "frozen", "reap", "stop"]
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -24,6 +24,12 @@ def alive(pid: int) -> bool:
     """True when ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
     fields = _stat(pid)
     return fields is not None and fields[0] not in ("Z", "X")
+
+
+def frozen(pid: int) -> bool:
+    """True when ``pid`` is stopped by a signal (SIGSTOP/SIGTSTP) or a tracer: alive, but it answers nothing."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] in ("T", "t")
 
 
 def cmdline(pid: int) -> list[str]:
@@ -113,11 +119,13 @@ def stop(pids: Iterable[int], *, grace: float = 5.0) -> list[int]:
     for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)
+            # a frozen process keeps SIGTERM pending until it runs again: wake it so that it can stop cleanly
+            os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and any(alive(p) for p in pids):
-        _reap(pids)
+        reap(pids)
         time.sleep(0.05)
     for pid in pids:
         if alive(pid):
@@ -127,13 +135,13 @@ def stop(pids: Iterable[int], *, grace: float = 5.0) -> list[int]:
                 pass
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline and any(alive(p) for p in pids):
-        _reap(pids)
+        reap(pids)
         time.sleep(0.05)
-    _reap(pids)
+    reap(pids)
     return [p for p in pids if alive(p)]
 
 
-def _reap(pids: Iterable[int]) -> None:
+def reap(pids: Iterable[int]) -> None:
     """Collect those of ``pids`` that are our own exited children (only those: never other code's children)."""
     for pid in pids:
         try:

@@ -33,6 +33,9 @@ class RenderContext:
     version: tuple[int, int]  # Slurm (major, minor), e.g. (22, 5)
     device_dir: str | None = None  # folder of fake GPU char devices; None = existing /dev/ttyN (no root)
     cluster_name: str = "sandbox"
+    # seconds without an answer before slurmctld sets a node DOWN; it pings every third of it, so a dead slurmd
+    # shows as NOT_RESPONDING ("*") within about a third of this
+    slurmd_timeout: int = 120
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
         "JobCompType=jobcomp/none",
         "MailProg=/bin/true",
         "KillWait=5",
-        "SlurmdTimeout=120",
+        f"SlurmdTimeout={ctx.slurmd_timeout}",
         "InactiveLimit=0",
     ]
     cpu = profile.cpu

@@ -7,29 +7,33 @@ nothing itself.
 
 Views (all JSON-ready dicts):
 
-* job: job_id, display_id, name, user, state, reason, partition, nodes (hostlist),
+* job: job_id, display_id, name, user, mine, state, reason, partition, nodes (hostlist),
   time_limit_s, start_time, ends_at (ISO: the time limit's end of a running job; the
   client counts down to it, so the view does not change every second), gpus:
   [{node, index, type, kind (gpu|shard|mps), count}], gres (requested, as text).
 * node: name, state, partitions, gpus: [{index, type, mig, jobs, shards_used,
   shards_total, whole}] — one entry per configured GPU (or MIG instance), indices in
   gres.conf order as Slurm numbers them.
+* problem: record (the record's id, when readable), message — a record Slurm printed that
+  could not be read; it is listed, never allowed to take the listing down.
+
+``user`` and ``mine`` come from ``squeue``'s uid of each job (``queries.job_owners``), never
+from the job's own record: a job name is free text its submitter chose.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import pwd
 import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from slurmlab.core.models import Job, Node
+from slurmlab.errors import ParseError
 from slurmlab.slurm import queries
 
-__all__ = ["ClusterSource", "current_user", "job_view", "node_view", "nodes_view"]
+__all__ = ["ClusterSource", "Snapshot", "current_user", "job_view", "node_view", "nodes_view", "problem_view"]
 
 _MIG_TYPE = re.compile(r"^\d+g\.\d+gb$", re.IGNORECASE)
 _ACTIVE = {"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED"}
@@ -37,7 +41,7 @@ _ACTIVE = {"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED"}
 
 def current_user() -> str:
     """The Unix user the server runs as (whose jobs the sidebar may cancel)."""
-    return pwd.getpwuid(os.geteuid()).pw_name
+    return queries.current_user()
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -76,12 +80,16 @@ def _requested(job: Job) -> str | None:
     return None
 
 
-def job_view(job: Job) -> dict[str, Any]:
+def job_view(job: Job, owners: dict[int, int] | None = None, me: int | None = None) -> dict[str, Any]:
+    """``owners`` (job id -> uid, from squeue) decides ``user`` and ``mine``; a job the owner
+    query did not list shows its record's user but is never the viewer's."""
+    uid = (owners or {}).get(job.job_id)
     return {
         "job_id": str(job.job_id),
         "display_id": job.display_id,
         "name": job.name,
-        "user": job.user,
+        "user": queries.user_name(uid) if uid is not None else job.user,
+        "mine": uid is not None and uid == (queries.current_uid() if me is None else me),
         "state": job.state,
         "reason": job.reason,
         "partition": job.partition,
@@ -170,6 +178,20 @@ def nodes_view(nodes: Sequence[Node], jobs: Sequence[Job]) -> list[dict[str, Any
     return [node_view(n, jobs) for n in sorted(nodes, key=lambda n: n.name)]
 
 
+def problem_view(problem: ParseError, kind: str) -> dict[str, Any]:
+    return {"kind": kind, "record": problem.record_id, "message": problem.message}
+
+
+class Snapshot:
+    """One poll's views: nodes, jobs, and the records that could not be read."""
+
+    def __init__(self, nodes: list[dict[str, Any]], jobs: list[dict[str, Any]],
+                 problems: list[dict[str, Any]]) -> None:
+        self.nodes = nodes
+        self.jobs = jobs
+        self.problems = problems
+
+
 class ClusterSource:
     """The Slurm layer, called without blocking the server's IOLoop: the async twins of the
     queries when they exist, else the sync query in the loop's default executor."""
@@ -194,21 +216,36 @@ class ClusterSource:
         return ".".join(parts)
 
     async def job_models(self) -> list[Job]:
-        return list(await self._call("list_jobs", all_users=True))
+        found: list[Job] = await self._call("list_jobs", all_users=True)
+        return found
 
     async def node_models(self) -> list[Node]:
-        return list(await self._call("list_nodes"))
+        found: list[Node] = await self._call("list_nodes")
+        return found
 
-    async def snapshot(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """(nodes view, jobs view) from one listing of each."""
-        nodes, jobs = await asyncio.gather(self.node_models(), self.job_models())
-        return nodes_view(nodes, jobs), [job_view(j) for j in jobs]
+    async def snapshot(self) -> Snapshot:
+        """Nodes and jobs views from one listing of each, with every job's owner by uid."""
+        nodes, jobs, owners = await asyncio.gather(
+            self.node_models(), self.job_models(), self._call("job_owners"))
+        me = queries.current_uid()
+        problems = [problem_view(p, "node") for p in getattr(nodes, "problems", ())]
+        problems += [problem_view(p, "job") for p in getattr(jobs, "problems", ())]
+        return Snapshot(nodes_view(nodes, jobs), [job_view(j, owners, me) for j in jobs], problems)
+
+    async def owner(self, job_id: str) -> int:
+        """The uid that owns ``job_id`` (squeue's ``%U``)."""
+        uid: int = await self._call("job_owner_uid", job_id)
+        return uid
+
+    async def check_mine(self, job_id: str) -> None:
+        """NotYourJobError unless the server's uid owns the job (squeue's uid, not the record)."""
+        await self._call("check_mine", job_id)
 
     async def job(self, job_id: str) -> Job:
         found: Job = await self._call("job_detail", job_id)
         return found
 
     async def cancel(self, job_id: str) -> None:
-        """scancel ``job_id``. The route has already read the job and checked that its owner is
-        ``self.user`` (the server's user), so the Slurm layer is not asked to read it again."""
+        """scancel ``job_id``. The route has already checked (:meth:`check_mine`) that the
+        server's uid owns it, so the Slurm layer is not asked again."""
         await self._call("cancel_job", job_id, only_mine=False)

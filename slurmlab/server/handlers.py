@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from datetime import datetime, timezone
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from slurmlab.core.jobid import check_job_id
 from slurmlab.errors import (
     ControllerDownError,
     JobNotFoundError,
     MungeError,
+    NotYourJobError,
     ParseError,
+    RequestError,
     SlurmError,
     SlurmlabError,
     SlurmNotFoundError,
@@ -33,8 +38,7 @@ __all__ = ["API_PREFIX", "ApiError", "routes"]
 
 API_PREFIX = "slurmlab/api"
 AUTH_RESOURCE = "slurmlab"
-_JOB_ID = re.compile(r"^[0-9]+(?:_[0-9]+)?$")
-_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}")
 _ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
           "BOOT_FAIL", "DEADLINE"}
 
@@ -89,13 +93,25 @@ class _SlurmlabHandler(APIHandler):
         super().write_error(status_code, **kwargs)
 
     def write_entry(self, entry: CacheEntry) -> None:
+        """The entry's JSON, stamped with when Slurm last confirmed it (``as_of``, ``age_s``).
+
+        The ETag covers the data only, so an unchanged cluster still answers 304; the 304
+        carries the stamp in ``X-Slurmlab-As-Of``."""
         self.set_header("ETag", entry.etag)
         self.set_header("Content-Type", "application/json")
+        as_of = datetime.fromtimestamp(entry.checked_at, tz=timezone.utc).isoformat() if entry.checked_at else None
+        if as_of is not None:
+            self.set_header("X-Slurmlab-As-Of", as_of)
         if etag_matches(self.request.headers.get("If-None-Match"), entry.etag):
             self.set_status(304)
             self.finish()
             return
-        self.finish(entry.body)
+        if as_of is None:
+            self.finish(entry.body)
+            return
+        stamp = json.dumps({"as_of": as_of, "age_s": round(max(0.0, time.time() - entry.checked_at), 1)})
+        body = entry.body
+        self.finish(stamp.encode() if body == b"{}" else stamp[:-1].encode() + b"," + body[1:])
 
     def compute_etag(self) -> str | None:
         # The ETag is set from the cache; tornado must not hash the body a second time.
@@ -140,9 +156,10 @@ class NodesHandler(_SlurmlabHandler):
 
 
 def _check_job_id(job_id: str) -> str:
-    if not _JOB_ID.match(job_id):
-        raise _http_error(400, f"{job_id!r} is not a Slurm job id (expected digits, or ARRAYID_TASK)")
-    return job_id
+    try:
+        return check_job_id(job_id)
+    except RequestError as exc:
+        raise _http_error(400, exc.message, "Not a job id") from exc
 
 
 class JobHandler(_SlurmlabHandler):
@@ -155,10 +172,15 @@ class JobHandler(_SlurmlabHandler):
             job = await self.poller.source.job(job_id)
         except SlurmlabError as exc:
             raise _slurm_failure(exc) from exc
-        payload: dict[str, Any] = {**job_view(job), "detail": job.to_dict()}
+        try:
+            owners = {job.job_id: await self.poller.source.owner(job_id)}
+        except SlurmlabError:
+            owners = {}  # the job ended between the two calls: nobody's, shown all the same
+        payload: dict[str, Any] = {**job_view(job, owners), "detail": job.to_dict()}
         # Asked for on demand, so not kept in the shared cache (that would grow with every id asked).
         body = ResponseCache.encode(payload)
-        self.write_entry(CacheEntry(payload, body, etag_of(body), 0.0, 0.0))
+        now = time.time()
+        self.write_entry(CacheEntry(payload, body, etag_of(body), now, now))
 
 
 class CancelHandler(_SlurmlabHandler):
@@ -167,19 +189,20 @@ class CancelHandler(_SlurmlabHandler):
     async def post(self, job_id: str) -> None:
         _check_job_id(job_id)
         source = self.poller.source
+        # Slurm lets an operator (root, SlurmUser) cancel anything: this server cancels only
+        # the jobs of the Unix user it runs as, whoever is logged in to Jupyter, decided by the
+        # job's uid as squeue prints it alone (a record's UserId= sits after a free-text name).
+        try:
+            await source.check_mine(job_id)
+        except NotYourJobError as exc:
+            raise _http_error(403, f"{exc.message}; this server runs as {source.user} and cancels only "
+                              "that user's jobs", "Not your job") from exc
+        except SlurmlabError as exc:
+            raise _slurm_failure(exc) from exc
         try:
             job = await source.job(job_id)
         except SlurmlabError as exc:
             raise _slurm_failure(exc) from exc
-        # Slurm lets an operator (root, SlurmUser) cancel anything: this server cancels only
-        # the jobs of the Unix user it runs as, whoever is logged in to Jupyter.
-        if job.user != source.user:
-            raise _http_error(
-                403,
-                f"job {job_id} belongs to {job.user or 'an unknown user'}; this server runs as "
-                f"{source.user} and cancels only that user's jobs",
-                "Not your job",
-            )
         if job.state in _ENDED:
             raise _http_error(409, f"job {job_id} has already ended ({job.state})", "Job ended")
         try:
@@ -195,7 +218,7 @@ class TopologyHandler(_SlurmlabHandler):
     @web.authenticated
     @authorized
     async def get(self, node: str) -> None:
-        if not _NODE_NAME.match(node):
+        if not _NODE_NAME.fullmatch(node):
             raise _http_error(400, f"{node!r} is not a node name")
         poller = self.poller
         poller.start()

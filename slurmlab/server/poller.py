@@ -5,6 +5,11 @@ Slurm layer's async queries (``Runner.arun``), so a slow or stopped controller n
 server. Only one poll runs at a time; a request that finds no data yet waits for the poll in
 flight instead of starting its own. When no client has asked for a while the timer stops
 asking Slurm (a sidebar left open on a laptop should not load a real cluster's controller).
+
+Data older than two intervals (after such a pause) is refreshed before it is served: a
+request waits for a fresh poll, up to ``stale_wait`` seconds, and only a controller that
+does not answer in that time gets the old data — which, like every answer, carries the time
+Slurm last confirmed it (``as_of``, ``age_s``; see the handlers).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class ClusterPoller:
         *,
         interval: float = DEFAULT_INTERVAL,
         idle_after: float = DEFAULT_IDLE_AFTER,
+        stale_wait: float = 10.0,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"poll interval must be positive, got {interval!r}")
@@ -55,6 +61,7 @@ class ClusterPoller:
         self.cache = cache if cache is not None else ResponseCache()
         self.interval = float(interval)
         self.idle_after = float(idle_after)
+        self.stale_wait = float(stale_wait)
         self.failure: PollFailure | None = None
         self.version: str | None = None
         self.polls = 0
@@ -99,15 +106,21 @@ class ClusterPoller:
         await asyncio.shield(self._inflight)
 
     async def ensure_data(self) -> None:
-        """Before answering: wait for a first poll; after an idle pause, start a fresh one.
-
-        Only the very first answer waits: later ones are served from the cache at once (a
-        hung controller must not hang every request), and the next answer is fresh."""
+        """Before answering: wait for a first poll; when the data is stale (an idle pause, a
+        stopped timer), wait for a fresh one — at most ``stale_wait`` seconds, so that a hung
+        controller delays an answer but never hangs it."""
         self.touch()
         if self.last_poll is None:
             await self.refresh()
-        elif time.monotonic() - self.last_poll > 2 * self.interval and not self.polling:
-            self._inflight = asyncio.ensure_future(self._poll())
+        elif time.monotonic() - self.last_poll > 2 * self.interval:
+            if not self.polling:
+                self._inflight = asyncio.ensure_future(self._poll())
+            assert self._inflight is not None
+            try:
+                await asyncio.wait_for(asyncio.shield(self._inflight), self.stale_wait)
+            except asyncio.TimeoutError:
+                log.info("slurmlab: Slurm is slow to answer; serving data %.0f s old",
+                         time.monotonic() - self.last_poll)
 
     @property
     def polling(self) -> bool:
@@ -124,7 +137,7 @@ class ClusterPoller:
         try:
             if self.version is None:
                 self.version = await self.source.version()
-            nodes, jobs = await self.source.snapshot()
+            snap = await self.source.snapshot()
         except SlurmlabError as exc:
             if self.failure is None or self.failure.message != str(exc):
                 log.warning("slurmlab: poll failed: %s", exc)
@@ -139,11 +152,16 @@ class ClusterPoller:
         if self.failure is not None:
             log.info("slurmlab: Slurm answers again")
         self.failure = None
+        if snap.problems:
+            log.warning("slurmlab: %d Slurm record(s) could not be read: %s", len(snap.problems),
+                        "; ".join(p["message"] for p in snap.problems[:3]))
         user = self.source.user
-        self.cache.put("nodes", {"nodes": nodes})
-        self.cache.put("queue:all", {"scope": "all", "user": user, "jobs": jobs})
-        mine = [j for j in jobs if j.get("user") == user]
-        self.cache.put("queue:mine", {"scope": "mine", "user": user, "jobs": mine})
+        self.cache.put("nodes", {"nodes": snap.nodes, "problems": [p for p in snap.problems if p["kind"] == "node"]})
+        job_problems = [p for p in snap.problems if p["kind"] == "job"]
+        self.cache.put("queue:all", {"scope": "all", "user": user, "jobs": snap.jobs, "problems": job_problems})
+        mine = [j for j in snap.jobs if j.get("mine")]
+        # a record that cannot be read might be the viewer's own: say so in both scopes
+        self.cache.put("queue:mine", {"scope": "mine", "user": user, "jobs": mine, "problems": job_problems})
         self._put_status()
 
     def _put_status(self) -> None:

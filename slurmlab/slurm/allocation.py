@@ -25,9 +25,17 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from slurmlab.core.request import GpuRequest
-from slurmlab.errors import AllocationError, JobNotFoundError, RequestError, SlurmError
+from slurmlab.errors import (
+    AllocationError,
+    ControllerDownError,
+    JobNotFoundError,
+    MungeError,
+    RequestError,
+    SlurmError,
+)
+from slurmlab.slurm.guardian import get_guardian
 from slurmlab.slurm.poller import JobPoller, JobUpdate, Watch, get_poller
-from slurmlab.slurm.runner import Runner, get_runner
+from slurmlab.slurm.runner import Runner, classify_failure, get_runner
 from slurmlab.slurm.steps import (
     OutputCallback,
     RunningStep,
@@ -131,11 +139,14 @@ class Allocation:
         self.state = "SUBMITTING" if job_id is None else "UNKNOWN"
         self.reason: str | None = None
         self.error: str | None = None  # Slurm's own message when something failed
+        # nodes of this running job that are down, draining or not responding: ((node, state), ...)
+        self.node_alerts: tuple[tuple[str, str], ...] = ()
         self.brief: Any = None  # latest JobBrief (cheap poll)
         self.job: Any = None  # latest full Job (scontrol show job -d)
         self.submitted_at = time.time()
         self.updated_at: float | None = None
         self.salloc_messages: list[str] = []
+        self._lookup_error: SlurmError | None = None
         self.warnings: list[str] = []  # what validation noticed but let through
         self._salloc: subprocess.Popen[str] | None = None
         self._watch: Watch | None = None
@@ -143,9 +154,11 @@ class Allocation:
         self._cond = threading.Condition()
         self._id_known = threading.Event()
         self._steps: list[StepResult] = []
+        self._owner_pid = os.getpid()  # a forked child must never release its parent's allocations
+        self._guard_key = uuid.uuid4().hex
         with _live_lock:
             _live.add(self)
-        _ensure_atexit()
+        _ensure_exit_hooks()
 
     # ---- creation ------------------------------------------------------------------------------
     @classmethod
@@ -178,18 +191,38 @@ class Allocation:
         name = name or f"slurmlab-{tag.rsplit(':', 1)[1]}"
         alloc = cls(argv=argv, runner=runner, poller=poller, name=name, tag=tag, release_at_exit=release_at_exit)
         alloc.warnings = list(warnings)
+        alloc._guard()  # before salloc runs: a kernel killed while it waits must not leave the job
         alloc._start_salloc()
         if not alloc._id_known.wait(id_timeout):
             # salloc can be slow to print; look the job up by its unique name
             alloc._find_id_by_name()
         if alloc.job_id is None:
             alloc._kill_salloc()
-            msg = alloc.error or "salloc gave no job id in time"
-            raise AllocationError(
-                f"the allocation was not created: {msg}",
-                hint="check the request with `%salloc --dry-run …` and the cluster with `sinfo`",
-            )
+            if alloc.state == "REJECTED":
+                alloc._unguard()  # salloc ended without a job: nothing to watch
+            raise alloc._not_created() from alloc._lookup_error
         return alloc
+
+    def _not_created(self) -> AllocationError:
+        """Why no job came out, with the one hint that fits the cause.
+
+        A request hint only when Slurm refused the request; munge, the controller and timeouts
+        keep the runner's own hint, never a second one stacked on it.
+        """
+        cause = self._lookup_error
+        if cause is None and self.error is not None:
+            cause = classify_failure(["salloc"], 1, self.error)
+        if isinstance(cause, (MungeError, ControllerDownError)):
+            return AllocationError(f"the allocation was not created: {cause.message}", hint=cause.hint)
+        if cause is None:
+            return AllocationError(
+                "the allocation was not created: salloc gave no job id in time",
+                hint="the controller may be slow or down: check it with `scontrol ping`, then retry",
+            )
+        return AllocationError(
+            f"the allocation was not created: {self.error or cause.message}",
+            hint=cause.hint or "check the request with `%salloc --dry-run …` and the cluster with `sinfo`",
+        )
 
     @classmethod
     def attach(
@@ -197,8 +230,11 @@ class Allocation:
         release_at_exit: bool = False,
     ) -> Allocation:
         """Follow an existing job (e.g. one left by a previous kernel)."""
-        alloc = cls(str(job_id), runner=runner, poller=poller, release_at_exit=release_at_exit)
+        from slurmlab.core.jobid import check_job_id
+
+        alloc = cls(check_job_id(job_id), runner=runner, poller=poller, release_at_exit=release_at_exit)
         alloc._id_known.set()
+        alloc._guard()
         alloc._start_watch()
         return alloc
 
@@ -208,6 +244,7 @@ class Allocation:
     def _start_salloc(self) -> None:
         proc = self.runner.popen(self._argv())
         self._salloc = proc
+        self._guard(salloc_pid=proc.pid)
         threading.Thread(target=self._read_salloc, args=(proc,), name="slurmlab-salloc", daemon=True).start()
 
     def _read_salloc(self, proc: subprocess.Popen[str]) -> None:
@@ -218,6 +255,7 @@ class Allocation:
             m = _SALLOC_ID.search(line)
             if m and self.job_id is None:
                 self.job_id = m.group(1)
+                self._guard()
                 self._set_state("PENDING" if "Pending" in line else "RUNNING")
                 self._id_known.set()
                 self._start_watch()
@@ -239,12 +277,31 @@ class Allocation:
         try:
             ids = queries.job_ids_by_name(self.name or "", self.runner)
         except SlurmError as exc:
-            self.error = self.error or str(exc)
+            self._lookup_error = exc
             return
         if ids:
             self.job_id = ids[-1]
+            self._guard()
             self._id_known.set()
             self._start_watch()
+
+    # ---- the guardian: cancels what is registered if this process dies without releasing ---------
+    def _guard(self, salloc_pid: int | None = None) -> None:
+        if not self.release_at_exit or os.getpid() != self._owner_pid:
+            return
+        try:
+            get_guardian().guard(self._guard_key, self.runner, job_id=self.job_id, name=self.name,
+                                 tag=self.tag, salloc_pid=salloc_pid)
+        except OSError as exc:  # no watcher: atexit and the TERM/HUP handlers still release it
+            log.warning("slurmlab: could not start the allocation guardian: %s", exc)
+
+    def _unguard(self) -> None:
+        if os.getpid() != self._owner_pid:
+            return
+        try:
+            get_guardian().drop(self._guard_key)
+        except OSError as exc:
+            log.warning("slurmlab: could not reach the allocation guardian: %s", exc)
 
     def _start_watch(self) -> None:
         if self._watch is None and self.job_id is not None:
@@ -256,11 +313,15 @@ class Allocation:
             self.updated_at = update.at
             if update.error is not None:
                 self.error = str(update.error)
-            elif update.brief is not None:
+            elif update.brief is not None or update.detail is not None or update.gone:
+                # Slurm answered: an earlier "controller not responding" no longer holds (a job the
+                # controller forgot across a restart is GONE, not "not responding" for ever)
                 self.error = None
+            if update.brief is not None:
                 self.brief = update.brief
                 self.state = str(update.brief.state)
                 self.reason = getattr(update.brief, "reason", None)
+                self.node_alerts = tuple(update.node_alerts)
             if update.detail is not None:
                 self.job = update.detail
                 if update.brief is None:
@@ -494,6 +555,7 @@ class Allocation:
             except JobNotFoundError:
                 pass
             self.poller.poke()
+        self._unguard()  # only once scancel went through: otherwise the guardian still owes it
         with _live_lock:
             _live.discard(self)
 
@@ -512,6 +574,7 @@ class Allocation:
     def detach(self) -> None:
         """Keep the allocation when this process exits (a later kernel can attach to it)."""
         self.release_at_exit = False
+        self._unguard()
 
     def __enter__(self) -> Allocation:
         return self
@@ -601,7 +664,7 @@ def release_all() -> list[str]:
     with _live_lock:
         allocs = list(_live)
     for alloc in allocs:
-        if alloc.release_at_exit and not alloc.ended:
+        if alloc.release_at_exit and not alloc.ended and alloc._owner_pid == os.getpid():
             try:
                 alloc.cancel()
                 if alloc.job_id:
@@ -612,10 +675,53 @@ def release_all() -> list[str]:
 
 
 _atexit_done = False
+# SIGTERM: `kill`, a batch system, JupyterLab's shutdown after its grace period; SIGHUP: a closed
+# terminal or ssh session. SIGINT belongs to ipykernel (it interrupts a cell) and is never touched.
+RELEASE_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# What a signal handler gives release_all before the process dies anyway; the guardian cancels
+# whatever it did not reach.
+RELEASE_DEADLINE = 10.0
+_previous_handlers: dict[int, Any] = {}
+_handlers_pid: int | None = None
 
 
-def _ensure_atexit() -> None:
+def _ensure_exit_hooks() -> None:
     global _atexit_done
     if not _atexit_done:
         atexit.register(release_all)
         _atexit_done = True
+    _install_signal_handlers()
+
+
+def _install_signal_handlers() -> None:
+    """Release on TERM/HUP, then let the signal do what it did before (chained or default)."""
+    global _handlers_pid
+    if _handlers_pid == os.getpid() or threading.current_thread() is not threading.main_thread():
+        return  # signal.signal works only in the main thread; a later allocation there retries
+    for signum in RELEASE_SIGNALS:
+        previous = signal.getsignal(signum)
+        # ignored (nohup): the process is meant to survive it; None: a handler not set from
+        # Python, which cannot be chained
+        if previous is signal.SIG_IGN or previous is None or previous is _on_release_signal:
+            continue
+        try:
+            signal.signal(signum, _on_release_signal)
+        except (ValueError, OSError):
+            continue
+        _previous_handlers[signum] = previous
+    _handlers_pid = os.getpid()
+
+
+def _on_release_signal(signum: int, frame: Any) -> None:
+    previous = _previous_handlers.get(signum, signal.SIG_DFL)
+    if os.getpid() == _handlers_pid:  # inherited by a forked child: its parent's jobs are not its own
+        # in a thread with a deadline: the main thread may hold a lock release_all needs
+        worker = threading.Thread(target=release_all, name="slurmlab-release", daemon=True)
+        worker.start()
+        worker.join(RELEASE_DEADLINE)
+    if callable(previous):
+        previous(signum, frame)
+        return
+    # the default action: die of this signal, as the process would have without slurmlab
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)

@@ -7,6 +7,12 @@ same for one job as for the whole queue, ten times the text form). Full detail
 (``scontrol show job -d``) is fetched only for a job whose brief state changed. The thread
 backs off while nothing changes and stops when nothing is watched; a change on the
 controller reaches watchers within about one interval.
+
+The thread survives anything a round can raise (a controller that answers garbage, a bug in a
+parser): the error goes to every watcher and the next round tries again, since a dead poller
+would freeze every panel of the kernel without a word. For running jobs it also looks at the
+jobs' nodes (one ``sinfo`` every ``node_check_interval``): a node whose slurmd stopped
+answering leaves its jobs RUNNING in Slurm's eyes, and only the node's state tells.
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from slurmlab.errors import JobNotFoundError, SlurmError
+from slurmlab.core.jobid import check_job_id
+from slurmlab.errors import JobNotFoundError, SlurmlabError
 from slurmlab.slurm.runner import Runner, get_runner
 
-__all__ = ["JobPoller", "JobUpdate", "Watch", "get_poller"]
+__all__ = ["JobPoller", "JobUpdate", "Watch", "get_poller", "node_trouble"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +40,27 @@ class _Brief(Protocol):
 
 BriefFetcher = Callable[[Sequence[str], Runner], Mapping[str, Any]]
 DetailFetcher = Callable[[str, Runner], Any]
+NodeFetcher = Callable[[Sequence[str], Runner], Mapping[str, str]]
+
+# sinfo's states (lower case, ``*`` = not responding) that mean a job's node is in trouble
+_TROUBLE = ("down", "drain", "fail", "not_responding", "no_respond", "unk", "future", "reboot", "power")
+
+
+def node_trouble(states: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The (node, state) pairs of ``states`` that a job's owner should hear about."""
+    out = []
+    for node, state in sorted(states.items()):
+        text = state.lower()
+        if text.endswith("*") or any(word in text for word in _TROUBLE):
+            out.append((node, state))
+    return tuple(out)
+
+
+def _as_slurmlab_error(exc: BaseException, what: str) -> SlurmlabError:
+    if isinstance(exc, SlurmlabError):
+        return exc
+    return SlurmlabError(f"slurmlab could not {what}: {type(exc).__name__}: {exc}",
+                         hint="this is a slurmlab bug: please report it with this message; polling goes on")
 
 
 @dataclass(frozen=True)
@@ -42,9 +70,11 @@ class JobUpdate:
     job_id: str
     brief: Any | None = None  # a JobBrief, or None when Slurm no longer lists the job
     detail: Any | None = None  # a Job (from scontrol show job -d) when it changed
-    error: SlurmError | None = None
+    error: SlurmlabError | None = None
     gone: bool = False  # the controller has forgotten the job
     at: float = field(default_factory=time.time)
+    # nodes of a running job that are down, draining or not responding: ((node, sinfo state), ...)
+    node_alerts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -82,11 +112,17 @@ class JobPoller:
         quiet_after: float = 60.0,
         fetch_brief: BriefFetcher | None = None,
         fetch_detail: DetailFetcher | None = None,
+        fetch_nodes: NodeFetcher | None = None,
+        node_check_interval: float = 5.0,
     ) -> None:
         self._runner = runner
         self.interval = interval
         self.max_interval = max_interval
         self.quiet_after = quiet_after
+        if fetch_brief is None and fetch_detail is None and fetch_nodes is None:
+            from slurmlab.slurm import queries
+
+            fetch_nodes = queries.node_states_of
         if fetch_brief is None or fetch_detail is None:
             from slurmlab.slurm import queries
 
@@ -94,6 +130,10 @@ class JobPoller:
             fetch_detail = fetch_detail or queries.job_detail
         self._fetch_brief = fetch_brief
         self._fetch_detail = fetch_detail
+        self._fetch_nodes = fetch_nodes
+        self.node_check_interval = node_check_interval
+        self._node_alerts: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._nodes_checked = float("-inf")
         self._lock = threading.RLock()
         self._watches: dict[str, list[Watch]] = {}
         self._last_sig: dict[str, tuple[Any, ...] | None] = {}
@@ -111,8 +151,11 @@ class JobPoller:
 
     # ---- registration ----------------------------------------------------------------------
     def watch(self, job_id: str | int, callback: Callable[[JobUpdate], None]) -> Watch:
-        """Call ``callback(update)`` on every change of ``job_id`` (from the poller thread)."""
-        jid = str(job_id)
+        """Call ``callback(update)`` on every change of ``job_id`` (from the poller thread).
+
+        A ``job_id`` that is not a job id raises RequestError here: passed on, ``-v`` would
+        become an option of every later ``squeue`` of this poller."""
+        jid = check_job_id(job_id)
         w = Watch(jid, callback, self)
         with self._lock:
             self._watches.setdefault(jid, []).append(w)
@@ -132,6 +175,7 @@ class JobPoller:
                 self._watches.pop(w.job_id, None)
                 self._last_sig.pop(w.job_id, None)
                 self._last.pop(w.job_id, None)
+                self._node_alerts.pop(w.job_id, None)
 
     def watched(self) -> list[str]:
         with self._lock:
@@ -175,7 +219,15 @@ class JobPoller:
                         self._thread = None
                         return
                 continue
-            changed = self.poll_once(ids)
+            try:
+                changed = self.poll_once(ids)
+            except Exception as exc:  # the thread must outlive any round
+                log.exception("slurmlab: a poll round failed; polling goes on")
+                error = _as_slurmlab_error(exc, "poll Slurm")
+                for jid in ids:
+                    self._publish(jid, JobUpdate(jid, error=error), force=self._is_new_error(jid, error))
+                self.current_interval = min(self.max_interval, max(self.interval, self.current_interval * 2))
+                changed = False
             now = time.monotonic()
             if changed:
                 quiet_since = now
@@ -193,16 +245,19 @@ class JobPoller:
         self.polls += 1
         try:
             briefs = dict(self._fetch_brief(ids, runner))
-        except SlurmError as exc:
+        except Exception as exc:  # garbage from squeue must not end the thread
             # the controller is down or hung: tell every watcher once per distinct error, back off
+            failure = _as_slurmlab_error(exc, "read the state of the watched jobs")
             for jid in ids:
-                self._publish(jid, JobUpdate(jid, error=exc), force=self._is_new_error(jid, exc))
+                self._publish(jid, JobUpdate(jid, error=failure), force=self._is_new_error(jid, failure))
             self.current_interval = min(self.max_interval, max(self.interval, self.current_interval * 2))
             return False
+        self._check_nodes(briefs, runner)
         any_change = False
         for jid in ids:
             brief = briefs.get(jid)
-            sig = _signature(brief) if brief is not None else None
+            alerts = self._node_alerts.get(jid, ())
+            sig = (_signature(brief), alerts) if brief is not None else None
             with self._lock:
                 prev = self._last_sig.get(jid, ("<new>",))
                 prev_update = self._last.get(jid)
@@ -212,20 +267,44 @@ class JobPoller:
             any_change = True
             detail = None
             gone = False
-            error: SlurmError | None = None
+            error: SlurmlabError | None = None
             try:
                 self.detail_fetches += 1
                 detail = self._fetch_detail(jid, runner)
             except JobNotFoundError:
                 gone = brief is None
-            except SlurmError as exc:
-                error = exc
+            except Exception as exc:  # one unreadable job must not stop the others
+                error = _as_slurmlab_error(exc, f"read job {jid}")
             with self._lock:
                 self._last_sig[jid] = sig
-            self._publish(jid, JobUpdate(jid, brief=brief, detail=detail, error=error, gone=gone), force=True)
+            self._publish(jid, JobUpdate(jid, brief=brief, detail=detail, error=error, gone=gone,
+                                         node_alerts=alerts), force=True)
         return any_change
 
-    def _is_new_error(self, jid: str, exc: SlurmError) -> bool:
+    def _check_nodes(self, briefs: Mapping[str, Any], runner: Runner) -> None:
+        """Refresh the node alerts of running watched jobs, at most every node_check_interval."""
+        if self._fetch_nodes is None:
+            return
+        running = {jid: tuple(getattr(b, "nodes", ()) or ()) for jid, b in briefs.items()
+                   if getattr(b, "state", None) in ("RUNNING", "COMPLETING", "SUSPENDED")}
+        nodes = sorted({n for ns in running.values() for n in ns})
+        now = time.monotonic()
+        if not nodes:
+            self._node_alerts.clear()
+            return
+        if now - self._nodes_checked < self.node_check_interval:
+            return
+        self._nodes_checked = now
+        try:
+            states = self._fetch_nodes(nodes, runner)
+        except Exception:  # node health is a hint; the job's own state still arrives
+            log.debug("slurmlab: node states unavailable", exc_info=True)
+            return
+        trouble = dict(node_trouble(states))
+        self._node_alerts = {jid: tuple((n, trouble[n]) for n in ns if n in trouble)
+                             for jid, ns in running.items()}
+
+    def _is_new_error(self, jid: str, exc: SlurmlabError) -> bool:
         with self._lock:
             prev = self._last.get(jid)
         return prev is None or prev.error is None or str(prev.error) != str(exc)

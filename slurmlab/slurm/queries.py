@@ -10,24 +10,33 @@ API::
     slurm_version(runner) -> tuple[int, ...]            ping(runner) -> dict
     brief_states(ids, runner) -> {job_id: JobBrief}     (the poller's cheap call)
     job_detail(job_id, runner) -> Job                   (scontrol show job -d)
-    list_jobs(runner, *, user=None, all_users=False, active_only=True) -> [Job]
+    job_owner_uid(job_id, runner) -> int                (squeue %U: the uid alone)
+    job_owners(runner) -> {job_id: uid}                 (squeue %A|%U: every job's uid)
+    list_jobs(runner, *, user=None, all_users=False, active_only=True) -> JobList
     list_nodes(runner) -> [Node]       list_partitions(runner) -> [Partition]
     cancel_job(job_id, runner)         job_ids_by_name(name, runner) -> [str]
     my_tagged_jobs(prefix, runner) -> [Job]             inventory(runner) -> ClusterInventory
     a<name>(...)  asyncio twins of the listing queries
+
+Who owns a job is never read from a record that holds free text: a job name or comment is
+whatever its submitter typed (``y UserId=root(0)``), so ownership comes from ``squeue``'s
+``%U`` field alone, compared with this process's effective uid. A listing in which some
+records cannot be read still answers with the others; the bad ones travel in
+``JobList.problems`` so that every caller can say so instead of failing or hiding them.
 """
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
+import pwd
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from slurmlab.core.inventory import ClusterInventory, NodeInventory
+from slurmlab.core.jobid import check_job_id
 from slurmlab.core.models import Job, Node, Partition
 from slurmlab.core.parse_json import parse_jobs_json, parse_nodes_json, parse_partitions_json
 from slurmlab.core.parse_text import (
@@ -47,16 +56,27 @@ __all__ = [
     "alist_nodes",
     "alist_partitions",
     "brief_states",
+    "acheck_mine",
+    "ajob_owner_uid",
+    "ajob_owners",
     "cancel_job",
+    "check_mine",
+    "JobList",
+    "Listing",
+    "current_uid",
     "current_user",
+    "default_partition",
     "inventory",
     "job_detail",
     "job_ids_by_name",
+    "job_owner_uid",
+    "job_owners",
     "list_jobs",
     "list_nodes",
     "list_partitions",
     "my_tagged_jobs",
     "node_states",
+    "node_states_of",
     "ping",
     "slurm_version",
 ]
@@ -127,8 +147,34 @@ async def aslurm_version(runner: Runner | None = None) -> tuple[int, ...]:
     return version
 
 
+def current_uid() -> int:
+    """Whose jobs slurmlab acts on: the effective uid, which Slurm's munge credential carries too
+    (``$USER``/``getpass`` come from the environment, which anyone can set)."""
+    return os.geteuid()
+
+
 def current_user() -> str:
-    return getpass.getuser()
+    """The name of :func:`current_uid` (the uid itself when the passwd database has no entry)."""
+    return user_name(current_uid())
+
+
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+class Listing(list[T]):
+    """The records of a listing, plus those that could not be read (``problems``: ParseErrors,
+    each naming its record), so one bad record never takes a listing down or goes unseen."""
+
+    def __init__(self, items: Iterable[T] = (), problems: Iterable[ParseError] = ()) -> None:
+        super().__init__(items)
+        self.problems: list[ParseError] = list(problems)
+
+
+JobList = Listing[Job]
 
 
 # ---- the poller's cheap call ----------------------------------------------------------------------
@@ -166,64 +212,159 @@ def brief_states(ids: Sequence[str | int], runner: Runner | None = None) -> dict
 
 
 # ---- jobs -----------------------------------------------------------------------------------------
-def _jobs_query(runner: Runner, version: tuple[int, ...], job_id: str | None = None) -> Query[list[Job]]:
+def _read_jobs(result: RunResult, json_form: bool) -> JobList:
+    problems: list[ParseError] = []
+    if json_form:
+        jobs = parse_jobs_json(_json(result), problems=problems)
+    else:
+        jobs = parse_scontrol_jobs(result.stdout, problems=problems)
+    return JobList(jobs, problems)
+
+
+def _jobs_query(runner: Runner, version: tuple[int, ...], job_id: str | None = None) -> Query[JobList]:
     tail = (job_id,) if job_id else ()
     if version >= SCONTROL_JSON_SINCE:
-        return Query(("scontrol", "--json", "show", "job", "-d", *tail),
-                     lambda r: parse_jobs_json(_json(r)))
-    return Query(("scontrol", "show", "job", "-d", *tail), lambda r: parse_scontrol_jobs(r.stdout))
+        return Query(("scontrol", "--json", "show", "job", "-d", *tail), lambda r: _read_jobs(r, True))
+    return Query(("scontrol", "show", "job", "-d", *tail), lambda r: _read_jobs(r, False))
 
 
 def _json(result: RunResult) -> dict[str, Any]:
     try:
         doc = json.loads(result.stdout)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise ParseError(f"JSON from {' '.join(result.argv[:4])}", result.stdout[:400],
                          hint="run the command by hand to see what it printed") from exc
     if not isinstance(doc, dict):
         raise ParseError(f"JSON from {' '.join(result.argv[:4])}", result.stdout[:400])
     errors = doc.get("errors") or []
     if errors:
-        msg = "; ".join(str(e.get("description") or e.get("error") or e) for e in errors if e)
+        if not isinstance(errors, list):
+            errors = [errors]
+        msg = "; ".join(
+            str(e.get("description") or e.get("error") or e) if isinstance(e, dict) else str(e)
+            for e in errors if e
+        )
         raise SlurmError(f"{result.argv[0]} reported: {msg}", argv=result.argv, stderr=msg)
     return doc
 
 
 def job_detail(job_id: str | int, runner: Runner | None = None) -> Job:
-    """Full detail of one job, with its GPU indices per node."""
+    """Full detail of one job, with its GPU indices per node.
+
+    Only the record whose id is ``job_id`` answers: ``scontrol show job 0`` lists other jobs,
+    and taking the first of them once showed (and checked the owner of) a stranger's job.
+    A record of that id that cannot be read raises its ParseError.
+    """
+    jid = check_job_id(job_id)
     runner = runner or get_runner()
-    jobs = _run(_jobs_query(runner, slurm_version(runner), str(job_id)), runner)
+    jobs = _run(_jobs_query(runner, slurm_version(runner), jid), runner)
     for job in jobs:
-        if str(job.job_id) == str(job_id):
+        if _is_that_job(job, jid):
             return job
-    if jobs:
-        return jobs[0]
-    raise JobNotFoundError(f"job {job_id} is not known to the controller", argv=["scontrol", "show", "job"])
+    for problem in jobs.problems:
+        if problem.record_id == jid:
+            raise problem
+    raise JobNotFoundError(f"job {jid} is not known to the controller",
+                           argv=["scontrol", "show", "job", jid],
+                           hint="it may have ended long ago (Slurm forgets ended jobs); `%squeue` lists yours")
 
 
-def _filter_jobs(jobs: Iterable[Job], user: str | None, all_users: bool, active_only: bool) -> list[Job]:
-    who = None if all_users else (user or current_user())
-    return [
+def _is_that_job(job: Job, jid: str) -> bool:
+    if "_" in jid:
+        array, task = jid.split("_", 1)
+        return str(job.array_job_id) == array and str(job.array_task_id) == task
+    return str(job.job_id) == jid
+
+
+# ---- owners (never from a record that holds free text) ----------------------------------------------
+def _parse_owners(result: RunResult) -> dict[int, int]:
+    owners: dict[int, int] = {}
+    for line in result.stdout.splitlines():
+        if not line.strip():
+            continue
+        jid, sep, uid = line.strip().partition("|")
+        if not sep or not jid.isdigit() or not uid.isdigit():
+            raise ParseError("squeue job owner line", line, hint="expected JOBID|UID")
+        owners[int(jid)] = int(uid)
+    return owners
+
+
+_OWNERS: Query[dict[int, int]] = Query(("squeue", "-h", "-t", "all", "-o", "%A|%U"), _parse_owners)
+
+
+def job_owners(runner: Runner | None = None) -> dict[int, int]:
+    """Every job Slurm lists, by its numeric id, with its owner's uid."""
+    return _run(_OWNERS, runner)
+
+
+async def ajob_owners(runner: Runner | None = None) -> dict[int, int]:
+    return await _arun(_OWNERS, runner)
+
+
+def _owner_query(jid: str) -> Query[int]:
+    def parse(result: RunResult) -> int:
+        uids = set(_parse_owners(result).values())
+        if not uids:
+            raise JobNotFoundError(f"job {jid} is not known to the controller", argv=result.argv)
+        if len(uids) > 1:  # every task of an array has one owner; refuse rather than guess
+            raise ParseError("squeue job owner", result.stdout, hint=f"job {jid} shows several owners")
+        return uids.pop()
+
+    return Query(("squeue", "-h", "-t", "all", "-j", jid, "-o", "%A|%U"), parse)
+
+
+def job_owner_uid(job_id: str | int, runner: Runner | None = None) -> int:
+    """The uid that owns ``job_id``."""
+    return _run(_owner_query(check_job_id(job_id)), runner)
+
+
+async def ajob_owner_uid(job_id: str | int, runner: Runner | None = None) -> int:
+    return await _arun(_owner_query(check_job_id(job_id)), runner)
+
+
+def _filter_jobs(jobs: JobList, owners: dict[int, int] | None, uid: int | None, active_only: bool) -> JobList:
+    kept = [
         j for j in jobs
-        if (who is None or j.user == who) and (not active_only or j.state in ACTIVE_STATES)
+        if (uid is None or (owners or {}).get(j.job_id) == uid)
+        and (not active_only or j.state in ACTIVE_STATES)
     ]
+    return JobList(kept, jobs.problems)
+
+
+def _uid_of(user: str | None) -> int:
+    if user is None:
+        return current_uid()
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        if user.isdigit():
+            return int(user)
+        raise SlurmError(f"no Unix user named {user!r} on this machine",
+                         hint="give a user name that `id USER` knows") from None
 
 
 def list_jobs(
     runner: Runner | None = None, *, user: str | None = None, all_users: bool = False, active_only: bool = True
-) -> list[Job]:
-    """Jobs with full detail (GPU indices per node): this user's by default, or everyone's."""
+) -> JobList:
+    """Jobs with full detail (GPU indices per node): this user's by default, or everyone's.
+
+    "This user's" is decided by uid from ``squeue`` (:func:`job_owners`), not from the records.
+    """
     runner = runner or get_runner()
     jobs = _run(_jobs_query(runner, slurm_version(runner)), runner)
-    return _filter_jobs(jobs, user, all_users, active_only)
+    if all_users:
+        return _filter_jobs(jobs, None, None, active_only)
+    return _filter_jobs(jobs, job_owners(runner), _uid_of(user), active_only)
 
 
 async def alist_jobs(
     runner: Runner | None = None, *, user: str | None = None, all_users: bool = False, active_only: bool = True
-) -> list[Job]:
+) -> JobList:
     runner = runner or get_runner()
     jobs = await _arun(_jobs_query(runner, await aslurm_version(runner)), runner)
-    return _filter_jobs(jobs, user, all_users, active_only)
+    if all_users:
+        return _filter_jobs(jobs, None, None, active_only)
+    return _filter_jobs(jobs, await ajob_owners(runner), _uid_of(user), active_only)
 
 
 def job_ids_by_name(name: str, runner: Runner | None = None) -> list[str]:
@@ -235,10 +376,11 @@ def job_ids_by_name(name: str, runner: Runner | None = None) -> list[str]:
     return _run(q, runner)
 
 
-def my_tagged_jobs(prefix: str, runner: Runner | None = None) -> list[Job]:
+def my_tagged_jobs(prefix: str, runner: Runner | None = None) -> JobList:
     """This user's active jobs whose comment starts with ``prefix:`` (allocations of slurmlab kernels)."""
     jobs = list_jobs(runner)
-    return [j for j in jobs if (getattr(j, "comment", None) or "").startswith(prefix + ":")]
+    return JobList([j for j in jobs if (getattr(j, "comment", None) or "").startswith(prefix + ":")],
+                   jobs.problems)
 
 
 def cancel_job(job_id: str | int, runner: Runner | None = None, *, only_mine: bool = True) -> None:
@@ -246,40 +388,72 @@ def cancel_job(job_id: str | int, runner: Runner | None = None, *, only_mine: bo
 
     Raises JobNotFoundError when the controller does not know it, and NotYourJobError when it
     belongs to someone else: Slurm lets an operator account (root, a coordinator) cancel
-    anything, so slurmlab checks the owner itself (``only_mine=False`` skips that).
+    anything, so slurmlab checks the owner itself, by uid (``only_mine=False`` skips that, for
+    a caller that has just checked it).
     """
+    jid = check_job_id(job_id)
     runner = runner or get_runner()
     if only_mine:
-        owner = job_detail(job_id, runner).user
-        me = current_user()
-        if owner is not None and owner != me:
-            raise NotYourJobError(
-                f"job {job_id} belongs to {owner}, not to {me}: slurmlab cancels only your own jobs",
-                hint=f"ask {owner} (or your admins) to cancel it",
-            )
-    runner.run(["scancel", str(job_id)])
+        check_mine(jid, runner)
+    runner.run(["scancel", jid])
+
+
+def _refuse_unless_mine(jid: str, owner: int) -> None:
+    me = current_uid()
+    if owner != me:
+        who = user_name(owner)
+        raise NotYourJobError(
+            f"job {jid} belongs to {who}, not to {user_name(me)}: slurmlab cancels only your own jobs",
+            hint=f"ask {who} (or your admins) to cancel it",
+        )
+
+
+def check_mine(job_id: str | int, runner: Runner | None = None) -> None:
+    """NotYourJobError unless this process's uid owns ``job_id``."""
+    jid = check_job_id(job_id)
+    _refuse_unless_mine(jid, job_owner_uid(jid, runner))
+
+
+async def acheck_mine(job_id: str | int, runner: Runner | None = None) -> None:
+    jid = check_job_id(job_id)
+    _refuse_unless_mine(jid, await ajob_owner_uid(jid, runner))
 
 
 # ---- nodes and partitions ---------------------------------------------------------------------------
-def _nodes_query(version: tuple[int, ...]) -> Query[list[Node]]:
-    if version >= SCONTROL_JSON_SINCE:
-        return Query(("scontrol", "--json", "show", "node"), lambda r: parse_nodes_json(_json(r)))
-    return Query(("scontrol", "show", "node", "-d"), lambda r: parse_scontrol_nodes(r.stdout))
+def _nodes_query(version: tuple[int, ...]) -> Query[Listing[Node]]:
+    def parse(result: RunResult) -> Listing[Node]:
+        problems: list[ParseError] = []
+        if version >= SCONTROL_JSON_SINCE:
+            nodes = parse_nodes_json(_json(result), problems=problems)
+        else:
+            nodes = parse_scontrol_nodes(result.stdout, problems=problems)
+        return Listing(nodes, problems)
+
+    argv = ("scontrol", "--json", "show", "node") if version >= SCONTROL_JSON_SINCE else ("scontrol", "show", "node", "-d")
+    return Query(argv, parse)
 
 
-def _partitions_query(version: tuple[int, ...]) -> Query[list[Partition]]:
-    if version >= SCONTROL_JSON_SINCE:
-        return Query(("scontrol", "--json", "show", "partition"), lambda r: parse_partitions_json(_json(r)))
-    return Query(("scontrol", "show", "partition"), lambda r: parse_scontrol_partitions(r.stdout))
+def _partitions_query(version: tuple[int, ...]) -> Query[Listing[Partition]]:
+    def parse(result: RunResult) -> Listing[Partition]:
+        problems: list[ParseError] = []
+        if version >= SCONTROL_JSON_SINCE:
+            parts = parse_partitions_json(_json(result), problems=problems)
+        else:
+            parts = parse_scontrol_partitions(result.stdout, problems=problems)
+        return Listing(parts, problems)
+
+    argv = ("scontrol", "--json", "show", "partition") if version >= SCONTROL_JSON_SINCE else (
+        "scontrol", "show", "partition")
+    return Query(argv, parse)
 
 
-def list_nodes(runner: Runner | None = None) -> list[Node]:
+def list_nodes(runner: Runner | None = None) -> Listing[Node]:
     """Every node with configured and used GRES (GPU indices in use, shards per GPU)."""
     runner = runner or get_runner()
     return _run(_nodes_query(slurm_version(runner)), runner)
 
 
-async def alist_nodes(runner: Runner | None = None) -> list[Node]:
+async def alist_nodes(runner: Runner | None = None) -> Listing[Node]:
     runner = runner or get_runner()
     return await _arun(_nodes_query(await aslurm_version(runner)), runner)
 
@@ -294,12 +468,21 @@ def node_states(runner: Runner | None = None) -> dict[str, str]:
     return _run(_NODE_STATES, runner)
 
 
-def list_partitions(runner: Runner | None = None) -> list[Partition]:
+def node_states_of(nodes: Sequence[str], runner: Runner | None = None) -> dict[str, str]:
+    """:func:`node_states` of some nodes only (the poller's look at its running jobs' nodes)."""
+    if not nodes:
+        return {}
+    q: Query[dict[str, str]] = Query(("sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%N|%T"),
+                                     lambda r: parse_sinfo_node_states(r.stdout))
+    return _run(q, runner)
+
+
+def list_partitions(runner: Runner | None = None) -> Listing[Partition]:
     runner = runner or get_runner()
     return _run(_partitions_query(slurm_version(runner)), runner)
 
 
-async def alist_partitions(runner: Runner | None = None) -> list[Partition]:
+async def alist_partitions(runner: Runner | None = None) -> Listing[Partition]:
     runner = runner or get_runner()
     return await _arun(_partitions_query(await aslurm_version(runner)), runner)
 
@@ -346,7 +529,29 @@ def build_inventory(nodes: Sequence[Node], partitions: Sequence[Partition]) -> C
     return ClusterInventory.build(nodes=inv_nodes, partitions=parts, default=default, max_time=max_time)
 
 
+def _parse_sinfo_default(result: RunResult) -> str | None:
+    for line in result.stdout.split():
+        if line.endswith("*") and len(line) > 1:
+            return line[:-1]
+    return None
+
+
+_DEFAULT_PARTITION: Query[str | None] = Query(("sinfo", "-h", "-o", "%P"), _parse_sinfo_default)
+
+
+def default_partition(runner: Runner | None = None) -> str | None:
+    """The default partition as ``sinfo`` marks it (``gpu*``); None when none is marked.
+
+    ``scontrol --json show partition`` of 24.11+ (data_parser v0.0.42+) carries no flags, so a
+    default read from JSON is unknown rather than absent; sinfo says it on every version."""
+    return _run(_DEFAULT_PARTITION, runner)
+
+
 def inventory(runner: Runner | None = None) -> ClusterInventory:
     """What the cluster offers, per partition, for validating a request before it is submitted."""
     runner = runner or get_runner()
-    return build_inventory(list_nodes(runner), list_partitions(runner))
+    partitions = list_partitions(runner)
+    if not any(p.default for p in partitions) and any(p.default is None for p in partitions):
+        name = default_partition(runner)
+        partitions = Listing([replace(p, default=p.name == name) for p in partitions], partitions.problems)
+    return build_inventory(list_nodes(runner), partitions)

@@ -3,6 +3,12 @@
 Every command is an argv list (never a shell string), runs with a timeout so a hung
 controller cannot hang the caller, and honours ``SLURM_CONF`` and cluster selection.
 Failures become :mod:`slurmlab.errors` exceptions that keep Slurm's own message.
+
+A stopped or frozen munged makes every Slurm command wait (for its whole timeout) as if the
+controller were down. So a command that has not answered after ``munge_probe_after`` seconds
+(2 s) has the munge socket of its configuration probed (a connect, then ``munge -n`` with a short
+timeout); when munged does not answer, the command is stopped and :class:`MungeError` says so.
+A command that answers in time costs nothing more.
 """
 
 from __future__ import annotations
@@ -10,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from slurmlab.errors import (
     ControllerDownError,
@@ -26,16 +34,28 @@ from slurmlab.errors import (
 )
 
 __all__ = [
+    "DEFAULT_MUNGE_SOCKET",
     "DEFAULT_TIMEOUT",
     "INSTALL_HINT",
+    "MUNGE_PROBE_AFTER",
+    "MungeProblem",
     "RunResult",
     "Runner",
     "classify_failure",
     "get_runner",
+    "munge_socket",
+    "probe_munge",
     "set_runner",
 ]
 
 DEFAULT_TIMEOUT = 30.0
+# a Slurm command answers in milliseconds when all is well; after this long, find out whether munged is the cause
+MUNGE_PROBE_AFTER = 2.0
+MUNGE_PROBE_TIMEOUT = 2.0
+DEFAULT_MUNGE_SOCKET = "/run/munge/munge.socket.2"
+DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
+# the first line of every slurm.conf the sandbox renders (slurmlab.sandbox.render)
+_SANDBOX_MARK = "# slurmlab sandbox"
 INSTALL_HINT = "sudo apt-get install slurm-client   (or load your site's Slurm module: module load slurm)"
 
 # Stable fragments of Slurm's messages, across 22.05 .. 25.x. Order matters: munge first,
@@ -74,7 +94,7 @@ def classify_failure(argv: Sequence[str], returncode: int, stderr: str) -> Slurm
             argv=argv,
             returncode=returncode,
             stderr=stderr,
-            hint="munge authentication failed: is munged running? (sandbox: `slurmlab sandbox up`; "
+            hint="munge authentication failed: is munged running? (sandbox: `slurmlab sandbox restart`; "
             "cluster: ask your admins, `systemctl status munge`)",
         )
     if "invalid job id" in low or "invalid job step id" in low:
@@ -108,6 +128,117 @@ _HINTS = (
 )
 
 
+# ---- munge ---------------------------------------------------------------------------------------
+def munge_socket(slurm_conf: str | None) -> str | None:
+    """The munge socket that the Slurm configuration file ``slurm_conf`` authenticates through.
+
+    None when it names another AuthType (e.g. ``auth/slurm``) or cannot be read (then Slurm's commands fail
+    on their own, or fetch a configuration this cannot see); munge's default socket when the file says
+    nothing."""
+    try:
+        text = Path(slurm_conf or DEFAULT_SLURM_CONF).read_text(errors="replace")
+    except OSError:
+        return None
+    auth_type: str | None = None
+    found: str | None = None
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        key, value = key.strip().lower(), value.strip().strip('"')
+        if key == "authtype":
+            auth_type = value.lower()
+        elif key == "authinfo":
+            for item in value.split(","):
+                name, _, path = item.partition("=")
+                if name.strip().lower() == "socket" and path.strip():
+                    found = path.strip()
+    if auth_type is not None and auth_type != "auth/munge":
+        return None
+    return found or DEFAULT_MUNGE_SOCKET
+
+
+@dataclass(frozen=True)
+class MungeProblem:
+    """Why munged does not serve ``socket``: ``kind`` is stopped, frozen, denied or failed."""
+
+    socket: str
+    kind: str
+    detail: str
+
+
+def probe_munge(path: str, *, timeout: float = MUNGE_PROBE_TIMEOUT) -> MungeProblem | None:
+    """None when munged answers on the socket ``path``; otherwise what is wrong.
+
+    A connect tells a stopped munged (refused, or no socket) or a socket this user may not use at once;
+    a frozen munged still accepts connections (the kernel queues them), so ``munge -n`` then has to get a
+    credential within ``timeout``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            return MungeProblem(path, "stopped", f"munged is not running (its socket {path}: {exc.strerror})")
+        except PermissionError:
+            return MungeProblem(path, "denied", f"you may not use munged's socket {path} (permission denied)")
+        except TimeoutError:
+            return MungeProblem(path, "frozen", f"munged's socket {path} accepts no connection (munged frozen?)")
+        except OSError as exc:
+            return MungeProblem(path, "failed", f"munged's socket {path} cannot be reached: {exc.strerror or exc}")
+    munge = shutil.which("munge")
+    if munge is None:
+        return None  # without munge's client a frozen munged cannot be told from a slow one
+    try:
+        proc = subprocess.run([munge, "-n", "-S", path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return MungeProblem(path, "frozen", f"munged does not answer on {path} within {timeout:g} s "
+                                            "(it is frozen or overloaded)")
+    except OSError:
+        return None
+    if proc.returncode != 0:
+        return MungeProblem(path, "failed", f"munged on {path} gives no credential: {proc.stderr.strip()}")
+    return None
+
+
+def _sandbox_folder(slurm_conf: str | None) -> Path | None:
+    """The sandbox folder when ``slurm_conf`` is one a slurmlab sandbox rendered."""
+    if not slurm_conf:
+        return None
+    try:
+        with open(slurm_conf, errors="replace") as fh:
+            first = fh.readline()
+    except OSError:
+        return None
+    return Path(slurm_conf).parent if first.startswith(_SANDBOX_MARK) else None
+
+
+def _munge_hint(slurm_conf: str | None, kind: str) -> str:
+    folder = _sandbox_folder(slurm_conf)
+    if kind == "denied":
+        if folder is not None:
+            return (f"this sandbox lets in only its owner and the users it admits; its owner can add you: "
+                    f"slurmlab sandbox up --dir {folder} --admit {_user()}")
+        return "munged's socket must be usable by every user: ask your cluster's admins"
+    if folder is not None:
+        return f"bring munged back, keeping every job: slurmlab sandbox restart --dir {folder}"
+    return "munged on this machine needs your cluster's admins (they can check `systemctl status munge`)"
+
+
+def _user() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+def _munge_kind(stderr: str) -> str:
+    return "denied" if "permission denied" in stderr.lower() else "failed"
+
+
 @dataclass(frozen=True)
 class RunResult:
     """What a finished command printed."""
@@ -129,12 +260,14 @@ class Runner:
 
     ``slurm_conf`` and ``cluster`` select which Slurm to talk to (``SLURM_CONF`` and
     ``SLURM_CLUSTERS``); ``env`` adds variables. ``timeout`` bounds every call.
+    ``munge_probe_after``: seconds a command may take before munged is probed (0: never).
     """
 
     slurm_conf: str | None = None
     cluster: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     env: Mapping[str, str] = field(default_factory=dict)
+    munge_probe_after: float = MUNGE_PROBE_AFTER
     calls: int = field(default=0, init=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
@@ -179,7 +312,43 @@ class Runner:
             self.calls += 1
         return out
 
-    # ---- sync ----------------------------------------------------------------------------
+    # ---- munge ---------------------------------------------------------------------------------
+    def _probe_after(self, limit: float) -> float | None:
+        if self.munge_probe_after <= 0:
+            return None
+        return min(self.munge_probe_after, limit / 2)
+
+    def _munge_problem(self, env: Mapping[str, str], remaining: float) -> MungeProblem | None:
+        path = munge_socket(env.get("SLURM_CONF"))
+        if path is None:
+            return None
+        # never so short that a healthy but loaded munged is taken for a frozen one
+        return probe_munge(path, timeout=min(MUNGE_PROBE_TIMEOUT, max(remaining, 1.0)))
+
+    def _munge_failure(self, args: list[str], problem: MungeProblem, waited: float, env: Mapping[str, str],
+                       stderr: str = "") -> MungeError:
+        return MungeError(
+            f"{args[0]} got no answer in {waited:.0f} s because munge does not work: {problem.detail}",
+            argv=args, stderr=stderr, hint=_munge_hint(env.get("SLURM_CONF"), problem.kind),
+        )
+
+    def _failure(self, args: list[str], returncode: int, stderr: str, env: Mapping[str, str]) -> SlurmError:
+        err = classify_failure(args, returncode, stderr)
+        if isinstance(err, MungeError):
+            # the one next step that fits: this sandbox's restart, or the cluster's admins
+            err = MungeError(err.message, argv=args, returncode=returncode, stderr=stderr,
+                             hint=_munge_hint(env.get("SLURM_CONF"), _munge_kind(stderr)))
+        return err
+
+    def _timeout(self, args: list[str], limit: float, stderr: str = "") -> SlurmTimeoutError:
+        return SlurmTimeoutError(
+            f"{args[0]} did not answer within {limit:g} s: the Slurm controller is not responding",
+            argv=args,
+            stderr=stderr,
+            hint="check that slurmctld is up (`scontrol ping`); retry later or raise the timeout",
+        )
+
+    # ---- sync ----------------------------------------------------------------------------------
     def run(
         self,
         argv: Sequence[str],
@@ -192,16 +361,16 @@ class Runner:
         """Run ``argv`` to completion. Raises on failure when ``check`` (the default)."""
         args = self._check_argv(argv)
         limit = self.timeout if timeout is None else timeout
+        environ = self.environ(env)
         start = time.monotonic()
         try:
-            proc = subprocess.run(
+            proc = subprocess.Popen(
                 args,
-                input=input,
-                capture_output=True,
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
-                timeout=limit,
-                env=self.environ(env),
-                stdin=None if input is not None else subprocess.DEVNULL,
+                env=environ,
             )
         except FileNotFoundError as exc:
             raise SlurmNotFoundError(
@@ -209,17 +378,36 @@ class Runner:
                 argv=args,
                 hint=INSTALL_HINT,
             ) from exc
-        except subprocess.TimeoutExpired as exc:
-            raise SlurmTimeoutError(
-                f"{args[0]} did not answer within {limit:g} s: the Slurm controller is not responding",
-                argv=args,
-                stderr=_text(exc.stderr),
-                hint="check that slurmctld is up (`scontrol ping`); retry later or raise the timeout",
-            ) from exc
-        result = RunResult(tuple(args), proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+        with proc:
+            try:
+                out, err = self._communicate(proc, args, input, limit, start, environ)
+            except subprocess.TimeoutExpired as exc:
+                proc.kill()
+                proc.wait()
+                raise self._timeout(args, limit, _text(exc.stderr)) from exc
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+        result = RunResult(tuple(args), proc.returncode, out, err, time.monotonic() - start)
         if check and proc.returncode != 0:
-            raise classify_failure(args, proc.returncode, proc.stderr)
+            raise self._failure(args, proc.returncode, err, environ)
         return result
+
+    def _communicate(self, proc: subprocess.Popen[str], args: list[str], input: str | None, limit: float,
+                     start: float, env: Mapping[str, str]) -> tuple[str, str]:
+        after = self._probe_after(limit)
+        if after is None:
+            return proc.communicate(input, timeout=limit)
+        try:
+            return proc.communicate(input, timeout=after)
+        except subprocess.TimeoutExpired as exc:
+            partial = _text(exc.stderr)
+        problem = self._munge_problem(env, limit - (time.monotonic() - start))
+        if problem is not None and proc.poll() is None:
+            raise self._munge_failure(args, problem, time.monotonic() - start, env, partial)
+        # retrying communicate() loses no output (and sends the input only once)
+        return proc.communicate(timeout=max(limit - (time.monotonic() - start), 0.01))
 
     def popen(
         self,
@@ -259,9 +447,10 @@ class Runner:
         input: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> RunResult:
-        """Asyncio twin of :meth:`run`: same argv, timeout and errors, never blocks the loop."""
+        """Asyncio twin of :meth:`run`: same argv, timeout, munge probe and errors, never blocks the loop."""
         args = self._check_argv(argv)
         limit = self.timeout if timeout is None else timeout
+        environ = self.environ(env)
         start = time.monotonic()
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -269,7 +458,7 @@ class Runner:
                 stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env=self.environ(env),
+                env=environ,
             )
         except FileNotFoundError as exc:
             raise SlurmNotFoundError(
@@ -277,23 +466,35 @@ class Runner:
                 argv=args,
                 hint=INSTALL_HINT,
             ) from exc
+        talk = asyncio.ensure_future(proc.communicate(input.encode() if input is not None else None))
         try:
-            out, err = await asyncio.wait_for(
-                proc.communicate(input.encode() if input is not None else None), timeout=limit
-            )
-        except asyncio.TimeoutError as exc:
-            proc.kill()
-            await proc.wait()
-            raise SlurmTimeoutError(
-                f"{args[0]} did not answer within {limit:g} s: the Slurm controller is not responding",
-                argv=args,
-                hint="check that slurmctld is up (`scontrol ping`); retry later or raise the timeout",
-            ) from exc
+            after = self._probe_after(limit)
+            if after is not None:
+                done, _ = await asyncio.wait({talk}, timeout=after)
+                if not done:
+                    remaining = limit - (time.monotonic() - start)
+                    loop = asyncio.get_running_loop()
+                    problem = await loop.run_in_executor(None, self._munge_problem, environ, remaining)
+                    if problem is not None and not talk.done():
+                        raise self._munge_failure(args, problem, time.monotonic() - start, environ)
+            remaining = max(limit - (time.monotonic() - start), 0.01)
+            try:
+                out, err = await asyncio.wait_for(asyncio.shield(talk), timeout=remaining)
+            except asyncio.TimeoutError as exc:
+                raise self._timeout(args, limit) from exc
+        finally:
+            if not talk.done():
+                if proc.returncode is None:
+                    proc.kill()
+                # a grandchild may hold the pipes open: stop reading instead of waiting for their end
+                talk.cancel()
+                await asyncio.gather(talk, return_exceptions=True)
+                await proc.wait()
         rc = proc.returncode if proc.returncode is not None else -1
         result = RunResult(tuple(args), rc, out.decode(errors="replace"), err.decode(errors="replace"),
                            time.monotonic() - start)
         if check and rc != 0:
-            raise classify_failure(args, rc, result.stderr)
+            raise self._failure(args, rc, result.stderr, environ)
         return result
 
 

@@ -86,6 +86,18 @@ def _gpu_rows(alloc: Any) -> list[tuple[str, str, str]]:
     return rows
 
 
+def node_state_words(state: str) -> str:
+    """sinfo's node state in plain words (``mixed*`` -> not responding)."""
+    text = state.lower()
+    if text.endswith("*"):
+        return f"not responding (slurmd unreachable; Slurm says {state})"
+    for word, meaning in (("drain", "draining: no new work"), ("down", "down"), ("fail", "failing"),
+                          ("reboot", "rebooting"), ("power", "powering down/up")):
+        if word in text:
+            return f"{meaning} (Slurm says {state})"
+    return state
+
+
 def panel_html(alloc: Any, now: float | None = None) -> str:
     """The panel's body as HTML (also used by tests and the text view)."""
     now = time.time() if now is None else now
@@ -107,6 +119,12 @@ def panel_html(alloc: Any, now: float | None = None) -> str:
         elapsed = fmt_seconds(now - start) if start else "-"
         lines.append(f"<div class='slurmlab-times'><b>Elapsed:</b> {elapsed} &nbsp; <b>Time left:</b> "
                      f"{fmt_seconds(left) if left is not None else 'no limit'}</div>")
+    alerts = tuple(getattr(alloc, "node_alerts", ()) or ())
+    if alerts and state in _HOLDING:
+        # Slurm keeps the job RUNNING while a node's slurmd is silent; only the node's state tells.
+        words = "; ".join(f"{node}: {node_state_words(st)}" for node, st in alerts)
+        lines.append(f"<div class='slurmlab-node-alert' style='color:{_FAILED}'><b>Node trouble:</b> "
+                     f"{esc(words)} — steps there may hang; if it lasts, cancel and allocate again</div>")
     if state in _HOLDING and (alloc.job is not None or alloc.nodes):
         body = "".join(f"<tr><td>{esc(n)}</td><td>{esc(g)}</td><td>{esc(s)}</td></tr>"
                        for n, g, s in _gpu_rows(alloc))

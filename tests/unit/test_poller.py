@@ -174,3 +174,101 @@ def test_each_cluster_has_its_own_shared_poller() -> None:
     assert get_poller(a1) is get_poller(a2)  # one cluster, one poller
     assert get_poller(a1) is not get_poller(b)  # job ids of two clusters never mix
     assert get_poller(b).runner is b
+
+
+# ---- hostile ids, rounds that raise, node trouble (issue 10, points 3 and 7) ----------------------
+def test_a_watch_of_something_that_is_not_a_job_id_is_refused_and_never_polled() -> None:
+    import pytest
+
+    from slurmlab.errors import RequestError
+
+    c = Cluster()
+    p = _poller(c, interval=0.05)
+    for bad in ("-v", "0", "1\n", "1;2", "", " 5", "5 ", "--all"):
+        with pytest.raises(RequestError):
+            p.watch(bad, lambda u: None)
+    assert p.watched() == [] and c.brief_calls == []
+    p.stop()
+
+
+def test_the_thread_outlives_any_exception_and_watchers_hear_it() -> None:
+    from slurmlab.errors import ParseError, SlurmlabError
+
+    c = Cluster()
+    c.states = {"3": B(3, "RUNNING")}
+    failures: list[BaseException] = [ParseError("squeue output", "garbage"), TypeError("a parser bug"),
+                                     RecursionError("deep")]
+    real_brief = c.brief
+
+    def brief(ids: Any, runner: Any) -> dict[str, B]:
+        if failures:
+            raise failures.pop(0)
+        return real_brief(ids, runner)
+
+    p = JobPoller(runner=object(), fetch_brief=brief, fetch_detail=c.detail,  # type: ignore[arg-type]
+                  interval=0.02, max_interval=0.05)
+    seen: list[JobUpdate] = []
+    p.watch(3, seen.append)
+    assert _until(lambda: any(u.brief is not None for u in seen), timeout=5)
+    errors = [u.error for u in seen if u.error is not None]
+    # each distinct failure reached the watcher as a SlurmlabError, never as the raw exception
+    assert len(errors) == 3 and all(isinstance(e, SlurmlabError) for e in errors)
+    assert "a parser bug" in str(errors[1]) and "report" in str(errors[1])
+    assert p.running
+    p.stop()
+
+
+def test_an_unreadable_job_detail_is_that_jobs_error_only() -> None:
+    from slurmlab.errors import ParseError
+
+    c = Cluster()
+    c.states = {"1": B(1, "RUNNING"), "2": B(2, "RUNNING")}
+
+    def detail(job_id: str, runner: Any) -> Any:
+        if job_id == "1":
+            raise ParseError("scontrol job record", "JobId=1 JobName=x\n   UserId=a(1)\n   UserId=b(2)")
+        return c.detail(job_id, runner)
+
+    p = JobPoller(runner=object(), fetch_brief=c.brief, fetch_detail=detail,  # type: ignore[arg-type]
+                  interval=0.05)
+    got: dict[str, list[JobUpdate]] = {"1": [], "2": []}
+    p.watch(1, got["1"].append)
+    p.watch(2, got["2"].append)
+    assert _until(lambda: got["1"] and got["2"])
+    assert isinstance(got["1"][0].error, ParseError) and got["1"][0].brief.state == "RUNNING"
+    assert got["2"][0].error is None and got["2"][0].detail == ("detail", "RUNNING")
+    p.stop()
+
+
+@dataclass(frozen=True)
+class BN:
+    job_id: int
+    state: str
+    nodes: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+def test_a_running_jobs_node_that_stops_responding_reaches_its_watchers() -> None:
+    states = {"node1": "mixed", "node2": "idle"}
+    node_calls: list[list[str]] = []
+
+    def nodes(names: Any, runner: Any) -> dict[str, str]:
+        node_calls.append(list(names))
+        return {n: states[n] for n in names}
+
+    briefs = {"4": BN(4, "RUNNING", ("node1",)), "5": BN(5, "PENDING")}
+    p = JobPoller(runner=object(), fetch_brief=lambda ids, r: {i: briefs[i] for i in ids},  # type: ignore[arg-type]
+                  fetch_detail=lambda jid, r: ("detail", jid), fetch_nodes=nodes,
+                  interval=0.02, node_check_interval=0.05)
+    seen: list[JobUpdate] = []
+    p.watch(4, seen.append)
+    p.watch(5, lambda u: None)
+    assert _until(lambda: len(seen) >= 1)
+    assert seen[-1].node_alerts == ()
+    states["node1"] = "mixed*"  # slurmd stopped answering
+    assert _until(lambda: seen[-1].node_alerts == (("node1", "mixed*"),))
+    states["node1"] = "mixed"
+    assert _until(lambda: seen[-1].node_alerts == ())
+    # only the running job's nodes are asked about, in one call
+    assert node_calls and all(call == ["node1"] for call in node_calls)
+    p.stop()

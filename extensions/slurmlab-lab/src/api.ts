@@ -20,7 +20,10 @@ export interface IJob {
   job_id: string;
   display_id: string;
   name: string;
-  user: string;
+  /** The owner, from Slurm's uid of the job (null when Slurm did not list it). */
+  user: string | null;
+  /** Owned by the Unix user the server runs as (decided by uid, never by the job's record). */
+  mine: boolean;
   state: string;
   reason: string | null;
   partition: string | null;
@@ -53,17 +56,32 @@ export interface INode {
   gpus: IGpuSlot[];
 }
 
-export interface IQueue {
+/** A record Slurm printed that could not be read (listed instead of hiding it). */
+export interface IProblem {
+  kind: string;
+  record: string | null;
+  message: string;
+}
+
+/** Every answer says when Slurm last confirmed it. */
+export interface IStamped {
+  as_of?: string;
+  age_s?: number;
+}
+
+export interface IQueue extends IStamped {
   scope: 'mine' | 'all';
   user: string;
   jobs: IJob[];
+  problems?: IProblem[];
 }
 
-export interface INodes {
+export interface INodes extends IStamped {
   nodes: INode[];
+  problems?: IProblem[];
 }
 
-export interface IStatus {
+export interface IStatus extends IStamped {
   reachable: boolean;
   version: string | null;
   poll_interval_s: number;
@@ -104,6 +122,15 @@ async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
     const message =
       (body && (body.message || body.reason)) || `${response.status} ${response.statusText}`;
     throw new ApiError(response.status, message);
+  }
+  // The server stamps every answer with when Slurm last confirmed it; a 304 revalidation
+  // refreshes the header but not the cached body, so the header is what counts.
+  const asOf = response.headers.get('X-Slurmlab-As-Of');
+  const served = response.headers.get('Date');
+  if (body && typeof body === 'object' && asOf) {
+    body.as_of = asOf;
+    const now = served ? Date.parse(served) : Date.now();
+    body.age_s = Math.max(0, (now - Date.parse(asOf)) / 1000);
   }
   return body as T;
 }

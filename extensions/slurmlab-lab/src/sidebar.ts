@@ -192,6 +192,7 @@ export class SlurmSidebar extends Widget {
       }
       const [nodes, queue] = await Promise.all([getNodes(), getQueue(this._scope)]);
       this._showError(null);
+      this._renderStatus(status, queue.age_s ?? 0);
       this._renderMap(nodes.nodes);
       this._renderJobs(queue);
     } catch (error) {
@@ -206,10 +207,14 @@ export class SlurmSidebar extends Widget {
     this._error.textContent = message || '';
   }
 
-  private _renderStatus(status: IStatus): void {
+  private _renderStatus(status: IStatus, dataAge = 0): void {
     const state = status.reachable ? 'controller up' : 'controller DOWN';
     const version = status.version ? `Slurm ${status.version}` : 'Slurm ?';
-    this._statusLine.textContent = `${state} · ${version} · user ${status.user} · every ${status.poll_interval_s}s`;
+    // Data older than two intervals means Slurm did not answer the last polls: say how old.
+    const age = dataAge;
+    const stale = age > 2 * status.poll_interval_s ? ` · data ${formatSeconds(age)} old` : '';
+    this._statusLine.textContent = `${state} · ${version} · user ${status.user} · every ${status.poll_interval_s}s${stale}`;
+    this._statusLine.dataset.stale = String(stale !== '');
     this._statusLine.dataset.reachable = String(status.reachable);
   }
 
@@ -265,6 +270,17 @@ export class SlurmSidebar extends Widget {
 
   private _renderJobs(queue: IQueue): void {
     this._jobs.replaceChildren();
+    const problems = queue.problems || [];
+    if (problems.length) {
+      const note = el(
+        'div',
+        'slurmlab-Problems',
+        `${problems.length} job record(s) could not be read` +
+          (problems[0].record ? ` (job ${problems[0].record})` : '')
+      );
+      note.title = problems.map(p => p.message).join('\n');
+      this._jobs.appendChild(note);
+    }
     if (!queue.jobs.length) {
       this._jobs.appendChild(
         el('div', 'slurmlab-Empty', queue.scope === 'mine' ? `no jobs of ${queue.user}` : 'no jobs')
@@ -284,7 +300,7 @@ export class SlurmSidebar extends Widget {
       swatch.style.background = jobColour(job.job_id);
       row.appendChild(swatch);
       const id = el('td', 'slurmlab-JobId', `${job.display_id} ${job.name}`);
-      id.title = `${job.user} · ${job.partition || ''} · ${job.nodes || ''}`;
+      id.title = `${job.user || '?'} · ${job.partition || ''} · ${job.nodes || ''}`;
       id.appendChild(el('div', 'slurmlab-JobGpus', gpuSummary(job)));
       row.appendChild(id);
       const state = el('td', 'slurmlab-JobState', job.state);
@@ -299,7 +315,7 @@ export class SlurmSidebar extends Widget {
           : '—';
       row.appendChild(el('td', 'slurmlab-TimeLeft', left));
       const actions = el('td');
-      if (job.user === queue.user) {
+      if (job.mine) {
         const cancel = el('button', 'slurmlab-Cancel', '✕');
         cancel.title = `scancel ${job.job_id}`;
         cancel.onclick = () => void this._confirmCancel(job);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -118,3 +119,31 @@ def test_shards_of_one_gpu_are_shared_with_the_controllers_gpu_as_identity(slurm
         assert r.by_id("I3").status == PASS
         if r.meta["timeslice"]["classification"] == "time-sliced":
             assert r.by_id("I10").status == PASS, r.summary()
+
+
+@pytest.fixture(scope="module")
+def eight_tasks(slurm_sandbox: Any) -> Iterator[Any]:
+    yield from _alloc(["-n8", "--gpus-per-task=1"])
+
+
+def test_eight_tasks_reports_come_back_whole_in_20_verify_steps(eight_tasks: Any) -> None:
+    # each report is longer than the 1 KiB pieces srun interleaves between tasks: unframed and
+    # unlabelled, 3 of 10 such steps broke a report
+    from slurmlab.errors import ExperimentError
+
+    held = {f"slurm:{node}:gpu{i}" for node, idx in eight_tasks.gpus.items() for i in idx}
+    assert len(held) == 8
+    broken = []
+    for run in range(20):
+        try:
+            r = verify(eight_tasks, backend="cpu", timeout=120)
+        except ExperimentError as exc:
+            broken.append(f"run {run}: {exc}")
+            continue
+        reports = r.meta["reports"]
+        assert "--label" in r.meta["step_argv"]
+        assert [rep["label"] for rep in reports] == [str(t) for t in range(8)]
+        assert min(len(json.dumps(rep)) for rep in reports) > 1024, "reports too short to be split"
+        assert {d[0]["uuid"] for d in r.meta["devices"]} == held, r.summary()
+        assert r.verdict == ISOLATED and not r.failed, r.summary()
+    assert not broken, f"{len(broken)} of 20 steps broke a report:\n" + "\n".join(broken)

@@ -130,7 +130,8 @@ def test_partly_running_sandbox_says_how_to_recover(folder: Path) -> None:
         time.sleep(0.05)
     with pytest.raises(SandboxError, match="partly running") as info:
         Sandbox.up(profile="seed", nodes=2, directory=folder)
-    assert "slurmd:node2" in str(info.value) and f"sandbox down --dir {folder}" in str(info.value)
+    assert "slurmd:node2 not running" in str(info.value) and f"sandbox restart --dir {folder}" in str(info.value)
+    assert f"sandbox down --dir {folder}" in str(info.value)  # starting afresh stays possible
     sb.down()
     assert not any(alive(p) for p in sb.pids.values())
 

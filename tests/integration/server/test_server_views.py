@@ -70,7 +70,11 @@ def test_finished_jobs_do_not_occupy_gpus() -> None:
 def test_job_view_counts_down_to_the_limit_and_lists_gpus() -> None:
     job = _job(2, "node2", "gpu:h100:1(IDX:3),shard:h100:2(0/4,0/4,2/4,0/4)")
     view = job_view(job)
-    assert view["job_id"] == "2" and view["user"] == "alice"
+    assert view["job_id"] == "2" and view["user"] == "alice" and view["mine"] is False
+    # the owner comes from squeue's uid when known, whatever the record says
+    owned = job_view(job, {2: 0}, me=0)
+    assert owned["user"] == "root" and owned["mine"] is True
+    assert job_view(job, {2: 0}, me=1000)["mine"] is False
     assert datetime.fromisoformat(view["ends_at"]) == T0 + timedelta(hours=1)
     assert [(g["node"], g["index"], g["kind"], g["count"]) for g in view["gpus"]] == [
         ("node2", 2, "shard", 2), ("node2", 3, "gpu", 1)]

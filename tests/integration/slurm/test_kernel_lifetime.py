@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import time
 from typing import Any
 
@@ -40,6 +42,14 @@ def _kernel(sandbox: Any) -> tuple[Any, Any]:
     return km, kc
 
 
+def _zombie(pid: str) -> bool | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return None
+
+
 def _state(sandbox: Any, job_id: str) -> str:
     return sandbox.runner().run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"]).stdout.strip()
 
@@ -69,8 +79,11 @@ def test_kernel_shutdown_releases_its_allocation(sandbox: Any) -> None:
 def test_a_new_kernel_finds_and_cancels_what_a_crashed_one_left(sandbox: Any) -> None:
     km, kc = _kernel(sandbox)
     job_id = _run(kc, ALLOCATE).strip()
+    guardian = int(_run(kc, "from slurmlab.slurm.guardian import get_guardian\nprint(get_guardian().pid)\n"))
     kc.stop_channels()
-    km.shutdown_kernel(now=True)  # killed: no chance to release
+    # the kernel and its guardian both killed (as by a machine's OOM killer): nothing can release
+    os.kill(guardian, signal.SIGKILL)
+    km.shutdown_kernel(now=True)
     time.sleep(1)
     assert _state(sandbox, job_id) == "RUNNING"
     km2, kc2 = _kernel(sandbox)
@@ -86,3 +99,30 @@ def test_a_new_kernel_finds_and_cancels_what_a_crashed_one_left(sandbox: Any) ->
     while _state(sandbox, job_id) == "RUNNING" and time.monotonic() < deadline:
         time.sleep(0.3)
     assert _state(sandbox, job_id) in ("CANCELLED", "COMPLETING", "")
+
+
+def test_the_guardian_cancels_only_what_its_kernel_gave_it(sandbox: Any) -> None:
+    """A kernel's SIGKILL ends its own allocation; a detached one and a look-alike of another job live."""
+    runner = sandbox.runner()
+    km, kc = _kernel(sandbox)
+    try:
+        mine, name, tag, guardian = _run(
+            kc, ALLOCATE + "from slurmlab.slurm.guardian import get_guardian\n"
+                           "print(a.name, a.tag, get_guardian().pid)\n").split()
+        kept = _run(kc, "b = Allocation.submit(['--gpus=1', '-t', '5'])\nb.wait(timeout=30)\nb.detach()\n"
+                        "print(b.job_id)\n").strip()
+        # the same user's job with the very name and tag of the kernel's allocation
+        twin = runner.run(["salloc", "--no-shell", f"--job-name={name}", f"--comment={tag}", "-n1", "-t", "5"])
+        twin_id = re.search(r"allocation (\d+)", twin.stderr).group(1)  # type: ignore[union-attr]
+        os.killpg(km.provisioner.process.pid, signal.SIGKILL)  # as a forced restart does
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    deadline = time.monotonic() + 20
+    while _state(sandbox, mine) in ("RUNNING", "PENDING") and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert _state(sandbox, mine) in ("CANCELLED", "COMPLETING", "")
+    while os.path.exists(f"/proc/{guardian}") and _zombie(guardian) is False and time.monotonic() < deadline:
+        time.sleep(0.2)  # once it has exited it can have touched nothing more
+    assert _state(sandbox, kept) == "RUNNING"
+    assert _state(sandbox, twin_id) == "RUNNING"

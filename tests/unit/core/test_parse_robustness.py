@@ -94,7 +94,7 @@ def test_unknown_and_missing_keys_in_text() -> None:
 
 def test_text_job_without_state_is_an_error() -> None:
     with pytest.raises(ParseError, match="JobState"):
-        parse_scontrol_jobs("JobId=5 JobName=x\n   Partition=gpu\n")
+        parse_scontrol_jobs("JobId=5 JobName=x\n   UserId=u(1) GroupId=g(1)\n   Partition=gpu\n")
 
 
 def test_sinfo_merges_node_partition_rows_without_losing_any() -> None:
@@ -170,7 +170,9 @@ def test_time_left_of_a_running_job_without_end_time() -> None:
 
 def test_node_blocks_without_a_job_gres_line() -> None:
     text = (
-        "JobId=7 JobName=x\n   JobState=RUNNING Reason=None\n   NodeList=n[1-2] TimeLimit=UNLIMITED\n"
+        "JobId=7 JobName=x\n   UserId=u(1) GroupId=g(1)\n   JobState=RUNNING Reason=None\n   NodeList=n[1-2] TimeLimit=UNLIMITED\n"
+        # older Slurm prints the per-node block with no JOB_GRES line, still right after this one
+        "   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*\n"
         "     Nodes=n1 CPU_IDs=0-1 Mem=1G GRES=gpu:a100:2(IDX:0,3)\n"
         "     Nodes=n2 CPU_IDs=0 Mem=512 GRES=gpu:a100:1(IDX:1),mps:50\n"
         "   Comment=has spaces and a=b inside\n"

@@ -216,15 +216,19 @@ def test_static_and_inventory_problems_come_in_one_error() -> None:
     assert re.search("shared GRES binding", found[0][0])
 
 
-def test_no_partition_and_no_default() -> None:
-    node = NodeInventory("n1", cpus=8, memory_mb=1000, gpus={"": 2})
-    cluster = ClusterInventory.build(nodes=[node], partitions={"p1": ["n1"], "p2": ["n1"]})
-    assert problems_of("--gpus=1", cluster) == [
-        ("no partition given and the cluster has no default partition", "add --partition=NAME, one of: p1, p2")
-    ]
+def test_no_partition_and_no_known_default_checks_every_partition() -> None:
+    # 24.11+ JSON carries no partition flags: an unknown default must never refuse a request
+    small = NodeInventory("n1", cpus=8, memory_mb=1000, gpus={"": 2})
+    big = NodeInventory("n2", cpus=8, memory_mb=1000, gpus={"h100": 4})
+    cluster = ClusterInventory.build(nodes=[small, big], partitions={"p1": ["n1"], "p2": ["n2"]})
+    checked = validate(p("--gpus=4"), cluster)  # only p2 can run it: Slurm will pick it
+    assert any("checked against every partition (p1, p2)" in w for w in checked.warnings)
+    found = problems_of("--gpus=9", cluster)
+    assert [m for m, _ in found] == ["--gpus=9: partition 'p1' has only 2 GPUs in total",
+                                     "--gpus=9: partition 'p2' has only 4 GPUs in total"]
     assert validate(p("-p p2 --gpus=2"), cluster).partition == "p2"
     found = problems_of("-p p1 --gpus=h100:1", cluster)
-    assert found[0][1].startswith("use a GPU type of partition 'p1': (untyped)")
+    assert found[0][1].startswith("h100 GPUs are in partition p2: add -p p2")
 
 
 def test_build_refuses_unknown_nodes_and_default() -> None:

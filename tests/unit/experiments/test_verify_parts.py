@@ -14,6 +14,7 @@ from slurmlab.core.gres import GresItem
 from slurmlab.core.models import GresAlloc, Job
 from slurmlab.errors import ExperimentError
 from slurmlab.experiments.isolation import EXCLUSIVE, MIG, SHARED
+from slurmlab.experiments.task_reports import BEGIN, END, read_reports
 from slurmlab.experiments.verify import (
     _ntasks_in,
     gpu_cores_from_gres_conf,
@@ -124,14 +125,17 @@ def test_task_side_prints_one_report_with_the_gres_conf_cores(tmp_path: Path) ->
         "SLURM_PROCID": "0",
     }
     out = subprocess.run(
-        [sys.executable, "-m", "slurmlab.experiments.verify", "--backend", "cpu"],
+        [sys.executable, "-m", "slurmlab.experiments.verify_task", "--backend", "cpu"],
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+    # one framed line, read back the way the orchestrator reads task 0 of a labelled step
+    (line,) = out.stdout.strip().splitlines()
+    assert line.startswith(BEGIN) and line.endswith(END)
+    (report,) = read_reports([f"0: {line}"], 1)
     assert report["node"] == "node1" and report["label"] == "0"
     assert report["gres_conf"]["cores"]["4"] == "56-111"
     assert slurm_view_devices(report)[0]["gres_cores"] == "56-111"
@@ -152,3 +156,21 @@ def test_a_shard_task_is_named_by_the_gpu_the_controller_put_its_shards_on() -> 
     # without shards in the task's environment nothing is claimed
     assert slurm_view_devices({"slurm_env": {"SLURM_STEP_NODELIST": "node1"}}, shard_gpus_of(job)) == []
     assert step_gpu_args(job, "node1") == ["--gres=shard:2"]
+
+
+def test_a_task_side_failure_arrives_as_that_tasks_error_not_a_missing_report() -> None:
+    # no GPU here, so the cupy backend fails inside the task: the reader names the task and the cause
+    env = {**os.environ, "SLURM_PROCID": "1"}
+    out = subprocess.run(
+        [sys.executable, "-m", "slurmlab.experiments.verify", "--backend", "cupy"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if out.returncode == 0:
+        pytest.skip("CuPy sees a GPU here")
+    ok = {"label": "0"}
+    lines = [f"0: {BEGIN}{json.dumps(ok)}{END}", *(f"1: {ln}" for ln in out.stdout.splitlines())]
+    with pytest.raises(ExperimentError, match=r"1 of 2 task report\(s\).*\n  task 1 failed: \w+Error: "):
+        read_reports(lines, 2)

@@ -33,3 +33,40 @@ def ip() -> Iterator[Any]:
 def sandbox_ip(slurm_sandbox: Any, ip: Any) -> Any:
     """The shell, with the process-wide runner pointed at the session's sandbox."""
     return ip
+
+
+class RecordingRunner:
+    """A runner that reaches no Slurm: it records each argv and fails it at once, as a dead controller.
+
+    Used to show that a refused line never got as far as a Slurm command, and to fuzz the magics
+    fast without submitting anything.
+    """
+
+    @staticmethod
+    def make() -> Any:
+        from slurmlab.errors import ControllerDownError
+        from slurmlab.slurm.runner import Runner
+
+        class _Recording(Runner):
+            def _check_argv(self, argv: Any) -> list[str]:
+                args = [str(a) for a in argv]
+                self.seen.append(args)
+                raise ControllerDownError(f"{args[0]} failed: no Slurm in this test", argv=args,
+                                          hint="this test runs without a controller")
+
+        runner = _Recording(slurm_conf="/nonexistent/slurmlab-test/slurm.conf")
+        runner.seen = []  # type: ignore[attr-defined]
+        return runner
+
+
+@pytest.fixture
+def offline_runner() -> Iterator[Any]:
+    """The process-wide runner replaced by a RecordingRunner (``.seen``: every argv it was given)."""
+    from slurmlab.slurm.runner import set_runner
+
+    runner = RecordingRunner.make()
+    old = set_runner(runner)
+    try:
+        yield runner
+    finally:
+        set_runner(old)

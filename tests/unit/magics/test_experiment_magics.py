@@ -43,7 +43,7 @@ def test_timeslice_magic_runs_locally_without_an_allocation(xip: Any) -> None:
 
 
 def test_bad_values_become_usage_errors(xip: Any) -> None:
-    with pytest.raises(UsageError, match="procs must be at least 1"):
+    with pytest.raises(UsageError, match="--procs must be between 1 and 64, got 0"):
         xip.run_line_magic("gpu_timeslice", "--local --procs 0 --backend cpu")
 
 

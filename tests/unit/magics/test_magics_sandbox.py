@@ -127,7 +127,7 @@ def test_attach_follows_an_existing_job(sandbox_ip: Any) -> None:
 def test_attach_to_an_unknown_job_is_a_short_message(sandbox_ip: Any) -> None:
     with pytest.raises(UsageError, match="cannot attach to job 999999: it is unknown to Slurm"):
         sandbox_ip.run_line_magic("salloc", "--attach 999999")
-    with pytest.raises(UsageError, match="not a job id"):
+    with pytest.raises(UsageError, match="not a Slurm job id"):
         sandbox_ip.run_line_magic("salloc", "--attach abc")
 
 

@@ -1,0 +1,128 @@
+"""A second Unix user's jobs whose names and comments forge fields (issue 10, point 1).
+
+The other user's job names hold ``UserId=root(0)``, a per-node GPU line, a 10^6-node hostlist
+and injected lines (Slurm accepts a newline in a job name); its comment looks like a slurmlab
+kernel's tag. None of it may make the job ours, paint GPUs, take a listing down, or let
+slurmlab cancel it — through the library or the magics.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slurmlab.errors import NotYourJobError
+from slurmlab.slurm import queries
+
+pytestmark = [pytest.mark.sandbox,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to submit as a second Unix user")]
+
+_HELPERS = Path(__file__).resolve().parents[1] / "server" / "server_jobs.py"
+
+HOSTILE = [
+    ("y UserId=root(0)", "--comment=slurmlab:elsewhere:1:deadbeef"),
+    ("a\n   UserId=root(0) GroupId=root(0)", "--comment=c Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)"),
+    ("g\n     Nodes=node2 CPU_IDs=0-3 Mem=0 GRES=gpu:h100:8(IDX:0-7)", None),
+    ("n NodeList=n[1-1000]x[1-1001] Nodes=n[1-1000]x[1-1001] CPU_IDs=0 Mem=0", None),
+    ("t\n   TresPerJob=gres:gpu:8", None),
+]
+
+
+def _server_jobs() -> Any:
+    spec = importlib.util.spec_from_file_location("server_jobs", _HELPERS)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def hostile_jobs(slurm_sandbox: Any) -> Iterator[tuple[str, list[str]]]:
+    """(other user, ids of their running GPU-less hostile jobs)."""
+    jobs = _server_jobs()
+    other = jobs.ensure_other_user()
+    ids = []
+    try:
+        for name, extra in HOSTILE:
+            args = ["-n1"] + ([extra] if extra else [])
+            ids.append(jobs.submit(slurm_sandbox, *args, name=name, user=other))
+        yield other, ids
+    finally:
+        for jid in ids:
+            queries.cancel_job(jid, slurm_sandbox.runner(), only_mine=False)
+
+
+def test_their_jobs_are_theirs_by_uid(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]]) -> None:
+    other, ids = hostile_jobs
+    uid = pwd.getpwnam(other).pw_uid
+    runner = slurm_sandbox.runner()
+    assert {queries.job_owner_uid(j, runner) for j in ids} == {uid}
+    owners = queries.job_owners(runner)
+    assert all(owners[int(j)] == uid for j in ids)
+
+
+def test_listings_never_make_them_mine_and_never_fail(slurm_sandbox: Any,
+                                                      hostile_jobs: tuple[str, list[str]]) -> None:
+    other, ids = hostile_jobs
+    runner = slurm_sandbox.runner()
+    mine = queries.list_jobs(runner)
+    assert not {str(j.job_id) for j in mine} & set(ids)
+    everyone = queries.list_jobs(runner, all_users=True)
+    read = {str(j.job_id): j for j in everyone}
+    reported = {p.record_id for p in everyone.problems}
+    for jid in ids:
+        assert jid in read or jid in reported, f"job {jid} neither listed nor reported"
+        if jid in read:
+            job = read[jid]
+            assert job.user == other and job.gpu_allocs == () and len(job.nodes) == 1
+    # the kernel's leftovers never include another user's job, whatever its comment says
+    from slurmlab.slurm.allocation import find_leftovers
+
+    assert not {str(getattr(j, "job_id", "")) for j in find_leftovers(runner, include_alive=True)} & set(ids)
+
+
+def test_cancelling_them_is_refused_by_the_library(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]]) -> None:
+    other, ids = hostile_jobs
+    jobs = _server_jobs()
+    for jid in ids:
+        with pytest.raises(NotYourJobError) as info:
+            queries.cancel_job(jid, slurm_sandbox.runner())
+        assert other in str(info.value)
+    assert {jobs.squeue_state(slurm_sandbox, j) for j in ids} == {"RUNNING"}
+
+
+def test_cancelling_them_is_refused_by_the_magics(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from IPython.core.error import UsageError
+    from IPython.testing.globalipapp import get_ipython
+
+    other, ids = hostile_jobs
+    ip = get_ipython()
+    ip.run_line_magic("load_ext", "slurmlab")
+    for jid in ids:
+        try:
+            ip.run_line_magic("scancel", jid)
+        except UsageError as exc:
+            assert other in str(exc) or "own" in str(exc)
+        else:
+            shown = capsys.readouterr()
+            assert other in shown.out + shown.err
+    assert {_server_jobs().squeue_state(slurm_sandbox, j) for j in ids} == {"RUNNING"}
+    ip.run_line_magic("squeue", "--all")  # lists them (or reports them) without failing
+
+
+def test_job_detail_answers_only_for_the_id_asked(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]]) -> None:
+    from slurmlab.errors import JobNotFoundError, RequestError
+
+    runner = slurm_sandbox.runner()
+    for bad in ("0", "-v", "1\n", "1 2"):
+        with pytest.raises(RequestError):
+            queries.job_detail(bad, runner)
+    with pytest.raises(JobNotFoundError):
+        queries.job_detail("987654", runner)

@@ -1,0 +1,169 @@
+"""Hostile input at the magics' edge (issue 10, points 3, 4 and 8): refused before any Slurm command.
+
+Each case runs with a runner that records every argv it is given and reaches no Slurm, so "refused
+at the edge" is checked directly: the runner saw nothing and the shared poller watches nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+
+
+@pytest.fixture
+def xip(ip: Any) -> Iterator[Any]:
+    from slurmlab.magics.experiments import ExperimentMagics
+
+    ip.register_magics(ExperimentMagics)
+    try:
+        yield ip
+    finally:
+        for name in ("gpu_timeslice", "gpu_isolation"):
+            ip.magics_manager.magics["line"].pop(name, None)
+
+
+def _watched(runner: Any) -> list[str]:
+    from slurmlab.slurm.poller import get_poller
+
+    return list(get_poller(runner).watched())
+
+
+BAD_IDS = ["-v", "0", "00", "1\n", " 7", "7 ", "7_", "_7", "+7", "０７", "²", "0x10", "-1", "12345678901", "7,8",
+           "7;touch x", "$(id)", "None"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+@pytest.mark.parametrize(
+    ("magic", "template"),
+    [
+        ("srun", "--jobid={} hostname"),
+        ("salloc", "--attach={}"),
+        ("gpu_isolation", "--jobid={}"),
+        ("gpu_timeslice", "--jobid={} --backend cpu"),
+    ],
+)
+def test_a_bad_job_id_is_refused_before_any_slurm_command(
+    xip: Any, offline_runner: Any, magic: str, template: str, bad: str
+) -> None:
+    # run_line_magic takes the line as typed after IPython's expansion; a quoted id keeps its spaces
+    line = template.format("'" + bad + "'")
+    with pytest.raises(UsageError) as caught:
+        xip.run_line_magic(magic, line)
+    assert "not a Slurm job id" in str(caught.value)
+    assert offline_runner.seen == []
+    assert _watched(offline_runner) == []
+
+
+@pytest.mark.parametrize("bad", ["0", "-v", "7_", "１", "7\n"])
+def test_scancel_refuses_a_bad_id_and_cancels_nothing(ip: Any, offline_runner: Any, bad: str) -> None:
+    with pytest.raises(UsageError, match="not a job id"):
+        ip.run_line_magic("scancel", f"12 '{bad}'")
+    assert offline_runner.seen == []
+
+
+def test_a_good_job_id_goes_to_slurm_as_one_argument(ip: Any, offline_runner: Any) -> None:
+    # the id is checked, then asked about (here the controller is "down"): the only call names it alone
+    with pytest.raises(UsageError, match="cannot use job 4242"):
+        ip.run_line_magic("srun", "--jobid=4242 hostname")
+    assert offline_runner.seen and all("4242" in argv for argv in offline_runner.seen)
+    assert _watched(offline_runner) == []  # a job that could not be checked is not followed
+
+
+@pytest.mark.parametrize(
+    ("magic", "line", "where"),
+    [
+        ("squeue", "-u a\x00b", 5),
+        ("srun", "echo a\x00b", 7),
+        ("salloc", "--dry-run -J x\x00", 15),
+        ("scancel", "\x0012", 1),
+        ("slurm", "use /tmp/a\x00b", 11),
+        ("sinfo", "-p gpu\x1b[31m", 7),
+    ],
+)
+def test_a_nul_or_control_character_is_refused_with_its_position(
+    ip: Any, offline_runner: Any, magic: str, line: str, where: int
+) -> None:
+    with pytest.raises(UsageError) as caught:
+        ip.run_line_magic(magic, line)
+    text = str(caught.value)
+    assert f"at character {where} " in text, text
+    assert "NUL" in text if "\x00" in line else "control character" in text
+    assert offline_runner.seen == []
+
+
+def test_a_nul_in_a_srun_cell_is_refused_before_the_step(ip: Any, offline_runner: Any) -> None:
+    with pytest.raises(UsageError, match=r"the %%srun cell has a NUL byte .* at character 9 "):
+        ip.run_cell_magic("srun", "", "echo hi\n\x00\n")
+    # tabs, form feeds and escapes are fine in a script: it does not stop there (no allocation)
+    with pytest.raises(UsageError, match="no allocation yet"):
+        ip.run_cell_magic("srun", "", "printf '\x1b[1m'\n\techo\x0c\n")
+    assert offline_runner.seen == []
+
+
+def test_a_lone_surrogate_is_refused_not_a_unicode_error(ip: Any, offline_runner: Any) -> None:
+    with pytest.raises(UsageError, match="cannot be encoded"):
+        ip.run_line_magic("squeue", "-u a\ud800")
+
+
+def test_an_argument_too_long_for_a_command_line_is_refused(ip: Any, offline_runner: Any) -> None:
+    with pytest.raises(UsageError, match="over 131,071 bytes"):
+        ip.run_line_magic("srun", "echo " + "y" * 140_000)
+    with pytest.raises(UsageError, match="bytes; a command line takes at most 262,144"):
+        ip.run_line_magic("srun", "echo " + "y " * 140_000)
+    with pytest.raises(UsageError, match="put the code in a file"):
+        ip.run_cell_magic("srun", "", "echo " + "z" * 140_000)
+    assert offline_runner.seen == []
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("--local --procs 100000", "--procs must be between 1 and 64"),
+        ("--local --duration nan", "--duration must be between"),
+        ("--local --duration inf", "--duration must be between"),
+        ("--local --duration 1e308", "--duration must be between"),
+        ("--local --nice 99", "--nice must be between -20 and 19"),
+        ("--local --device -1", "--device must be between"),
+    ],
+)
+def test_experiment_numbers_out_of_range_are_refused(xip: Any, line: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        xip.run_line_magic("gpu_timeslice", line)
+
+
+def test_srun_timeout_must_be_a_finite_positive_number(ip: Any) -> None:
+    for bad in ("nan", "inf", "0", "-5"):
+        with pytest.raises(UsageError, match="--timeout must be between"):
+            ip.run_line_magic("srun", f"--timeout {bad} hostname")
+
+
+def test_squeue_shows_unreadable_records_as_one_line_instead_of_failing(
+    ip: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from slurmlab.errors import ParseError
+    from slurmlab.slurm import queries
+
+    bad = [ParseError("scontrol job record", "JobId=7 JobName=y Nodes=n[1-1000]x[1-1001] " + "x" * 500),
+           ParseError("scontrol job record", "JobId=8 ???"), ParseError("scontrol job record", "JobId=9 ???")]
+    monkeypatch.setattr(queries, "list_jobs", lambda *a, **k: queries.JobList([], bad))
+    table = ip.run_line_magic("squeue", "--all")
+    text = table.text()
+    assert "(no jobs)" in text
+    assert "3 job record(s) could not be read" in text and "JobId=7" in text and "(and 1 more)" in text
+    assert max(len(line) for line in text.splitlines()) < 400  # one short line, not the record
+    assert "could not be read" in table._repr_html_()
+    # and without problems there is no such line
+    monkeypatch.setattr(queries, "list_jobs", lambda *a, **k: queries.JobList([], []))
+    assert "could not be read" not in ip.run_line_magic("squeue", "--all").text()
+
+
+def test_sinfo_shows_unreadable_node_records(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from slurmlab.errors import ParseError
+    from slurmlab.slurm import queries
+
+    monkeypatch.setattr(queries, "list_nodes",
+                        lambda *a, **k: queries.Listing([], [ParseError("scontrol node record", "NodeName=?")]))
+    assert "1 node record(s) could not be read" in ip.run_line_magic("sinfo", "").text()

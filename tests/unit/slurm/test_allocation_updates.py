@@ -1,0 +1,57 @@
+"""How an allocation takes the shared poller's updates: errors that clear once Slurm answers again,
+a job forgotten across a controller restart, and a node that stops responding (issue 10, point 7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from slurmlab.errors import ControllerDownError
+from slurmlab.slurm.allocation import Allocation
+from slurmlab.slurm.poller import JobPoller, JobUpdate
+from slurmlab.widgets.panel import panel_html
+
+
+@dataclass(frozen=True)
+class Brief:
+    job_id: int
+    state: str
+    reason: str | None = None
+    nodes: tuple[str, ...] = ("node1",)
+
+
+def _alloc() -> Allocation:
+    # a poller whose fetchers are never reached: the test hands updates over itself
+    poller = JobPoller(runner=object(), fetch_brief=lambda ids, r: {},  # type: ignore[arg-type]
+                       fetch_detail=lambda jid, r: None, interval=3600)
+    alloc = Allocation("5", runner=object(), poller=poller, release_at_exit=False)  # type: ignore[arg-type]
+    poller.stop()
+    return alloc
+
+
+def test_a_job_forgotten_across_a_controller_restart_is_gone_not_unreachable() -> None:
+    alloc = _alloc()
+    alloc._on_update(JobUpdate("5", brief=Brief(5, "RUNNING")))
+    alloc._on_update(JobUpdate("5", error=ControllerDownError("the Slurm controller is not responding")))
+    assert alloc.state == "RUNNING" and "not responding" in (alloc.error or "")
+    alloc._on_update(JobUpdate("5", gone=True))
+    assert alloc.state == "GONE" and alloc.error is None
+
+
+def test_a_silent_node_shows_on_the_panel_and_clears() -> None:
+    alloc = _alloc()
+    alloc._on_update(JobUpdate("5", brief=Brief(5, "RUNNING"), node_alerts=(("node1", "mixed*"),)))
+    assert alloc.node_alerts == (("node1", "mixed*"),)
+    html = panel_html(alloc)
+    assert "Node trouble" in html and "node1: not responding" in html
+    alloc._on_update(JobUpdate("5", brief=Brief(5, "RUNNING")))
+    assert alloc.node_alerts == () and "Node trouble" not in panel_html(alloc)
+
+
+def test_one_unreadable_detail_keeps_the_state_and_says_why() -> None:
+    from slurmlab.errors import ParseError
+
+    alloc = _alloc()
+    bad: Any = ParseError("scontrol job record", "JobId=5 …", hint="a key appears twice")
+    alloc._on_update(JobUpdate("5", brief=Brief(5, "RUNNING"), error=bad))
+    assert alloc.state == "RUNNING" and "cannot parse" in (alloc.error or "")

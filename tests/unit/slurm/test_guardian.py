@@ -1,0 +1,271 @@
+"""The guardian and the exit hooks, with stand-in Slurm commands that record their argv.
+
+The real kernels and the real Slurm are in tests/integration/slurm/test_kernel_ends.py; here the
+protocol, the scope of what is cancelled, forks, signals and the error hints run in milliseconds.
+"""
+
+from __future__ import annotations
+
+import getpass
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slurmlab.errors import AllocationError, ControllerDownError
+from slurmlab.slurm.guardian import Guardian, cancel_entries, read_entries
+from slurmlab.slurm.runner import Runner
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _fake_slurm(tmp_path: Path, scripts: dict[str, str]) -> Runner:
+    """A Runner whose PATH starts with stand-ins; every call is appended to calls.log."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    for name, body in scripts.items():
+        path = bin_dir / name
+        path.write_text(f'#!/bin/sh\necho "{name} $* conf=$SLURM_CONF" >> {log}\n{body}\n')
+        path.chmod(0o755)
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("# stand-in\n")
+    return Runner(slurm_conf=str(conf), env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}, timeout=10)
+
+
+def _calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def _wait_exit(proc: Any, timeout: float = 15) -> int:
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is not None, "the guardian did not exit"
+    return int(proc.returncode)
+
+
+def test_cancels_what_is_registered_and_nothing_dropped(tmp_path: Path) -> None:
+    runner = _fake_slurm(tmp_path, {"scancel": "exit 0"})
+    g = Guardian()
+    g.guard("a", runner, job_id="101", name="slurmlab-a", tag="slurmlab:h:1:a")
+    g.guard("b", runner, job_id="102")
+    g.guard("c", runner, job_id="103")
+    g.drop("b")  # released or detached by the kernel
+    proc = g._proc
+    assert proc is not None
+    time.sleep(0.3)
+    assert proc.poll() is None  # it waits while the kernel lives
+    g._close()  # the kernel is gone: its write end closes, however it died
+    assert _wait_exit(proc) == 0
+    me = getpass.getuser()
+    calls = sorted(_calls(tmp_path))
+    assert calls == [f"scancel --user={me} 101 conf={runner.slurm_conf}",
+                     f"scancel --user={me} 103 conf={runner.slurm_conf}"]
+
+
+def test_a_job_without_id_yet_is_found_by_name_and_exact_tag(tmp_path: Path) -> None:
+    tag = "slurmlab:h:1:abcd"
+    runner = _fake_slurm(tmp_path, {
+        "scancel": "exit 0",
+        # the same user's other jobs of that name: another tag, a tag that only starts the same
+        "squeue": f"printf '7|slurmlab:h:2:ffff\\n8|{tag}\\n9|{tag}x\\n'",
+    })
+    left = cancel_entries([{"job": None, "name": "slurmlab-abcd", "tag": tag, "conf": runner.slurm_conf,
+                            "env": dict(runner.env)}])
+    assert left == []
+    cancelled = [c.split()[2] for c in _calls(tmp_path) if c.startswith("scancel")]
+    assert cancelled == ["8"]
+
+
+def test_retries_while_the_controller_is_down_then_cancels(tmp_path: Path) -> None:
+    count = tmp_path / "count"
+    runner = _fake_slurm(tmp_path, {"scancel": textwrap.dedent(f"""\
+        n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}
+        if [ "$n" -lt 2 ]; then echo 'scancel: error: Unable to contact slurm controller (connect failure)' >&2; exit 1; fi
+        exit 0""")})
+    sleeps: list[float] = []
+    entry = {"job": "55", "conf": runner.slurm_conf, "env": dict(runner.env)}
+    assert cancel_entries([entry], sleep=sleeps.append) == []
+    assert len(_calls(tmp_path)) == 3 and sleeps == [1.0, 2.0]
+    # and it gives up in the end instead of waiting for ever
+    count.write_text("-1000\n")
+    assert cancel_entries([entry], give_up_after=3.0, sleep=sleeps.append) == [entry]
+
+
+def test_a_job_that_already_ended_is_not_an_error(tmp_path: Path) -> None:
+    runner = _fake_slurm(tmp_path, {
+        "scancel": "echo 'scancel: error: Kill job error on job id 9: Job/step already completing or completed' >&2; exit 1"})
+    assert cancel_entries([{"job": "9", "conf": runner.slurm_conf, "env": dict(runner.env)}]) == []
+
+
+def test_lines_that_are_not_messages_are_ignored() -> None:
+    lines = [b'{"op":"guard","key":"k","job":"1"}\n', b"garbage\n", b"[1,2]\n", b'{"op":"guard"}\n',
+             b'{"op":"guard","key":"j","job":"2"}\n', b'{"op":"drop","key":"j"}\n', b"\xff\xfe\n"]
+    assert list(read_entries(lines)) == ["k"]
+
+
+def test_a_forked_child_does_not_keep_the_guardian_waiting(tmp_path: Path) -> None:
+    runner = _fake_slurm(tmp_path, {"scancel": "exit 0"})
+    g = Guardian()
+    g.guard("a", runner, job_id="201")
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(20,))
+    child.start()
+    try:
+        proc = g._proc
+        assert proc is not None
+        g._close()
+        assert _wait_exit(proc, 10) == 0  # well before the child ends
+        assert child.is_alive()
+    finally:
+        child.kill()
+        child.join()
+    assert [c.split()[2] for c in _calls(tmp_path)] == ["201"]
+
+
+KERNEL = textwrap.dedent("""
+    import os, sys, time
+    from slurmlab.slurm.guardian import get_guardian
+    from slurmlab.slurm.runner import Runner
+    runner = Runner(slurm_conf=sys.argv[1], env={"PATH": sys.argv[2]})
+    get_guardian().guard("k", runner, job_id="301")
+    get_guardian().guard("d", runner, job_id="302")
+    get_guardian().drop("d")
+    print(get_guardian().pid, flush=True)
+    time.sleep(60)
+""")
+
+
+def test_killing_the_kernel_and_its_process_group_cancels_through_the_guardian(tmp_path: Path) -> None:
+    runner = _fake_slurm(tmp_path, {"scancel": "exit 0"})
+    kernel = subprocess.Popen([sys.executable, "-c", KERNEL, str(runner.slurm_conf), runner.env["PATH"]],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert kernel.stdout is not None
+    guardian_pid = int(kernel.stdout.readline())
+    os.killpg(kernel.pid, signal.SIGKILL)  # a forced restart kills the whole group
+    kernel.wait()
+    deadline = time.monotonic() + 15
+    while not _calls(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [c.split()[2] for c in _calls(tmp_path)] == ["301"]
+    while os.path.exists(f"/proc/{guardian_pid}") and time.monotonic() < deadline:
+        if Path(f"/proc/{guardian_pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        assert not os.path.exists(f"/proc/{guardian_pid}"), "the guardian outlived its work"
+
+
+SIGNALLED = textwrap.dedent("""
+    import os, signal, sys, time
+    from slurmlab.slurm.allocation import Allocation
+    from slurmlab.slurm.runner import Runner
+
+    class Poller:
+        def poke(self): pass
+
+    mode = sys.argv[3]
+    if mode == "chained":
+        signal.signal(signal.SIGHUP, lambda *a: print("previous handler ran", flush=True))
+    if mode == "nohup":
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    runner = Runner(slurm_conf=sys.argv[1], env={"PATH": sys.argv[2]})
+    a = Allocation("401", runner=runner, poller=Poller(), tag="slurmlab:h:1:x")
+    if mode == "fork":
+        import multiprocessing
+        child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,))
+        child.start()
+        os.kill(child.pid, signal.SIGTERM)  # pool.terminate() does this to its workers
+        child.join()
+        print("child", child.exitcode, flush=True)
+        a.release_at_exit = False  # judged by the child alone
+        sys.exit(0)
+    os.kill(os.getpid(), signal.SIGTERM if mode == "term" else signal.SIGHUP)
+    time.sleep(0.5)
+    print("still alive", flush=True)
+    a.release_at_exit = False  # what survives here is judged by the handler alone, not atexit
+""")
+
+
+def _signalled(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
+    runner = _fake_slurm(tmp_path, {"scancel": "exit 0"})
+    return subprocess.run([sys.executable, "-c", SIGNALLED, str(runner.slurm_conf), runner.env["PATH"], mode],
+                          capture_output=True, text=True, timeout=60, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.parametrize("mode, signum", [("term", signal.SIGTERM), ("hup", signal.SIGHUP)])
+def test_term_and_hup_release_then_die_of_the_signal(tmp_path: Path, mode: str, signum: int) -> None:
+    out = _signalled(tmp_path, mode)
+    assert out.returncode == -signum, out.stderr
+    assert "still alive" not in out.stdout
+    assert [c.split()[:2] for c in _calls(tmp_path)] == [["scancel", "401"]]
+
+
+def test_a_previous_handler_is_chained(tmp_path: Path) -> None:
+    chained = _signalled(tmp_path, "chained")
+    assert chained.returncode == 0, chained.stderr
+    assert "previous handler ran" in chained.stdout and "still alive" in chained.stdout
+    assert [c.split()[:2] for c in _calls(tmp_path)] == [["scancel", "401"]]
+
+
+def test_nohup_keeps_the_allocation(tmp_path: Path) -> None:
+    out = _signalled(tmp_path, "nohup")
+    assert out.returncode == 0 and "still alive" in out.stdout, out.stderr
+    assert _calls(tmp_path) == []
+
+
+def test_a_forked_child_killed_by_term_releases_nothing_of_its_parent(tmp_path: Path) -> None:
+    out = _signalled(tmp_path, "fork")
+    assert out.returncode == 0 and f"child -{int(signal.SIGTERM)}" in out.stdout, out.stderr
+    assert _calls(tmp_path) == []
+
+
+# ---- one hint, the one that fits the cause (issue 10, point 8) -------------------------------------
+class _Poller:
+    def poke(self) -> None:
+        pass
+
+
+def _submit(runner: Runner) -> AllocationError:
+    from slurmlab.slurm.allocation import Allocation
+
+    with pytest.raises(AllocationError) as info:
+        Allocation.submit(["-n1"], runner=runner, poller=_Poller(), validate=False,  # type: ignore[arg-type]
+                          id_timeout=0.5, release_at_exit=False)
+    return info.value
+
+
+def test_a_munge_failure_keeps_one_hint_naming_munge(tmp_path: Path) -> None:
+    runner = _fake_slurm(tmp_path, {"salloc": (
+        "echo 'salloc: error: Munge encode failed: Failed to access \"/run/munge/munge.socket.2\": "
+        "No such file or directory' >&2; exit 1")})
+    err = _submit(runner)
+    assert "munge" in (err.hint or "").lower()
+    assert "dry-run" not in str(err) and str(err).count("->") == 1
+
+
+def test_a_silent_controller_keeps_the_runners_hint(tmp_path: Path) -> None:
+    runner = _fake_slurm(tmp_path, {
+        "salloc": "sleep 30",
+        "squeue": "echo 'squeue: error: Socket timed out on send/recv operation' >&2; exit 1"})
+    err = _submit(runner)
+    assert isinstance(err.__cause__, ControllerDownError) or "controller" in str(err).lower()
+    assert "dry-run" not in str(err) and str(err).count("->") == 1
+
+
+def test_a_refused_request_gets_a_request_hint(tmp_path: Path) -> None:
+    runner = _fake_slurm(tmp_path, {"salloc": (
+        "echo 'salloc: error: Job submit/allocate failed: Invalid partition name specified' >&2; exit 1")})
+    err = _submit(runner)
+    assert "Invalid partition name specified" in str(err) and "sinfo" in (err.hint or "")
+    assert str(err).count("->") == 1
