@@ -86,7 +86,7 @@ cleanup() {
     LEFTOVER=1
     echo "in-slurm-root: error: processes left running inside the Slurm $VERSION root:" >&2
     for pid in $pids; do
-      echo "  $pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" >&2
+      echo "  pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)(cwd $(readlink "/proc/$pid/cwd"))" >&2
     done
     # Slurm's step daemons ignore SIGTERM: escalate.
     for sig in TERM KILL; do

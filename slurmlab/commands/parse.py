@@ -1,7 +1,8 @@
 """``slurmlab parse FILE|-``: parse saved Slurm output and print the models.
 
-Users attach the JSON to bug reports; ``--format table`` is for reading. Exit code 2 and a
-one-line error for anything that does not parse.
+Users attach the JSON to bug reports; ``--format table`` is for reading. Anything that does
+not parse is one line on stderr (the file, what was wrong, the next step) and exit code 2,
+never a traceback.
 """
 
 from __future__ import annotations
@@ -85,10 +86,35 @@ def render_table(parsed_dict: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def handle(args: argparse.Namespace) -> int:
-    from slurmlab.core.detect import detect_and_parse
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
-    parsed = detect_and_parse(_read(args.file)).to_dict()
+
+def _fail(path: str, message: str, hint: str) -> int:
+    name = "standard input" if path == "-" else path
+    print(f"slurmlab: error: {name}: {_one_line(message)} -> {_one_line(hint)}", file=sys.stderr)
+    return 2
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Parse and print; anything that does not parse is one line on stderr and exit code 2."""
+    from slurmlab.core.detect import detect_and_parse
+    from slurmlab.core.parse_json import load_json
+
+    try:
+        text = _read(args.file)
+        if text.lstrip().startswith(("{", "[")):
+            load_json(text)  # refuses JSON too deep or with numbers too long for Python, as ParseError
+        parsed = detect_and_parse(text).to_dict()
+    except ParseError as exc:
+        return _fail(args.file, exc.message, exc.hint or "check that the file holds one Slurm output, unedited")
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError, OverflowError) as exc:
+        # a parser bug, not the file's fault: still no traceback, and say how to report it
+        return _fail(
+            args.file,
+            f"slurmlab could not read it ({type(exc).__name__}: {exc})",
+            "please report this with the file attached",
+        )
     if args.format == "json":
         print(json.dumps(parsed, indent=2))
     else:

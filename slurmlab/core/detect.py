@@ -27,7 +27,6 @@ cells than its header keeps every cell and says so in ``notes``.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import tzinfo
@@ -85,10 +84,7 @@ _CONFIG_LINE = re.compile(r"^(\S+)\s*=\s?(.*)$")
 
 
 def _parse_json(text: str) -> Parsed:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError("JSON", text[:200], hint=f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    doc = pj.load_json(text)
     if not isinstance(doc, dict):
         raise ParseError(
             "Slurm JSON", text[:200], hint="expected an object with 'meta' and a list of records"

@@ -31,6 +31,14 @@ __all__ = [
 _NAME_RE = re.compile(r"^(?:(\d+)c\.)?(\d+)g\.(\d+)gb(\+me)?$")
 
 
+def _show(value: object) -> str:
+    """repr() for an error message: short, and safe on ints too long or nesting too deep for repr()."""
+    try:
+        return repr(value)[:200]
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__} too large or deep to show>"
+
+
 def parse_profile_name(name: str) -> tuple[int | None, int, int, bool]:
     """``1c.3g.20gb`` -> (ci compute slices or None, gi compute slices, GB in the name, media extensions)."""
     m = _NAME_RE.match(name.strip())
@@ -365,17 +373,18 @@ class MigLayout:
         if isinstance(gpus_raw, Sequence):
             for g in gpus_raw:
                 if isinstance(g, Mapping) and isinstance(g.get("index"), int):
-                    names[int(g["index"])] = str(g.get("name") or g.get("model") or "")
+                    label = g.get("name") or g.get("model") or ""
+                    names[int(g["index"])] = label if isinstance(label, str) else ""
         if not isinstance(raw, Sequence) or isinstance(raw, str):
-            raise ParseError("hardware profile 'mig'", repr(raw)[:200], hint="a list of {gpu, profile, start, size}")
+            raise ParseError("hardware profile 'mig'", _show(raw), hint="a list of {gpu, profile, start, size}")
         per_gpu: dict[int, list[GpuInstance]] = {}
         for item in raw:
             if not isinstance(item, Mapping):
-                raise ParseError("hardware profile MIG instance", repr(item), hint="{gpu, profile, start, size}")
+                raise ParseError("hardware profile MIG instance", _show(item), hint="{gpu, profile, start, size}")
             gpu, prof, start, size = item.get("gpu"), item.get("profile"), item.get("start"), item.get("size")
             if not (isinstance(gpu, int) and isinstance(prof, str) and isinstance(start, int)
                     and isinstance(size, int)):
-                raise ParseError("hardware profile MIG instance", repr(item), hint="{gpu, profile, start, size}")
+                raise ParseError("hardware profile MIG instance", _show(item), hint="{gpu, profile, start, size}")
             _ci, gi_c, _gb, _me = parse_profile_name(prof)
             per_gpu.setdefault(gpu, []).append(GpuInstance(gpu=gpu, profile=prof, compute_slices=gi_c,
                                                            gi_id=None, start=start, size=size))

@@ -17,7 +17,6 @@ Times are timezone-aware datetimes (None when Slurm has no value); durations are
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any

@@ -77,6 +77,8 @@ def load_json(text: str, what: str = "JSON") -> Any:
         raise ParseError(what, text[:200], hint=f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except RecursionError:
         raise ParseError(what, text[:200], hint="nested too deeply to be Slurm's output") from None
+    except ValueError as exc:  # a number of more than 4300 digits
+        raise ParseError(what, text[:200], hint=f"invalid JSON: {exc}") from None
 
 
 def json_meta(doc: dict[str, Any]) -> JsonMeta:

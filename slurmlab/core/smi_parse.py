@@ -58,6 +58,7 @@ _TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _DEVICE_RE = re.compile(r"^[A-Za-z][\w.:\-]*$")
 _GPU_RE = re.compile(r"^GPU(0|[1-9]\d{0,3})$")
 _HUGE_NUMBER = re.compile(r"\d{19,}")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 def _clean(text: str) -> list[str]:
@@ -65,7 +66,12 @@ def _clean(text: str) -> list[str]:
         raise ParseError("nvidia-smi output", repr(text)[:200], hint="pass the captured text as a str")
     huge = _HUGE_NUMBER.search(text)
     if huge:
-        raise ParseError("number in nvidia-smi output", huge.group(0), hint="no field of nvidia-smi is this long")
+        raise ParseError("number in nvidia-smi output", huge.group(0)[:40], hint="no field of nvidia-smi is this long")
+    # \d and int() take other scripts' digits, isdigit() even superscripts int() refuses;
+    # nvidia-smi prints ASCII digits only, so any other digit is corruption
+    for m in _NON_ASCII.finditer(text):
+        if m.group(0).isdigit():
+            raise ParseError("number in nvidia-smi output", m.group(0), hint="nvidia-smi prints ASCII digits only")
     return _ANSI_RE.sub("", text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 

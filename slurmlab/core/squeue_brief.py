@@ -9,9 +9,13 @@ API::
 Each field letter exists in both 22.05 and 24.11 (``man squeue``, ``-o``): %i job id as printed
 (``10_1``, ``10_[2-5%3]``), %A the real job id, %F array job id, %K array task id(s), %T state,
 %r reason, %S start (expected start when pending), %e end, %l time limit, %L time left,
-%M time used, %D node count, %N node list, %P partition, %u user, %b GRES/TRES per node,
-%j name. The separator is ``|``; no field but the name can hold one, so the name goes last
-and a ``|`` inside it is kept (the line is split at most len(fields)-1 times).
+%M time used, %D node count, %N node list, %P partition, %u user, %b GRES/TRES per node.
+The separator is ``|``, which none of these fields can hold.
+
+The job name (%j) is left out on purpose: it is free text its submitter chose, a newline
+and ``|`` included, so it could end a line early or forge a whole line for another job's
+id. Without it every line is one job, written by Slurm alone. ``JobBrief.name`` stays ""
+(the name comes with the job's detail).
 """
 
 from __future__ import annotations
@@ -44,7 +48,6 @@ _LETTERS = (
     ("partition", "%P"),
     ("user", "%u"),
     ("tres_per_node", "%b"),
-    ("name", "%j"),
 )
 BRIEF_FIELDS: tuple[str, ...] = tuple(name for name, _ in _LETTERS)
 BRIEF_FORMAT: str = "|".join(letter for _, letter in _LETTERS)
@@ -73,7 +76,7 @@ class JobBrief:
     partition: str | None
     user: str | None
     tres_per_node: tuple[GresItem, ...]
-    name: str
+    name: str = ""  # not in BRIEF_FORMAT (free text); filled by backends that have it
 
     @property
     def held(self) -> bool:
@@ -144,7 +147,7 @@ def parse_squeue_brief(
 
 def _brief_line(line: str, tz: tzinfo | None) -> JobBrief:
     n = len(BRIEF_FIELDS)
-    cells = line.split("|", n - 1)
+    cells = line.split("|")
     if len(cells) != n:
         raise ParseError(
             "squeue brief line",
@@ -180,7 +183,6 @@ def _brief_line(line: str, tz: tzinfo | None) -> JobBrief:
             partition=_opt(c["partition"]),
             user=_opt(c["user"]),
             tres_per_node=parse_gres(c["tres_per_node"]),
-            name=c["name"],
         )
     except ParseError as exc:
         raise ParseError("squeue brief line", line, hint=str(exc)) from None

@@ -161,8 +161,10 @@ def parse_cpu_list(text: str, *, what: str = "CPU list") -> frozenset[int]:
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
             raise ParseError(what, text, hint=f"range {part!r} runs backwards")
-        if hi - lo > 1_000_000:
-            raise ParseError(what, text, hint=f"range {part!r} is implausibly large")
+        # the largest nodes have a few thousand CPUs; a list past _MAX_CPU_IDS is corrupt text,
+        # and refusing it before building keeps memory bounded whatever the ranges say
+        if hi - lo + 1 + len(out) > _MAX_CPU_IDS:
+            raise ParseError(what, text[:200], hint=f"more than {_MAX_CPU_IDS} ids: range {part[:40]!r} is implausibly large")
         out.update(range(lo, hi + 1))
     return frozenset(out)
 
@@ -303,7 +305,7 @@ class Topology:
         """A copy with GPU model names and UUIDs (e.g. from ``nvidia-smi -L``): index -> (model, uuid)."""
         unknown = sorted(set(details) - {g.index for g in self.gpus})
         if unknown:
-            raise ParseError("GPU details", repr(unknown), hint="these GPU indices are not in the topology")
+            raise ParseError("GPU details", _show(unknown), hint="these GPU indices are not in the topology")
         gpus = tuple(
             dataclasses.replace(g, model=details[g.index][0] or g.model, uuid=details[g.index][1] or g.uuid)
             if g.index in details else g
@@ -373,6 +375,19 @@ class Topology:
         return "\n".join(lines)
 
 
+_MAX_CPU_IDS = 65_536
+# no node holds more GPUs or NICs than this; a profile that says so would build n^2 links
+_MAX_DEVICES = 256
+
+
+def _show(value: Any) -> str:
+    """repr() for an error message: short, and safe on ints too long for repr()."""
+    try:
+        return repr(value)[:200]
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__} too large or deep to show>"
+
+
 def _name(x: str | int) -> str:
     return f"GPU{x}" if isinstance(x, int) else x
 
@@ -381,7 +396,7 @@ def _as_set(value: Any, what: str) -> frozenset[int] | None:
     if value is None:
         return None
     if isinstance(value, bool):
-        raise ParseError(what, repr(value), hint="give a list of ints or a string like 0-15,32-47")
+        raise ParseError(what, _show(value), hint="give a list of ints or a string like 0-15,32-47")
     if isinstance(value, int):
         return frozenset((value,))
     if isinstance(value, str):
@@ -390,10 +405,10 @@ def _as_set(value: Any, what: str) -> frozenset[int] | None:
         out: set[int] = set()
         for v in value:
             if isinstance(v, bool) or not isinstance(v, int):
-                raise ParseError(what, repr(value), hint="give a list of ints or a string like 0-15,32-47")
+                raise ParseError(what, _show(value), hint="give a list of ints or a string like 0-15,32-47")
             out.add(v)
         return frozenset(out)
-    raise ParseError(what, repr(value), hint="give a list of ints or a string like 0-15,32-47")
+    raise ParseError(what, _show(value), hint="give a list of ints or a string like 0-15,32-47")
 
 
 def _pair(key: Any, what: str) -> tuple[int, int]:
@@ -403,27 +418,29 @@ def _pair(key: Any, what: str) -> tuple[int, int]:
             return int(m.group(1)), int(m.group(2))
     elif isinstance(key, Sequence) and len(key) == 2 and all(isinstance(v, int) for v in key):
         return int(key[0]), int(key[1])
-    raise ParseError(what, repr(key), hint="name a GPU pair as '0-1' or [0, 1]")
+    raise ParseError(what, _show(key), hint="name a GPU pair as '0-1' or [0, 1]")
 
 
 def _from_profile(data: Mapping[str, Any]) -> Topology:
     if not isinstance(data, Mapping):
-        raise ParseError("hardware profile", repr(data)[:200], hint="expected a mapping (JSON object)")
+        raise ParseError("hardware profile", _show(data), hint="expected a mapping (JSON object)")
     raw_gpus = data.get("gpus")
     model = data.get("gpu_model") or data.get("model")
     if not model and isinstance(raw_gpus, Sequence) and raw_gpus and isinstance(raw_gpus[0], Mapping):
         model = raw_gpus[0].get("name") or raw_gpus[0].get("model")
     gpus: list[Gpu] = []
-    if isinstance(raw_gpus, int):
+    if isinstance(raw_gpus, int) and not isinstance(raw_gpus, bool) and 0 < raw_gpus <= _MAX_DEVICES:
         raw_gpus = [{"index": i} for i in range(raw_gpus)]
-    if not isinstance(raw_gpus, Sequence) or isinstance(raw_gpus, str) or not raw_gpus:
-        raise ParseError("hardware profile 'gpus'", repr(raw_gpus), hint="give a list of GPU objects or a count")
+    if (not isinstance(raw_gpus, Sequence) or isinstance(raw_gpus, str) or not raw_gpus
+            or len(raw_gpus) > _MAX_DEVICES):
+        raise ParseError("hardware profile 'gpus'", _show(raw_gpus),
+                         hint=f"give a list of GPU objects or a count (1 to {_MAX_DEVICES})")
     for pos, g in enumerate(raw_gpus):
         if not isinstance(g, Mapping):
-            raise ParseError("hardware profile GPU", repr(g), hint="each GPU is an object like {'index': 0}")
+            raise ParseError("hardware profile GPU", _show(g), hint="each GPU is an object like {'index': 0}")
         idx = g.get("index", pos)
         if not isinstance(idx, int) or isinstance(idx, bool):
-            raise ParseError("hardware profile GPU index", repr(idx), hint="index must be an int")
+            raise ParseError("hardware profile GPU index", _show(idx), hint="index must be an int")
         cpus = g.get("cpus", g.get("cpu_affinity", g.get("cores")))
         numa = g.get("numa", g.get("numa_affinity", g.get("socket")))
         gpus.append(
@@ -439,7 +456,7 @@ def _from_profile(data: Mapping[str, Any]) -> Topology:
         )
     indices = [g.index for g in gpus]
     if len(set(indices)) != len(indices):
-        raise ParseError("hardware profile GPU indices", repr(indices), hint="each GPU index must be unique")
+        raise ParseError("hardware profile GPU indices", _show(indices), hint="each GPU index must be unique")
 
     nv: dict[frozenset[int], int] = {}
     raw_nv = data.get("nvlink", data.get("nvlinks", {}))
@@ -455,24 +472,24 @@ def _from_profile(data: Mapping[str, Any]) -> Topology:
         for k, v in raw_nv.items():
             i, j = _pair(k, "hardware profile NVLink pair")
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ParseError("hardware profile NVLink count", repr(v), hint="a count of links (int)")
+                raise ParseError("hardware profile NVLink count", _show(v), hint="a count of links (int)")
             nv[frozenset((i, j))] = v
     elif isinstance(raw_nv, Sequence):
         if len(raw_nv) != len(indices):
-            raise ParseError("hardware profile 'nvlink'", repr(raw_nv)[:200],
+            raise ParseError("hardware profile 'nvlink'", _show(raw_nv),
                              hint=f"give an {len(indices)} x {len(indices)} matrix of link counts")
         order = [g.index for g in gpus]
         for r, row in enumerate(raw_nv):
             if not (isinstance(row, Sequence) and len(row) == len(indices)
                     and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in row)):
-                raise ParseError("hardware profile 'nvlink' row", repr(row)[:200],
+                raise ParseError("hardware profile 'nvlink' row", _show(row),
                                  hint=f"each row holds {len(indices)} non-negative link counts")
             for c, count in enumerate(row):
                 if r == c:
                     continue
                 key = frozenset((order[r], order[c]))
                 if key in nv and nv[key] != count:
-                    raise ParseError("hardware profile 'nvlink'", repr(raw_nv)[:200],
+                    raise ParseError("hardware profile 'nvlink'", _show(raw_nv),
                                      hint=f"the matrix is not symmetric at GPUs {order[r]} and {order[c]}")
                 nv[key] = count
     pcie: dict[frozenset[int], str] = {}
@@ -480,7 +497,9 @@ def _from_profile(data: Mapping[str, Any]) -> Topology:
     if isinstance(raw_pcie, Mapping):
         for k, v in raw_pcie.items():
             i, j = _pair(k, "hardware profile PCIe pair")
-            pcie[frozenset((i, j))] = str(v)
+            if not isinstance(v, str):
+                raise ParseError("hardware profile PCIe link", _show(v), hint="a link token such as 'PIX' or 'SYS'")
+            pcie[frozenset((i, j))] = v
 
     links: list[Link] = []
     for x, gx in enumerate(gpus):
@@ -497,9 +516,11 @@ def _from_profile(data: Mapping[str, Any]) -> Topology:
     nics: list[Nic] = []
     raw_nics = data.get("nics", [])
     if isinstance(raw_nics, Sequence) and not isinstance(raw_nics, str):
+        if len(raw_nics) > _MAX_DEVICES:
+            raise ParseError("hardware profile 'nics'", _show(raw_nics), hint=f"at most {_MAX_DEVICES} NICs")
         for n in raw_nics:
             if not isinstance(n, Mapping) or not isinstance(n.get("name"), str):
-                raise ParseError("hardware profile NIC", repr(n), hint="each NIC is {'name': 'mlx5_0', 'near': [0]}")
+                raise ParseError("hardware profile NIC", _show(n), hint="each NIC is {'name': 'mlx5_0', 'near': [0]}")
             nic = Nic(n["name"], n["name"])
             nics.append(nic)
             near = n.get("near", [])

@@ -109,9 +109,9 @@ class AllocateMagics(Magics):
         ``%salloc --gres=shard:2``, ``%salloc --dry-run --gres=gpu:1g.18gb:1``.
         Options %salloc does not know pass to Slurm unchanged (with a warning).
         """
-        line = expand_line(self, line, local_ns)
         from slurmlab.slurm.allocation import Allocation
 
+        line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "salloc", line)
         if command:
             raise UsageError("%salloc takes no command after --: run commands with %srun")
@@ -159,11 +159,11 @@ class AllocateMagics(Magics):
     @line_magic
     def scancel(self, line: str, local_ns: dict[str, Any] | None = None) -> None:
         """Cancel jobs: ``%scancel`` (the latest allocation) or ``%scancel 12 13``."""
-        line = expand_line(self, line, local_ns)
         from slurmlab.slurm import queries
         from slurmlab.slurm.allocation import ENDED_STATES
         from slurmlab.slurm.runner import get_runner
 
+        line = expand_line(self, line, local_ns)
         ns, rest, _ = split_line(self, "scancel", line)
         ids = [*ns.job_ids, *rest]
         session = get_session()

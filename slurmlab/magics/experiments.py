@@ -78,9 +78,9 @@ class ExperimentMagics(Magics):
         one GPU (cupy) or one core (cpu), with a common start, and shows shares, slices, overlap,
         fairness and the classification (time-sliced / concurrent / mixed) with a Gantt chart.
         """
-        line = expand_line(self, line, local_ns)
         from slurmlab.experiments.timeslice import run
 
+        line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "gpu_timeslice", line)
         _no_extra("gpu_timeslice", rest, command)
         if ns.jobid is not None:
@@ -119,9 +119,9 @@ class ExperimentMagics(Magics):
         Slurm granted, and says whether the tasks' GPUs are isolated or shared. Extra srun options
         after ``--`` replace the derived ones (``%gpu_isolation -- -n2 --gpus-per-task=1``).
         """
-        line = expand_line(self, line, local_ns)
         from slurmlab.experiments.verify import verify
 
+        line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "gpu_isolation", line)
         if rest:
             raise UsageError(f"%gpu_isolation does not know {' '.join(rest)!r}; put srun options after --")

@@ -21,6 +21,20 @@ def _me() -> str:
     return getpass.getuser()
 
 
+def _check_user(user: str) -> None:
+    """UsageError unless ``user`` names a Unix user here or is a numeric uid."""
+    import pwd
+
+    if user.isascii() and user.isdigit():
+        return
+    try:
+        pwd.getpwnam(user)
+    except (KeyError, ValueError):
+        shown = user if len(user) <= 40 else user[:40] + "…"
+        raise UsageError(f"-u {shown!r}: no Unix user of that name on this machine; give a name that "
+                         "`id NAME` knows, a numeric uid, or --all") from None
+
+
 def slurm_status() -> str:
     """Which Slurm this kernel uses, whether it answers, and the notebook's allocations."""
     from slurmlab.slurm import queries
@@ -103,10 +117,10 @@ class StatusMagics(Magics):
         ``%squeue`` shows my jobs, ``%squeue --all`` everyone's, ``%squeue -u alice`` one user's;
         ``%squeue --watch`` a live monitor.
         """
-        line = expand_line(self, line, local_ns)
         from slurmlab.slurm import queries
         from slurmlab.slurm.runner import get_runner
 
+        line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "squeue", line)
         if rest or command:
             raise UsageError(f"%squeue does not take {' '.join(rest + command)!r}: use --all or -u USER")
@@ -116,6 +130,8 @@ class StatusMagics(Magics):
             from slurmlab.widgets.queue import QueueMonitor
 
             return QueueMonitor(all_users=ns.all)
+        if ns.user is not None:
+            _check_user(ns.user)
         user = None if ns.all else (ns.user or _me())
         with user_errors("cannot read the queue"):
             jobs = queries.list_jobs(get_runner(), user=user, all_users=ns.all)
@@ -129,10 +145,10 @@ class StatusMagics(Magics):
     @line_magic
     def sinfo(self, line: str, local_ns: dict[str, Any] | None = None) -> NotedTable:
         """Nodes with their GPUs: type, used/total, which indices are in use, shards used per GPU, state."""
-        line = expand_line(self, line, local_ns)
         from slurmlab.slurm import queries
         from slurmlab.slurm.runner import get_runner
 
+        line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "sinfo", line)
         if rest or command:
             raise UsageError(f"%sinfo does not take {' '.join(rest + command)!r}: use -p PARTITION")

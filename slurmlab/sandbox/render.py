@@ -33,8 +33,8 @@ class RenderContext:
     version: tuple[int, int]  # Slurm (major, minor), e.g. (22, 5)
     device_dir: str | None = None  # folder of fake GPU char devices; None = existing /dev/ttyN (no root)
     cluster_name: str = "sandbox"
-    # seconds without an answer before slurmctld sets a node DOWN; it pings every third of it, so a dead slurmd
-    # shows as NOT_RESPONDING ("*") within about a third of this
+    # seconds without an answer before slurmctld sets a node DOWN; it pings every third of it and flags a dead
+    # slurmd NOT_RESPONDING ("*") after a failed ping (seen: 14-21 s at 15, about 70 s at 120)
     slurmd_timeout: int = 120
 
 

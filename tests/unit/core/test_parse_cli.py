@@ -71,8 +71,9 @@ def test_garbage_exits_2_with_a_clear_error(
     bad.write_text(content)
     assert main(["parse", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("slurmlab: error: cannot parse")
-    assert "Traceback" not in err
+    # one line: the file, what was wrong, the next step
+    assert err.startswith(f"slurmlab: error: {bad}: cannot parse") and err.count("\n") == 1
+    assert " -> " in err and "Traceback" not in err
 
 
 def test_yaml_is_refused_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,17 +12,25 @@ from slurmlab.errors import ParseError
 
 # Lines as squeue -h -o BRIEF_FORMAT prints them for the recorded workload (values from s06/s19).
 SAMPLE = (
-    "2|2|2|N/A|RUNNING|None|2026-11-29T15:04:03|2026-11-29T16:04:03|1:00:00|58:10|1:50|2|node[1-2]|gpu|root|gres:gpu:h100:1|gpn2\n"
-    "10_[2-5%3]|10|10|2-5%3|PENDING|Resources|N/A|N/A|1:00:00|1:00:00|0:00|1||gpu|root|N/A|arr\n"
-    "7|7|7|N/A|PENDING|JobHeldUser|N/A|N/A|30:00|30:00|0:00|1||gpu|root|N/A|held|job|with|pipes\n"
-    "10_1|15|10|1|RUNNING|None|2026-11-29T15:05:31|2026-11-29T16:05:31|1:00:00|59:34|0:26|1|node2|gpu|root|N/A|arr\n"
+    "2|2|2|N/A|RUNNING|None|2026-11-29T15:04:03|2026-11-29T16:04:03|1:00:00|58:10|1:50|2|node[1-2]|gpu|root|gres:gpu:h100:1\n"
+    "10_[2-5%3]|10|10|2-5%3|PENDING|Resources|N/A|N/A|1:00:00|1:00:00|0:00|1||gpu|root|N/A\n"
+    "7|7|7|N/A|PENDING|JobHeldUser|N/A|N/A|30:00|30:00|0:00|1||gpu|root|N/A\n"
+    "10_1|15|10|1|RUNNING|None|2026-11-29T15:05:31|2026-11-29T16:05:31|1:00:00|59:34|0:26|1|node2|gpu|root|N/A\n"
 )
 
 
-def test_format_has_one_letter_per_field_and_name_last() -> None:
+def test_format_has_one_letter_per_field_and_no_free_text() -> None:
     letters = BRIEF_FORMAT.split("|")
-    assert len(letters) == len(BRIEF_FIELDS) and letters[-1] == "%j"
+    assert len(letters) == len(BRIEF_FIELDS)
     assert all(x.startswith("%") and len(x) == 2 for x in letters)
+    # the job name (%j) and comment (%k) are free text: a newline in one would forge lines
+    assert "%j" not in letters and "%k" not in letters
+
+
+def test_a_line_with_a_forged_tail_is_refused_not_misread() -> None:
+    # what an old format with the name last would have let through: extra fields are an error
+    with pytest.raises(ParseError):
+        parse_squeue_brief("2|2|2|N/A|RUNNING|None|N/A|N/A|1:00:00|58:10|1:50|1|node1|gpu|root|N/A|x|y")
 
 
 def test_parse_brief_lines() -> None:
@@ -44,7 +52,7 @@ def test_parse_brief_lines() -> None:
         None,
         (),
     )
-    assert held.held and held.name == "held|job|with|pipes"
+    assert held.held and held.name == ""
     assert (j2.array_job_id, j2.array_task) == (None, None)  # %F repeats the job id outside arrays
     assert (task.job_id, task.array_job_id, task.array_task, task.nodes) == (15, 10, "1", ("node2",))
     assert j2.to_dict()["start_time"] == "2026-11-29T15:04:03+00:00"
@@ -59,15 +67,15 @@ def test_detect_recognises_brief_output() -> None:
     "bad",
     [
         "2|RUNNING|None",  # another format string
-        "x|x|2|N/A|RUNNING|None|N/A|N/A|1:00:00|1:00:00|0:00|1|node1|gpu|root|N/A|n",  # job id not a number
-        "2|2|2|N/A|RUNNING|None|yesterday|N/A|1:00:00|1:00:00|0:00|1|node1|gpu|root|N/A|n",
-        "2|2|2|N/A|RUNNING|None|N/A|N/A|1:00:00|1:00:00|0:00|1|node[1-|gpu|root|N/A|n",
+        "x|x|2|N/A|RUNNING|None|N/A|N/A|1:00:00|1:00:00|0:00|1|node1|gpu|root|N/A",  # job id not a number
+        "2|2|2|N/A|RUNNING|None|yesterday|N/A|1:00:00|1:00:00|0:00|1|node1|gpu|root|N/A",
+        "2|2|2|N/A|RUNNING|None|N/A|N/A|1:00:00|1:00:00|0:00|1|node[1-|gpu|root|N/A",
     ],
 )
 def test_bad_lines_raise_quoting_the_line(bad: str) -> None:
     with pytest.raises(ParseError) as info:
         parse_squeue_brief(
-            "2|2|2|N/A|RUNNING|None|N/A|N/A|1:00:00|1:00:00|0:00|1|node1|gpu|root|N/A|ok\n" + bad
+            "2|2|2|N/A|RUNNING|None|N/A|N/A|1:00:00|1:00:00|0:00|1|node1|gpu|root|N/A\n" + bad
         )
     assert bad[:10] in str(info.value)
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,6 +52,10 @@ class RecordingRunner:
             def _check_argv(self, argv: Any) -> list[str]:
                 args = [str(a) for a in argv]
                 self.seen.append(args)
+                for a in args:  # what subprocess would refuse, refused the same way
+                    if "\x00" in a:
+                        raise ValueError("embedded null byte")
+                    os.fsencode(a)
                 raise ControllerDownError(f"{args[0]} failed: no Slurm in this test", argv=args,
                                           hint="this test runs without a controller")
 

@@ -118,6 +118,29 @@ def test_an_argument_too_long_for_a_command_line_is_refused(ip: Any, offline_run
     assert offline_runner.seen == []
 
 
+def test_the_magics_expand_dollar_names_as_ipython_does(ip: Any, offline_runner: Any) -> None:
+    ip.user_ns["ngpu"] = 3
+    try:
+        dry = ip.run_line_magic("salloc", "--dry-run --gpus=$ngpu --comment=cost$$5")
+        assert "--gpus=3" in dry.argv and "--comment=cost$5" in dry.argv
+        two = 2  # a local of the calling frame, as in a function that runs a magic
+        assert "--gpus=3" in ip.run_line_magic("salloc", "--dry-run --gpus={two+1}").argv
+        assert two == 2
+        # one unknown $name leaves the whole line as written
+        assert "--comment=$nope$ngpu" in ip.run_line_magic("salloc", "--dry-run --comment=$nope$ngpu").argv
+    finally:
+        ip.user_ns.pop("ngpu", None)
+
+
+def test_a_long_line_with_dollars_is_refused_instead_of_freezing_the_kernel(ip: Any, offline_runner: Any) -> None:
+    # IPython's own expansion of this line runs for about a minute
+    with pytest.raises(UsageError, match="IPython expands at most 2,000"):
+        ip.run_line_magic("srun", "echo " + "$" * 16_000)
+    # without $ or braces nothing needs expanding: the length alone is not refused
+    with pytest.raises(UsageError, match="no allocation yet"):
+        ip.run_line_magic("srun", "echo " + "y" * 16_000)
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
@@ -167,3 +190,67 @@ def test_sinfo_shows_unreadable_node_records(ip: Any, monkeypatch: pytest.Monkey
     monkeypatch.setattr(queries, "list_nodes",
                         lambda *a, **k: queries.Listing([], [ParseError("scontrol node record", "NodeName=?")]))
     assert "1 node record(s) could not be read" in ip.run_line_magic("sinfo", "").text()
+
+
+# ---- against the real sandbox: another user's job, hostile ids next to a real allocation ---------------
+FOREIGN_NAME = "y UserId=root(0) Nodes=node1 GRES=gpu:h100:8(IDX:0-7)"
+
+
+@pytest.fixture
+def foreign_job(slurm_sandbox: Any) -> Iterator[str]:
+    """A held job of user nobody whose name pretends to be root's and to hold 8 GPUs."""
+    runner = slurm_sandbox.runner()
+    # root may submit as another uid: a second owner without a second login
+    jid = runner.run(["sbatch", "--parsable", "--uid=nobody", "--hold", "-D", "/tmp", "-o", "/dev/null",
+                      "-J", FOREIGN_NAME, "--comment", "UserId=root(0)", "-t", "2", "--wrap", "sleep 60"]
+                     ).stdout.strip().split(";")[0]
+    try:
+        yield jid
+    finally:
+        runner.run(["scancel", jid], check=False)
+
+
+def _state(slurm_sandbox: Any, jid: str) -> str:
+    return str(slurm_sandbox.runner().run(["squeue", "-h", "-t", "all", "-j", jid, "-o", "%T"]).stdout.strip())
+
+
+@pytest.mark.sandbox
+def test_another_users_job_is_never_mine_whatever_its_name_says(
+    sandbox_ip: Any, slurm_sandbox: Any, foreign_job: str
+) -> None:
+    from slurmlab.magics import session
+    from slurmlab.slurm.poller import get_poller
+
+    mine = sandbox_ip.run_line_magic("squeue", "")
+    assert foreign_job not in {r["job"] for r in mine.rows}, mine.text()
+    everyone = sandbox_ip.run_line_magic("squeue", "--all")
+    row = next(r for r in everyone.rows if r["job"] == foreign_job)
+    assert row["user"] == "nobody" and row["name"] == FOREIGN_NAME
+
+    with pytest.raises(UsageError, match=f"job {foreign_job} belongs to nobody"):
+        sandbox_ip.run_line_magic("scancel", foreign_job)
+    for magic, line in [("srun", f"--jobid={foreign_job} hostname"), ("salloc", f"--attach {foreign_job}")]:
+        with pytest.raises(UsageError, match="belongs to nobody"):
+            sandbox_ip.run_line_magic(magic, line)
+    assert session.get_session().allocations == []
+    assert foreign_job not in get_poller().watched()
+    assert _state(slurm_sandbox, foreign_job) == "PENDING"  # still there: nothing was cancelled
+
+
+@pytest.mark.sandbox
+def test_a_hostile_id_next_to_a_real_allocation_leaves_it_working(
+    sandbox_ip: Any, slurm_sandbox: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from slurmlab.slurm.poller import get_poller
+
+    alloc = sandbox_ip.run_line_magic("salloc", "-n1 -t 5")
+    alloc.wait("RUNNING", timeout=60)
+    for magic, line in [("srun", "--jobid=-v hostname"), ("salloc", "--attach 0"), ("scancel", "0"),
+                        ("srun", "--jobid='1\n' hostname")]:
+        with pytest.raises(UsageError, match="not a (Slurm )?job id"):
+            sandbox_ip.run_line_magic(magic, line)
+    assert set(get_poller().watched()) == {str(alloc.job_id)}
+    capsys.readouterr()
+    sandbox_ip.run_line_magic("srun", "bash -c 'echo job=$SLURM_JOB_ID'")
+    assert f"job={alloc.job_id}" in capsys.readouterr().out
+    assert alloc.state == "RUNNING"
