@@ -20,6 +20,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from slurmlab.errors import SlurmlabError
+from slurmlab.magics.args import MAX_EXPAND_CHARS
 
 __all__ = ["EXPANSION_HELP", "Session", "get_session", "user_errors"]
 
@@ -27,8 +28,9 @@ EXPANSION_HELP = (
     "$var: IPython expands $name and {expr} in the line before the magic runs (%salloc --gpus=$n). "
     "$$ is a literal $. $name inside single quotes stays as written (%srun bash -c 'echo $SLURM_PROCID'), "
     "{expr} does not. If any $name is not a Python variable the whole line stays unexpanded. "
-    "A %%srun cell body is never expanded. A line over 2,000 characters with $ or {…} is refused "
-    "(IPython's expansion of it would take minutes)."
+    "A %%srun cell body is never expanded. "
+    f"A line over {MAX_EXPAND_CHARS:,} characters with $ or {{…}} is refused (IPython's expansion of it "
+    "would take minutes)."
 )
 
 

@@ -218,3 +218,27 @@ def test_a_killed_slurmd_shows_as_not_responding_and_restart_brings_it_back(sb: 
     after = sb.node_states()
     assert not after["node2"].endswith("*") and not after["node2"].startswith("down")
     assert _job(r, job).split()[:2] == ["RUNNING", start]
+
+
+def test_a_watched_allocation_hears_that_its_node_stopped_responding(sb: Sandbox) -> None:
+    """Slurm keeps the job RUNNING while its node's slurmd is dead; the panel must still say so."""
+    from slurmlab.slurm.allocation import Allocation
+    from slurmlab.slurm.poller import JobPoller
+    from slurmlab.widgets.panel import panel_html
+
+    job, _start = running_job(sb, "node2")
+    poller = JobPoller(sb.runner(timeout=10), interval=0.5, node_check_interval=1.0)
+    alloc = Allocation.attach(job, runner=sb.runner(timeout=10), poller=poller)
+    try:
+        wait_until(lambda: alloc.state == "RUNNING", 20, "the allocation seen RUNNING")
+        assert alloc.node_alerts == ()
+        pid = sb.pids["slurmd:node2"]
+        os.kill(pid, signal.SIGKILL)
+        wait_dead(pid)
+        wait_until(lambda: alloc.node_alerts, 60, "node2's trouble reaching the allocation")
+        assert alloc.state == "RUNNING" and alloc.node_alerts[0][0] == "node2"
+        assert "node2: not responding" in panel_html(alloc)
+        sb.restart()
+        wait_until(lambda: not alloc.node_alerts, 30, "the alert clearing after restart")
+    finally:
+        poller.stop()
