@@ -73,9 +73,7 @@ def attach_job(jid: str, verb: str) -> Any:
 
 def stop_following(alloc: Any) -> None:
     """Take an attached allocation off the shared poller without cancelling the job."""
-    watch = getattr(alloc, "_watch", None)
-    if watch is not None:
-        watch.cancel()
+    alloc.forget()
 
 
 def _print(stream: str, line: str) -> None:

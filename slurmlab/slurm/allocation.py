@@ -576,6 +576,13 @@ class Allocation:
         self.release_at_exit = False
         self._unguard()
 
+    def forget(self) -> None:
+        """Stop following the job (no more polls or updates) without cancelling it."""
+        self.detach()
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.cancel()
+
     def __enter__(self) -> Allocation:
         return self
 

@@ -337,7 +337,7 @@ def _uid_of(user: str | None) -> int:
     try:
         return pwd.getpwnam(user).pw_uid
     except KeyError:
-        if user.isdigit():
+        if user.isascii() and user.isdigit():
             return int(user)
         raise SlurmError(f"no Unix user named {user!r} on this machine",
                          hint="give a user name that `id USER` knows") from None
@@ -403,7 +403,7 @@ def _refuse_unless_mine(jid: str, owner: int) -> None:
     if owner != me:
         who = user_name(owner)
         raise NotYourJobError(
-            f"job {jid} belongs to {who}, not to {user_name(me)}: slurmlab cancels only your own jobs",
+            f"job {jid} belongs to {who}, not to {user_name(me)}: slurmlab acts only on your own jobs",
             hint=f"ask {who} (or your admins) to cancel it",
         )
 
