@@ -78,23 +78,27 @@ unmount_all() {
   fi
 }
 
-LEFTOVER=0
-cleanup() {
+stop_procs_in_root() {
+  # stop_procs_in_root WHAT: list the processes inside the root (WHAT says whose they are), then stop them,
+  # escalating to SIGKILL (Slurm's step daemons ignore SIGTERM). Returns 1 when there were any.
   local pids pid sig
   pids=$(procs_in_root)
-  if [[ -n $pids ]]; then
-    LEFTOVER=1
-    echo "in-slurm-root: error: processes left running inside the Slurm $VERSION root:" >&2
-    for pid in $pids; do
-      echo "  pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)(cwd $(readlink "/proc/$pid/cwd"))" >&2
-    done
-    # Slurm's step daemons ignore SIGTERM: escalate.
-    for sig in TERM KILL; do
-      for pid in $(procs_in_root); do kill -s "$sig" "$pid" 2>/dev/null || true; done
-      for _ in 1 2 3 4 5 6 7 8 9 10; do [[ -z $(procs_in_root) ]] && break; sleep 0.5; done
-      [[ -z $(procs_in_root) ]] && break
-    done
-  fi
+  [[ -z $pids ]] && return 0
+  echo "in-slurm-root: error: $1 left processes running inside the Slurm $VERSION root:" >&2
+  for pid in $pids; do
+    echo "  pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)(cwd $(readlink "/proc/$pid/cwd"))" >&2
+  done
+  for sig in TERM KILL; do
+    for pid in $(procs_in_root); do kill -s "$sig" "$pid" 2>/dev/null || true; done
+    for _ in 1 2 3 4 5 6 7 8 9 10; do [[ -z $(procs_in_root) ]] && break; sleep 0.5; done
+    [[ -z $(procs_in_root) ]] && break
+  done
+  return 1
+}
+
+LEFTOVER=0
+cleanup() {
+  stop_procs_in_root "the command" || LEFTOVER=1
   unmount_all || LEFTOVER=1
 }
 
@@ -127,7 +131,8 @@ bind() {
   return 0
 }
 
-# A run killed with SIGKILL leaves its mounts: we hold the lock, so whatever is mounted there now is stale.
+# A run killed with SIGKILL leaves its processes and mounts: we hold the lock, so they are stale.
+stop_procs_in_root "an earlier run (killed before it could clean up)" || true
 stale=$(mounted_under "$ROOT")
 if [[ -n $stale ]]; then
   echo "in-slurm-root: unmounting what an earlier run left mounted under $ROOT" >&2
@@ -168,8 +173,20 @@ while IFS='=' read -r k v; do
     SLURMLAB_*|PYTEST_*|CI) envs+=("$k=$v") ;;
   esac
 done < <(env)
+in_root=(chroot "$ROOT" /usr/bin/env -i "${envs[@]}" bash -c 'cd "$1" && shift && exec "$@"' _ "$REPO" "${cmd[@]}")
 set +e
-chroot "$ROOT" /usr/bin/env -i "${envs[@]}" bash -c 'cd "$1" && shift && exec "$@"' _ "$REPO" "${cmd[@]}"
+# 9>&-: the command must not inherit the lock, or a daemon it leaks would hold the root locked.
+if [[ $# -eq 0 ]]; then
+  "${in_root[@]}" 9>&-   # an interactive shell keeps the terminal
+else
+  # In the background and waited for, so that a SIGTERM to this script is handled at once (passed on, then
+  # the cleanup), not after the command ends by itself.
+  "${in_root[@]}" 9>&- &
+  child=$!
+  trap 'kill -TERM $child 2>/dev/null; exit 143' TERM
+  trap 'kill -INT $child 2>/dev/null; exit 130' INT
+  wait "$child"
+fi
 rc=$?
 set -e
 exit "$rc"

@@ -335,9 +335,17 @@ class Runner:
     def _failure(self, args: list[str], returncode: int, stderr: str, env: Mapping[str, str]) -> SlurmError:
         err = classify_failure(args, returncode, stderr)
         if isinstance(err, MungeError):
-            # the one next step that fits: this sandbox's restart, or the cluster's admins
-            err = MungeError(err.message, argv=args, returncode=returncode, stderr=stderr,
-                             hint=_munge_hint(env.get("SLURM_CONF"), _munge_kind(stderr)))
+            # Slurm's own words ("Munge encode failed …") do not say why; the socket does, in
+            # milliseconds when munged is stopped. The hint is the one next step that fits.
+            said = _munge_kind(stderr)
+            problem = None if said == "denied" else self._munge_problem(env, 1.0)
+            kind = problem.kind if problem is not None else said
+            words = stderr.strip()
+            message = err.message if problem is None else (
+                f"{args[0]} failed because munge does not work: {problem.detail}"
+                + (f" (Slurm said: {words if len(words) <= 300 else words[:300] + '…'})" if words else ""))
+            err = MungeError(message, argv=args, returncode=returncode, stderr=stderr,
+                             hint=_munge_hint(env.get("SLURM_CONF"), kind))
         return err
 
     def _timeout(self, args: list[str], limit: float, stderr: str = "") -> SlurmTimeoutError:
