@@ -104,17 +104,20 @@ def test_cancelling_them_is_refused_by_the_magics(slurm_sandbox: Any, hostile_jo
 
     other, ids = hostile_jobs
     ip = get_ipython()
-    ip.run_line_magic("load_ext", "slurmlab")
-    for jid in ids:
-        try:
-            ip.run_line_magic("scancel", jid)
-        except UsageError as exc:
-            assert other in str(exc) or "own" in str(exc)
-        else:
-            shown = capsys.readouterr()
-            assert other in shown.out + shown.err
-    assert {_server_jobs().squeue_state(slurm_sandbox, j) for j in ids} == {"RUNNING"}
-    ip.run_line_magic("squeue", "--all")  # lists them (or reports them) without failing
+    ip.run_line_magic("load_ext", "slurmlab.magics")  # the shell is shared: unloaded again below
+    try:
+        for jid in ids:
+            try:
+                ip.run_line_magic("scancel", jid)
+            except UsageError as exc:
+                assert other in str(exc) or "own" in str(exc)
+            else:
+                shown = capsys.readouterr()
+                assert other in shown.out + shown.err
+        assert {_server_jobs().squeue_state(slurm_sandbox, j) for j in ids} == {"RUNNING"}
+        ip.run_line_magic("squeue", "--all")  # lists them (or reports them) without failing
+    finally:
+        ip.run_line_magic("unload_ext", "slurmlab.magics")
 
 
 def test_job_detail_answers_only_for_the_id_asked(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]]) -> None:
