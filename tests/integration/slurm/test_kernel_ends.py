@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel_replies import take
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
@@ -41,16 +42,9 @@ async def _run(kc: Any, code: str, timeout: float = 90) -> str:
     out: list[str] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        msg = await kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream":
-            out.append(content["text"])
-        elif kind == "error":
-            raise AssertionError("\n".join(content["traceback"]))
-        elif kind == "status" and content["execution_state"] == "idle":
-            return "".join(out)
+        done = take(await kc.get_iopub_msg(timeout=timeout), msg_id, out)
+        if done is not None:
+            return done
     raise AssertionError(f"no answer to {code!r}")
 
 
