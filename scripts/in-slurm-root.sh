@@ -144,7 +144,16 @@ mkdir -p "$ROOT/proc"
 mount -t proc proc "$ROOT/proc"
 MOUNTS+=("$ROOT/proc")
 bind /sys /sys
-[[ -d /sys/fs/cgroup ]] && mountpoint -q /sys/fs/cgroup && bind /sys/fs/cgroup /sys/fs/cgroup rec
+# Opt-outs that make the root differ from a usual machine, to test the sandbox's start there:
+#   SLURMLAB_ROOT_CGROUP=none  no cgroup filesystem at /sys/fs/cgroup (an empty folder, as in some containers)
+#   SLURMLAB_ROOT_CGROUP=v2    a bare cgroup2 mount at /sys/fs/cgroup (unified mode, whatever the host has)
+#   SLURMLAB_ROOT_NO_HOSTS=1   the host name is left out of /etc/hosts (it may not resolve at all)
+case ${SLURMLAB_ROOT_CGROUP:-host} in
+  none) ;;
+  v2) mkdir -p "$ROOT/sys/fs/cgroup"; mount -t cgroup2 cgroup2 "$ROOT/sys/fs/cgroup"; MOUNTS+=("$ROOT/sys/fs/cgroup") ;;
+  host) [[ -d /sys/fs/cgroup ]] && mountpoint -q /sys/fs/cgroup && bind /sys/fs/cgroup /sys/fs/cgroup rec ;;
+  *) die "SLURMLAB_ROOT_CGROUP must be none, v2 or host, not ${SLURMLAB_ROOT_CGROUP}" ;;
+esac
 bind /dev /dev
 bind /dev/pts /dev/pts
 mountpoint -q /dev/shm && bind /dev/shm /dev/shm
@@ -158,8 +167,12 @@ done
 
 # The sandbox names this host in slurm.conf; in the root it must resolve (to 127.0.0.1, as the nodes do).
 host=$(hostname)
-printf '127.0.0.1\tlocalhost %s %s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$host" "${host%%.*}" \
-  >"$ROOT/etc/hosts"
+if [[ -n ${SLURMLAB_ROOT_NO_HOSTS:-} ]]; then
+  printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$ROOT/etc/hosts"
+else
+  printf '127.0.0.1\tlocalhost %s %s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$host" "${host%%.*}" \
+    >"$ROOT/etc/hosts"
+fi
 echo "$host" >"$ROOT/etc/hostname"
 
 cmd=("$@")

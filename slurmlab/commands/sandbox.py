@@ -61,8 +61,10 @@ def _up(args: argparse.Namespace) -> int:
     sb = Sandbox.up(profile=args.profile, nodes=args.nodes, directory=args.directory, port=args.port,
                     admit=args.admit)
     word = "already running; reusing it" if sb.reused else "is up"
-    print(f"sandbox {sb.profile_name} ({len(sb.nodes)} nodes, Slurm {sb.version[0]}.{sb.version[1]:02d}) {word}")
+    print(f"sandbox {sb.profile_name} ({len(sb.nodes)} nodes, Slurm {sb.release}) {word}")
     print(f"  folder: {sb.directory}")
+    for note in sb.notes:
+        print(f"  on this machine: {note}")
     others = f", and {', '.join(sb.admitted)}" if sb.admitted else ""
     print(f"  may be used by: its owner{others} (and root)")
     print("point Slurm's commands at it with:")

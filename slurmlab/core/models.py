@@ -401,6 +401,10 @@ class Node:
     gres: tuple[GresItem, ...] = ()
     gres_used: tuple[GresItem, ...] = ()
     reason: str | None = None
+    # the shape Slurm numbers a job's CPU_IDs by (socket x cores per socket + core, x threads)
+    sockets: int | None = None
+    cores_per_socket: int | None = None
+    threads_per_core: int | None = None
 
     @property
     def gpu_total(self) -> int:
@@ -460,6 +464,9 @@ class Node:
             "gpu_used_indices": {k: list(v) for k, v in self.gpu_used_indices().items()},
             "shard_usage": {str(k): list(v) for k, v in self.shard_usage().items()},
             "reason": self.reason,
+            "sockets": self.sockets,
+            "cores_per_socket": self.cores_per_socket,
+            "threads_per_core": self.threads_per_core,
         }
 
 

@@ -3,7 +3,8 @@
 API (``doc`` is the decoded JSON object; use ``json.loads`` first)::
 
     json_meta(doc) -> JsonMeta(version "24.11.5" | None, layout "data_parser/v0.0.42" | "openapi/v0.0.38" | None)
-    parse_jobs_json(doc) -> list[Job]             # squeue --json, scontrol --json show job -d
+    parse_jobs_json(doc, nodes=None) -> list[Job] # squeue --json, scontrol --json show job -d
+    node_shapes(nodes) -> {name: NodeShape}       # what CPU_IDs need from the node records
     parse_nodes_json(doc) -> list[Node]           # scontrol --json show node, sinfo --json (nodes[] or sinfo[])
     parse_partitions_json(doc) -> list[Partition] # scontrol --json show partition
     parse_steps_json(doc) -> list[Step]           # scontrol --json show steps
@@ -13,6 +14,16 @@ string or a list (first entry is the base state, the rest are flags); ``meta.Slu
 ints vs ``meta.slurm.version`` strings; sinfo ``nodes[]`` (22.05) vs ``sinfo[]`` per
 node×partition (merged here into one Node per name, partitions joined); flags
 GRES_ENFORCE_BIND vs GRES_BINDING_ENFORCED; ``exit_code`` a raw wait status vs an object.
+
+Per-node CPU_IDs and memory (what ``scontrol show job -d`` prints as ``Nodes=… CPU_IDs=… Mem=…``)
+come from ``job_resources``: ``allocated_nodes[]`` with ``sockets`` a dict of the allocated cores
+(openapi v0.0.38 to data_parser v0.0.40) or ``nodes.allocation[]`` with every core of every
+socket and its status (v0.0.41 on). Slurm prints CPU_IDs as abstract CPU ids: (socket x cores
+per socket + core) x threads per core, every thread of an allocated core. Cores per socket come
+from the socket's own core list (v0.0.41+) or the node record; threads per core from the node
+record, else ``job_resources.threads_per_core``, else the allocated CPUs over allocated cores, else 1.
+Where the old layout puts a core past socket 0 and no node record gives the cores per socket,
+CPU_IDs stay None (unknown) rather than a guess.
 Unknown fields are ignored and missing optional fields give None; a job whose ``gres_detail``
 does not line up with its nodes raises ParseError rather than dropping entries.
 """
@@ -21,11 +32,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from slurmlab.core.gres import parse_gres
+from slurmlab.core.gres import parse_gres, render_index_list
 from slurmlab.core.hostlist import expand
 from slurmlab.core.models import ExitStatus, GresAlloc, Job, Node, Partition, Step, Tres
 from slurmlab.core.timefmt import from_epoch
@@ -33,6 +44,8 @@ from slurmlab.errors import ParseError
 
 __all__ = [
     "JsonMeta",
+    "NodeShape",
+    "node_shapes",
     "json_meta",
     "parse_jobs_json",
     "parse_nodes_json",
@@ -192,7 +205,139 @@ def _records(doc: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:
     return items
 
 
-def _job(j: dict[str, Any]) -> Job:
+@dataclass(frozen=True)
+class NodeShape:
+    """How a node numbers its CPUs (from ``scontrol show node``); None where not known."""
+
+    cores_per_socket: int | None
+    threads_per_core: int | None
+
+
+def node_shapes(nodes: Iterable[Node]) -> dict[str, NodeShape]:
+    return {n.name: NodeShape(n.cores_per_socket, n.threads_per_core) for n in nodes}
+
+
+@dataclass(frozen=True)
+class _NodeAlloc:
+    cpu_ids: str | None
+    mem_mb: int | None
+
+
+def _index(value: Any, what: str) -> int:
+    n = _num(value, what)
+    if n is None or n < 0 or n > 65535:
+        raise ParseError(what, _short(value), hint="expected a socket or core index from 0 to 65535")
+    return n
+
+
+def _cpu_ids(
+    cores: list[tuple[int, int]], cores_per_socket: dict[int, int], threads: int
+) -> str | None:
+    """Slurm's abstract CPU ids of the allocated (socket, core) pairs; None when a needed
+    cores-per-socket figure is unknown. A node's sockets all have the same core count."""
+    per_socket = max(cores_per_socket.values(), default=None)
+    ids: list[int] = []
+    for sock, core in cores:
+        if sock and per_socket is None:
+            return None
+        base = (sock * (per_socket or 0) + core) * threads
+        ids.extend(range(base, base + threads))
+    return render_index_list(sorted(set(ids)))
+
+
+def _status_allocated(value: Any, what: str) -> bool:
+    if isinstance(value, str):
+        return value.upper() == "ALLOCATED"
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return any(v.upper() == "ALLOCATED" for v in value)
+    raise ParseError(what, _short(value), hint="expected a core status string or a list of them")
+
+
+def _threads(shape: NodeShape | None, job_tpc: int | None, cpus: int | None, ncores: int) -> int:
+    if shape is not None and shape.threads_per_core:
+        return shape.threads_per_core
+    if job_tpc:
+        return job_tpc
+    if cpus and ncores and cpus % ncores == 0:
+        return cpus // ncores
+    return 1
+
+
+def _allocation_new(a: dict[str, Any], job_tpc: int | None, shapes: Mapping[str, NodeShape]) -> tuple[str, _NodeAlloc]:
+    """One ``nodes.allocation[]`` entry (data_parser v0.0.41+): every core listed with its status."""
+    name = _str(a.get("name"), "allocation name")
+    if name is None:
+        raise ParseError("job_resources allocation", _short(a), hint="the entry names no node")
+    sockets = a.get("sockets") or []
+    if not isinstance(sockets, list):
+        raise ParseError("allocation sockets", _short(sockets), hint="expected a list of sockets")
+    picked: list[tuple[int, int]] = []
+    per_socket: dict[int, int] = {}
+    for s in sockets:
+        sock = _obj(s, "allocation socket")
+        sidx = _index(sock.get("index"), "socket index")
+        cores = sock.get("cores") or []
+        if not isinstance(cores, list):
+            raise ParseError("allocation cores", _short(cores), hint="expected a list of cores")
+        per_socket[sidx] = 0
+        for c in cores:
+            core = _obj(c, "allocation core")
+            cidx = _index(core.get("index"), "core index")
+            per_socket[sidx] = max(per_socket[sidx], cidx + 1)
+            if _status_allocated(core.get("status"), f"status of core {sidx}:{cidx} on {name}"):
+                picked.append((sidx, cidx))
+    shape = shapes.get(name)
+    if shape is not None and shape.cores_per_socket:
+        per_socket = {k: shape.cores_per_socket for k in per_socket} or {0: shape.cores_per_socket}
+    cpus = _num(_obj(a.get("cpus"), "allocation cpus").get("count"), "allocation cpus.count")
+    threads = _threads(shape, job_tpc, cpus, len(picked))
+    mem = _num(_obj(a.get("memory"), "allocation memory").get("allocated"), "allocation memory.allocated")
+    return name, _NodeAlloc(_cpu_ids(picked, per_socket, threads), mem)
+
+
+def _allocation_old(a: dict[str, Any], shapes: Mapping[str, NodeShape]) -> tuple[str, _NodeAlloc]:
+    """One ``allocated_nodes[]`` entry (v0.0.38 to v0.0.40): only the allocated cores, keyed by index."""
+    name = _str(a.get("nodename"), "allocated node name")
+    if name is None:
+        raise ParseError("job_resources allocated_nodes", _short(a), hint="the entry names no node")
+    picked: list[tuple[int, int]] = []
+    for skey, sval in _obj(a.get("sockets"), "allocated sockets").items():
+        sidx = _index(skey, "socket index")
+        for ckey, status in _obj(_obj(sval, "allocated socket").get("cores"), "allocated cores").items():
+            cidx = _index(ckey, "core index")
+            if _status_allocated(status, f"status of core {sidx}:{cidx} on {name}"):
+                picked.append((sidx, cidx))
+    shape = shapes.get(name)
+    per_socket = {0: shape.cores_per_socket} if shape is not None and shape.cores_per_socket else {}
+    threads = _threads(shape, None, None, len(picked))
+    mem = _num(a.get("memory_allocated"), "memory_allocated")
+    return name, _NodeAlloc(_cpu_ids(picked, per_socket, threads), mem)
+
+
+def _node_allocs(j: dict[str, Any], shapes: Mapping[str, NodeShape]) -> dict[str, _NodeAlloc]:
+    """Node -> CPU_IDs and memory of the job there, from ``job_resources`` (any layout)."""
+    jr = _obj(j.get("job_resources"), "job_resources")
+    out: dict[str, _NodeAlloc] = {}
+    nodes_obj = jr.get("nodes")
+    if isinstance(nodes_obj, dict) and "allocation" in nodes_obj:
+        entries = nodes_obj.get("allocation") or []
+        if not isinstance(entries, list):
+            raise ParseError("job_resources.nodes.allocation", _short(entries), hint="expected a list")
+        job_tpc = _num(jr.get("threads_per_core"), "job_resources.threads_per_core") or None
+        for e in entries:
+            name, alloc = _allocation_new(_obj(e, "allocation entry"), job_tpc, shapes)
+            out[name] = alloc
+    elif "allocated_nodes" in jr:
+        entries = jr.get("allocated_nodes") or []
+        if not isinstance(entries, list):
+            raise ParseError("job_resources.allocated_nodes", _short(entries), hint="expected a list")
+        for e in entries:
+            name, alloc = _allocation_old(_obj(e, "allocated_nodes entry"), shapes)
+            out[name] = alloc
+    return out
+
+
+def _job(j: dict[str, Any], shapes: Mapping[str, NodeShape] | None = None) -> Job:
     try:
         job_id = _num(j["job_id"], "job_id")
         state, state_flags = _state(j["job_state"], "job_state")
@@ -206,6 +351,7 @@ def _job(j: dict[str, Any]) -> Job:
     if not isinstance(details, list):
         raise ParseError("gres_detail", _short(details))
     allocs: list[GresAlloc] = []
+    per_node = _node_allocs(j, shapes or {})
     if details:
         if len(details) != len(nodes):
             raise ParseError(
@@ -216,7 +362,15 @@ def _job(j: dict[str, Any]) -> Job:
         for node, text in zip(nodes, details, strict=True):
             items = parse_gres(_str(text, "gres_detail entry"))
             if items:
-                allocs.append(GresAlloc(node=node, items=items))
+                where = per_node.get(node)
+                allocs.append(
+                    GresAlloc(
+                        node=node,
+                        items=items,
+                        cpu_ids=where.cpu_ids if where else None,
+                        mem_mb=where.mem_mb if where else None,
+                    )
+                )
     flags = _list(j.get("flags"))
     array_job = _num(j.get("array_job_id"))
     task = _num(j.get("array_task_id"))
@@ -290,12 +444,20 @@ def _each(
     return out
 
 
-def parse_jobs_json(doc: dict[str, Any], *, problems: list[ParseError] | None = None) -> list[Job]:
+def parse_jobs_json(
+    doc: dict[str, Any],
+    *,
+    problems: list[ParseError] | None = None,
+    nodes: Iterable[Node] | Mapping[str, NodeShape] | None = None,
+) -> list[Job]:
     """``squeue --json`` or ``scontrol --json show job -d``, any layout.
 
     With ``problems`` a list, a job that does not parse is left out and its ParseError
-    (``record_id`` = the job id) appended; without, it raises."""
-    return _each(_records(doc, "jobs", "jobs JSON"), _job, problems, "job_id")
+    (``record_id`` = the job id) appended; without, it raises. ``nodes`` (the node records,
+    or ``node_shapes`` of them) give each node's cores per socket and threads per core, which
+    the per-node CPU_IDs need on hyper-threaded nodes and, in layouts up to v0.0.40, past socket 0."""
+    shapes = nodes if isinstance(nodes, Mapping) else node_shapes(nodes or ())
+    return _each(_records(doc, "jobs", "jobs JSON"), lambda j: _job(j, shapes), problems, "job_id")
 
 
 def _node(n: dict[str, Any]) -> Node:
@@ -317,6 +479,9 @@ def _node(n: dict[str, Any]) -> Node:
         gres=parse_gres(_str(n.get("gres"))),
         gres_used=parse_gres(_str(n.get("gres_used"))),
         reason=_str(n.get("reason")),
+        sockets=_num(n.get("sockets"), "sockets"),
+        cores_per_socket=_num(n.get("cores"), "cores"),
+        threads_per_core=_num(n.get("threads"), "threads"),
     )
 
 

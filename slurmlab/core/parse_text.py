@@ -61,13 +61,14 @@ _BEFORE_DETAIL = frozenset({"CoreSpec", "ThreadSpec"})
 
 @dataclass(frozen=True)
 class _Layout:
-    """How Slurm prints one kind of record (``src/api/*_info.c``, 22.05 to 24.11).
+    """How Slurm prints one kind of record (``src/api/*_info.c``, 22.05 to 26.05).
 
     ``free`` maps each user- or admin-controlled free-text key to the key Slurm prints after it
     on the same line (None: it is the last on its line), so its value may hold spaces, ``=`` and
     anything else and still end where Slurm ended it. ``first_line`` keys only ever appear on
-    the record's first line; ``second`` starts the second line (so a line forged by a name on
-    the first line is caught even when it names a key the record does not otherwise hold). ``known`` are the keys the one-line (``-o``) form splits on.
+    the record's first line; one of ``second`` starts the second line (so a line forged by a name
+    on the first line is caught even when it names a key the record does not otherwise hold; 26.05
+    prints ``SLUID=`` before ``UserId=``). ``known`` are the keys the one-line (``-o``) form splits on.
     """
 
     first_key: str
@@ -75,7 +76,7 @@ class _Layout:
     first_line: frozenset[str] = frozenset()
     known: frozenset[str] = frozenset()
     detail: bool = False
-    second: str | None = None  # the key that starts the second line, always
+    second: tuple[str, ...] = ()  # the keys one of which starts the second line, always
 
     def oneline_end(self) -> re.Pattern[str]:
         keys = "|".join(re.escape(k) for k in sorted(self.known | set(self.free), key=len, reverse=True))
@@ -95,7 +96,7 @@ _JOB_KEYS = frozenset(
     Licenses LicensesAlloc Network Command WorkDir AdminComment SystemComment Comment StdErr StdIn
     StdOut BatchScript Switches BurstBuffer BurstBufferState CpuFrequency Power CpusPerTres
     MemPerTres TresBind TresFreq TresPerJob TresPerNode TresPerSocket TresPerTask GresEnforceBind
-    KillOnInvalidDependent SpreadJob MailUser MailType NtasksPerTRES
+    KillOnInvalidDependent SpreadJob MailUser MailType NtasksPerTRES SLUID
     Container ContainerID Extra SegmentSize ResvPorts SelinuxContext""".split()
 )
 _JOB = _Layout(
@@ -124,7 +125,7 @@ _JOB = _Layout(
     ),
     known=_JOB_KEYS,
     detail=True,
-    second="UserId",
+    second=("UserId", "SLUID"),
 )
 _NODE = _Layout(
     first_key="NodeName",
@@ -264,8 +265,8 @@ def _read_record(lines: list[str], lay: _Layout, oneline: bool) -> Record:
             pairs = _line_fields(line, indent, lay, oneline)
         except ValueError as exc:
             raise _bad(lines, f"line {n + 1}: {exc}", rid) from None
-        if not oneline and lay.second and pairs and prev in lay.first_line and pairs[0][0] != lay.second:
-            raise _bad(lines, f"the second line starts with {pairs[0][0]}=, not {lay.second}=", rid)
+        if not oneline and lay.second and pairs and prev in lay.first_line and pairs[0][0] not in lay.second:
+            raise _bad(lines, f"the second line starts with {pairs[0][0]}=, not {' or '.join(lay.second)}=", rid)
         for key, value in pairs:
             if not oneline and n > 0 and key in lay.first_line:
                 raise _bad(lines, f"{key}= is printed on the first line only, not on line {n + 1}", rid)

@@ -82,9 +82,7 @@ def grant_from_job(job: Any, tasks: int | None = None) -> Grant:
     per_node = gpu_items(job.tres_per_node)
     per_job = gpu_items(job.tres_per_job)
     shared = any(shared_items(x) for x in (job.tres_per_task, job.tres_per_node, job.tres_per_job))
-    shared = shared or any(
-        getattr(g, "name", "") in ("shard", "mps") for a in job.gpu_allocs for g in a.items
-    )
+    shared = shared or any(shard_gpus_of(job).values())
     types = {t for a in job.gpu_allocs for t in a.gpu_types}
     sharing = MIG if any(_MIG_TYPE.fullmatch(t or "") for t in types) else EXCLUSIVE
     gpus_per_task: int | None
@@ -173,12 +171,16 @@ def _single_node(env: Mapping[str, str]) -> str | None:
 
 
 def shard_gpus_of(job: Any) -> dict[str, list[int]]:
-    """node -> indices of the GPUs that hold the job's shards (or MPS share) there."""
+    """node -> indices of the GPUs that hold the job's shards (or MPS share) there.
+
+    Read through :meth:`GresAlloc.shares`, which knows both of Slurm's forms: 22.05's
+    ``shard:h100:2(IDX:3)`` and 24.11+'s per-GPU ``shard:h100:2(0/4,0/4,0/4,2/4)``.
+    """
     out: dict[str, list[int]] = {}
     for alloc in getattr(job, "gpu_allocs", ()) or ():
-        for g in alloc.items:
-            if g.name in ("shard", "mps") and g.indices:
-                out.setdefault(alloc.node, []).extend(g.indices)
+        held = {i for name in ("shard", "mps") for i in alloc.shares(name)}
+        if held:
+            out.setdefault(alloc.node, []).extend(sorted(held))
     return out
 
 
@@ -196,11 +198,15 @@ def _with_slurm_view(
 def _slurm_i7(job: Any, reports: Sequence[Mapping[str, Any]], grant: Grant) -> CheckResult:
     title = "--gpu-bind=closest: task CPUs within the GPU's local CPUs (Slurm's CPU_IDs vs gres.conf Cores)"
     cores: dict[str, dict[str, str | None]] = {}
+    conf_paths: set[str] = set()
     for r in reports:
         node = str(r.get("node") or "")
-        cores.setdefault(node, {}).update(((r.get("gres_conf") or {}).get("cores")) or {})
+        gres = r.get("gres_conf") or {}
+        cores.setdefault(node, {}).update(gres.get("cores") or {})
+        conf_paths.add(str(gres.get("path") or "no gres.conf found"))
     evidence: dict[str, Any] = {}
     problems = []
+    missing: list[str] = []
     shards = shard_gpus_of(job)
     for alloc in job.gpu_allocs:
         gpus = list(alloc.gpu_indices) or shards.get(alloc.node, [])
@@ -208,7 +214,18 @@ def _slurm_i7(job: Any, reports: Sequence[Mapping[str, Any]], grant: Grant) -> C
             continue
         node_cores = cores.get(alloc.node, {})
         lists = [node_cores.get(str(i)) for i in gpus]
-        if alloc.cpu_ids is None or not all(lists):
+        if alloc.cpu_ids is None:
+            missing.append(
+                f"Slurm recorded no CPU_IDs for the job on {alloc.node} (scontrol show job -d gave neither "
+                "the text CPU_IDs= nor JSON job_resources.nodes.allocation[].sockets[].cores[])"
+            )
+            continue
+        if not all(lists):
+            bare = [str(i) for i, x in zip(gpus, lists, strict=True) if not x]
+            missing.append(
+                f"gres.conf gives no Cores= for GPU {','.join(bare)} on {alloc.node} "
+                f"({', '.join(sorted(conf_paths))}; AutoDetect leaves Cores= out)"
+            )
             continue
         local = set().union(*(parse_cpulist(str(x)) for x in lists))
         mine = parse_cpulist(alloc.cpu_ids)
@@ -219,32 +236,31 @@ def _slurm_i7(job: Any, reports: Sequence[Mapping[str, Any]], grant: Grant) -> C
         }
         if not mine <= local:
             problems.append(f"{alloc.node}: CPU_IDs {sorted(mine - local)} are not tied to its GPUs")
+    judged = bool(evidence)
     evidence["task_cpu_mask (real, evidence only)"] = {
         str(r.get("label")): r.get("cpu_affinity") for r in reports
     }
-    if len(evidence) == 1:
-        return CheckResult(
-            "I7",
-            title,
-            SKIP,
-            evidence,
-            "gres.conf gives no Cores= for the job's GPUs (AutoDetect?) or CPU_IDs are unknown",
-        )
+    if not judged:
+        why = "; ".join(missing) or "the job holds no GPU Slurm can name on any node"
+        return CheckResult("I7", title, SKIP, evidence, why)
     bind = grant.gpu_bind or ""
     asked = "closest" in bind or "enforce-binding" in bind
+    partly = f"; not judged: {'; '.join(missing)}" if missing else ""
     if problems:
         status = FAIL if asked else INFO
         why = "; ".join(problems) + ("" if asked else " (no closest/enforce-binding was requested)")
-        return CheckResult("I7", title, status, evidence, why)
+        return CheckResult("I7", title, status, evidence, why + partly)
     if not asked:
         return CheckResult(
             "I7",
             title,
             INFO,
             evidence,
-            "CPUs are next to the GPUs, though --gpu-bind=closest was not requested",
+            "CPUs are next to the GPUs, though --gpu-bind=closest was not requested" + partly,
         )
-    return CheckResult("I7", title, PASS, evidence, "judged on Slurm's numbering (see the module doc)")
+    return CheckResult(
+        "I7", title, PASS, evidence, "judged on Slurm's numbering (see the module doc)" + partly
+    )
 
 
 def _i10_of_timeslice(

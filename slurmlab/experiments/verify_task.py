@@ -25,12 +25,13 @@ _GRES_CONF_PLACES = ("/etc/slurm/gres.conf", "/run/slurm/conf/gres.conf", "/etc/
 def gpu_cores_from_gres_conf(text: str, node: str) -> dict[int, str | None]:
     """Global GPU index -> its ``Cores=`` (None when the line has none) for ``node``.
 
-    Indices follow the order of the ``Name=gpu`` lines for that node, a ``File=`` range
-    (``/dev/nvidia[0-3]``) counting one GPU per file, as slurmd numbers them. Raises ValueError
+    Indices are numbered as slurmd numbers them: grouped by ``Type=``, the types in the order the
+    node's ``Name=gpu`` lines first name them, and lines of one type in file order, a ``File=``
+    range (``/dev/nvidia[0-3]``) counting one GPU per file (the h200-mig sandbox's 3g.71gb slice
+    is IDX 13 after 4 whole GPUs and nine 1g.18gb lines, on 22.05 and 24.11). Raises ValueError
     quoting a line whose NodeName or File range cannot be expanded.
     """
-    out: dict[int, str | None] = {}
-    index = 0
+    by_type: dict[str, list[str | None]] = {}
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -49,10 +50,9 @@ def gpu_cores_from_gres_conf(text: str, node: str) -> dict[int, str | None]:
         except Exception as exc:  # the grammar's own error, quoted with the line
             raise ValueError(f"gres.conf line not understood: {raw.strip()!r} ({exc})") from exc
         count = len(files) or int(fields.get("count", "1") or 1)
-        for _ in range(count):
-            out[index] = fields.get("cores")
-            index += 1
-    return out
+        by_type.setdefault(fields.get("type", "").lower(), []).extend([fields.get("cores")] * count)
+    cores = [c for group in by_type.values() for c in group]
+    return dict(enumerate(cores))
 
 
 def _read_gres_conf() -> tuple[str | None, str | None]:

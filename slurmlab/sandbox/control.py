@@ -25,19 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from slurmlab.errors import SandboxError
-from slurmlab.sandbox import access, processes
+from slurmlab.sandbox import access, machine, processes
 from slurmlab.sandbox.ports import free_ports, is_listening
 from slurmlab.sandbox.profile import Profile, load_profile
 from slurmlab.sandbox.render import (
     RenderContext,
     device_files,
     device_path,
+    render_cgroup_conf,
     render_gres_conf,
     render_slurm_conf,
 )
 from slurmlab.slurm.runner import Runner
 
-__all__ = ["APT_INSTALL", "DEFAULT_PROFILE", "Sandbox", "SandboxStatus", "default_directory", "detect_version"]
+__all__ = ["APT_INSTALL", "DEFAULT_PROFILE", "Sandbox", "SandboxStatus", "default_directory", "detect_release",
+           "detect_version"]
 
 DEFAULT_PROFILE = "dgx-h100"
 APT_INSTALL = "sudo apt-get install slurmctld slurmd slurm-client munge"
@@ -62,15 +64,21 @@ def _client(name: str) -> str:
     return path
 
 
-def detect_version(slurmctld: str | None = None) -> tuple[int, int]:
-    """(major, minor) of the installed Slurm, from ``slurmctld -V`` (e.g. ``slurm-wlm 22.05.8``)."""
+def detect_release(slurmctld: str | None = None) -> str:
+    """The installed Slurm's release, e.g. ``24.11.5``, from ``slurmctld -V`` (``slurm-wlm 24.11.5``)."""
     exe = slurmctld or _daemon("slurmctld")
     proc = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=10, check=False)
-    m = re.search(r"(\d+)\.(\d+)\.\d+", proc.stdout + proc.stderr)
+    m = re.search(r"\d+\.\d+\.\d+", proc.stdout + proc.stderr)
     if m is None:
         raise SandboxError(f"cannot read the Slurm version from `{exe} -V`: {(proc.stdout + proc.stderr).strip()!r}",
                            hint=f"reinstall Slurm: {APT_INSTALL}")
-    return int(m.group(1)), int(m.group(2))
+    return m.group(0)
+
+
+def detect_version(slurmctld: str | None = None) -> tuple[int, int]:
+    """(major, minor) of the installed Slurm, from ``slurmctld -V`` (e.g. ``slurm-wlm 22.05.8``)."""
+    major, minor, _ = detect_release(slurmctld).split(".")
+    return int(major), int(minor)
 
 
 def _base_directory() -> Path:
@@ -95,6 +103,7 @@ class SandboxStatus:
     ports: dict[str, int]
     node_states: dict[str, str] = field(default_factory=dict)
     frozen: frozenset[str] = frozenset()  # names of the processes stopped by a signal (alive, answering nothing)
+    release: str = ""  # the Slurm it runs, e.g. 24.11.5
 
     @property
     def running(self) -> bool:
@@ -117,7 +126,8 @@ class SandboxStatus:
 
     def __str__(self) -> str:
         word = "running" if self.running else ("stopped" if self.stopped else "PARTLY running")
-        lines = [f"sandbox {self.profile} ({len(self.nodes)} nodes) in {self.directory}: {word}"]
+        slurm = f", Slurm {self.release}" if self.release else ""
+        lines = [f"sandbox {self.profile} ({len(self.nodes)} nodes{slurm}) in {self.directory}: {word}"]
         for name, (pid, _) in self.processes.items():
             port = self.ports.get(name)
             where = f" port {port}" if port else ""
@@ -159,6 +169,17 @@ class Sandbox:
     def version(self) -> tuple[int, int]:
         major, minor = self.state["version"]
         return int(major), int(minor)
+
+    @property
+    def release(self) -> str:
+        """The Slurm release it runs, e.g. ``24.11.5`` (``24.11`` for a sandbox recorded before releases were)."""
+        major, minor = self.version
+        return str(self.state.get("release") or f"{major}.{minor:02d}")
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What ``up`` configured differently because of this machine (cgroups, host name), one line each."""
+        return tuple(self.state.get("notes", ()))
 
     @property
     def ports(self) -> dict[str, int]:
@@ -252,7 +273,8 @@ class Sandbox:
         if nodes and answering:
             with contextlib.suppress(Exception):
                 states = self.node_states()
-        return SandboxStatus(self.directory, self.profile_name, self.nodes, procs, self.ports, states, frozen)
+        return SandboxStatus(self.directory, self.profile_name, self.nodes, procs, self.ports, states, frozen,
+                             self.release)
 
     def node_states(self) -> dict[str, str]:
         """node name -> Slurm state (``idle``, ``mixed``, ``down*`` ...)."""
@@ -266,17 +288,18 @@ class Sandbox:
         self._reload()
         own = {name: pid for name, pid in self.pids.items() if self._pid_alive(name, pid)}
         roots = set(own.values())
-        related = processes.find_related(roots, str(self.conf_path))
+        related = processes.find_related(roots, str(self.conf_path), self.directory)
         # the Slurm daemons together (slurmctld stops its own slurmscriptd), then what they left (slurmstepd,
         # job tasks), munged last since the others talk to it while they stop
         slurm = {p for n, p in own.items() if n != "munged"}
         left = processes.stop(slurm)
         # a step being launched while the daemons stop can appear late: look until none is new
         for _ in range(3):
-            more = related | processes.find_related(roots, str(self.conf_path))
-            left += processes.stop(more)
+            # step daemons ignore SIGTERM (24.11+): no need to wait the daemons' grace for them
+            more = related | processes.find_related(roots, str(self.conf_path), self.directory)
+            left += processes.stop(more, grace=2.0)
             related |= more
-            if not processes.find_related(roots, str(self.conf_path)):
+            if not processes.find_related(roots, str(self.conf_path), self.directory):
                 break
         left += processes.stop({p for n, p in own.items() if n == "munged"})
         if left:
@@ -322,7 +345,9 @@ class Sandbox:
             return existing
         munged, slurmctld, slurmd = _daemon("munged"), _daemon("slurmctld"), _daemon("slurmd")
         _client("sinfo")
+        release = detect_release(slurmctld)
         version = detect_version(slurmctld)
+        settings = machine.sandbox_settings(machine.inspect(), version)
         user = pwd.getpwuid(os.geteuid()).pw_name
         root = os.geteuid() == 0
         munge_dir = folder / "munge"
@@ -343,11 +368,18 @@ class Sandbox:
             directory=str(folder), hostname=socket.gethostname(), user=user, ctld_port=ports[0],
             node_ports=tuple(ports[1:]), munge_socket=str(sock), version=version,
             device_dir=str(folder / "dev") if root else None, slurmd_timeout=slurmd_timeout,
+            cgroup_plugin=settings.cgroup_plugin, host_resolves=settings.host_resolves,
         )
         _make_devices(prof, ctx)
         conf = folder / "slurm.conf"
         conf.write_text(render_slurm_conf(prof, ctx))
         (folder / "gres.conf").write_text(render_gres_conf(prof, ctx))
+        cgroup_conf = render_cgroup_conf(ctx)
+        if cgroup_conf is None:
+            with contextlib.suppress(FileNotFoundError):
+                (folder / "cgroup.conf").unlink()  # one left by an earlier sandbox on another machine setup
+        else:
+            (folder / "cgroup.conf").write_text(cgroup_conf)
         key = munge_dir / "munge.key"
         if not key.exists():
             fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
@@ -356,7 +388,8 @@ class Sandbox:
         key.chmod(0o400)
         state: dict[str, Any] = {
             "profile": prof.name, "nodes": prof.nodes, "node_names": list(prof.node_names),
-            "conf_path": str(conf), "version": list(version), "user": user, "hostname": ctx.hostname,
+            "conf_path": str(conf), "version": list(version), "release": release, "notes": list(settings.notes),
+            "user": user, "hostname": ctx.hostname,
             "ports": {"slurmctld": ports[0], **{f"slurmd:{n}": p for n, p in zip(prof.node_names, ports[1:], strict=True)}},
             "munge_socket": str(sock), "pids": {}, "started": time.time(), "admit": [g.name for g in guests],
         }
@@ -532,9 +565,14 @@ class Sandbox:
         return "\n".join(text) or "(no log written)"
 
     def _failure(self, what: str, name: str) -> SandboxError:
-        return SandboxError(f"the sandbox did not start: {what}\n{self._log_tail(name)}",
-                            hint=f"read the logs in {self.directory / 'log'}; "
-                                 f"if Slurm or munge is missing: {APT_INSTALL}")
+        tail = self._log_tail(name)
+        known = machine.explain_failure(self._log_tail(name, lines=60))
+        if known is None:
+            return SandboxError(f"the sandbox did not start: {what}\n{tail}",
+                                hint=f"read the logs in {self.directory / 'log'}")
+        cause, step = known
+        return SandboxError(f"the sandbox did not start: {what} ({cause})\n{tail}",
+                            hint=f"{step}; the logs are in {self.directory / 'log'}")
 
     def _wait_idle(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

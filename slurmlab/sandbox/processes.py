@@ -85,32 +85,75 @@ def _ancestors(pid: int) -> set[int]:
     return out
 
 
-def find_related(roots: Iterable[int], slurm_conf: str) -> set[int]:
-    """Processes a sandbox left: descendants of its daemons, and the tasks of its jobs.
+# Slurm's commands that stay attached to a job or step of the cluster they talk to (unlike squeue, sinfo ...)
+_JOB_CLIENTS = frozenset({"srun", "salloc", "sattach", "sbcast"})
+_DAEMONS = frozenset({"slurmctld", "slurmd", "munged"})
 
-    slurmstepd detaches from slurmd; job tasks carry ``SLURM_CONF`` (this sandbox's) and ``SLURMD_NODENAME``
-    (set only by slurmd/slurmstepd, so a user's shell that merely exported SLURM_CONF is never taken).
-    This process and its ancestors are never included.
+
+def _links(pid: int) -> list[str]:
+    """Where the open files and the working folder of ``pid`` point."""
+    base = f"/proc/{pid}"
+    out = []
+    try:
+        fds = os.listdir(f"{base}/fd")
+    except OSError:
+        fds = []
+    for name in ["cwd", *(f"fd/{fd}" for fd in fds)]:
+        try:
+            out.append(os.readlink(f"{base}/{name}"))
+        except OSError:
+            continue
+    return out
+
+
+def _inside(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path == f or path.startswith(f + "/") for f in folders)
+
+
+def _belongs(pid: int, folder: tuple[str, ...], conf_entry: bytes) -> bool:
+    """True when ``pid`` is, by what it is, a process of the sandbox in ``folder`` (its descendants aside)."""
+    argv = cmdline(pid)
+    if not argv:
+        return False
+    name = os.path.basename(argv[0].split(":", 1)[0])
+    if name == "slurmstepd":
+        # a step daemon double-forks away from slurmd and, from 24.11 on, keeps no SLURM_CONF: it holds the
+        # sandbox's slurmd log (and its spool) open, which no other sandbox's does
+        return any(_inside(link, folder) for link in _links(pid)) or conf_entry in _environ(pid)
+    if name in _DAEMONS:
+        # one of this sandbox's daemons that state.json lost (e.g. a restart interrupted after it started)
+        return any(_inside(arg, folder) or _inside(arg.split("=", 1)[-1], folder) for arg in argv[1:])
+    if any(_inside(arg, tuple(f + "/spool" for f in folder)) for arg in argv[1:]):
+        return True  # a job script run from the spool, orphaned from its step daemon
+    env = _environ(pid)
+    if conf_entry not in env:
+        return False
+    # a job client of this sandbox would wait for it forever; a task carries SLURMD_NODENAME (set only by
+    # slurmd/slurmstepd), so a shell that merely exported SLURM_CONF is never taken
+    return name in _JOB_CLIENTS or any(e.startswith(b"SLURMD_NODENAME=") for e in env)
+
+
+def find_related(roots: Iterable[int], slurm_conf: str, directory: str | os.PathLike[str] | None = None) -> set[int]:
+    """Processes a sandbox left: its step daemons, job tasks, job clients, and everything below them.
+
+    Found by what they are, not by their environment alone (24.11+ step daemons carry no SLURM_CONF): the
+    descendants and sessions of ``roots`` (its daemons), step daemons holding files of the sandbox's folder
+    (``directory``, by default the one of ``slurm_conf``), job scripts of its spool, srun/salloc/sattach/sbcast
+    pointed at its ``slurm_conf``, tasks of its jobs, then every descendant of those. The sandbox runs
+    proctrack/linuxproc, so its jobs make no cgroup to look in. This process and its ancestors are never included.
     """
     spared = _ancestors(os.getpid())
-    found = children_of(roots)
+    where = os.fspath(directory) if directory is not None else os.path.dirname(slurm_conf)
+    # the daemons name the folder as given, /proc shows open files by their real path: either may be seen
+    folder = tuple({os.path.abspath(where), os.path.realpath(where)})
     entry = f"SLURM_CONF={slurm_conf}".encode()
+    roots = set(roots)
+    seeds = set(roots)
     for pid in _all_pids():
-        if pid in found or pid in spared or not alive(pid):
-            continue
-        env = _environ(pid)
-        if entry not in env:
-            continue
-        # a task carries SLURMD_NODENAME; a slurmstepd (double-forked away from slurmd, with an
-        # environment of little more than SLURM_CONF) is known by its name
-        if any(e.startswith(b"SLURMD_NODENAME=") for e in env) or _is_stepd(pid):
-            found.add(pid)
-    return found - spared
-
-
-def _is_stepd(pid: int) -> bool:
-    argv = cmdline(pid)
-    return bool(argv) and argv[0].startswith("slurmstepd")
+        if pid not in seeds and pid not in spared and alive(pid) and _belongs(pid, folder, entry):
+            seeds.add(pid)
+    found = (seeds - roots) | children_of(seeds)
+    return found - spared - roots
 
 
 def stop(pids: Iterable[int], *, grace: float = 5.0) -> list[int]:

@@ -7,7 +7,9 @@ What differs by Slurm version:
   shared/fixtures/slurm/24.11/gres.conf); 22.05 gets the profile's exact cores.
 
 Everything listens on 127.0.0.1: ``SlurmctldHost=<host>(127.0.0.1)``, ``NodeAddr=127.0.0.1`` and
-``CommunicationParameters=NoCtldInAddrAny,NoInAddrAny`` so the daemons bind that address, not every interface.
+``CommunicationParameters=NoCtldInAddrAny,NoInAddrAny`` so the daemons bind that address, not every interface;
+where the host name does not resolve, the daemons cannot bind it by name (they bind the machine's host name, not
+an address), so both settings are left out and they listen on every address (see :mod:`.machine`). ``cgroup.conf`` is written only where the machine's cgroups are unusable to Slurm.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from dataclasses import dataclass
 
 from slurmlab.sandbox.profile import Gpu, Profile, format_ranges
 
-__all__ = ["DeviceFile", "RenderContext", "device_files", "gres_summary", "hostlist", "render_gres_conf",
-           "render_slurm_conf"]
+__all__ = ["DeviceFile", "RenderContext", "device_files", "gres_summary", "hostlist", "render_cgroup_conf",
+           "render_gres_conf", "render_slurm_conf"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class RenderContext:
     # seconds without an answer before slurmctld sets a node DOWN; it pings every third of it and flags a dead
     # slurmd NOT_RESPONDING ("*") after a failed ping (seen: 14-21 s at 15, about 70 s at 120)
     slurmd_timeout: int = 120
+    cgroup_plugin: str | None = None  # cgroup.conf's CgroupPlugin; None: no cgroup.conf, Slurm's default
+    host_resolves: bool = True  # False: no daemon may look the host name up to bind it
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,7 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
         f"SlurmctldHost={ctx.hostname}(127.0.0.1)",
         f"SlurmctldPort={ctx.ctld_port}",
         f"SlurmdPort={ctx.node_ports[0]}",
-        "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny",
+        *(["CommunicationParameters=NoCtldInAddrAny,NoInAddrAny"] if ctx.host_resolves else []),
         "AuthType=auth/munge",
         "CredType=cred/munge",
         f"AuthInfo=socket={ctx.munge_socket}",
@@ -177,3 +181,10 @@ def render_gres_conf(profile: Profile, ctx: RenderContext) -> str:
         typ = f" Type={shard_type}" if shard_type else ""
         lines.append(f"NodeName={nodes} Name=shard{typ} Count={profile.shards_per_gpu * len(whole)}")
     return "\n".join(lines) + "\n"
+
+
+def render_cgroup_conf(ctx: RenderContext) -> str | None:
+    """cgroup.conf, or None where Slurm's default (no file) is what the machine needs."""
+    if ctx.cgroup_plugin is None:
+        return None
+    return f"# slurmlab sandbox: the machine's cgroups are not usable by Slurm here\nCgroupPlugin={ctx.cgroup_plugin}\n"

@@ -212,19 +212,29 @@ def brief_states(ids: Sequence[str | int], runner: Runner | None = None) -> dict
 
 
 # ---- jobs -----------------------------------------------------------------------------------------
-def _read_jobs(result: RunResult, json_form: bool) -> JobList:
+def _read_jobs(result: RunResult, json_form: bool, nodes: Sequence[Node] | None = None) -> JobList:
     problems: list[ParseError] = []
     if json_form:
-        jobs = parse_jobs_json(_json(result), problems=problems)
+        jobs = parse_jobs_json(_json(result), problems=problems, nodes=nodes)
     else:
         jobs = parse_scontrol_jobs(result.stdout, problems=problems)
     return JobList(jobs, problems)
 
 
-def _jobs_query(runner: Runner, version: tuple[int, ...], job_id: str | None = None) -> Query[JobList]:
+# data_parser v0.0.39/40 (Slurm 23.02 - 23.11) print a job's cores per socket without the node's
+# cores per socket, so CPU_IDs need the node records; v0.0.41 (24.05) on carry every core.
+_JOB_JSON_NEEDS_NODES = ((23, 2), (24, 5))
+
+
+def _needs_nodes(version: tuple[int, ...]) -> bool:
+    return _JOB_JSON_NEEDS_NODES[0] <= version[:2] < _JOB_JSON_NEEDS_NODES[1]
+
+
+def _jobs_query(runner: Runner, version: tuple[int, ...], job_id: str | None = None,
+                nodes: Sequence[Node] | None = None) -> Query[JobList]:
     tail = (job_id,) if job_id else ()
     if version >= SCONTROL_JSON_SINCE:
-        return Query(("scontrol", "--json", "show", "job", "-d", *tail), lambda r: _read_jobs(r, True))
+        return Query(("scontrol", "--json", "show", "job", "-d", *tail), lambda r: _read_jobs(r, True, nodes))
     return Query(("scontrol", "show", "job", "-d", *tail), lambda r: _read_jobs(r, False))
 
 
@@ -257,7 +267,9 @@ def job_detail(job_id: str | int, runner: Runner | None = None) -> Job:
     """
     jid = check_job_id(job_id)
     runner = runner or get_runner()
-    jobs = _run(_jobs_query(runner, slurm_version(runner), jid), runner)
+    version = slurm_version(runner)
+    nodes = list_nodes(runner) if _needs_nodes(version) else None
+    jobs = _run(_jobs_query(runner, version, jid, nodes), runner)
     for job in jobs:
         if _is_that_job(job, jid):
             return job
@@ -283,7 +295,7 @@ def _parse_owners(result: RunResult) -> dict[int, int]:
         if not line.strip():
             continue
         jid, sep, uid = line.strip().partition("|")
-        if not sep or not jid.isdigit() or not uid.isdigit():
+        if not sep or not (jid.isascii() and jid.isdigit() and uid.isascii() and uid.isdigit()):
             raise ParseError("squeue job owner line", line, hint="expected JOBID|UID")
         owners[int(jid)] = int(uid)
     return owners
@@ -351,7 +363,9 @@ def list_jobs(
     "This user's" is decided by uid from ``squeue`` (:func:`job_owners`), not from the records.
     """
     runner = runner or get_runner()
-    jobs = _run(_jobs_query(runner, slurm_version(runner)), runner)
+    version = slurm_version(runner)
+    nodes = list_nodes(runner) if _needs_nodes(version) else None
+    jobs = _run(_jobs_query(runner, version, None, nodes), runner)
     if all_users:
         return _filter_jobs(jobs, None, None, active_only)
     return _filter_jobs(jobs, job_owners(runner), _uid_of(user), active_only)
@@ -361,7 +375,9 @@ async def alist_jobs(
     runner: Runner | None = None, *, user: str | None = None, all_users: bool = False, active_only: bool = True
 ) -> JobList:
     runner = runner or get_runner()
-    jobs = await _arun(_jobs_query(runner, await aslurm_version(runner)), runner)
+    version = await aslurm_version(runner)
+    nodes = await alist_nodes(runner) if _needs_nodes(version) else None
+    jobs = await _arun(_jobs_query(runner, version, None, nodes), runner)
     if all_users:
         return _filter_jobs(jobs, None, None, active_only)
     return _filter_jobs(jobs, await ajob_owners(runner), _uid_of(user), active_only)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -45,6 +46,10 @@ class SandboxFactory:
     def close(self) -> None:
         errors = []
         for sb in self._cache.values():
+            # what admitted users submitted ends through Slurm first, like the owner's own jobs at down()
+            for user in sb.admitted:
+                with contextlib.suppress(Exception):
+                    sb.runner(timeout=15).run(["scancel", "--user", user], check=False)
             try:
                 sb.down()
             except SandboxError as exc:
@@ -56,5 +61,11 @@ class SandboxFactory:
 
 
 def new_base() -> Path:
-    # short: the munge socket path must fit in 108 bytes
-    return Path(tempfile.mkdtemp(prefix="slsb-", dir="/tmp"))
+    """The session's folder of sandboxes: short (the munge socket path must fit in 108 bytes) and 0711.
+
+    Admitted users (``Sandbox.admit``, e.g. the second user of :mod:`slurmlab.testing.other_user`) must pass
+    through it to reach the munge socket and read slurm.conf; 0711 lets them pass without listing it, and each
+    sandbox keeps its munge folder closed to everyone it did not admit."""
+    base = Path(tempfile.mkdtemp(prefix="slsb-", dir="/tmp"))
+    base.chmod(0o711)
+    return base

@@ -5,6 +5,11 @@ The evidence comes from two places and the table keeps both: what a step's tasks
 ``CUDA_VISIBLE_DEVICES`` and ``os.sched_getaffinity`` printed by each task) and what the controller recorded
 (``CPU_IDs`` and ``GRES=…(IDX:…)`` per node in ``scontrol show job -d``, i.e. ``job.gpu_allocs``). The
 judgement (:func:`explain`) is pure and works on constructed inputs; :func:`explain_binding` gathers the inputs.
+
+The controller's records read the same on every Slurm: CPU_IDs from the text form or from a JSON job's
+``job_resources`` (23.02+), shards from 22.05's ``shard:…(IDX:3)`` or 24.11+'s ``shard:…(0/4,…,4/4)`` (a shard task
+has no SLURM_STEP_GPUS; its GPU is the one holding the job's shards). Where a fact is missing the verdict is
+"unknown" and the row's ``why`` names the fact, never a guess.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ class NodeRecord:
     node: str
     gpu_idx: tuple[int, ...]
     cpu_ids: frozenset[int] | None
+    shard_gpus: tuple[int, ...] = ()  # GPUs holding the job's shards / MPS share (either Slurm form)
 
 
 @dataclass(frozen=True)
@@ -145,8 +151,9 @@ class BindingTable:
         lines = [f"--gpu-bind: {self.tres_bind or 'not set'} -> {self.closest}",
                  f"--gres-flags=enforce-binding: {'set' if self.enforce_requested else 'not set'} -> {self.enforce}"]
         for rec in self.records:
-            lines.append(f"scontrol show job -d: {rec.node} GRES IDX {','.join(map(str, rec.gpu_idx)) or '-'} "
-                         f"CPU_IDs {_cpus(rec.cpu_ids)}")
+            shards = f" shards on GPU {','.join(map(str, rec.shard_gpus))}" if rec.shard_gpus else ""
+            lines.append(f"scontrol show job -d: {rec.node} GRES IDX {','.join(map(str, rec.gpu_idx)) or '-'}"
+                         f"{shards} CPU_IDs {_cpus(rec.cpu_ids)}")
         for node, topo in self.topologies.items():
             src = getattr(topo, "source", None)
             if src:
@@ -235,9 +242,8 @@ def parse_task_reports(lines: Sequence[str]) -> list[TaskReport]:
 # ---- the judgement (pure) ---------------------------------------------------------------------------
 
 
-def _task_idx(rep: TaskReport, notes: list[str]) -> tuple[int, ...]:
-    """Slurm IDX of the GPUs bound to one task: CUDA_VISIBLE_DEVICES read against SLURM_STEP_GPUS."""
-    step = rep.step_gpus or ()
+def _task_idx(rep: TaskReport, notes: list[str], step: tuple[int, ...]) -> tuple[int, ...]:
+    """Slurm IDX of the GPUs bound to one task: CUDA_VISIBLE_DEVICES read against the step's GPUs."""
     if rep.visible is None:
         return step
     if not all(t.isdigit() for t in rep.visible):
@@ -277,9 +283,12 @@ def explain(
         entry = topologies.get(rep.node)
         topo = _topo_of(entry)
         to_gpu = getattr(entry, "gpu_of_idx", lambda i: i)
-        idx = _task_idx(rep, notes)
+        rec = by_node.get(rep.node)
+        # a shard/MPS task gets no SLURM_STEP_GPUS: its GPU is the one Slurm put the job's shares on
+        step_idx = rep.step_gpus or (rec.shard_gpus if rec is not None else ())
+        idx = _task_idx(rep, notes, step_idx)
         gpus = tuple(to_gpu(i) for i in idx)
-        step = tuple(to_gpu(i) for i in (rep.step_gpus or ()))
+        step = tuple(to_gpu(i) for i in step_idx)
         why: list[str] = []
         known = {g.index for g in topo.gpus} if topo is not None else set()
         local: dict[int, frozenset[int]] = {}
@@ -291,7 +300,6 @@ def explain(
                 if g in gpus:
                     numa |= gpu.numa_affinity or frozenset()
         gpu_cpus = frozenset().union(*(local.get(g, frozenset()) for g in gpus)) if gpus else frozenset()
-        rec = by_node.get(rep.node)
         slurm_cpus = rec.cpu_ids if rec is not None else None
         mask = rep.affinity
         # a sandbox node claims CPUs the host lacks: its tasks' real masks cannot be compared with the
@@ -299,11 +307,12 @@ def explain(
         comparable = _comparable(rep, topo)
         judge = mask if comparable else slurm_cpus
 
+        missing = _missing_fact(rep, topo, known, step, rec, comparable)
         if not closest_wanted:
             closest = NOT_REQUESTED
-        elif topo is None or judge is None or any(g not in known for g in step):
+        elif missing or judge is None:
             closest = UNKNOWN
-            why.append("closest: no topology or CPU mask to judge by")
+            why.append(f"closest: {missing or 'no CPUs to judge by'}")
         else:
             near = tuple(g for g in step if local.get(g, frozenset()) & judge)
             expect = near or step
@@ -316,7 +325,11 @@ def explain(
             enforce = NOT_REQUESTED
         elif topo is None or not gpu_cpus and not _node_local(rec, to_gpu, local, topo):
             enforce = UNKNOWN
-            why.append("enforce-binding: the GPUs' local CPUs are unknown")
+            why.append("enforce-binding: " + (missing or "the local CPUs of the job's GPUs are unknown"))
+        elif slurm_cpus is None and not (comparable and mask is not None):
+            # nothing to hold against the GPUs' CPUs: saying "honoured" here would be a guess
+            enforce = UNKNOWN
+            why.append(f"enforce-binding: {missing or 'no CPUs to judge by'}")
         else:
             allowed = _node_local(rec, to_gpu, local, topo) or gpu_cpus
             bad = []
@@ -337,6 +350,27 @@ def explain(
                          "the task masks are shown as the kernel set them")
     return BindingTable(job_id, tuple(rows), tres_bind, enforce_binding, tuple(records), dict(topologies),
                         tuple(dict.fromkeys(notes)))
+
+
+def _missing_fact(rep: TaskReport, topo: Topology | None, known: set[int], step: tuple[int, ...],
+                  rec: NodeRecord | None, comparable: bool) -> str:
+    """Which fact the judgement lacks for this task (empty when it has them all), named so it can be fixed."""
+    if topo is None:
+        return f"no topology of {rep.node} (topology(alloc) says which sources were tried)"
+    absent = [g for g in step if g not in known]
+    if absent:
+        return f"GPU(s) {','.join(map(str, absent))} of the step are not in {rep.node}'s topology"
+    unplaced = [g for g in step if topo.gpu(g).cpu_affinity is None]
+    if unplaced:
+        return (f"the local CPUs of GPU(s) {','.join(map(str, unplaced))} on {rep.node} are unknown (the topology "
+                "source gives none: gres.conf without Cores=, or an empty nvidia-smi topo cell)")
+    if comparable:
+        return "" if rep.affinity is not None else f"task {rep.rank} reported no CPU mask (sched_getaffinity)"
+    if rec is None or rec.cpu_ids is None:
+        return (f"Slurm recorded no CPU_IDs for the job on {rep.node} (scontrol show job -d gave neither the "
+                "text CPU_IDs= nor JSON job_resources.nodes.allocation[].sockets[].cores[]), and the task's real "
+                "mask names host CPUs, not the node's")
+    return ""
 
 
 def _comparable(rep: TaskReport, topo: Topology | None) -> bool:
@@ -360,7 +394,7 @@ def _node_local(rec: NodeRecord | None, to_gpu: Any, local: dict[int, frozenset[
         return frozenset()
     out: frozenset[int] = frozenset()
     known = {g.index for g in topo.gpus}
-    for i in rec.gpu_idx:
+    for i in rec.gpu_idx or rec.shard_gpus:
         g = to_gpu(i)
         if g in known:
             out |= local.get(g) or topo.gpu(g).cpu_affinity or frozenset()
@@ -374,7 +408,9 @@ def _records(job: Any) -> list[NodeRecord]:
     out = []
     for a in getattr(job, "gpu_allocs", ()) or ():
         cpu_ids = parse_cpu_list(a.cpu_ids, what=f"CPU_IDs of {a.node}") if a.cpu_ids else None
-        out.append(NodeRecord(a.node, tuple(a.gpu_indices), cpu_ids))
+        # GresAlloc.shares reads 22.05's shard:…(IDX:3) and 24.11+'s shard:…(0/4,…,4/4) alike
+        shards = sorted({i for name in ("shard", "mps") for i in a.shares(name)})
+        out.append(NodeRecord(a.node, tuple(a.gpu_indices), cpu_ids, tuple(shards)))
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -105,17 +106,19 @@ def test_shards_of_one_gpu_are_shared_with_the_controllers_gpu_as_identity(slurm
         assert r.grant.sharing == SHARED
         assert r.verdict == SHARED, r.summary()
         assert "--gres=shard:2" in r.meta["step_argv"]
-        held = {
-            alloc.nodes[0]: [
-                i
-                for a in alloc.job.gpu_allocs
-                for g in a.items
-                if g.name == "shard"
-                for i in (g.indices or ())
-            ]
-        }
+        # the GPU is read from Slurm's own text here, not through slurmlab's models: 22.05 prints
+        # shard:h100:2(IDX:3), 24.11+ shard:h100:2(0/4,0/4,0/4,2/4) (shards used per GPU)
+        text = slurm_sandbox.runner().run(["scontrol", "show", "job", "-d", alloc.job_id]).stdout
+        detail = re.search(r"GRES=shard:[^:\s]+:2\(([^)]*)\)", text)
+        assert detail is not None, text
+        if detail.group(1).startswith("IDX:"):
+            gpu = int(detail.group(1)[4:])
+        else:
+            used = [int(u.split("/")[0]) if u[0] != "-" else 0 for u in detail.group(1).split(",")]
+            assert sum(used) == 2, detail.group(0)
+            (gpu,) = [i for i, u in enumerate(used) if u]
         uuids = {d["uuid"] for devs in r.meta["devices"] for d in devs}
-        assert uuids == {f"slurm:{alloc.nodes[0]}:gpu{held[alloc.nodes[0]][0]}"}
+        assert uuids == {f"slurm:{alloc.nodes[0]}:gpu{gpu}"}
         assert r.by_id("I3").status == PASS
         if r.meta["timeslice"]["classification"] == "time-sliced":
             assert r.by_id("I10").status == PASS, r.summary()

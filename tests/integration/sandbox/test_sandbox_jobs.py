@@ -107,6 +107,11 @@ def _wait_gone(runner: Runner, job: str) -> bool:
     return False
 
 
+# Slurm's words where it refuses at submit a request no node configuration can hold (24.11); 22.05 and
+# 26.05 accept it and leave it pending with PartitionConfig.
+REFUSED_AT_SUBMIT = "Requested node configuration is not available"
+
+
 @pytest.mark.parametrize(
     ("blocker", "request_args", "reason"),
     [
@@ -124,7 +129,15 @@ def test_request_that_does_not_fit_pends_and_can_be_cancelled(slurm_sandbox, blo
     try:
         if held:
             assert _wait_state(r, held, "RUNNING").startswith("RUNNING")
-        job = _sbatch(r, *request_args)
+        if reason == "PartitionConfig":
+            res = r.run(["sbatch", "--parsable", "-J", f"t-{uuid.uuid4().hex[:8]}", "-t", "10", *request_args,
+                         "--wrap", "sleep 300"], check=False)
+            if not res.ok:  # refused at submit: the other answer a Slurm may give, and nothing was queued
+                assert REFUSED_AT_SUBMIT in res.stderr, res.stderr
+                return
+            job = res.stdout.strip().split(";")[0]
+        else:
+            job = _sbatch(r, *request_args)
         state = _wait_state(r, job, f"PENDING {reason}")
         assert state == f"PENDING {reason}", state
         r.run(["scancel", job])
@@ -133,6 +146,24 @@ def test_request_that_does_not_fit_pends_and_can_be_cancelled(slurm_sandbox, blo
         for j in (job, held):
             if j:
                 r.run(["scancel", j], check=False)
+
+
+def test_allocation_larger_than_the_partition_pends_or_is_refused_in_slurms_words(slurm_sandbox) -> None:
+    """Unchecked by slurmlab (validate=False), Slurm decides: a pending allocation, or its refusal with one hint."""
+    from slurmlab.errors import AllocationError
+    from slurmlab.slurm.allocation import Allocation
+
+    try:
+        alloc = Allocation.submit(["-N2", "-n", "300", "-t", "5"], runner=slurm_sandbox.runner(), validate=False,
+                                  release_at_exit=False)
+    except AllocationError as exc:
+        assert REFUSED_AT_SUBMIT in exc.message, exc.message
+        assert exc.hint and "sinfo" in exc.hint and "\n" not in exc.hint, exc.hint
+        return
+    try:
+        assert alloc.job_id is not None and alloc.state == "PENDING", (alloc.state, alloc.salloc_messages)
+    finally:
+        alloc.cancel()
 
 
 def test_mig_type_request(sandbox_factory) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -19,7 +20,7 @@ import pytest
 
 from slurmlab.errors import SandboxError
 from slurmlab.sandbox import Sandbox
-from slurmlab.sandbox.processes import alive, find_related
+from slurmlab.sandbox.processes import alive
 from slurmlab.testing.sandbox_fixtures import slurm_missing_reason
 
 REPO = Path(__file__).resolve().parents[3]
@@ -66,43 +67,104 @@ def connects(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_cli_up_then_down_leaves_no_process_and_no_port(folder: Path) -> None:
-    out = cli("up", "--profile", "seed", "--dir", str(folder)).stdout
-    assert f"export SLURM_CONF={folder}/slurm.conf" in out
-    state = json.loads((folder / "state.json").read_text())
-    pids, ports = list(state["pids"].values()), list(state["ports"].values())
-    assert len(pids) == 6 and all(alive(p) for p in pids)
-    assert all(connects(p) for p in ports) and set(ports) <= listening_ports()
-    # a running job leaves slurmstepd and task processes; down must stop those too
-    conf = state["conf_path"]
-    sub = subprocess.run(["sbatch", "--parsable", "-N2", "--wrap", "sleep 300"], capture_output=True, text=True,
-                         env={**os.environ, "SLURM_CONF": conf}, check=True)
-    assert sub.stdout.strip()
-    steps: set[int] = set()
-    for _ in range(50):
-        steps = find_related(pids, conf)
-        if any(b"sleep" in Path(f"/proc/{p}/cmdline").read_bytes() for p in steps if alive(p)):
-            break
-        time.sleep(0.1)
-    assert steps, "the job's processes were not found"
-    assert "running" in cli("status", "--dir", str(folder)).stdout
-    env = cli("env", "--dir", str(folder)).stdout
-    assert env.strip() == f"export SLURM_CONF={conf}"
-    cli("down", "--dir", str(folder))
-    left = [p for p in set(pids) | steps if alive(p)]
-    assert not left, f"still running: {left}"
-    # nothing anywhere still carries this sandbox's configuration (a slurmstepd double-forks away from
-    # slurmd, so only a scan of every process finds one left behind)
-    entry = f"SLURM_CONF={conf}".encode()
-    carriers = []
+def _process_table() -> dict[int, tuple[int, str, list[str]]]:
+    """pid -> (parent pid, start time, command line) of every live process, read from /proc alone."""
+    table = {}
     for d in Path("/proc").iterdir():
-        if d.name.isdigit() and alive(int(d.name)):
-            try:
-                if entry in (d / "environ").read_bytes().split(b"\0"):
-                    carriers.append(int(d.name))
-            except OSError:
-                continue
-    assert not carriers, f"processes of the sandbox still running: {carriers}"
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            argv = [a for a in (d / "cmdline").read_bytes().decode(errors="replace").split("\0") if a]
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] not in ("Z", "X"):
+            table[int(d.name)] = (int(fields[1]), fields[19], argv)
+    return table
+
+
+def _chain(table: dict[int, tuple[int, str, list[str]]], pid: int) -> list[int]:
+    """``pid`` and its parents, up to (not including) pid 1."""
+    out = []
+    while pid in table and pid > 1 and pid not in out:
+        out.append(pid)
+        pid = table[pid][0]
+    return out
+
+
+def _sandbox_processes(roots: set[int], words: list[str]) -> dict[int, tuple[str, list[str]]]:
+    """Every process of the sandbox, judged by parent chains and command lines only (not as processes.py does).
+
+    A process belongs when a known root (a daemon, the test's srun) is in its parent chain, or when its command
+    line holds one of ``words`` (the sandbox folder, markers of the test's jobs) — and then so does every parent
+    in its chain up to pid 1, except this test's own: that is how a step daemon that left slurmd is caught.
+    """
+    table = _process_table()
+    mine = set(_chain(table, os.getpid()))
+    found: set[int] = set()
+    for pid, (_, _, argv) in table.items():
+        chain = _chain(table, pid)
+        if pid in mine:
+            continue
+        if set(chain) & roots:
+            found.add(pid)
+        if any(w in arg for w in words for arg in argv):
+            found.update(p for p in chain if p not in mine)
+    return {p: (table[p][1], table[p][2]) for p in found}
+
+
+def test_cli_up_then_down_leaves_no_process_and_no_port(folder: Path) -> None:
+    out = cli("up", "--profile", "seed", "--nodes", "2", "--dir", str(folder)).stdout
+    assert f"export SLURM_CONF={folder}/slurm.conf" in out
+    slurmd = shutil.which("slurmd") or shutil.which("slurmd", path="/usr/sbin:/sbin") or "slurmd"
+    release = subprocess.run([slurmd, "-V"], capture_output=True, text=True, timeout=10).stdout.split()[-1]
+    assert f"Slurm {release})" in out, out  # the version it started, e.g. "Slurm 24.11.5"
+    state = json.loads((folder / "state.json").read_text())
+    # without a cgroup filesystem (e.g. SLURMLAB_ROOT_CGROUP=none in a Slurm root) 23.11+ needs cgroups disabled
+    mounted = any(line.split()[1] == "/sys/fs/cgroup" for line in Path("/proc/self/mounts").read_text().splitlines())
+    if not mounted and tuple(state["version"]) >= (23, 11):
+        assert "CgroupPlugin=disabled" in (folder / "cgroup.conf").read_text() and "CgroupPlugin=disabled" in out
+    pids, ports = list(state["pids"].values()), list(state["ports"].values())
+    assert len(pids) == 4 and all(alive(p) for p in pids)
+    assert all(connects(p) for p in ports) and set(ports) <= listening_ports()
+    status = cli("status", "--dir", str(folder)).stdout
+    assert "running" in status and f"Slurm {release}" in status
+    env = cli("env", "--dir", str(folder)).stdout
+    conf = state["conf_path"]
+    assert env.strip() == f"export SLURM_CONF={conf}"
+    # a running batch job, a running srun step and a pending job, each with a sleep of its own length so that
+    # the scan can tell its processes from every other sandbox's on this machine
+    marks = [str(random.randint(10**8, 10**9 - 1)) for _ in range(3)]
+    slurm_env = {**os.environ, "SLURM_CONF": conf}
+    for mark, extra in ((marks[0], []), (marks[2], ["--begin=now+3600"])):
+        subprocess.run(["sbatch", "--parsable", "-N1", "-o", "/dev/null", *extra, "--wrap", f"sleep {mark}"],
+                       capture_output=True, text=True, env=slurm_env, check=True, timeout=30, cwd="/tmp")
+    step = subprocess.Popen(["srun", "-N1", "sleep", marks[1]], env=slurm_env, cwd="/tmp",
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        words = [str(folder), *(f"sleep {m}" for m in marks[:2]), *marks[:2]]
+        before: dict[int, tuple[str, list[str]]] = {}
+        for _ in range(100):
+            before = _sandbox_processes(set(pids) | {step.pid}, words)
+            lines = [" ".join(argv) for _, argv in before.values()]
+            if all(any(f"sleep {m}" in line for line in lines) for m in marks[:2]):
+                break
+            time.sleep(0.1)
+        lines = [" ".join(argv) for _, argv in before.values()]
+        assert all(any(f"sleep {m}" in line for line in lines) for m in marks[:2]), lines
+        # the scan must have seen the step daemons, or it proves nothing about them
+        assert sum(1 for line in lines if line.startswith("slurmstepd")) >= 2, lines
+        cli("down", "--dir", str(folder))
+        step.wait(timeout=30)
+        after = _sandbox_processes(set(before) | {step.pid}, words)
+        left = {p: argv for p, (start, argv) in before.items() if p in after and after[p][0] == start}
+        new = {p: argv for p, (_, argv) in after.items() if p not in before}
+        assert not left and not new, f"processes of the sandbox still running: {left} {new}"
+    finally:
+        if step.poll() is None:
+            step.kill()
+            step.wait()
     assert not [p for p in ports if connects(p)]
     assert not set(ports) & listening_ports()
     assert not (folder / "state.json").exists()

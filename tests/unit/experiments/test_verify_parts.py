@@ -13,7 +13,7 @@ import pytest
 from slurmlab.core.gres import GresItem
 from slurmlab.core.models import GresAlloc, Job
 from slurmlab.errors import ExperimentError
-from slurmlab.experiments.isolation import EXCLUSIVE, MIG, SHARED
+from slurmlab.experiments.isolation import EXCLUSIVE, MIG, SHARED, CheckResult
 from slurmlab.experiments.task_reports import BEGIN, END, read_reports
 from slurmlab.experiments.verify import (
     _ntasks_in,
@@ -46,10 +46,10 @@ def test_a_gres_conf_line_that_does_not_expand_is_quoted() -> None:
 
 
 def _job(**kw: object) -> Job:
-    return Job(job_id=3, name="j", state="RUNNING", num_tasks=2, **kw)  # type: ignore[arg-type]
+    return Job(job_id=3, name="j", state="RUNNING", num_tasks=2, **kw)
 
 
-def _held(*idx: int, typ: str = "h100", cpus: str = "0-1") -> tuple[GresAlloc, ...]:
+def _held(*idx: int, typ: str = "h100", cpus: str | None = "0-1") -> tuple[GresAlloc, ...]:
     return (GresAlloc("node1", (GresItem("gpu", typ, len(idx), tuple(idx)),), cpus),)
 
 
@@ -174,3 +174,62 @@ def test_a_task_side_failure_arrives_as_that_tasks_error_not_a_missing_report() 
     lines = [f"0: {BEGIN}{json.dumps(ok)}{END}", *(f"1: {ln}" for ln in out.stdout.splitlines())]
     with pytest.raises(ExperimentError, match=r"1 of 2 task report\(s\).*\n  task 1 failed: \w+Error: "):
         read_reports(lines, 2)
+
+
+@pytest.mark.parametrize(
+    "detail",
+    ["shard:h100:2(IDX:3)", "shard:h100:2(0/4,0/4,0/4,2/4)", "shard:h100:2(-/4,0/4,-/4,2/4)"],
+    ids=["22.05", "24.11", "24.11-next-to-whole-gpus"],
+)
+def test_shards_in_either_slurm_form_give_the_same_gpu_and_grant(detail: str) -> None:
+    from slurmlab.core.gres import parse_gres
+    from slurmlab.experiments.verify import shard_gpus_of
+
+    # no tres_per_* here: the per-node record alone must say the job shares a GPU
+    job = _job(gpu_allocs=(GresAlloc("node1", parse_gres(detail), "26"),))
+    assert shard_gpus_of(job) == {"node1": [3]}
+    assert grant_from_job(job).sharing == SHARED
+    report = {"node": "node1", "slurm_env": {"SLURM_SHARDS_ON_NODE": "2"}}
+    assert [d["uuid"] for d in slurm_view_devices(report, shard_gpus_of(job))] == ["slurm:node1:gpu3"]
+
+
+def test_a_whole_gpu_job_beside_idle_shards_is_not_shared() -> None:
+    from slurmlab.core.gres import parse_gres
+    from slurmlab.experiments.verify import shard_gpus_of
+
+    job = _job(gpu_allocs=(GresAlloc("node1", parse_gres("gpu:h100:2(IDX:0-1),shard:h100:0(-/4,-/4,0/4,0/4)")),))
+    assert shard_gpus_of(job) == {}
+    assert grant_from_job(job).sharing == EXCLUSIVE
+
+
+def _i7(job: Job, cores: dict[str, str | None]) -> CheckResult:
+    from slurmlab.experiments.verify import _slurm_i7
+
+    reports = [{"label": "0", "node": "node1", "cpu_affinity": [0],
+                "gres_conf": {"path": "/x/gres.conf", "cores": cores}}]
+    return _slurm_i7(job, reports, grant_from_job(job))
+
+
+def test_i7_says_which_slurm_fact_is_missing_and_judges_when_both_are_there() -> None:
+    from slurmlab.experiments.isolation import FAIL, PASS, SKIP
+
+    bound: dict[str, object] = {"tres_per_task": (GresItem("gpu", count=1, prefix="gres/"),), "tres_bind": "gres/gpu:closest"}
+    no_ids = _i7(_job(gpu_allocs=_held(2, cpus=None), **bound), {"2": "24-47"})
+    assert no_ids.status == SKIP and "no CPU_IDs for the job on node1" in no_ids.reason
+    no_cores = _i7(_job(gpu_allocs=_held(2, cpus="26"), **bound), {"2": None})
+    assert no_cores.status == SKIP
+    assert "no Cores= for GPU 2 on node1 (/x/gres.conf" in no_cores.reason
+    near = _i7(_job(gpu_allocs=_held(2, cpus="26"), **bound), {"2": "24-47"})
+    far = _i7(_job(gpu_allocs=_held(2, cpus="3"), **bound), {"2": "24-47"})
+    assert (near.status, far.status) == (PASS, FAIL)
+
+
+def test_gres_conf_cores_are_numbered_by_type_as_slurmd_numbers_them() -> None:
+    # types interleaved in the file: slurmd groups them (type order of first mention), so the
+    # 3g.71gb slice is IDX 3 here, not 2 as line order would give
+    conf = """\
+Name=gpu Type=1g.18gb File=/dev/mig0 Cores=0-3
+Name=gpu Type=3g.71gb File=/dev/mig1 Cores=8-11
+Name=gpu Type=1g.18gb File=/dev/mig[2-3] Cores=4-7
+"""
+    assert gpu_cores_from_gres_conf(conf, "n1") == {0: "0-3", 1: "4-7", 2: "4-7", 3: "8-11"}

@@ -198,16 +198,17 @@ FOREIGN_NAME = "y UserId=root(0) Nodes=node1 GRES=gpu:h100:8(IDX:0-7)"
 
 @pytest.fixture
 def foreign_job(slurm_sandbox: Any) -> Iterator[str]:
-    """A held job of user nobody whose name pretends to be root's and to hold 8 GPUs."""
-    runner = slurm_sandbox.runner()
-    # root may submit as another uid: a second owner without a second login
-    jid = runner.run(["sbatch", "--parsable", "--uid=nobody", "--hold", "-D", "/tmp", "-o", "/dev/null",
-                      "-J", FOREIGN_NAME, "--comment", "UserId=root(0)", "-t", "2", "--wrap", "sleep 60"]
-                     ).stdout.strip().split(";")[0]
+    """A held job of a second Unix user whose name pretends to be root's and to hold 8 GPUs."""
+    from slurmlab.testing import other_user
+
+    # submitted by that user for real: `--uid` is gone from salloc since 24.11 and 26.05's sbatch refuses nobody
+    jid = other_user.submit_as(slurm_sandbox, other_user.OTHER_USER, [
+        "sbatch", "--parsable", "--hold", "-D", "/tmp", "-o", "/dev/null", "-J", FOREIGN_NAME,
+        "--comment", "UserId=root(0)", "-t", "2", "--wrap", "sleep 60"]).stdout.strip().split(";")[0]
     try:
         yield jid
     finally:
-        runner.run(["scancel", jid], check=False)
+        slurm_sandbox.runner().run(["scancel", jid], check=False)
 
 
 def _state(slurm_sandbox: Any, jid: str) -> str:
@@ -220,17 +221,19 @@ def test_another_users_job_is_never_mine_whatever_its_name_says(
 ) -> None:
     from slurmlab.magics import session
     from slurmlab.slurm.poller import get_poller
+    from slurmlab.testing import other_user
 
     mine = sandbox_ip.run_line_magic("squeue", "")
     assert foreign_job not in {r["job"] for r in mine.rows}, mine.text()
     everyone = sandbox_ip.run_line_magic("squeue", "--all")
     row = next(r for r in everyone.rows if r["job"] == foreign_job)
-    assert row["user"] == "nobody" and row["name"] == FOREIGN_NAME
+    other = other_user.OTHER_USER
+    assert row["user"] == other and row["name"] == FOREIGN_NAME
 
-    with pytest.raises(UsageError, match=f"job {foreign_job} belongs to nobody"):
+    with pytest.raises(UsageError, match=f"job {foreign_job} belongs to {other}"):
         sandbox_ip.run_line_magic("scancel", foreign_job)
     for magic, line in [("srun", f"--jobid={foreign_job} hostname"), ("salloc", f"--attach {foreign_job}")]:
-        with pytest.raises(UsageError, match="belongs to nobody"):
+        with pytest.raises(UsageError, match=f"belongs to {other}"):
             sandbox_ip.run_line_magic(magic, line)
     assert session.get_session().allocations == []
     assert foreign_job not in get_poller().watched()

@@ -1,4 +1,4 @@
-"""Rendering of slurm.conf/gres.conf for every profile x {22.05, 24.11}, against golden files.
+"""Rendering of slurm.conf/gres.conf for every profile x {22.05, 24.11, 26.05}, against golden files.
 
 Regenerate the golden files after an intended change with SLURMLAB_UPDATE_GOLDEN=1.
 """
@@ -14,7 +14,7 @@ from slurmlab.sandbox.profile import expand_ranges, list_profiles, load_profile
 from slurmlab.sandbox.render import RenderContext, render_gres_conf, render_slurm_conf
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "sandbox"
-VERSIONS = {"22.05": (22, 5), "24.11": (24, 11)}
+VERSIONS = {"22.05": (22, 5), "24.11": (24, 11), "26.05": (26, 5)}
 
 
 def context(nodes: int, version: tuple[int, int], *, root: bool = True) -> RenderContext:

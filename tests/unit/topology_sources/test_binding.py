@@ -130,3 +130,32 @@ def test_bad_step_gpus_are_quoted() -> None:
 ])
 def test_gpu_bind_value(tres: str | None, want: str | None) -> None:
     assert _gpu_bind_value(tres) == want
+
+
+def test_a_sandbox_node_without_cpu_ids_is_unknown_and_names_the_missing_fact() -> None:
+    # real masks name host CPUs, and Slurm recorded no CPU_IDs: nothing to judge by, so no "honoured"
+    reports = [_task(0, (4,), "4", {0}, host=2)]
+    table = explain(reports, {"n1": DGX}, [NodeRecord("n1", (4,), None)], tres_bind="gres/gpu:closest",
+                    enforce_binding=True)
+    row = table.rows[0]
+    assert (row.closest, row.enforce) == (UNKNOWN, UNKNOWN)
+    assert all("no CPU_IDs for the job on n1" in w for w in row.why), row.why
+    assert "job_resources" in row.why[0]
+
+
+def test_a_shard_task_is_judged_on_the_gpu_holding_the_jobs_shards() -> None:
+    # no SLURM_STEP_GPUS in a shard task: the record's shard GPU stands in, both ways round
+    near = NodeRecord("n1", (), frozenset({60}), shard_gpus=(5,))
+    far = NodeRecord("n1", (), frozenset({60}), shard_gpus=(1,))
+    task = _task(0, (), None, {0}, host=2)
+    good = explain([task], {"n1": DGX}, [near], tres_bind="gres/gpu:closest", enforce_binding=True)
+    assert good.rows[0].gpus == (5,) and (good.closest, good.enforce) == (HONOURED, HONOURED)
+    bad = explain([task], {"n1": DGX}, [far], tres_bind="gres/gpu:closest", enforce_binding=True)
+    assert bad.rows[0].gpus == (1,) and bad.enforce == NOT_HONOURED
+    assert "shards on GPU 1" in bad.text()
+
+
+def test_a_gpu_missing_from_the_topology_is_named() -> None:
+    table = explain([_task(0, (9,), "9", {0})], {"n1": DGX}, tres_bind="gres/gpu:closest")
+    assert table.rows[0].closest == UNKNOWN
+    assert "GPU(s) 9 of the step are not in n1's topology" in table.rows[0].why[0]

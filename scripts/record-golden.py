@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Record the golden Slurm outputs of the Slurm installed here into a folder of the repo.
+
+Run inside a version's root, e.g.::
+
+    bash scripts/in-slurm-root.sh 24.11 python scripts/record-golden.py tests/data/slurm/24.11
+
+It starts a sandbox of the ``dgx-h100`` profile (2 nodes), runs the workload the shared fixtures used
+(GPUs, closest binding + enforce-binding over 2 nodes, shards, held, pending, completed, cancelled,
+failed, an array, two steps), captures the state commands, then the error forms, and writes each
+command's output as ``<name>.<ext>`` (stderr as ``<name>.stderr``) with ``commands.txt`` (argv, exit
+code). A second, one-node sandbox of ``h200-mig`` given 2 threads per core records MIG jobs and the
+CPU_IDs of a hyper-threaded node (``x_*`` files). Paths are rewritten to /srv/sandbox, /srv/sandbox2
+and /home/user and the host name to ``vm``; JSON is stored compactly (one line) to keep the files
+small, its content unchanged. Both sandboxes are stopped at the end, failure included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from slurmlab.core.squeue_brief import BRIEF_FORMAT  # noqa: E402
+from slurmlab.errors import SlurmlabError  # noqa: E402
+from slurmlab.sandbox import control  # noqa: E402
+from slurmlab.sandbox.profile import CpuLayout, Profile, load_profile  # noqa: E402
+from slurmlab.slurm.runner import Runner  # noqa: E402
+
+TIMEOUT = 30.0
+LAYOUTS = ("v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44")
+
+
+def _threaded(name: str) -> Profile:
+    """h200-mig with 2 threads per core: Slurm's CPU_IDs then count threads, which JSON must match."""
+    prof = load_profile(name)
+    if name == "h200-mig":
+        prof = replace(prof, cpu=CpuLayout(prof.cpu.sockets, prof.cpu.cores_per_socket, 2))
+    return prof
+
+
+class Recorder:
+    def __init__(self, out: Path, runner: Runner, rewrites: list[tuple[str, str]]) -> None:
+        self.out = out
+        self.runner = runner
+        self.rewrites = rewrites
+        self.lines: list[str] = []
+
+    def _clean(self, text: str) -> str:
+        for old, new in self.rewrites:
+            text = text.replace(old, new)
+        return text
+
+    def run(self, name: str, argv: list[str], *, timeout: float = TIMEOUT) -> tuple[int, str, str]:
+        try:
+            res = self.runner.run(argv, check=False, timeout=timeout)
+            rc, out, err = res.returncode, res.stdout, res.stderr
+        except SlurmlabError as exc:  # a timeout: what a pending salloc does on some versions
+            rc, out, err = 124, "", str(exc)
+        stem, _, ext = name.rpartition(".")
+        if out.strip():
+            text = out
+            if ext == "json":
+                try:
+                    text = json.dumps(json.loads(out), separators=(",", ":"), sort_keys=False) + "\n"
+                except json.JSONDecodeError:
+                    pass
+            (self.out / name).write_text(self._clean(text))
+        if err.strip():
+            (self.out / f"{stem}.stderr").write_text(self._clean(err))
+        self.lines.append(f"{name}\trc={rc}\t{self._clean(shlex.join(argv))}")
+        return rc, out, err
+
+    def note(self, text: str) -> None:
+        self.lines.append(text)
+
+    def write_commands(self, header: str) -> None:
+        (self.out / "commands.txt").write_text(header + "\n".join(self.lines) + "\n")
+
+
+def _job_id(stdout: str, stderr: str) -> str | None:
+    m = re.search(r"(?:Submitted batch job|Granted job allocation|Pending job allocation) ([0-9]+)", stdout + stderr)
+    return m.group(1) if m else None
+
+
+def _wait_state(runner: Runner, job: str, states: set[str], seconds: float = 30) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        res = runner.run(["squeue", "-h", "-t", "all", "-j", job, "-o", "%T"], check=False)
+        if res.stdout.strip() in states:
+            return
+        time.sleep(0.5)
+
+
+def _workload(rec: Recorder, runner: Runner, jobout: Path) -> tuple[list[subprocess.Popen[str]], str | None]:
+    r = rec.run
+    out = str(jobout)
+    rec.note("## --- workload ---")
+    r("w01_salloc_gpus2.txt", ["salloc", "--no-shell", "-J", "gpus2", "-t", "60", "--gpus=2"])
+    _, o, e = r("w02_salloc_gpn_closest_enforce.txt",
+                ["salloc", "--no-shell", "-J", "gpn2", "-t", "60", "-N", "2", "--ntasks-per-node=2",
+                 "--gpus-per-node=h100:1", "--gpu-bind=closest", "--gres-flags=enforce-binding"])
+    two_node = _job_id(o, e)
+    r("w03_salloc_shard4.txt", ["salloc", "--no-shell", "-J", "shard4", "-t", "60", "--gres=shard:4"])
+    _, o, e = r("w06_sbatch_running.txt", ["sbatch", "-J", "batchrun", "-t", "60", "-o", f"{out}/%j.out", "-n", "1",
+                                           "--gpus-per-task=1", "--wrap", "sleep 600"])
+    batch = _job_id(o, e)
+    r("w07_sbatch_held.txt", ["sbatch", "-H", "-J", "heldjob", "-t", "30", "-o", f"{out}/%j.out", "--gpus=1",
+                              "--wrap", "sleep 10"])
+    _, o, e = r("w08_sbatch_complete.txt", ["sbatch", "-J", "donejob", "-t", "5", "-o", f"{out}/%j.out",
+                                            "--wrap", "true"])
+    done = _job_id(o, e)
+    _, o, e = r("w09_sbatch_tocancel.txt", ["sbatch", "-J", "cancelme", "-t", "5", "-o", f"{out}/%j.out", "--gpus=1",
+                                            "--wrap", "sleep 600"])
+    cancel = _job_id(o, e)
+    r("w10_sbatch_array.txt", ["sbatch", "-J", "arr", "-t", "60", "-o", f"{out}/%A_%a.out", "--array=0-5%3",
+                               "--gpus=1", "--wrap", "sleep 600"])
+    r("w11_sbatch_pending_resources.txt", ["sbatch", "-J", "bigwait", "-t", "60", "-o", f"{out}/%j.out", "-N", "2",
+                                           "--gpus-per-node=8", "--wrap", "sleep 10"])
+    _, o, e = r("w12_sbatch_fail.txt", ["sbatch", "-J", "failjob", "-t", "5", "-o", f"{out}/%j.out",
+                                        "--wrap", "exit 3"])
+    failed = _job_id(o, e)
+    if cancel:
+        _wait_state(runner, cancel, {"RUNNING"})
+        r("w13_scancel.txt", ["scancel", cancel])
+    for job in (done, failed, cancel):
+        if job:
+            _wait_state(runner, job, {"COMPLETED", "FAILED", "CANCELLED"})
+    steps: list[subprocess.Popen[str]] = []
+    for job, argv in ((batch, ["-J", "stepsleep", "sleep", "300"]),
+                      (two_node, ["-J", "gpustep", "-N", "2", "-n", "2", "--gpus-per-node=1", "sleep", "300"])):
+        if job:
+            full = ["srun", f"--jobid={job}", "--overlap", *argv]
+            rec.note(f"bg\t-\t{rec._clean(shlex.join(full))} &")
+            steps.append(runner.popen(full))
+    time.sleep(3)
+    return steps, batch
+
+
+def _captures(rec: Recorder) -> None:
+    r = rec.run
+    rec.note("## --- state captures ---")
+    r("00_slurmd_version.txt", ["slurmd", "-V"])
+    r("s05_scontrol_json_show_job_d.json", ["scontrol", "--json", "show", "job", "-d"])
+    r("s06_scontrol_show_job_d.txt", ["scontrol", "show", "job", "-d"])
+    r("s01_squeue.json", ["squeue", "--json"])
+    r("s07_scontrol_json_show_node.json", ["scontrol", "--json", "show", "node"])
+    r("s08_scontrol_show_node_d.txt", ["scontrol", "show", "node", "-d"])
+    r("s09_scontrol_json_show_partition.json", ["scontrol", "--json", "show", "partition"])
+    for layout in LAYOUTS:
+        r(f"s09_scontrol_json_{layout}_show_partition.json", ["scontrol", f"--json={layout}", "show", "partition"])
+    r("s16_scontrol_show_partition.txt", ["scontrol", "show", "partition"])
+    r("s20_sinfo_partitions.txt", ["sinfo", "-h", "-o", "%P"])
+    r("s13_scontrol_json_show_steps.json", ["scontrol", "--json", "show", "steps"])
+    r("s13b_scontrol_show_steps.txt", ["scontrol", "show", "steps"])
+    r("s21_squeue_brief.txt", ["squeue", "-h", "-t", "all", "-o", BRIEF_FORMAT])
+    r("s22_squeue_owners.txt", ["squeue", "-h", "-t", "all", "-o", "%A|%U"])
+
+
+def _errors(rec: Recorder, runner: Runner) -> None:
+    r = rec.run
+    rec.note("## --- refused requests (stderr) ---")
+    for name, argv in (
+        ("e11_sbatch_more_nodes_than_partition.txt", ["sbatch", "-t", "5", "-N", "3", "--wrap", "true"]),
+        ("e12_sbatch_more_gpus_than_partition.txt", ["sbatch", "-t", "5", "--gpus=17", "--wrap", "true"]),
+        ("e13_salloc_uid.txt", ["salloc", "--no-shell", "--immediate=2", "--uid=nobody", "-t", "5"]),
+        ("e14_salloc_gres_and_gpus_per_node.txt",
+         ["salloc", "--no-shell", "--immediate=2", "-t", "5", "--gres=gpu:1", "--gpus-per-node=1"]),
+    ):
+        rc, o, e = r(name, argv, timeout=15)
+        job = _job_id(o, e)
+        if job:  # accepted by this version: its job must not stay behind
+            runner.run(["scancel", job], check=False)
+
+
+def _mig_and_threads(rec: Recorder, runner: Runner) -> None:
+    r = rec.run
+    rec.note("## --- h200-mig, 2 threads per core (x_*) ---")
+    r("x01_salloc_mig.txt", ["salloc", "--no-shell", "-J", "migjob", "-t", "60", "--gres=gpu:1g.18gb:2"])
+    r("x02_salloc_mig_3g.txt", ["salloc", "--no-shell", "-J", "mig3g", "-t", "60", "--gpus=3g.71gb:1",
+                                "--cpus-per-gpu=4", "--mem-per-gpu=8G"])
+    r("x03_salloc_cores_socket1.txt", ["salloc", "--no-shell", "-J", "sock1", "-t", "60", "-n", "120",
+                                       "--gpus=1g.18gb:1"])
+    r("x05_scontrol_json_show_job_d.json", ["scontrol", "--json", "show", "job", "-d"])
+    r("x06_scontrol_show_job_d.txt", ["scontrol", "show", "job", "-d"])
+    r("x07_scontrol_json_show_node.json", ["scontrol", "--json", "show", "node"])
+
+
+def _end_jobs(runner: Runner, seconds: float = 20) -> None:
+    """Cancel every job and wait until none runs: a job ended by slurmd leaves no slurmstepd behind."""
+    ids = runner.run(["squeue", "-h", "-o", "%A"], check=False).stdout.split()
+    if ids:
+        runner.run(["scancel", *sorted(set(ids))], check=False)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not runner.run(["squeue", "-h", "-t", "RUNNING,COMPLETING,SUSPENDED", "-o", "%A"], check=False).stdout.strip():
+            break
+        time.sleep(0.5)
+    time.sleep(1)  # the step daemons exit just after their job leaves the queue
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: record-golden.py OUT_DIR   (e.g. tests/data/slurm/24.11, inside that version's root)",
+              file=sys.stderr)
+        return 2
+    out = Path(argv[0]).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.iterdir():
+        if old.is_file():
+            old.unlink()
+    control.load_profile = _threaded  # type: ignore[assignment]
+    host = socket.gethostname()
+    home = os.path.expanduser("~")
+    sandboxes: list[control.Sandbox] = []
+    steps: list[subprocess.Popen[str]] = []
+    work = Path(tempfile.mkdtemp(prefix="slg-", dir="/tmp"))
+    os.chdir(work)
+    try:
+        sb = control.Sandbox.up("dgx-h100", nodes=2, directory=work / "a")
+        sandboxes.append(sb)
+        rewrites = [(str(work / "a"), "/srv/sandbox"), (str(work / "b"), "/srv/sandbox2"), (str(work), "/home/user"),
+                    (home, "/home/user"), (host, "vm")]
+        rec = Recorder(out, sb.runner(TIMEOUT), rewrites)
+        jobout = work / "a" / "jobout"
+        jobout.mkdir()
+        steps, _batch = _workload(rec, rec.runner, jobout)
+        _captures(rec)
+        _errors(rec, rec.runner)
+        for p in steps:
+            p.terminate()
+        sb2 = control.Sandbox.up("h200-mig", nodes=1, directory=work / "b")
+        sandboxes.append(sb2)
+        rec.runner = sb2.runner(TIMEOUT)
+        _mig_and_threads(rec, rec.runner)
+        version = sb.version
+        rec.write_commands(
+            f"# Slurm {version[0]}.{version[1]:02d}: sandbox dgx-h100 x2 (/srv/sandbox) and h200-mig x1 with "
+            "ThreadsPerCore=2 (/srv/sandbox2, x_* files), recorded by scripts/record-golden.py\n"
+            "# <name> rc=<exit code> argv; stdout -> <name>, stderr -> <stem>.stderr (each only when not empty); "
+            "JSON re-serialized on one line, content unchanged\n"
+        )
+    finally:
+        for p in steps:
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
+        for s in reversed(sandboxes):
+            try:
+                _end_jobs(s.runner(TIMEOUT))
+                s.down()
+            except SlurmlabError as exc:
+                print(f"record-golden: {exc}", file=sys.stderr)
+    print(f"record-golden: wrote {len(list(out.iterdir()))} files to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
