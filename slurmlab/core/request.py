@@ -30,10 +30,17 @@ __all__ = [
     "Memory",
     "NodeCount",
     "Problem",
+    "RETIRED_OPTIONS",
     "RequestProblems",
+    "RetiredOption",
     "TimeLimit",
+    "VersionBound",
     "parse_request",
+    "pass_through_options",
     "raise_problems",
+    "retired_option_problem",
+    "retired_option_warning",
+    "version_text",
 ]
 
 
@@ -523,6 +530,7 @@ _PASS_NO_VALUE = {
     "--no-shell", "--overlap", "--exact", "--hold", "-H", "--quiet", "-Q", "--verbose", "-v", "--unbuffered",
     "-u", "--label", "-l", "--pty", "--contiguous", "--oversubscribe", "-s", "--spread-job", "--use-min-nodes",
     "--test-only", "--parsable", "--no-kill", "-k", "--immediate", "-I", "--requeue", "--no-requeue",
+    "--overcommit", "-O",
 }
 _PASS_VALUE = {
     "--output", "-o", "--error", "-e", "--input", "-i", "--chdir", "-D", "--export", "--begin", "-b",
@@ -530,8 +538,89 @@ _PASS_VALUE = {
     "-m", "--mail-type", "--mail-user", "--ntasks-per-gpu", "--tres-per-task", "--tres-bind", "--licenses",
     "-L", "--nice", "--priority", "--cluster", "-M", "--clusters", "--wckey", "--network", "--switches",
     "--cores-per-socket", "--sockets-per-node", "--threads-per-core", "--ntasks-per-socket",
-    "--ntasks-per-core", "--hint", "--mincpus", "--tmp", "--uid", "--gid", "--container",
+    "--ntasks-per-core", "--hint", "--mincpus", "--tmp", "--container",
 }
+
+
+# --------------------------------------------------------------------------- what differs between versions
+
+def version_text(version: Sequence[int]) -> str:
+    """``(24, 11, 5)`` as Slurm writes it: ``24.11.5``; the month keeps its two digits (``22.05``)."""
+    parts = [str(version[0])] + [f"{p:02d}" if n == 0 else str(p) for n, p in enumerate(version[1:])]
+    return ".".join(parts)
+
+
+@dataclass(frozen=True)
+class VersionBound:
+    """What is known of a behaviour across Slurm versions: seen accepted up to ``accepted_to`` and refused from
+    ``refused_from`` on. Versions in between were not tried, so they answer None (unknown), as does no version."""
+
+    accepted_to: tuple[int, int]
+    refused_from: tuple[int, int]
+
+    def refuses(self, version: Sequence[int] | None) -> bool | None:
+        if not version:
+            return None
+        v = tuple(version[:2])
+        if v >= self.refused_from:
+            return True
+        if v <= self.accepted_to:
+            return False
+        return None
+
+    def since(self) -> str:
+        return f"Slurm {version_text(self.refused_from)} and later"
+
+
+@dataclass(frozen=True)
+class RetiredOption:
+    """A salloc/srun option real Slurm had and dropped: passed through only where the Slurm in use has it."""
+
+    flag: str
+    bound: VersionBound
+    fix: str
+
+
+# Seen on real Slurm: 22.05's salloc and srun take --uid/--gid (root only); 24.11's and 26.05's answer
+# "unrecognized option" (sbatch keeps them, but slurmlab's requests are salloc/srun lines).
+RETIRED_OPTIONS: dict[str, RetiredOption] = {
+    "--uid": RetiredOption("--uid", VersionBound((22, 5), (24, 11)),
+                           "Slurm runs a job as whoever submits it: submit as that user instead "
+                           "(e.g. `sudo -u USER salloc …`), or drop --uid"),
+    "--gid": RetiredOption("--gid", VersionBound((22, 5), (24, 11)),
+                           "drop --gid: the job runs with the submitting user's groups (to charge a project, "
+                           "use --account)"),
+}
+
+
+def pass_through_options(version: Sequence[int] | None = None) -> frozenset[str]:
+    """Real salloc/srun options slurmlab passes to ``version``'s Slurm unchanged and without a warning."""
+    kept = {flag for flag, r in RETIRED_OPTIONS.items() if r.bound.refuses(version) is False}
+    return frozenset(_PASS_NO_VALUE | _PASS_VALUE | kept)
+
+
+def retired_option_problem(group: Sequence[str], version: Sequence[int] | None) -> Problem | None:
+    """The Problem of a retired option (its tokens ``group``) that ``version``'s Slurm refuses, else None."""
+    retired = RETIRED_OPTIONS.get(group[0].partition("=")[0]) if group else None
+    if retired is None or not retired.bound.refuses(version):
+        return None
+    assert version  # refuses() is True only for a known version
+    return Problem(
+        f"{' '.join(group)}: salloc and srun of Slurm {version_text(version)} have no {retired.flag} option "
+        f"(it is gone since {version_text(retired.bound.refused_from)} at the latest; they answer "
+        f"\"unrecognized option\")",
+        retired.fix,
+    )
+
+
+def retired_option_warning(group: Sequence[str], version: Sequence[int] | None) -> str | None:
+    """A warning for a retired option where it is not known whether ``version``'s Slurm still takes it."""
+    retired = RETIRED_OPTIONS.get(group[0].partition("=")[0]) if group else None
+    if retired is None or retired.bound.refuses(version) is not None:
+        return None
+    which = f"Slurm {version_text(version)}" if version else "this cluster's Slurm (version unknown)"
+    return (f"{' '.join(group)} passed to Slurm unchanged: {retired.bound.since()} refuse {retired.flag} "
+            f"(\"unrecognized option\") and slurmlab cannot tell whether {which} still takes it")
 
 
 # --------------------------------------------------------------------------- the request
@@ -631,11 +720,13 @@ def _is_option(tok: str) -> bool:
     return tok.startswith("-") and len(tok) > 1 and tok != "--" and not _INT_RE.match(tok[1:])
 
 
-def parse_request(tokens: Sequence[str]) -> GpuRequest:
+def parse_request(tokens: Sequence[str], *, version: Sequence[int] | None = None) -> GpuRequest:
     """Read salloc/srun options from already-split tokens.
 
     Raises :class:`RequestProblems` (a RequestError) listing every malformed value. Repeated options: the last
     wins, as in Slurm, with a warning. Tokens after ``--`` or after the first non-option are the ``command``.
+    With the Slurm ``version`` known, an option that Slurm no longer has (``--uid``) is one of the problems;
+    without it, such an option is kept in ``extra`` for :func:`slurmlab.core.validate.validate` to judge.
     """
     if isinstance(tokens, str):
         raise RequestError(
@@ -671,7 +762,11 @@ def parse_request(tokens: Sequence[str]) -> GpuRequest:
             value = tok[2:] or None
         if opt is None:
             group, i = _pass_through(toks, i, flag, value, warnings)
-            extra.append(group)
+            retired = retired_option_problem(group, version)
+            if retired is not None:
+                problems.append(retired)
+            else:
+                extra.append(group)
             continue
         if value is None and not opt.optional_value:
             if i + 1 >= len(toks):
@@ -699,11 +794,11 @@ def _pass_through(
 ) -> tuple[tuple[str, ...], int]:
     tok = toks[i]
     if value is not None or flag in _PASS_NO_VALUE:
-        if flag not in _PASS_NO_VALUE and flag not in _PASS_VALUE:
+        if flag not in _PASS_NO_VALUE and flag not in _PASS_VALUE and flag not in RETIRED_OPTIONS:
             warnings.append(f"unknown option {tok!r} passed to Slurm unchanged; slurmlab did not check it")
         return (tok,), i + 1
     takes_next = i + 1 < len(toks) and not _is_option(toks[i + 1]) and toks[i + 1] != "--"
-    if flag in _PASS_VALUE:
+    if flag in _PASS_VALUE or flag in RETIRED_OPTIONS:
         return (tuple(toks[i : i + 2]) if takes_next else (tok,)), i + (2 if takes_next else 1)
     if takes_next:
         warnings.append(

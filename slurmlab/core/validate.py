@@ -10,19 +10,35 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from slurmlab.core.hostlist import expand as expand_hostlist
 from slurmlab.core.inventory import ClusterInventory, PartitionInventory
-from slurmlab.core.request import GpuRequest, GresSpec, Problem, TimeLimit, raise_problems
+from slurmlab.core.request import (
+    GpuRequest,
+    GresSpec,
+    Problem,
+    TimeLimit,
+    VersionBound,
+    raise_problems,
+    retired_option_problem,
+    retired_option_warning,
+    version_text,
+)
 from slurmlab.errors import ParseError
 
 __all__ = ["check_inventory", "check_static", "validate"]
 
 
-def validate(request: GpuRequest, inventory: ClusterInventory | None = None) -> GpuRequest:
-    """Raise RequestProblems listing every problem; else return ``request`` with new warnings added."""
-    problems, warnings = check_static(request)
+def validate(
+    request: GpuRequest, inventory: ClusterInventory | None = None, *, version: Sequence[int] | None = None
+) -> GpuRequest:
+    """Raise RequestProblems listing every problem; else return ``request`` with new warnings added.
+
+    ``version`` is the Slurm version of the cluster (``slurmlab.slurm.queries.slurm_version``): what one version
+    accepts another refuses (``--uid``, ``--gres=gpu`` beside ``--gpus-per-node``). Without it such a request
+    passes with a warning, as slurmlab cannot tell; it is never refused for an unknown version."""
+    problems, warnings = check_static(request, version)
     if inventory is not None:
         more, more_warnings = check_inventory(request, inventory)
         problems += more
@@ -43,15 +59,33 @@ def _gres_arg(specs: Iterable[GresSpec]) -> str:
 # --------------------------------------------------------------------------- static checks
 
 
-def check_static(req: GpuRequest) -> tuple[list[Problem], list[str]]:
-    """Problems and warnings visible from the request alone."""
+def check_static(req: GpuRequest, version: Sequence[int] | None = None) -> tuple[list[Problem], list[str]]:
+    """Problems and warnings visible from the request alone (and the Slurm ``version``, when known)."""
     problems: list[Problem] = []
     warnings: list[str] = []
     _check_whole_vs_shared(req, problems)
-    _check_gpu_counts(req, problems, warnings)
+    _check_gpu_counts(req, problems, warnings, version)
     _check_binding(req, problems, warnings)
     _check_cpu_mem(req, problems, warnings)
+    _check_retired_options(req, problems, warnings, version)
     return problems, warnings
+
+
+# 24.11 takes --gres=gpu:N beside --gpus-per-node=N; 26.05's salloc stops with the words below.
+GRES_WITH_GPUS_PER_NODE = VersionBound((24, 11), (26, 5))
+GRES_WITH_GPUS_PER_NODE_SAYS = "--gpus-per-node and --gres=gpu are mutually exclusive"
+
+
+def _check_retired_options(req: GpuRequest, problems: list[Problem], warnings: list[str],
+                           version: Sequence[int] | None) -> None:
+    for group in req.extra:
+        problem = retired_option_problem(group, version)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        warning = retired_option_warning(group, version)
+        if warning is not None:
+            warnings.append(warning)
 
 
 def _types(req: GpuRequest) -> set[str | None]:
@@ -95,7 +129,8 @@ def _check_whole_vs_shared(req: GpuRequest, problems: list[Problem]) -> None:
             ))
 
 
-def _check_gpu_counts(req: GpuRequest, problems: list[Problem], warnings: list[str]) -> None:
+def _check_gpu_counts(req: GpuRequest, problems: list[Problem], warnings: list[str],
+                      version: Sequence[int] | None = None) -> None:
     named = {c.type for _, c in req.gpu_options if c.type}
     if len(named) > 1:
         args = ", ".join(f"{n}={c.render()}" for n, c in req.gpu_options)
@@ -122,15 +157,26 @@ def _check_gpu_counts(req: GpuRequest, problems: list[Problem], warnings: list[s
     gpn = req.gpus_per_node
     if gpn is not None and req.gpu_gres:
         # both --gres=gpu and --gpus-per-node are per-node counts of the same GPUs
+        pair = f"--gpus-per-node={gpn.render()} and {_gres_arg(req.gpu_gres)}"
+        refused = GRES_WITH_GPUS_PER_NODE.refuses(version)
         gres_total = sum(s.amount for s in req.gpu_gres)
-        if gres_total != gpn.count or any(s.type not in (None, gpn.type) for s in req.gpu_gres):
+        if refused:
+            assert version  # refuses() is True only for a known version
             problems.append(Problem(
-                f"--gpus-per-node={gpn.render()} and {_gres_arg(req.gpu_gres)} give two different "
-                "per-node GPU counts",
+                f"{pair}: Slurm {version_text(version)} refuses the two together "
+                f"(\"{GRES_WITH_GPUS_PER_NODE_SAYS}\")",
+                f"keep one of them: --gpus-per-node={gpn.render()} alone asks for the same GPUs",
+            ))
+        elif gres_total != gpn.count or any(s.type not in (None, gpn.type) for s in req.gpu_gres):
+            problems.append(Problem(
+                f"{pair} give two different per-node GPU counts",
                 "keep one of them: --gres=gpu:N and --gpus-per-node=N mean the same",
             ))
+        elif refused is None:
+            warnings.append(f"{pair} say the same thing twice, and {GRES_WITH_GPUS_PER_NODE.since()} refuse the "
+                            f"two together (\"{GRES_WITH_GPUS_PER_NODE_SAYS}\"): keep one of them")
         else:
-            warnings.append(f"--gpus-per-node={gpn.render()} and {_gres_arg(req.gpu_gres)} say the same thing twice")
+            warnings.append(f"{pair} say the same thing twice")
     fixed_nodes = req.nodes.min if req.nodes is not None and req.nodes.max in (None, req.nodes.min) else None
     if req.gpus is not None:
         total = req.gpus.count
