@@ -7,8 +7,15 @@
     sb.down()
 """
 
-from slurmlab.sandbox.control import APT_INSTALL, DEFAULT_PROFILE, Sandbox, SandboxStatus, detect_version
+from slurmlab.sandbox.control import (
+    APT_INSTALL,
+    DEFAULT_PROFILE,
+    Sandbox,
+    SandboxStatus,
+    detect_release,
+    detect_version,
+)
 from slurmlab.sandbox.profile import Profile, list_profiles, load_profile
 
-__all__ = ["APT_INSTALL", "DEFAULT_PROFILE", "Profile", "Sandbox", "SandboxStatus", "detect_version",
+__all__ = ["APT_INSTALL", "DEFAULT_PROFILE", "Profile", "Sandbox", "SandboxStatus", "detect_release", "detect_version",
            "list_profiles", "load_profile"]
