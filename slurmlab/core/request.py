@@ -607,8 +607,7 @@ def retired_option_problem(group: Sequence[str], version: Sequence[int] | None) 
     assert version  # refuses() is True only for a known version
     return Problem(
         f"{' '.join(group)}: salloc and srun of Slurm {version_text(version)} have no {retired.flag} option "
-        f"(it is gone since {version_text(retired.bound.refused_from)} at the latest; they answer "
-        f"\"unrecognized option\")",
+        f"(they answer \"unrecognized option\")",
         retired.fix,
     )
 

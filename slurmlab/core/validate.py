@@ -381,6 +381,35 @@ def _check_partition(req: GpuRequest, part: PartitionInventory, inv: ClusterInve
     return problems
 
 
+_OVERCOMMIT = ("--overcommit", "-O")
+
+
+def _check_task_cpus(req: GpuRequest, part: PartitionInventory) -> list[Problem]:
+    """More task CPUs than the partition's nodes hold at all: Slurm 24.11 refuses it at submit, 22.05 and
+    26.05 leave it pending (PartitionConfig) for ever. Overcommit (-O) lets tasks share CPUs, so it passes."""
+    if req.ntasks is None or any(g[0].split("=")[0] in _OVERCOMMIT for g in req.extra):
+        return []
+    cpus = sorted((n.cpus for n in part.nodes), reverse=True)
+    if not cpus or 0 in cpus:  # a node whose CPU count is unknown: no sure answer
+        return []
+    most_nodes = (req.nodes.max or req.nodes.min) if req.nodes is not None else len(cpus)
+    have = sum(cpus[:most_nodes])
+    per_task = req.cpus_per_task or 1
+    need = req.ntasks * per_task
+    if need <= have:
+        return []
+    arg = f"--ntasks={req.ntasks}" + (f" x --cpus-per-task={per_task}" if per_task > 1 else "")
+    on = f" on {most_nodes} node(s)" if most_nodes < len(cpus) else ""
+    fix = f"ask for at most --ntasks={have // per_task}"
+    if most_nodes < len(cpus):
+        fix += f", or more nodes (the partition has {len(cpus)})"
+    return [Problem(
+        f"{arg} = {need} CPUs: partition {part.name!r} has only {have} CPUs{on}; Slurm would refuse it "
+        "or leave it pending for ever (PartitionConfig)",
+        fix + " (--overcommit lets tasks share CPUs)",
+    )]
+
+
 def _check_cpus_mem_nodes(req: GpuRequest, part: PartitionInventory) -> list[Problem]:
     problems: list[Problem] = []
     where = f"partition {part.name!r}"
@@ -398,6 +427,7 @@ def _check_cpus_mem_nodes(req: GpuRequest, part: PartitionInventory) -> list[Pro
                 f"{arg} = {cpus} CPUs per node: no node of {where} has more than {part.most_cpus}",
                 f"ask for at most {part.most_cpus} CPUs per node",
             ))
+    problems += _check_task_cpus(req, part)
     mem_needed: list[tuple[str, float]] = []
     if req.mem is not None and req.mem.kib:
         mem_needed.append((f"--mem={req.mem.render()}", req.mem.mib))

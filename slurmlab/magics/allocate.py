@@ -76,14 +76,22 @@ def prepare_request(tokens: list[str], runner: Any = None, *, need_cluster: bool
             f"%salloc takes no command (got {' '.join(req.command)!r}): it only allocates; "
             "run commands in the allocation with %srun"
         )
+    from slurmlab.core.request import version_text
+    from slurmlab.slurm.allocation import known_version
+
+    runner = runner or get_runner()
     try:
-        inventory = queries.inventory(runner or get_runner())
+        inventory = queries.inventory(runner)
         note = f"checked against the cluster ({len(inventory.partitions)} partitions)"
     except SlurmError as exc:
         if need_cluster:
             raise
         inventory, note = None, f"not checked against the cluster: {exc.message}"
-    return validate(req, inventory), note
+    # what one Slurm accepts another refuses (--uid, --gres=gpu beside --gpus-per-node)
+    version = known_version(runner) if inventory is not None else None
+    if version:
+        note += f", Slurm {version_text(version)}"
+    return validate(req, inventory, version=version), note
 
 
 @magics_class

@@ -30,6 +30,7 @@ from slurmlab.errors import (
     ControllerDownError,
     JobNotFoundError,
     MungeError,
+    ParseError,
     RequestError,
     SlurmError,
 )
@@ -88,7 +89,19 @@ def check_request(argv: Sequence[str], runner: Runner) -> GpuRequest:
             f"an allocation takes no command, but got {' '.join(request.command)!r}",
             hint="run commands as steps once it is granted: alloc.srun([...]) or %srun …",
         )
-    return validate(request, queries.inventory(runner))
+    inventory = queries.inventory(runner)
+    return validate(request, inventory, version=known_version(runner))
+
+
+def known_version(runner: Runner) -> tuple[int, ...] | None:
+    """The cluster's Slurm version for validation, or None where it cannot be read (validation then warns
+    about what differs between versions instead of refusing)."""
+    from slurmlab.slurm import queries
+
+    try:
+        return queries.slurm_version(runner)
+    except (SlurmError, ParseError):
+        return None
 
 
 def salloc_argv(request_argv: Sequence[str], *, name: str | None = None, tag: str | None = None) -> list[str]:

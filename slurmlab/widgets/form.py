@@ -52,12 +52,18 @@ class RequestForm:
     tick: float | None = None  # renders only when something changed
 
     def __init__(self, *, runner: Any = None, inventory: Any = None, updater: LiveUpdater | None = None,
-                 on_submit: Callable[[Any], None] | None = None) -> None:
+                 on_submit: Callable[[Any], None] | None = None,
+                 version: tuple[int, ...] | None = None) -> None:
         w = require("ipywidgets", feature="the request form", extra="widgets")
         from slurmlab.slurm import queries
+        from slurmlab.slurm.allocation import known_version
+        from slurmlab.slurm.runner import get_runner
 
         self.runner = runner
         self.inventory = inventory if inventory is not None else queries.inventory(runner)
+        # what this Slurm accepts (26.05 refuses options 24.11 takes); None: warn, never refuse
+        self.version = version if version is not None or inventory is not None else known_version(
+            runner or get_runner())
         self.updater = updater or get_updater()
         self.on_submit = on_submit
         parts = list(self.inventory.partition_names)
@@ -146,7 +152,7 @@ class RequestForm:
         from slurmlab.core.request import parse_request
         from slurmlab.core.validate import validate
 
-        return validate(parse_request(self.tokens()), self.inventory)
+        return validate(parse_request(self.tokens()), self.inventory, version=self.version)
 
     # ---- live behaviour ----------------------------------------------------------------------------
     def _changed(self, _change: Any) -> None:

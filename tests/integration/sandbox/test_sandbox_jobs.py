@@ -174,3 +174,33 @@ def test_mig_type_request(sandbox_factory) -> None:
         assert re.search(r"GRES=gpu:1g\.18gb:1\(IDX:\d+\)", _show_job(r, job))
     finally:
         _scancel(r, job)
+
+
+def test_validation_agrees_with_this_slurm_on_what_differs_between_versions(slurm_sandbox) -> None:
+    """slurmlab reads the sandbox's version and predicts Slurm's answer: refused with Slurm's words, or granted."""
+    from slurmlab.core.request import RequestProblems, version_text
+    from slurmlab.magics.allocate import prepare_request
+    from slurmlab.slurm import queries
+
+    r = slurm_sandbox.runner()
+    version = queries.slurm_version(r)
+    args = ["--gres=gpu:1", "--gpus-per-node=1"]
+    try:
+        _, note = prepare_request(list(args), r)
+        predicted = None
+        assert f"Slurm {version_text(version)}" in note, note
+    except RequestProblems as exc:
+        predicted = exc.problems[0].message
+    res = r.run(["salloc", "--no-shell", "--immediate=10", "-J", f"t-{uuid.uuid4().hex[:8]}", "-t", "5", *args],
+                check=False, timeout=30)
+    granted = re.search(r"Granted job allocation (\d+)", res.stderr)
+    if granted:
+        _scancel(r, granted.group(1))
+    if predicted is None:
+        assert granted, f"slurmlab let it through but Slurm {version} said: {res.stderr}"
+    else:
+        said = res.stderr.strip().splitlines()[-1].split(": ", 2)[-1].rstrip(".")
+        assert not granted and said in predicted, (said, predicted)
+    # more task CPUs than the partition holds: refused by slurmlab on every version, before Slurm
+    with pytest.raises(RequestProblems, match="CPUs: partition"):
+        prepare_request(["-N2", "-n", "300"], r)
