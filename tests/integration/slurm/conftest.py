@@ -32,3 +32,18 @@ def _wait_empty(runner: Any, timeout: float = 20.0) -> None:
         if not out.strip():
             return
         time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def server_jobs() -> Any:
+    """tests/integration/server/server_jobs.py (submit as another user, squeue states), loaded by path:
+    that folder is not a package and its name must not shadow anything here."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "server_jobs", Path(__file__).resolve().parents[1] / "server" / "server_jobs.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

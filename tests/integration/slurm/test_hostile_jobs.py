@@ -8,11 +8,9 @@ slurmlab cancel it — through the library or the magics.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pwd
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,8 +21,6 @@ from slurmlab.slurm import queries
 pytestmark = [pytest.mark.sandbox,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root to submit as a second Unix user")]
 
-_HELPERS = Path(__file__).resolve().parents[1] / "server" / "server_jobs.py"
-
 HOSTILE = [
     ("y UserId=root(0)", "--comment=slurmlab:elsewhere:1:deadbeef"),
     ("a\n   UserId=root(0) GroupId=root(0)", "--comment=c Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)"),
@@ -34,18 +30,10 @@ HOSTILE = [
 ]
 
 
-def _server_jobs() -> Any:
-    spec = importlib.util.spec_from_file_location("server_jobs", _HELPERS)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def hostile_jobs(slurm_sandbox: Any) -> Iterator[tuple[str, list[str]]]:
+def hostile_jobs(slurm_sandbox: Any, server_jobs: Any) -> Iterator[tuple[str, list[str]]]:
     """(other user, ids of their running GPU-less hostile jobs)."""
-    jobs = _server_jobs()
+    jobs = server_jobs
     other = jobs.ensure_other_user()
     ids = []
     try:
@@ -87,9 +75,10 @@ def test_listings_never_make_them_mine_and_never_fail(slurm_sandbox: Any,
     assert not {str(getattr(j, "job_id", "")) for j in find_leftovers(runner, include_alive=True)} & set(ids)
 
 
-def test_cancelling_them_is_refused_by_the_library(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]]) -> None:
+def test_cancelling_them_is_refused_by_the_library(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]],
+                                                   server_jobs: Any) -> None:
     other, ids = hostile_jobs
-    jobs = _server_jobs()
+    jobs = server_jobs
     for jid in ids:
         with pytest.raises(NotYourJobError) as info:
             queries.cancel_job(jid, slurm_sandbox.runner())
@@ -98,7 +87,7 @@ def test_cancelling_them_is_refused_by_the_library(slurm_sandbox: Any, hostile_j
 
 
 def test_cancelling_them_is_refused_by_the_magics(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]],
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+                                                  server_jobs: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from IPython.core.error import UsageError
     from IPython.testing.globalipapp import get_ipython
 
@@ -114,7 +103,7 @@ def test_cancelling_them_is_refused_by_the_magics(slurm_sandbox: Any, hostile_jo
             else:
                 shown = capsys.readouterr()
                 assert other in shown.out + shown.err
-        assert {_server_jobs().squeue_state(slurm_sandbox, j) for j in ids} == {"RUNNING"}
+        assert {server_jobs.squeue_state(slurm_sandbox, j) for j in ids} == {"RUNNING"}
         ip.run_line_magic("squeue", "--all")  # lists them (or reports them) without failing
     finally:
         ip.run_line_magic("unload_ext", "slurmlab.magics")

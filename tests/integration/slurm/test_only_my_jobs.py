@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,20 +12,9 @@ from slurmlab.slurm import queries
 
 pytestmark = pytest.mark.sandbox
 
-_HELPERS = Path(__file__).resolve().parents[1] / "server" / "server_jobs.py"
-
-
-def _server_jobs() -> Any:
-    spec = importlib.util.spec_from_file_location("server_jobs", _HELPERS)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to submit a job as a second Unix user")
-def test_cancelling_another_users_job_is_refused_and_the_job_keeps_running(sandbox: Any) -> None:
-    jobs = _server_jobs()
+def test_cancelling_another_users_job_is_refused_and_the_job_keeps_running(sandbox: Any, server_jobs: Any) -> None:
+    jobs = server_jobs
     other = jobs.ensure_other_user()
     job_id = jobs.submit(sandbox, "--gpus=1", user=other)
     try:

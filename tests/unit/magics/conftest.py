@@ -75,3 +75,16 @@ def offline_runner() -> Iterator[Any]:
         yield runner
     finally:
         set_runner(old)
+
+
+@pytest.fixture
+def xip(ip: Any) -> Iterator[Any]:
+    """The shell with the experiment magics registered the way load_ipython_extension does."""
+    from slurmlab.magics.experiments import ExperimentMagics
+
+    ip.register_magics(ExperimentMagics)
+    try:
+        yield ip
+    finally:
+        for name in ("gpu_timeslice", "gpu_isolation"):
+            ip.magics_manager.magics["line"].pop(name, None)

@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-
-
-@pytest.fixture
-def xip(ip: Any) -> Iterator[Any]:
-    """The shell with the experiment magics registered the way load_ipython_extension does."""
-    from slurmlab.magics.experiments import ExperimentMagics
-
-    ip.register_magics(ExperimentMagics)
-    try:
-        yield ip
-    finally:
-        for name in ("gpu_timeslice", "gpu_isolation"):
-            ip.magics_manager.magics["line"].pop(name, None)
 
 
 def test_isolation_without_an_allocation_says_to_salloc_first(xip: Any) -> None:

@@ -13,18 +13,6 @@ import pytest
 from IPython.core.error import UsageError
 
 
-@pytest.fixture
-def xip(ip: Any) -> Iterator[Any]:
-    from slurmlab.magics.experiments import ExperimentMagics
-
-    ip.register_magics(ExperimentMagics)
-    try:
-        yield ip
-    finally:
-        for name in ("gpu_timeslice", "gpu_isolation"):
-            ip.magics_manager.magics["line"].pop(name, None)
-
-
 def _watched(runner: Any) -> list[str]:
     from slurmlab.slurm.poller import get_poller
 
