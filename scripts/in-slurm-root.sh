@@ -57,7 +57,10 @@ procs_in_root() {
   local real p
   real=$(readlink -f "$ROOT")
   for p in /proc/[0-9]*; do
-    [[ $(readlink "$p/root" 2>/dev/null) == "$real" ]] && echo "${p#/proc/}"
+    [[ $(readlink "$p/root" 2>/dev/null) == "$real" ]] || continue
+    # a zombie has ended (only its parent's wait is missing) and cannot be stopped: not a leak
+    [[ $(awk '{print $3}' "$p/stat" 2>/dev/null) == Z ]] && continue
+    echo "${p#/proc/}"
   done
   return 0
 }
@@ -82,8 +85,12 @@ stop_procs_in_root() {
   # stop_procs_in_root WHAT: list the processes inside the root (WHAT says whose they are), then stop them,
   # escalating to SIGKILL (Slurm's step daemons ignore SIGTERM). Returns 1 when there were any.
   local pids pid sig
-  pids=$(procs_in_root)
-  [[ -z $pids ]] && return 0
+  # what was stopped at the command's end may still be exiting: give it a few seconds first
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    pids=$(procs_in_root)
+    [[ -z $pids ]] && return 0
+    sleep 0.5
+  done
   echo "in-slurm-root: error: $1 left processes running inside the Slurm $VERSION root:" >&2
   for pid in $pids; do
     echo "  pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)(cwd $(readlink "/proc/$pid/cwd"))" >&2

@@ -253,6 +253,12 @@ def _ids_by_tag(runner: Runner, user: str, name: str, tag: str) -> list[str]:
 
 def _cancel_one(entry: Mapping[str, Any], user: str) -> bool:
     """Cancel one registered allocation. True when done (or nothing is left to do)."""
+    conf = entry.get("conf")
+    if isinstance(conf, str) and conf and not os.path.exists(conf):
+        # the cluster's configuration is gone (a sandbox that was stopped and removed): there is no
+        # controller left to ask, and waiting GIVE_UP_AFTER for one would leave this process behind
+        log.info("job %s: its cluster's configuration %s is gone; nothing to cancel", entry.get("job"), conf)
+        return True
     runner = _runner(entry)
     job, name, tag = entry.get("job"), entry.get("name"), entry.get("tag")
     if job is None:

@@ -101,6 +101,16 @@ def test_retries_while_the_controller_is_down_then_cancels(tmp_path: Path) -> No
     assert cancel_entries([entry], give_up_after=3.0, sleep=sleeps.append) == [entry]
 
 
+def test_a_cluster_whose_configuration_is_gone_is_not_waited_for(tmp_path: Path) -> None:
+    # a sandbox stopped and removed before the kernel's guardian got to it: no controller will come back
+    runner = _fake_slurm(tmp_path, {"scancel": "echo 'scancel: error: Unable to contact slurm controller' >&2; exit 1"})
+    Path(str(runner.slurm_conf)).unlink()
+    sleeps: list[float] = []
+    entry = {"job": "56", "conf": runner.slurm_conf, "env": dict(runner.env)}
+    assert cancel_entries([entry], sleep=sleeps.append) == []
+    assert _calls(tmp_path) == [] and sleeps == []
+
+
 def test_a_job_that_already_ended_is_not_an_error(tmp_path: Path) -> None:
     runner = _fake_slurm(tmp_path, {
         "scancel": "echo 'scancel: error: Kill job error on job id 9: Job/step already completing or completed' >&2; exit 1"})
