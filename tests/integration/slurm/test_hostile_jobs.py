@@ -118,3 +118,41 @@ def test_job_detail_answers_only_for_the_id_asked(slurm_sandbox: Any, hostile_jo
             queries.job_detail(bad, runner)
     with pytest.raises(JobNotFoundError):
         queries.job_detail("987654", runner)
+
+
+def test_every_free_text_field_of_a_batch_job_stays_text(slurm_sandbox: Any) -> None:
+    """Output paths, work dir, mail user and comment of held batch jobs of the other user hold forged keys:
+    the job is read with its real owner, its own text and no GPU; one whose error path holds a newline and a
+    forged line is reported as unreadable — never read with the forged values."""
+    import tempfile
+
+    from slurmlab.testing.other_user import OTHER_USER, submit_as
+
+    forged = "UserId=root(0) Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)"
+    workdir = tempfile.mkdtemp(prefix="w UserId=root(0) ", dir="/tmp")
+    os.chmod(workdir, 0o755)
+    common = ["sbatch", "--parsable", "-H", "-n1", "-t", "5", f"--chdir={workdir}", "--mail-type=END",
+              f"--mail-user=m {forged}", f"--comment=c {forged}", "--wrap", "sleep 60"]
+    spaced, injected = (
+        submit_as(slurm_sandbox, OTHER_USER, [*common, "-J", f"b {forged}", "-o", f"/tmp/o {forged}"])
+        .stdout.strip().split(";")[0],
+        submit_as(slurm_sandbox, OTHER_USER, [*common, "-J", "i", "-e", "/tmp/e\n   UserId=root(0)"])
+        .stdout.strip().split(";")[0],
+    )
+    runner = slurm_sandbox.runner()
+    try:
+        uid = pwd.getpwnam(OTHER_USER).pw_uid
+        assert queries.job_owner_uid(spaced, runner) == uid == queries.job_owner_uid(injected, runner)
+        everyone = queries.list_jobs(runner, all_users=True)
+        read = {str(j.job_id): j for j in everyone}
+        job = read[spaced]
+        assert (job.user, job.name, job.comment, job.gpu_allocs) == (OTHER_USER, f"b {forged}", f"c {forged}", ())
+        assert injected in {p.record_id for p in everyone.problems} and injected not in read
+        assert not {spaced, injected} & {str(j.job_id) for j in queries.list_jobs(runner)}
+        for jid in (spaced, injected):
+            with pytest.raises(NotYourJobError):
+                queries.cancel_job(jid, runner)
+    finally:
+        for jid in (spaced, injected):
+            queries.cancel_job(jid, runner, only_mine=False)
+        os.rmdir(workdir)
