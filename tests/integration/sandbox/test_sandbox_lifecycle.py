@@ -6,6 +6,7 @@ import json
 import os
 import pwd
 import random
+import re
 import shutil
 import signal
 import socket
@@ -114,6 +115,11 @@ def _sandbox_processes(roots: set[int], words: list[str]) -> dict[int, tuple[str
     return {p: (table[p][1], table[p][2]) for p in found}
 
 
+def _is_sleep(line: str, mark: str) -> bool:
+    """The sleep process itself (``sleep N`` or ``/usr/bin/sleep N``), not a command line naming it."""
+    return re.fullmatch(rf"(?:\S*/)?sleep {mark}", line.strip()) is not None
+
+
 def test_cli_up_then_down_leaves_no_process_and_no_port(folder: Path) -> None:
     out = cli("up", "--profile", "seed", "--nodes", "2", "--dir", str(folder)).stdout
     assert f"export SLURM_CONF={folder}/slurm.conf" in out
@@ -148,11 +154,13 @@ def test_cli_up_then_down_leaves_no_process_and_no_port(folder: Path) -> None:
         for _ in range(100):
             before = _sandbox_processes(set(pids) | {step.pid}, words)
             lines = [" ".join(argv) for _, argv in before.values()]
-            if all(any(f"sleep {m}" in line for line in lines) for m in marks[:2]):
+            # the sleeps themselves (srun's own command line names the sleep before the step runs)
+            if all(any(_is_sleep(line, m) for line in lines) for m in marks[:2]) and sum(
+                    1 for line in lines if line.startswith("slurmstepd")) >= 2:
                 break
             time.sleep(0.1)
         lines = [" ".join(argv) for _, argv in before.values()]
-        assert all(any(f"sleep {m}" in line for line in lines) for m in marks[:2]), lines
+        assert all(any(_is_sleep(line, m) for line in lines) for m in marks[:2]), lines
         # the scan must have seen the step daemons, or it proves nothing about them
         assert sum(1 for line in lines if line.startswith("slurmstepd")) >= 2, lines
         cli("down", "--dir", str(folder))
