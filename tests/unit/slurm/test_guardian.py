@@ -192,8 +192,17 @@ SIGNALLED = textwrap.dedent("""
     a = Allocation("401", runner=runner, poller=Poller(), tag="slurmlab:h:1:x")
     if mode == "fork":
         import multiprocessing
-        child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,))
+        ctx = multiprocessing.get_context("fork")
+        ready = ctx.Event()
+
+        def work():
+            ready.set()
+            time.sleep(30)
+
+        child = ctx.Process(target=work)
         child.start()
+        # CPython drops a signal that lands between fork() and the child's signal reset: wait until it runs
+        ready.wait(10)
         os.kill(child.pid, signal.SIGTERM)  # pool.terminate() does this to its workers
         child.join()
         print("child", child.exitcode, flush=True)
