@@ -160,18 +160,36 @@ def overlap_refused(result: StepResult) -> bool:
 
 
 def end_step(proc: subprocess.Popen[str]) -> None:
-    """End a step, not the allocation: two SIGINTs within a second make srun abort the step."""
+    """End a step, not the allocation.
+
+    Two SIGINTs within a second make srun abort the step, as Ctrl-C twice does in a terminal. srun
+    measures that second on its own clock, after it has asked Slurm for the step's state: on a loaded
+    machine the two land "more than a second apart" and srun only reports the step again. Then SIGTERM,
+    which srun always answers by killing the step's tasks and ending; SIGKILL on srun itself comes last,
+    because it would leave the step running in the allocation.
+    """
     for _ in range(2):
-        try:
-            os.killpg(proc.pid, signal.SIGINT)
-        except ProcessLookupError:
+        if not _signal_group(proc, signal.SIGINT):
             return
         time.sleep(0.2)
+    # (wait this long for srun to end, then send this)
+    for grace, then in ((3.0, signal.SIGTERM), (10.0, signal.SIGKILL), (5.0, None)):
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            if then is None:
+                log.warning("slurmlab: srun (pid %s) did not end after SIGKILL", proc.pid)
+            elif not _signal_group(proc, then):
+                return
+
+
+def _signal_group(proc: subprocess.Popen[str], sig: int) -> bool:
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def callable_argv(func: Callable[..., Any]) -> tuple[list[str], str]:
