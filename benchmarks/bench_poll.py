@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from slurmlab.core.squeue_brief import BRIEF_FORMAT
+from slurmlab.core.slurm.squeue_brief import BRIEF_FORMAT
 from slurmlab.sandbox import Sandbox
 
 

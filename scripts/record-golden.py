@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from slurmlab.core.squeue_brief import BRIEF_FORMAT  # noqa: E402
+from slurmlab.core.slurm.squeue_brief import BRIEF_FORMAT  # noqa: E402
 from slurmlab.errors import SlurmlabError  # noqa: E402
 from slurmlab.sandbox import control  # noqa: E402
 from slurmlab.sandbox.profile import CpuLayout, Profile, load_profile  # noqa: E402

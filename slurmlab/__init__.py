@@ -33,8 +33,8 @@ _LAZY = {
     "Runner": "slurmlab.slurm.runner",
     "Sandbox": "slurmlab.sandbox",
     "find_leftovers": "slurmlab.slurm.allocation",
-    "parse_request": "slurmlab.core.request",
-    "explain": "slurmlab.core.explain",
+    "parse_request": "slurmlab.core.request.request",
+    "explain": "slurmlab.core.request.explain",
 }
 
 

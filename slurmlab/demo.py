@@ -14,9 +14,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from slurmlab.core.explain import explain
-from slurmlab.core.request import parse_request
-from slurmlab.core.topology import format_cpu_list
+from slurmlab.core.gpu.topology import format_cpu_list
+from slurmlab.core.request.explain import explain
+from slurmlab.core.request.request import parse_request
 from slurmlab.errors import SlurmlabError
 from slurmlab.sandbox import Sandbox
 from slurmlab.slurm.allocation import Allocation, salloc_argv

@@ -98,8 +98,8 @@ def _fail(path: str, message: str, hint: str) -> int:
 
 def handle(args: argparse.Namespace) -> int:
     """Parse and print; anything that does not parse is one line on stderr and exit code 2."""
-    from slurmlab.core.detect import detect_and_parse
-    from slurmlab.core.parse_json import load_json
+    from slurmlab.core.slurm.detect import detect_and_parse
+    from slurmlab.core.slurm.parse_json import load_json
 
     try:
         text = _read(args.file)

@@ -81,7 +81,7 @@ def _profile_data(name: str) -> dict[str, Any]:
 def _indices(text: str | None) -> list[int]:
     if not text:
         return []
-    from slurmlab.core.topology import parse_cpu_list
+    from slurmlab.core.gpu.topology import parse_cpu_list
 
     return sorted(parse_cpu_list(text, what="GPU list"))
 
@@ -103,9 +103,9 @@ def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 
 def handle_topo(args: argparse.Namespace) -> int:
-    from slurmlab.core.placement import best_gpus
-    from slurmlab.core.smi_parse import parse_topo_matrix, sniff
-    from slurmlab.core.topology import Topology
+    from slurmlab.core.gpu.placement import best_gpus
+    from slurmlab.core.gpu.smi_parse import parse_topo_matrix, sniff
+    from slurmlab.core.gpu.topology import Topology
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -137,8 +137,8 @@ def handle_topo(args: argparse.Namespace) -> int:
 
 
 def handle_mig(args: argparse.Namespace) -> int:
-    from slurmlab.core import smi_parse as sp
-    from slurmlab.core.mig import MigLayout
+    from slurmlab.core.gpu import smi_parse as sp
+    from slurmlab.core.gpu.mig import MigLayout
 
     layout: MigLayout | None = None
     with warnings.catch_warnings(record=True) as caught:

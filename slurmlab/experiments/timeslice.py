@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from slurmlab.core.topology import format_cpu_list, parse_cpu_list
+from slurmlab.core.gpu.topology import format_cpu_list, parse_cpu_list
 from slurmlab.errors import ExperimentError
 from slurmlab.experiments.analysis import TimesliceResult
 from slurmlab.experiments.local import LocalLauncher, run_timeslice

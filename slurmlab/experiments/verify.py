@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from slurmlab.core import hostlist
-from slurmlab.core.step_request import gpu_items, gres_count, shared_items, step_args_for
+from slurmlab.core.request.step_request import gpu_items, gres_count, shared_items, step_args_for
+from slurmlab.core.slurm import hostlist
 from slurmlab.errors import ExperimentError
 from slurmlab.experiments import task_reports
 from slurmlab.experiments.analysis import TimesliceResult

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from slurmlab.core import hostlist
+from slurmlab.core.slurm import hostlist
 from slurmlab.experiments import task_reports
 
 __all__ = ["gpu_cores_from_gres_conf", "main", "task_report"]

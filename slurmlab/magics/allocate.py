@@ -10,7 +10,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from slurmlab.core.jobid import is_job_id
+from slurmlab.core.slurm.jobid import is_job_id
 from slurmlab.errors import SlurmError
 from slurmlab.magics.args import (
     argument,
@@ -66,7 +66,7 @@ def prepare_request(tokens: list[str], runner: Any = None, *, need_cluster: bool
     With ``need_cluster`` a controller that does not answer is an error; without (dry run) the
     static checks still run and the note says the cluster was not asked.
     """
-    from slurmlab.core.validate import validate
+    from slurmlab.core.request.validate import validate
     from slurmlab.slurm import queries
     from slurmlab.slurm.runner import get_runner
 
@@ -76,7 +76,7 @@ def prepare_request(tokens: list[str], runner: Any = None, *, need_cluster: bool
             f"%salloc takes no command (got {' '.join(req.command)!r}): it only allocates; "
             "run commands in the allocation with %srun"
         )
-    from slurmlab.core.request import version_text
+    from slurmlab.core.request.request import version_text
     from slurmlab.slurm.allocation import known_version
 
     runner = runner or get_runner()
@@ -149,7 +149,7 @@ class AllocateMagics(Magics):
         submit = dataclasses.replace(req, job_name=None, warnings=())
         argv = submit.to_argv()
         if ns.dry_run:
-            from slurmlab.core.explain import explain
+            from slurmlab.core.request.explain import explain
             from slurmlab.slurm.allocation import salloc_argv
 
             return DryRun(tuple(salloc_argv(argv, name=name)), explain(req), tuple(req.warnings), note)

@@ -155,7 +155,7 @@ def split_line(magics: Any, name: str, line: str) -> tuple[argparse.Namespace, l
 
 def job_id_option(value: str, option: str = "--jobid") -> str:
     """``value`` as a checked job id, or UsageError saying what a job id looks like."""
-    from slurmlab.core.jobid import check_job_id
+    from slurmlab.core.slurm.jobid import check_job_id
     from slurmlab.errors import RequestError
 
     try:
@@ -174,6 +174,6 @@ def check_range(value: float | None, option: str, low: float, high: float) -> No
 
 def parse_tokens(tokens: Sequence[str]) -> Any:
     """Slurm options as a GpuRequest (RequestProblems, a RequestError, when malformed)."""
-    from slurmlab.core.request import parse_request
+    from slurmlab.core.request.request import parse_request
 
     return parse_request(list(tokens))

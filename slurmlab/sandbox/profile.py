@@ -38,8 +38,8 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
-from slurmlab.core.gres import parse_index_list
-from slurmlab.core.topology import format_cpu_list
+from slurmlab.core.gpu.topology import format_cpu_list
+from slurmlab.core.slurm.gres import parse_index_list
 from slurmlab.errors import SandboxError
 
 __all__ = [

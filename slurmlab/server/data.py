@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from slurmlab.core.models import Job, Node
+from slurmlab.core.slurm.models import Job, Node
 from slurmlab.errors import ParseError
 from slurmlab.slurm import queries
 

@@ -18,7 +18,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from slurmlab.core.jobid import check_job_id
+from slurmlab.core.slurm.jobid import check_job_id
 from slurmlab.errors import (
     ControllerDownError,
     JobNotFoundError,

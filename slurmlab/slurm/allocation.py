@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from slurmlab.core.request import GpuRequest
+from slurmlab.core.request.request import GpuRequest
 from slurmlab.errors import (
     AllocationError,
     ControllerDownError,
@@ -79,8 +79,8 @@ def check_request(argv: Sequence[str], runner: Runner) -> GpuRequest:
 
     Raises RequestError (``RequestProblems``) listing every problem with its fix.
     """
-    from slurmlab.core.request import parse_request
-    from slurmlab.core.validate import validate
+    from slurmlab.core.request.request import parse_request
+    from slurmlab.core.request.validate import validate
     from slurmlab.slurm import queries
 
     request = parse_request(list(argv))
@@ -243,7 +243,7 @@ class Allocation:
         release_at_exit: bool = False,
     ) -> Allocation:
         """Follow an existing job (e.g. one left by a previous kernel)."""
-        from slurmlab.core.jobid import check_job_id
+        from slurmlab.core.slurm.jobid import check_job_id
 
         alloc = cls(check_job_id(job_id), runner=runner, poller=poller, release_at_exit=release_at_exit)
         alloc._id_known.set()

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from slurmlab.core.hostlist import expand
-from slurmlab.core.squeue_brief import JobBrief
+from slurmlab.core.slurm.hostlist import expand
+from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.errors import MissingExtraError, SlurmError
 
 __all__ = ["brief_states", "selected"]

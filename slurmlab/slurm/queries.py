@@ -35,18 +35,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
-from slurmlab.core.inventory import ClusterInventory, NodeInventory
-from slurmlab.core.jobid import check_job_id
-from slurmlab.core.models import Job, Node, Partition
-from slurmlab.core.parse_json import parse_jobs_json, parse_nodes_json, parse_partitions_json
-from slurmlab.core.parse_text import (
+from slurmlab.core.request.inventory import ClusterInventory, NodeInventory
+from slurmlab.core.slurm.jobid import check_job_id
+from slurmlab.core.slurm.models import Job, Node, Partition
+from slurmlab.core.slurm.parse_json import parse_jobs_json, parse_nodes_json, parse_partitions_json
+from slurmlab.core.slurm.parse_text import (
     parse_scontrol_jobs,
     parse_scontrol_nodes,
     parse_scontrol_partitions,
     parse_sinfo_node_states,
     parse_version,
 )
-from slurmlab.core.squeue_brief import BRIEF_FORMAT, JobBrief, parse_squeue_brief
+from slurmlab.core.slurm.squeue_brief import BRIEF_FORMAT, JobBrief, parse_squeue_brief
 from slurmlab.errors import JobNotFoundError, NotYourJobError, ParseError, SlurmError
 from slurmlab.slurm.runner import Runner, RunResult, get_runner
 

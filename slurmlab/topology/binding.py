@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from slurmlab.core.step_request import step_args_for
-from slurmlab.core.topology import Topology, format_cpu_list, parse_cpu_list
+from slurmlab.core.gpu.topology import Topology, format_cpu_list, parse_cpu_list
+from slurmlab.core.request.step_request import step_args_for
 from slurmlab.errors import AllocationError, ParseError
 
 if TYPE_CHECKING:

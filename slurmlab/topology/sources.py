@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slurmlab.core.mig import MigLayout
-from slurmlab.core.smi_parse import parse_mig_lgi, parse_smi_list, parse_topo_matrix, sniff
-from slurmlab.core.topology import Topology
+from slurmlab.core.gpu.mig import MigLayout
+from slurmlab.core.gpu.smi_parse import parse_mig_lgi, parse_smi_list, parse_topo_matrix, sniff
+from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError, RequestError, SandboxError, SourceUnavailable
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from slurmlab.core.mig import GpuInstance, MigLayout
+from slurmlab.core.gpu.mig import GpuInstance, MigLayout
 from slurmlab.viz._bokeh import PALETTE, bokeh
 
 __all__ = ["mig_figure"]

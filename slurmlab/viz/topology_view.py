@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from slurmlab.core.topology import LinkKind, Topology, format_cpu_list
+from slurmlab.core.gpu.topology import LinkKind, Topology, format_cpu_list
 from slurmlab.viz._bokeh import HIGHLIGHT, PALETTE, bokeh
 
 __all__ = ["layout_positions", "topology_figure"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slurmlab._extras import require
-from slurmlab.core.placement import GpuChoice, best_gpus
+from slurmlab.core.gpu.placement import GpuChoice, best_gpus
 from slurmlab.errors import SlurmlabError
 
 __all__ = ["ExplorerModel", "NodeChoice", "Selection", "TopologyExplorer"]
@@ -143,7 +143,7 @@ def _mig_or_none(load: Any) -> Any:
 
 
 def _salloc(c: NodeChoice, n: int, gpu_type: str | None) -> list[str]:
-    from slurmlab.core.request import parse_request
+    from slurmlab.core.request.request import parse_request
     from slurmlab.slurm.allocation import salloc_argv
 
     tokens = [f"--gpus={gpu_type}:{n}" if gpu_type else f"--gpus={n}"]

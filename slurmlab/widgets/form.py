@@ -149,8 +149,8 @@ class RequestForm:
 
     def check(self) -> Any:
         """Parse and validate the form's request (RequestError with the fixes when it is wrong)."""
-        from slurmlab.core.request import parse_request
-        from slurmlab.core.validate import validate
+        from slurmlab.core.request.request import parse_request
+        from slurmlab.core.request.validate import validate
 
         return validate(parse_request(self.tokens()), self.inventory, version=self.version)
 
@@ -160,7 +160,7 @@ class RequestForm:
 
     def render(self) -> None:
         """Re-validate and show the command or the problems (the widget thread calls this)."""
-        from slurmlab.core.explain import explain
+        from slurmlab.core.request.explain import explain
         from slurmlab.slurm.allocation import salloc_argv
 
         esc = html.escape

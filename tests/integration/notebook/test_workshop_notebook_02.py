@@ -34,7 +34,7 @@ def _has_bokeh(cell: Any) -> bool:
 
 def _granted_gpus(slurm_sandbox: Any, job_id: str) -> dict[str, list[int]]:
     """node -> GPU IDX of the job, read straight from ``scontrol show job -d``."""
-    from slurmlab.core import hostlist
+    from slurmlab.core.slurm import hostlist
 
     out = slurm_sandbox.runner().run(["scontrol", "show", "job", "-d", job_id]).stdout
     granted: dict[str, list[int]] = {}

@@ -178,7 +178,7 @@ def test_mig_type_request(sandbox_factory) -> None:
 
 def test_validation_agrees_with_this_slurm_on_what_differs_between_versions(slurm_sandbox) -> None:
     """slurmlab reads the sandbox's version and predicts Slurm's answer: refused with Slurm's words, or granted."""
-    from slurmlab.core.request import RequestProblems, version_text
+    from slurmlab.core.request.request import RequestProblems, version_text
     from slurmlab.magics.allocate import prepare_request
     from slurmlab.slurm import queries
 

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from slurmlab.core.gres import parse_gres
-from slurmlab.core.models import GresAlloc, Job, Node
+from slurmlab.core.slurm.gres import parse_gres
+from slurmlab.core.slurm.models import GresAlloc, Job, Node
 from slurmlab.server.cache import ResponseCache, etag_matches
 from slurmlab.server.data import job_view, node_view
 

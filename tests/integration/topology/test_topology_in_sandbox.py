@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from slurmlab.core.topology import parse_cpu_list
+from slurmlab.core.gpu.topology import parse_cpu_list
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller
 from slurmlab.topology import explain_binding, mig, topology

@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
-from slurmlab.core.explain import describe_gpu_type, explain
-from slurmlab.core.request import parse_request
+from slurmlab.core.request.explain import describe_gpu_type, explain
+from slurmlab.core.request.request import parse_request
 
 
 def say(line: str) -> str:

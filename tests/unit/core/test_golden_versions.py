@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from slurmlab.core.parse_json import (
+from slurmlab.core.slurm.parse_json import (
     json_meta,
     parse_jobs_json,
     parse_nodes_json,
     parse_partitions_json,
     parse_steps_json,
 )
-from slurmlab.core.parse_text import parse_scontrol_partitions
-from slurmlab.core.squeue_brief import parse_squeue_brief
+from slurmlab.core.slurm.parse_text import parse_scontrol_partitions
+from slurmlab.core.slurm.squeue_brief import parse_squeue_brief
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
 VERSIONS = ["24.11", "26.05"]

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurmlab.core.gres import GresItem, ShareSlot, parse_gres, parse_gres_item, render_gres
+from slurmlab.core.slurm.gres import GresItem, ShareSlot, parse_gres, parse_gres_item, render_gres
 from slurmlab.errors import ParseError
 
 
@@ -111,7 +111,7 @@ def test_parse_of_render_is_identity(items: list[GresItem]) -> None:
 
 def test_untyped_gpus_in_use_on_22_05_read_as_untyped() -> None:
     # what `scontrol show node -d` prints on 22.05 for `Gres=gpu:4` nodes (the seed cluster)
-    from slurmlab.core.gres import parse_gres
+    from slurmlab.core.slurm.gres import parse_gres
 
     idle, busy = parse_gres("gpu:(null):0(IDX:N/A),gpu:(null):2(IDX:0-1)")
     assert idle.type is None and idle.count == 0 and not idle.indices

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from slurmlab.core.parse_text import parse_scontrol_jobs
+from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
 from slurmlab.errors import ParseError
 
 HOSTILE = Path(__file__).resolve().parents[2] / "data" / "slurm" / "22.05" / "hostile_scontrol_show_job_d.txt"

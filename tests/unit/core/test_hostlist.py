@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurmlab.core.hostlist import compress, expand
+from slurmlab.core.slurm.hostlist import compress, expand
 from slurmlab.errors import ParseError
 
 

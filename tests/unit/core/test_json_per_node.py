@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from slurmlab.core.gres import parse_index_list
-from slurmlab.core.parse_json import parse_jobs_json, parse_nodes_json
-from slurmlab.core.parse_text import parse_scontrol_jobs
+from slurmlab.core.slurm.gres import parse_index_list
+from slurmlab.core.slurm.parse_json import parse_jobs_json, parse_nodes_json
+from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
 from tests.shared_paths import shared_fixtures_dir
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"

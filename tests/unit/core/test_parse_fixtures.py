@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from shared_paths import list_shared, require_shared
 
-from slurmlab.core.detect import Parsed, TextRow, detect_and_parse
-from slurmlab.core.models import Job, Node, Partition, Step
-from slurmlab.core.parse_text import parse_scontrol_jobs
+from slurmlab.core.slurm.detect import Parsed, TextRow, detect_and_parse
+from slurmlab.core.slurm.models import Job, Node, Partition, Step
+from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
 from slurmlab.errors import ParseError
 
 FILES = [
@@ -163,7 +163,7 @@ def test_every_fixture_file(path: Path) -> None:
 def test_same_job_facts_from_22_05_text_and_json() -> None:
     import json
 
-    from slurmlab.core.parse_json import parse_jobs_json
+    from slurmlab.core.slurm.parse_json import parse_jobs_json
 
     base = require_shared("slurm", "22.05")
     text_jobs = {
@@ -191,7 +191,7 @@ def test_same_job_facts_from_22_05_text_and_json() -> None:
 def test_time_left_counts_down_from_the_end_time() -> None:
     import json
 
-    from slurmlab.core.parse_json import parse_jobs_json
+    from slurmlab.core.slurm.parse_json import parse_jobs_json
 
     doc = json.loads(require_shared("slurm", "24.11", "s05_scontrol_show_job_d.json").read_text())
     jobs = {j.display_id: j for j in parse_jobs_json(doc)}

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from shared_paths import require_shared
 
-from slurmlab.core.detect import detect_and_parse
-from slurmlab.core.models import ExitStatus, Job
-from slurmlab.core.parse_json import parse_jobs_json, parse_nodes_json
-from slurmlab.core.parse_text import parse_scontrol_jobs, parse_scontrol_nodes, parse_version
-from slurmlab.core.timefmt import format_duration, parse_duration
+from slurmlab.core.slurm.detect import detect_and_parse
+from slurmlab.core.slurm.models import ExitStatus, Job
+from slurmlab.core.slurm.parse_json import parse_jobs_json, parse_nodes_json
+from slurmlab.core.slurm.parse_text import parse_scontrol_jobs, parse_scontrol_nodes, parse_version
+from slurmlab.core.slurm.timefmt import format_duration, parse_duration
 from slurmlab.errors import ParseError
 
 JOB_FILES = [
@@ -186,7 +186,7 @@ def test_node_blocks_without_a_job_gres_line() -> None:
 
 def test_scontrol_empty_lists_are_no_records_not_errors() -> None:
     # what `scontrol show job -d` prints on an idle cluster (exit 0), and its kin
-    from slurmlab.core.parse_text import (
+    from slurmlab.core.slurm.parse_text import (
         parse_scontrol_jobs,
         parse_scontrol_nodes,
         parse_scontrol_partitions,

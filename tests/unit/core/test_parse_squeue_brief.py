@@ -6,8 +6,8 @@ from datetime import timezone
 
 import pytest
 
-from slurmlab.core.detect import detect_and_parse
-from slurmlab.core.squeue_brief import BRIEF_FIELDS, BRIEF_FORMAT, parse_squeue_brief
+from slurmlab.core.slurm.detect import detect_and_parse
+from slurmlab.core.slurm.squeue_brief import BRIEF_FIELDS, BRIEF_FORMAT, parse_squeue_brief
 from slurmlab.errors import ParseError
 
 # Lines as squeue -h -o BRIEF_FORMAT prints them for the recorded workload (values from s06/s19).
@@ -83,7 +83,7 @@ def test_bad_lines_raise_quoting_the_line(bad: str) -> None:
 def test_sinfo_node_states() -> None:
     import pytest
 
-    from slurmlab.core.parse_text import parse_sinfo_node_states
+    from slurmlab.core.slurm.parse_text import parse_sinfo_node_states
     from slurmlab.errors import ParseError
 
     assert parse_sinfo_node_states("node1|idle\nnode2|mixed\nnode1|idle\nnode3|down*\n") == {

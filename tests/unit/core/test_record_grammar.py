@@ -8,15 +8,15 @@ from datetime import timezone
 import pytest
 from shared_paths import require_shared
 
-from slurmlab.core.hostlist import MAX_NAMES, count, expand
-from slurmlab.core.parse_json import parse_jobs_json
-from slurmlab.core.parse_text import (
+from slurmlab.core.slurm.hostlist import MAX_NAMES, count, expand
+from slurmlab.core.slurm.parse_json import parse_jobs_json
+from slurmlab.core.slurm.parse_text import (
     parse_scontrol_jobs,
     parse_scontrol_nodes,
     parse_scontrol_partitions,
     parse_scontrol_steps,
 )
-from slurmlab.core.squeue_brief import parse_squeue_brief
+from slurmlab.core.slurm.squeue_brief import parse_squeue_brief
 from slurmlab.errors import ParseError
 
 UTC = timezone.utc

@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from slurmlab.core.request import (
+from slurmlab.core.request.request import (
     GpuBind,
     GpuCount,
     GpuRequest,

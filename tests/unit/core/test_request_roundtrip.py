@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurmlab.core.explain import explain
-from slurmlab.core.inventory import ClusterInventory, NodeInventory
-from slurmlab.core.request import (
+from slurmlab.core.request.explain import explain
+from slurmlab.core.request.inventory import ClusterInventory, NodeInventory
+from slurmlab.core.request.request import (
     GRES_FLAGS,
     GpuBind,
     GpuCount,
@@ -19,7 +19,7 @@ from slurmlab.core.request import (
     TimeLimit,
     parse_request,
 )
-from slurmlab.core.validate import validate
+from slurmlab.core.request.validate import validate
 
 CLUSTER = ClusterInventory.build(
     nodes=[

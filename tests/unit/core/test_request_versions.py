@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from slurmlab.core.inventory import ClusterInventory, NodeInventory
-from slurmlab.core.request import (
+from slurmlab.core.request.inventory import ClusterInventory, NodeInventory
+from slurmlab.core.request.request import (
     RETIRED_OPTIONS,
     RequestProblems,
     parse_request,
     pass_through_options,
     version_text,
 )
-from slurmlab.core.validate import GRES_WITH_GPUS_PER_NODE_SAYS, validate
+from slurmlab.core.request.validate import GRES_WITH_GPUS_PER_NODE_SAYS, validate
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
 V2205, V2411, V2505, V2605 = (22, 5, 8), (24, 11, 5), (25, 5, 0), (26, 5, 5)

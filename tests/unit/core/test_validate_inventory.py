@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from shared_paths import require_shared
 
-from slurmlab.core.hostlist import expand
-from slurmlab.core.inventory import ClusterInventory, NodeInventory
-from slurmlab.core.request import GpuRequest, RequestProblems, parse_request
-from slurmlab.core.validate import validate
+from slurmlab.core.request.inventory import ClusterInventory, NodeInventory
+from slurmlab.core.request.request import GpuRequest, RequestProblems, parse_request
+from slurmlab.core.request.validate import validate
+from slurmlab.core.slurm.hostlist import expand
 from slurmlab.errors import RequestError
 
 

@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
-from slurmlab.core.request import GpuRequest, RequestProblems, parse_request
-from slurmlab.core.validate import check_static, validate
+from slurmlab.core.request.request import GpuRequest, RequestProblems, parse_request
+from slurmlab.core.request.validate import check_static, validate
 from slurmlab.errors import RequestError
 
 

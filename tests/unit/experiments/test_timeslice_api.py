@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from slurmlab.core.gres import GresItem
-from slurmlab.core.models import GresAlloc, Job
+from slurmlab.core.slurm.gres import GresItem
+from slurmlab.core.slurm.models import GresAlloc, Job
 from slurmlab.errors import ExperimentError, SlurmlabError
 from slurmlab.experiments.analysis import TimesliceResult
 from slurmlab.experiments.steps import StepHandle, StepLauncher, default_sync_root, runs_on_this_host

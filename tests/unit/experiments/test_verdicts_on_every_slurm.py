@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from slurmlab.core.models import Job
-from slurmlab.core.parse_json import load_json, parse_jobs_json, parse_nodes_json
-from slurmlab.core.parse_text import parse_scontrol_jobs
-from slurmlab.core.topology import Gpu, Topology, parse_cpu_list
+from slurmlab.core.gpu.topology import Gpu, Topology, parse_cpu_list
+from slurmlab.core.slurm.models import Job
+from slurmlab.core.slurm.parse_json import load_json, parse_jobs_json, parse_nodes_json
+from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
 from slurmlab.experiments.isolation import FAIL, INFO, PASS, SKIP
 from slurmlab.experiments.verify import _slurm_i7, grant_from_job, shard_gpus_of
 from slurmlab.experiments.verify_task import gpu_cores_from_gres_conf

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from slurmlab.core.gres import GresItem
-from slurmlab.core.models import GresAlloc, Job
+from slurmlab.core.slurm.gres import GresItem
+from slurmlab.core.slurm.models import GresAlloc, Job
 from slurmlab.errors import ExperimentError
 from slurmlab.experiments.isolation import EXCLUSIVE, MIG, SHARED, CheckResult
 from slurmlab.experiments.task_reports import BEGIN, END, read_reports
@@ -182,7 +182,7 @@ def test_a_task_side_failure_arrives_as_that_tasks_error_not_a_missing_report() 
     ids=["22.05", "24.11", "24.11-next-to-whole-gpus"],
 )
 def test_shards_in_either_slurm_form_give_the_same_gpu_and_grant(detail: str) -> None:
-    from slurmlab.core.gres import parse_gres
+    from slurmlab.core.slurm.gres import parse_gres
     from slurmlab.experiments.verify import shard_gpus_of
 
     # no tres_per_* here: the per-node record alone must say the job shares a GPU
@@ -194,7 +194,7 @@ def test_shards_in_either_slurm_form_give_the_same_gpu_and_grant(detail: str) ->
 
 
 def test_a_whole_gpu_job_beside_idle_shards_is_not_shared() -> None:
-    from slurmlab.core.gres import parse_gres
+    from slurmlab.core.slurm.gres import parse_gres
     from slurmlab.experiments.verify import shard_gpus_of
 
     job = _job(gpu_allocs=(GresAlloc("node1", parse_gres("gpu:h100:2(IDX:0-1),shard:h100:0(-/4,-/4,0/4,0/4)")),))

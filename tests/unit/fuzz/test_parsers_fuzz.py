@@ -21,17 +21,17 @@ import pytest
 from fuzz_corrupt import mutate_text, variants
 from shared_paths import REPO, list_shared
 
-from slurmlab.core import parse_json as pj
-from slurmlab.core import parse_text as pt
-from slurmlab.core import smi_parse as sp
-from slurmlab.core.detect import detect_and_parse
-from slurmlab.core.gres import parse_gres, parse_index_list
-from slurmlab.core.hostlist import compress, count, expand
-from slurmlab.core.mig import MigLayout
-from slurmlab.core.models import ExitStatus, Tres, parse_mem_mb
-from slurmlab.core.squeue_brief import parse_squeue_brief
-from slurmlab.core.timefmt import from_epoch, parse_duration, parse_timestamp
-from slurmlab.core.topology import Topology, parse_cpu_list
+from slurmlab.core.gpu import smi_parse as sp
+from slurmlab.core.gpu.mig import MigLayout
+from slurmlab.core.gpu.topology import Topology, parse_cpu_list
+from slurmlab.core.slurm import parse_json as pj
+from slurmlab.core.slurm import parse_text as pt
+from slurmlab.core.slurm.detect import detect_and_parse
+from slurmlab.core.slurm.gres import parse_gres, parse_index_list
+from slurmlab.core.slurm.hostlist import compress, count, expand
+from slurmlab.core.slurm.models import ExitStatus, Tres, parse_mem_mb
+from slurmlab.core.slurm.squeue_brief import parse_squeue_brief
+from slurmlab.core.slurm.timefmt import from_epoch, parse_duration, parse_timestamp
 from slurmlab.errors import ParseError, RequestError
 
 SEED = 20261130

@@ -103,7 +103,7 @@ def test_mark_dirty_of_an_unregistered_view_does_nothing() -> None:
 # ---- the request form against a hand-built inventory (what a teacher would build) ------------------
 @pytest.fixture
 def inventory() -> Any:
-    from slurmlab.core.inventory import ClusterInventory, NodeInventory
+    from slurmlab.core.request.inventory import ClusterInventory, NodeInventory
 
     h100 = [NodeInventory(f"node{i}", cpus=112, memory_mb=2_000_000, sockets=2, gpus={"h100": 8}, shards=32)
             for i in (1, 2)]

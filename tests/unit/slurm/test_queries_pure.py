@@ -33,7 +33,7 @@ def test_only_the_json_layouts_without_node_shapes_fetch_the_nodes(version: tupl
 
 
 def test_a_listing_keeps_its_problems_through_filtering() -> None:
-    from slurmlab.core.models import Job
+    from slurmlab.core.slurm.models import Job
 
     bad = ParseError("scontrol job record", "JobId=9 …", record_id="9")
     jobs = queries.JobList([Job(job_id=1, name="a", state="RUNNING"), Job(job_id=2, name="b", state="COMPLETED")],

@@ -7,8 +7,8 @@ import warnings
 import pytest
 from shared_paths import require_shared
 
-from slurmlab.core.mig import MIG_PROFILE_TABLES, MigLayout, parse_profile_name, table_for_model
-from slurmlab.core.smi_parse import (
+from slurmlab.core.gpu.mig import MIG_PROFILE_TABLES, MigLayout, parse_profile_name, table_for_model
+from slurmlab.core.gpu.smi_parse import (
     SmiParseWarning,
     parse_mig_cgi_log,
     parse_mig_devices,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from slurmlab.core.mig import MigLayout
-from slurmlab.core.topology import LinkKind, Topology
+from slurmlab.core.gpu.mig import MigLayout
+from slurmlab.core.gpu.topology import LinkKind, Topology
 from slurmlab.errors import ParseError, RequestError
 
 PROFILES = Path(__file__).resolve().parents[3] / "slurmlab" / "sandbox" / "profiles"

@@ -10,8 +10,8 @@ from shared_paths import require_shared
 
 pytest.importorskip("bokeh", reason="the viz extra (bokeh) is not installed")
 
-from slurmlab.core.smi_parse import SmiParseWarning, parse_topo_matrix
-from slurmlab.core.topology import Topology
+from slurmlab.core.gpu.smi_parse import SmiParseWarning, parse_topo_matrix
+from slurmlab.core.gpu.topology import Topology
 from slurmlab.viz.topology_view import layout_positions, topology_figure
 
 

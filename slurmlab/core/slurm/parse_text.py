@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import TypeVar
 
-from slurmlab.core.gres import parse_gres
-from slurmlab.core.hostlist import expand
-from slurmlab.core.models import ExitStatus, GresAlloc, Job, Node, Partition, Step, Tres, parse_mem_mb
-from slurmlab.core.timefmt import parse_optional_duration, parse_timestamp
+from slurmlab.core.slurm.gres import parse_gres
+from slurmlab.core.slurm.hostlist import expand
+from slurmlab.core.slurm.models import ExitStatus, GresAlloc, Job, Node, Partition, Step, Tres, parse_mem_mb
+from slurmlab.core.slurm.timefmt import parse_optional_duration, parse_timestamp
 from slurmlab.errors import ParseError
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Catch what Slurm would reject or silently misread, before anything is submitted.
 
-``validate(request, inventory)`` raises one :class:`~slurmlab.core.request.RequestProblems` (a RequestError)
+``validate(request, inventory)`` raises one :class:`~slurmlab.core.request.request.RequestProblems` (a RequestError)
 listing every problem, each naming the offending value and the fix; it returns the request with non-fatal
 oddities added to ``warnings``. Without an inventory only the static checks run.
 """
@@ -12,9 +12,8 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 
-from slurmlab.core.hostlist import expand as expand_hostlist
-from slurmlab.core.inventory import ClusterInventory, PartitionInventory
-from slurmlab.core.request import (
+from slurmlab.core.request.inventory import ClusterInventory, PartitionInventory
+from slurmlab.core.request.request import (
     GpuRequest,
     GresSpec,
     Problem,
@@ -25,6 +24,7 @@ from slurmlab.core.request import (
     retired_option_warning,
     version_text,
 )
+from slurmlab.core.slurm.hostlist import expand as expand_hostlist
 from slurmlab.errors import ParseError
 
 __all__ = ["check_inventory", "check_static", "validate"]

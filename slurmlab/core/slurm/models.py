@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from slurmlab.core.gres import GresItem, parse_gres
+from slurmlab.core.slurm.gres import GresItem, parse_gres
 from slurmlab.errors import ParseError
 
 __all__ = ["ExitStatus", "GresAlloc", "Job", "Node", "Partition", "Step", "Tres"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from slurmlab.core.mig import MIG_PROFILE_TABLES, parse_profile_name
-from slurmlab.core.request import GpuBind, GpuCount, GpuRequest, GresSpec
+from slurmlab.core.gpu.mig import MIG_PROFILE_TABLES, parse_profile_name
+from slurmlab.core.request.request import GpuBind, GpuCount, GpuRequest, GresSpec
 from slurmlab.errors import ParseError
 
 __all__ = ["describe_gpu_type", "explain"]

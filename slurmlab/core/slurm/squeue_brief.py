@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 
-from slurmlab.core.gres import GresItem, parse_gres
-from slurmlab.core.hostlist import expand
-from slurmlab.core.timefmt import parse_optional_duration, parse_timestamp
+from slurmlab.core.slurm.gres import GresItem, parse_gres
+from slurmlab.core.slurm.hostlist import expand
+from slurmlab.core.slurm.timefmt import parse_optional_duration, parse_timestamp
 from slurmlab.errors import ParseError
 
 __all__ = ["BRIEF_FIELDS", "BRIEF_FORMAT", "JobBrief", "parse_squeue_brief"]

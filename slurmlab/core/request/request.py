@@ -725,7 +725,7 @@ def parse_request(tokens: Sequence[str], *, version: Sequence[int] | None = None
     Raises :class:`RequestProblems` (a RequestError) listing every malformed value. Repeated options: the last
     wins, as in Slurm, with a warning. Tokens after ``--`` or after the first non-option are the ``command``.
     With the Slurm ``version`` known, an option that Slurm no longer has (``--uid``) is one of the problems;
-    without it, such an option is kept in ``extra`` for :func:`slurmlab.core.validate.validate` to judge.
+    without it, such an option is kept in ``extra`` for :func:`slurmlab.core.request.validate.validate` to judge.
     """
     if isinstance(tokens, str):
         raise RequestError(

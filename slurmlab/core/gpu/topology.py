@@ -1,6 +1,6 @@
 """GPU topology of one node: GPUs, NICs, NUMA/CPU affinity and the links between them.
 
-The model is what ``nvidia-smi topo -m`` shows (parsed in :mod:`slurmlab.core.smi_parse`) or what a sandbox
+The model is what ``nvidia-smi topo -m`` shows (parsed in :mod:`slurmlab.core.gpu.smi_parse`) or what a sandbox
 hardware profile declares (:meth:`Topology.from_profile`). Pure data, no I/O.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from slurmlab.core.gres import render_index_list
+from slurmlab.core.slurm.gres import render_index_list
 from slurmlab.errors import ParseError
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The best-connected set of N GPUs in a :class:`~slurmlab.core.topology.Topology`, and why.
+"""The best-connected set of N GPUs in a :class:`~slurmlab.core.gpu.topology.Topology`, and why.
 
 Order of preference: every pair joined by NVLink, then the most bonded NVLinks in total, then the weakest pair
 as strong as possible, then all GPUs on one NUMA node (so the job's CPUs and memory are local), then the
@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from slurmlab.core.topology import LinkKind, Topology
+from slurmlab.core.gpu.topology import LinkKind, Topology
 from slurmlab.errors import RequestError
 
 __all__ = ["GpuChoice", "best_gpus"]

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any, Protocol
 
-from slurmlab.core import parse_json as pj
-from slurmlab.core import parse_text as pt
-from slurmlab.core.squeue_brief import BRIEF_FIELDS, parse_squeue_brief
+from slurmlab.core.slurm import parse_json as pj
+from slurmlab.core.slurm import parse_text as pt
+from slurmlab.core.slurm.squeue_brief import BRIEF_FIELDS, parse_squeue_brief
 from slurmlab.errors import ParseError
 
 __all__ = ["Parsed", "TextRow", "detect_and_parse"]

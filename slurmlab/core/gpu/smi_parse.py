@@ -13,7 +13,7 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from slurmlab.core.mig import (
+from slurmlab.core.gpu.mig import (
     ComputeInstance,
     GpuInstance,
     GpuMig,
@@ -24,7 +24,7 @@ from slurmlab.core.mig import (
     table_for_profile_names,
     tables_for_profile_names,
 )
-from slurmlab.core.topology import Gpu, Link, LinkKind, Nic, Topology, parse_cpu_list
+from slurmlab.core.gpu.topology import Gpu, Link, LinkKind, Nic, Topology, parse_cpu_list
 from slurmlab.errors import ParseError
 
 __all__ = [

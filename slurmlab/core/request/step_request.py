@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from slurmlab.core.gres import GresItem
-from slurmlab.core.models import Job
+from slurmlab.core.slurm.gres import GresItem
+from slurmlab.core.slurm.models import Job
 
 __all__ = ["gpu_items", "gres_count", "shared_items", "step_args_for"]
 
