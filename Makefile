@@ -35,7 +35,7 @@ typecheck: venv
 	$(VENV)/bin/mypy
 
 test: setup lint typecheck
-	$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 test-fast: venv
 	$(PY) -m pytest -m "not sandbox and not browser" $(PYTEST_ARGS)

@@ -7,7 +7,10 @@ Run inside a version's root, e.g.::
 
 It starts a sandbox of the ``dgx-h100`` profile (2 nodes), runs the workload the shared fixtures used
 (GPUs, closest binding + enforce-binding over 2 nodes, shards, held, pending, completed, cancelled,
-failed, an array, two steps), captures the state commands, then the error forms, and writes each
+failed, an array, two steps), captures the state commands, then the error forms, then the life of one
+allocation as slurmlab submits it (``l*`` files: salloc pending while the cluster is full, its squeue/scontrol
+at each state, granted, a step, cancelled; a second pending salloc interrupted; unknown job ids; a stopped
+controller), and writes each
 command's output as ``<name>.<ext>`` (stderr as ``<name>.stderr``) with ``commands.txt`` (argv, exit
 code). A second, one-node sandbox of ``h200-mig`` given 2 threads per core records MIG jobs and the
 CPU_IDs of a hyper-threaded node (``x_*`` files). Paths are rewritten to /srv/sandbox, /srv/sandbox2
@@ -21,10 +24,12 @@ import json
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -57,17 +62,8 @@ class Recorder:
         self.rewrites = rewrites
         self.lines: list[str] = []
 
-    def _clean(self, text: str) -> str:
-        for old, new in self.rewrites:
-            text = text.replace(old, new)
-        return text
-
-    def run(self, name: str, argv: list[str], *, timeout: float = TIMEOUT) -> tuple[int, str, str]:
-        try:
-            res = self.runner.run(argv, check=False, timeout=timeout)
-            rc, out, err = res.returncode, res.stdout, res.stderr
-        except SlurmlabError as exc:  # a timeout: what a pending salloc does on some versions
-            rc, out, err = 124, "", str(exc)
+    def save(self, name: str, argv: list[str], rc: int, out: str, err: str, note: str = "") -> None:
+        """Write one command's output as :meth:`run` does (for commands run some other way)."""
         stem, _, ext = name.rpartition(".")
         if out.strip():
             text = out
@@ -79,7 +75,20 @@ class Recorder:
             (self.out / name).write_text(self._clean(text))
         if err.strip():
             (self.out / f"{stem}.stderr").write_text(self._clean(err))
-        self.lines.append(f"{name}\trc={rc}\t{self._clean(shlex.join(argv))}")
+        self.lines.append(f"{name}\trc={rc}\t{self._clean(shlex.join(argv))}" + (f"\t# {note}" if note else ""))
+
+    def _clean(self, text: str) -> str:
+        for old, new in self.rewrites:
+            text = text.replace(old, new)
+        return text
+
+    def run(self, name: str, argv: list[str], *, timeout: float = TIMEOUT) -> tuple[int, str, str]:
+        try:
+            res = self.runner.run(argv, check=False, timeout=timeout)
+            rc, out, err = res.returncode, res.stdout, res.stderr
+        except SlurmlabError as exc:  # a timeout: what a pending salloc does on some versions
+            rc, out, err = 124, "", str(exc)
+        self.save(name, argv, rc, out, err)
         return rc, out, err
 
     def note(self, text: str) -> None:
@@ -152,6 +161,7 @@ def _captures(rec: Recorder) -> None:
     r = rec.run
     rec.note("## --- state captures ---")
     r("00_slurmd_version.txt", ["slurmd", "-V"])
+    r("00_sinfo_version.txt", ["sinfo", "--version"])
     r("s05_scontrol_json_show_job_d.json", ["scontrol", "--json", "show", "job", "-d"])
     r("s06_scontrol_show_job_d.txt", ["scontrol", "show", "job", "-d"])
     r("s01_squeue.json", ["squeue", "--json"])
@@ -166,6 +176,7 @@ def _captures(rec: Recorder) -> None:
     r("s13b_scontrol_show_steps.txt", ["scontrol", "show", "steps"])
     r("s21_squeue_brief.txt", ["squeue", "-h", "-t", "all", "-o", BRIEF_FORMAT])
     r("s22_squeue_owners.txt", ["squeue", "-h", "-t", "all", "-o", "%A|%U"])
+    r("s23_scontrol_ping.txt", ["scontrol", "ping"])
 
 
 def _errors(rec: Recorder, runner: Runner) -> None:
@@ -182,6 +193,156 @@ def _errors(rec: Recorder, runner: Runner) -> None:
         job = _job_id(o, e)
         if job:  # accepted by this version: its job must not stay behind
             runner.run(["scancel", job], check=False)
+
+
+# The name and tag slurmlab gives an allocation (slurmlab.slurm.allocation.make_tag), fixed here so that
+# the recorded job can stand for one a kernel submitted.
+LIFE_NAMES = ("slurmlab-0123abcd", "slurmlab-4567cdef")
+LIFE_TAGS = ("slurmlab:vm:4242:0123abcd", "slurmlab:vm:4242:4567cdef")
+UNKNOWN_JOB = "999999"
+
+
+class _Lines:
+    """The stderr lines of a background salloc, read as they come."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._pump, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            self.lines.append(raw)
+
+    def wait_for(self, pattern: str, seconds: float) -> re.Match[str] | None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            for line in list(self.lines):
+                m = re.search(pattern, line)
+                if m:
+                    return m
+            time.sleep(0.1)
+        return None
+
+    def done(self) -> str:
+        self._thread.join(timeout=10)
+        return "".join(self.lines)
+
+
+def _wait_reason(runner: Runner, job: str, seconds: float = 20) -> None:
+    """Until the scheduler has said why ``job`` pends (its reason is None just after submission)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        res = runner.run(["squeue", "-h", "-j", job, "-o", "%r"], check=False)
+        if res.stdout.strip() not in ("", "None"):
+            return
+        time.sleep(0.5)
+
+
+def _blocker(rec: Recorder, name: str) -> str | None:
+    """Every GPU of the 2-node sandbox taken, so that the next GPU request pends for Resources."""
+    _, o, e = rec.run(name, ["salloc", "--no-shell", "-J", "blocker", "-t", "60", "-N", "2", "--gpus-per-node=8"])
+    return _job_id(o, e)
+
+
+def _job_views(rec: Recorder, prefix: str, job: str, state: str) -> None:
+    rec.run(f"{prefix}_squeue_brief_{state}.txt", ["squeue", "-h", "-t", "all", "-j", job, "-o", BRIEF_FORMAT])
+    rec.run(f"{prefix}_scontrol_show_job_d_{state}.txt", ["scontrol", "show", "job", "-d", job])
+    rec.run(f"{prefix}_scontrol_json_show_job_d_{state}.json", ["scontrol", "--json", "show", "job", "-d", job])
+
+
+def _lifecycle(rec: Recorder, runner: Runner, sb: control.Sandbox) -> None:
+    """One allocation as slurmlab submits and follows it: pending, granted, a step, cancelled; then a
+    pending one withdrawn by SIGINT, unknown job ids, and a stopped controller (l* files)."""
+    r = rec.run
+    _end_jobs(runner)
+    rec.note("## --- one allocation's life, as slurmlab submits it (l*); ids in squeue/scontrol are this job's ---")
+    blocker = _blocker(rec, "l00_salloc_blocker.txt")
+    argv = ["salloc", "--no-shell", f"--job-name={LIFE_NAMES[0]}", f"--comment={LIFE_TAGS[0]}", "--gpus=2",
+            "-t", "10"]
+    proc = runner.popen(argv)
+    lines = _Lines(proc)
+    found = lines.wait_for(r"Pending job allocation (\d+)", 20)
+    if found is None or blocker is None:
+        proc.kill()
+        raise RuntimeError(f"record-golden: salloc did not pend: {''.join(lines.lines)!r}")
+    job = found.group(1)
+    lines.wait_for("queued and waiting", 5)
+    head = "".join(lines.lines)
+    _wait_reason(runner, job)
+    _job_views(rec, "l02", job, "pending")
+    r("l03_squeue_by_name.txt", ["squeue", "-h", "--me", "-t", "all", "-n", LIFE_NAMES[0], "-o", BRIEF_FORMAT])
+    r("l04_scancel_blocker.txt", ["scancel", blocker])
+    rc = proc.wait(timeout=60)
+    whole = lines.done()
+    rec.save("l01_salloc_pending.txt", argv, rc, "", head,
+             note="stderr of this background salloc until it pends (the rest: l05)")
+    rec.save("l05_salloc_granted.txt", argv, rc, "", whole[len(head):],
+             note="the same salloc's later stderr, once l04 freed the GPUs; its exit code")
+    _wait_state(runner, job, {"RUNNING"})
+    _job_views(rec, "l06", job, "running")
+    nodes = runner.run(["squeue", "-h", "-j", job, "-o", "%N"], check=False).stdout.strip()
+    r("l07_sinfo_node_states.txt", ["sinfo", "-h", "-N", "-n", nodes, "-o", "%N|%T"])
+    r("l08_squeue_owner.txt", ["squeue", "-h", "-t", "all", "-j", job, "-o", "%A|%U"])
+    # what Allocation.srun runs: an --overlap step first (22.05 refuses it in a --gpus=N job), then without
+    r("l09_srun_overlap_hostname.txt", ["srun", f"--jobid={job}", "--overlap", "hostname"], timeout=60)
+    r("l10_srun_hostname.txt", ["srun", f"--jobid={job}", "hostname"], timeout=60)
+    r("l11_scancel.txt", ["scancel", job])
+    _wait_state(runner, job, {"CANCELLED"})
+    _job_views(rec, "l12", job, "cancelled")
+
+    blocker = _blocker(rec, "l13_salloc_blocker.txt")
+    argv = ["salloc", "--no-shell", f"--job-name={LIFE_NAMES[1]}", f"--comment={LIFE_TAGS[1]}", "--gpus=2",
+            "-t", "10"]
+    proc = runner.popen(argv)
+    lines = _Lines(proc)
+    found = lines.wait_for(r"Pending job allocation (\d+)", 20)
+    lines.wait_for("queued and waiting", 5)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGINT)  # how Allocation.cancel withdraws a pending salloc
+    rc = proc.wait(timeout=30)
+    rec.save("l14_salloc_pending_interrupted.txt", argv, rc, "", lines.done(),
+             note="SIGINT to its process group while it pended")
+    if found is not None:
+        _wait_state(runner, found.group(1), {"CANCELLED"}, seconds=10)
+        r("l15_squeue_brief_interrupted.txt",
+          ["squeue", "-h", "-t", "all", "-j", found.group(1), "-o", BRIEF_FORMAT])
+    if blocker:
+        runner.run(["scancel", blocker], check=False)
+
+    rec.note("## --- a job id the controller does not know ---")
+    r("l16_squeue_brief_unknown_job.txt", ["squeue", "-h", "-t", "all", "-j", UNKNOWN_JOB, "-o", BRIEF_FORMAT])
+    r("l17_scontrol_show_job_d_unknown_job.txt", ["scontrol", "show", "job", "-d", UNKNOWN_JOB])
+    r("l18_scancel_unknown_job.txt", ["scancel", UNKNOWN_JOB])
+
+    rec.note("## --- slurmctld stopped (SIGTERM), then restarted with every job ---")
+    pid = sb.pids["slurmctld"]
+    os.kill(pid, signal.SIGTERM)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and Path(f"/proc/{pid}").exists() and "Z" not in _proc_state(pid):
+        time.sleep(0.2)
+    r("l19_squeue_brief_controller_down.txt", ["squeue", "-h", "-t", "all", "-j", job, "-o", BRIEF_FORMAT],
+      timeout=90)
+    r("l20_scontrol_show_job_d_controller_down.txt", ["scontrol", "show", "job", "-d", job], timeout=90)
+    r("l21_scontrol_ping_controller_down.txt", ["scontrol", "ping"], timeout=90)
+    r("l22_sinfo_version_controller_down.txt", ["sinfo", "--version"])
+    # what %squeue, %sinfo, validation and the server ask of the whole cluster
+    for name, argv in (("l23_scontrol_show_job_d_controller_down.txt", ["scontrol", "show", "job", "-d"]),
+                       ("l24_scontrol_json_show_job_d_controller_down.json", ["scontrol", "--json", "show", "job", "-d"]),
+                       ("l25_scontrol_show_node_d_controller_down.txt", ["scontrol", "show", "node", "-d"]),
+                       ("l26_scontrol_json_show_node_controller_down.json", ["scontrol", "--json", "show", "node"]),
+                       ("l27_scontrol_show_partition_controller_down.txt", ["scontrol", "show", "partition"]),
+                       ("l28_squeue_owners_controller_down.txt", ["squeue", "-h", "-t", "all", "-o", "%A|%U"])):
+        r(name, argv, timeout=90)
+    sb.restart()
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"
 
 
 def _mig_and_threads(rec: Recorder, runner: Runner) -> None:
@@ -240,6 +401,7 @@ def main(argv: list[str]) -> int:
         _errors(rec, rec.runner)
         for p in steps:
             p.terminate()
+        _lifecycle(rec, rec.runner, sb)
         sb2 = control.Sandbox.up("h200-mig", nodes=1, directory=work / "b")
         sandboxes.append(sb2)
         rec.runner = sb2.runner(TIMEOUT)

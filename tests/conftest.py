@@ -1,6 +1,61 @@
+"""Shared test set-up: ``tests/`` on sys.path (helpers such as shared_paths, fake_slurm), Hypothesis profiles.
+
+Hypothesis profiles (``HYPOTHESIS_PROFILE``):
+
+- ``dev`` (default): 25 examples per property, and a property that asks for more in its own
+  ``@settings(max_examples=N)`` runs a fifth of N (at least 25): the fast tier stays fast.
+- ``ci``: 200 examples by default and every property's own N in full; ``make test`` uses it.
+
+No deadline in either: the machine is shared, and a slow example is not a failure.
+"""
+
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+PROFILE_ENV = "HYPOTHESIS_PROFILE"
+# the share of a property's own max_examples that each profile runs
+_SCALE = {"dev": 0.2, "ci": 1.0}
+_DEV_FLOOR = 25
+
+try:
+    from hypothesis import settings as _hsettings
+except ImportError:  # hypothesis is a test extra; without it the property tests fail to import anyway
+    _hsettings = None  # type: ignore[assignment]
+
+if _hsettings is not None:
+    _hsettings.register_profile("dev", max_examples=_DEV_FLOOR, deadline=None)
+    _hsettings.register_profile("ci", max_examples=200, deadline=None)
+    _hsettings.load_profile(os.environ.get(PROFILE_ENV, "dev"))
+
+
+def _profile() -> str:
+    name = os.environ.get(PROFILE_ENV, "dev")
+    return name if name in _SCALE else "ci"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"hypothesis profile: {_profile()} (set {PROFILE_ENV}=ci for every property's full example count)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Scale the example count a property set for itself to the profile (a profile alone cannot: a
+    test's own ``@settings`` wins over it)."""
+    scale = _SCALE[_profile()]
+    if _hsettings is None or scale >= 1.0:
+        return
+    for item in items:
+        test = getattr(item, "obj", None)
+        own = getattr(test, "_hypothesis_internal_use_settings", None)
+        if own is None or getattr(test, "_slurmlab_scaled", False):
+            continue
+        wanted = max(_DEV_FLOOR, int(own.max_examples * scale))
+        if wanted < own.max_examples:
+            test._hypothesis_internal_use_settings = _hsettings(own, max_examples=wanted)  # type: ignore[union-attr]
+        test._slurmlab_scaled = True  # type: ignore[union-attr]

@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from slurmlab._extras import require
-
 
 def register(subparsers: Any) -> None:
     ts = subparsers.add_parser(
@@ -52,11 +50,11 @@ def register(subparsers: Any) -> None:
 
 
 def timeslice(args: argparse.Namespace) -> int:
-    from slurmlab.experiments.timeslice import run
+    from slurmlab.experiments.timeslice import TimeslicePlan, run
+    from slurmlab.viz.gantt import ensure_available, timeslice_page
 
-    # the same entry point as in a notebook: without --cores, all CPU workers share one core
-    result = run(
-        None,
+    # the same plan and entry point as in a notebook: without --cores, all CPU workers share one core
+    plan = TimeslicePlan(
         procs=args.procs,
         duration=args.duration,
         backend=args.backend,
@@ -67,34 +65,26 @@ def timeslice(args: argparse.Namespace) -> int:
         nice=args.nice,
         device=args.device,
     )
+    if args.html is not None:
+        # before the run, not after it: a missing extra should not cost the measurement
+        ensure_available("the HTML page with a Gantt chart (--html)")
+    result = run(None, plan)
     print(result.summary())
     if args.json is not None:
         args.json.write_text(result.to_json(include_runs=True))
         print(f"wrote {args.json}")
     if args.html is not None:
-        args.html.write_text(_page(result))
+        args.html.write_text(timeslice_page(result))
         print(f"wrote {args.html}")
     return 0
-
-
-def _page(result: Any) -> str:
-    try:
-        embed = require("bokeh.embed", feature="the HTML page with a Gantt chart", extra="viz")
-        layouts = require("bokeh.layouts", feature="the HTML page with a Gantt chart", extra="viz")
-        models = require("bokeh.models", feature="the HTML page with a Gantt chart", extra="viz")
-        resources = require("bokeh.resources", feature="the HTML page with a Gantt chart", extra="viz")
-    except ImportError:
-        return f"<!doctype html><html><body>{result._repr_html_()}</body></html>"
-    layout = layouts.column(models.Div(text=result._repr_html_()), result.gantt())
-    # inline resources: clusters often have no internet
-    return str(embed.file_html(layout, resources.INLINE, "slurmlab timeslice"))
 
 
 def isolation(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from slurmlab.experiments.isolation import Grant, run_checks
-    from slurmlab.experiments.worker import environment_report
+    from slurmlab.experiments.isolation import run_checks
+    from slurmlab.experiments.isolation_result import Grant
+    from slurmlab.experiments.node.worker import environment_report
 
     report = environment_report(args.backend)
     grant = Grant.from_env(os.environ)

@@ -2,25 +2,33 @@
 
 Input: for each process the runs it logged, ``(start_ns, end_ns)`` on a clock every process
 shares (``%globaltimer`` on a GPU, ``CLOCK_MONOTONIC`` on one host), and the common window
-``[t0, t0 + D]``. Output: a :class:`TimesliceResult` with slice lengths, switch gaps, shares of
-D, the overlap matrix, Jain's fairness index and a classification. Everything is vectorised
-with NumPy so a million runs take well under a second (see ``benchmarks/bench_analysis.py``).
+``[t0, t0 + D]``. Output: a :class:`~.timeslice_result.TimesliceResult` with slice lengths, switch
+gaps, shares of D, the overlap matrix, Jain's fairness index and a classification. Everything is
+vectorised with NumPy so a million runs take well under a second (see ``benchmarks/bench_analysis.py``).
 Every number is measured from the logs; nothing is read from configuration.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from slurmlab._extras import require
 from slurmlab.errors import ParseError
+from slurmlab.experiments.timeslice_result import (
+    CONCURRENT,
+    MIXED,
+    SOLO,
+    TIME_SLICED,
+    ProcessStats,
+    Spread,
+    TimesliceResult,
+    fmt_ns,
+)
 
 # Pairwise overlap (|A∩B| / min(|A|, |B|)) below this everywhere = time-sliced; at or above
 # CONCURRENT_MIN everywhere = concurrent. Independent processes that are each interrupted by
@@ -28,265 +36,8 @@ from slurmlab.errors import ParseError
 TIME_SLICED_MAX = 0.1
 CONCURRENT_MIN = 0.5
 
-# meta entries holding raw worker reports (large: every run again)
-RAW_META_KEYS = ("reports", "solo_report")
-
 # below this share of D with any worker running, something else took the processor
 BUSY_SHARE_MIN = 0.9
-
-TIME_SLICED = "time-sliced"
-CONCURRENT = "concurrent"
-MIXED = "mixed"
-SOLO = "solo"
-
-
-@dataclass(frozen=True)
-class Spread:
-    """median / p5 / p95 of a set of durations in ns (NaN when there were none), and the count."""
-
-    median: float
-    p5: float
-    p95: float
-    count: int
-
-    @classmethod
-    def of(cls, values: np.ndarray) -> Spread:
-        if values.size == 0:
-            return cls(math.nan, math.nan, math.nan, 0)
-        # a full sort is several times faster than np.percentile's partitions here; same
-        # linear interpolation as np.percentile's default
-        v = np.sort(values)
-        last = v.size - 1
-
-        def q(p: float) -> float:
-            pos = p * last
-            lo = int(pos)
-            hi = min(lo + 1, last)
-            return float(v[lo] + (v[hi] - v[lo]) * (pos - lo))
-
-        return cls(q(0.5), q(0.05), q(0.95), int(v.size))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
-
-
-@dataclass(frozen=True)
-class ProcessStats:
-    label: str
-    runs: int
-    busy_ns: int
-    share: float  # busy time / D
-    slices: Spread  # run lengths, without the truncated first and last run
-    gaps: Spread  # time switched out between two runs of this process
-    truncated: bool  # the worker logged more runs than its buffer held
-    work_s: float | None = None
-    slowdown: float | None = None  # fixed-work time / solo fixed-work time
-
-
-@dataclass
-class TimesliceResult:
-    """The measured picture of N processes sharing (or not) one processor."""
-
-    backend: str
-    window: tuple[int, int]
-    labels: list[str]
-    runs: list[np.ndarray]  # per process, (n, 2) int64, clipped to the window
-    processes: list[ProcessStats]
-    overlap: np.ndarray  # (N, N) |A∩B| / min(|A|, |B|), diagonal 1
-    jain: float
-    classification: str
-    busy_share: float  # share of D when at least one process ran
-    switch_overhead: Spread  # idle time between a run of one process and the next run of another
-    threshold_ns: int | None
-    noise_floor_ns: float | None
-    solo_work_s: float | None = None
-    aggregate_efficiency: float | None = None  # sum over processes of solo time / their time
-    warnings: list[str] = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def duration_ns(self) -> int:
-        return self.window[1] - self.window[0]
-
-    @property
-    def shares(self) -> list[float]:
-        return [p.share for p in self.processes]
-
-    # -- views -------------------------------------------------------------------------------
-    def as_dict(self, *, include_runs: bool = False) -> dict[str, Any]:
-        n = len(self.labels)
-        pairs = self.overlap[~np.eye(n, dtype=bool)] if n > 1 else np.array([])
-        out: dict[str, Any] = {
-            "backend": self.backend,
-            "window_ns": list(self.window),
-            "duration_s": self.duration_ns / 1e9,
-            "classification": self.classification,
-            "measured": {
-                "jain_fairness": self.jain,
-                "busy_share": self.busy_share,
-                "overlap_matrix": self.overlap.tolist(),
-                "overlap_mean": float(pairs.mean()) if pairs.size else None,
-                "switch_overhead_ns": self.switch_overhead.as_dict(),
-                "noise_floor_ns": self.noise_floor_ns,
-                "solo_work_s": self.solo_work_s,
-                "aggregate_efficiency": self.aggregate_efficiency,
-                "processes": [
-                    {
-                        "label": p.label,
-                        "runs": p.runs,
-                        "busy_ns": p.busy_ns,
-                        "share": p.share,
-                        "slices_ns": p.slices.as_dict(),
-                        "gaps_ns": p.gaps.as_dict(),
-                        "truncated": p.truncated,
-                        "work_s": p.work_s,
-                        "slowdown": p.slowdown,
-                    }
-                    for p in self.processes
-                ],
-            },
-            "threshold_ns": self.threshold_ns,
-            "warnings": list(self.warnings),
-            # the raw worker reports repeat every run; they travel only with the runs
-            "meta": {k: v for k, v in self.meta.items() if include_runs or k not in RAW_META_KEYS},
-        }
-        if include_runs:
-            out["runs_ns"] = {lab: r.tolist() for lab, r in zip(self.labels, self.runs, strict=True)}
-        return out
-
-    def to_json(self, *, include_runs: bool = False, indent: int | None = 2) -> str:
-        return json.dumps(self.as_dict(include_runs=include_runs), indent=indent, default=_json_default)
-
-    def summary(self) -> str:
-        d = self.duration_ns / 1e9
-        lines = [
-            f"{len(self.labels)} process(es), {self.backend}, window D = {d:.3f} s: {self.classification}",
-            f"  measured Jain fairness {self.jain:.3f}; measured busy share {self.busy_share:.3f}",
-        ]
-        if len(self.labels) > 1:
-            n = len(self.labels)
-            off = self.overlap[~np.eye(n, dtype=bool)]
-            lines.append(f"  measured overlap between processes: mean {off.mean():.3f}, max {off.max():.3f}")
-        if self.switch_overhead.count:
-            lines.append(f"  measured switch overhead median {_fmt_ns(self.switch_overhead.median)}")
-        for p in self.processes:
-            text = (
-                f"  {p.label}: measured share {p.share:.3f}, {p.runs} runs, slice median "
-                f"{_fmt_ns(p.slices.median)} (p5 {_fmt_ns(p.slices.p5)}, p95 {_fmt_ns(p.slices.p95)}), "
-                f"switched-out median {_fmt_ns(p.gaps.median)}"
-            )
-            if p.slowdown is not None:
-                text += f", measured slowdown {p.slowdown:.2f}x"
-            if p.truncated:
-                text += " [TRUNCATED log]"
-            lines.append(text)
-        if self.aggregate_efficiency is not None:
-            lines.append(f"  measured aggregate efficiency vs solo {self.aggregate_efficiency:.2f}")
-        if self.threshold_ns is not None:
-            lines.append(
-                f"  switch threshold {_fmt_ns(self.threshold_ns)} (chosen from the measured calibration)"
-            )
-        if self.noise_floor_ns is not None:
-            lines.append(f"  measured timer noise floor {_fmt_ns(self.noise_floor_ns)}")
-        lines += [f"  warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
-
-    def _repr_html_(self) -> str:
-        rows = "".join(
-            "<tr>"
-            + "".join(
-                f"<td>{html.escape(str(c))}</td>"
-                for c in (
-                    p.label,
-                    f"{p.share:.3f}",
-                    p.runs,
-                    _fmt_ns(p.slices.median),
-                    _fmt_ns(p.slices.p5),
-                    _fmt_ns(p.slices.p95),
-                    _fmt_ns(p.gaps.median),
-                    "-" if p.slowdown is None else f"{p.slowdown:.2f}x",
-                    "yes" if p.truncated else "no",
-                )
-            )
-            + "</tr>"
-            for p in self.processes
-        )
-        head = "".join(
-            f"<th>{h}</th>"
-            for h in (
-                "process",
-                "measured share of D",
-                "runs",
-                "slice median",
-                "slice p5",
-                "slice p95",
-                "switched-out median",
-                "measured slowdown",
-                "truncated",
-            )
-        )
-        extra = f"measured Jain fairness {self.jain:.3f} · measured busy share {self.busy_share:.3f}"
-        if self.aggregate_efficiency is not None:
-            extra += f" · measured aggregate efficiency {self.aggregate_efficiency:.2f}"
-        warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
-        return (
-            f"<div><b>{html.escape(self.classification)}</b> — {len(self.labels)} process(es), "
-            f"{html.escape(self.backend)}, D = {self.duration_ns / 1e9:.3f} s<br>{extra}"
-            f"<table><tr>{head}</tr>{rows}</table>" + (f"<ul>{warn}</ul>" if warn else "") + "</div>"
-        )
-
-    def gantt(self, *, max_runs_per_process: int = 20000, width: int = 900) -> Any:
-        """A Bokeh figure: one row per process, a bar per measured run (ms since T0)."""
-        plotting = require("bokeh.plotting", feature="the time-slicing Gantt chart", extra="viz")
-        models = require("bokeh.models", feature="the time-slicing Gantt chart", extra="viz")
-        palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
-        fig = plotting.figure(
-            title=f"measured runs — {self.classification}",
-            y_range=list(reversed(self.labels)),
-            x_axis_label="ms since T0 (measured)",
-            height=80 + 40 * len(self.labels),
-            width=width,
-            tools="xpan,xwheel_zoom,box_zoom,reset,hover",
-            tooltips=[("process", "@label"), ("start ms", "@left{0.000}"), ("length µs", "@length{0.0}")],
-        )
-        t0 = self.window[0]
-        for i, (label, r) in enumerate(zip(self.labels, self.runs, strict=True)):
-            shown = r[:max_runs_per_process]
-            left = (shown[:, 0] - t0) / 1e6
-            right = (shown[:, 1] - t0) / 1e6
-            src = models.ColumnDataSource(
-                {
-                    "left": left,
-                    "right": right,
-                    "label": [label] * len(shown),
-                    "length": (shown[:, 1] - shown[:, 0]) / 1e3,
-                }
-            )
-            fig.hbar(
-                y="label", left="left", right="right", height=0.7, source=src, color=palette[i % len(palette)]
-            )
-        return fig
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _fmt_ns(ns: float | None) -> str:
-    if ns is None or (isinstance(ns, float) and math.isnan(ns)):
-        return "-"
-    if abs(ns) >= 1e6:
-        return f"{ns / 1e6:.3f} ms"
-    if abs(ns) >= 1e3:
-        return f"{ns / 1e3:.1f} µs"
-    return f"{ns:.0f} ns"
 
 
 # -- the computations ----------------------------------------------------------------------------
@@ -508,7 +259,7 @@ def analyse(
         )
         if late[i]:
             warnings.append(
-                f"{labels[i]}: started {_fmt_ns(float(late[i]))} after T0 (it was not ready in time)"
+                f"{labels[i]}: started {fmt_ns(float(late[i]))} after T0 (it was not ready in time)"
             )
         if truncated[i]:
             warnings.append(f"{labels[i]}: the run log was truncated (buffer full); later runs are missing")
@@ -529,8 +280,8 @@ def analyse(
         )
     if threshold_ns is not None and noise_floor_ns is not None and threshold_ns < 3 * noise_floor_ns:
         warnings.append(
-            f"switch threshold {_fmt_ns(threshold_ns)} is under 3x the measured noise floor "
-            f"{_fmt_ns(noise_floor_ns)}: some gaps may be noise, not switches"
+            f"switch threshold {fmt_ns(threshold_ns)} is under 3x the measured noise floor "
+            f"{fmt_ns(noise_floor_ns)}: some gaps may be noise, not switches"
         )
     aggregate = None
     done = [float(w) for w in work if w is not None]

@@ -1,17 +1,14 @@
 """Measured copy / peer-to-peer bandwidth against what the hardware should give.
 
 The expectations are the per-link NVLink speeds that ``nvidia-smi nvlink -s`` reports
-(DESIGN §4) and the device-copy anchor of §5. The comparison is pure; the measurement path
-(:func:`measure_p2p`) needs CuPy and two GPUs.
+(DESIGN §4) and the device-copy anchor of §5. The comparison is pure; the measurements come from
+the workers (their ``copy`` report, see :mod:`.node.worker`).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Any
 
-from slurmlab._extras import require
 from slurmlab.errors import SlurmlabError
 
 # model -> (GB/s per link and direction, links per GPU), as nvidia-smi nvlink -s reports
@@ -107,30 +104,3 @@ def check_p2p(name: str, measured_gbps: float, links: int) -> BandwidthVerdict:
     """A one-direction peer copy between two GPUs joined by ``links`` NVLinks (``NV<links>`` in topo -m)."""
     return compare(f"peer copy over NV{links}", measured_gbps, expected_nvlink_gbps(name, links))
 
-
-def measure_p2p(src: int, dst: int, megabytes: int = 512, repeats: int = 5) -> dict[str, Any]:
-    """Copy ``megabytes`` from GPU ``src`` to GPU ``dst``; best of ``repeats`` (one direction)."""
-    cp = require("cupy", feature="measuring peer-to-peer bandwidth", extra="gpu")
-    if cp.cuda.runtime.getDeviceCount() < 2:
-        raise SlurmlabError("peer-to-peer bandwidth needs two GPUs", hint="allocate two GPUs on one node")
-    nbytes = megabytes << 20
-    can = bool(cp.cuda.runtime.deviceCanAccessPeer(dst, src))
-    with cp.cuda.Device(src):
-        a = cp.ones(nbytes // 4, dtype=cp.float32)
-    with cp.cuda.Device(dst):
-        b = cp.empty_like(a)
-        best = float("inf")
-        for _ in range(repeats):
-            cp.cuda.Device(dst).synchronize()
-            t = time.perf_counter()
-            cp.cuda.runtime.memcpyPeer(b.data.ptr, dst, a.data.ptr, src, nbytes)
-            cp.cuda.Device(dst).synchronize()
-            best = min(best, time.perf_counter() - t)
-    return {
-        "src": src,
-        "dst": dst,
-        "bytes": nbytes,
-        "seconds": best,
-        "gbps": nbytes / best / 1e9,
-        "peer_access": can,
-    }

@@ -1,107 +1,32 @@
 """Isolation checks I1–I10 (DESIGN §5): what each task really got against what Slurm granted.
 
-Pure functions over the JSON reports of the workers (one per task, see :mod:`.worker` and
-:mod:`.gpu_worker`) and a :class:`Grant`. Each check returns PASS, FAIL, SKIP (with the
-reason) or INFO, always with the evidence it judged. A check that needs a GPU SKIPs without one.
+Pure functions over the JSON reports of the workers (one per task, see :mod:`.node.worker` and
+:mod:`.node.gpu_worker`) and a :class:`~.isolation_result.Grant`. Each check returns PASS, FAIL,
+SKIP (with the reason) or INFO, always with the evidence it judged. A check that needs a GPU SKIPs
+without one. Running them inside an allocation is :func:`slurmlab.experiments.verify.verify`.
 """
 
 from __future__ import annotations
 
-import html
-import json
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from slurmlab.experiments.analysis import CONCURRENT, TIME_SLICED, TimesliceResult
-
-PASS, FAIL, SKIP, INFO = "PASS", "FAIL", "SKIP", "INFO"
-EXCLUSIVE, SHARED, MIG = "exclusive", "shared", "mig"
+from slurmlab.core.gpu.mig import mig_memory_gb
+from slurmlab.core.slurm.ranges import parse_index_list
+from slurmlab.experiments.isolation_result import (
+    FAIL,
+    INFO,
+    MIG,
+    PASS,
+    SHARED,
+    SKIP,
+    CheckResult,
+    Grant,
+    IsolationReport,
+)
+from slurmlab.experiments.timeslice_result import CONCURRENT, TIME_SLICED, TimesliceResult
 
 Report = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Grant:
-    """What Slurm granted each task (from the request, or from the step's SLURM_* variables)."""
-
-    gpus_per_task: int | None = None
-    sharing: str = EXCLUSIVE  # exclusive GPUs, shared (shard/mps/same GPU) or mig
-    mig_profile: str | None = None  # e.g. "1g.18gb"
-    gpu_bind: str | None = None  # e.g. "closest"
-    gpu_freq: str | None = None  # e.g. "1500" or "high"
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Grant:
-        """Read a step's environment: SLURM_STEP_GPUS/SLURM_JOB_GPUS, shards, bind, frequency."""
-        gpus = env.get("SLURM_STEP_GPUS") or env.get("SLURM_JOB_GPUS")
-        count = len([g for g in gpus.split(",") if g.strip()]) if gpus else None
-        per_task = env.get("SLURM_GPUS_PER_TASK")
-        if per_task and per_task.split(":")[-1].isdigit():
-            count = int(per_task.split(":")[-1])
-        sharing = EXCLUSIVE
-        if env.get("SLURM_SHARDS_ON_NODE") or env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"):
-            sharing = SHARED
-        cvd = env.get("CUDA_VISIBLE_DEVICES", "")
-        if cvd.startswith("MIG-"):
-            sharing = MIG
-        bind = env.get("SLURM_GPU_BIND") or None
-        return cls(count, sharing, None, bind, env.get("SLURM_GPU_FREQ") or None)
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    id: str
-    title: str
-    status: str
-    evidence: Any = None
-    reason: str = ""
-
-
-@dataclass
-class IsolationReport:
-    checks: list[CheckResult]
-    grant: Grant
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def by_id(self, check_id: str) -> CheckResult:
-        return next(c for c in self.checks if c.id == check_id)
-
-    @property
-    def failed(self) -> list[CheckResult]:
-        return [c for c in self.checks if c.status == FAIL]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"grant": asdict(self.grant), "checks": [asdict(c) for c in self.checks], "meta": self.meta}
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.as_dict(), indent=indent, default=str)
-
-    def summary(self) -> str:
-        lines = [f"isolation checks ({len(self.failed)} failed):"]
-        for c in self.checks:
-            why = f" — {c.reason}" if c.reason else ""
-            lines.append(f"  {c.id} {c.status:<4} {c.title}{why}")
-            if c.evidence not in (None, "", [], {}):
-                lines.append(f"       evidence: {json.dumps(c.evidence, default=str)[:300]}")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
-
-    def _repr_html_(self) -> str:
-        colour = {PASS: "#2ca02c", FAIL: "#d62728", SKIP: "#7f7f7f", INFO: "#1f77b4"}
-        rows = "".join(
-            f"<tr><td>{c.id}</td><td style='color:{colour[c.status]}'><b>{c.status}</b></td>"
-            f"<td>{html.escape(c.title)}</td><td>{html.escape(c.reason)}</td>"
-            f"<td><code>{html.escape(json.dumps(c.evidence, default=str)[:300])}</code></td></tr>"
-            for c in self.checks
-        )
-        return (
-            "<table><tr><th>check</th><th>status</th><th>what</th><th>why</th><th>evidence</th></tr>"
-            f"{rows}</table>"
-        )
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -137,22 +62,13 @@ def _uuids(r: Report) -> list[str]:
 
 
 def parse_cpulist(text: str) -> set[int]:
-    """The kernel's cpulist (``0-3,8``) as a set; raises ValueError on anything else."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
-        if not m:
-            raise ValueError(f"bad cpulist {text!r}")
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        cpus.update(range(lo, hi + 1))
-    return cpus
+    """The kernel's cpulist (``0-3,8``) as a set; raises ValueError (ParseError) on anything else."""
+    return set(parse_index_list(text, "cpulist"))
 
 
 def mig_profile_gb(profile: str) -> float | None:
-    m = re.fullmatch(r"(\d+)g\.(\d+)gb", profile.strip().lower())
-    return float(m.group(2)) if m else None
+    gb = mig_memory_gb(profile)
+    return float(gb) if gb is not None else None
 
 
 # -- the checks -----------------------------------------------------------------------------------
@@ -404,13 +320,3 @@ def run_checks(
         check_i10(reports, grant, timeslice),
     ]
     return IsolationReport(checks, grant, {"tasks": len(reports)})
-
-
-def __getattr__(name: str) -> object:
-    # isolation.verify(allocation) lives in verify.py, which imports this module
-    if name == "verify":
-        from slurmlab.experiments.verify import verify
-
-        return verify
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-

@@ -1,10 +1,11 @@
 """Start experiment workers as steps of an allocation (``srun --jobid=J --overlap …``).
 
-:class:`StepLauncher` is a launcher for :func:`slurmlab.experiments.local.run_workers`: each
+:class:`StepLauncher` is a launcher for :func:`slurmlab.experiments.workers.run_workers`: each
 worker argv becomes one step of the allocation, started with ``allocation.launch``. The
-allocation is duck-typed (anything with ``launch(argv, args=[...]) -> step`` whose step has
-``.proc`` and ``.stop()``, as :class:`slurmlab.slurm.allocation.Allocation` has), so this room
-never imports ``slurmlab.slurm``.
+allocation is typed by :class:`~.protocols.ExperimentAllocation` (what
+:class:`slurmlab.slurm.allocation.Allocation` offers), so this room never imports ``slurmlab.slurm``.
+:func:`probe_node` asks a one-task step what the workers will find on their node, and
+:func:`step_gpu_args` the GPU request every worker step repeats.
 
 Workers on other nodes meet the orchestrator in a sync folder, which must be on a filesystem
 the nodes share: :func:`default_sync_root` gives the system temp folder when every step runs
@@ -14,16 +15,35 @@ on this host (a sandbox), and a folder under ``$HOME`` otherwise (home is shared
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from slurmlab.errors import SlurmlabError
+from slurmlab.core.slurm.models import Job
+from slurmlab.errors import ExperimentError, SlurmlabError
+from slurmlab.experiments.protocols import ExperimentAllocation, LaunchedStep
 
-__all__ = ["StepHandle", "StepLauncher", "default_sync_root", "runs_on_this_host"]
+__all__ = [
+    "StepHandle",
+    "StepLauncher",
+    "default_sync_root",
+    "probe_node",
+    "runs_on_this_host",
+    "step_gpu_args",
+]
+
+_PROBE = (
+    "import json, os, socket\n"
+    "from slurmlab.experiments.node.worker import cpu_affinity, pick_backend\n"
+    "print(json.dumps({'cpus': cpu_affinity(), 'backend': pick_backend('auto'),\n"
+    "                  'node': os.environ.get('SLURMD_NODENAME') or socket.gethostname(),\n"
+    "                  'cuda_visible_devices': os.environ.get('CUDA_VISIBLE_DEVICES')}))\n"
+)
 
 
 class StepHandle:
@@ -33,10 +53,10 @@ class StepHandle:
     Slurm ends the remote tasks) rather than SIGKILL on srun, which would orphan them.
     """
 
-    def __init__(self, step: Any) -> None:
+    def __init__(self, step: LaunchedStep) -> None:
         self.step = step
         self.proc: subprocess.Popen[str] = step.proc
-        self.argv: list[str] = list(getattr(step, "argv", []) or [])
+        self.argv: list[str] = list(step.argv or [])
 
     def poll(self) -> int | None:
         return self.proc.poll()
@@ -59,7 +79,7 @@ class StepLauncher:
 
     def __init__(
         self,
-        allocation: Any,
+        allocation: ExperimentAllocation,
         args: Sequence[str] = ("-n1", "-N1"),
         per_worker_args: Sequence[Sequence[str]] = (),
         *,
@@ -98,7 +118,7 @@ class StepLauncher:
         return handles
 
 
-def runs_on_this_host(allocation: Any) -> bool:
+def runs_on_this_host(allocation: ExperimentAllocation) -> bool:
     """True when the allocation's nodes are this machine (the sandbox: ``NodeAddr=127.0.0.1``).
 
     Judged from the Slurm config the runner points at (a sandbox sets ``SLURM_CONF`` to its own
@@ -122,10 +142,42 @@ def runs_on_this_host(allocation: Any) -> bool:
     return bool(nodes) and all(n.split(".")[0] == host for n in nodes)
 
 
-def default_sync_root(allocation: Any) -> Path | None:
+def default_sync_root(allocation: ExperimentAllocation) -> Path | None:
     """Where the sync folder goes: None (the temp folder) on this host, else ``~/.slurmlab/sync``."""
     if runs_on_this_host(allocation):
         return None
     root = Path(os.path.expanduser("~")) / ".slurmlab" / "sync"
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def step_gpu_args(job: Job | None, node: str | None) -> list[str]:
+    """The GPU request each worker step repeats so that all of them see the same GPUs.
+
+    A job that asked GPUs per job (``--gpus=N``) must name GPUs in an ``--overlap`` step on
+    Slurm 22.05; asking for all of the job's GPUs on the node keeps ``CUDA_VISIBLE_DEVICES`` (and
+    so ``--device``) the same in every worker. Jobs that asked per node or per task hand the
+    step their GPUs without a request. Shards and MPS are never handed over unasked: each step
+    asks for the job's count (a job's shards sit on one GPU per node, so all see that GPU).
+    """
+    from slurmlab.core.request.step_request import step_gpu_args as build  # the one step-GPU builder
+
+    return build(job, whole_node=True, node=node)
+
+
+def probe_node(
+    allocation: ExperimentAllocation, node: str | None = None, python: str = sys.executable
+) -> dict[str, Any]:
+    """What a one-task step on ``node`` sees: its CPUs, the backend it would pick, its node name."""
+    args = ["-n1", "-N1", *(["-w", node] if node else []), *step_gpu_args(allocation.job, node)]
+    result = allocation.srun([python, "-c", _PROBE], args=args, on_output=lambda s, ln: None, timeout=120)
+    lines = [ln for ln in result.stdout if ln.strip().startswith("{")]
+    if result.returncode != 0 or not lines:
+        raise ExperimentError(
+            f"the probe step in allocation {allocation.job_id} failed (exit {result.returncode}): "
+            + " | ".join((result.stderr or result.stdout)[-3:]),
+            hint="can the allocation's nodes run this Python (with slurmlab installed)? "
+            "pass python=… for another interpreter",
+        )
+    probe: dict[str, Any] = json.loads(lines[-1])
+    return probe

@@ -9,41 +9,31 @@ but an added newline cannot be told from a printed one. The task therefore print
 between two markers, as JSON that never holds a raw newline, and the reader joins the task's
 pieces without newlines and takes what lies between the markers.
 
-Pure functions: the step is run elsewhere; this reads the lines it printed.
+Pure functions: the step is run elsewhere; this reads the lines it printed. The printing half
+(the markers and :func:`frame`) runs in the tasks: :mod:`slurmlab.experiments.node.framing`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from slurmlab.errors import ExperimentError
+from slurmlab.experiments.node.framing import BEGIN, END, frame
 
 __all__ = ["BEGIN", "END", "LabelledOutput", "frame", "has_reports", "read_reports", "split_labelled"]
 
-BEGIN = "<slurmlab-report>"
-END = "</slurmlab-report>"
 # srun's "%*d: " prefix; a piece may be empty ("3: "), and a stripped trailing blank leaves "3:"
 _LABEL = re.compile(r" *(\d{1,7}):(?: (.*))?", re.DOTALL)
 _SHOWN = 160  # characters of a broken report quoted in an error, each side
 _LISTED = 4  # tasks named one by one in an error; the rest are counted
 
 
-def frame(report: Mapping[str, Any]) -> str:
-    """The line a task prints: its report between the markers, with no raw newline inside."""
-    # json.dumps escapes every control character, so the text between the markers is one line;
-    # "<" escaped as JSON allows keeps a marker that a value holds (a job name, a path) from
-    # ending the report early
-    return BEGIN + json.dumps(report, default=str).replace("<", "\\u003c") + END
-
-
 class LabelledOutput:
     """A step's labelled stdout, split per task: the pieces in arrival order, and unlabelled lines."""
 
-    # a plain class: every task of a verify step imports this module, and dataclasses costs
-    # more to import than the rest of the task's report
     def __init__(self) -> None:
         self.pieces: dict[int, list[str]] = {}
         self.other: list[str] = []

@@ -11,13 +11,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from slurmlab.core.slurm.jobid import is_job_id
-from slurmlab.errors import SlurmError
 from slurmlab.magics.args import (
     argument,
     expand_line,
     job_id_option,
     magic_arguments,
-    parse_tokens,
     raw_line,
     split_line,
 )
@@ -61,37 +59,22 @@ class DryRun:
 
 
 def prepare_request(tokens: list[str], runner: Any = None, *, need_cluster: bool = True) -> tuple[Any, str]:
-    """Parse and validate Slurm options. Returns (request, note on what it was checked against).
+    """A %salloc line's request through the one pipeline; returns (request, what it was checked against).
 
     With ``need_cluster`` a controller that does not answer is an error; without (dry run) the
     static checks still run and the note says the cluster was not asked.
     """
-    from slurmlab.core.request.validate import validate
-    from slurmlab.slurm import queries
-    from slurmlab.slurm.runner import get_runner
+    from slurmlab.core.request.pipeline import CommandInRequest
+    from slurmlab.slurm.allocation import check_request
 
-    req = parse_tokens(tokens)
-    if req.command:
-        raise UsageError(
-            f"%salloc takes no command (got {' '.join(req.command)!r}): it only allocates; "
-            "run commands in the allocation with %srun"
-        )
-    from slurmlab.core.request.request import version_text
-    from slurmlab.slurm.allocation import known_version
-
-    runner = runner or get_runner()
     try:
-        inventory = queries.inventory(runner)
-        note = f"checked against the cluster ({len(inventory.partitions)} partitions)"
-    except SlurmError as exc:
-        if need_cluster:
-            raise
-        inventory, note = None, f"not checked against the cluster: {exc.message}"
-    # what one Slurm accepts another refuses (--uid, --gres=gpu beside --gpus-per-node)
-    version = known_version(runner) if inventory is not None else None
-    if version:
-        note += f", Slurm {version_text(version)}"
-    return validate(req, inventory, version=version), note
+        req = check_request(tokens, runner, need_cluster=need_cluster)
+    except CommandInRequest as exc:
+        raise UsageError(
+            f"%salloc takes no command (got {' '.join(exc.command)!r}): it only allocates; "
+            "run commands in the allocation with %srun"
+        ) from None
+    return req, req.checked.note() if req.checked is not None else ""
 
 
 @magics_class
@@ -145,18 +128,15 @@ class AllocateMagics(Magics):
             return alloc
         with user_errors("cannot submit this request"):
             req, note = prepare_request(rest, need_cluster=not ns.dry_run)
-        name = req.job_name
-        submit = dataclasses.replace(req, job_name=None, warnings=())
-        argv = submit.to_argv()
         if ns.dry_run:
             from slurmlab.core.request.explain import explain
             from slurmlab.slurm.allocation import salloc_argv
 
-            return DryRun(tuple(salloc_argv(argv, name=name)), explain(req), tuple(req.warnings), note)
+            return DryRun(tuple(salloc_argv(req)), explain(req), tuple(req.warnings), note)
         for w in req.warnings:
             print(f"warning: {w}", file=sys.stderr)
         with user_errors("salloc failed"):
-            alloc = Allocation.submit(argv, name=name, validate=False)  # validated above
+            alloc = Allocation.submit(req)  # checked against the cluster above: not checked twice
         session.remember(alloc)
         return alloc
 

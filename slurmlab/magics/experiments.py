@@ -1,14 +1,15 @@
 """``%gpu_timeslice`` and ``%gpu_isolation``: the experiments of DESIGN §5 in the notebook's allocation.
 
 Both run in ``--jobid`` or the notebook's latest ``%salloc`` allocation and return an object that
-displays itself (a TimesliceResult with its summary and Gantt, a VerifyReport with its table).
+displays itself (a TimesliceResult with its measured table, a VerifyReport with its checks); the
+Gantt chart of a TimesliceResult is ``slurmlab.viz.gantt.gantt_figure(result)``.
 ``%gpu_timeslice`` with no allocation at all runs its workers as local processes (a laptop).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -25,6 +26,9 @@ from slurmlab.magics.args import (
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
 from slurmlab.magics.steps import resolve_allocation
 
+if TYPE_CHECKING:
+    from slurmlab.slurm.allocation import Allocation
+
 __all__ = ["ExperimentMagics"]
 
 # Bounds that keep a typo from starting thousands of workers or a run that never ends.
@@ -33,7 +37,8 @@ MAX_DURATION_S = 3600.0
 MAX_TASKS = 1024
 
 
-def _running(alloc: Any) -> Any:
+def _running(alloc: Allocation) -> Allocation:
+    # typed: mypy checks here that an Allocation is what the experiments' protocols ask for
     if alloc.state in ("SUBMITTING", "PENDING", "CONFIGURING"):
         print(f"waiting for allocation {alloc.job_id} to start ({alloc.state})…", file=sys.stderr, flush=True)
         with user_errors(f"allocation {alloc.job_id} did not start"):
@@ -78,7 +83,7 @@ class ExperimentMagics(Magics):
         one GPU (cupy) or one core (cpu), with a common start, and shows shares, slices, overlap,
         fairness and the classification (time-sliced / concurrent / mixed) with a Gantt chart.
         """
-        from slurmlab.experiments.timeslice import run
+        from slurmlab.experiments.timeslice import TimeslicePlan, run
 
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "gpu_timeslice", line)
@@ -93,7 +98,7 @@ class ExperimentMagics(Magics):
         # isascii: "²".isdigit() is true but int("²") fails; a count has few digits
         if cores is not None and cores.isascii() and cores.isdigit() and len(cores) <= 4:
             cores = int(cores)
-        alloc = None
+        alloc: Allocation | None = None
         if not ns.local and (ns.jobid is not None or get_session().default is not None):
             alloc = _running(resolve_allocation(ns.jobid))
         elif not ns.local:
@@ -103,7 +108,8 @@ class ExperimentMagics(Magics):
                 flush=True,
             )
         with user_errors("the time-slicing run failed"):
-            return run(alloc, ns.procs, ns.duration, ns.backend, cores=cores, device=ns.device, nice=ns.nice)
+            plan = TimeslicePlan(ns.procs, ns.duration, ns.backend, cores, device=ns.device, nice=ns.nice)
+            return run(alloc, plan)
 
     @magic_arguments()
     @argument("--jobid", metavar="ID", help="check this job (default: the latest %%salloc allocation)")

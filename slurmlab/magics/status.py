@@ -15,12 +15,6 @@ from slurmlab.widgets.rows import JOB_COLUMNS, NODE_COLUMNS, Table, job_row, nod
 __all__ = ["NotedTable", "StatusMagics", "problems_note", "slurm_status"]
 
 
-def _me() -> str:
-    import getpass
-
-    return getpass.getuser()
-
-
 def _check_user(user: str) -> None:
     """UsageError unless ``user`` names a Unix user here or is a numeric uid."""
     import pwd
@@ -117,7 +111,7 @@ class StatusMagics(Magics):
         ``%squeue`` shows my jobs, ``%squeue --all`` everyone's, ``%squeue -u alice`` one user's;
         ``%squeue --watch`` a live monitor.
         """
-        from slurmlab.slurm import queries
+        from slurmlab.slurm import identity, queries
         from slurmlab.slurm.runner import get_runner
 
         line = expand_line(self, line, local_ns)
@@ -132,10 +126,12 @@ class StatusMagics(Magics):
             return QueueMonitor(all_users=ns.all)
         if ns.user is not None:
             _check_user(ns.user)
-        user = None if ns.all else (ns.user or _me())
+        # no -u: the queries decide who "I" am, by effective uid, as every ownership check does
+        # ($USER and getpass come from the environment, which anyone can set)
+        user = None if ns.all else ns.user
         with user_errors("cannot read the queue"):
             jobs = queries.list_jobs(get_runner(), user=user, all_users=ns.all)
-        title = "all jobs" if ns.all else f"jobs of {user}"
+        title = "all jobs" if ns.all else f"jobs of {user or identity.current_user()}"
         return NotedTable([job_row(j) for j in jobs], JOB_COLUMNS, title=title, empty="(no jobs)",
                           note=problems_note(jobs, "job"))
 

@@ -8,136 +8,40 @@ Everything lives in one folder (default ``$XDG_RUNTIME_DIR/slurmlab/sandbox/<pro
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pwd
-import re
-import secrets
-import shutil
 import signal
 import socket
-import stat
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from slurmlab.errors import SandboxError
 from slurmlab.sandbox import access, machine, processes
+from slurmlab.sandbox.daemons import accepts, daemon_argv, expected_program, log_tail, start_failure, wait_for
+from slurmlab.sandbox.folder import (
+    default_directory,
+    locate,
+    make_devices,
+    make_folders,
+    make_munge_key,
+    munge_socket_in,
+    write_configuration,
+)
+from slurmlab.sandbox.installed import APT_INSTALL, client, daemon, detect_release, detect_version
 from slurmlab.sandbox.ports import free_ports, is_listening
 from slurmlab.sandbox.profile import Profile, load_profile
-from slurmlab.sandbox.render import (
-    RenderContext,
-    device_files,
-    device_path,
-    render_cgroup_conf,
-    render_gres_conf,
-    render_slurm_conf,
-)
+from slurmlab.sandbox.render import RenderContext
+from slurmlab.sandbox.state_file import STATE_FILE, read_state, reread_state, write_state
+from slurmlab.sandbox.status import SandboxStatus
 from slurmlab.slurm.runner import Runner
 
 __all__ = ["APT_INSTALL", "DEFAULT_PROFILE", "Sandbox", "SandboxStatus", "default_directory", "detect_release",
            "detect_version"]
 
 DEFAULT_PROFILE = "dgx-h100"
-APT_INSTALL = "sudo apt-get install slurmctld slurmd slurm-client munge"
-STATE_FILE = "state.json"
-_SBIN = ("/usr/sbin", "/usr/local/sbin", "/sbin")
-_UNIX_PATH_MAX = 107  # sun_path holds 108 bytes including the NUL
-
-
-def _daemon(name: str) -> str:
-    path = shutil.which(name) or shutil.which(name, path=os.pathsep.join(_SBIN))
-    if path is None:
-        raise SandboxError(f"{name} is not installed (the sandbox needs Slurm's daemons and munge)",
-                           hint=f"install them: {APT_INSTALL}")
-    return path
-
-
-def _client(name: str) -> str:
-    """Full path of a Slurm client command (only used for the readiness check of ``up``/``status``)."""
-    path = shutil.which(name)
-    if path is None:
-        raise SandboxError(f"the Slurm client command {name} is not installed", hint=f"install it: {APT_INSTALL}")
-    return path
-
-
-def detect_release(slurmctld: str | None = None) -> str:
-    """The installed Slurm's release, e.g. ``24.11.5``, from ``slurmctld -V`` (``slurm-wlm 24.11.5``)."""
-    exe = slurmctld or _daemon("slurmctld")
-    proc = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=10, check=False)
-    m = re.search(r"\d+\.\d+\.\d+", proc.stdout + proc.stderr)
-    if m is None:
-        raise SandboxError(f"cannot read the Slurm version from `{exe} -V`: {(proc.stdout + proc.stderr).strip()!r}",
-                           hint=f"reinstall Slurm: {APT_INSTALL}")
-    return m.group(0)
-
-
-def detect_version(slurmctld: str | None = None) -> tuple[int, int]:
-    """(major, minor) of the installed Slurm, from ``slurmctld -V`` (e.g. ``slurm-wlm 22.05.8``)."""
-    major, minor, _ = detect_release(slurmctld).split(".")
-    return int(major), int(minor)
-
-
-def _base_directory() -> Path:
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.access(runtime, os.W_OK):
-        return Path(runtime) / "slurmlab" / "sandbox"
-    return Path.home() / ".cache" / "slurmlab" / "sandbox"
-
-
-def default_directory(profile: str) -> Path:
-    return _base_directory() / profile
-
-
-@dataclass(frozen=True)
-class SandboxStatus:
-    """What runs of one sandbox."""
-
-    directory: Path
-    profile: str
-    nodes: tuple[str, ...]
-    processes: dict[str, tuple[int, bool]]  # name -> (pid, alive); a frozen process is alive
-    ports: dict[str, int]
-    node_states: dict[str, str] = field(default_factory=dict)
-    frozen: frozenset[str] = frozenset()  # names of the processes stopped by a signal (alive, answering nothing)
-    release: str = ""  # the Slurm it runs, e.g. 24.11.5
-
-    @property
-    def running(self) -> bool:
-        return bool(self.processes) and all(ok for _, ok in self.processes.values()) and not self.frozen
-
-    @property
-    def stopped(self) -> bool:
-        return not any(ok for _, ok in self.processes.values())
-
-    @property
-    def dead(self) -> tuple[str, ...]:
-        """Names of the daemons that are not running."""
-        return tuple(name for name, (_, ok) in self.processes.items() if not ok)
-
-    def condition(self, name: str) -> str:
-        """``running``, ``FROZEN`` (stopped by a signal: alive but answering nothing) or ``NOT RUNNING``."""
-        if name in self.frozen:
-            return "FROZEN (stopped by a signal, answers nothing)"
-        return "running" if self.processes[name][1] else "NOT RUNNING"
-
-    def __str__(self) -> str:
-        word = "running" if self.running else ("stopped" if self.stopped else "PARTLY running")
-        slurm = f", Slurm {self.release}" if self.release else ""
-        lines = [f"sandbox {self.profile} ({len(self.nodes)} nodes{slurm}) in {self.directory}: {word}"]
-        for name, (pid, _) in self.processes.items():
-            port = self.ports.get(name)
-            where = f" port {port}" if port else ""
-            lines.append(f"  {name:<14} pid {pid:<8} {self.condition(name)}{where}")
-        for node, st in self.node_states.items():
-            note = "  (not responding: its slurmd is dead, frozen or unreachable)" if st.endswith("*") else ""
-            lines.append(f"  node {node:<9} {st}{note}")
-        if not self.running and not self.stopped:
-            lines.append(f"bring back what is dead or frozen, keeping every job: slurmlab sandbox restart --dir {self.directory}")
-        return "\n".join(lines)
 
 
 class Sandbox:
@@ -216,52 +120,25 @@ class Sandbox:
 
         With nothing given: the only sandbox recorded in the default place.
         """
-        if where is None:
-            base = _base_directory()
-            found = sorted(p.parent for p in base.glob(f"*/{STATE_FILE}")) if base.is_dir() else []
-            if len(found) != 1:
-                what = "no sandbox" if not found else f"{len(found)} sandboxes ({', '.join(map(str, found))})"
-                raise SandboxError(f"{what} recorded under {base}",
-                                   hint="start one with `slurmlab sandbox up`, or name it with --dir/--profile")
-            return cls._load(found[0])
-        text = os.fspath(where)
-        path = Path(text)
-        if os.sep not in text and not path.exists():
-            path = default_directory(text)
-        return cls._load(path)
+        return cls._load(locate(where))
 
     @classmethod
     def _load(cls, directory: Path) -> Sandbox:
-        file = directory / STATE_FILE
-        try:
-            state = json.loads(file.read_text())
-        except FileNotFoundError:
-            raise SandboxError(f"no sandbox in {directory} (no {STATE_FILE})",
-                               hint=f"start one: slurmlab sandbox up --dir {directory}") from None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise SandboxError(f"cannot read {file}: {exc}",
-                               hint=f"remove the folder {directory} and start again") from exc
-        if not isinstance(state, dict) or not {"profile", "pids", "conf_path"} <= state.keys():
-            raise SandboxError(f"{file} is not a sandbox state file", hint=f"remove {directory} and start again")
-        return cls(directory, state)
+        return cls(directory, read_state(directory))
 
     # ---- status ---------------------------------------------------------------------------------------
-    def _expected_exe(self, name: str) -> str:
-        return "munged" if name == "munged" else name.split(":")[0]
-
     def _pid_alive(self, name: str, pid: int) -> bool:
         # a recycled pid would run something else: check the program name too
         if not processes.alive(pid):
             return False
         argv = processes.cmdline(pid)
-        return bool(argv) and self._expected_exe(name) in os.path.basename(argv[0])
+        return bool(argv) and expected_program(name) in os.path.basename(argv[0])
 
     def _reload(self) -> None:
         """Re-read state.json: another process (``slurmlab sandbox restart``) may have restarted daemons."""
-        with contextlib.suppress(OSError, ValueError):
-            state = json.loads((self.directory / STATE_FILE).read_text())
-            if isinstance(state, dict) and isinstance(state.get("pids"), dict):
-                self.state = state
+        state = reread_state(self.directory)
+        if state is not None:
+            self.state = state
 
     def status(self, *, nodes: bool = True) -> SandboxStatus:
         self._reload()
@@ -343,69 +220,43 @@ class Sandbox:
             if admit is not None:
                 existing.admit(*admit)
             return existing
-        munged, slurmctld, slurmd = _daemon("munged"), _daemon("slurmctld"), _daemon("slurmd")
-        _client("sinfo")
+        munged, slurmctld, slurmd = daemon("munged"), daemon("slurmctld"), daemon("slurmd")
+        client("sinfo")
         release = detect_release(slurmctld)
-        version = detect_version(slurmctld)
-        settings = machine.sandbox_settings(machine.inspect(), version)
-        user = pwd.getpwuid(os.geteuid()).pw_name
-        root = os.geteuid() == 0
-        munge_dir = folder / "munge"
-        sock = munge_dir / "munged.sock"
-        if len(str(sock)) > _UNIX_PATH_MAX:
-            raise SandboxError(f"the sandbox folder {folder} is too deep for a unix socket path ({sock})",
-                               hint="choose a shorter --dir, e.g. /tmp/slurmlab-sandbox")
-        ports = free_ports(1 + prof.nodes, first=port)
-        for sub in ("", "munge", "state", "log", "run", "dev", "spool"):
-            (folder / sub).mkdir(parents=True, exist_ok=True)
-        folder.chmod(0o755)
+        ctx, settings = _context(folder, prof, detect_version(slurmctld), port, slurmd_timeout)
+        munge_dir = Path(ctx.munge_socket).parent
+        make_folders(folder, prof.node_names)
         _check_reachable(guests, munge_dir)
         # closed before munged starts, so that no other user can reach the socket even for a moment
         access.grant(munge_dir, 0o700, guests, 0o1)
-        for node in prof.node_names:
-            (folder / "spool" / node).mkdir(exist_ok=True)
-        ctx = RenderContext(
-            directory=str(folder), hostname=socket.gethostname(), user=user, ctld_port=ports[0],
-            node_ports=tuple(ports[1:]), munge_socket=str(sock), version=version,
-            device_dir=str(folder / "dev") if root else None, slurmd_timeout=slurmd_timeout,
-            cgroup_plugin=settings.cgroup_plugin, host_resolves=settings.host_resolves,
-        )
-        _make_devices(prof, ctx)
-        conf = folder / "slurm.conf"
-        conf.write_text(render_slurm_conf(prof, ctx))
-        (folder / "gres.conf").write_text(render_gres_conf(prof, ctx))
-        cgroup_conf = render_cgroup_conf(ctx)
-        if cgroup_conf is None:
-            with contextlib.suppress(FileNotFoundError):
-                (folder / "cgroup.conf").unlink()  # one left by an earlier sandbox on another machine setup
-        else:
-            (folder / "cgroup.conf").write_text(cgroup_conf)
-        key = munge_dir / "munge.key"
-        if not key.exists():
-            fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(secrets.token_bytes(1024))
-        key.chmod(0o400)
+        make_devices(prof, ctx)
+        conf = write_configuration(folder, prof, ctx)
+        make_munge_key(munge_dir)
         state: dict[str, Any] = {
             "profile": prof.name, "nodes": prof.nodes, "node_names": list(prof.node_names),
-            "conf_path": str(conf), "version": list(version), "release": release, "notes": list(settings.notes),
-            "user": user, "hostname": ctx.hostname,
-            "ports": {"slurmctld": ports[0], **{f"slurmd:{n}": p for n, p in zip(prof.node_names, ports[1:], strict=True)}},
-            "munge_socket": str(sock), "pids": {}, "started": time.time(), "admit": [g.name for g in guests],
+            "conf_path": str(conf), "version": list(ctx.version), "release": release, "notes": list(settings.notes),
+            "user": ctx.user, "hostname": ctx.hostname,
+            "ports": {"slurmctld": ctx.ctld_port,
+                      **{f"slurmd:{n}": p for n, p in zip(prof.node_names, ctx.node_ports, strict=True)}},
+            "munge_socket": ctx.munge_socket, "pids": {}, "started": time.time(), "admit": [g.name for g in guests],
         }
         sb = cls(folder, state)
         try:
-            sb._start_munged(munged)
-            sb._start(slurmctld, sb._argv("slurmctld", slurmctld, fresh=True), "slurmctld")
-            sb._wait_listening()
-            for node in prof.node_names:
-                sb._start(slurmd, sb._argv(f"slurmd:{node}", slurmd), f"slurmd:{node}")
+            sb._start_daemons(munged, slurmctld, slurmd)
             sb._wait_idle(timeout)
         except BaseException:
             with contextlib.suppress(Exception):
                 sb.down()
             raise
         return sb
+
+    def _start_daemons(self, munged: str, slurmctld: str, slurmd: str) -> None:
+        """munged, then slurmctld with its saved jobs cleared, then one slurmd per node once slurmctld listens."""
+        self._start_munged(munged)
+        self._start(slurmctld, self._argv("slurmctld", slurmctld, fresh=True), "slurmctld")
+        self._wait_listening()
+        for node in self.nodes:
+            self._start(slurmd, self._argv(f"slurmd:{node}", slurmd), f"slurmd:{node}")
 
     @classmethod
     def _existing(cls, folder: Path, prof: Profile) -> Sandbox | None:
@@ -434,22 +285,13 @@ class Sandbox:
 
     # ---- daemons ----------------------------------------------------------------------------------------
     def _argv(self, name: str, exe: str, *, fresh: bool = False) -> list[str]:
-        """The command line of daemon ``name``; ``fresh`` starts slurmctld with ``-c`` (clear its saved jobs)."""
-        conf = str(self.conf_path)
-        if name == "munged":
-            d, sock = self.directory, self.munge_socket
-            return [exe, "-F", "-f", f"--key-file={sock.parent / 'munge.key'}", f"--socket={sock}",
-                    f"--pid-file={sock.parent / 'munged.pid'}", f"--log-file={d / 'log' / 'munged.log'}",
-                    f"--seed-file={sock.parent / 'munged.seed'}"]
-        if name == "slurmctld":
-            return [exe, "-D", *(["-c"] if fresh else []), "-f", conf]
-        return [exe, "-D", "-N", name.split(":", 1)[1], "-f", conf]
+        return daemon_argv(name, exe, self.conf_path, self.munge_socket, self.directory / "log", fresh=fresh)
 
     def _start_munged(self, exe: str) -> None:
         sock = self.munge_socket
         self._start(exe, self._argv("munged", exe), "munged")
         # a socket file left by a killed munged still exists: wait until the new one answers
-        _wait_for(lambda: _accepts(sock), 10, lambda: self._failure("munged did not open its socket", "munged"))
+        wait_for(lambda: accepts(sock), 10, lambda: self._failure("munged did not open its socket", "munged"))
         self._guard_munge()
 
     def _guard_munge(self) -> None:
@@ -461,7 +303,7 @@ class Sandbox:
 
     def _wait_listening(self) -> None:
         port = self.ports["slurmctld"]
-        _wait_for(lambda: is_listening(port), 15,
+        wait_for(lambda: is_listening(port), 15,
                   lambda: self._failure(f"slurmctld does not listen on port {port}", "slurmctld"))
 
     # ---- admitting other users ------------------------------------------------------------------------
@@ -501,7 +343,7 @@ class Sandbox:
                 continue
             if pid > 0:
                 processes.reap([pid])  # our own child when this process started it: no zombie left
-            exe = _daemon(name.split(":")[0])
+            exe = daemon(name.split(":")[0])
             if name == "munged":
                 self._start_munged(exe)
             else:
@@ -526,7 +368,7 @@ class Sandbox:
             time.sleep(0.3)
         raise SandboxError(
             f"after the restart the nodes do not respond within {timeout:g} s: {states or 'no answer from slurmctld'}"
-            f"\n{self._log_tail('slurmctld')}",
+            f"\n{log_tail(self.directory / 'log', 'slurmctld')}",
             hint=f"read the logs in {self.directory / 'log'}; start afresh (the jobs are lost): "
                  f"slurmlab sandbox down --dir {self.directory} && slurmlab sandbox up",
         )
@@ -546,33 +388,10 @@ class Sandbox:
             raise self._failure(f"{name} exited at once (exit code {proc.returncode})", name)
 
     def _save(self) -> None:
-        tmp = self.directory / f".{STATE_FILE}.tmp"
-        tmp.write_text(json.dumps(self.state, indent=1))
-        tmp.replace(self.directory / STATE_FILE)
-
-    def _log_tail(self, name: str, lines: int = 15) -> str:
-        stem = name.replace(":", "-")
-        node = name.split(":")[1] if ":" in name else None
-        candidates = [self.directory / "log" / f"{stem}.out", self.directory / "log" / f"{name}.log"]
-        if node:
-            candidates.append(self.directory / "log" / f"slurmd-{node}.log")
-        text = []
-        for path in candidates:
-            with contextlib.suppress(OSError):
-                tail = path.read_text(errors="replace").splitlines()[-lines:]
-                if tail:
-                    text.append(f"--- {path} ---\n" + "\n".join(tail))
-        return "\n".join(text) or "(no log written)"
+        write_state(self.directory, self.state)
 
     def _failure(self, what: str, name: str) -> SandboxError:
-        tail = self._log_tail(name)
-        known = machine.explain_failure(self._log_tail(name, lines=60))
-        if known is None:
-            return SandboxError(f"the sandbox did not start: {what}\n{tail}",
-                                hint=f"read the logs in {self.directory / 'log'}")
-        cause, step = known
-        return SandboxError(f"the sandbox did not start: {what} ({cause})\n{tail}",
-                            hint=f"{step}; the logs are in {self.directory / 'log'}")
+        return start_failure(self.directory / "log", what, name)
 
     def _wait_idle(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -596,17 +415,6 @@ class Sandbox:
                             "slurmctld")
 
 
-def _accepts(path: Path) -> bool:
-    """True when something listens on the unix socket ``path``."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(1.0)
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-    return True
-
-
 def _check_reachable(guests: Sequence[access.AdmittedUser], folder: Path) -> None:
     for guest in guests:
         closed = access.unreachable_folder(guest, folder.parent)
@@ -617,32 +425,18 @@ def _check_reachable(guests: Sequence[access.AdmittedUser], folder: Path) -> Non
             )
 
 
-def _wait_for(check: Any, seconds: float, failure: Any) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise failure()
-
-
-def _make_devices(prof: Profile, ctx: RenderContext) -> None:
-    """Fake GPU files: character devices (Slurm rejects plain files). mknod as root, else existing /dev/ttyN."""
-    for dev in device_files(prof):
-        path = Path(device_path(ctx, dev))
-        if ctx.device_dir is None:
-            if not path.exists() or not stat.S_ISCHR(path.stat().st_mode):
-                raise SandboxError(
-                    f"{path} is not a character device; without root the sandbox uses /dev/tty0.. as fake GPUs",
-                    hint="run as root, or choose a profile with fewer GPUs per node (e.g. --profile seed)",
-                )
-            continue
-        if path.exists() and stat.S_ISCHR(path.stat().st_mode):
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        try:
-            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(195, dev.number))
-        except OSError as exc:
-            raise SandboxError(f"cannot create the fake GPU device {path}: {exc}",
-                               hint="run as root, or as an ordinary user (the sandbox then uses /dev/ttyN)") from exc
+def _context(folder: Path, prof: Profile, version: tuple[int, int], port: int | None, slurmd_timeout: int
+             ) -> tuple[RenderContext, machine.SandboxSettings]:
+    """How the sandbox in ``folder`` runs on this machine: its ports, user, socket, and the settings this
+    machine needs (cgroups, host name)."""
+    settings = machine.sandbox_settings(machine.inspect(), version)
+    root = os.geteuid() == 0
+    sock = munge_socket_in(folder)
+    ports = free_ports(1 + prof.nodes, first=port)
+    ctx = RenderContext(
+        directory=str(folder), hostname=socket.gethostname(), user=pwd.getpwuid(os.geteuid()).pw_name,
+        ctld_port=ports[0], node_ports=tuple(ports[1:]), munge_socket=str(sock), version=version,
+        device_dir=str(folder / "dev") if root else None, slurmd_timeout=slurmd_timeout,
+        cgroup_plugin=settings.cgroup_plugin, host_resolves=settings.host_resolves,
+    )
+    return ctx, settings

@@ -39,7 +39,7 @@ from importlib import resources
 from typing import Any
 
 from slurmlab.core.gpu.topology import format_cpu_list
-from slurmlab.core.slurm.gres import parse_index_list
+from slurmlab.core.slurm.ranges import parse_index_list
 from slurmlab.errors import SandboxError
 
 __all__ = [

@@ -10,16 +10,20 @@ Everything listens on 127.0.0.1: ``SlurmctldHost=<host>(127.0.0.1)``, ``NodeAddr
 ``CommunicationParameters=NoCtldInAddrAny,NoInAddrAny`` so the daemons bind that address, not every interface;
 where the host name does not resolve, the daemons cannot bind it by name (they bind the machine's host name, not
 an address), so both settings are left out and they listen on every address (see :mod:`.machine`). ``cgroup.conf`` is written only where the machine's cgroups are unusable to Slurm.
+
+Beside them goes the hardware file (:data:`~slurmlab.core.gpu.hardware_profile.HARDWARE_FILE`): the profile and
+what each GRES index stands for, so that whoever holds the ``SLURM_CONF`` learns the hardware without this room.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
+from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE, render_hardware
 from slurmlab.sandbox.profile import Gpu, Profile, format_ranges
 
-__all__ = ["DeviceFile", "RenderContext", "device_files", "gres_summary", "hostlist", "render_cgroup_conf",
-           "render_gres_conf", "render_slurm_conf"]
+__all__ = ["HARDWARE_FILE", "DeviceFile", "RenderContext", "device_files", "gres_index_map", "gres_summary",
+           "hostlist", "render_cgroup_conf", "render_gres_conf", "render_hardware_file", "render_slurm_conf"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,28 @@ def device_files(profile: Profile) -> list[DeviceFile]:
         gpu = profile.gpu(m.gpu)
         out.append(DeviceFile(len(profile.gpus) + k, m.profile, gpu.cores, gpu, m.profile))
     return sorted(out, key=lambda d: d.number)
+
+
+def gres_index_map(profile: Profile) -> list[tuple[int, int | None]]:
+    """Per Slurm GRES IDX of a node: (GPU index, MIG instance position in ``profile.mig`` or None).
+
+    Slurm numbers a node's gpu GRES by type, types in the order gres.conf first names them and records of one
+    type in file order (seen in the h200-mig sandbox: ``--gres=gpu:3g.71gb:1`` got IDX 13 after 4 whole GPUs
+    and 9 ``1g.18gb``), so whole GPUs of a MIG profile do not keep their index as IDX.
+    """
+    devices = device_files(profile)
+    order: list[str | None] = []
+    for d in devices:
+        if d.gres_type not in order:
+            order.append(d.gres_type)
+    mig_pos = {len(profile.gpus) + k: k for k in range(len(profile.mig))}
+    return [(d.gpu.index, mig_pos.get(d.number) if d.mig_profile else None)
+            for typ in order for d in devices if d.gres_type == typ]
+
+
+def render_hardware_file(profile: Profile) -> str:
+    """The hardware file written beside slurm.conf: the profile's data, its nodes and :func:`gres_index_map`."""
+    return render_hardware(asdict(profile), profile.node_names, gres_index_map(profile))
 
 
 def device_path(ctx: RenderContext, dev: DeviceFile) -> str:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
 
 @dataclass(frozen=True)
 class CacheEntry:
-    payload: dict[str, Any]
+    payload: Mapping[str, Any]  # one of the answers of server/contract.py
     body: bytes
     etag: str
     changed_at: float
@@ -53,10 +54,10 @@ class ResponseCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def encode(payload: dict[str, Any]) -> bytes:
+    def encode(payload: Mapping[str, Any]) -> bytes:
         return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()
 
-    def put(self, key: str, payload: dict[str, Any]) -> bool:
+    def put(self, key: str, payload: Mapping[str, Any]) -> bool:
         """Store ``payload`` under ``key``; True when it differs from what was there."""
         body = self.encode(payload)
         etag = etag_of(body)

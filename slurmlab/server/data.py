@@ -5,7 +5,7 @@
 blocks) and turns the models into the small JSON views the routes answer with. It parses
 nothing itself.
 
-Views (all JSON-ready dicts):
+Views (all JSON-ready dicts, typed in :mod:`slurmlab.server.contract`):
 
 * job: job_id, display_id, name, user, mine, state, reason, partition, nodes (hostlist),
   time_limit_s, start_time, ends_at (ISO: the time limit's end of a running job; the
@@ -24,24 +24,23 @@ from the job's own record: a job name is free text its submitter chose.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from slurmlab.core.gpu.mig import is_mig_type
 from slurmlab.core.slurm.models import Job, Node
+from slurmlab.core.slurm.states import HOLDING
 from slurmlab.errors import ParseError
-from slurmlab.slurm import queries
+from slurmlab.server.contract import GpuSlot, JobGpu, JobView, NodeView, ProblemView
+from slurmlab.slurm import identity, queries
 
 __all__ = ["ClusterSource", "Snapshot", "current_user", "job_view", "node_view", "nodes_view", "problem_view"]
-
-_MIG_TYPE = re.compile(r"^\d+g\.\d+gb$", re.IGNORECASE)
-_ACTIVE = {"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED"}
 
 
 def current_user() -> str:
     """The Unix user the server runs as (whose jobs the sidebar may cancel)."""
-    return queries.current_user()
+    return identity.current_user()
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -49,7 +48,7 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def _ends_at(job: Job) -> datetime | None:
-    if job.state not in _ACTIVE or job.time_limit is None:
+    if job.state not in HOLDING or job.time_limit is None:
         return None
     if job.end_time is not None:
         return job.end_time
@@ -58,15 +57,15 @@ def _ends_at(job: Job) -> datetime | None:
     return job.start_time + timedelta(seconds=job.time_limit)
 
 
-def _job_gpus(job: Job) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _job_gpus(job: Job) -> list[JobGpu]:
+    out: list[JobGpu] = []
     for alloc in job.gpu_allocs:
         for gtype, indices in alloc.gpu_types.items():
             for index in indices:
-                out.append({"node": alloc.node, "index": index, "type": gtype or None, "kind": "gpu", "count": 1})
+                out.append(JobGpu(node=alloc.node, index=index, type=gtype or None, kind="gpu", count=1))
         for kind in ("shard", "mps"):
             for index, count in alloc.shares(kind).items():
-                out.append({"node": alloc.node, "index": index, "type": None, "kind": kind, "count": count})
+                out.append(JobGpu(node=alloc.node, index=index, type=None, kind=kind, count=count))
     out.sort(key=lambda g: (g["node"], g["index"] if g["index"] is not None else -1, g["kind"]))
     return out
 
@@ -80,45 +79,45 @@ def _requested(job: Job) -> str | None:
     return None
 
 
-def job_view(job: Job, owners: dict[int, int] | None = None, me: int | None = None) -> dict[str, Any]:
+def job_view(job: Job, owners: dict[int, int] | None = None, me: int | None = None) -> JobView:
     """``owners`` (job id -> uid, from squeue) decides ``user`` and ``mine``; a job the owner
     query did not list shows its record's user but is never the viewer's."""
     uid = (owners or {}).get(job.job_id)
-    return {
-        "job_id": str(job.job_id),
-        "display_id": job.display_id,
-        "name": job.name,
-        "user": queries.user_name(uid) if uid is not None else job.user,
-        "mine": uid is not None and uid == (queries.current_uid() if me is None else me),
-        "state": job.state,
-        "reason": job.reason,
-        "partition": job.partition,
-        "nodes": job.nodelist or None,
-        "time_limit_s": job.time_limit,
-        "start_time": _iso(job.start_time),
-        "ends_at": _iso(_ends_at(job)),
-        "gpus": _job_gpus(job),
-        "gres": _requested(job),
-    }
+    return JobView(
+        job_id=str(job.job_id),
+        display_id=job.display_id,
+        name=job.name,
+        user=identity.user_name(uid) if uid is not None else job.user,
+        mine=uid is not None and uid == (identity.current_uid() if me is None else me),
+        state=job.state,
+        reason=job.reason,
+        partition=job.partition,
+        nodes=job.nodelist or None,
+        time_limit_s=job.time_limit,
+        start_time=_iso(job.start_time),
+        ends_at=_iso(_ends_at(job)),
+        gpus=_job_gpus(job),
+        gres=_requested(job),
+    )
 
 
-def node_view(node: Node, jobs: Iterable[Job] = ()) -> dict[str, Any]:
+def node_view(node: Node, jobs: Iterable[Job] = ()) -> NodeView:
     """One node with one entry per GPU: who holds it whole, and how many shards are used."""
-    slots: list[dict[str, Any]] = []
+    slots: list[GpuSlot] = []
     index = 0
     for item in node.gres:
         if item.name != "gpu":
             continue
         for _ in range(item.count if item.count is not None else 1):
-            slots.append({
-                "index": index,
-                "type": item.type,
-                "mig": bool(item.type and _MIG_TYPE.match(item.type)),
-                "jobs": [],
-                "shards_used": 0,
-                "shards_total": 0,
-                "whole": False,
-            })
+            slots.append(GpuSlot(
+                index=index,
+                type=item.type,
+                mig=bool(item.type and is_mig_type(item.type)),
+                jobs=[],
+                shards_used=0,
+                shards_total=0,
+                whole=False,
+            ))
             index += 1
     by_index = {s["index"]: s for s in slots}
 
@@ -148,7 +147,7 @@ def node_view(node: Node, jobs: Iterable[Job] = ()) -> dict[str, Any]:
 
     for job in jobs:
         alloc = job.alloc_on(node.name)
-        if alloc is None or job.state not in _ACTIVE:
+        if alloc is None or job.state not in HOLDING:
             continue
         jid = str(job.job_id)
         for idx in alloc.gpu_indices:
@@ -162,31 +161,30 @@ def node_view(node: Node, jobs: Iterable[Job] = ()) -> dict[str, Any]:
                     by_index[idx]["shards_used"] += count
     for s in slots:
         s["jobs"] = sorted(set(s["jobs"]), key=lambda j: (len(j), j))
-    return {
-        "name": node.name,
-        "state": node.state + ("+" + "+".join(node.state_flags) if node.state_flags else ""),
-        "partitions": list(node.partitions),
-        "cpus": node.cpus,
-        "alloc_cpus": node.alloc_cpus,
-        "gres": ",".join(g.render() for g in node.gres) or None,
-        "reason": node.reason,
-        "gpus": slots,
-    }
+    return NodeView(
+        name=node.name,
+        state=node.state + ("+" + "+".join(node.state_flags) if node.state_flags else ""),
+        partitions=list(node.partitions),
+        cpus=node.cpus,
+        alloc_cpus=node.alloc_cpus,
+        gres=",".join(g.render() for g in node.gres) or None,
+        reason=node.reason,
+        gpus=slots,
+    )
 
 
-def nodes_view(nodes: Sequence[Node], jobs: Sequence[Job]) -> list[dict[str, Any]]:
+def nodes_view(nodes: Sequence[Node], jobs: Sequence[Job]) -> list[NodeView]:
     return [node_view(n, jobs) for n in sorted(nodes, key=lambda n: n.name)]
 
 
-def problem_view(problem: ParseError, kind: str) -> dict[str, Any]:
-    return {"kind": kind, "record": problem.record_id, "message": problem.message}
+def problem_view(problem: ParseError, kind: str) -> ProblemView:
+    return ProblemView(kind=kind, record=problem.record_id, message=problem.message)
 
 
 class Snapshot:
     """One poll's views: nodes, jobs, and the records that could not be read."""
 
-    def __init__(self, nodes: list[dict[str, Any]], jobs: list[dict[str, Any]],
-                 problems: list[dict[str, Any]]) -> None:
+    def __init__(self, nodes: list[NodeView], jobs: list[JobView], problems: list[ProblemView]) -> None:
         self.nodes = nodes
         self.jobs = jobs
         self.problems = problems
@@ -227,7 +225,7 @@ class ClusterSource:
         """Nodes and jobs views from one listing of each, with every job's owner by uid."""
         nodes, jobs, owners = await asyncio.gather(
             self.node_models(), self.job_models(), self._call("job_owners"))
-        me = queries.current_uid()
+        me = identity.current_uid()
         problems = [problem_view(p, "node") for p in getattr(nodes, "problems", ())]
         problems += [problem_view(p, "job") for p in getattr(jobs, "problems", ())]
         return Snapshot(nodes_view(nodes, jobs), [job_view(j, owners, me) for j in jobs], problems)

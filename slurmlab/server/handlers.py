@@ -4,12 +4,12 @@ Every route is a jupyter_server ``APIHandler``: it requires Jupyter's authentica
 requires the XSRF token unless the request carries the server token itself. Answers are JSON;
 GET answers carry an ETag and become 304 on a matching If-None-Match. Errors are status codes
 with ``{"message": …, "reason": …}`` (Slurm unreachable → 503 with Slurm's own message).
+What each route answers is typed once, in :mod:`slurmlab.server.contract`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -19,6 +19,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from slurmlab.core.slurm.jobid import check_job_id
+from slurmlab.core.slurm.states import ENDED
 from slurmlab.errors import (
     ControllerDownError,
     JobNotFoundError,
@@ -31,6 +32,7 @@ from slurmlab.errors import (
     SlurmNotFoundError,
 )
 from slurmlab.server.cache import CacheEntry, ResponseCache, etag_matches, etag_of
+from slurmlab.server.contract import CancelAnswer, ErrorAnswer, JobDetailAnswer
 from slurmlab.server.data import job_view
 from slurmlab.server.poller import ClusterPoller
 
@@ -38,9 +40,6 @@ __all__ = ["API_PREFIX", "ApiError", "routes"]
 
 API_PREFIX = "slurmlab/api"
 AUTH_RESOURCE = "slurmlab"
-_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}")
-_ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
-          "BOOT_FAIL", "DEADLINE"}
 
 
 class ApiError(web.HTTPError):
@@ -88,7 +87,7 @@ class _SlurmlabHandler(APIHandler):
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, ApiError):
             self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps({"message": exc.message, "reason": exc.reason}))
+            self.finish(json.dumps(ErrorAnswer(message=exc.message, reason=exc.reason)))
             return
         super().write_error(status_code, **kwargs)
 
@@ -176,7 +175,8 @@ class JobHandler(_SlurmlabHandler):
             owners = {job.job_id: await self.poller.source.owner(job_id)}
         except SlurmlabError:
             owners = {}  # the job ended between the two calls: nobody's, shown all the same
-        payload: dict[str, Any] = {**job_view(job, owners), "detail": job.to_dict()}
+        # as_of/age_s are NotRequired: write_entry stamps them, mypy asks to see them in the ** item
+        payload: JobDetailAnswer = {**job_view(job, owners), "detail": job.to_dict()}  # type: ignore[typeddict-item]
         # Asked for on demand, so not kept in the shared cache (that would grow with every id asked).
         body = ResponseCache.encode(payload)
         now = time.time()
@@ -203,7 +203,7 @@ class CancelHandler(_SlurmlabHandler):
             job = await source.job(job_id)
         except SlurmlabError as exc:
             raise _slurm_failure(exc) from exc
-        if job.state in _ENDED:
+        if job.state in ENDED:
             raise _http_error(409, f"job {job_id} has already ended ({job.state})", "Job ended")
         try:
             await source.cancel(job_id)
@@ -211,34 +211,7 @@ class CancelHandler(_SlurmlabHandler):
             raise _slurm_failure(exc) from exc
         self.log.info("slurmlab: cancelled job %s of %s", job_id, source.user)
         await self.poller.refresh()
-        self.finish({"job_id": job_id, "cancelled": True, "user": source.user})
-
-
-class TopologyHandler(_SlurmlabHandler):
-    @web.authenticated
-    @authorized
-    async def get(self, node: str) -> None:
-        if not _NODE_NAME.fullmatch(node):
-            raise _http_error(400, f"{node!r} is not a node name")
-        poller = self.poller
-        poller.start()
-        await poller.ensure_data()
-        if poller.failure is not None:
-            raise _http_error(poller.failure.status, poller.failure.message, "Slurm unavailable")
-        nodes = self.cache.get("nodes")
-        found = next((n for n in (nodes.payload["nodes"] if nodes else []) if n["name"] == node), None)
-        if found is None:
-            raise _http_error(404, f"no node named {node!r} in this cluster", "No such node")
-        key = f"topology:{node}"
-        self.cache.put(key, {
-            "node": node,
-            "gres": found.get("gres"),
-            "cpus": found.get("cpus"),
-            "gpus": [{k: g[k] for k in ("index", "type", "mig")} for g in found["gpus"]],
-        })
-        entry = self.cache.get(key)
-        assert entry is not None
-        self.write_entry(entry)
+        self.finish(json.dumps(CancelAnswer(job_id=job_id, cancelled=True, user=source.user)))
 
 
 def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
@@ -253,5 +226,4 @@ def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
         (at("nodes"), NodesHandler),
         (at(r"jobs/([^/]+)/cancel"), CancelHandler),
         (at(r"jobs/([^/]+)"), JobHandler),
-        (at(r"topology/([^/]+)"), TopologyHandler),
     ]

@@ -21,6 +21,7 @@ from typing import Any
 
 from slurmlab.errors import SlurmError, SlurmlabError
 from slurmlab.server.cache import ResponseCache
+from slurmlab.server.contract import ErrorAnswer, NodesAnswer, QueueAnswer, StatusAnswer
 from slurmlab.server.data import ClusterSource
 
 __all__ = ["DEFAULT_IDLE_AFTER", "DEFAULT_INTERVAL", "ClusterPoller", "PollFailure"]
@@ -41,8 +42,8 @@ class PollFailure:
         self.status = 503 if isinstance(error, SlurmError) else 500
         self.at = time.time()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"message": self.message, "reason": self.kind}
+    def to_dict(self) -> ErrorAnswer:
+        return ErrorAnswer(message=self.message, reason=self.kind)
 
 
 class ClusterPoller:
@@ -156,23 +157,24 @@ class ClusterPoller:
             log.warning("slurmlab: %d Slurm record(s) could not be read: %s", len(snap.problems),
                         "; ".join(p["message"] for p in snap.problems[:3]))
         user = self.source.user
-        self.cache.put("nodes", {"nodes": snap.nodes, "problems": [p for p in snap.problems if p["kind"] == "node"]})
+        self.cache.put("nodes", NodesAnswer(nodes=snap.nodes,
+                                            problems=[p for p in snap.problems if p["kind"] == "node"]))
         job_problems = [p for p in snap.problems if p["kind"] == "job"]
-        self.cache.put("queue:all", {"scope": "all", "user": user, "jobs": snap.jobs, "problems": job_problems})
-        mine = [j for j in snap.jobs if j.get("mine")]
+        self.cache.put("queue:all", QueueAnswer(scope="all", user=user, jobs=snap.jobs, problems=job_problems))
+        mine = [j for j in snap.jobs if j["mine"]]
         # a record that cannot be read might be the viewer's own: say so in both scopes
-        self.cache.put("queue:mine", {"scope": "mine", "user": user, "jobs": mine, "problems": job_problems})
+        self.cache.put("queue:mine", QueueAnswer(scope="mine", user=user, jobs=mine, problems=job_problems))
         self._put_status()
 
     def _put_status(self) -> None:
         self.cache.put(
             "status",
-            {
-                "reachable": self.failure is None,
-                "version": self.version,
-                "poll_interval_s": self.interval,
-                "user": self.source.user,
-                "error": self.failure.message if self.failure else None,
-                "error_kind": self.failure.kind if self.failure else None,
-            },
+            StatusAnswer(
+                reachable=self.failure is None,
+                version=self.version,
+                poll_interval_s=self.interval,
+                user=self.source.user,
+                error=self.failure.message if self.failure else None,
+                error_kind=self.failure.kind if self.failure else None,
+            ),
         )

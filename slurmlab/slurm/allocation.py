@@ -10,6 +10,7 @@ find what it left behind. State comes from the shared :mod:`poller`; steps run w
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import os
 import re
@@ -24,18 +25,23 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from slurmlab.core.gpu.binding import BindingTable
+from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
 from slurmlab.core.request.request import GpuRequest
+from slurmlab.core.slurm.states import ENDED
+from slurmlab.core.slurm.timefmt import format_duration
 from slurmlab.errors import (
     AllocationError,
     ControllerDownError,
     JobNotFoundError,
     MungeError,
     ParseError,
-    RequestError,
     SlurmError,
 )
+from slurmlab.slurm.binding_probe import explain_binding
 from slurmlab.slurm.guardian import get_guardian
 from slurmlab.slurm.poller import JobPoller, JobUpdate, Watch, get_poller
+from slurmlab.slurm.probes import node_mig, node_topology
 from slurmlab.slurm.runner import Runner, classify_failure, get_runner
 from slurmlab.slurm.steps import (
     OutputCallback,
@@ -63,10 +69,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 TAG_PREFIX = "slurmlab"
-ENDED_STATES = frozenset(
-    {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
-     "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT", "GONE", "REJECTED"}
-)
+# Slurm's ended states, and slurmlab's own: GONE (Slurm forgot the job), REJECTED (salloc refused it)
+ENDED_STATES = ENDED | {"GONE", "REJECTED"}
 
 _SALLOC_ID = re.compile(r"(?:Pending|Granted) job allocation (\d+)")
 _SALLOC_ERROR = re.compile(r"^salloc: error: (.*)$")
@@ -74,23 +78,29 @@ _SALLOC_ERROR = re.compile(r"^salloc: error: (.*)$")
 Subscriber = Callable[["Allocation"], None]
 
 
-def check_request(argv: Sequence[str], runner: Runner) -> GpuRequest:
-    """Parse and validate salloc-style arguments against what the live cluster offers.
+def check_request(
+    tokens_or_request: Sequence[str] | GpuRequest, runner: Runner | None = None, *, need_cluster: bool = True
+) -> GpuRequest:
+    """The one request pipeline (:func:`slurmlab.core.request.pipeline.check_request`) against the live cluster.
 
+    The request is read first, so a malformed line or a command never reaches Slurm; then the cluster is asked
+    what it offers and which Slurm it runs. With ``need_cluster`` a controller that does not answer is an
+    error; without (a dry run) the request is checked on its own and ``request.checked`` says why.
     Raises RequestError (``RequestProblems``) listing every problem with its fix.
     """
-    from slurmlab.core.request.request import parse_request
-    from slurmlab.core.request.validate import validate
+    from slurmlab.core.request import pipeline
     from slurmlab.slurm import queries
 
-    request = parse_request(list(argv))
-    if request.command:
-        raise RequestError(
-            f"an allocation takes no command, but got {' '.join(request.command)!r}",
-            hint="run commands as steps once it is granted: alloc.srun([...]) or %srun …",
-        )
-    inventory = queries.inventory(runner)
-    return validate(request, inventory, version=known_version(runner))
+    request = pipeline.read_request(tokens_or_request)
+    runner = runner or get_runner()
+    try:
+        inventory = queries.inventory(runner)
+    except SlurmError as exc:
+        if need_cluster:
+            raise
+        return pipeline.check_request(request, None, why_no_inventory=exc.message)
+    # what one Slurm accepts another refuses (--uid, --gres=gpu beside --gpus-per-node)
+    return pipeline.check_request(request, inventory, version=known_version(runner))
 
 
 def known_version(runner: Runner) -> tuple[int, ...] | None:
@@ -104,14 +114,26 @@ def known_version(runner: Runner) -> tuple[int, ...] | None:
         return None
 
 
-def salloc_argv(request_argv: Sequence[str], *, name: str | None = None, tag: str | None = None) -> list[str]:
-    """The exact command an allocation runs (``--dry-run`` shows it to the user)."""
+def salloc_argv(
+    request: Sequence[str] | GpuRequest, *, name: str | None = None, tag: str | None = None
+) -> list[str]:
+    """The exact command an allocation runs (``--dry-run`` shows it to the user).
+
+    A GpuRequest's own job name stands first, where ``name`` would: the same place whoever named the job."""
+    if isinstance(request, GpuRequest):
+        options, own_name = _options_and_name(request)
+        return salloc_argv(options, name=own_name or name, tag=tag)
     argv = ["salloc", "--no-shell"]
     if name:
         argv.append(f"--job-name={name}")
     if tag:
         argv.append(f"--comment={tag}")
-    return argv + [str(a) for a in request_argv]
+    return argv + [str(a) for a in request]
+
+
+def _options_and_name(request: GpuRequest) -> tuple[list[str], str | None]:
+    """The request's salloc options without its job name, and the name (rendered apart, first)."""
+    return dataclasses.replace(request, job_name=None).to_argv(), request.job_name
 
 
 def make_tag() -> str:
@@ -177,7 +199,7 @@ class Allocation:
     @classmethod
     def submit(
         cls,
-        argv: Sequence[str] = (),
+        request: Sequence[str] | GpuRequest = (),
         *,
         runner: Runner | None = None,
         poller: JobPoller | None = None,
@@ -186,20 +208,36 @@ class Allocation:
         release_at_exit: bool = True,
         validate: bool = True,
     ) -> Allocation:
-        """Submit ``salloc --no-shell <argv>`` in the background and return once the job id is known.
+        """Submit ``salloc --no-shell <request>`` in the background and return once the job id is known.
 
-        With ``validate`` (the default) the request is checked first — its values, its
-        contradictions, and what the live cluster offers (partitions, GPU types, counts) —
-        and a RequestError naming every problem and its fix is raised before anything is
-        submitted. Returns in well under a second for a job that must pend. Raises
-        AllocationError with Slurm's message when the controller rejects the request.
+        ``request`` is a GpuRequest from :func:`check_request` (its job name, if any, inside it), or salloc
+        tokens (``['--gpus=2', '-t', '30']``; ``name`` then names the job, as a first ``--job-name``). Either
+        goes through the one request pipeline: its values, its contradictions, and what the live cluster offers
+        (partitions, GPU types, counts); a RequestError naming every problem and its fix is raised before
+        anything is submitted. A GpuRequest that pipeline already checked against the cluster, unchanged since,
+        is not checked twice. ``validate=False`` (tokens only) hands the tokens to Slurm unchecked, for Slurm to
+        decide. Returns in well under a second for a job that must pend. Raises AllocationError with Slurm's
+        message when the controller rejects the request.
         """
-        if isinstance(argv, str):
+        from slurmlab.core.request.pipeline import is_checked
+
+        if isinstance(request, str):
             raise TypeError("argv must be a list of arguments, e.g. ['--gpus=2', '-t', '30']")
         warnings: tuple[str, ...] = ()
-        if validate:
-            request = check_request(argv, runner or get_runner())
-            argv, warnings = request.to_argv(), request.warnings
+        if isinstance(request, GpuRequest):
+            if name is not None:
+                raise TypeError("a GpuRequest carries its own job name: check the request with --job-name=NAME "
+                                "instead of passing name=")
+            if not is_checked(request):
+                request = check_request(request, runner)
+        elif validate:
+            tokens = [f"--job-name={name}", *request] if name else list(request)
+            request = check_request(tokens, runner)
+        if isinstance(request, GpuRequest):
+            argv, name = _options_and_name(request)
+            warnings = request.warnings
+        else:  # unchecked: the tokens go to Slurm as given
+            argv = list(request)
         tag = make_tag()
         name = name or f"slurmlab-{tag.rsplit(':', 1)[1]}"
         alloc = cls(argv=argv, runner=runner, poller=poller, name=name, tag=tag, release_at_exit=release_at_exit)
@@ -535,25 +573,19 @@ class Allocation:
         return list(self._steps)
 
     # ---- what the allocation got ------------------------------------------------------------------
-    # The topology room builds on this one (it runs nvidia-smi as steps here), so these
-    # delegate lazily: the one place the Slurm layer reaches up, by design and by name.
-    def topology(self) -> Any:
-        """GPU topology of the allocated node(s): live (nvidia-smi/NVML), or the sandbox's profile."""
-        from slurmlab.topology import topology
+    # The probes run as steps of this allocation: slurm/probes.py and slurm/binding_probe.py.
+    def topology(self, node: str | None = None, *, source: str = "auto") -> NodeTopology:
+        """GPU topology of an allocated node (default its first): the sandbox's profile, or live (nvidia-smi,
+        then NVML); ``source`` forces one of them."""
+        return node_topology(self, node, source=source)
 
-        return topology(self)
+    def mig(self, node: str | None = None, *, source: str = "auto") -> NodeMig:
+        """MIG layout of an allocated node (default its first), with this allocation's slices highlighted."""
+        return node_mig(self, node, source=source)
 
-    def mig(self) -> Any:
-        """MIG layout of the allocated GPUs, with this allocation's slices highlighted."""
-        from slurmlab.topology import mig
-
-        return mig(self)
-
-    def explain_binding(self) -> Any:
+    def explain_binding(self, *, source: str = "auto") -> BindingTable:
         """Per task: its GPUs, their NUMA node and CPUs, its CPU mask, and whether binding was honoured."""
-        from slurmlab.topology import explain_binding
-
-        return explain_binding(self)
+        return explain_binding(self, source=source)
 
     # ---- release -------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -614,7 +646,7 @@ class Allocation:
             parts.append("GPUs " + "; ".join(f"{n}:{','.join(map(str, i))}" for n, i in gpus.items()))
         left = self.time_left()
         if left is not None:
-            parts.append(f"{_fmt_duration(left)} left")
+            parts.append(f"{format_duration(left, clamp=True)} left")
         if self.error:
             parts.append(f"error: {self.error}")
         return ", ".join(parts)
@@ -639,14 +671,6 @@ class Allocation:
 
 # Renderers registered by the widgets room: each returns a mime bundle or None.
 DISPLAY_HOOKS: list[Callable[[Allocation], dict[str, Any] | None]] = []
-
-
-def _fmt_duration(seconds: float) -> str:
-    s = int(seconds)
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    return (f"{d}-" if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
 
 
 def find_leftovers(runner: Runner | None = None, *, include_alive: bool = False) -> list[Any]:

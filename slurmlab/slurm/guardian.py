@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pwd
 import signal
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmlab.errors import ControllerDownError, MungeError, SlurmError
+from slurmlab.slurm.identity import current_user
 from slurmlab.slurm.runner import Runner
 
 __all__ = ["Guardian", "cancel_entries", "get_guardian", "main"]
@@ -80,7 +80,6 @@ class Guardian:
         salloc_pid: int | None = None,
     ) -> None:
         """Register (or update) one allocation to cancel when this process dies."""
-        conf = runner.slurm_conf or os.environ.get("SLURM_CONF")
         entry = {
             "op": "guard",
             "key": key,
@@ -88,11 +87,7 @@ class Guardian:
             "name": name,
             "tag": tag,
             "salloc_pid": salloc_pid,
-            # the watcher runs from "/", and the kernel's environment may change later
-            "conf": os.path.abspath(conf) if conf else None,
-            "cluster": runner.cluster or os.environ.get("SLURM_CLUSTERS"),
-            "env": {str(k): str(v) for k, v in runner.env.items()},
-            "timeout": runner.timeout,
+            **runner.settings(),  # conf, cluster, env, timeout: the watcher runs the same Slurm from "/"
         }
         with self._lock:
             old = self._entries.get(key, {})
@@ -205,24 +200,6 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # ---- watcher side --------------------------------------------------------------------------------
-def _user() -> str:
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return str(os.getuid())
-
-
-def _runner(entry: Mapping[str, Any]) -> Runner:
-    env = entry.get("env") if isinstance(entry.get("env"), dict) else {}
-    timeout = entry.get("timeout")
-    return Runner(
-        slurm_conf=entry.get("conf") or None,
-        cluster=entry.get("cluster") or None,
-        env=env or {},
-        timeout=float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else 30.0,
-    )
-
-
 def _is_salloc(pid: int) -> bool:
     try:
         argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
@@ -259,7 +236,7 @@ def _cancel_one(entry: Mapping[str, Any], user: str) -> bool:
         # controller left to ask, and waiting GIVE_UP_AFTER for one would leave this process behind
         log.info("job %s: its cluster's configuration %s is gone; nothing to cancel", entry.get("job"), conf)
         return True
-    runner = _runner(entry)
+    runner = Runner.from_settings(entry)
     job, name, tag = entry.get("job"), entry.get("name"), entry.get("tag")
     if job is None:
         _withdraw_salloc(entry.get("salloc_pid"))
@@ -287,7 +264,7 @@ def cancel_entries(
     entries: Sequence[Mapping[str, Any]], *, give_up_after: float = GIVE_UP_AFTER, sleep: Any = time.sleep
 ) -> list[Mapping[str, Any]]:
     """Cancel every entry, retrying those the controller could not take; returns what was left."""
-    user = _user()
+    user = current_user()  # the one "who am I": the effective uid
     left = list(entries)
     deadline = time.monotonic() + give_up_after
     delay = 1.0

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from slurmlab.core.slurm.jobid import check_job_id
+from slurmlab.core.slurm.states import HOLDING
 from slurmlab.errors import JobNotFoundError, SlurmlabError
 from slurmlab.slurm.runner import Runner, get_runner
 
@@ -286,7 +287,7 @@ class JobPoller:
         if self._fetch_nodes is None:
             return
         running = {jid: tuple(getattr(b, "nodes", ()) or ()) for jid, b in briefs.items()
-                   if getattr(b, "state", None) in ("RUNNING", "COMPLETING", "SUSPENDED")}
+                   if getattr(b, "state", None) in HOLDING}
         nodes = sorted({n for ns in running.values() for n in ns})
         now = time.monotonic()
         if not nodes:

@@ -9,6 +9,9 @@ Fixtures:
 
 Both skip the test, with the apt-get line as the reason, when Slurm or munge is not installed.
 Mark tests that use them ``@pytest.mark.sandbox``.
+
+- ``fake_runner``: a :class:`slurmlab.testing.FakeRunner` (recorded Slurm output, no Slurm) that is the
+  process-wide runner for one test, closed afterwards.
 """
 
 from __future__ import annotations
@@ -30,6 +33,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sandbox: runs against the real local Slurm sandbox")
+
+
+@pytest.fixture
+def fake_runner() -> Iterator[object]:
+    from slurmlab.slurm.runner import set_runner
+    from slurmlab.testing.fake_runner import FakeRunner
+
+    fake = FakeRunner()
+    old = set_runner(fake)
+    try:
+        yield fake
+    finally:
+        set_runner(old)
+        fake.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,15 @@
 """Bokeh figures of slurmlab's models. Bokeh is imported only when a figure is built.
 
-``topology_figure`` (GPUs, NVLink, PCIe, NICs, CPU sets), ``mig_figure`` (MIG slices) and
-``cluster_gpu_map`` (nodes x GPUs coloured by job); ``export_png`` renders a figure in headless chromium and
-``save_html`` writes a standalone page with inline resources (works without internet).
+``topology_figure`` (GPUs, NVLink, PCIe, NICs, CPU sets) and ``mig_figure`` (MIG slices); ``export_png`` renders
+a figure in headless chromium and ``save_html`` writes a standalone page with inline resources (works without
+internet).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["cluster_gpu_map", "export_png", "mig_figure", "save_html", "topology_figure"]
+__all__ = ["export_png", "mig_figure", "save_html", "topology_figure"]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,10 +22,6 @@ def __getattr__(name: str) -> Any:
         from slurmlab.viz.mig_view import mig_figure
 
         return mig_figure
-    if name == "cluster_gpu_map":
-        from slurmlab.viz.cluster_map import cluster_gpu_map
-
-        return cluster_gpu_map
     if name in ("export_png", "save_html"):
         from slurmlab.viz import export
 

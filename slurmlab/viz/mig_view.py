@@ -38,105 +38,135 @@ def mig_figure(layout: MigLayout, highlight: Iterable[Any] = (), *, title: str |
     plotting = bokeh("plotting", "the MIG view")
     models = bokeh("models", "the MIG view")
     wanted = set(highlight)
-    n_c, n_m = layout.compute_slices, layout.memory_slices
-    gpus = list(layout.gpus)
-    total_h = _GPU_H * max(len(gpus), 1)
-    head = title or (f"MIG layout — {layout.table.model}" if layout.table else "MIG layout")
-    if not layout.complete:
-        head += " (partial capture)"
     notes = list(layout.notes)
     if any(i.placement_inferred for i in layout.instances()):
         notes.append("hatched = placement inferred (the source does not print placements)")
+    fig, y_top = _blank_figure(plotting, layout, title, width, notes)
+
+    cols = _Columns()
+    for row, g in enumerate(layout.gpus):
+        top = -row * _GPU_H
+        cols.add_gpu_grid(g.index, g.model, top, layout.compute_slices, layout.memory_slices)
+        for inst in g.instances:
+            cols.add_instance(g.index, inst, _is_highlighted(inst, wanted), layout.compute_slices, top)
+
+    _draw(fig, models, cols, layout.memory_slices)
+    if notes:
+        fig.text(x=[-2.1] * len(notes), y=[y_top - 0.2 - 0.3 * i for i in range(len(notes))], text=notes,
+                 text_font_size="11px", text_color="#666666", text_baseline="middle")
+    return fig
+
+
+def _blank_figure(plotting: Any, layout: MigLayout, title: str | None, width: int, notes: list[str]
+                  ) -> tuple[Any, float]:
+    """The empty figure, one band per GPU plus room for the notes on top; and its top."""
+    n_gpus = max(len(layout.gpus), 1)
+    head = title or (f"MIG layout — {layout.table.model}" if layout.table else "MIG layout")
+    if not layout.complete:
+        head += " (partial capture)"
     y_top = 0.85 + 0.3 * len(notes)
-    height = int(60 + 170 * max(len(gpus), 1) + 55 * len(notes))
-    fig = plotting.figure(title=head, width=width, height=height, x_range=(-2.2, n_m + 0.2),
-                          y_range=(-total_h + 0.35, y_top), tools="hover,save,reset", toolbar_location="above")
+    height = int(60 + 170 * n_gpus + 55 * len(notes))
+    fig = plotting.figure(title=head, width=width, height=height, x_range=(-2.2, layout.memory_slices + 0.2),
+                          y_range=(-_GPU_H * n_gpus + 0.35, y_top), tools="hover,save,reset",
+                          toolbar_location="above")
     fig.axis.visible = False
     fig.grid.visible = False
     fig.outline_line_color = None
     fig.title.text_font_size = "15px"
+    return fig, y_top
 
-    slots: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "kind", "gpu", "slice")}
-    blocks: dict[str, list[Any]] = {k: [] for k in (
-        "x", "y", "w", "h", "fill", "line", "lw", "hatch", "gpu", "gi", "profile", "placement", "part", "cis",
-        "uuid", "highlighted", "inferred")}
-    labels: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text", "size")}
-    side: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text")}
-    colour: dict[str, str] = {}
 
-    for row, g in enumerate(gpus):
-        top = -row * _GPU_H
-        y_c = top - _ROW_H / 2
-        y_m = top - _ROW_H * 1.5 - 0.08
-        side["x"] += [-2.1, -2.1, -2.1]
-        side["y"] += [top + 0.22, y_c, y_m]
-        name = f"GPU {g.index}" + (f" · {g.model}" if g.model else "")
-        side["text"] += [name, f"  compute slices ({n_c})", f"  memory slices ({n_m})"]
-        for s in range(n_c):
-            slots["x"].append(s + 0.5)
-            slots["y"].append(y_c)
-            slots["w"].append(1.0)
-            slots["kind"].append("compute")
-            slots["gpu"].append(g.index)
-            slots["slice"].append(s)
-        for s in range(n_m):
-            slots["x"].append(s + 0.5)
-            slots["y"].append(y_m)
-            slots["w"].append(1.0)
-            slots["kind"].append("memory")
-            slots["gpu"].append(g.index)
-            slots["slice"].append(s)
-        for inst in g.instances:
-            if inst.start is None or inst.size is None:
-                continue
-            c = colour.setdefault(inst.profile, PALETTE[len(colour) % len(PALETTE)])
-            hot = _is_highlighted(inst, wanted)
-            comp = inst.compute_range(n_c)
-            cis = ", ".join(
-                f"CI {'?' if ci.ci_id is None else ci.ci_id} {ci.name}" + (f" {ci.uuid}" if ci.uuid else "")
-                for ci in inst.compute_instances) or "-"
-            uuid = inst.uuid or next((ci.uuid for ci in inst.compute_instances if ci.uuid), None) or "-"
-            parts = [("memory", inst.start, inst.size, y_m)]
-            if len(comp):
-                parts.insert(0, ("compute", comp.start, len(comp), y_c))
-            for part, start, size, y in parts:
-                blocks["x"].append(start + size / 2)
-                blocks["y"].append(y)
-                blocks["w"].append(size - 0.08)
-                blocks["h"].append(_ROW_H - 0.1)
-                blocks["fill"].append(c)
-                blocks["line"].append("#111111" if hot else "#FFFFFF")
-                blocks["lw"].append(5 if hot else 1.5)
-                blocks["hatch"].append("/" if inst.placement_inferred else " ")
-                blocks["gpu"].append(g.index)
-                blocks["gi"].append("-" if inst.gi_id is None else str(inst.gi_id))
-                blocks["profile"].append(inst.profile)
-                blocks["placement"].append(inst.placement + (" (inferred)" if inst.placement_inferred else ""))
-                blocks["part"].append(part)
-                blocks["cis"].append(cis)
-                blocks["uuid"].append(uuid)
-                blocks["highlighted"].append(hot)
-                blocks["inferred"].append(inst.placement_inferred)
-            gi = "" if inst.gi_id is None else f"GI {inst.gi_id}"
-            labels["x"].append(inst.start + inst.size / 2)
-            labels["y"].append(y_m)
-            labels["text"].append(inst.profile if inst.size < 2 else f"{inst.profile}\n{gi}".strip())
-            labels["size"].append("10px" if inst.size < 2 else "12px")
-            if len(comp) and inst.compute_instances and len(inst.compute_instances) > 1:
-                labels["x"].append(comp.start + len(comp) / 2)
-                labels["y"].append(y_c)
-                labels["text"].append(f"{len(inst.compute_instances)} CIs")
-                labels["size"].append("11px")
+def _rows(top: float) -> tuple[float, float]:
+    """The y of a GPU's compute row and memory row."""
+    return top - _ROW_H / 2, top - _ROW_H * 1.5 - 0.08
 
+
+class _Columns:
+    """The data sources of the figure, filled GPU by GPU."""
+
+    def __init__(self) -> None:
+        self.slots: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "kind", "gpu", "slice")}
+        self.blocks: dict[str, list[Any]] = {k: [] for k in (
+            "x", "y", "w", "h", "fill", "line", "lw", "hatch", "gpu", "gi", "profile", "placement", "part", "cis",
+            "uuid", "highlighted", "inferred")}
+        self.labels: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text", "size")}
+        self.side: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text")}
+        self.colour: dict[str, str] = {}  # profile -> fill, in order of appearance
+
+    def add_gpu_grid(self, index: int, model: str | None, top: float, n_c: int, n_m: int) -> None:
+        """The row titles and the empty cells of one GPU."""
+        y_c, y_m = _rows(top)
+        self.side["x"] += [-2.1, -2.1, -2.1]
+        self.side["y"] += [top + 0.22, y_c, y_m]
+        name = f"GPU {index}" + (f" · {model}" if model else "")
+        self.side["text"] += [name, f"  compute slices ({n_c})", f"  memory slices ({n_m})"]
+        for kind, y, count in (("compute", y_c, n_c), ("memory", y_m, n_m)):
+            for s in range(count):
+                self.slots["x"].append(s + 0.5)
+                self.slots["y"].append(y)
+                self.slots["w"].append(1.0)
+                self.slots["kind"].append(kind)
+                self.slots["gpu"].append(index)
+                self.slots["slice"].append(s)
+
+    def add_instance(self, gpu: int, inst: GpuInstance, hot: bool, n_c: int, top: float) -> None:
+        """A placed GPU instance: its compute block above its memory block, and their labels (an instance
+        without a placement is not drawn)."""
+        if inst.start is None or inst.size is None:
+            return
+        fill = self.colour.setdefault(inst.profile, PALETTE[len(self.colour) % len(PALETTE)])
+        y_c, y_m = _rows(top)
+        comp = inst.compute_range(n_c)
+        cis = ", ".join(
+            f"CI {'?' if ci.ci_id is None else ci.ci_id} {ci.name}" + (f" {ci.uuid}" if ci.uuid else "")
+            for ci in inst.compute_instances) or "-"
+        uuid = inst.uuid or next((ci.uuid for ci in inst.compute_instances if ci.uuid), None) or "-"
+        parts = [("memory", inst.start, inst.size, y_m)]
+        if len(comp):
+            parts.insert(0, ("compute", comp.start, len(comp), y_c))
+        blocks = self.blocks
+        for part, start, size, y in parts:
+            blocks["x"].append(start + size / 2)
+            blocks["y"].append(y)
+            blocks["w"].append(size - 0.08)
+            blocks["h"].append(_ROW_H - 0.1)
+            blocks["fill"].append(fill)
+            blocks["line"].append("#111111" if hot else "#FFFFFF")
+            blocks["lw"].append(5 if hot else 1.5)
+            blocks["hatch"].append("/" if inst.placement_inferred else " ")
+            blocks["gpu"].append(gpu)
+            blocks["gi"].append("-" if inst.gi_id is None else str(inst.gi_id))
+            blocks["profile"].append(inst.profile)
+            blocks["placement"].append(inst.placement + (" (inferred)" if inst.placement_inferred else ""))
+            blocks["part"].append(part)
+            blocks["cis"].append(cis)
+            blocks["uuid"].append(uuid)
+            blocks["highlighted"].append(hot)
+            blocks["inferred"].append(inst.placement_inferred)
+        gi = "" if inst.gi_id is None else f"GI {inst.gi_id}"
+        self._label(inst.start + inst.size / 2, y_m, inst.profile if inst.size < 2 else f"{inst.profile}\n{gi}".strip(),
+                    "10px" if inst.size < 2 else "12px")
+        if len(comp) and inst.compute_instances and len(inst.compute_instances) > 1:
+            self._label(comp.start + len(comp) / 2, y_c, f"{len(inst.compute_instances)} CIs", "11px")
+
+    def _label(self, x: float, y: float, text: str, size: str) -> None:
+        self.labels["x"].append(x)
+        self.labels["y"].append(y)
+        self.labels["text"].append(text)
+        self.labels["size"].append(size)
+
+
+def _draw(fig: Any, models: Any, cols: _Columns, n_m: int) -> None:
+    """The grid, the instance blocks and their labels, the row titles and the slice numbers, with hover."""
     fig.rect(x="x", y="y", width="w", height=_ROW_H - 0.1, fill_color="#F2F2F2", line_color="#CCCCCC",
-             source=models.ColumnDataSource(slots), name="slots")
+             source=models.ColumnDataSource(cols.slots), name="slots")
     r = fig.rect(x="x", y="y", width="w", height="h", fill_color="fill", line_color="line", line_width="lw",
                  hatch_pattern="hatch", hatch_color="#FFFFFF", hatch_alpha=0.3,
-                 source=models.ColumnDataSource(blocks), name="instances")
-    fig.text(x="x", y="y", text="text", text_font_size="size", source=models.ColumnDataSource(labels),
+                 source=models.ColumnDataSource(cols.blocks), name="instances")
+    fig.text(x="x", y="y", text="text", text_font_size="size", source=models.ColumnDataSource(cols.labels),
              text_align="center", text_baseline="middle", text_color="#FFFFFF", text_font_style="bold",
              name="labels")
-    fig.text(x="x", y="y", text="text", source=models.ColumnDataSource(side), text_baseline="middle",
+    fig.text(x="x", y="y", text="text", source=models.ColumnDataSource(cols.side), text_baseline="middle",
              text_font_size="12px", text_color="#333333", text_align="left")
     fig.text(x=[s + 0.5 for s in range(n_m)], y=[0.52] * n_m, text=[str(s) for s in range(n_m)],
              text_align="center", text_baseline="middle", text_font_size="10px", text_color="#888888")
@@ -146,7 +176,3 @@ def mig_figure(layout: MigLayout, highlight: Iterable[Any] = (), *, title: str |
     hover.renderers = [r]
     hover.tooltips = [("GPU", "@gpu"), ("GPU instance", "@gi (@profile)"), ("placement", "@placement"),
                       ("part", "@part"), ("compute instances", "@cis"), ("UUID", "@uuid")]
-    if notes:
-        fig.text(x=[-2.1] * len(notes), y=[y_top - 0.2 - 0.3 * i for i in range(len(notes))], text=notes,
-                 text_font_size="11px", text_color="#666666", text_baseline="middle")
-    return fig

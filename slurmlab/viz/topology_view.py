@@ -53,20 +53,26 @@ def layout_positions(topo: Topology) -> dict[str, Any]:
     return {"gpus": pos, "groups": spans, "step": step}
 
 
+def _closest_gpus(topo: Topology, nic: str) -> tuple[LinkKind | None, list[str]]:
+    """The best link kind from any GPU to ``nic``, and the GPUs that have it."""
+    best: LinkKind | None = None
+    near: list[str] = []
+    for g in topo.gpus:
+        link = topo.link(g.name, nic)
+        if link is None:
+            continue
+        if best is None or link.kind.rank < best.rank:
+            best, near = link.kind, [g.name]
+        elif link.kind is best:
+            near.append(g.name)
+    return best, near
+
+
 def _nic_positions(topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]) -> dict[str, tuple[float, float]]:
     wanted: list[tuple[float, str]] = []
     for nic in topo.nics:
-        near = []
-        best_rank = None
-        for g in topo.gpus:
-            link = topo.link(g.name, nic.name)
-            if link is None:
-                continue
-            if best_rank is None or link.kind.rank < best_rank:
-                best_rank, near = link.kind.rank, [g.name]
-            elif link.kind.rank == best_rank:
-                near.append(g.name)
-        if not near or best_rank == LinkKind.SYS.rank:
+        best, near = _closest_gpus(topo, nic.name)
+        if not near or best is LinkKind.SYS:
             wanted.append((-math.pi / 2, nic.name))  # far from every GPU: park at the bottom
             continue
         sx = sum(math.cos(gpu_pos[n][2]) for n in near)
@@ -101,24 +107,39 @@ def topology_figure(
     lay = layout_positions(topo)
     gpu_pos: dict[str, tuple[float, float, float]] = lay["gpus"]
     groups = topo.numa_groups()
-    group_colour = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(groups)}
+    group_cpus = _group_cpus(topo, groups)
+    show_cpus = any(group_cpus.values())
+    key = _key_lines(topo, highlight, show_pcie)
+    cpu_rows = 0.3 + 0.5 * len(groups) + 0.3 * len(tasks) if show_cpus else 0.0
+    fig, y_top = _blank_figure(plotting, topo, title, width, key, cpu_rows)
 
+    _draw_numa_sectors(fig, models, lay, groups, group_cpus)
+    if show_pcie:
+        _draw_pcie(fig, models, topo, gpu_pos)
+    _draw_nvlinks(fig, models, topo, gpu_pos, highlight)
+    _draw_nics(fig, models, topo, gpu_pos)
+    _draw_gpus(fig, models, topo, gpu_pos, highlight, groups)
+    if show_cpus:
+        _cpu_bars(fig, models, groups, group_cpus, tasks)
+    if key:
+        fig.text(x=[-2.3] * len(key), y=[y_top - 0.05 - 0.13 * i for i in range(len(key))], text=key,
+                 text_font_size="11px", text_color="#555555", text_baseline="top")
+    return fig
+
+
+def _group_cpus(topo: Topology, groups: dict[str, tuple[int, ...]]) -> dict[str, frozenset[int]]:
+    """NUMA group -> the CPUs its GPUs have affinity with."""
     group_cpus: dict[str, frozenset[int]] = {}
     for label, members in groups.items():
         cpus: frozenset[int] = frozenset()
         for i in members:
             cpus |= topo.gpu(i).cpu_affinity or frozenset()
         group_cpus[label] = cpus
-    show_cpus = any(group_cpus.values())
-    y_bottom = -2.1 - (0.3 + 0.5 * len(groups) + 0.3 * len(tasks) if show_cpus else 0.0)
+    return group_cpus
 
-    gen = topo.nvlink_generation
-    head = title or (
-        f"{len(topo.gpus)} GPUs" + (f" ({topo.gpu_model})" if topo.gpu_model else "")
-        + (f", {len(topo.nics)} NICs" if topo.nics else "")
-        + (f", {gen.name}" if gen else "")
-        + ("" if topo.complete else " — partial capture")
-    )
+
+def _key_lines(topo: Topology, highlight: set[int], show_pcie: bool) -> list[str]:
+    """The lines of text in the top left corner that say how to read the figure."""
     nv_all = topo.nvlink_edges()
     key = []
     if nv_all:
@@ -131,6 +152,21 @@ def topology_figure(
         key.append(f"highlighted: GPU {', '.join(map(str, sorted(highlight)))}")
     if not topo.complete:
         key.append("partial capture: some rows missing")
+    return key
+
+
+def _blank_figure(
+    plotting: Any, topo: Topology, title: str | None, width: int, key: list[str], cpu_rows: float
+) -> tuple[Any, float]:
+    """The empty figure, tall enough for the ring, the NICs, the key and ``cpu_rows`` of CPU bars; and its top."""
+    y_bottom = -2.1 - cpu_rows
+    gen = topo.nvlink_generation
+    head = title or (
+        f"{len(topo.gpus)} GPUs" + (f" ({topo.gpu_model})" if topo.gpu_model else "")
+        + (f", {len(topo.nics)} NICs" if topo.nics else "")
+        + (f", {gen.name}" if gen else "")
+        + ("" if topo.complete else " — partial capture")
+    )
     y_top = (2.0 if topo.nics else 1.55) + 0.13 * len(key) + 0.1
     height = int(width * (y_top - y_bottom) / 4.7)
     fig = plotting.figure(
@@ -141,8 +177,14 @@ def topology_figure(
     fig.grid.visible = False
     fig.outline_line_color = None
     fig.title.text_font_size = "15px"
+    return fig, y_top
 
-    # NUMA sectors behind the ring
+
+def _draw_numa_sectors(
+    fig: Any, models: Any, lay: dict[str, Any], groups: dict[str, tuple[int, ...]],
+    group_cpus: dict[str, frozenset[int]],
+) -> None:
+    """Shaded sectors behind the ring, one per NUMA group (none when the NUMA node is unknown)."""
     step = lay["step"]
     sec: dict[str, list[Any]] = {k: [] for k in ("start", "end", "fill", "label", "cpus", "tx", "ty", "text")}
     for label, (lo, hi) in lay["groups"].items():
@@ -163,26 +205,32 @@ def topology_figure(
         fig.text(x="tx", y="ty", text="text", source=src, text_align="center", text_baseline="middle",
                  text_font_size="13px", text_font_style="bold", text_color="#444444")
 
-    # PCIe relations between GPUs (on demand)
-    if show_pcie:
-        pc: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "a", "b", "kind", "colour", "desc")}
-        for link in topo.gpu_links():
-            if link.is_nvlink:
-                continue
-            (x0, y0, _), (x1, y1, _) = gpu_pos[link.a], gpu_pos[link.b]
-            # bow towards the centre so PCIe curves stay apart from NVLink chords
-            pc["xs"].append([x0, (x0 + x1) * 0.3, x1])
-            pc["ys"].append([y0, (y0 + y1) * 0.3, y1])
-            pc["a"].append(link.a)
-            pc["b"].append(link.b)
-            pc["kind"].append(link.label)
-            pc["colour"].append(_PCIE_COLOURS.get(link.kind, "#999999"))
-            pc["desc"].append(link.kind.description)
-        pcie_r = fig.multi_line(xs="xs", ys="ys", line_color="colour", line_dash="dashed", line_width=1.6,
-                                line_alpha=0.8, source=models.ColumnDataSource(pc), name="pcie")
-        fig.add_tools(models.HoverTool(renderers=[pcie_r], tooltips=[("link", "@a – @b: @kind"), ("", "@desc")]))
 
-    # NVLink chords
+def _draw_pcie(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]) -> None:
+    """Dashed curves for the GPU pairs that have no NVLink, coloured by PCIe path."""
+    pc: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "a", "b", "kind", "colour", "desc")}
+    for link in topo.gpu_links():
+        if link.is_nvlink:
+            continue
+        (x0, y0, _), (x1, y1, _) = gpu_pos[link.a], gpu_pos[link.b]
+        # bow towards the centre so PCIe curves stay apart from NVLink chords
+        pc["xs"].append([x0, (x0 + x1) * 0.3, x1])
+        pc["ys"].append([y0, (y0 + y1) * 0.3, y1])
+        pc["a"].append(link.a)
+        pc["b"].append(link.b)
+        pc["kind"].append(link.label)
+        pc["colour"].append(_PCIE_COLOURS.get(link.kind, "#999999"))
+        pc["desc"].append(link.kind.description)
+    pcie_r = fig.multi_line(xs="xs", ys="ys", line_color="colour", line_dash="dashed", line_width=1.6,
+                            line_alpha=0.8, source=models.ColumnDataSource(pc), name="pcie")
+    fig.add_tools(models.HoverTool(renderers=[pcie_r], tooltips=[("link", "@a – @b: @kind"), ("", "@desc")]))
+
+
+def _draw_nvlinks(
+    fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]], highlight: set[int]
+) -> None:
+    """NVLink chords, wider for more bonded links; a chord between two highlighted GPUs is highlighted."""
+    gen = topo.nvlink_generation
     nv_links = topo.nvlink_edges()
     most = max((lk.nvlinks for lk in nv_links), default=1)
     nv: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "a", "b", "links", "width", "label", "bw", "colour")}
@@ -204,22 +252,15 @@ def topology_figure(
     fig.add_tools(models.HoverTool(renderers=[nv_r], line_policy="interp",
                                    tooltips=[("NVLink", "@a – @b: @label"), ("bandwidth", "@bw")]))
 
-    # NICs
+
+def _draw_nics(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]) -> None:
+    """NICs outside the ring, with dotted lines to their closest GPUs (none when every path crosses NUMA)."""
     nic_pos = _nic_positions(topo, gpu_pos)
     nl: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "nic", "gpu", "kind")}
     ni: dict[str, list[Any]] = {k: [] for k in ("x", "y", "name", "device", "closest", "ty")}
     for nic in topo.nics:
         x, y = nic_pos[nic.name]
-        best = None
-        close: list[str] = []
-        for g in topo.gpus:
-            rel = topo.link(g.name, nic.name)
-            if rel is None:
-                continue
-            if best is None or rel.kind.rank < best.rank:
-                best, close = rel.kind, [g.name]
-            elif rel.kind is best:
-                close.append(g.name)
+        best, close = _closest_gpus(topo, nic.name)
         if best is not None and best is not LinkKind.SYS:
             for gname in close:
                 gx, gy, _ = gpu_pos[gname]
@@ -245,7 +286,13 @@ def topology_figure(
         fig.add_tools(models.HoverTool(renderers=[nic_r], tooltips=[("NIC", "@name = @device"),
                                                                     ("closest GPUs", "@closest")]))
 
-    # GPUs
+
+def _draw_gpus(
+    fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]], highlight: set[int],
+    groups: dict[str, tuple[int, ...]],
+) -> None:
+    """GPU circles on the ring, coloured by NUMA group, with what a person asks about them on hover."""
+    group_colour = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(groups)}
     gp: dict[str, list[Any]] = {k: [] for k in (
         "x", "y", "name", "index", "numa", "cpus", "gpu_numa", "nvlinks", "nics", "fill", "line", "lw",
         "highlighted", "text_colour")}
@@ -276,15 +323,6 @@ def topology_figure(
     fig.add_tools(models.HoverTool(renderers=[gpu_r], tooltips=[
         ("GPU", "@name"), ("NUMA", "@numa"), ("CPU affinity", "@cpus"), ("GPU NUMA ID", "@gpu_numa"),
         ("NVLinks", "@nvlinks"), ("closest NICs", "@nics")]))
-
-    # CPU bars with task CPU sets
-    if show_cpus:
-        _cpu_bars(fig, models, groups, group_cpus, tasks)
-
-    if key:
-        fig.text(x=[-2.3] * len(key), y=[y_top - 0.05 - 0.13 * i for i in range(len(key))], text=key,
-                 text_font_size="11px", text_color="#555555", text_baseline="top")
-    return fig
 
 
 def _cpu_bars(fig: Any, models: Any, groups: dict[str, tuple[int, ...]], group_cpus: dict[str, frozenset[int]],

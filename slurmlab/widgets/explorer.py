@@ -78,7 +78,7 @@ class ExplorerModel:
     def _load(self, c: NodeChoice) -> tuple[Any, Any, str]:
         if c.key in self._cache:
             return self._cache[c.key]
-        from slurmlab.topology import sources
+        from slurmlab.slurm import hardware_files
 
         topo: Any = None
         mig: Any = None
@@ -87,20 +87,17 @@ class ExplorerModel:
             if c.gpus == 0:
                 message = f"{c.node or c.profile} has no GPUs: nothing to place."
             elif c.profile is not None:
-                topo = sources.from_profile(c.profile)
-                mig = _mig_or_none(lambda: sources.mig_from_profile(c.profile or ""))
+                topo = hardware_files.topology_from_profile(c.profile)
+                mig = _mig_or_none(lambda: hardware_files.mig_from_profile(c.profile or ""))
             elif c.node is not None:
-                topo = sources.sandbox_node_topology(self.runner, c.node) if self.runner is not None else None
-                if topo is None:
+                hw = hardware_files.sandbox_hardware(self.runner) if self.runner is not None else None
+                if hw is None:
                     message = (f"The topology of {c.node} is known only from inside an allocation: allocate it "
                                "(the line below) and call alloc.topology(), or load a saved `nvidia-smi topo -m` "
-                               "with slurmlab.topology.from_file(path).")
+                               "with slurmlab.topology_from_file(path).")
                 else:
-                    from slurmlab.topology.sources import sandbox_of
-
-                    sb = sandbox_of(self.runner)
-                    if sb is not None and sb.profile.mig:
-                        mig = _mig_or_none(lambda: sources.mig_from_profile(sb.profile))
+                    topo = hw.node_topology(c.node)
+                    mig = _mig_or_none(lambda: hw.node_mig(c.node or ""))
         except SlurmlabError as exc:
             message = f"could not load the topology: {exc}"
         self._cache[c.key] = (topo, mig, message)

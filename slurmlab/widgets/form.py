@@ -148,11 +148,10 @@ class RequestForm:
         return toks
 
     def check(self) -> Any:
-        """Parse and validate the form's request (RequestError with the fixes when it is wrong)."""
-        from slurmlab.core.request.request import parse_request
-        from slurmlab.core.request.validate import validate
+        """The form's request through the one pipeline (RequestError with the fixes when it is wrong)."""
+        from slurmlab.core.request.pipeline import check_request
 
-        return validate(parse_request(self.tokens()), self.inventory, version=self.version)
+        return check_request(self.tokens(), self.inventory, version=self.version)
 
     # ---- live behaviour ----------------------------------------------------------------------------
     def _changed(self, _change: Any) -> None:
@@ -173,7 +172,7 @@ class RequestForm:
                     f"{esc(str(exc))}</div>")
         else:
             self.request, self.problem = req, None
-            line = shlex.join(salloc_argv(req.to_argv()))
+            line = shlex.join(salloc_argv(req))
             warn = "".join(f"<div style='color:#a66'>warning: {esc(x)}</div>" for x in req.warnings)
             text = (f"<pre class='slurmlab-form-command' style='margin:0'>{esc(line)}</pre>"
                     f"<div><b>What it asks for:</b> {esc(explain(req))}</div>{warn}")
@@ -205,7 +204,7 @@ class RequestForm:
             from slurmlab.widgets.panel import AllocationPanel
 
             try:
-                alloc = Allocation.submit(self.request.to_argv(), runner=self.runner, validate=False)
+                alloc = Allocation.submit(self.request, runner=self.runner)  # checked as it was typed
             except SlurmlabError as exc:
                 self.submit_error = f"submit failed: {exc}"
             else:

@@ -16,8 +16,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from slurmlab._extras import require
+from slurmlab.core.gpu.mig import is_mig_type
+from slurmlab.core.slurm.states import HOLDING
 from slurmlab.widgets.live import LiveUpdater, get_updater
-from slurmlab.widgets.rows import fmt_seconds, is_mig_type, plain_reason
+from slurmlab.widgets.rows import fmt_seconds, plain_reason
 
 __all__ = ["STATE_COLOURS", "AllocationPanel", "display_bundle", "panel_html"]
 
@@ -32,7 +34,6 @@ STATE_COLOURS = {
     "GONE": "#6c757d",
 }
 _FAILED = "#dc3545"
-_HOLDING = ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED")  # states in which it holds nodes
 
 _panels: dict[int, AllocationPanel] = {}
 _panels_lock = threading.Lock()
@@ -111,7 +112,7 @@ def panel_html(alloc: Any, now: float | None = None) -> str:
         if start and start > now:
             at = datetime.fromtimestamp(start, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M:%S")
             lines.append(f"<div><b>Expected start:</b> {esc(at)} (in {fmt_seconds(start - now)})</div>")
-    elif state in ("RUNNING", "COMPLETING", "CONFIGURING"):
+    elif state in HOLDING:
         start = _ts(_field(alloc, "start_time"))
         left = alloc.time_left(now)
         if left is None and alloc.job is not None and hasattr(alloc.job, "time_left"):
@@ -120,12 +121,12 @@ def panel_html(alloc: Any, now: float | None = None) -> str:
         lines.append(f"<div class='slurmlab-times'><b>Elapsed:</b> {elapsed} &nbsp; <b>Time left:</b> "
                      f"{fmt_seconds(left) if left is not None else 'no limit'}</div>")
     alerts = tuple(getattr(alloc, "node_alerts", ()) or ())
-    if alerts and state in _HOLDING:
+    if alerts and state in HOLDING:
         # Slurm keeps the job RUNNING while a node's slurmd is silent; only the node's state tells.
         words = "; ".join(f"{node}: {node_state_words(st)}" for node, st in alerts)
         lines.append(f"<div class='slurmlab-node-alert' style='color:{_FAILED}'><b>Node trouble:</b> "
                      f"{esc(words)} — steps there may hang; if it lasts, cancel and allocate again</div>")
-    if state in _HOLDING and (alloc.job is not None or alloc.nodes):
+    if state in HOLDING and (alloc.job is not None or alloc.nodes):
         body = "".join(f"<tr><td>{esc(n)}</td><td>{esc(g)}</td><td>{esc(s)}</td></tr>"
                        for n, g, s in _gpu_rows(alloc))
         lines.append("<table class='slurmlab-nodes'><thead><tr><th style='text-align:left'>node</th>"

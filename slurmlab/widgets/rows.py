@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from slurmlab.core.gpu.mig import is_mig_type
+from slurmlab.core.slurm.timefmt import format_duration
+
 __all__ = [
     "JOB_COLUMNS",
     "NODE_COLUMNS",
@@ -56,12 +59,6 @@ _REASONS = {
 }
 
 
-def is_mig_type(gpu_type: str) -> bool:
-    """A MIG instance type is named after its profile (``1g.18gb``, ``3g.71gb``)."""
-    head = gpu_type.split(".")[0]
-    return "." in gpu_type and head.endswith("g") and head[:-1].isdigit()
-
-
 def plain_reason(reason: str | None) -> str:
     """Slurm's reason in plain words; an unknown reason is shown as Slurm wrote it."""
     if not reason or reason == "None":
@@ -76,14 +73,8 @@ def plain_reason(reason: str | None) -> str:
 
 
 def fmt_seconds(seconds: float | None) -> str:
-    """``1-02:03:04`` / ``02:03:04``; ``-`` when unknown."""
-    if seconds is None:
-        return "-"
-    s = max(0, int(seconds))
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    return (f"{d}-" if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
+    """``1-02:03:04`` / ``02:03:04``; ``-`` when unknown; a countdown past its end shows 0."""
+    return format_duration(seconds, unlimited="-", clamp=True)
 
 
 def _now() -> datetime:

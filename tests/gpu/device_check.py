@@ -103,7 +103,7 @@ def environment() -> dict[str, Any]:
 def compile_kernels() -> dict[str, Any]:
     import cupy
 
-    from slurmlab.experiments.compile import KERNELS, compile_nvrtc
+    from slurmlab.experiments.node.compile import KERNELS, compile_nvrtc
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
     arch = f"sm_{props['major']}{props['minor']}"
@@ -112,7 +112,7 @@ def compile_kernels() -> dict[str, Any]:
 
 def worker(extra: list[str], timeout: float = 120) -> dict[str, Any]:
     t0 = time.time_ns() + 20_000_000_000
-    argv = [sys.executable, "-m", "slurmlab.experiments.worker", "--backend", "cupy", "--t0", str(t0), *extra]
+    argv = [sys.executable, "-m", "slurmlab.experiments.node.worker", "--backend", "cupy", "--t0", str(t0), *extra]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if not lines:
@@ -144,9 +144,11 @@ SOLO: dict[str, Any] = {}
 
 
 def solo(iters: int) -> dict[str, Any]:
-    from slurmlab.experiments.local import WorkerPlan, run_workers
+    from slurmlab.experiments.plan import TimeslicePlan, WorkerPlan
+    from slurmlab.experiments.workers import run_workers
 
-    rep = run_workers(WorkerPlan(1, 1.0, "cupy", fma_iters=iters, labels=["solo"], work_repeats=3))[0]
+    plan = TimeslicePlan(1, 1.0, "cupy", fma_iters=iters)
+    rep = run_workers(WorkerPlan(plan, (None,), ("solo",), work_repeats=3))[0]
     SOLO.update(rep)
     fw = rep["fixed_work"]
     return {
@@ -157,9 +159,10 @@ def solo(iters: int) -> dict[str, Any]:
 
 
 def shared(procs: int, iters: int, duration: float) -> dict[str, Any]:
-    from slurmlab.experiments.local import run_timeslice
+    from slurmlab.experiments.timeslice import TimeslicePlan, measure
 
-    r = run_timeslice(procs, duration, "cupy", fma_iters=iters, solo_report=SOLO or None, solo=not SOLO)
+    plan = TimeslicePlan(procs, duration, "cupy", fma_iters=iters, solo=not SOLO)
+    r = measure(plan, solo_report=SOLO or None)
     return summarise(r)
 
 
@@ -180,10 +183,11 @@ def mps(iters: int, duration: float) -> dict[str, Any]:
     try:
         os.environ.update({k: env[k] for k in saved})
         time.sleep(1.0)
-        from slurmlab.experiments.local import run_timeslice
+        from slurmlab.experiments.timeslice import TimeslicePlan, measure
 
         try:
-            r = run_timeslice(2, duration, "cupy", fma_iters=iters, solo_report=SOLO or None, solo=not SOLO)
+            plan = TimeslicePlan(2, duration, "cupy", fma_iters=iters, solo=not SOLO)
+            r = measure(plan, solo_report=SOLO or None)
         except Exception as exc:
             log = base / "log" / "control.log"
             tail = log.read_text()[-1500:] if log.exists() else ""

@@ -1,6 +1,9 @@
 /**
  * The only module that talks to the server: typed calls to <base_url>/slurmlab/api/.
  *
+ * The interfaces below mirror slurmlab/server/contract.py (TS_INTERFACES pairs them); a Python
+ * test compares the two field by field, so a field added on one side must be added on the other.
+ *
  * ServerConnection.makeRequest adds Jupyter's token and the XSRF header, which the
  * server requires on every route (and on POST in particular).
  */
@@ -51,6 +54,8 @@ export interface INode {
   name: string;
   state: string;
   partitions: string[];
+  cpus: number | null;
+  alloc_cpus: number | null;
   gres: string | null;
   reason: string | null;
   gpus: IGpuSlot[];
@@ -73,12 +78,12 @@ export interface IQueue extends IStamped {
   scope: 'mine' | 'all';
   user: string;
   jobs: IJob[];
-  problems?: IProblem[];
+  problems: IProblem[];
 }
 
 export interface INodes extends IStamped {
   nodes: INode[];
-  problems?: IProblem[];
+  problems: IProblem[];
 }
 
 export interface IStatus extends IStamped {
@@ -88,6 +93,24 @@ export interface IStatus extends IStamped {
   user: string;
   error: string | null;
   error_kind: string | null;
+}
+
+/** One job with the whole model Slurm gave (jobs/ID). */
+export interface IJobDetail extends IJob, IStamped {
+  detail: Record<string, unknown>;
+}
+
+export interface ICancelled {
+  job_id: string;
+  cancelled: boolean;
+  /** The Unix user the server runs as, whose job it was. */
+  user: string;
+}
+
+/** The body of an error answer. */
+export interface IErrorBody {
+  message: string;
+  reason: string | null;
 }
 
 /** An error answer of the server, with its HTTP status and message. */
@@ -119,8 +142,9 @@ async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
     }
   }
   if (!response.ok) {
+    const error = body as Partial<IErrorBody> | null;
     const message =
-      (body && (body.message || body.reason)) || `${response.status} ${response.statusText}`;
+      (error && (error.message || error.reason)) || `${response.status} ${response.statusText}`;
     throw new ApiError(response.status, message);
   }
   // The server stamps every answer with when Slurm last confirmed it; a 304 revalidation
@@ -147,10 +171,10 @@ export function getNodes(): Promise<INodes> {
   return call<INodes>('nodes');
 }
 
-export function getJob(jobId: string): Promise<IJob> {
-  return call<IJob>(`jobs/${encodeURIComponent(jobId)}`);
+export function getJob(jobId: string): Promise<IJobDetail> {
+  return call<IJobDetail>(`jobs/${encodeURIComponent(jobId)}`);
 }
 
-export function cancelJob(jobId: string): Promise<{ job_id: string; cancelled: boolean }> {
-  return call(`jobs/${encodeURIComponent(jobId)}/cancel`, { method: 'POST', body: '{}' });
+export function cancelJob(jobId: string): Promise<ICancelled> {
+  return call<ICancelled>(`jobs/${encodeURIComponent(jobId)}/cancel`, { method: 'POST', body: '{}' });
 }

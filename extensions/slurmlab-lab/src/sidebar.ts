@@ -41,6 +41,11 @@ export function secondsUntil(iso: string | null, now: number = Date.now()): numb
   return Number.isNaN(at) ? null : Math.max(0, (at - now) / 1000);
 }
 
+/**
+ * `[D-]HH:MM:SS`, as slurmlab.core.slurm.timefmt.format_duration writes it. The one duration
+ * formatter of the front end: the server sends `ends_at`, not the time left, so that its answer
+ * stays the same from one second to the next, and the countdown is drawn here.
+ */
 export function formatSeconds(seconds: number | null): string {
   if (seconds === null || seconds === undefined) {
     return '—';

@@ -22,6 +22,8 @@ __all__ = [
     "MigLayout",
     "MigProfile",
     "MigProfileTable",
+    "is_mig_type",
+    "mig_memory_gb",
     "parse_profile_name",
     "table_for_model",
     "table_for_profile_names",
@@ -46,6 +48,17 @@ def parse_profile_name(name: str) -> tuple[int | None, int, int, bool]:
         raise ParseError("MIG profile name", name, hint="expected a name like 3g.40gb, 1g.10gb+me or 1c.3g.20gb")
     ci = int(m.group(1)) if m.group(1) else None
     return ci, int(m.group(2)), int(m.group(3)), bool(m.group(4))
+
+
+def is_mig_type(name: str) -> bool:
+    """Whether a GPU type names a MIG profile (``1g.18gb``, ``3g.71gb``, ``1g.10gb+me``; any case):
+    Slurm gives a MIG instance the GRES type of its profile, and nothing else is named so."""
+    return _NAME_RE.match(name.strip().lower()) is not None
+
+
+def mig_memory_gb(name: str) -> int | None:
+    """The GB in a MIG profile name (``1g.18gb`` -> 18); None when ``name`` is no profile name."""
+    return parse_profile_name(name.lower())[2] if is_mig_type(name) else None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from slurmlab.core.slurm.gres import render_index_list
+from slurmlab.core.slurm.ranges import parse_index_list, render_index_list
 from slurmlab.errors import ParseError
 
 __all__ = [
@@ -144,29 +144,9 @@ def nvlink_generation_for_model(model: str) -> NvlinkGeneration | None:
     return best[1] if best else None
 
 
-_RANGE_RE = re.compile(r"^(\d{1,9})(?:-(\d{1,9}))?$")
-
-
 def parse_cpu_list(text: str, *, what: str = "CPU list") -> frozenset[int]:
     """``0-15,32-47`` / ``4,6,9`` -> the set of ids; an empty string is the empty set."""
-    text = text.strip()
-    if not text:
-        return frozenset()
-    out: set[int] = set()
-    for part in text.split(","):
-        m = _RANGE_RE.match(part.strip())
-        if m is None:
-            raise ParseError(what, text, hint="expected comma-separated ids or ranges such as 0-15,32-47")
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) is not None else lo
-        if hi < lo:
-            raise ParseError(what, text, hint=f"range {part!r} runs backwards")
-        # the largest nodes have a few thousand CPUs; a list past _MAX_CPU_IDS is corrupt text,
-        # and refusing it before building keeps memory bounded whatever the ranges say
-        if hi - lo + 1 + len(out) > _MAX_CPU_IDS:
-            raise ParseError(what, text[:200], hint=f"more than {_MAX_CPU_IDS} ids: range {part[:40]!r} is implausibly large")
-        out.update(range(lo, hi + 1))
-    return frozenset(out)
+    return frozenset(parse_index_list(text, what))
 
 
 def format_cpu_list(ids: Iterable[int]) -> str:
@@ -375,7 +355,6 @@ class Topology:
         return "\n".join(lines)
 
 
-_MAX_CPU_IDS = 65_536
 # no node holds more GPUs or NICs than this; a profile that says so would build n^2 links
 _MAX_DEVICES = 256
 

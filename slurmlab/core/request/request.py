@@ -18,11 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from slurmlab.core.slurm.gres import GresItem
+from slurmlab.core.slurm.timefmt import duration_in_words, format_duration
 from slurmlab.errors import RequestError
 
 __all__ = [
     "GPU_BIND_KINDS",
     "GRES_FLAGS",
+    "Checked",
     "GpuBind",
     "GpuCount",
     "GpuRequest",
@@ -102,34 +105,8 @@ class GpuCount:
         return f"{self.type}:{self.count}" if self.type else str(self.count)
 
 
-@dataclass(frozen=True)
-class GresSpec:
-    """One ``--gres`` item: ``name[:type][:count]``; ``count`` None means Slurm's default of 1."""
-
-    name: str
-    type: str | None = None
-    count: int | None = None
-
-    @property
-    def amount(self) -> int:
-        return 1 if self.count is None else self.count
-
-    @property
-    def is_gpu(self) -> bool:
-        return self.name == "gpu"
-
-    @property
-    def is_shared(self) -> bool:
-        """Shared GRES: several jobs on one GPU (shards time-slice, MPS splits by percentage)."""
-        return self.name in ("shard", "mps")
-
-    def render(self) -> str:
-        parts = [self.name]
-        if self.type:
-            parts.append(self.type)
-        if self.count is not None:
-            parts.append(str(self.count))
-        return ":".join(parts)
+# One ``--gres`` item ``name[:type][:count]`` is the GRES item Slurm prints back (count None = 1).
+GresSpec = GresItem
 
 
 GPU_BIND_KINDS = ("closest", "map_gpu", "mask_gpu", "single", "per_task", "none")
@@ -213,26 +190,12 @@ class TimeLimit:
         return self.seconds is None
 
     def render(self) -> str:
-        if self.seconds is None:
-            return "INFINITE"
-        days, rest = divmod(self.seconds, 86400)
-        hours, rest = divmod(rest, 3600)
-        minutes, seconds = divmod(rest, 60)
-        clock = f"{hours:02d}:{minutes:02d}:{seconds:02d}"
-        return f"{days}-{clock}" if days else clock
+        return format_duration(self.seconds, unlimited="INFINITE")
 
     def human(self) -> str:
         if self.seconds is None:
             return "no time limit"
-        days, rest = divmod(self.seconds, 86400)
-        hours, rest = divmod(rest, 3600)
-        minutes, seconds = divmod(rest, 60)
-        parts = [
-            f"{n} {word}{'s' if n != 1 else ''}"
-            for n, word in ((days, "day"), (hours, "hour"), (minutes, "minute"), (seconds, "second"))
-            if n
-        ]
-        return " ".join(parts) if parts else "no time limit (0)"
+        return duration_in_words(self.seconds) or "no time limit (0)"
 
 
 # --------------------------------------------------------------------------- value parsers
@@ -626,6 +589,31 @@ def retired_option_warning(group: Sequence[str], version: Sequence[int] | None) 
 
 
 @dataclass(frozen=True)
+class Checked:
+    """What :func:`slurmlab.core.request.pipeline.check_request` checked a request against.
+
+    ``argv`` is the request as it was checked: a copy changed since (``dataclasses.replace``) renders another
+    argv and so counts as unchecked. ``partitions`` is the cluster's partition count, None when the request was
+    checked on its own (``why_not`` then says why the cluster was not asked)."""
+
+    argv: tuple[str, ...]
+    partitions: int | None = None
+    version: tuple[int, ...] | None = None
+    why_not: str = ""
+
+    @property
+    def against_cluster(self) -> bool:
+        return self.partitions is not None
+
+    def note(self) -> str:
+        """In words, for a dry run: ``checked against the cluster (3 partitions), Slurm 24.11.5``."""
+        if self.partitions is None:
+            return f"not checked against the cluster: {self.why_not or 'no cluster inventory was given'}"
+        note = f"checked against the cluster ({self.partitions} partitions)"
+        return note + (f", Slurm {version_text(self.version)}" if self.version else "")
+
+
+@dataclass(frozen=True)
 class GpuRequest:
     """What a user asks Slurm for; every field None/empty means "not given" (Slurm's default)."""
 
@@ -661,6 +649,8 @@ class GpuRequest:
     extra: tuple[tuple[str, ...], ...] = ()  # options slurmlab does not model, in order, each as its tokens
     command: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    # set only by the one pipeline (core.request.pipeline.check_request); None: never checked
+    checked: Checked | None = field(default=None, compare=False)
 
     @classmethod
     def parse(cls, tokens: Sequence[str]) -> GpuRequest:

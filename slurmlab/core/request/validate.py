@@ -2,7 +2,8 @@
 
 ``validate(request, inventory)`` raises one :class:`~slurmlab.core.request.request.RequestProblems` (a RequestError)
 listing every problem, each naming the offending value and the fix; it returns the request with non-fatal
-oddities added to ``warnings``. Without an inventory only the static checks run.
+oddities added to ``warnings``. Without an inventory only the static checks run. The rules live here; a request
+to submit comes through :func:`slurmlab.core.request.pipeline.check_request`, the one caller of ``validate``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ API::
     parse_gres_item(text: str) -> GresItem
     render_gres(items) -> str                        # render_gres(parse_gres(s)) == s for canonical s
     GresItem: name, type, count, indices, sockets, shares, prefix, sep
+              (also what a ``--gres`` request holds: core.request's GresSpec is this class)
     ShareSlot: index, used (None when the GPU is taken whole, written "-"), total
 
 Forms understood (22.05 and 24.11 output, plus the request forms)::
@@ -21,6 +22,7 @@ Forms understood (22.05 and 24.11 output, plus the request forms)::
     gres/gpu:2  gres:gpu:2  gres/gpu:h100=2  gres/gpu=1   TRES spellings (prefix and separator kept)
 
 A string that does not match raises ParseError quoting it; nothing is dropped.
+Index lists (``0-2,5``) are read by :mod:`slurmlab.core.slurm.ranges` (re-exported here).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from slurmlab.core.slurm.ranges import parse_index_list, render_index_list
 from slurmlab.errors import ParseError
 
 __all__ = [
@@ -82,6 +85,11 @@ class GresItem:
     count_text: str | None = field(default=None, compare=False)
 
     @property
+    def amount(self) -> int:
+        """The count, with Slurm's default of 1 for an item that names none (``--gres=gpu``)."""
+        return 1 if self.count is None else self.count
+
+    @property
     def is_gpu(self) -> bool:
         return self.name == "gpu"
 
@@ -116,35 +124,6 @@ class GresItem:
         }
 
 
-def parse_index_list(text: str, what: str = "index list") -> tuple[int, ...]:
-    """``0-2,5`` -> (0, 1, 2, 5). ``N/A`` -> ()."""
-    text = text.strip()
-    if text in _EMPTY:
-        return ()
-    out: list[int] = []
-    for piece in text.split(","):
-        m = re.fullmatch(r"([0-9]{1,9})(?:-([0-9]{1,9}))?", piece.strip())
-        if m is None:
-            raise ParseError(what, text, hint=f"the piece {piece!r} is not N or N-M")
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) is not None else lo
-        if hi < lo or hi - lo > 65536:
-            raise ParseError(what, text, hint=f"the range {piece!r} is reversed or absurdly long")
-        out.extend(range(lo, hi + 1))
-    return tuple(out)
-
-
-def render_index_list(indices: Iterable[int]) -> str:
-    """(0, 1, 2, 5) -> ``0-2,5`` (runs of consecutive numbers fold; the order is kept)."""
-    runs: list[list[int]] = []
-    for i in indices:
-        if runs and runs[-1][1] + 1 == i:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
-
-
 def _split_top(text: str) -> list[str]:
     parts: list[str] = []
     depth = 0
@@ -163,6 +142,10 @@ def _split_top(text: str) -> list[str]:
         raise ParseError("GRES list", text, hint="a '(' is never closed")
     parts.append(text[start:])
     return parts
+
+
+def _index_list(text: str, what: str) -> tuple[int, ...]:
+    return () if text.strip() in _EMPTY else parse_index_list(text, what)
 
 
 def _parse_shares(detail: str, whole: str) -> tuple[ShareSlot, ...]:
@@ -203,10 +186,11 @@ def parse_gres_item(text: str) -> GresItem:
     detail = m.group("detail")
     if detail is not None:
         try:
+            # "IDX:N/A": a GRES configured but none of it held
             if detail.startswith("IDX:"):
-                indices = parse_index_list(detail[4:], "GRES index list")
+                indices = _index_list(detail[4:], "GRES index list")
             elif detail.startswith("S:"):
-                sockets = parse_index_list(detail[2:], "GRES socket list")
+                sockets = _index_list(detail[2:], "GRES socket list")
             else:
                 shares = _parse_shares(detail, raw)
         except ParseError as exc:

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from slurmlab.core.slurm.gres import GresItem, parse_gres
+from slurmlab.core.slurm.states import HOLDING
 from slurmlab.errors import ParseError
 
 __all__ = ["ExitStatus", "GresAlloc", "Job", "Node", "Partition", "Step", "Tres"]
@@ -286,9 +287,9 @@ class Job:
         return {a.node: a.gpu_indices for a in self.gpu_allocs if a.gpu_indices}
 
     def time_left(self, now: datetime) -> float | None:
-        """Seconds until the time limit ends a running job; None when it has no limit or is
-        not running (a pending job's clock has not started)."""
-        if self.state not in ("RUNNING", "SUSPENDED", "COMPLETING") or self.time_limit is None:
+        """Seconds until the time limit ends a running job; None when it has no limit or holds
+        no nodes (a pending job's clock has not started)."""
+        if self.state not in HOLDING or self.time_limit is None:
             return None
         if self.end_time is not None:
             return max(0.0, (self.end_time - now).total_seconds())

@@ -36,9 +36,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from slurmlab.core.slurm.gres import parse_gres, render_index_list
+from slurmlab.core.slurm.gres import parse_gres
 from slurmlab.core.slurm.hostlist import expand
 from slurmlab.core.slurm.models import ExitStatus, GresAlloc, Job, Node, Partition, Step, Tres
+from slurmlab.core.slurm.ranges import render_index_list
 from slurmlab.core.slurm.timefmt import from_epoch
 from slurmlab.errors import ParseError
 

@@ -3,8 +3,10 @@
 API::
 
     parse_duration(text) -> int | None      # seconds; "1-02:03:04", "01:00:00", "30:00", "5", None = UNLIMITED
-    parse_minutes(value) -> int | None      # JSON minutes (int or {set, infinite, number}) -> seconds
-    format_duration(seconds | None) -> str  # inverse of parse_duration ("UNLIMITED" for None)
+    parse_optional_duration(text) -> (present, seconds | None)
+    format_duration(seconds | None, unlimited="UNLIMITED", clamp=False) -> str
+                                            # inverse of parse_duration; the one [D-]HH:MM:SS formatter
+    duration_in_words(seconds) -> str       # "1 day 2 hours" for sentences
     parse_timestamp(text, tz=None) -> datetime | None   # "2026-11-29T15:04:03" (cluster-local) ; N/A/Unknown/None -> None
     from_epoch(n) -> datetime | None        # 0 means "not set" in Slurm JSON
 
@@ -20,6 +22,7 @@ from datetime import datetime, timezone, tzinfo
 from slurmlab.errors import ParseError
 
 __all__ = [
+    "duration_in_words",
     "format_duration",
     "from_epoch",
     "parse_duration",
@@ -60,16 +63,33 @@ def parse_optional_duration(text: str) -> tuple[bool, int | None]:
     return True, parse_duration(text)
 
 
-def format_duration(seconds: int | None) -> str:
+def format_duration(seconds: float | None, *, unlimited: str = "UNLIMITED", clamp: bool = False) -> str:
+    """``[D-]HH:MM:SS`` (Slurm's own form; fractions of a second are dropped). None -> ``unlimited``
+    (``"INFINITE"`` for a request, ``"-"`` for "not known"). A negative duration raises ParseError,
+    unless ``clamp`` shows it as 0 (a countdown that has just run out)."""
     if seconds is None:
-        return "UNLIMITED"
+        return unlimited
     if seconds < 0:
-        raise ParseError("duration", str(seconds), hint="a duration cannot be negative")
-    days, rest = divmod(seconds, 86400)
+        if not clamp:
+            raise ParseError("duration", str(seconds), hint="a duration cannot be negative")
+        seconds = 0
+    days, rest = divmod(int(seconds), 86400)
     h, rest = divmod(rest, 3600)
     m, s = divmod(rest, 60)
     core = f"{h:02d}:{m:02d}:{s:02d}"
     return f"{days}-{core}" if days else core
+
+
+def duration_in_words(seconds: int) -> str:
+    """``1 day 2 hours 3 seconds``; "" for 0 (the caller says what no time means there)."""
+    days, rest = divmod(int(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return " ".join(
+        f"{n} {word}{'s' if n != 1 else ''}"
+        for n, word in ((days, "day"), (hours, "hour"), (minutes, "minute"), (secs, "second"))
+        if n
+    )
 
 
 def parse_timestamp(text: str, tz: tzinfo | None = None) -> datetime | None:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from slurmlab.experiments.analysis import CONCURRENT, TIME_SLICED, TimesliceResult
-from slurmlab.experiments.local import run_local
+from slurmlab.experiments.timeslice import run
+from slurmlab.experiments.timeslice_result import CONCURRENT, TIME_SLICED, TimesliceResult
 
 pytestmark = [
     pytest.mark.slow,
@@ -30,7 +30,7 @@ def _cores() -> list[int]:
 def _undisturbed(valid: Callable[[TimesliceResult], bool], **kwargs: Any) -> TimesliceResult:
     result = None
     for _ in range(ATTEMPTS):
-        result = run_local(nice=-10, **kwargs)
+        result = run(None, nice=-10, **kwargs)
         if valid(result):
             break
     assert result is not None

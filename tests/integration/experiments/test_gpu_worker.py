@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from slurmlab.experiments.analysis import TIME_SLICED
-from slurmlab.experiments.local import run_local
+from slurmlab.experiments.timeslice import run
+from slurmlab.experiments.timeslice_result import TIME_SLICED
 
 
 def _gpu_reason() -> str | None:
@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=REA
 def test_cupy_worker_report() -> None:
     t0 = time.time_ns() + 15_000_000_000  # cupy import + NVRTC compile come first
     proc = subprocess.run(
-        [sys.executable, "-m", "slurmlab.experiments.worker", "--backend", "cupy", "--t0", str(t0),
+        [sys.executable, "-m", "slurmlab.experiments.node.worker", "--backend", "cupy", "--t0", str(t0),
          "--duration", "0.5", "--fma-iters", "1000", "--copy-mb", "256"],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
@@ -50,7 +50,7 @@ def test_cupy_worker_report() -> None:
 
 
 def test_two_processes_on_one_gpu_are_time_sliced() -> None:
-    r = run_local(procs=2, duration=2.0, backend="cupy", fma_iters=2_000_000, solo=True)
+    r = run(None, procs=2, duration=2.0, backend="cupy", fma_iters=2_000_000, solo=True)
     assert r.classification == TIME_SLICED, r.summary()
     for p in r.processes:
         assert p.share == pytest.approx(0.5, abs=0.15), r.summary()

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from slurmlab.experiments.isolation import FAIL, INFO, PASS, SHARED, SKIP
-from slurmlab.experiments.verify import ISOLATED, verify
+from slurmlab.experiments.isolation_result import FAIL, INFO, ISOLATED, PASS, SHARED, SKIP
+from slurmlab.experiments.verify import verify
 
 pytestmark = pytest.mark.sandbox
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from slurmlab.experiments.analysis import CONCURRENT, TIME_SLICED, TimesliceResult
 from slurmlab.experiments.timeslice import run
+from slurmlab.experiments.timeslice_result import CONCURRENT, TIME_SLICED, TimesliceResult
 
 pytestmark = [
     pytest.mark.sandbox,

@@ -150,7 +150,7 @@ def test_workshop_notebook_02_shows_topology_binding_isolation_timeslicing(
     # 6. time-slicing measured, classified, and drawn
     ts = _text(cell("ts = %gpu_timeslice"))
     assert "time-sliced" in ts, ts
-    assert _has_bokeh(cell("show(ts.gantt())"))
+    assert _has_bokeh(cell("show(gantt_figure(ts))"))
 
     # 7. released: neither job is left in the queue
     deadline = time.monotonic() + 30

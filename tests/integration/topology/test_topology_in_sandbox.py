@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from slurmlab import explain_binding, node_mig, node_topology
+from slurmlab.core.gpu.binding import HONOURED
 from slurmlab.core.gpu.topology import parse_cpu_list
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller
-from slurmlab.topology import explain_binding, mig, topology
-from slurmlab.topology.binding import HONOURED
 from slurmlab.viz.mig_view import mig_figure
 from slurmlab.viz.topology_view import topology_figure
 
@@ -95,7 +95,7 @@ def test_mig_slice_of_the_allocation_is_highlighted(h200_mig: Any) -> None:
     alloc = Allocation.submit(["-n1", "--gres=gpu:3g.71gb:1", "-t", "5"], runner=runner, poller=poller)
     try:
         alloc.wait(timeout=30)
-        result = mig(alloc)
+        result = node_mig(alloc)
         assert result.source == "sandbox"
         assert len(result.highlight) == 1
         gpu, placement = result.highlight[0]
@@ -111,7 +111,7 @@ def test_mig_slice_of_the_allocation_is_highlighted(h200_mig: Any) -> None:
         whole = Allocation.submit(["-n1", "--gpus=h200:1", "-t", "5"], runner=runner, poller=poller)
         try:
             whole.wait(timeout=30)
-            t = topology(whole)
+            t = node_topology(whole)
             assert t.source == "sandbox" and len(t.gpus) == 1 and t.gpus[0] in (4, 5, 6, 7)
         finally:
             whole.cancel()
@@ -123,10 +123,11 @@ def test_mig_slice_of_the_allocation_is_highlighted(h200_mig: Any) -> None:
 def test_outside_a_sandbox_the_live_sources_are_tried_in_order(dgx: Any, tmp_path: Any) -> None:
     import shutil
 
+    from slurmlab import SourceUnavailable
     from slurmlab.slurm.runner import Runner
-    from slurmlab.topology import SourceUnavailable
 
-    # the same cluster through a copy of slurm.conf in a folder without state.json: not seen as a sandbox
+    # the same cluster through a copy of slurm.conf in a folder without the sandbox's hardware file: not seen as
+    # a sandbox
     conf = tmp_path / "slurm.conf"
     shutil.copy(dgx.conf_path, conf)
     runner = Runner(slurm_conf=str(conf))
@@ -134,16 +135,16 @@ def test_outside_a_sandbox_the_live_sources_are_tried_in_order(dgx: Any, tmp_pat
     try:
         alloc.wait(timeout=30)
         if shutil.which("nvidia-smi"):
-            assert topology(alloc).source == "nvidia-smi"  # a real GPU host answers for itself
+            assert node_topology(alloc).source == "nvidia-smi"  # a real GPU host answers for itself
             return
         with pytest.raises(SourceUnavailable) as info:
-            topology(alloc)
+            node_topology(alloc)
         text = str(info.value)
         order = [text.index(k) for k in ("sandbox:", "nvidia-smi topo -m on", "NVML")]
         assert order == sorted(order), text
         # forcing the sandbox source where there is none says so
         with pytest.raises(SourceUnavailable, match="not a slurmlab sandbox"):
-            topology(alloc, source="sandbox")
+            alloc.topology(source="sandbox")
     finally:
         alloc.cancel()
 

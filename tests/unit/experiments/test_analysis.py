@@ -192,16 +192,6 @@ def test_views_carry_measured_numbers() -> None:
     assert "<table>" in page and "measured share of D" in page
 
 
-def test_gantt_draws_one_bar_per_run() -> None:
-    pytest.importorskip("bokeh")
-    r = analyse(round_robin(3, MS, 5), (0, 15 * MS), labels=["a", "b", "c"])
-    fig = r.gantt()
-    bars = [g for g in fig.renderers if g.glyph.__class__.__name__ == "HBar"]
-    assert len(bars) == 3
-    assert len(bars[1].data_source.data["left"]) == 5
-    assert bars[1].data_source.data["left"][0] == pytest.approx(1.0)  # ms since T0
-
-
 def _report(label: str, runs: list[list[int]], start: int, work: float | None = None) -> dict[str, object]:
     rep: dict[str, object] = {
         "backend": "cpu",

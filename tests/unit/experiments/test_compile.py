@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from slurmlab.experiments import compile as kc
+from slurmlab.experiments.node import compile as kc
 
 NVCC = kc.find_nvcc()
 HAS_NVRTC = importlib.util.find_spec("cupy") is not None

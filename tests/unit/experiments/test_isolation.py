@@ -9,18 +9,8 @@ import numpy as np
 import pytest
 
 from slurmlab.experiments.analysis import analyse
-from slurmlab.experiments.isolation import (
-    FAIL,
-    INFO,
-    MIG,
-    PASS,
-    SHARED,
-    SKIP,
-    Grant,
-    mig_profile_gb,
-    parse_cpulist,
-    run_checks,
-)
+from slurmlab.experiments.isolation import mig_profile_gb, parse_cpulist, run_checks
+from slurmlab.experiments.isolation_result import FAIL, INFO, MIG, PASS, SHARED, SKIP, Grant
 
 MS = 1_000_000
 GB = 1_000_000_000

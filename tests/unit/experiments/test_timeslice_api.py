@@ -1,4 +1,4 @@
-"""timeslice.run / StepLauncher / step GPU options: the parts that need no Slurm, run for real."""
+"""timeslice.run and its plan / StepLauncher / step GPU options: the parts that need no Slurm, run for real."""
 
 from __future__ import annotations
 
@@ -12,9 +12,16 @@ import pytest
 from slurmlab.core.slurm.gres import GresItem
 from slurmlab.core.slurm.models import GresAlloc, Job
 from slurmlab.errors import ExperimentError, SlurmlabError
-from slurmlab.experiments.analysis import TimesliceResult
-from slurmlab.experiments.steps import StepHandle, StepLauncher, default_sync_root, runs_on_this_host
-from slurmlab.experiments.timeslice import run, step_gpu_args
+from slurmlab.experiments.plan import TimeslicePlan, choose_cores
+from slurmlab.experiments.steps import (
+    StepHandle,
+    StepLauncher,
+    default_sync_root,
+    runs_on_this_host,
+    step_gpu_args,
+)
+from slurmlab.experiments.timeslice import run
+from slurmlab.experiments.timeslice_result import TimesliceResult
 
 
 def _job(**kw: Any) -> Job:
@@ -41,6 +48,28 @@ def test_bad_arguments_are_clear_errors() -> None:
         run(None, backend="opencl")
     with pytest.raises(ExperimentError, match="cores must be at least 1"):
         run(None, procs=2, backend="cpu", cores=0)
+    with pytest.raises(ExperimentError, match="duration must be positive"):
+        run(None, duration=0)
+    with pytest.raises(ExperimentError, match="not both"):
+        run(None, TimeslicePlan(procs=2), procs=3)
+
+
+def test_the_plan_is_one_frozen_object_with_normalised_fields() -> None:
+    plan = TimeslicePlan(procs=2, cores=[0, 1], step_args=["--gpus=1"])  # type: ignore[arg-type]
+    assert plan.cores == (0, 1) and plan.step_args == ("--gpus=1",)
+    assert not plan.placed and TimeslicePlan(backend="cpu").placed
+    with pytest.raises(AttributeError):
+        plan.procs = 5  # type: ignore[misc]
+
+
+def test_cores_are_chosen_from_those_the_workers_may_use() -> None:
+    assert choose_cores(None, [4, 5, 6]) == (4,)
+    assert choose_cores(2, [4, 5, 6]) == (4, 5)
+    assert choose_cores("5-6", [4, 5, 6]) == (5, 6)
+    with pytest.raises(ExperimentError, match="may use only 3"):
+        choose_cores(4, [4, 5, 6])
+    with pytest.raises(ExperimentError, match="not available here"):
+        choose_cores([9], [4, 5, 6])
 
 
 class _NotRunning:

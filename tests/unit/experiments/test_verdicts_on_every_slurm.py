@@ -14,16 +14,17 @@ from typing import Any
 
 import pytest
 
+from slurmlab.core.gpu.binding import HONOURED, NOT_HONOURED, UNKNOWN, TaskReport, explain
+from slurmlab.core.gpu.binding import node_records as _records
 from slurmlab.core.gpu.topology import Gpu, Topology, parse_cpu_list
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.parse_json import load_json, parse_jobs_json, parse_nodes_json
 from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
-from slurmlab.experiments.isolation import FAIL, INFO, PASS, SKIP
-from slurmlab.experiments.verify import _slurm_i7, grant_from_job, shard_gpus_of
-from slurmlab.experiments.verify_task import gpu_cores_from_gres_conf
+from slurmlab.experiments.gres_conf import gpu_cores_from_gres_conf
+from slurmlab.experiments.isolation_result import FAIL, INFO, PASS, SKIP
+from slurmlab.experiments.slurm_view import grant_from_job, shard_gpus_of, slurm_i7
 from slurmlab.sandbox.profile import load_profile
 from slurmlab.sandbox.render import RenderContext, render_gres_conf
-from slurmlab.topology.binding import HONOURED, NOT_HONOURED, UNKNOWN, TaskReport, _records, explain
 from tests.shared_paths import shared_fixtures_dir
 
 GOLDEN = Path(__file__).resolve().parents[2] / "data" / "slurm"
@@ -88,7 +89,7 @@ def _cores(conf: str, node: str) -> dict[str, str | None]:
 def _i7(job: Job, conf: str) -> Any:
     reports = [{"label": "0", "node": a.node, "cpu_affinity": [0],
                 "gres_conf": {"path": "gres.conf", "cores": _cores(conf, a.node)}} for a in job.gpu_allocs]
-    return _slurm_i7(job, reports, grant_from_job(job))
+    return slurm_i7(job, reports, grant_from_job(job))
 
 
 def _binding(job: Job, conf: str) -> Any:

@@ -10,18 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from slurmlab.core.request.step_request import step_args_for
 from slurmlab.core.slurm.gres import GresItem
 from slurmlab.core.slurm.models import GresAlloc, Job
 from slurmlab.errors import ExperimentError
-from slurmlab.experiments.isolation import EXCLUSIVE, MIG, SHARED, CheckResult
+from slurmlab.experiments.gres_conf import gpu_cores_from_gres_conf, with_gres_cores
+from slurmlab.experiments.isolation_result import EXCLUSIVE, FAIL, MIG, PASS, SHARED, SKIP, CheckResult
+from slurmlab.experiments.node.verify_task import gres_conf_gpu_lines
+from slurmlab.experiments.slurm_view import grant_from_job, shard_gpus_of, slurm_i7, slurm_view_devices
+from slurmlab.experiments.steps import step_gpu_args
 from slurmlab.experiments.task_reports import BEGIN, END, read_reports
-from slurmlab.experiments.verify import (
-    _ntasks_in,
-    gpu_cores_from_gres_conf,
-    grant_from_job,
-    slurm_view_devices,
-    step_args_for,
-)
+from slurmlab.experiments.verify import TASK_MODULE, _ntasks_in, read_task_reports
 
 GRES_CONF = """\
 # two kinds of lines, a File range, and a node that is not ours
@@ -125,7 +124,7 @@ def test_task_side_prints_one_report_with_the_gres_conf_cores(tmp_path: Path) ->
         "SLURM_PROCID": "0",
     }
     out = subprocess.run(
-        [sys.executable, "-m", "slurmlab.experiments.verify_task", "--backend", "cpu"],
+        [sys.executable, "-m", TASK_MODULE, "--backend", "cpu"],
         env=env,
         capture_output=True,
         text=True,
@@ -135,16 +134,16 @@ def test_task_side_prints_one_report_with_the_gres_conf_cores(tmp_path: Path) ->
     # one framed line, read back the way the orchestrator reads task 0 of a labelled step
     (line,) = out.stdout.strip().splitlines()
     assert line.startswith(BEGIN) and line.endswith(END)
-    (report,) = read_reports([f"0: {line}"], 1)
+    (sent,) = read_reports([f"0: {line}"], 1)
+    # the task sends its node's GPU lines as they are; the Cores are numbered on this side
+    assert sent["gres_conf"]["gpu_lines"] == gres_conf_gpu_lines(GRES_CONF) and "cores" not in sent["gres_conf"]
+    (report,) = read_task_reports([f"0: {line}"], [], 1, "3")
     assert report["node"] == "node1" and report["label"] == "0"
     assert report["gres_conf"]["cores"]["4"] == "56-111"
     assert slurm_view_devices(report)[0]["gres_cores"] == "56-111"
 
 
 def test_a_shard_task_is_named_by_the_gpu_the_controller_put_its_shards_on() -> None:
-    from slurmlab.experiments.timeslice import step_gpu_args
-    from slurmlab.experiments.verify import shard_gpus_of
-
     job = _job(
         tres_per_node=(GresItem("shard", count=2, prefix="gres:"),),
         gpu_allocs=(GresAlloc("node1", (GresItem("shard", "h100", 2, (3,)),), "0-1"),),
@@ -162,7 +161,7 @@ def test_a_task_side_failure_arrives_as_that_tasks_error_not_a_missing_report() 
     # no GPU here, so the cupy backend fails inside the task: the reader names the task and the cause
     env = {**os.environ, "SLURM_PROCID": "1"}
     out = subprocess.run(
-        [sys.executable, "-m", "slurmlab.experiments.verify", "--backend", "cupy"],
+        [sys.executable, "-m", TASK_MODULE, "--backend", "cupy"],
         env=env,
         capture_output=True,
         text=True,
@@ -183,7 +182,6 @@ def test_a_task_side_failure_arrives_as_that_tasks_error_not_a_missing_report() 
 )
 def test_shards_in_either_slurm_form_give_the_same_gpu_and_grant(detail: str) -> None:
     from slurmlab.core.slurm.gres import parse_gres
-    from slurmlab.experiments.verify import shard_gpus_of
 
     # no tres_per_* here: the per-node record alone must say the job shares a GPU
     job = _job(gpu_allocs=(GresAlloc("node1", parse_gres(detail), "26"),))
@@ -195,7 +193,6 @@ def test_shards_in_either_slurm_form_give_the_same_gpu_and_grant(detail: str) ->
 
 def test_a_whole_gpu_job_beside_idle_shards_is_not_shared() -> None:
     from slurmlab.core.slurm.gres import parse_gres
-    from slurmlab.experiments.verify import shard_gpus_of
 
     job = _job(gpu_allocs=(GresAlloc("node1", parse_gres("gpu:h100:2(IDX:0-1),shard:h100:0(-/4,-/4,0/4,0/4)")),))
     assert shard_gpus_of(job) == {}
@@ -203,16 +200,12 @@ def test_a_whole_gpu_job_beside_idle_shards_is_not_shared() -> None:
 
 
 def _i7(job: Job, cores: dict[str, str | None]) -> CheckResult:
-    from slurmlab.experiments.verify import _slurm_i7
-
     reports = [{"label": "0", "node": "node1", "cpu_affinity": [0],
                 "gres_conf": {"path": "/x/gres.conf", "cores": cores}}]
-    return _slurm_i7(job, reports, grant_from_job(job))
+    return slurm_i7(job, reports, grant_from_job(job))
 
 
 def test_i7_says_which_slurm_fact_is_missing_and_judges_when_both_are_there() -> None:
-    from slurmlab.experiments.isolation import FAIL, PASS, SKIP
-
     bound: dict[str, object] = {"tres_per_task": (GresItem("gpu", count=1, prefix="gres/"),), "tres_bind": "gres/gpu:closest"}
     no_ids = _i7(_job(gpu_allocs=_held(2, cpus=None), **bound), {"2": "24-47"})
     assert no_ids.status == SKIP and "no CPU_IDs for the job on node1" in no_ids.reason
@@ -233,3 +226,15 @@ Name=gpu Type=3g.71gb File=/dev/mig1 Cores=8-11
 Name=gpu Type=1g.18gb File=/dev/mig[2-3] Cores=4-7
 """
     assert gpu_cores_from_gres_conf(conf, "n1") == {0: "0-3", 1: "4-7", 2: "4-7", 3: "8-11"}
+
+
+def test_the_task_sends_only_gpu_lines_and_a_line_that_cannot_be_read_is_quoted() -> None:
+    assert gres_conf_gpu_lines(GRES_CONF) == [
+        "NodeName=node[1-2] Name=gpu Type=h100 File=/dev/nvidia[0-3] Cores=0-55",
+        "NodeName=node[1-2] Name=gpu Type=h100 File=/dev/nvidia[4-7] Cores=56-111",
+        "NodeName=node9 Name=gpu File=/dev/nvidia0 Cores=0-3",
+    ]
+    bad = with_gres_cores({"node": "node1", "gres_conf": {"path": "/x", "gpu_lines": ["NodeName=node[1- Name=gpu"]}})
+    assert "cores" not in bad["gres_conf"] and "NodeName=node[1-" in bad["gres_conf"]["error"]
+    # no gres.conf found on the node: nothing to number, nothing claimed
+    assert with_gres_cores({"node": "n", "gres_conf": {"path": None}})["gres_conf"] == {"path": None}

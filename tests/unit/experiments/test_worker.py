@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-from slurmlab.experiments.worker import environment_report, parse_cpus, pick_backend
+from slurmlab.experiments.node.worker import environment_report, parse_cpus, pick_backend
 
 
 def _worker(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "slurmlab.experiments.worker", *args],
+        [sys.executable, "-m", "slurmlab.experiments.node.worker", *args],
         capture_output=True, text=True, timeout=60, env=env, check=False,
     )  # fmt: skip
 

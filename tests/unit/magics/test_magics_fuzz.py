@@ -198,14 +198,14 @@ def fuzz_env(ip: Any, offline_runner: Any, tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(Sandbox, "up", classmethod(no_sandbox))
     monkeypatch.setattr(Sandbox, "down", no_sandbox)
 
-    def fake_run_timeslice(procs: int, duration: float, backend: str, **kw: Any) -> Any:
+    def fake_measure(plan: Any, *_a: Any, **_kw: Any) -> Any:
         # what reaches the launcher was validated: a bounded number of workers for a finite time
-        assert isinstance(procs, int) and 1 <= procs <= 64, procs
-        assert math.isfinite(duration) and 0 < duration <= 3600, duration
-        assert backend in ("cpu", "cupy")
+        assert isinstance(plan.procs, int) and 1 <= plan.procs <= 64, plan.procs
+        assert math.isfinite(plan.duration) and 0 < plan.duration <= 3600, plan.duration
+        assert plan.backend in ("cpu", "cupy")
         return types.SimpleNamespace(meta={})
 
-    monkeypatch.setattr(timeslice, "run_timeslice", fake_run_timeslice)
+    monkeypatch.setattr(timeslice, "measure", fake_measure)
 
     def reset() -> None:
         set_runner(offline_runner)  # %slurm use may have switched it

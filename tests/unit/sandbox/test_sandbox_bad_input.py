@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from slurmlab.errors import SandboxError
-from slurmlab.sandbox import APT_INSTALL, Sandbox, control
+from slurmlab.sandbox import APT_INSTALL, Sandbox, installed
 from slurmlab.sandbox.ports import free_ports
 
 
 def test_missing_slurm_or_munge_names_the_apt_get_line(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: nothing is installed
-    monkeypatch.setattr(control, "_SBIN", ())
+    monkeypatch.setattr(installed, "_SBIN", ())
     with pytest.raises(SandboxError) as info:
         Sandbox.up(profile="seed", directory=tmp_path / "sb")
     assert "not installed" in str(info.value)

@@ -6,21 +6,21 @@ import json
 
 import pytest
 
-from slurmlab.errors import ParseError
-from slurmlab.topology import from_profile
-from slurmlab.topology.binding import (
+from slurmlab.core.gpu.binding import (
     HONOURED,
     NOT_HONOURED,
     NOT_REQUESTED,
     UNKNOWN,
     NodeRecord,
     TaskReport,
-    _gpu_bind_value,
     explain,
+    gpu_bind_value,
     parse_task_reports,
 )
+from slurmlab.errors import ParseError
+from slurmlab.slurm.hardware_files import topology_from_profile
 
-DGX = from_profile("dgx-h100")  # GPUs 0-3: NUMA 0, CPUs 0-55; GPUs 4-7: NUMA 1, CPUs 56-111
+DGX = topology_from_profile("dgx-h100")  # GPUs 0-3: NUMA 0, CPUs 0-55; GPUs 4-7: NUMA 1, CPUs 56-111
 NODE0 = frozenset(range(0, 56))
 NODE1 = frozenset(range(56, 112))
 
@@ -129,7 +129,7 @@ def test_bad_step_gpus_are_quoted() -> None:
     (None, None), ("", None), ("gres/shard:per_task:1", None),
 ])
 def test_gpu_bind_value(tres: str | None, want: str | None) -> None:
-    assert _gpu_bind_value(tres) == want
+    assert gpu_bind_value(tres) == want
 
 
 def test_a_sandbox_node_without_cpu_ids_is_unknown_and_names_the_missing_fact() -> None:

@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from slurmlab.topology.binding import TASK_PROBE, parse_task_reports
-from slurmlab.topology.sources import NVML_PROBE
+from slurmlab.core.gpu.binding import parse_task_reports
+from slurmlab.slurm.binding_probe import TASK_PROBE
+from slurmlab.slurm.probes import NVML_PROBE
 
 PY = shutil.which("python3")
 pytestmark = pytest.mark.skipif(PY is None, reason="python3 is not on PATH")

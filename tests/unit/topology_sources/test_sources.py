@@ -1,4 +1,5 @@
-"""Where topology and MIG come from: files, built-in profiles, sandbox detection, the NVML report, source order."""
+"""Where topology and MIG come from: files, built-in profiles, the sandbox's hardware file, the NVML report, source
+order."""
 
 from __future__ import annotations
 
@@ -8,15 +9,25 @@ from pathlib import Path
 import pytest
 from shared_paths import require_shared
 
+from slurmlab.core.gpu.captures import topology_from_nvml_report
+from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE, parse_hardware
 from slurmlab.errors import ParseError, RequestError
 from slurmlab.sandbox import load_profile
+from slurmlab.sandbox.render import gres_index_map, render_hardware_file
+from slurmlab.slurm.hardware_files import (
+    mig_from_file,
+    mig_from_profile,
+    profile_names,
+    sandbox_hardware,
+    topology_from_file,
+    topology_from_profile,
+)
+from slurmlab.slurm.probes import _order
 from slurmlab.slurm.runner import Runner
-from slurmlab.topology import from_file, from_profile, mig_from_file, mig_from_profile
-from slurmlab.topology.sources import _order, profile_gres_devices, sandbox_of, topology_from_nvml_report
 
 
 def test_builtin_profile_is_the_reported_source() -> None:
-    got = from_profile("dgx-h100")
+    got = topology_from_profile("dgx-h100")
     assert got.source == "profile" and "dgx-h100" in got.detail
     topo = got.topology
     assert len(topo.gpus) == 8
@@ -28,7 +39,7 @@ def test_builtin_profile_is_the_reported_source() -> None:
 
 def test_unknown_profile_names_the_known_ones() -> None:
     with pytest.raises(Exception, match="dgx-h100"):
-        from_profile("no-such-box")
+        topology_from_profile("no-such-box")
 
 
 def test_profile_json_file(tmp_path: Path) -> None:
@@ -36,7 +47,7 @@ def test_profile_json_file(tmp_path: Path) -> None:
             "nvlink": {"0-1": 4}, "gpu_model": "RTX 3090"}
     path = tmp_path / "box.json"
     path.write_text(json.dumps(data))
-    got = from_file(path)
+    got = topology_from_file(path)
     assert got.source == "file" and str(path) in got.detail
     assert got.topology.nvlinks(0, 1) == 4
     assert got.topology.gpu(1).cpu_affinity == frozenset(range(4, 8))
@@ -44,7 +55,7 @@ def test_profile_json_file(tmp_path: Path) -> None:
 
 def test_saved_topo_capture() -> None:
     path = require_shared("nvidia-smi", "topo-8x-h100-sxm-nv18-no-nics-spaces.txt")
-    got = from_file(path)
+    got = topology_from_file(path)
     assert got.source == "file" and "topo -m" in got.detail
     assert len(got.topology.gpus) == 8 and got.topology.nvlinks(0, 7) == 18
 
@@ -52,7 +63,7 @@ def test_saved_topo_capture() -> None:
 def test_a_capture_of_the_wrong_kind_is_refused_with_its_kind() -> None:
     path = require_shared("nvidia-smi", "smi-L-a100-40gb-2x3g.20gb-migguide.txt")
     with pytest.raises(ParseError, match="list"):
-        from_file(path)
+        topology_from_file(path)
     layout = mig_from_file(path).layout
     assert [i.profile for i in layout.instances()] == ["3g.20gb", "3g.20gb"]
 
@@ -61,9 +72,9 @@ def test_broken_json_and_missing_file_are_parse_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(ParseError, match="not valid JSON"):
-        from_file(bad)
+        topology_from_file(bad)
     with pytest.raises(ParseError, match="cannot read"):
-        from_file(tmp_path / "absent.txt")
+        topology_from_file(tmp_path / "absent.txt")
 
 
 def test_mig_from_profiles() -> None:
@@ -77,7 +88,7 @@ def test_mig_from_profiles() -> None:
 def test_gres_idx_of_a_mig_sandbox_follows_slurms_type_grouping() -> None:
     # observed in the h200-mig sandbox: whole H200s are IDX 0-3, then 9 x 1g.18gb, then 3g.71gb at IDX 13
     prof = load_profile("h200-mig")
-    devices = profile_gres_devices(prof)
+    devices = gres_index_map(prof)
     assert len(devices) == 4 + len(prof.mig)
     assert devices[:4] == [(4, None), (5, None), (6, None), (7, None)]
     gpu, pos = devices[13]
@@ -86,19 +97,45 @@ def test_gres_idx_of_a_mig_sandbox_follows_slurms_type_grouping() -> None:
 
 
 def test_gres_idx_equals_index_on_a_plain_profile() -> None:
-    assert profile_gres_devices(load_profile("dgx-h100")) == [(i, None) for i in range(8)]
+    assert gres_index_map(load_profile("dgx-h100")) == [(i, None) for i in range(8)]
 
 
-def test_sandbox_is_found_next_to_slurm_conf(tmp_path: Path) -> None:
+def test_the_builtin_profiles_are_the_sandboxs() -> None:
+    from slurmlab.sandbox import list_profiles
+
+    assert profile_names() == list_profiles()
+
+
+def test_sandbox_is_found_by_its_hardware_file_next_to_slurm_conf(tmp_path: Path) -> None:
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=x\n")
-    assert sandbox_of(Runner(slurm_conf=str(conf))) is None
-    (tmp_path / "state.json").write_text(json.dumps(
-        {"profile": "dgx-h100", "nodes": 2, "pids": {}, "conf_path": str(conf), "node_names": ["node1", "node2"]}))
-    sb = sandbox_of(Runner(slurm_conf=str(conf)))
-    assert sb is not None and sb.profile_name == "dgx-h100"
-    (tmp_path / "state.json").write_text("[]")  # not a sandbox state file: not a sandbox
-    assert sandbox_of(Runner(slurm_conf=str(conf))) is None
+    assert sandbox_hardware(Runner(slurm_conf=str(conf))) is None
+    (tmp_path / HARDWARE_FILE).write_text(render_hardware_file(load_profile("h200-mig")))
+    hw = sandbox_hardware(Runner(slurm_conf=str(conf)))
+    assert hw is not None and hw.name == "h200-mig" and hw.nodes == ("node1",) and hw.directory == str(tmp_path)
+    # Slurm's IDX 13 is a 3g.71gb slice of GPU 1: the topology marks GPU 1 and says which slice it is
+    topo = hw.node_topology("node1", (13,))
+    assert topo.source == "sandbox" and str(tmp_path) in topo.detail and topo.gpus == (1,)
+    assert topo.gpu_of_idx(0) == 4 and any("3g.71gb" in n for n in topo.notes) and topo.gpu_type == "h200"
+    (gpu, placement), = hw.node_mig("node1", (13,)).highlight
+    assert (gpu, placement) == (1, "0:4")
+    with pytest.raises(RequestError, match="not in the sandbox"):
+        hw.node_topology("node9")
+    (tmp_path / HARDWARE_FILE).write_text("[]")  # there, but not what the sandbox writes: said so, not guessed
+    with pytest.raises(ParseError, match="hardware file"):
+        sandbox_hardware(Runner(slurm_conf=str(conf)))
+
+
+def test_hardware_file_roundtrip_and_refusals() -> None:
+    prof = load_profile("dgx-h100")
+    hw = parse_hardware(render_hardware_file(prof), directory="/sb")
+    assert hw.nodes == prof.node_names and hw.gres_idx == tuple(gres_index_map(prof))
+    assert hw.node_topology("node2").topology == topology_from_profile(prof).topology
+    with pytest.raises(RequestError, match="no MIG instances"):
+        hw.node_mig("node1")
+    for bad in ("{not json", '{"format": 99}', '{"format": 1, "profile": {}, "nodes": ["n1"], "gres_idx": [{"gpu": "0"}]}'):
+        with pytest.raises(ParseError):
+            parse_hardware(bad, directory="/sb")
 
 
 def test_source_order_and_forcing() -> None:
@@ -127,3 +164,31 @@ def test_nvml_report_becomes_a_topology() -> None:
         topology_from_nvml_report({"gpus": []})
     with pytest.raises(ParseError, match="count"):
         topology_from_nvml_report({"gpus": report["gpus"], "nvlink_ends": {"0-1": "many"}})
+
+
+class _Alloc:
+    """As much of an Allocation as the sandbox source needs: no step is run."""
+
+    def __init__(self, runner: Runner, idx: tuple[int, ...]) -> None:
+        from types import SimpleNamespace
+
+        self.runner, self.job_id, self.state, self.running, self.nodes = runner, "7", "RUNNING", True, ["node1"]
+        self.job = SimpleNamespace(gpu_allocs=[SimpleNamespace(node="node1", gpu_indices=list(idx))])
+
+
+def test_the_sandbox_source_of_an_allocation_reads_the_file_beside_slurm_conf(tmp_path: Path) -> None:
+    from slurmlab.errors import SourceUnavailable
+    from slurmlab.slurm.probes import node_mig, node_topology
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\n")
+    alloc = _Alloc(Runner(slurm_conf=str(conf)), (4, 13))
+    with pytest.raises(SourceUnavailable, match="not a slurmlab sandbox"):
+        node_topology(alloc, source="sandbox")  # type: ignore[arg-type]
+    (tmp_path / HARDWARE_FILE).write_text(render_hardware_file(load_profile("h200-mig")))
+    topo = node_topology(alloc, source="sandbox")  # type: ignore[arg-type]
+    assert topo.source == "sandbox" and topo.node == "node1" and topo.gpus == (0, 1) and topo.slurm_gpus == (4, 13)
+    assert node_mig(alloc).highlight == ((0, "0:1"), (1, "0:4"))  # type: ignore[arg-type]
+    (tmp_path / HARDWARE_FILE).write_text("{broken")
+    with pytest.raises(SourceUnavailable, match="sandbox: .*hardware file"):
+        node_topology(alloc, source="sandbox")  # type: ignore[arg-type]

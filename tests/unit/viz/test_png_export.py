@@ -40,11 +40,12 @@ def export_or_skip(fig: object, path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.browser  # headless chromium renders it: not in the fast tier
 def test_png_of_the_dgx_h100_profile_topology() -> None:
     # the sandbox's own hardware profile: what its gres.conf (Cores=, Links=) is rendered from
-    from slurmlab.topology import from_profile
+    from slurmlab import topology_from_profile
 
-    nt = from_profile("dgx-h100")
+    nt = topology_from_profile("dgx-h100")
     assert len(nt.topology.gpus) == 8 and nt.topology.nvlinks(0, 7) == 18
     fig = topology_figure(nt.topology, highlight_gpus=[0, 1],
                           task_cpus={"task 0": range(0, 28), "task 1": range(28, 56)})
@@ -54,6 +55,7 @@ def test_png_of_the_dgx_h100_profile_topology() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.browser  # headless chromium renders it: not in the fast tier
 def test_png_of_a_real_8x_h100_capture() -> None:
     text = require_shared("nvidia-smi", "topo-8x-h100-sxm-nv18-no-nics-spaces.txt").read_text()
     topo = parse_topo_matrix(text, gpu_model="NVIDIA H100 80GB HBM3")
@@ -65,8 +67,9 @@ def test_png_of_a_real_8x_h100_capture() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.browser  # headless chromium renders it: not in the fast tier
 def test_png_of_the_h200_mig_profile() -> None:
-    from slurmlab.topology import mig_from_profile
+    from slurmlab import mig_from_profile
 
     nm = mig_from_profile("h200-mig")
     assert nm.layout.instances()
@@ -75,6 +78,7 @@ def test_png_of_the_h200_mig_profile() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.browser  # headless chromium renders it: not in the fast tier
 def test_png_of_h200_mig_layout() -> None:
     lay = MigLayout.from_spec("H200-141GB", {0: ["3g.71gb", "2g.35gb", "1g.18gb", "1g.18gb"], 1: ["7g.141gb"],
                                              2: ["4g.71gb", "2g.35gb", "1g.18gb"], 3: ["1g.18gb"] * 7})
@@ -85,6 +89,7 @@ def test_png_of_h200_mig_layout() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.browser  # headless chromium renders it: not in the fast tier
 def test_png_of_nic_rich_capture() -> None:
     text = require_shared("nvidia-smi", "topo-8x-h100-princeton-pli-nv18-6nics-empty-cpu-affinity.txt").read_text()
     fig = topology_figure(parse_topo_matrix(text), highlight_gpus=[4, 5], show_pcie=True)

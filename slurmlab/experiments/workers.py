@@ -1,0 +1,129 @@
+"""Start N workers, give them one common start, collect their reports.
+
+Only *how* the N worker commands start differs between a laptop and an allocation. A launcher
+takes the N argv lists and returns N running handles (``poll()``, ``communicate(timeout)``,
+``kill()``, as :class:`subprocess.Popen` has). :class:`LocalLauncher` starts local processes;
+:class:`slurmlab.experiments.steps.StepLauncher` starts ``srun --overlap`` steps instead.
+The workers and the orchestrator meet in a sync folder: each worker writes ``ready.<label>``
+after calibrating and compiling, then the orchestrator writes ``t0`` a little in the future.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from slurmlab.errors import ExperimentError
+from slurmlab.experiments.plan import WorkerPlan
+
+__all__ = ["Launcher", "LocalLauncher", "RunningWorker", "run_workers"]
+
+
+class RunningWorker(Protocol):
+    def poll(self) -> int | None: ...
+    def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[Any, Any]: ...
+    def kill(self) -> None: ...
+
+
+class Launcher(Protocol):
+    def __call__(self, argvs: Sequence[Sequence[str]]) -> Sequence[RunningWorker]: ...
+
+
+class LocalLauncher:
+    """Start each worker as a local process (pinning is done by the worker's ``--pin``)."""
+
+    def __call__(self, argvs: Sequence[Sequence[str]]) -> Sequence[RunningWorker]:
+        return [
+            # a session of its own gives each worker its own scheduler autogroup (see --nice)
+            subprocess.Popen(
+                list(a), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+            )
+            for a in argvs
+        ]
+
+
+def _kill_all(handles: Sequence[RunningWorker]) -> None:
+    for h in handles:
+        if h.poll() is None:
+            h.kill()
+
+
+def run_workers(
+    workers: WorkerPlan,
+    launcher: Launcher | None = None,
+    *,
+    ready_timeout: float = 300.0,
+    start_margin: float = 0.3,
+) -> list[dict[str, Any]]:
+    """Start the workers with ``launcher``, give them a common T0, return their reports.
+
+    The sync folder is made under the plan's ``sync_root`` (default: the system temp folder);
+    workers on other nodes need it on a filesystem they share with this process.
+    """
+    launcher = launcher or LocalLauncher()
+    with tempfile.TemporaryDirectory(prefix="slurmlab-sync-", dir=workers.plan.sync_root) as tmp:
+        sync = Path(tmp)
+        sync.chmod(0o755)
+        handles = list(launcher([workers.argv(i, sync) for i in range(workers.procs)]))
+        try:
+            deadline = time.monotonic() + ready_timeout
+            while len(list(sync.glob("ready.*"))) < workers.procs:
+                dead = [i for i, h in enumerate(handles) if h.poll() is not None]
+                if dead:
+                    out, err = handles[dead[0]].communicate(timeout=5)
+                    raise ExperimentError(
+                        f"worker {workers.label(dead[0])} exited before it was ready: {_error_of(out, err)}"
+                    )
+                if time.monotonic() > deadline:
+                    raise ExperimentError(
+                        f"only {len(list(sync.glob('ready.*')))} of {workers.procs} workers became ready "
+                        f"within {ready_timeout:.0f} s",
+                        hint="is the machine overloaded, or the GPU busy compiling?",
+                    )
+                time.sleep(0.005)
+            t0 = time.time_ns() + int(start_margin * 1e9)
+            (sync / ".t0.tmp").write_text(str(t0))
+            (sync / ".t0.tmp").replace(sync / "t0")
+            budget = workers.window_s + start_margin + 120.0
+            reports = []
+            for i, h in enumerate(handles):
+                try:
+                    out, err = h.communicate(timeout=budget)
+                except subprocess.TimeoutExpired as exc:
+                    raise ExperimentError(f"worker {workers.label(i)} ran past {budget:.0f} s") from exc
+                reports.append(_parse_report(workers.label(i), out, err))
+            return reports
+        finally:
+            _kill_all(handles)
+
+
+def _error_of(out: str | None, err: str | None) -> str:
+    for line in reversed((out or "").splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "error" in data:
+            return str(data["error"])
+    tail = (err or "").strip().splitlines()[-3:]
+    return " | ".join(tail) or "no output"
+
+
+def _parse_report(label: str, out: str | None, err: str | None) -> dict[str, Any]:
+    lines = [ln for ln in (out or "").splitlines() if ln.strip()]
+    if not lines:
+        raise ExperimentError(f"worker {label} printed no report: {_error_of(out, err)}")
+    try:
+        data = json.loads(lines[-1])
+    except ValueError as exc:
+        raise ExperimentError(
+            f"worker {label} printed something that is not a JSON report: {lines[-1][:200]!r}"
+        ) from exc
+    if "error" in data:
+        raise ExperimentError(f"worker {label} failed: {data['error']}")
+    return dict(data)

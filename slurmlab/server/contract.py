@@ -1,0 +1,158 @@
+"""The JSON the sidebar reads, written once: one TypedDict per answer and per part of an answer.
+
+The server builds its payloads as these types (mypy checks every key it writes), and
+``extensions/slurmlab-lab/src/api.ts`` declares the same shapes as TypeScript interfaces;
+``TS_INTERFACES`` pairs them, and a test holds the two to each other field by field, both ways.
+A field that may be missing is ``NotRequired`` here and ``name?:`` there; ``X | None`` here is
+``X | null`` there.
+
+Routes (under ``<base_url>/slurmlab/api/``) and what they answer::
+
+    GET  status              StatusAnswer
+    GET  queue?scope=S       QueueAnswer       S = mine | all
+    GET  nodes               NodesAnswer
+    GET  jobs/ID             JobDetailAnswer
+    POST jobs/ID/cancel      CancelAnswer
+    any error                ErrorAnswer       with the HTTP status
+
+Every GET answer is stamped with when Slurm last confirmed it (:class:`Stamped`; the handlers add
+it, see ``write_entry``). Times are ISO 8601 strings, durations whole seconds (``_s``).
+Time left is not sent: the client counts down to ``ends_at`` itself, so the answer stays the
+same (and keeps its ETag) from one second to the next.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+__all__ = [
+    "TS_INTERFACES",
+    "CancelAnswer",
+    "ErrorAnswer",
+    "GpuSlot",
+    "JobDetailAnswer",
+    "JobGpu",
+    "JobView",
+    "NodeView",
+    "NodesAnswer",
+    "ProblemView",
+    "QueueAnswer",
+    "Stamped",
+    "StatusAnswer",
+]
+
+
+class JobGpu(TypedDict):
+    """One GPU of a job on one node (``index`` is the node's GPU index; ``count`` shards or MPS share)."""
+
+    node: str
+    index: int | None
+    type: str | None
+    kind: str  # gpu | shard | mps
+    count: int | None
+
+
+class JobView(TypedDict):
+    job_id: str
+    display_id: str
+    name: str
+    user: str | None  # from squeue's uid of the job, never from its record
+    mine: bool  # owned by the uid the server runs as
+    state: str
+    reason: str | None
+    partition: str | None
+    nodes: str | None  # hostlist
+    time_limit_s: int | None
+    start_time: str | None
+    ends_at: str | None  # when the time limit ends a job holding nodes
+    gpus: list[JobGpu]
+    gres: str | None  # what was asked for, as text
+
+
+class GpuSlot(TypedDict):
+    """One configured GPU (or MIG instance) of a node and who uses it."""
+
+    index: int
+    type: str | None
+    mig: bool
+    jobs: list[str]
+    shards_used: int
+    shards_total: int
+    whole: bool
+
+
+class NodeView(TypedDict):
+    name: str
+    state: str
+    partitions: list[str]
+    cpus: int | None
+    alloc_cpus: int | None
+    gres: str | None
+    reason: str | None
+    gpus: list[GpuSlot]
+
+
+class ProblemView(TypedDict):
+    """A record Slurm printed that could not be read: listed, never dropped."""
+
+    kind: str  # job | node
+    record: str | None
+    message: str
+
+
+class Stamped(TypedDict):
+    as_of: NotRequired[str]
+    age_s: NotRequired[float]
+
+
+class QueueAnswer(Stamped):
+    scope: Literal["mine", "all"]
+    user: str
+    jobs: list[JobView]
+    problems: list[ProblemView]
+
+
+class NodesAnswer(Stamped):
+    nodes: list[NodeView]
+    problems: list[ProblemView]
+
+
+class StatusAnswer(Stamped):
+    reachable: bool
+    version: str | None
+    poll_interval_s: float
+    user: str
+    error: str | None
+    error_kind: str | None
+
+
+class JobDetailAnswer(JobView, Stamped):
+    detail: dict[str, Any]  # the whole model (Job.to_dict), for the curious
+
+
+class CancelAnswer(TypedDict):
+    job_id: str
+    cancelled: bool
+    user: str
+
+
+class ErrorAnswer(TypedDict):
+    message: str
+    reason: str | None
+
+
+# TypeScript interface in api.ts -> the TypedDict it mirrors
+TS_INTERFACES: dict[str, type] = {
+    "IJobGpu": JobGpu,
+    "IJob": JobView,
+    "IJobDetail": JobDetailAnswer,
+    "IGpuSlot": GpuSlot,
+    "INode": NodeView,
+    "IProblem": ProblemView,
+    "IStamped": Stamped,
+    "IQueue": QueueAnswer,
+    "INodes": NodesAnswer,
+    "IStatus": StatusAnswer,
+    "ICancelled": CancelAnswer,
+    "IErrorBody": ErrorAnswer,
+}

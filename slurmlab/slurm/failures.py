@@ -1,0 +1,87 @@
+"""What a failed Slurm command means, read from Slurm's own words: the exception to raise and the next step.
+
+The fragments are stable across Slurm 22.05 .. 25.x; the message itself is kept verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from slurmlab.errors import ControllerDownError, JobNotFoundError, MungeError, SlurmError, SlurmNotFoundError
+
+__all__ = ["INSTALL_HINT", "classify_failure", "not_installed"]
+
+INSTALL_HINT = "sudo apt-get install slurm-client   (or load your site's Slurm module: module load slurm)"
+
+# Order matters: munge first, since a munge failure is often reported together with a controller error.
+_MUNGE_FRAGMENTS = (
+    "protocol authentication error",
+    "munge",
+    "auth_g_",
+    "invalid authentication credential",
+)
+_CONTROLLER_FRAGMENTS = (
+    "unable to contact slurm controller",
+    "slurm_load_",
+    "connection refused",
+    "socket timed out",
+    "slurm controller not responding",
+    "unable to establish controller",
+    "communication connection failure",
+    "zero bytes were transmitted or received",
+)
+
+
+def not_installed(argv: Sequence[str]) -> SlurmNotFoundError:
+    """The error for a Slurm command that is not on PATH, with the line that installs it."""
+    return SlurmNotFoundError(
+        f"the Slurm command {argv[0]!r} is not installed or not on PATH",
+        argv=argv,
+        hint=INSTALL_HINT,
+    )
+
+
+def classify_failure(argv: Sequence[str], returncode: int, stderr: str) -> SlurmError:
+    """Map a failed command to the right exception, keeping Slurm's message verbatim."""
+    text = stderr.strip() or f"exit code {returncode}, no message"
+    low = text.lower()
+    cmd = argv[0] if argv else "slurm"
+    shown = f"{cmd} failed: {text}"
+    if any(f in low for f in _MUNGE_FRAGMENTS):
+        return MungeError(
+            shown,
+            argv=argv,
+            returncode=returncode,
+            stderr=stderr,
+            hint="munge authentication failed: is munged running? (sandbox: `slurmlab sandbox restart`; "
+            "cluster: ask your admins, `systemctl status munge`)",
+        )
+    if "invalid job id" in low or "invalid job step id" in low:
+        return JobNotFoundError(
+            shown, argv=argv, returncode=returncode, stderr=stderr,
+            hint="the job ended and was purged, or the id is wrong: check `squeue --me`",
+        )
+    if any(f in low for f in _CONTROLLER_FRAGMENTS):
+        return ControllerDownError(
+            f"the Slurm controller is not responding ({cmd}: {text})",
+            argv=argv,
+            returncode=returncode,
+            stderr=stderr,
+            hint="check that slurmctld is up (`scontrol ping`); for the sandbox run `slurmlab sandbox status`",
+        )
+    hint = next((h for frag, h in _HINTS if frag in low), None)
+    return SlurmError(shown, argv=argv, returncode=returncode, stderr=stderr, hint=hint)
+
+
+# Next steps for Slurm's most common refusals (fragments stable from 22.05 to 25.x).
+_HINTS = (
+    ("requested node configuration is not available",
+     "no node of that partition has what was asked for (GPU type or count, CPUs, memory): "
+     "see what exists with `%sinfo` or `sinfo -o '%P %N %G'`"),
+    ("invalid partition", "list the partitions with `sinfo -s`"),
+    ("invalid generic resource", "GRES names this cluster knows: `scontrol show config | grep GresTypes`"),
+    ("invalid --gpu-bind", "valid values: closest, map_gpu:…, mask_gpu:…, single:N, per_task:N, none"),
+    ("invalid account", "your accounts: `sacctmgr show assoc user=$USER format=account`"),
+    ("invalid qos", "your QOS: `sacctmgr show assoc user=$USER format=qos`"),
+    ("time limit", "ask for less time (-t) or another partition (`sinfo -o '%P %l'`)"),
+)

@@ -1,0 +1,198 @@
+"""Jobs: the poller's cheap state call, full detail of one job, listings, lookups by name or tag, cancel.
+
+The JSON or text form is chosen from the Slurm version: on 22.05 the ``scontrol show job -d`` text is the
+only place that names a job's GPU indices. A listing in which some records cannot be read still answers
+with the others; the bad ones travel in ``JobList.problems``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from slurmlab.core.slurm.jobid import check_job_id
+from slurmlab.core.slurm.models import Job, Node
+from slurmlab.core.slurm.parse_json import parse_jobs_json
+from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
+from slurmlab.core.slurm.squeue_brief import BRIEF_FORMAT, JobBrief, parse_squeue_brief
+from slurmlab.core.slurm.states import ACTIVE
+from slurmlab.errors import JobNotFoundError, ParseError
+from slurmlab.slurm.controller import SCONTROL_JSON_SINCE, aslurm_version, slurm_version
+from slurmlab.slurm.identity import uid_of
+from slurmlab.slurm.node_queries import alist_nodes, list_nodes
+from slurmlab.slurm.owners import ajob_owners, check_mine, job_owners
+from slurmlab.slurm.query import JobList, Query, arun_query, read_json, run_query
+from slurmlab.slurm.runner import Runner, RunResult, get_runner
+
+__all__ = [
+    "ACTIVE_STATES",
+    "alist_jobs",
+    "brief_states",
+    "cancel_job",
+    "job_detail",
+    "job_ids_by_name",
+    "list_jobs",
+    "my_tagged_jobs",
+]
+
+ACTIVE_STATES = ACTIVE
+
+
+# ---- the poller's cheap call ----------------------------------------------------------------------
+def _brief_query(ids: Sequence[str]) -> Query[dict[str, JobBrief]]:
+    def parse(result: RunResult) -> dict[str, JobBrief]:
+        out: dict[str, JobBrief] = {}
+        for b in parse_squeue_brief(result.stdout):
+            out[str(b.job_id)] = b
+        return out
+
+    return Query(("squeue", "-h", "-t", "all", "-j", ",".join(ids), "-o", BRIEF_FORMAT), parse)
+
+
+def brief_states(ids: Sequence[str | int], runner: Runner | None = None) -> dict[str, JobBrief]:
+    """State of the watched jobs in one cheap text call. Jobs the controller forgot are absent."""
+    wanted = [str(i) for i in ids]
+    if not wanted:
+        return {}
+    from slurmlab.slurm import pyslurm_backend
+
+    if pyslurm_backend.selected():
+        return pyslurm_backend.brief_states(wanted, runner)
+    try:
+        return run_query(_brief_query(wanted), runner)
+    except JobNotFoundError:
+        # squeue refuses the whole list when one id is unknown (a purged job): ask one by one
+        out: dict[str, JobBrief] = {}
+        for jid in wanted:
+            try:
+                one: dict[str, JobBrief] = run_query(_brief_query([jid]), runner)
+                out.update(one)
+            except JobNotFoundError:
+                continue
+        return out
+
+
+# ---- full detail ----------------------------------------------------------------------------------
+def _read_jobs(result: RunResult, json_form: bool, nodes: Sequence[Node] | None = None) -> JobList:
+    problems: list[ParseError] = []
+    if json_form:
+        jobs = parse_jobs_json(read_json(result), problems=problems, nodes=nodes)
+    else:
+        jobs = parse_scontrol_jobs(result.stdout, problems=problems)
+    return JobList(jobs, problems)
+
+
+# data_parser v0.0.39/40 (Slurm 23.02 - 23.11) print a job's cores per socket without the node's
+# cores per socket, so CPU_IDs need the node records; v0.0.41 (24.05) on carry every core.
+_JOB_JSON_NEEDS_NODES = ((23, 2), (24, 5))
+
+
+def _needs_nodes(version: tuple[int, ...]) -> bool:
+    return _JOB_JSON_NEEDS_NODES[0] <= version[:2] < _JOB_JSON_NEEDS_NODES[1]
+
+
+def _jobs_query(version: tuple[int, ...], job_id: str | None = None,
+                nodes: Sequence[Node] | None = None) -> Query[JobList]:
+    tail = (job_id,) if job_id else ()
+    if version >= SCONTROL_JSON_SINCE:
+        return Query(("scontrol", "--json", "show", "job", "-d", *tail), lambda r: _read_jobs(r, True, nodes))
+    return Query(("scontrol", "show", "job", "-d", *tail), lambda r: _read_jobs(r, False))
+
+
+def job_detail(job_id: str | int, runner: Runner | None = None) -> Job:
+    """Full detail of one job, with its GPU indices per node.
+
+    Only the record whose id is ``job_id`` answers: ``scontrol show job 0`` lists other jobs,
+    and taking the first of them once showed (and checked the owner of) a stranger's job.
+    A record of that id that cannot be read raises its ParseError.
+    """
+    jid = check_job_id(job_id)
+    runner = runner or get_runner()
+    version = slurm_version(runner)
+    nodes = list_nodes(runner) if _needs_nodes(version) else None
+    jobs = run_query(_jobs_query(version, jid, nodes), runner)
+    for job in jobs:
+        if _is_that_job(job, jid):
+            return job
+    for problem in jobs.problems:
+        if problem.record_id == jid:
+            raise problem
+    raise JobNotFoundError(f"job {jid} is not known to the controller",
+                           argv=["scontrol", "show", "job", jid],
+                           hint="it may have ended long ago (Slurm forgets ended jobs); `%squeue` lists yours")
+
+
+def _is_that_job(job: Job, jid: str) -> bool:
+    if "_" in jid:
+        array, task = jid.split("_", 1)
+        return str(job.array_job_id) == array and str(job.array_task_id) == task
+    return str(job.job_id) == jid
+
+
+# ---- listings ---------------------------------------------------------------------------------------
+def _filter_jobs(jobs: JobList, owners: dict[int, int] | None, uid: int | None, active_only: bool) -> JobList:
+    kept = [
+        j for j in jobs
+        if (uid is None or (owners or {}).get(j.job_id) == uid)
+        and (not active_only or j.state in ACTIVE_STATES)
+    ]
+    return JobList(kept, jobs.problems)
+
+
+def list_jobs(
+    runner: Runner | None = None, *, user: str | None = None, all_users: bool = False, active_only: bool = True
+) -> JobList:
+    """Jobs with full detail (GPU indices per node): this user's by default, or everyone's.
+
+    "This user's" is decided by uid from ``squeue`` (:func:`~slurmlab.slurm.owners.job_owners`), not from the
+    records.
+    """
+    runner = runner or get_runner()
+    version = slurm_version(runner)
+    nodes = list_nodes(runner) if _needs_nodes(version) else None
+    jobs = run_query(_jobs_query(version, None, nodes), runner)
+    if all_users:
+        return _filter_jobs(jobs, None, None, active_only)
+    return _filter_jobs(jobs, job_owners(runner), uid_of(user), active_only)
+
+
+async def alist_jobs(
+    runner: Runner | None = None, *, user: str | None = None, all_users: bool = False, active_only: bool = True
+) -> JobList:
+    runner = runner or get_runner()
+    version = await aslurm_version(runner)
+    nodes = await alist_nodes(runner) if _needs_nodes(version) else None
+    jobs = await arun_query(_jobs_query(version, None, nodes), runner)
+    if all_users:
+        return _filter_jobs(jobs, None, None, active_only)
+    return _filter_jobs(jobs, await ajob_owners(runner), uid_of(user), active_only)
+
+
+def job_ids_by_name(name: str, runner: Runner | None = None) -> list[str]:
+    """Ids of this user's jobs with that exact name (how a pending salloc is found)."""
+    q: Query[list[str]] = Query(
+        ("squeue", "-h", "--me", "-t", "all", "-n", name, "-o", BRIEF_FORMAT),
+        lambda r: [str(b.job_id) for b in parse_squeue_brief(r.stdout)],
+    )
+    return run_query(q, runner)
+
+
+def my_tagged_jobs(prefix: str, runner: Runner | None = None) -> JobList:
+    """This user's active jobs whose comment starts with ``prefix:`` (allocations of slurmlab kernels)."""
+    jobs = list_jobs(runner)
+    return JobList([j for j in jobs if (getattr(j, "comment", None) or "").startswith(prefix + ":")],
+                   jobs.problems)
+
+
+def cancel_job(job_id: str | int, runner: Runner | None = None, *, only_mine: bool = True) -> None:
+    """scancel one job of this user.
+
+    Raises JobNotFoundError when the controller does not know it, and NotYourJobError when it
+    belongs to someone else: Slurm lets an operator account (root, a coordinator) cancel
+    anything, so slurmlab checks the owner itself, by uid (``only_mine=False`` skips that, for
+    a caller that has just checked it).
+    """
+    jid = check_job_id(job_id)
+    runner = runner or get_runner()
+    if only_mine:
+        check_mine(jid, runner)
+    runner.run(["scancel", jid])

@@ -1,0 +1,235 @@
+"""Probes that ask an allocated node for its GPU topology and MIG layout, as steps of the allocation.
+
+Sources, in the order :func:`node_topology` tries them:
+
+1. ``sandbox``: the allocation's cluster is a slurmlab sandbox (its hardware file sits next to the runner's
+   ``SLURM_CONF``, see :mod:`slurmlab.core.gpu.hardware_profile`). Its GPUs are fake, so the hardware profile
+   it was built from is the truth; running nvidia-smi there would describe the host instead.
+2. ``nvidia-smi``: ``nvidia-smi topo -m`` (and ``-L`` for models/UUIDs) run as a step on the node.
+3. ``nvml``: ``nvidia-ml-py`` (pynvml) in a ``python3`` step on the node, when nvidia-smi is not on its PATH.
+
+Every result says which source answered and what was tried before it. Nothing probes hardware at import.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+from slurmlab.core.gpu.captures import (
+    NVML_REPORT_PREFIX,
+    probe_report,
+    topology_from_nvml_report,
+    visible_gpus,
+)
+from slurmlab.core.gpu.hardware_profile import SandboxHardware
+from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
+from slurmlab.core.gpu.smi_parse import parse_smi_list, parse_topo_matrix
+from slurmlab.errors import ParseError, RequestError, SourceUnavailable
+from slurmlab.slurm.hardware_files import sandbox_hardware
+
+if TYPE_CHECKING:
+    from slurmlab.slurm.allocation import Allocation
+    from slurmlab.slurm.steps import StepResult
+
+__all__ = ["NVML_PROBE", "PROBE_SOURCES", "node_mig", "node_topology"]
+
+PROBE_SOURCES = ("sandbox", "nvidia-smi", "nvml")
+_STEP_TIMEOUT = 60.0
+
+
+def _alloc_node(alloc: Allocation, node: str | None) -> str:
+    if alloc.job is None and alloc.running:
+        alloc.refresh()
+    nodes = alloc.nodes
+    if node is None:
+        if not nodes:
+            raise RequestError(f"allocation {alloc.job_id} has no nodes yet ({alloc.state})",
+                               hint="wait for it to run: alloc.wait()")
+        return nodes[0]
+    if nodes and node not in nodes:
+        raise RequestError(f"node {node!r} is not in allocation {alloc.job_id} (its nodes: {', '.join(nodes)})")
+    return node
+
+
+def _slurm_idx(alloc: Allocation, node: str) -> tuple[int, ...]:
+    job = alloc.job
+    if job is None:
+        return ()
+    found = job.gpu_alloc(node) if hasattr(job, "gpu_alloc") else None
+    if found is None:
+        found = next((a for a in job.gpu_allocs if a.node == node), None)
+    return tuple(found.gpu_indices) if found is not None else ()
+
+
+def _quiet(_stream: str, _line: str) -> None:
+    return None
+
+
+def _step(alloc: Allocation, node: str, argv: list[str]) -> StepResult:
+    return alloc.srun(argv, args=["-w", node, "-N1", "-n1"], on_output=_quiet, timeout=_STEP_TIMEOUT)
+
+
+def _why(result: StepResult) -> str:
+    text = " / ".join(line for line in result.stderr if line.strip())[-300:]
+    if result.interrupted:
+        return f"timed out after {_STEP_TIMEOUT:g} s"
+    return f"exit {result.returncode}" + (f": {text}" if text else "")
+
+
+def _sandbox(alloc: Allocation, node: str, tried: list[str]) -> SandboxHardware | None:
+    """The sandbox's hardware when the allocation runs in one that knows ``node``; else why not, in ``tried``."""
+    try:
+        hw = sandbox_hardware(alloc.runner)
+    except ParseError as exc:
+        tried.append(f"sandbox: {exc}")
+        return None
+    if hw is None:
+        tried.append("sandbox: the cluster is not a slurmlab sandbox")
+    elif node not in hw.nodes:
+        tried.append(f"sandbox: {node} is not one of its nodes ({', '.join(hw.nodes)})")
+        return None
+    return hw
+
+
+def node_topology(alloc: Allocation, node: str | None = None, *, source: str = "auto") -> NodeTopology:
+    """The topology of an allocated node (default: its first), from the first source that answers.
+
+    ``source`` forces one of ``sandbox``, ``nvidia-smi``, ``nvml`` (``auto`` tries them in that order).
+    """
+    order = _order(source)
+    node = _alloc_node(alloc, node)
+    idx = _slurm_idx(alloc, node)
+    tried: list[str] = []
+    for name in order:
+        if name == "sandbox":
+            hw = _sandbox(alloc, node, tried)
+            if hw is not None:
+                return hw.node_topology(node, idx, tried=tried)
+            continue
+        if name == "nvidia-smi":
+            res = _step(alloc, node, ["nvidia-smi", "topo", "-m"])
+            if not res.ok:
+                tried.append(f"nvidia-smi topo -m on {node}: {_why(res)}")
+                continue
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                topo = parse_topo_matrix("\n".join(res.stdout))
+                listing = _step(alloc, node, ["nvidia-smi", "-L"])
+                if listing.ok:
+                    smi_devices, _mig = parse_smi_list("\n".join(listing.stdout))
+                    known = {g.index for g in topo.gpus}
+                    topo = topo.with_gpu_details({d.index: (d.name, d.uuid) for d in smi_devices
+                                                  if d.parent is None and d.index in known})
+            notes = [str(w.message) for w in caught]
+            gpus, more = visible_gpus(topo, idx)
+            return NodeTopology(topo, "nvidia-smi", f"nvidia-smi topo -m on {node}", node, gpus, idx, {},
+                                tuple(tried), tuple(notes + more))
+        if name == "nvml":
+            res = _step(alloc, node, ["python3", "-c", NVML_PROBE])
+            report = probe_report(res.stdout, NVML_REPORT_PREFIX) if res.ok else None
+            if report is None:
+                tried.append(f"NVML (python3 + nvidia-ml-py) on {node}: "
+                             + (_why(res) if not res.ok else "no report (is nvidia-ml-py installed there?)"))
+                continue
+            if "error" in report:
+                tried.append(f"NVML on {node}: {report['error']}")
+                continue
+            topo = topology_from_nvml_report(report)
+            gpus, more = visible_gpus(topo, idx)
+            return NodeTopology(topo, "nvml", f"NVML (nvidia-ml-py) on {node}", node, gpus, idx, {},
+                                tuple(tried), tuple(more))
+    raise SourceUnavailable(
+        f"no topology source answered for {node} of allocation {alloc.job_id}:\n  " + "\n  ".join(tried),
+        hint="load a saved capture with slurmlab.topology_from_file('topo-m.txt') or a profile with "
+             "slurmlab.topology_from_profile('dgx-h100')",
+    )
+
+
+def _order(source: str) -> tuple[str, ...]:
+    allowed = PROBE_SOURCES
+    if source == "auto":
+        return allowed
+    if source not in allowed:
+        raise RequestError(f"unknown topology source {source!r}", hint=f"choose auto or one of: {', '.join(allowed)}")
+    return (source,)
+
+
+# Runs on the node with the node's python3; prints one JSON line. pynvml is imported there, never here.
+NVML_PROBE = r"""
+import json
+try:
+    import pynvml as N
+    N.nvmlInit()
+except Exception as exc:
+    print("SLURMLAB_NVML " + json.dumps({"error": "nvidia-ml-py unavailable: %s" % exc})); raise SystemExit(0)
+n = N.nvmlDeviceGetCount()
+h = [N.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+bus = {text(N.nvmlDeviceGetPciInfo(d).busId): i for i, d in enumerate(h)}
+gpus, links = [], {}
+for i, d in enumerate(h):
+    name, uuid = text(N.nvmlDeviceGetName(d)), text(N.nvmlDeviceGetUUID(d))
+    try:
+        mask = N.nvmlDeviceGetCpuAffinity(d, 64)
+        cpus = [w * 64 + b for w, v in enumerate(mask) for b in range(64) if (v >> b) & 1]
+    except Exception:
+        cpus = None
+    gpus.append({"index": i, "name": name, "uuid": uuid, "cpus": cpus})
+    for l in range(18):
+        try:
+            if N.nvmlDeviceGetNvLinkState(d, l) != 1:
+                continue
+            rb = text(N.nvmlDeviceGetNvLinkRemotePciInfo(d, l).busId)
+        except Exception:
+            continue
+        j = bus.get(rb)
+        if j is not None and j != i:
+            links["%d-%d" % (min(i, j), max(i, j))] = links.get("%d-%d" % (min(i, j), max(i, j)), 0) + 1
+pcie = {}
+names = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+for i in range(n):
+    for j in range(i + 1, n):
+        try:
+            pcie["%d-%d" % (i, j)] = names.get(int(N.nvmlDeviceGetTopologyCommonAncestor(h[i], h[j])), "SYS")
+        except Exception:
+            pass
+print("SLURMLAB_NVML " + json.dumps({"gpus": gpus, "nvlink_ends": links, "pcie": pcie}))
+"""
+
+
+def node_mig(alloc: Allocation, node: str | None = None, *, source: str = "auto") -> NodeMig:
+    """The MIG layout of an allocated node with this allocation's instances highlighted."""
+    order = _order(source)
+    node = _alloc_node(alloc, node)
+    idx = _slurm_idx(alloc, node)
+    tried: list[str] = []
+    for name in order:
+        if name == "sandbox":
+            hw = _sandbox(alloc, node, tried)
+            if hw is not None:
+                return hw.node_mig(node, idx, tried=tried)
+            continue
+        if name == "nvidia-smi":
+            listing = _step(alloc, node, ["nvidia-smi", "-L"])
+            if not listing.ok:
+                tried.append(f"nvidia-smi -L on {node}: {_why(listing)}")
+                continue
+            devices_l, layout_l = parse_smi_list("\n".join(listing.stdout))
+            mine = tuple(d.uuid for d in devices_l if d.parent is not None)
+            if layout_l is None:
+                tried.append(f"nvidia-smi -L on {node}: no MIG devices visible (MIG mode off)")
+                continue
+            # -L carries the MIG UUIDs the step was given (CUDA_VISIBLE_DEVICES=MIG-…), so the allocation's
+            # slices are matched exactly; `mig -lgi` has placements but no UUIDs to match by
+            notes = ["placements come from the `-L` listing (inferred); under ConstrainDevices the step "
+                     "lists only this allocation's slices"]
+            return NodeMig(layout_l, "nvidia-smi", f"nvidia-smi -L in a step on {node}", node, mine,
+                           tuple(tried), tuple(notes))
+        if name == "nvml":
+            tried.append("NVML: MIG layouts are read with nvidia-smi only")
+    raise SourceUnavailable(
+        f"no MIG source answered for {node} of allocation {alloc.job_id}:\n  " + "\n  ".join(tried),
+        hint="load a saved `nvidia-smi mig -lgi` capture with slurmlab.mig_from_file(path)",
+    )

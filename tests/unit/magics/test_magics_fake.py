@@ -1,0 +1,73 @@
+"""%salloc, %srun, %squeue and %slurm through an IPython shell on recorded Slurm 22.05 output (FakeRunner).
+
+The sandbox twins of these tests are in test_magics_sandbox.py; these run in milliseconds with no Slurm.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from fake_slurm import JOB, OWNER_UID, SALLOC, cluster, controller_down, job_in, pending_salloc
+
+from slurmlab.testing import FakeRunner
+
+
+@pytest.fixture
+def shell(ip: Any, fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The magics' shell on the recorded cluster, as the uid that recorded it (its jobs are "mine")."""
+    from slurmlab.slurm import identity
+
+    monkeypatch.setattr(identity, "current_uid", lambda: OWNER_UID)
+    cluster(fake_runner)
+    return ip
+
+
+def test_salloc_returns_at_once_and_srun_runs_once_it_is_granted(shell: Any, fake_runner: FakeRunner,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    job_in(fake_runner, "pending")
+    fake_runner.on(SALLOC, reply=pending_salloc())
+    start = time.monotonic()
+    alloc = shell.run_line_magic("salloc", "--gpus=2 -t 10")
+    assert time.monotonic() - start < 5
+    assert (alloc.job_id, alloc.state) == (JOB, "PENDING")
+    salloc = fake_runner.called(SALLOC)[0]
+    assert "--gpus=2" in salloc and any(a.startswith("--time=") or a == "-t" for a in salloc)
+
+    job_in(fake_runner, "running")
+    fake_runner.release()
+    shell.run_line_magic("srun", "hostname")
+    out = capsys.readouterr()
+    assert out.out.splitlines()[-1] == "vm"
+    assert fake_runner.called(["srun", ...]) == [["srun", f"--jobid={JOB}", "--overlap", "hostname"]]
+    assert alloc.nodes == ["node1"]
+
+
+def test_salloc_attach_follows_the_recorded_job(shell: Any, fake_runner: FakeRunner) -> None:
+    job_in(fake_runner, "running")
+    alloc = shell.run_line_magic("salloc", f"--attach {JOB}")
+    alloc.wait(timeout=5)
+    assert alloc.job_id == JOB and alloc.nodes == ["node1"]
+
+
+def test_squeue_shows_my_recorded_jobs_with_their_gpus(shell: Any, fake_runner: FakeRunner) -> None:
+    table = shell.run_line_magic("squeue", "")
+    text = str(table) + repr(table)
+    html = table._repr_html_() if hasattr(table, "_repr_html_") else ""
+    assert "gpus2" in text + html and "shard4" in text + html
+    assert fake_runner.called(["scontrol", "show", "job", "-d"]) and not fake_runner.unscripted
+
+
+def test_slurm_status_names_the_version_and_the_notebooks_allocations(shell: Any, fake_runner: FakeRunner) -> None:
+    job_in(fake_runner, "running")
+    shell.run_line_magic("salloc", f"--attach {JOB}").wait(timeout=5)
+    status = str(shell.run_line_magic("slurm", ""))
+    assert "controller: answering (Slurm 22." in status  # ping joins the version tuple: 22.5.8
+    assert f"allocation {JOB}: RUNNING" in status
+
+
+def test_slurm_status_says_when_the_controller_is_down(shell: Any, fake_runner: FakeRunner) -> None:
+    controller_down(fake_runner)
+    status = str(shell.run_line_magic("slurm", ""))
+    assert "controller: NOT answering" in status and "DOWN" in status

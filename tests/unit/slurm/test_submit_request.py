@@ -1,0 +1,133 @@
+"""The Slurm room's side of the one request pipeline: ask the cluster once, submit the checked model.
+
+A runner replays what the recorded 24.11 cluster printed (``fixtures/slurm/24.11``) and stops at salloc,
+so what ``Allocation.submit`` would run is seen without a Slurm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from shared_paths import require_shared
+
+from slurmlab.core.request.pipeline import is_checked
+from slurmlab.core.request.request import GpuCount, GpuRequest, RequestProblems
+from slurmlab.errors import ControllerDownError, RequestError
+from slurmlab.slurm.allocation import Allocation, check_request, salloc_argv
+from slurmlab.slurm.runner import Runner, RunResult
+
+
+class _Salloc(Exception):
+    """Raised instead of starting salloc: carries the argv it would have run."""
+
+    def __init__(self, argv: list[str]) -> None:
+        super().__init__(" ".join(argv))
+        self.argv = argv
+
+
+def _replay(tmp_path: Path, *, down: bool = False) -> Any:
+    d = require_shared("slurm", "24.11")
+    # the default partition as `sinfo -h -o %P` marks it, read from the recorded `sinfo -o %P …`
+    marked = [row.split()[0] for row in (d / "t02_sinfo_o_PaDTGN.txt").read_text().splitlines()[1:]]
+    outputs = {
+        ("sinfo", "--version"): (d / "00_sinfo_version.txt").read_text(),
+        ("scontrol", "--json", "show", "node"): (d / "s07_scontrol_show_node.json").read_text(),
+        ("scontrol", "--json", "show", "partition"): (d / "s09_scontrol_show_partition.json").read_text(),
+        ("sinfo", "-h", "-o", "%P"): "\n".join(dict.fromkeys(marked)) + "\n",
+    }
+
+    class Replay(Runner):
+        def run(self, argv: Any, **_: Any) -> RunResult:
+            args = tuple(str(a) for a in argv)
+            self.seen.append(args)
+            if down or args not in outputs:
+                raise ControllerDownError(f"{args[0]}: slurm_load_partitions: Unable to contact slurm controller",
+                                          argv=args, hint="check the controller with `scontrol ping`")
+            return RunResult(args, 0, outputs[args], "", 0.0)
+
+        def popen(self, argv: Any, **_: Any) -> Any:
+            raise _Salloc([str(a) for a in argv])
+
+    runner = Replay(slurm_conf=str(tmp_path / "slurm.conf"))  # its own Slurm version cache entry
+    runner.seen = []  # type: ignore[attr-defined]
+    return runner
+
+
+class _Poller:
+    def watch(self, *a: Any, **k: Any) -> Any:
+        raise AssertionError("nothing is watched: salloc never started")
+
+
+def _submit(request: Any, runner: Any, **kw: Any) -> list[str]:
+    with pytest.raises(_Salloc) as info:
+        Allocation.submit(request, runner=runner, poller=_Poller(), release_at_exit=False, **kw)  # type: ignore[arg-type]
+    return info.value.argv
+
+
+def test_the_cluster_is_asked_and_the_request_checked_against_it(tmp_path: Path) -> None:
+    runner = _replay(tmp_path)
+    request = check_request(["-p", "gpu", "--gpus=h100:2", "-t", "30"], runner)
+    assert is_checked(request)
+    assert request.checked is not None and request.checked.note() == \
+        "checked against the cluster (3 partitions), Slurm 24.11.5"
+    with pytest.raises(RequestProblems) as info:
+        check_request(["-p", "mig", "--gpus=h100:1"], runner)
+    assert "h100 GPUs are in partition gpu" in info.value.problems[0].hint
+
+
+def test_a_malformed_line_never_reaches_slurm(tmp_path: Path) -> None:
+    runner = _replay(tmp_path)
+    with pytest.raises(RequestError, match="not a GPU count"):
+        check_request(["--gpus=two"], runner)
+    with pytest.raises(RequestError, match="takes no command"):
+        Allocation.submit(["--gpus=1", "hostname"], runner=runner)
+    assert runner.seen == []
+
+
+def test_a_dry_run_without_a_controller_still_checks_the_request(tmp_path: Path) -> None:
+    runner = _replay(tmp_path, down=True)
+    request = check_request(["--gpus=1"], runner, need_cluster=False)
+    assert request.checked is not None and "not checked against the cluster" in request.checked.note()
+    assert "Unable to contact" in request.checked.note()
+    with pytest.raises(ControllerDownError):
+        check_request(["--gpus=1"], runner)
+
+
+def test_submit_takes_the_checked_model_and_does_not_check_it_twice(tmp_path: Path) -> None:
+    runner = _replay(tmp_path)
+    request = check_request(["-J", "train", "-p", "gpu", "--gpus=2", "-t", "30"], runner)
+    asked = len(runner.seen)
+    argv = _submit(request, runner)
+    assert len(runner.seen) == asked  # the cluster was not asked again
+    # the job name, inside the model, names the job: first, as for every allocation
+    assert argv[:3] == ["salloc", "--no-shell", "--job-name=train"] and argv[3].startswith("--comment=slurmlab:")
+    assert argv[4:] == ["--partition=gpu", "--time=00:30:00", "--gpus=2"]
+    assert argv == salloc_argv(request, tag=argv[3].split("=", 1)[1])
+    with pytest.raises(TypeError, match="its own job name"):
+        Allocation.submit(request, runner=runner, name="other")
+
+
+def test_an_unchecked_or_changed_model_goes_through_the_pipeline(tmp_path: Path) -> None:
+    runner = _replay(tmp_path)
+    with pytest.raises(RequestProblems, match="partition .gpu. has only 8 GPUs"):
+        Allocation.submit(GpuRequest(gpus=GpuCount(99)), runner=runner)
+    checked = check_request(["-p", "gpu", "--gpus=2"], runner)
+    with pytest.raises(RequestProblems, match="only 8 GPUs"):
+        Allocation.submit(dataclasses.replace(checked, gpus=GpuCount(9)), runner=runner)
+
+
+def test_tokens_run_the_same_pipeline_and_name_goes_in_as_a_job_name(tmp_path: Path) -> None:
+    runner = _replay(tmp_path)
+    argv = _submit(["--gpus=1", "-t", "5"], runner, name="test-steps")
+    assert argv[2] == "--job-name=test-steps" and "--gpus=1" in argv and "--time=00:05:00" in argv
+    assert ("scontrol", "--json", "show", "partition") in runner.seen
+    with pytest.raises(RequestError, match="a100"):
+        Allocation.submit(["--gpus=a100:1"], runner=runner)
+    # unchecked, for Slurm to decide: the tokens as given, the cluster not asked
+    runner.seen.clear()
+    argv = _submit(["-p", "nosuchpart", "--gpus", "1"], runner, validate=False, name="raw")
+    assert argv[2] == "--job-name=raw" and argv[-4:] == ["-p", "nosuchpart", "--gpus", "1"]
+    assert runner.seen == []
