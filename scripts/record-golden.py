@@ -7,7 +7,9 @@ Run inside a version's root, e.g.::
 
 It starts a sandbox of the ``dgx-h100`` profile (2 nodes), runs the workload the shared fixtures used
 (GPUs, closest binding + enforce-binding over 2 nodes, shards, held, pending, completed, cancelled,
-failed, an array, two steps), captures the state commands, then the error forms, then the life of one
+failed, an array, two steps), captures the state commands (with ``sinfo --json``, ``squeue --yaml``, the
+column/one-line/config forms, and jobs, nodes, steps and sinfo in every older data_parser layout this Slurm
+still writes), then the error forms, then the life of one
 allocation as slurmlab submits it (``l*`` files: salloc pending while the cluster is full, its squeue/scontrol
 at each state, granted, a step, cancelled; a second pending salloc interrupted; unknown job ids; a stopped
 controller), and writes each
@@ -15,7 +17,8 @@ command's output as ``<name>.<ext>`` (stderr as ``<name>.stderr``) with ``comman
 code). A second, one-node sandbox of ``h200-mig`` given 2 threads per core records MIG jobs and the
 CPU_IDs of a hyper-threaded node (``x_*`` files). Paths are rewritten to /srv/sandbox, /srv/sandbox2
 and /home/user and the host name to ``vm``; JSON is stored compactly (one line) to keep the files
-small, its content unchanged. Both sandboxes are stopped at the end, failure included.
+small, its content unchanged. Both sandboxes are stopped at the end, failure included. Files recorded by
+hand (``hostile_*``, and their section of ``commands.txt``) are kept when a folder is recorded again.
 """
 
 from __future__ import annotations
@@ -167,9 +170,14 @@ def _captures(rec: Recorder) -> None:
     r("s01_squeue.json", ["squeue", "--json"])
     r("s07_scontrol_json_show_node.json", ["scontrol", "--json", "show", "node"])
     r("s08_scontrol_show_node_d.txt", ["scontrol", "show", "node", "-d"])
-    r("s09_scontrol_json_show_partition.json", ["scontrol", "--json", "show", "partition"])
+    _, default_parts, _ = r("s09_scontrol_json_show_partition.json", ["scontrol", "--json", "show", "partition"])
+    r("s04_sinfo_nodes.json", ["sinfo", "--json"])
+    r("s03_squeue.yaml", ["squeue", "--yaml"])
     for layout in LAYOUTS:
-        r(f"s09_scontrol_json_{layout}_show_partition.json", ["scontrol", f"--json={layout}", "show", "partition"])
+        rc, _, _ = r(f"s09_scontrol_json_{layout}_show_partition.json",
+                     ["scontrol", f"--json={layout}", "show", "partition"])
+        if rc == 0 and layout not in _data_parser(default_parts):
+            _layout_captures(rec, layout)
     r("s16_scontrol_show_partition.txt", ["scontrol", "show", "partition"])
     r("s20_sinfo_partitions.txt", ["sinfo", "-h", "-o", "%P"])
     r("s13_scontrol_json_show_steps.json", ["scontrol", "--json", "show", "steps"])
@@ -177,6 +185,49 @@ def _captures(rec: Recorder) -> None:
     r("s21_squeue_brief.txt", ["squeue", "-h", "-t", "all", "-o", BRIEF_FORMAT])
     r("s22_squeue_owners.txt", ["squeue", "-h", "-t", "all", "-o", "%A|%U"])
     r("s23_scontrol_ping.txt", ["scontrol", "ping"])
+    _other_forms(rec)
+
+
+def _other_forms(rec: Recorder) -> None:
+    """The column, one-line and config forms people paste into ``slurmlab parse`` (named as in the shared
+    fixtures): each must parse as a table of every row, or as what it is."""
+    r = rec.run
+    r("s06b_scontrol_oneliner_show_job_d.txt", ["scontrol", "-o", "show", "job", "-d"])
+    r("s10_sinfo_N_O.txt", ["sinfo", "-N", "-O", "NodeList,Gres:50,GresUsed:80,StateLong"])
+    r("s11_squeue_o.txt", ["squeue", "-o", "%i %T %b %R"])
+    r("s11b_squeue_all_states_o.txt", ["squeue", "-t", "all", "-o", "%i %T %b %R"])
+    r("s12b_scontrol_show_config.txt", ["scontrol", "show", "config"])
+    r("s14_squeue_steps.txt", ["squeue", "-s"])
+    r("s15_squeue_O_tres.txt", ["squeue", "-O", "JobID:12,ArrayJobID:10,ArrayTaskID:10,StateCompact:6,"
+                                "tres-per-node:30,tres-per-job:20,tres-per-task:20,tres-alloc:60,ReasonList:30"])
+    r("s19_squeue_all.txt", ["squeue", "-a", "-l"])
+    r("t01_scontrol_oneliner_show_node_d.txt", ["scontrol", "-o", "show", "node", "-d"])
+    r("t02_sinfo_o_PaDTGN.txt", ["sinfo", "-o", "%P %a %D %T %G %N"])
+    r("t03_scontrol_show_hostnames.txt", ["scontrol", "show", "hostnames", "node[1-2]"])
+    r("t04_sinfo_N_O_gpu_fields.txt", ["sinfo", "-N", "-h", "-O", "NodeHost:10,Partition:8,CPUsState:16,Gres:60,"
+                                       "GresUsed:60,StateComplete:30"])
+    r("t05_scontrol_show_step_d.txt", ["scontrol", "show", "step", "-d"])
+
+
+def _data_parser(doc: str) -> str:
+    """The data_parser plugin a JSON output was written by (its default layout), '' when unknown."""
+    try:
+        meta = json.loads(doc).get("meta", {})
+        plugin = meta.get("plugin") or meta.get("plugins") or {}  # "plugins" in layouts before v0.0.40
+    except (json.JSONDecodeError, AttributeError):
+        return ""
+    return str(plugin.get("data_parser") or "") if isinstance(plugin, dict) else ""
+
+
+def _layout_captures(rec: Recorder, layout: str) -> None:
+    """The jobs, nodes, steps and sinfo of an older layout this Slurm still writes (its default one is
+    recorded once, above): parsers must read every layout a real cluster may be configured to print."""
+    r = rec.run
+    r(f"s05_scontrol_json_{layout}_show_job_d.json", ["scontrol", f"--json={layout}", "show", "job", "-d"])
+    r(f"s01_squeue_json_{layout}.json", ["squeue", f"--json={layout}"])
+    r(f"s07_scontrol_json_{layout}_show_node.json", ["scontrol", f"--json={layout}", "show", "node"])
+    r(f"s04_sinfo_json_{layout}_nodes.json", ["sinfo", f"--json={layout}"])
+    r(f"s13_scontrol_json_{layout}_show_steps.json", ["scontrol", f"--json={layout}", "show", "steps"])
 
 
 def _errors(rec: Recorder, runner: Runner) -> None:
@@ -371,6 +422,19 @@ def _end_jobs(runner: Runner, seconds: float = 20) -> None:
     time.sleep(1)  # the step daemons exit just after their job leaves the queue
 
 
+# Recorded by hand, not by this script (a Slurm that still had salloc --uid): kept when the folder is
+# re-recorded, with their section of commands.txt (from its "## --- ... recorded by hand" line on).
+HAND_PREFIX = "hostile_"
+
+
+def _hand_recorded(out: Path) -> str:
+    commands = out / "commands.txt"
+    lines = commands.read_text().splitlines(keepends=True) if commands.is_file() else []
+    start = next((i for i, line in enumerate(lines) if line.startswith("## ---") and "recorded by hand" in line),
+                 len(lines))
+    return "".join(lines[start:])
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: record-golden.py OUT_DIR   (e.g. tests/data/slurm/24.11, inside that version's root)",
@@ -378,8 +442,9 @@ def main(argv: list[str]) -> int:
         return 2
     out = Path(argv[0]).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    by_hand = _hand_recorded(out)
     for old in out.iterdir():
-        if old.is_file():
+        if old.is_file() and not old.name.startswith(HAND_PREFIX):
             old.unlink()
     control.load_profile = _threaded  # type: ignore[assignment]
     host = socket.gethostname()
@@ -413,6 +478,9 @@ def main(argv: list[str]) -> int:
             "# <name> rc=<exit code> argv; stdout -> <name>, stderr -> <stem>.stderr (each only when not empty); "
             "JSON re-serialized on one line, content unchanged\n"
         )
+        if by_hand:
+            with (out / "commands.txt").open("a") as f:
+                f.write(by_hand)
     finally:
         for p in steps:
             if p.poll() is None:

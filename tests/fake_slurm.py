@@ -3,11 +3,18 @@
 Everything comes from ``tests/data/slurm/22.05`` (``scripts/record-golden.py``, the ``l*`` files): job 19,
 submitted as slurmlab submits one, pended for Resources while a blocker held every GPU, was granted 2 GPUs
 on node1, ran a step and was cancelled. The recording ran as root, so its jobs belong to uid 0.
+Below: where the golden files of every version are, for the parser tests.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from slurmlab.core.request.inventory import ClusterInventory
 from slurmlab.testing import FakeRunner, Reply, recorded
+from slurmlab.testing.fake_runner import golden_dir
 
 VERSION = "22.05"
 JOB = "19"
@@ -58,3 +65,52 @@ def controller_down(fake: FakeRunner) -> None:
         "l21_scontrol_ping_controller_down.txt", "l22_sinfo_version_controller_down.txt",
         "l23_scontrol_show_job_d_controller_down.txt", "l25_scontrol_show_node_d_controller_down.txt",
         "l27_scontrol_show_partition_controller_down.txt", "l28_squeue_owners_controller_down.txt")))
+
+
+# ---- the golden files of every Slurm version, for parser tests -------------------------------------
+# Each version's folder holds the same workload recorded by scripts/record-golden.py (its commands.txt):
+# a 2-node dgx-h100 sandbox (node1-2, 112 CPUs and 8 x h100 + 32 shards each, one partition gpu) running
+# jobs 1-13 (gpus2, gpn2, shard4, batchrun, heldjob, donejob, cancelme, the array 8 as jobs 8 and 11-13,
+# bigwait, failjob) and a 1-node h200-mig sandbox with 2 threads per core (x_* files: migjob, mig3g, sock1).
+GOLDEN_VERSIONS = ("22.05", "24.11", "26.05")
+
+
+def golden_path(version: str, name: str) -> Path:
+    """One recorded file of ``version``; a test that needs it fails (never skips) when it is absent."""
+    path = golden_dir() / version / name
+    assert path.is_file(), f"no golden file {path}: record it with scripts/record-golden.py"
+    return path
+
+
+def golden_outputs(*versions: str, pattern: str = "*") -> list[Path]:
+    """Every recorded stdout of these versions (not the stderr files, not commands.txt)."""
+    return sorted(p for v in versions or GOLDEN_VERSIONS for p in (golden_dir() / v).glob(pattern)
+                  if p.is_file() and p.suffix != ".stderr" and p.name != "commands.txt")
+
+
+def golden_with(name: str, *versions: str) -> list[str]:
+    """The versions (of ``versions``, default all) whose recording holds ``name``: for parametrising."""
+    return [v for v in versions or GOLDEN_VERSIONS if (golden_dir() / v / name).is_file()]
+
+
+def golden_inventory(version: str) -> tuple[ClusterInventory, tuple[int, ...]]:
+    """The recorded dgx-h100 cluster as slurmlab reads it, and the Slurm version ``sinfo --version`` said:
+    nodes and partitions from ``scontrol show`` (text on 22.05, JSON from 24.11, whose partitions carry no
+    default: that one comes from sinfo's ``*``, as slurmlab.slurm.queries.inventory takes it)."""
+    from slurmlab.core.slurm.parse_json import parse_nodes_json, parse_partitions_json
+    from slurmlab.core.slurm.parse_text import parse_scontrol_nodes, parse_scontrol_partitions
+    from slurmlab.slurm.queries import build_inventory
+
+    if version == "22.05":  # no scontrol --json there
+        nodes = parse_scontrol_nodes(golden_path(version, "s08_scontrol_show_node_d.txt").read_text())
+        parts = parse_scontrol_partitions(golden_path(version, "s16_scontrol_show_partition.txt").read_text())
+    else:
+        nodes = parse_nodes_json(json.loads(golden_path(version, "s07_scontrol_json_show_node.json").read_text()))
+        parts = parse_partitions_json(
+            json.loads(golden_path(version, "s09_scontrol_json_show_partition.json").read_text()))
+    if not any(p.default for p in parts):
+        starred = [n[:-1] for n in golden_path(version, "s20_sinfo_partitions.txt").read_text().split()
+                   if n.endswith("*")]
+        parts = [replace(p, default=p.name in starred) for p in parts]
+    said = golden_path(version, "00_sinfo_version.txt").read_text().split()[-1]
+    return build_inventory(nodes, parts), tuple(int(x) for x in said.split("."))

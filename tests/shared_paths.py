@@ -1,7 +1,9 @@
 """Where the shared, read-only fixtures live (real Slurm and nvidia-smi output).
 
 They sit in ``../shared/fixtures`` beside the repository; ``SLURMLAB_SHARED_FIXTURES``
-overrides that. They are never copied into the repository.
+overrides that. They are never copied into the repository. Tests of Slurm output run on the project's
+own golden files (``tests/data/slurm``, see ``fake_slurm.golden_path``); the shared Slurm capture is read
+only by their extra tests, which skip without it. The nvidia-smi captures are read from here.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ a readable summary, and optionally write the Bokeh view as standalone HTML or PN
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import warnings
 from typing import Any
@@ -55,27 +54,21 @@ def _output_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--png", metavar="OUT", help="write the view as PNG (needs chromium)")
 
 
-def _read(args: argparse.Namespace) -> str:
+def _source(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(text, where) of the FILE argument (stdin for ``-``), or None when --profile names the source."""
     if args.file and args.profile:
         raise RequestError("give either FILE or --profile, not both")
+    if args.profile:
+        return None
     if not args.file:
         raise RequestError("give a FILE of nvidia-smi output (or - for stdin) or --profile NAME")
     if args.file == "-":
-        return sys.stdin.read()
+        return sys.stdin.read(), "standard input"
     try:
         with open(args.file, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
+            return fh.read(), args.file
     except OSError as exc:
         raise ParseError("input file", args.file, hint=f"cannot read it: {exc.strerror}") from None
-
-
-def _profile_data(name: str) -> dict[str, Any]:
-    try:
-        from slurmlab.sandbox.profile import load_profile
-    except ImportError as exc:  # pragma: no cover - the sandbox room ships with slurmlab
-        raise RequestError(f"hardware profiles are unavailable: {exc}") from exc
-    data: dict[str, Any] = dataclasses.asdict(load_profile(name))
-    return data
 
 
 def _indices(text: str | None) -> list[int]:
@@ -103,25 +96,20 @@ def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 
 def handle_topo(args: argparse.Namespace) -> int:
+    # the library's own loaders: the CLI reads exactly what slurmlab.topology_from_file/_profile read
+    from slurmlab.core.gpu.captures import topology_from_text
     from slurmlab.core.gpu.placement import best_gpus
-    from slurmlab.core.gpu.smi_parse import parse_topo_matrix, sniff
-    from slurmlab.core.gpu.topology import Topology
+    from slurmlab.slurm.hardware_files import topology_from_profile
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if args.profile:
-            if args.file:
-                raise RequestError("give either FILE or --profile, not both")
-            topo = Topology.from_profile(_profile_data(args.profile))
+        source = _source(args)
+        if source is None:
+            topo = topology_from_profile(args.profile).topology
             if args.model:
                 topo = topo.with_model(args.model)
         else:
-            text = _read(args)
-            kind = sniff(text)
-            if kind != "topo":
-                raise ParseError("nvidia-smi topo -m output", text[:120],
-                                 hint=f"this looks like `{kind}` output; `slurmlab mig` reads MIG listings")
-            topo = parse_topo_matrix(text, gpu_model=args.model)
+            topo = topology_from_text(*source, model=args.model).topology
     _show_warnings(caught)
     print(topo.summary())
     if args.best:
@@ -137,45 +125,21 @@ def handle_topo(args: argparse.Namespace) -> int:
 
 
 def handle_mig(args: argparse.Namespace) -> int:
-    from slurmlab.core.gpu import smi_parse as sp
+    from slurmlab.core.gpu.captures import read_mig_capture
     from slurmlab.core.gpu.mig import MigLayout
+    from slurmlab.slurm.hardware_files import mig_from_profile
 
     layout: MigLayout | None = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if args.profile:
-            if args.file:
-                raise RequestError("give either FILE or --profile, not both")
-            layout = MigLayout.from_profile(_profile_data(args.profile))
+        source = _source(args)
+        if source is None:
+            layout = mig_from_profile(args.profile).layout
         else:
-            text = _read(args)
-            kind = sp.sniff(text)
-            if kind == "lgi":
-                layout = sp.parse_mig_lgi(text, gpu_model=args.model)
-            elif kind == "list":
-                devices, layout = sp.parse_smi_list(text)
-                for d in devices:
-                    print(("    " if d.parent is not None else "") + f"{d.name} {d.index}: {d.uuid}")
-                if layout is None:
-                    print("no MIG devices in this listing")
-            elif kind == "cgi":
-                layout = sp.parse_mig_cgi_log(text, gpu_model=args.model)
-            elif kind == "lgip":
-                for r in sp.parse_mig_lgip(text):
-                    print(f"GPU {r.gpu}  {r.name:<14} id {r.profile_id:>2}  {r.free}/{r.total} free  "
-                          f"{r.memory_gib:g} GiB  {r.sm} SMs")
-            elif kind == "lgipp":
-                for gpu, profiles in sp.parse_mig_lgipp(text).items():
-                    for pid, (starts, size) in profiles.items():
-                        print(f"GPU {gpu}  profile id {pid:>2}  placements "
-                              f"{', '.join(f'{s}:{size}' for s in starts)}")
-            elif kind == "lci":
-                for gpu, gi, ci, place in sp.parse_mig_lci(text):
-                    where = f" placement {place[0]}:{place[1]}" if place else ""
-                    print(f"GPU {gpu}  GI {gi}  CI {ci.ci_id}  {ci.name}{where}")
-            else:
-                raise ParseError("MIG output", text[:120],
-                                 hint=f"this looks like `{kind}` output; `slurmlab topo` reads topology")
+            capture = read_mig_capture(*source, model=args.model)
+            layout = capture.layout
+            for line in capture.lines():
+                print(line)
     _show_warnings(caught)
     if layout is not None:
         print(layout.summary())

@@ -225,68 +225,16 @@ def analyse(
     if len(labels) != n:
         raise ParseError("labels", repr(labels), hint=f"give one label per process ({n})")
     duration = t1 - t0
-    clean: list[np.ndarray] = []
-    for lab, r in zip(labels, runs, strict=True):
-        arr = clip_runs(as_runs(r, lab), t0, t1)
-        if merge_below_ns:
-            arr = merge_gaps(arr, int(merge_below_ns))
-        clean.append(arr)
-    truncated = list(truncated) if truncated is not None else [False] * n
-    late = list(late_ns) if late_ns is not None else [0] * n
+    clean = _clean_runs(runs, labels, (t0, t1), merge_below_ns)
     work = list(work_s) if work_s is not None else [None] * n
-    warnings: list[str] = []
 
     busy = np.array([int((r[:, 1] - r[:, 0]).sum()) for r in clean], dtype=np.int64)
     shares = busy / duration
-    procs: list[ProcessStats] = []
-    for i, r in enumerate(clean):
-        lengths = r[:, 1] - r[:, 0]
-        slowdown = None
-        if work[i] is not None and solo_work_s:
-            slowdown = float(work[i]) / solo_work_s  # type: ignore[arg-type]
-        procs.append(
-            ProcessStats(
-                label=labels[i],
-                runs=int(r.shape[0]),
-                busy_ns=int(busy[i]),
-                share=float(shares[i]),
-                slices=Spread.of(lengths[1:-1]),
-                gaps=Spread.of(r[1:, 0] - r[:-1, 1]),
-                truncated=bool(truncated[i]),
-                work_s=None if work[i] is None else float(work[i]),  # type: ignore[arg-type]
-                slowdown=slowdown,
-            )
-        )
-        if late[i]:
-            warnings.append(
-                f"{labels[i]}: started {fmt_ns(float(late[i]))} after T0 (it was not ready in time)"
-            )
-        if truncated[i]:
-            warnings.append(f"{labels[i]}: the run log was truncated (buffer full); later runs are missing")
-        if r.shape[0] == 0:
-            warnings.append(f"{labels[i]}: no run inside the window (the process never ran during D)")
-        elif r.shape[0] < 3:
-            warnings.append(f"{labels[i]}: fewer than 3 runs, so no untruncated slice was measured")
-
+    procs, warnings = _process_stats(labels, clean, busy, shares, truncated, late_ns, work, solo_work_s)
     sw = sweep(clean, t0)
-    smaller = np.minimum.outer(busy, busy).astype(np.float64)
-    overlap = np.divide(sw.pair_ns, smaller, out=np.zeros((n, n)), where=smaller > 0)
-    np.fill_diagonal(overlap, 1.0)
+    overlap = _overlap(sw, busy)
     busy_share = sw.union_ns / duration
-    if n > 1 and busy_share < BUSY_SHARE_MIN:
-        warnings.append(
-            f"no worker ran for {1 - busy_share:.0%} of D: other load shared the processor, or "
-            "switching between the workers is expensive"
-        )
-    if threshold_ns is not None and noise_floor_ns is not None and threshold_ns < 3 * noise_floor_ns:
-        warnings.append(
-            f"switch threshold {fmt_ns(threshold_ns)} is under 3x the measured noise floor "
-            f"{fmt_ns(noise_floor_ns)}: some gaps may be noise, not switches"
-        )
-    aggregate = None
-    done = [float(w) for w in work if w is not None]
-    if solo_work_s and n and len(done) == n:
-        aggregate = float(sum(solo_work_s / w for w in done))
+    warnings += _run_warnings(n, busy_share, threshold_ns, noise_floor_ns)
 
     return TimesliceResult(
         backend=backend,
@@ -302,10 +250,109 @@ def analyse(
         threshold_ns=threshold_ns,
         noise_floor_ns=noise_floor_ns,
         solo_work_s=solo_work_s,
-        aggregate_efficiency=aggregate,
+        aggregate_efficiency=_aggregate_efficiency(work, solo_work_s, n),
         warnings=warnings,
         meta=dict(meta or {}),
     )
+
+
+# -- the parts of analyse ------------------------------------------------------------------------
+
+
+def _clean_runs(
+    runs: Sequence[Any], labels: Sequence[str], window: tuple[int, int], merge_below_ns: int | None
+) -> list[np.ndarray]:
+    """Each process's runs checked, clipped to the window and, when asked, with short gaps joined."""
+    clean: list[np.ndarray] = []
+    for lab, r in zip(labels, runs, strict=True):
+        arr = clip_runs(as_runs(r, lab), window[0], window[1])
+        if merge_below_ns:
+            arr = merge_gaps(arr, int(merge_below_ns))
+        clean.append(arr)
+    return clean
+
+
+def _process_stats(
+    labels: Sequence[str],
+    clean: Sequence[np.ndarray],
+    busy: np.ndarray,
+    shares: np.ndarray,
+    truncated: Sequence[bool] | None,
+    late_ns: Sequence[int] | None,
+    work: Sequence[float | None],
+    solo_work_s: float | None,
+) -> tuple[list[ProcessStats], list[str]]:
+    """(each process's numbers, the warnings about single processes)."""
+    n = len(clean)
+    truncated = list(truncated) if truncated is not None else [False] * n
+    late = list(late_ns) if late_ns is not None else [0] * n
+    procs: list[ProcessStats] = []
+    warnings: list[str] = []
+    for i, r in enumerate(clean):
+        lengths = r[:, 1] - r[:, 0]
+        w = work[i]
+        slowdown = None
+        if w is not None and solo_work_s:
+            slowdown = float(w) / solo_work_s
+        procs.append(
+            ProcessStats(
+                label=labels[i],
+                runs=int(r.shape[0]),
+                busy_ns=int(busy[i]),
+                share=float(shares[i]),
+                slices=Spread.of(lengths[1:-1]),
+                gaps=Spread.of(r[1:, 0] - r[:-1, 1]),
+                truncated=bool(truncated[i]),
+                work_s=None if w is None else float(w),
+                slowdown=slowdown,
+            )
+        )
+        if late[i]:
+            warnings.append(
+                f"{labels[i]}: started {fmt_ns(float(late[i]))} after T0 (it was not ready in time)"
+            )
+        if truncated[i]:
+            warnings.append(f"{labels[i]}: the run log was truncated (buffer full); later runs are missing")
+        if r.shape[0] == 0:
+            warnings.append(f"{labels[i]}: no run inside the window (the process never ran during D)")
+        elif r.shape[0] < 3:
+            warnings.append(f"{labels[i]}: fewer than 3 runs, so no untruncated slice was measured")
+    return procs, warnings
+
+
+def _overlap(sw: Sweep, busy: np.ndarray) -> np.ndarray:
+    """Pairwise overlap |A∩B| / min(|A|, |B|); 1 on the diagonal."""
+    n = busy.shape[0]
+    smaller = np.minimum.outer(busy, busy).astype(np.float64)
+    overlap: np.ndarray = np.divide(sw.pair_ns, smaller, out=np.zeros((n, n)), where=smaller > 0)
+    np.fill_diagonal(overlap, 1.0)
+    return overlap
+
+
+def _run_warnings(
+    n: int, busy_share: float, threshold_ns: int | None, noise_floor_ns: float | None
+) -> list[str]:
+    """The warnings about the run as a whole: idle processor, a threshold too close to the noise."""
+    warnings: list[str] = []
+    if n > 1 and busy_share < BUSY_SHARE_MIN:
+        warnings.append(
+            f"no worker ran for {1 - busy_share:.0%} of D: other load shared the processor, or "
+            "switching between the workers is expensive"
+        )
+    if threshold_ns is not None and noise_floor_ns is not None and threshold_ns < 3 * noise_floor_ns:
+        warnings.append(
+            f"switch threshold {fmt_ns(threshold_ns)} is under 3x the measured noise floor "
+            f"{fmt_ns(noise_floor_ns)}: some gaps may be noise, not switches"
+        )
+    return warnings
+
+
+def _aggregate_efficiency(work: Sequence[float | None], solo_work_s: float | None, n: int) -> float | None:
+    """Sum of solo time / shared time over the ``n`` processes, when every one finished its fixed work."""
+    done = [float(w) for w in work if w is not None]
+    if solo_work_s and n and len(done) == n:
+        return float(sum(solo_work_s / w for w in done))
+    return None
 
 
 def analyse_reports(

@@ -34,7 +34,7 @@ from slurmlab.errors import ExperimentError
 from slurmlab.experiments import task_reports
 from slurmlab.experiments.gres_conf import with_gres_cores
 from slurmlab.experiments.isolation import check_i1, check_i2, check_i3, run_checks
-from slurmlab.experiments.isolation_result import SKIP, VerifyReport
+from slurmlab.experiments.isolation_result import SKIP, Grant, IsolationReport, VerifyReport
 from slurmlab.experiments.plan import TimeslicePlan
 from slurmlab.experiments.protocols import ExperimentAllocation
 from slurmlab.experiments.slurm_view import (
@@ -103,6 +103,47 @@ def verify(
     to add ``--gpu-bind=closest``. ``timeslice``: a result of :func:`.timeslice.run` on this
     allocation for I6 and I10, or True to run a short one here (2 workers sharing one GPU/core).
     """
+    job = _running_job(allocation)
+    given = _ntasks_in(step_args or ())
+    if tasks and given and tasks != given:
+        raise ExperimentError(
+            f"tasks={tasks} but the step options ask for {given} tasks", hint="give one of them"
+        )
+    tasks = tasks or given or int(getattr(job, "num_tasks", None) or 1)
+    grant = grant_from_job(job, tasks)
+    args = list(step_args) if step_args is not None else step_args_for(job, tasks)
+    if not given and step_args is not None:
+        args.insert(0, f"--ntasks={tasks}")
+    step_argv, reports = _run_step(allocation, args, tasks, backend, timeout)
+
+    ts: TimesliceResult | None
+    if timeslice is True:
+        ts = run_timeslice(allocation, TimeslicePlan(procs=2, duration=1.0, backend=backend, cores=1))
+    else:
+        ts = timeslice or None
+
+    checks, devs, source = _judge(job, reports, grant, ts)
+    out = VerifyReport(
+        checks.checks, grant, dict(checks.meta), verdict=gpu_verdict(devs), identity_source=source
+    )
+    out.meta.update(
+        {
+            "job_id": str(allocation.job_id),
+            "step_argv": step_argv,
+            "reports": reports,
+            "devices": devs,
+        }
+    )
+    if ts is not None:
+        out.meta["timeslice"] = ts.as_dict()
+    return out
+
+
+# -- gathering: the job as Slurm granted it, and what each task of the step reports -----------------
+
+
+def _running_job(allocation: ExperimentAllocation) -> Any:
+    """The detail of a RUNNING allocation's job (``scontrol show job -d``), refreshed when missing."""
     if allocation.state != "RUNNING":
         raise ExperimentError(
             f"allocation {allocation.job_id} is {allocation.state}, not RUNNING",
@@ -116,48 +157,40 @@ def verify(
             f"Slurm gave no detail of allocation {allocation.job_id} (scontrol show job -d)",
             hint="check that the job still exists with %squeue, then try again",
         )
-    given = _ntasks_in(step_args or ())
-    if tasks and given and tasks != given:
-        raise ExperimentError(
-            f"tasks={tasks} but the step options ask for {given} tasks", hint="give one of them"
-        )
-    tasks = tasks or given or int(getattr(job, "num_tasks", None) or 1)
-    grant = grant_from_job(job, tasks)
-    args = list(step_args) if step_args is not None else step_args_for(job, tasks)
-    if not given and step_args is not None:
-        args.insert(0, f"--ntasks={tasks}")
+    return job
+
+
+def _run_step(
+    allocation: ExperimentAllocation, args: list[str], tasks: int, backend: str, timeout: float
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """(the step's argv, each task's report): the verify step run once with srun options ``args``."""
     argv = [sys.executable, "-m", TASK_MODULE, "--backend", backend]
     result = allocation.srun(argv, args=args, on_output=lambda s, ln: None, label=True, timeout=timeout)
+    # a step whose tasks began reporting ran its command: their own failures are in their reports
     if result.returncode != 0 and not task_reports.has_reports(result.stdout):
         raise ExperimentError(
             f"the verify step in allocation {allocation.job_id} failed (exit {result.returncode}): "
             + " | ".join(result.stderr[-3:]),
             hint="Slurm's message is above; check the step options with %srun first",
         )
-    reports = read_task_reports(result.stdout, result.stderr, tasks, allocation.job_id)
+    return list(result.argv), read_task_reports(result.stdout, result.stderr, tasks, allocation.job_id)
 
-    ts: TimesliceResult | None
-    if timeslice is True:
-        ts = run_timeslice(allocation, TimeslicePlan(procs=2, duration=1.0, backend=backend, cores=1))
-    else:
-        ts = timeslice or None
 
+# -- checks: the hardware judgement, with Slurm's view where no GPU hardware answers ----------------
+
+
+def _judge(
+    job: Any, reports: list[dict[str, Any]], grant: Grant, ts: TimesliceResult | None
+) -> tuple[IsolationReport, list[list[Any]], str]:
+    """(the checks I1–I10, the devices each task saw, where their identity came from)."""
     checks = run_checks(reports, grant, ts)
     hardware = any((r.get("identity") or {}).get("devices") for r in reports)
     if hardware:
         devs = [list((r.get("identity") or {}).get("devices") or []) for r in reports]
         source = "hardware"
     else:
-        seen = with_slurm_view(reports, shard_gpus_of(job))
-        devs = [list(r["identity"]["devices"]) for r in seen]
+        devs = _on_slurm_view(checks, job, reports, grant)
         source = "slurm"
-        note = "judged on Slurm's view (no GPU hardware: identity = node + SLURM_STEP_GPUS index)"
-        if any(devs):
-            replaced = {"I1": check_i1(seen, grant), "I2": check_i2(seen, grant), "I3": check_i3(seen, grant)}
-            for i, c in enumerate(checks.checks):
-                if c.id in replaced:
-                    new = replaced[c.id]
-                    checks.checks[i] = replace(new, reason=f"{new.reason}; {note}" if new.reason else note)
     if ts is not None:
         i10 = i10_of_timeslice(ts, grant, shard_gpus_of(job))
         checks.checks = [i10 if c.id == "I10" else c for c in checks.checks]
@@ -168,17 +201,20 @@ def verify(
                 checks.checks[i] = on_slurm
             else:
                 checks.checks[i] = replace(c, evidence={"hardware": c.evidence, "slurm": on_slurm.evidence})
-    out = VerifyReport(
-        checks.checks, grant, dict(checks.meta), verdict=gpu_verdict(devs), identity_source=source
-    )
-    out.meta.update(
-        {
-            "job_id": str(allocation.job_id),
-            "step_argv": list(result.argv),
-            "reports": reports,
-            "devices": devs,
-        }
-    )
-    if ts is not None:
-        out.meta["timeslice"] = ts.as_dict()
-    return out
+    return checks, devs, source
+
+
+def _on_slurm_view(
+    checks: IsolationReport, job: Any, reports: list[dict[str, Any]], grant: Grant
+) -> list[list[Any]]:
+    """I1–I3 judged again on Slurm's view (in place, said so in each reason); returns each task's devices."""
+    seen = with_slurm_view(reports, shard_gpus_of(job))
+    devs = [list(r["identity"]["devices"]) for r in seen]
+    note = "judged on Slurm's view (no GPU hardware: identity = node + SLURM_STEP_GPUS index)"
+    if any(devs):
+        replaced = {"I1": check_i1(seen, grant), "I2": check_i2(seen, grant), "I3": check_i3(seen, grant)}
+        for i, c in enumerate(checks.checks):
+            if c.id in replaced:
+                new = replaced[c.id]
+                checks.checks[i] = replace(new, reason=f"{new.reason}; {note}" if new.reason else note)
+    return devs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -21,6 +21,10 @@ from slurmlab.magics.args import (
 )
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
 from slurmlab.magics.steps import attach_job, stop_following
+
+if TYPE_CHECKING:
+    from slurmlab.core.request.request import GpuRequest
+    from slurmlab.slurm.runner import Runner
 
 __all__ = ["AllocateMagics", "DryRun", "prepare_request"]
 
@@ -58,7 +62,8 @@ class DryRun:
                 f"<div><b>What it asks for:</b> {esc(self.explanation)}</div>{checked}{warn}</div>")
 
 
-def prepare_request(tokens: list[str], runner: Any = None, *, need_cluster: bool = True) -> tuple[Any, str]:
+def prepare_request(tokens: list[str], runner: Runner | None = None, *,
+                    need_cluster: bool = True) -> tuple[GpuRequest, str]:
     """A %salloc line's request through the one pipeline; returns (request, what it was checked against).
 
     With ``need_cluster`` a controller that does not answer is an error; without (dry run) the

@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
 from slurmlab.errors import SlurmlabError
 from slurmlab.magics.args import MAX_EXPAND_CHARS
+
+if TYPE_CHECKING:  # imported where used: %load_ext must not pull in the sandbox or start the poller
+    from slurmlab.sandbox.control import Sandbox
+    from slurmlab.slurm.allocation import Allocation
+    from slurmlab.slurm.steps import StepResult
 
 __all__ = ["EXPANSION_HELP", "Session", "get_session", "user_errors"]
 
@@ -38,12 +43,12 @@ class Session:
     """State of the magics in one kernel (one per process)."""
 
     def __init__(self) -> None:
-        self.default: Any = None  # the latest Allocation: where %srun runs without --jobid
-        self.allocations: list[Any] = []
-        self.sandbox: Any = None  # the Sandbox that %slurm sandbox up started or found
-        self.last_step: Any = None
+        self.default: Allocation | None = None  # the latest allocation: where %srun runs without --jobid
+        self.allocations: list[Allocation] = []
+        self.sandbox: Sandbox | None = None  # the sandbox that %slurm sandbox up started or found
+        self.last_step: StepResult | None = None  # what the latest %srun gave
 
-    def remember(self, alloc: Any) -> None:
+    def remember(self, alloc: Allocation) -> None:
         self.default = alloc
         self.allocations.append(alloc)
 

@@ -7,7 +7,7 @@ the allocation running.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -25,10 +25,13 @@ from slurmlab.magics.args import (
 )
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
 
+if TYPE_CHECKING:
+    from slurmlab.slurm.allocation import Allocation
+
 __all__ = ["StepMagics", "attach_job", "resolve_allocation", "stop_following"]
 
 
-def resolve_allocation(job_id: str | None) -> Any:
+def resolve_allocation(job_id: str | None) -> Allocation:
     """The allocation a step goes to: ``--jobid`` (checked, and yours) or this notebook's latest one."""
     session = get_session()
     if job_id is not None:
@@ -46,7 +49,7 @@ def resolve_allocation(job_id: str | None) -> Any:
     return session.default
 
 
-def attach_job(jid: str, verb: str) -> Any:
+def attach_job(jid: str, verb: str) -> Allocation:
     """Follow job ``jid`` (a checked id) after Slurm confirmed, by uid, that it is this user's.
 
     The owner check comes first so that a wrong or foreign id never joins the kernel's shared poller.
@@ -71,7 +74,7 @@ def attach_job(jid: str, verb: str) -> Any:
     return alloc
 
 
-def stop_following(alloc: Any) -> None:
+def stop_following(alloc: Allocation) -> None:
     """Take an attached allocation off the shared poller without cancelling the job."""
     alloc.forget()
 

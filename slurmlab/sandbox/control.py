@@ -20,7 +20,7 @@ from typing import Any
 
 from slurmlab.errors import SandboxError
 from slurmlab.sandbox import access, machine, processes
-from slurmlab.sandbox.daemons import accepts, daemon_argv, expected_program, log_tail, start_failure, wait_for
+from slurmlab.sandbox.daemons import accepts, daemon_argv, expected_program, start_failure, wait_for
 from slurmlab.sandbox.folder import (
     default_directory,
     locate,
@@ -36,6 +36,8 @@ from slurmlab.sandbox.profile import Profile, load_profile
 from slurmlab.sandbox.render import RenderContext
 from slurmlab.sandbox.state_file import STATE_FILE, read_state, reread_state, write_state
 from slurmlab.sandbox.status import SandboxStatus
+from slurmlab.sandbox.stopping import stop_sandbox
+from slurmlab.sandbox.waits import wait_idle, wait_responding
 from slurmlab.slurm.runner import Runner
 
 __all__ = ["APT_INSTALL", "DEFAULT_PROFILE", "Sandbox", "SandboxStatus", "default_directory", "detect_release",
@@ -164,27 +166,10 @@ class Sandbox:
         """Stop every process of the sandbox (daemons, slurmstepd, job tasks). Returns the pids stopped."""
         self._reload()
         own = {name: pid for name, pid in self.pids.items() if self._pid_alive(name, pid)}
-        roots = set(own.values())
-        related = processes.find_related(roots, str(self.conf_path), self.directory)
-        # the Slurm daemons together (slurmctld stops its own slurmscriptd), then what they left (slurmstepd,
-        # job tasks), munged last since the others talk to it while they stop
-        slurm = {p for n, p in own.items() if n != "munged"}
-        left = processes.stop(slurm)
-        # a step being launched while the daemons stop can appear late: look until none is new
-        for _ in range(3):
-            # step daemons ignore SIGTERM (24.11+): no need to wait the daemons' grace for them
-            more = related | processes.find_related(roots, str(self.conf_path), self.directory)
-            left += processes.stop(more, grace=2.0)
-            related |= more
-            if not processes.find_related(roots, str(self.conf_path), self.directory):
-                break
-        left += processes.stop({p for n, p in own.items() if n == "munged"})
-        if left:
-            raise SandboxError(f"processes {left} of the sandbox in {self.directory} did not stop",
-                               hint=f"stop them by pid: kill -9 {' '.join(map(str, left))}")
+        stopped = stop_sandbox(own, str(self.conf_path), self.directory)
         with contextlib.suppress(FileNotFoundError):
             (self.directory / STATE_FILE).unlink()
-        return sorted(roots | related)
+        return stopped
 
     # ---- up -------------------------------------------------------------------------------------------
     @classmethod
@@ -243,7 +228,7 @@ class Sandbox:
         sb = cls(folder, state)
         try:
             sb._start_daemons(munged, slurmctld, slurmd)
-            sb._wait_idle(timeout)
+            wait_idle(sb.node_states, sb.nodes, sb.pids, sb.directory / "log", timeout)
         except BaseException:
             with contextlib.suppress(Exception):
                 sb.down()
@@ -352,26 +337,8 @@ class Sandbox:
                     self._wait_listening()
             done.append(f"{name}: was not running (pid {pid}); restarted as pid {self.pids[name]}")
         if done:
-            self._wait_responding(timeout)
+            wait_responding(self.node_states, self.nodes, self.directory, timeout)
         return done
-
-    def _wait_responding(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        states: dict[str, str] = {}
-        while time.monotonic() < deadline:
-            with contextlib.suppress(Exception):
-                states = self.node_states()
-            if states and set(states) >= set(self.nodes) and not any(
-                states[n].endswith("*") or states[n].startswith("unk") for n in self.nodes
-            ):
-                return
-            time.sleep(0.3)
-        raise SandboxError(
-            f"after the restart the nodes do not respond within {timeout:g} s: {states or 'no answer from slurmctld'}"
-            f"\n{log_tail(self.directory / 'log', 'slurmctld')}",
-            hint=f"read the logs in {self.directory / 'log'}; start afresh (the jobs are lost): "
-                 f"slurmlab sandbox down --dir {self.directory} && slurmlab sandbox up",
-        )
 
     def _start(self, exe: str, argv: list[str], name: str) -> None:
         log = open(self.directory / "log" / f"{name.replace(':', '-')}.out", "ab")
@@ -392,27 +359,6 @@ class Sandbox:
 
     def _failure(self, what: str, name: str) -> SandboxError:
         return start_failure(self.directory / "log", what, name)
-
-    def _wait_idle(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        states: dict[str, str] = {}
-        while time.monotonic() < deadline:
-            for name, pid in self.pids.items():
-                if not processes.alive(pid):
-                    raise self._failure(f"{name} stopped while starting", name)
-            with contextlib.suppress(Exception):
-                states = self.node_states()
-            if states and set(states) >= set(self.nodes) and all(
-                states[n].rstrip("*~#!%$@^-") == "idle" for n in self.nodes
-            ):
-                return
-            bad = [n for n, s in states.items() if s.startswith(("inval", "drain", "fail"))]
-            if bad:
-                raise self._failure(f"node(s) {', '.join(bad)} went {states[bad[0]]} (rejected configuration)",
-                                    f"slurmd:{bad[0]}")
-            time.sleep(0.2)
-        raise self._failure(f"nodes not idle after {timeout:g} s: {states or 'no answer from slurmctld'}",
-                            "slurmctld")
 
 
 def _check_reachable(guests: Sequence[access.AdmittedUser], folder: Path) -> None:

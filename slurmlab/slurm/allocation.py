@@ -23,11 +23,14 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from types import FrameType
 
 from slurmlab.core.gpu.binding import BindingTable
 from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
 from slurmlab.core.request.request import GpuRequest
+from slurmlab.core.slurm.job_view import JobView, job_view
+from slurmlab.core.slurm.models import Job
+from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.core.slurm.states import ENDED
 from slurmlab.core.slurm.timefmt import format_duration
 from slurmlab.errors import (
@@ -176,8 +179,8 @@ class Allocation:
         self.error: str | None = None  # Slurm's own message when something failed
         # nodes of this running job that are down, draining or not responding: ((node, state), ...)
         self.node_alerts: tuple[tuple[str, str], ...] = ()
-        self.brief: Any = None  # latest JobBrief (cheap poll)
-        self.job: Any = None  # latest full Job (scontrol show job -d)
+        self.brief: JobBrief | None = None  # latest cheap poll
+        self.job: Job | None = None  # latest full detail (scontrol show job -d)
         self.submitted_at = time.time()
         self.updated_at: float | None = None
         self.salloc_messages: list[str] = []
@@ -370,14 +373,14 @@ class Allocation:
                 self.error = None
             if update.brief is not None:
                 self.brief = update.brief
-                self.state = str(update.brief.state)
-                self.reason = getattr(update.brief, "reason", None)
+                self.state = update.brief.state
+                self.reason = update.brief.reason
                 self.node_alerts = tuple(update.node_alerts)
             if update.detail is not None:
                 self.job = update.detail
                 if update.brief is None:
-                    self.state = str(getattr(update.detail, "state", self.state))
-                    self.reason = getattr(update.detail, "reason", self.reason)
+                    self.state = update.detail.state
+                    self.reason = update.detail.reason
             if update.gone and self.state not in ENDED_STATES:
                 self.state = "GONE"
             self._cond.notify_all()
@@ -417,11 +420,15 @@ class Allocation:
         return self.state == "RUNNING"
 
     @property
+    def view(self) -> JobView | None:
+        """The job as one typed view of the latest detail and poll (None before Slurm has answered)."""
+        return job_view(self.job, self.brief)
+
+    @property
     def nodes(self) -> list[str]:
         for src in (self.job, self.brief):
-            nodes = getattr(src, "nodes", None)
-            if nodes:
-                return list(nodes)
+            if src is not None and src.nodes:
+                return list(src.nodes)
         return []
 
     @property
@@ -436,7 +443,7 @@ class Allocation:
         if self.state != "RUNNING":
             return None
         for src in (self.brief, self.job):
-            end = getattr(src, "end_time", None)
+            end = src.end_time if src is not None else None
             if end is not None:
                 return max(0.0, float(end.timestamp()) - (time.time() if now is None else now))
         return None
@@ -492,7 +499,7 @@ class Allocation:
     # ---- steps ---------------------------------------------------------------------------------
     def srun(
         self,
-        command: Sequence[str] | Callable[..., Any],
+        command: Sequence[str] | Callable[[], object],
         *,
         args: Iterable[str] = (),
         on_output: OutputCallback | None = None,
@@ -654,11 +661,11 @@ class Allocation:
     def __repr__(self) -> str:
         return f"<Allocation {self.summary()}>"
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
         # The live panel when the widgets room registered one (it does on %load_ext slurmlab);
         # the Slurm layer itself never imports ipywidgets.
         for hook in reversed(DISPLAY_HOOKS):
-            bundle: dict[str, Any] | None = hook(self)
+            bundle = hook(self)
             if bundle is not None:
                 return bundle
         return {"text/plain": repr(self), "text/html": self._html()}
@@ -670,20 +677,20 @@ class Allocation:
 
 
 # Renderers registered by the widgets room: each returns a mime bundle or None.
-DISPLAY_HOOKS: list[Callable[[Allocation], dict[str, Any] | None]] = []
+DISPLAY_HOOKS: list[Callable[[Allocation], dict[str, object] | None]] = []
 
 
-def find_leftovers(runner: Runner | None = None, *, include_alive: bool = False) -> list[Any]:
+def find_leftovers(runner: Runner | None = None, *, include_alive: bool = False) -> list[Job]:
     """Jobs this user left from earlier kernels (tag ``slurmlab:``) whose process is gone.
 
-    Returns JobBriefs; attach with ``Allocation.attach(b.job_id)`` or cancel them.
+    Returns their Jobs; attach with ``Allocation.attach(j.job_id)`` or cancel them.
     """
     from slurmlab.slurm import queries
 
     found = []
     host = socket.gethostname()
     for brief in queries.my_tagged_jobs(TAG_PREFIX, runner or get_runner()):
-        parts = str(getattr(brief, "comment", "") or "").split(":")
+        parts = (brief.comment or "").split(":")
         alive = False
         if len(parts) >= 3 and parts[1] == host and parts[2].isdigit():
             alive = _pid_alive(int(parts[2]))
@@ -725,7 +732,8 @@ RELEASE_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 # What a signal handler gives release_all before the process dies anyway; the guardian cancels
 # whatever it did not reach.
 RELEASE_DEADLINE = 10.0
-_previous_handlers: dict[int, Any] = {}
+_SignalHandler = Callable[[int, FrameType | None], object] | int | None
+_previous_handlers: dict[int, _SignalHandler] = {}
 _handlers_pid: int | None = None
 
 
@@ -756,7 +764,7 @@ def _install_signal_handlers() -> None:
     _handlers_pid = os.getpid()
 
 
-def _on_release_signal(signum: int, frame: Any) -> None:
+def _on_release_signal(signum: int, frame: FrameType | None) -> None:
     previous = _previous_handlers.get(signum, signal.SIG_DFL)
     if os.getpid() == _handlers_pid:  # inherited by a forked child: its parent's jobs are not its own
         # in a thread with a deadline: the main thread may hold a lock release_all needs

@@ -48,7 +48,7 @@ def explain_binding(alloc: Allocation, *, source: str = "auto") -> BindingTable:
     job = alloc.refresh().job
     if job is None:
         raise AllocationError(f"no detail for allocation {alloc.job_id} yet", hint="try again in a moment")
-    tasks = getattr(job, "num_tasks", None) or len(alloc.nodes) or 1
+    tasks = job.num_tasks or len(alloc.nodes) or 1
     # the probe asks for what the job's tasks were granted, or its tasks would see other GPUs
     args = step_args_for(job, tasks)
     bind = gpu_bind_value(job.tres_bind)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TypedDict
 
+from slurmlab.core.request.request import version_text
 from slurmlab.core.slurm.parse_text import parse_version
 from slurmlab.errors import ParseError, SlurmError
 from slurmlab.slurm.query import Query, arun_query, run_query
 from slurmlab.slurm.runner import Runner, RunResult, get_runner
 
-__all__ = ["SCONTROL_JSON_SINCE", "aslurm_version", "ping", "slurm_version"]
+__all__ = ["SCONTROL_JSON_SINCE", "PingAnswer", "aslurm_version", "ping", "slurm_version"]
 
 # `scontrol --json` exists from 23.02; on 22.05 the `scontrol show … -d` text is the only place that names
 # a job's GPU indices
@@ -59,11 +60,17 @@ async def aslurm_version(runner: Runner | None = None) -> tuple[int, ...]:
     return known if known is not None else _remember_version(runner, await arun_query(_VERSION_QUERY, runner))
 
 
-def ping(runner: Runner | None = None) -> dict[str, Any]:
+class PingAnswer(TypedDict):
+    ok: bool
+    version: str | None  # "22.05.8"; None when even the version could not be read
+    message: str  # scontrol ping's answer, or why there was none
+
+
+def ping(runner: Runner | None = None) -> PingAnswer:
     """Is the controller answering? ``{"ok": bool, "version": "22.05.8", "message": str}``."""
     runner = runner or get_runner()
     try:
-        version = ".".join(map(str, slurm_version(runner)))
+        version = version_text(slurm_version(runner))  # Slurm's spelling, 22.05.8: never 22.5.8
         result = runner.run(["scontrol", "ping"], check=False, timeout=min(runner.timeout, 15))
     except SlurmError as exc:
         return {"ok": False, "version": None, "message": str(exc)}

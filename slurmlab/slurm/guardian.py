@@ -31,10 +31,11 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
+from slurmlab.core.jsontypes import JSONObject
 from slurmlab.errors import ControllerDownError, MungeError, SlurmError
 from slurmlab.slurm.identity import current_user
 from slurmlab.slurm.runner import Runner
@@ -55,7 +56,7 @@ class Guardian:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[str, dict[str, Any]] = {}
+        self._entries: dict[str, JSONObject] = {}
         self._proc: subprocess.Popen[bytes] | None = None
         self._wfd: int | None = None
         _instances.add(self)
@@ -65,7 +66,7 @@ class Guardian:
         """The watcher's process id (None before the first guarded allocation)."""
         return self._proc.pid if self._proc is not None else None
 
-    def guarded(self) -> dict[str, dict[str, Any]]:
+    def guarded(self) -> dict[str, JSONObject]:
         with self._lock:
             return {k: dict(v) for k, v in self._entries.items()}
 
@@ -80,7 +81,7 @@ class Guardian:
         salloc_pid: int | None = None,
     ) -> None:
         """Register (or update) one allocation to cancel when this process dies."""
-        entry = {
+        entry: JSONObject = {
             "op": "guard",
             "key": key,
             "job": job_id,
@@ -103,7 +104,7 @@ class Guardian:
             if self._entries.pop(key, None) is not None:
                 self._send({"op": "drop", "key": key})
 
-    def _send(self, message: Mapping[str, Any]) -> None:
+    def _send(self, message: Mapping[str, object]) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
         for attempt in range(2):
             if self._wfd is None or (self._proc is not None and self._proc.poll() is not None):
@@ -127,10 +128,11 @@ class Guardian:
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         log_path = os.environ.get(LOG_ENV)
-        out: Any = subprocess.DEVNULL
+        log_file: BinaryIO | None = None
         try:
             if log_path:
-                out = open(log_path, "ab")  # handed to the child, closed below
+                log_file = open(log_path, "ab")  # handed to the child, closed below
+            out = log_file if log_file is not None else subprocess.DEVNULL
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "slurmlab.slurm.guardian"],
                 stdin=rfd,
@@ -143,8 +145,8 @@ class Guardian:
             )
         finally:
             os.close(rfd)
-            if out is not subprocess.DEVNULL:
-                out.close()
+            if log_file is not None:
+                log_file.close()
         self._wfd = wfd
         for entry in self._entries.values():
             _write_all(wfd, (json.dumps(entry, separators=(",", ":")) + "\n").encode())
@@ -228,7 +230,7 @@ def _ids_by_tag(runner: Runner, user: str, name: str, tag: str) -> list[str]:
     return ids
 
 
-def _cancel_one(entry: Mapping[str, Any], user: str) -> bool:
+def _cancel_one(entry: Mapping[str, object], user: str) -> bool:
     """Cancel one registered allocation. True when done (or nothing is left to do)."""
     conf = entry.get("conf")
     if isinstance(conf, str) and conf and not os.path.exists(conf):
@@ -261,8 +263,9 @@ def _cancel_one(entry: Mapping[str, Any], user: str) -> bool:
 
 
 def cancel_entries(
-    entries: Sequence[Mapping[str, Any]], *, give_up_after: float = GIVE_UP_AFTER, sleep: Any = time.sleep
-) -> list[Mapping[str, Any]]:
+    entries: Sequence[Mapping[str, object]], *, give_up_after: float = GIVE_UP_AFTER,
+    sleep: Callable[[float], object] = time.sleep,
+) -> list[Mapping[str, object]]:
     """Cancel every entry, retrying those the controller could not take; returns what was left."""
     user = current_user()  # the one "who am I": the effective uid
     left = list(entries)
@@ -288,9 +291,9 @@ def cancel_entries(
     return left
 
 
-def read_entries(stream: Any) -> dict[str, dict[str, Any]]:
+def read_entries(stream: Iterable[bytes | str]) -> dict[str, JSONObject]:
     """Follow the kernel's lines until end of file; returns what is still registered."""
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, JSONObject] = {}
     for raw in stream:
         try:
             msg = json.loads(raw)

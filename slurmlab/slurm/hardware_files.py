@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from slurmlab.core.gpu.captures import mig_from_text, topology_from_text
 from slurmlab.core.gpu.hardware_profile import (
@@ -27,6 +27,13 @@ from slurmlab.core.gpu.hardware_profile import (
 from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
 from slurmlab.errors import ParseError, SandboxError
 from slurmlab.slurm.runner import Runner
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+# a profile name, profile data (a mapping), or a sandbox Profile (a dataclass whose fields are the profile
+# schema); the slurm room never imports the sandbox, so the dataclass is recognised at run time
+ProfileSource: TypeAlias = object
 
 __all__ = [
     "mig_from_file",
@@ -60,7 +67,7 @@ def mig_from_file(path: str | os.PathLike[str], *, model: str | None = None) -> 
 # The sandbox ships them as JSON files in slurmlab/sandbox/profiles: data read by path, not a module imported.
 
 
-def _profiles() -> Any:
+def _profiles() -> Traversable:
     return resources.files("slurmlab").joinpath("sandbox", "profiles")
 
 
@@ -69,7 +76,7 @@ def profile_names() -> list[str]:
     return sorted(p.name[: -len(".json")] for p in _profiles().iterdir() if p.name.endswith(".json"))
 
 
-def profile_data(name: str) -> dict[str, Any]:
+def profile_data(name: str) -> dict[str, object]:
     """The data of the built-in hardware profile ``name`` (SandboxError listing the known ones)."""
     known = profile_names()
     if name not in known:
@@ -87,24 +94,23 @@ def profile_data(name: str) -> dict[str, Any]:
     return data
 
 
-def _data(profile: str | Mapping[str, Any] | Any) -> Mapping[str, Any]:
+def _data(profile: ProfileSource) -> Mapping[str, object]:
     if isinstance(profile, str):
         return profile_data(profile)
     if isinstance(profile, Mapping):
         return profile
     if dataclasses.is_dataclass(profile) and not isinstance(profile, type):
         # a sandbox Profile: its fields are the profile schema
-        data: dict[str, Any] = dataclasses.asdict(profile)
-        return data
+        return dataclasses.asdict(profile)
     raise TypeError(f"expected a profile name, profile data or a Profile, not {type(profile).__name__}")
 
 
-def topology_from_profile(profile: str | Mapping[str, Any] | Any) -> NodeTopology:
+def topology_from_profile(profile: ProfileSource) -> NodeTopology:
     """The topology of a built-in hardware profile (``dgx-h100``, ``h200-mig``, ``seed``) or of profile data."""
     return profile_topology(_data(profile))
 
 
-def mig_from_profile(profile: str | Mapping[str, Any] | Any) -> NodeMig:
+def mig_from_profile(profile: ProfileSource) -> NodeMig:
     """The MIG layout of a built-in hardware profile (RequestError when it has none)."""
     return profile_mig(_data(profile))
 

@@ -179,7 +179,7 @@ def job_ids_by_name(name: str, runner: Runner | None = None) -> list[str]:
 def my_tagged_jobs(prefix: str, runner: Runner | None = None) -> JobList:
     """This user's active jobs whose comment starts with ``prefix:`` (allocations of slurmlab kernels)."""
     jobs = list_jobs(runner)
-    return JobList([j for j in jobs if (getattr(j, "comment", None) or "").startswith(prefix + ":")],
+    return JobList([j for j in jobs if (j.comment or "").startswith(prefix + ":")],
                    jobs.problems)
 
 

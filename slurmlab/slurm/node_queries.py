@@ -3,13 +3,13 @@ a request is validated against."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from slurmlab.core.request.inventory import ClusterInventory, NodeInventory
 from slurmlab.core.slurm.models import Node, Partition
-from slurmlab.core.slurm.parse_json import parse_nodes_json, parse_partitions_json
+from slurmlab.core.slurm.parse_json import JSONRecord, parse_nodes_json, parse_partitions_json
 from slurmlab.core.slurm.parse_text import (
     parse_scontrol_nodes,
     parse_scontrol_partitions,
@@ -34,12 +34,20 @@ __all__ = [
 R = TypeVar("R")
 
 
+class _FromJson(Protocol[R]):
+    def __call__(self, doc: JSONRecord, *, problems: list[ParseError] | None = None) -> list[R]: ...
+
+
+class _FromText(Protocol[R]):
+    def __call__(self, text: str, *, problems: list[ParseError] | None = None) -> list[R]: ...
+
+
 def _scontrol_listing(
     version: tuple[int, ...],
     what: str,
     text_flags: tuple[str, ...],
-    from_json: Callable[..., list[R]],
-    from_text: Callable[..., list[R]],
+    from_json: _FromJson[R],
+    from_text: _FromText[R],
 ) -> Query[Listing[R]]:
     """``scontrol show <what>``, as JSON where the version has it, read into a Listing either way."""
     json_form = version >= SCONTROL_JSON_SINCE
@@ -129,7 +137,7 @@ def build_inventory(nodes: Sequence[Node], partitions: Sequence[Partition]) -> C
             n.name,
             cpus=n.cpus or 0,
             memory_mb=n.real_memory_mb or 0,
-            sockets=getattr(n, "sockets", None) or 1,
+            sockets=n.sockets or 1,
             gpus=n.gpu_types(),
             shards=shards,
             mps=mps,

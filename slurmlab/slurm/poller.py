@@ -22,25 +22,24 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
+from slurmlab.core.slurm.job_view import JobView, job_view
 from slurmlab.core.slurm.jobid import check_job_id
+from slurmlab.core.slurm.models import Job
+from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.core.slurm.states import HOLDING
 from slurmlab.errors import JobNotFoundError, SlurmlabError
 from slurmlab.slurm.runner import Runner, get_runner
 
-__all__ = ["JobPoller", "JobUpdate", "Watch", "get_poller", "node_trouble"]
+__all__ = ["BriefFetcher", "DetailFetcher", "JobPoller", "JobUpdate", "NodeFetcher", "UpdateCallback", "Watch",
+           "get_poller", "node_trouble"]
 
 log = logging.getLogger(__name__)
 
 
-class _Brief(Protocol):
-    job_id: str
-    state: str
-
-
-BriefFetcher = Callable[[Sequence[str], Runner], Mapping[str, Any]]
-DetailFetcher = Callable[[str, Runner], Any]
+# the poller's three questions to Slurm (queries.brief_states, job_detail, node_states_of; tests inject others)
+BriefFetcher = Callable[[Sequence[str], Runner], Mapping[str, JobBrief]]
+DetailFetcher = Callable[[str, Runner], Job]
 NodeFetcher = Callable[[Sequence[str], Runner], Mapping[str, str]]
 
 # sinfo's states (lower case, ``*`` = not responding) that mean a job's node is in trouble
@@ -69,13 +68,21 @@ class JobUpdate:
     """What a watcher receives: the brief state, the detail when fetched, or the error."""
 
     job_id: str
-    brief: Any | None = None  # a JobBrief, or None when Slurm no longer lists the job
-    detail: Any | None = None  # a Job (from scontrol show job -d) when it changed
+    brief: JobBrief | None = None  # None when Slurm no longer lists the job
+    detail: Job | None = None  # from scontrol show job -d, when it changed
     error: SlurmlabError | None = None
     gone: bool = False  # the controller has forgotten the job
     at: float = field(default_factory=time.time)
     # nodes of a running job that are down, draining or not responding: ((node, sinfo state), ...)
     node_alerts: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def view(self) -> JobView | None:
+        """Both records as one typed view (None when the update carries neither)."""
+        return job_view(self.detail, self.brief)
+
+
+UpdateCallback = Callable[[JobUpdate], None]
 
 
 @dataclass
@@ -83,7 +90,7 @@ class Watch:
     """A registration; ``cancel()`` stops the callbacks."""
 
     job_id: str
-    callback: Callable[[JobUpdate], None]
+    callback: UpdateCallback
     poller: JobPoller
     active: bool = True
 
@@ -93,12 +100,9 @@ class Watch:
             self.poller._remove(self)
 
 
-def _signature(brief: Any) -> tuple[Any, ...]:
+def _signature(brief: JobBrief) -> tuple[object, ...]:
     # what counts as a change: not the ticking time-left / elapsed fields
-    return tuple(
-        getattr(brief, name, None)
-        for name in ("state", "reason", "nodes", "start_time", "end_time", "time_limit")
-    )
+    return (brief.state, brief.reason, brief.nodes, brief.start_time, brief.end_time, brief.time_limit)
 
 
 class JobPoller:
@@ -137,7 +141,7 @@ class JobPoller:
         self._nodes_checked = float("-inf")
         self._lock = threading.RLock()
         self._watches: dict[str, list[Watch]] = {}
-        self._last_sig: dict[str, tuple[Any, ...] | None] = {}
+        self._last_sig: dict[str, tuple[object, ...] | None] = {}
         self._last: dict[str, JobUpdate] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -151,7 +155,7 @@ class JobPoller:
         return self._runner or get_runner()
 
     # ---- registration ----------------------------------------------------------------------
-    def watch(self, job_id: str | int, callback: Callable[[JobUpdate], None]) -> Watch:
+    def watch(self, job_id: str | int, callback: UpdateCallback) -> Watch:
         """Call ``callback(update)`` on every change of ``job_id`` (from the poller thread).
 
         A ``job_id`` that is not a job id raises RequestError here: passed on, ``-v`` would
@@ -266,7 +270,7 @@ class JobPoller:
             if sig == prev and not recovered:
                 continue
             any_change = True
-            detail = None
+            detail: Job | None = None
             gone = False
             error: SlurmlabError | None = None
             try:
@@ -282,12 +286,11 @@ class JobPoller:
                                          node_alerts=alerts), force=True)
         return any_change
 
-    def _check_nodes(self, briefs: Mapping[str, Any], runner: Runner) -> None:
+    def _check_nodes(self, briefs: Mapping[str, JobBrief], runner: Runner) -> None:
         """Refresh the node alerts of running watched jobs, at most every node_check_interval."""
         if self._fetch_nodes is None:
             return
-        running = {jid: tuple(getattr(b, "nodes", ()) or ()) for jid, b in briefs.items()
-                   if getattr(b, "state", None) in HOLDING}
+        running = {jid: b.nodes for jid, b in briefs.items() if b.state in HOLDING}
         nodes = sorted({n for ns in running.values() for n in ns})
         now = time.monotonic()
         if not nodes:

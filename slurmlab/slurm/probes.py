@@ -56,9 +56,7 @@ def _slurm_idx(alloc: Allocation, node: str) -> tuple[int, ...]:
     job = alloc.job
     if job is None:
         return ()
-    found = job.gpu_alloc(node) if hasattr(job, "gpu_alloc") else None
-    if found is None:
-        found = next((a for a in job.gpu_allocs if a.node == node), None)
+    found = next((a for a in job.gpu_allocs if a.node == node), None)
     return tuple(found.gpu_indices) if found is not None else ()
 
 

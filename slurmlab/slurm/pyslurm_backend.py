@@ -9,14 +9,17 @@ It follows pyslurm's 23.x+ API (``pyslurm.Job.load(id)`` with ``state``, ``state
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
+from types import ModuleType
+from typing import SupportsInt
 
 from slurmlab.core.slurm.hostlist import expand
 from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.errors import MissingExtraError, SlurmError
+from slurmlab.slurm.runner import Runner
 
 __all__ = ["brief_states", "selected"]
 
@@ -28,19 +31,19 @@ def selected() -> bool:
     return os.environ.get(ENV, "").strip().lower() == "pyslurm"
 
 
-def _pyslurm() -> Any:
+def _pyslurm() -> ModuleType:
     try:
-        import pyslurm
+        return importlib.import_module("pyslurm")
     except ImportError as exc:
         raise MissingExtraError(f"{ENV}=pyslurm", "pyslurm", "pyslurm") from exc
-    return pyslurm
 
 
-def _ts(value: Any) -> datetime | None:
+def _ts(value: SupportsInt | str | None) -> datetime | None:
     return datetime.fromtimestamp(int(value), tz=timezone.utc) if value else None
 
 
-def brief_states(ids: Sequence[str | int], runner: Any = None) -> dict[str, JobBrief]:
+def brief_states(ids: Sequence[str | int], runner: Runner | None = None) -> dict[str, JobBrief]:
+    # pyslurm has no type stubs and its attributes moved between releases: each is read with a default
     pyslurm = _pyslurm()
     out: dict[str, JobBrief] = {}
     for jid in ids:

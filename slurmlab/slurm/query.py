@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from slurmlab.core.slurm.models import Job
 from slurmlab.errors import ParseError, SlurmError
@@ -32,7 +32,7 @@ async def arun_query(q: Query[T], runner: Runner | None) -> T:
     return q.parse(await (runner or get_runner()).arun(list(q.argv)))
 
 
-def read_json(result: RunResult) -> dict[str, Any]:
+def read_json(result: RunResult) -> dict[str, object]:
     """The JSON document a command printed; the errors Slurm reports inside it become a SlurmError."""
     try:
         doc = json.loads(result.stdout)

@@ -23,8 +23,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from slurmlab.core.jsontypes import JSONObject
 from slurmlab.errors import MungeError, SlurmError, SlurmTimeoutError
 from slurmlab.slurm.failures import INSTALL_HINT, classify_failure, not_installed
 from slurmlab.slurm.munge import (
@@ -118,25 +118,26 @@ class Runner:
         Slurm's default or configless)."""
         return self.slurm_conf or os.environ.get("SLURM_CONF")
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> JSONObject:
         """What selects this runner's Slurm, as JSON values, for a process that runs it later from elsewhere
         (the allocation guardian runs from "/", and this process's environment may change)."""
         conf = self.configuration()
         return {
             "conf": os.path.abspath(conf) if conf else None,
             "cluster": self.cluster or os.environ.get("SLURM_CLUSTERS"),
-            "env": _flatten_env(self.env),
+            "env": dict(_flatten_env(self.env).items()),
             "timeout": self.timeout,
         }
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> Runner:
+    def from_settings(cls, settings: Mapping[str, object]) -> Runner:
         """The runner that :meth:`settings` describes; a value of the wrong type is left at its default."""
         env = settings.get("env")
         timeout = settings.get("timeout")
+        conf, cluster = settings.get("conf"), settings.get("cluster")
         return cls(
-            slurm_conf=settings.get("conf") or None,
-            cluster=settings.get("cluster") or None,
+            slurm_conf=conf if isinstance(conf, str) and conf else None,
+            cluster=cluster if isinstance(cluster, str) and cluster else None,
             env=env if isinstance(env, dict) else {},
             timeout=float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else DEFAULT_TIMEOUT,
         )

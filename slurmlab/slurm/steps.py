@@ -14,9 +14,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from slurmlab.slurm.runner import Runner
 
@@ -90,7 +89,7 @@ def stream_step(runner: Runner, argv: list[str], on_output: OutputCallback, time
     lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
     held: list[str] = []
 
-    def pump(stream: Any, name: str) -> None:
+    def pump(stream: Iterable[str], name: str) -> None:
         try:
             for raw in stream:
                 lines.put((name, raw.rstrip("\n")))
@@ -159,6 +158,13 @@ def overlap_refused(result: StepResult) -> bool:
     )
 
 
+# srun takes two SIGINTs within a second as "abort"; SIGTERM's grace covers KillWait-free task ends
+SIGINT_GAP = 0.2
+GRACE_AFTER_SIGINT = 3.0
+GRACE_AFTER_SIGTERM = 10.0
+GRACE_AFTER_SIGKILL = 5.0
+
+
 def end_step(proc: subprocess.Popen[str]) -> None:
     """End a step, not the allocation.
 
@@ -171,9 +177,10 @@ def end_step(proc: subprocess.Popen[str]) -> None:
     for _ in range(2):
         if not _signal_group(proc, signal.SIGINT):
             return
-        time.sleep(0.2)
+        time.sleep(SIGINT_GAP)
     # (wait this long for srun to end, then send this)
-    for grace, then in ((3.0, signal.SIGTERM), (10.0, signal.SIGKILL), (5.0, None)):
+    for grace, then in ((GRACE_AFTER_SIGINT, signal.SIGTERM), (GRACE_AFTER_SIGTERM, signal.SIGKILL),
+                        (GRACE_AFTER_SIGKILL, None)):
         try:
             proc.wait(timeout=grace)
             return
@@ -192,7 +199,7 @@ def _signal_group(proc: subprocess.Popen[str], sig: int) -> bool:
     return True
 
 
-def callable_argv(func: Callable[..., Any]) -> tuple[list[str], str]:
+def callable_argv(func: Callable[[], object]) -> tuple[list[str], str]:
     from slurmlab._extras import require
 
     cloudpickle = require("cloudpickle", feature="running a Python function as a step", extra="widgets")

@@ -16,6 +16,15 @@ The pytest plugin gives the ``fake_runner`` fixture: a FakeRunner that is the pr
 one test (``slurmlab.slurm.runner.get_runner()``), closed afterwards.
 """
 
-from slurmlab.testing.fake_runner import ANY, FakeRunner, Reply, Script, UnscriptedCommand, golden, recorded
+from slurmlab.testing.fake_runner import (
+    ANY,
+    FakeRunner,
+    Reply,
+    Script,
+    UnscriptedCommand,
+    golden,
+    golden_dir,
+    recorded,
+)
 
-__all__ = ["ANY", "FakeRunner", "Reply", "Script", "UnscriptedCommand", "golden", "recorded"]
+__all__ = ["ANY", "FakeRunner", "Reply", "Script", "UnscriptedCommand", "golden", "golden_dir", "recorded"]

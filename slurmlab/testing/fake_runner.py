@@ -40,33 +40,34 @@ PENDING → RUNNING → COMPLETED is three ``then``. A pattern lists the argumen
 itself, :data:`ANY` one argument, a compiled regex one argument it fully matches, and ``...`` any
 number of arguments. The golden files are read from ``$SLURMLAB_GOLDEN_DIR`` or the repository's
 ``tests/data/slurm`` (a source checkout); an installed package has none, so give your own text there.
+
+Its parts live beside it: :mod:`.recordings` (golden files, :class:`Reply`), :mod:`.scripted` (argv
+patterns, :class:`Script`) and :mod:`.replay_process` (the child processes behind ``popen``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from types import EllipsisType
-from typing import Any
 
 from slurmlab.errors import SlurmNotFoundError
 from slurmlab.slurm.runner import DEFAULT_TIMEOUT, INSTALL_HINT, Runner, RunResult
+from slurmlab.testing import replay_process
+from slurmlab.testing.recordings import GOLDEN_ENV, Reply, golden, golden_dir, listed_commands, recorded
+from slurmlab.testing.scripted import ANY, Pattern, Script, UnscriptedCommand, matches_pattern
 
 __all__ = [
     "ANY",
+    "GOLDEN_ENV",
     "FakeRunner",
+    "Pattern",
     "Reply",
     "Script",
     "UnscriptedCommand",
@@ -74,188 +75,6 @@ __all__ = [
     "golden_dir",
     "recorded",
 ]
-
-GOLDEN_ENV = "SLURMLAB_GOLDEN_DIR"
-
-
-class _Any:
-    def __repr__(self) -> str:
-        return "ANY"
-
-
-ANY: Any = _Any()
-"""In an argv pattern: any one argument."""
-
-Pattern = Sequence["str | re.Pattern[str] | EllipsisType | _Any"]
-
-
-class UnscriptedCommand(AssertionError):
-    """The FakeRunner was asked to run a command no script answers."""
-
-
-# ---- golden files ------------------------------------------------------------------------------------
-def golden_dir() -> Path:
-    """Where the recorded outputs live: ``$SLURMLAB_GOLDEN_DIR``, else the checkout's tests/data/slurm."""
-    override = os.environ.get(GOLDEN_ENV)
-    return Path(override) if override else Path(__file__).resolve().parents[2] / "tests" / "data" / "slurm"
-
-
-def golden(name: str) -> str:
-    """The text of one recorded file, e.g. ``golden("22.05/s06_scontrol_show_job_d.txt")``."""
-    path = golden_dir() / name
-    try:
-        return path.read_text()
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"no recorded Slurm output {path}: record it with scripts/record-golden.py "
-            f"(or point {GOLDEN_ENV} at your recordings)") from None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What one command printed and its exit code.
-
-    For ``popen`` only: ``hold`` keeps the process running after it has written this, until
-    :meth:`FakeRunner.release` (then it writes ``after`` and exits with that one's code) or a SIGINT /
-    SIGTERM (then it writes ``interrupted`` and exits with its code).
-    ``argv`` is the command that printed it, when it was read from a recording.
-    """
-
-    stdout: str = ""
-    stderr: str = ""
-    returncode: int = 0
-    hold: bool = False
-    after: Reply | None = None
-    interrupted: Reply | None = None
-    argv: tuple[str, ...] | None = field(default=None, compare=False)
-
-    def held(self, *, after: Reply | None = None, interrupted: Reply | None = None) -> Reply:
-        """This output, then wait for release (``after``) or a signal (``interrupted``)."""
-        return replace(self, hold=True, after=after, interrupted=interrupted)
-
-    def split_stderr(self, fragment: str) -> tuple[Reply, Reply]:
-        """(stderr up to and including the first line containing ``fragment``, the rest): a recorded
-        background command cut where it started to wait."""
-        lines = self.stderr.splitlines(keepends=True)
-        cut = next((i + 1 for i, line in enumerate(lines) if fragment in line), len(lines))
-        head = replace(self, stderr="".join(lines[:cut]), stdout="", returncode=0)
-        return head, replace(self, stderr="".join(lines[cut:]))
-
-
-def _commands(version_dir: Path) -> dict[str, tuple[tuple[str, ...], int]]:
-    """name -> (argv, exit code) from a recording's commands.txt (``name<TAB>rc=N<TAB>argv``)."""
-    out: dict[str, tuple[tuple[str, ...], int]] = {}
-    path = version_dir / "commands.txt"
-    if not path.is_file():
-        return out
-    for line in path.read_text().splitlines():
-        parts = line.split("\t")
-        if len(parts) < 3 or not parts[1].startswith("rc=") or not parts[1][3:].lstrip("-").isdigit():
-            continue
-        out[parts[0]] = (tuple(shlex.split(parts[2])), int(parts[1][3:]))
-    return out
-
-
-def recorded(name: str) -> Reply:
-    """One recorded command, e.g. ``recorded("22.05/l02_squeue_brief_pending.txt")``: its stdout (the
-    file), its stderr (``<stem>.stderr``), its exit code and argv (``commands.txt`` beside them).
-
-    A name that commands.txt lists with no file on disk printed nothing on that stream."""
-    folder, _, file = name.rpartition("/")
-    version_dir = golden_dir() / folder
-    listed = _commands(version_dir)
-    if file not in listed:
-        raise FileNotFoundError(
-            f"{version_dir / 'commands.txt'} lists no command {file!r}: record it with scripts/record-golden.py")
-    argv, rc = listed[file]
-    stem = file.rpartition(".")[0]
-    out = version_dir / file
-    err = version_dir / f"{stem}.stderr"
-    return Reply(out.read_text() if out.is_file() else "", err.read_text() if err.is_file() else "", rc,
-                 argv=argv)
-
-
-# ---- scripts -----------------------------------------------------------------------------------------
-def _matches(pattern: Sequence[Any], argv: Sequence[str]) -> bool:
-    if not pattern:
-        return not argv
-    head, rest = pattern[0], pattern[1:]
-    if head is Ellipsis:
-        return any(_matches(rest, argv[i:]) for i in range(len(argv) + 1))
-    if not argv:
-        return False
-    arg = argv[0]
-    if head is ANY:
-        ok = True
-    elif isinstance(head, re.Pattern):
-        ok = head.fullmatch(arg) is not None
-    else:
-        ok = head == arg
-    return ok and _matches(rest, argv[1:])
-
-
-class Script:
-    """The answers to one argv pattern, in order; the last one answers every later call."""
-
-    def __init__(self, pattern: Pattern, replies: list[Reply]) -> None:
-        self.pattern = list(pattern)
-        self.replies = replies
-        self.used = 0
-
-    def then(self, reply: Reply | None = None, *, stdout: str = "", stderr: str = "",
-             returncode: int = 0) -> Script:
-        """Add the answer the next call gets."""
-        self.replies.append(reply if reply is not None else Reply(stdout, stderr, returncode))
-        return self
-
-    def matches(self, argv: Sequence[str]) -> bool:
-        return _matches(self.pattern, argv)
-
-    def take(self) -> Reply:
-        reply = self.replies[min(self.used, len(self.replies) - 1)]
-        self.used += 1
-        return reply
-
-    def __repr__(self) -> str:
-        return f"<Script {self.pattern!r}: {len(self.replies)} replies, used {self.used}>"
-
-
-# The process behind a popen reply: writes the recorded text, waits when held, answers signals.
-# Signals wait while the first part is written (a signal handler writing into a half-written
-# buffered stream fails); the writes are unbuffered for the same reason.
-_REPLAY = r"""
-import json, os, signal, sys
-spec = json.load(open(sys.argv[1]))
-def emit(part):
-    for fd, key in ((1, "stdout"), (2, "stderr")):
-        data = part[key].encode()
-        while data:
-            data = data[os.write(fd, data):]
-def on_signal(signum, frame):
-    part = spec.get("interrupted")
-    if part:
-        emit(part)
-        os._exit(part["returncode"] & 255)
-    os._exit(128 + signum)
-signals = {signal.SIGINT, signal.SIGTERM}
-signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-signal.signal(signal.SIGINT, on_signal)
-signal.signal(signal.SIGTERM, on_signal)
-emit(spec["first"])
-signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
-if spec["hold"]:
-    sys.stdin.readline()
-    if spec.get("after"):
-        emit(spec["after"])
-        sys.exit(spec["after"]["returncode"] & 255)
-sys.exit(spec["first"]["returncode"] & 255)
-"""
-
-
-def _part(reply: Reply | None) -> dict[str, Any] | None:
-    if reply is None:
-        return None
-    return {"stdout": reply.stdout, "stderr": reply.stderr, "returncode": reply.returncode}
 
 
 class FakeRunner(Runner):
@@ -315,13 +134,13 @@ class FakeRunner(Runner):
                   "s09_scontrol_json_show_partition.json", "s16_scontrol_show_partition.txt",
                   "s20_sinfo_partitions.txt", "s13_scontrol_json_show_steps.json", "s13b_scontrol_show_steps.txt",
                   "s21_squeue_brief.txt", "s22_squeue_owners.txt", "s23_scontrol_ping.txt")
-        listed = _commands(golden_dir() / version)
+        listed = listed_commands(golden_dir() / version)
         self.replay(*(f"{version}/{n}" for n in wanted if n in listed))
 
     def called(self, pattern: Pattern) -> list[list[str]]:
         """Every argv run so far that matches ``pattern``."""
         with self._fake_lock:
-            return [list(a) for a in self.history if _matches(list(pattern), a)]
+            return [list(a) for a in self.history if matches_pattern(list(pattern), a)]
 
     def _reply(self, args: list[str]) -> Reply:
         with self._fake_lock:
@@ -377,24 +196,11 @@ class FakeRunner(Runner):
               stdin: int | None = subprocess.DEVNULL, merge_stderr: bool = False) -> subprocess.Popen[str]:
         args = self._check_argv(argv)
         reply = self._reply(args)
-        spec = {"first": _part(reply), "hold": reply.hold, "after": _part(reply.after),
-                "interrupted": _part(reply.interrupted)}
         with self._fake_lock:
             if self._workdir is None:
                 self._workdir = tempfile.mkdtemp(prefix="slurmlab-fake-")
             path = os.path.join(self._workdir, f"{len(self.history)}-{uuid.uuid4().hex[:8]}.json")
-        with open(path, "w") as fh:
-            json.dump(spec, fh)
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _REPLAY, path],
-            stdin=subprocess.PIPE if reply.hold else stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-            text=True,
-            bufsize=1,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-            start_new_session=True,  # as Runner.popen: the caller signals its process group
-        )
+        proc = replay_process.start(reply, path, stdin=stdin, merge_stderr=merge_stderr)
         with self._fake_lock:
             self._procs.append(proc)
             if reply.hold:
@@ -406,17 +212,7 @@ class FakeRunner(Runner):
         """Let every held process go on (a pending salloc is granted). Returns how many were released."""
         with self._fake_lock:
             held, self._held = self._held, []
-        count = 0
-        for proc in held:
-            if proc.poll() is not None or proc.stdin is None:
-                continue
-            try:
-                proc.stdin.write("\n")
-                proc.stdin.flush()
-                count += 1
-            except (BrokenPipeError, ValueError):
-                continue
-        return count
+        return replay_process.release(held)
 
     def close(self) -> None:
         """End what this runner started: held and running replay processes, its shared poller."""
@@ -429,18 +225,7 @@ class FakeRunner(Runner):
             poller.stop()
         with self._fake_lock:
             procs, self._procs, self._held = self._procs, [], []
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-            if proc.stdin is not None:  # stdout/stderr belong to their readers (threads may still read)
-                try:
-                    proc.stdin.close()
-                except OSError:
-                    pass
+        replay_process.end(procs)
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None

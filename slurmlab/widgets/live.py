@@ -95,7 +95,7 @@ class LiveUpdater:
         due = []
         with self._lock:
             for view, last in list(self._views.items()):
-                tick = getattr(view, "tick", None)
+                tick = view.tick
                 if view in self._dirty or (tick is not None and now - last >= tick):
                     due.append(view)
                     self._views[view] = now

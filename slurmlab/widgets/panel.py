@@ -12,14 +12,18 @@ import html
 import shlex
 import threading
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurmlab._extras import require
 from slurmlab.core.gpu.mig import is_mig_type
 from slurmlab.core.slurm.states import HOLDING
 from slurmlab.widgets.live import LiveUpdater, get_updater
 from slurmlab.widgets.rows import fmt_seconds, plain_reason
+
+if TYPE_CHECKING:
+    from slurmlab.slurm.allocation import Allocation
 
 __all__ = ["STATE_COLOURS", "AllocationPanel", "display_bundle", "panel_html"]
 
@@ -39,25 +43,6 @@ _panels: dict[int, AllocationPanel] = {}
 _panels_lock = threading.Lock()
 
 
-def _ts(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.timestamp()
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _field(alloc: Any, name: str) -> Any:
-    for src in (alloc.job, alloc.brief):
-        value = getattr(src, name, None)
-        if value is not None:
-            return value
-    return None
-
-
 def badge_html(state: str) -> str:
     colour = STATE_COLOURS.get(state, _FAILED)
     return (
@@ -66,11 +51,17 @@ def badge_html(state: str) -> str:
     )
 
 
-def _gpu_rows(alloc: Any) -> list[tuple[str, str, str]]:
+def _start(alloc: Allocation) -> float | None:
+    view = alloc.view
+    start = view.start_time if view is not None else None
+    return start.timestamp() if start is not None else None
+
+
+def _gpu_rows(alloc: Allocation) -> list[tuple[str, str, str]]:
     """(node, GPUs, shares) per node, from the job's GRES detail."""
-    job = alloc.job
+    view = alloc.view
     rows = []
-    for a in getattr(job, "gpu_allocs", ()) or ():
+    for a in view.gpu_allocs if view is not None else ():
         types = {t: idx for t, idx in a.gpu_types.items() if idx}
         gpus = "; ".join(
             f"{('MIG slice ' if is_mig_type(t) else '') + t + ' ' if t else ''}#{','.join(map(str, idx))}"
@@ -82,8 +73,7 @@ def _gpu_rows(alloc: Any) -> list[tuple[str, str, str]]:
                 shares.append(f"{name}s on GPU {i}: {'?' if n is None else n}")
         rows.append((a.node, gpus, "; ".join(shares) or "-"))
     if not rows:
-        nodes = alloc.nodes or list(getattr(job, "nodes", ()) or getattr(alloc.brief, "nodes", ()) or ())
-        rows = [(n, "-", "-") for n in nodes]
+        rows = [(n, "-", "-") for n in alloc.nodes]
     return rows
 
 
@@ -99,7 +89,7 @@ def node_state_words(state: str) -> str:
     return state
 
 
-def panel_html(alloc: Any, now: float | None = None) -> str:
+def panel_html(alloc: Allocation, now: float | None = None) -> str:
     """The panel's body as HTML (also used by tests and the text view)."""
     now = time.time() if now is None else now
     esc = html.escape
@@ -108,19 +98,19 @@ def panel_html(alloc: Any, now: float | None = None) -> str:
     if state == "PENDING":
         words = plain_reason(alloc.reason) or "waiting to be scheduled"
         lines.append(f"<div class='slurmlab-reason'><b>Waiting:</b> {esc(words)}</div>")
-        start = _ts(_field(alloc, "start_time"))
+        start = _start(alloc)
         if start and start > now:
             at = datetime.fromtimestamp(start, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M:%S")
             lines.append(f"<div><b>Expected start:</b> {esc(at)} (in {fmt_seconds(start - now)})</div>")
     elif state in HOLDING:
-        start = _ts(_field(alloc, "start_time"))
+        start = _start(alloc)
         left = alloc.time_left(now)
-        if left is None and alloc.job is not None and hasattr(alloc.job, "time_left"):
+        if left is None and alloc.job is not None:
             left = alloc.job.time_left(datetime.fromtimestamp(now, tz=timezone.utc))
         elapsed = fmt_seconds(now - start) if start else "-"
         lines.append(f"<div class='slurmlab-times'><b>Elapsed:</b> {elapsed} &nbsp; <b>Time left:</b> "
                      f"{fmt_seconds(left) if left is not None else 'no limit'}</div>")
-    alerts = tuple(getattr(alloc, "node_alerts", ()) or ())
+    alerts = alloc.node_alerts
     if alerts and state in HOLDING:
         # Slurm keeps the job RUNNING while a node's slurmd is silent; only the node's state tells.
         words = "; ".join(f"{node}: {node_state_words(st)}" for node, st in alerts)
@@ -147,7 +137,7 @@ def panel_html(alloc: Any, now: float | None = None) -> str:
     return "".join(lines)
 
 
-def _step_text(argv: Any, width: int = 90) -> str:
+def _step_text(argv: Sequence[str], width: int = 90) -> str:
     """What the step ran (srun's arguments after the job), on one line."""
     args = list(argv)
     if "--overlap" in args:
@@ -156,7 +146,7 @@ def _step_text(argv: Any, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def header_html(alloc: Any) -> str:
+def header_html(alloc: Allocation) -> str:
     name = f" <span style='color:#666'>{html.escape(alloc.name)}</span>" if alloc.name else ""
     return f"{badge_html(str(alloc.state))} <b>allocation {html.escape(str(alloc.job_id or '…'))}</b>{name}"
 
@@ -170,7 +160,7 @@ class AllocationPanel:
 
     tick: float | None = 1.0  # elapsed / time left move every second
 
-    def __init__(self, alloc: Any, *, updater: LiveUpdater | None = None) -> None:
+    def __init__(self, alloc: Allocation, *, updater: LiveUpdater | None = None) -> None:
         w = require("ipywidgets", feature="the allocation panel", extra="widgets")
         self.alloc = alloc
         self.updater = updater or get_updater()
@@ -189,7 +179,7 @@ class AllocationPanel:
         self.updater.add(self)
 
     @classmethod
-    def for_allocation(cls, alloc: Any) -> AllocationPanel:
+    def for_allocation(cls, alloc: Allocation) -> AllocationPanel:
         with _panels_lock:
             panel = _panels.get(id(alloc))
             if panel is None or panel.alloc is not alloc:
@@ -198,11 +188,11 @@ class AllocationPanel:
             return panel
 
     # called from the poller thread: only mark, never touch a trait
-    def _changed(self, _alloc: Any) -> None:
+    def _changed(self, _alloc: Allocation) -> None:
         self.updater.mark_dirty(self)
 
     # called from the kernel's comm handler: work in a worker, render in the updater thread
-    def _on_cancel(self, _button: Any = None) -> None:
+    def _on_cancel(self, _button: object = None) -> None:
         if self._cancelling or self.alloc.ended:
             return
         self._cancelling = True
@@ -242,13 +232,13 @@ class AllocationPanel:
             self._unsubscribe()
             self.updater.remove(self)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle: dict[str, Any] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
+        bundle: dict[str, object] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
         bundle["text/plain"] = repr(self.alloc)
         return bundle
 
 
-def display_bundle(alloc: Any) -> dict[str, Any] | None:
+def display_bundle(alloc: Allocation) -> dict[str, object] | None:
     """How an Allocation displays (registered in ``allocation.DISPLAY_HOOKS`` by ``%load_ext``):
     its live panel, or None where ipywidgets is not installed (the plain text view then)."""
     try:

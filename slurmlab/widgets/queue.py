@@ -10,20 +10,24 @@ from __future__ import annotations
 import dataclasses
 import html
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from slurmlab._extras import require
 from slurmlab.errors import SlurmlabError
 from slurmlab.widgets.live import LiveUpdater, get_updater
 from slurmlab.widgets.rows import JOB_COLUMNS, Table, job_row
 
+if TYPE_CHECKING:
+    from slurmlab.slurm.runner import Runner
+
 __all__ = ["QueueMonitor"]
 
 _NUMERIC = {"job"}
 
 
-def _sort_key(column: str) -> Any:
-    def key(row: dict[str, str]) -> Any:
+def _sort_key(column: str) -> Callable[[dict[str, str]], tuple[int, int | str]]:
+    def key(row: dict[str, str]) -> tuple[int, int | str]:
         value = row.get(column, "")
         if column in _NUMERIC:
             head = value.split("_")[0]
@@ -36,7 +40,7 @@ def _sort_key(column: str) -> Any:
 class QueueMonitor:
     """``QueueMonitor(interval=5)``; display it (``.widget``) and it keeps itself current."""
 
-    def __init__(self, *, interval: float = 5.0, all_users: bool = False, runner: Any = None,
+    def __init__(self, *, interval: float = 5.0, all_users: bool = False, runner: Runner | None = None,
                  updater: LiveUpdater | None = None, fetch_timeout: float = 5.0) -> None:
         w = require("ipywidgets", feature="the queue monitor", extra="widgets")
         self.tick: float | None = interval
@@ -63,7 +67,7 @@ class QueueMonitor:
         self.stop_button.on_click(lambda _b: self.stop())
         self.updater.add(self)
 
-    def _changed(self, _change: Any) -> None:
+    def _changed(self, _change: object) -> None:
         self.updater.mark_dirty(self)
 
     def stop(self) -> None:
@@ -77,7 +81,7 @@ class QueueMonitor:
         self.updater.remove(self)
         self.widget.close()
 
-    def _runner(self) -> Any:
+    def _runner(self) -> Runner:
         from slurmlab.slurm.runner import get_runner
 
         base = self.runner or get_runner()
@@ -120,6 +124,6 @@ class QueueMonitor:
         if self.status.value != status:
             self.status.value = status
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle: dict[str, Any] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
+        bundle: dict[str, object] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
         return bundle

@@ -8,11 +8,12 @@ shards, state, why it waits, how long is left.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
-from typing import Any
 
 from slurmlab.core.gpu.mig import is_mig_type
+from slurmlab.core.slurm.job_view import JobView
+from slurmlab.core.slurm.models import Job, Node
 from slurmlab.core.slurm.timefmt import format_duration
 
 __all__ = [
@@ -81,10 +82,15 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def gpus_text(job: Any) -> str:
+def _view(job: Job | JobView) -> JobView:
+    return job if isinstance(job, JobView) else JobView.from_job(job)
+
+
+def gpus_text(job: Job | JobView) -> str:
     """``node1:0,1 node2:3`` (GPU indices per node, with the type when Slurm names one)."""
+    view = _view(job)
     parts = []
-    for alloc in getattr(job, "gpu_allocs", ()) or ():
+    for alloc in view.gpu_allocs:
         types = alloc.gpu_types
         idx = ",".join(str(i) for i in alloc.gpu_indices)
         named = [t for t in types if t]
@@ -93,18 +99,13 @@ def gpus_text(job: Any) -> str:
     if parts:
         return " ".join(parts)
     # pending (or no detail yet): what was asked for
-    asked = [g.render() for g in (getattr(job, "tres_per_node", ()) or ()) if g.name == "gpu"]
-    asked += [g.render() for g in (getattr(job, "tres_per_job", ()) or ()) if g.name == "gpu"]
-    tres = getattr(job, "tres_req", None) or getattr(job, "tres_alloc", None)
-    if not asked and tres is not None and getattr(tres, "gpus", None):
-        asked = [f"gpu:{tres.gpus}"]
-    return ("asked " + " ".join(asked)) if asked else "-"
+    return ("asked " + " ".join(view.gpus_asked)) if view.gpus_asked else "-"
 
 
-def shards_text(job: Any) -> str:
+def shards_text(job: Job | JobView) -> str:
     """``node1 gpu3:4`` (shards held per GPU), ``-`` when none."""
     parts = []
-    for alloc in getattr(job, "gpu_allocs", ()) or ():
+    for alloc in _view(job).gpu_allocs:
         shares = alloc.shares("shard")
         if shares:
             parts.append(alloc.node + " " + ",".join(
@@ -112,22 +113,23 @@ def shards_text(job: Any) -> str:
     return " ".join(parts) if parts else "-"
 
 
-def job_row(job: Any, now: datetime | None = None) -> dict[str, str]:
+def job_row(job: Job | JobView, now: datetime | None = None) -> dict[str, str]:
     """One row of the job table (every value a string)."""
+    view = _view(job)
     now = now or _now()
-    state = str(getattr(job, "state", "?"))
-    left = job.time_left(now) if hasattr(job, "time_left") else None
-    start = getattr(job, "expected_start", None)
+    state = view.state
+    left = view.time_left(now)
+    start = view.expected_start
     row = {
-        "job": str(getattr(job, "display_id", getattr(job, "job_id", "?"))),
-        "name": str(getattr(job, "name", "")),
-        "user": str(getattr(job, "user", "") or ""),
-        "partition": str(getattr(job, "partition", "") or ""),
+        "job": view.display_id,
+        "name": view.name,
+        "user": view.user or "",
+        "partition": view.partition or "",
         "state": state,
-        "reason": plain_reason(getattr(job, "reason", None)) if state == "PENDING" else "",
-        "nodes": str(getattr(job, "nodelist", "") or "-"),
-        "gpus": gpus_text(job),
-        "shards": shards_text(job),
+        "reason": plain_reason(view.reason) if state == "PENDING" else "",
+        "nodes": view.nodelist or "-",
+        "gpus": gpus_text(view),
+        "shards": shards_text(view),
         "time_left": fmt_seconds(left) if left is not None else ("-" if state != "RUNNING" else "unlimited"),
         "expected_start": start.astimezone().strftime("%H:%M:%S") if start is not None else "",
     }
@@ -138,7 +140,7 @@ JOB_COLUMNS = ("job", "name", "user", "partition", "state", "nodes", "gpus", "sh
 NODE_COLUMNS = ("node", "state", "partitions", "gpu_type", "gpus_used", "used_idx", "shards_used", "cpus")
 
 
-def node_row(node: Any) -> dict[str, str]:
+def node_row(node: Node) -> dict[str, str]:
     """One row of the node table: GPU type, used/total GPUs, shards used per GPU."""
     types = node.gpu_types()
     used_idx = node.gpu_used_indices()
@@ -175,7 +177,7 @@ class Table:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[dict[str, str]]:
         return iter(self.rows)
 
     def text(self) -> str:

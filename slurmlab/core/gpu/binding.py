@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from slurmlab.core.gpu.node_models import NodeTopology
+from slurmlab.core.gpu.node_models import NodeTopology, TopologyFigureArgs
 from slurmlab.core.gpu.topology import Topology, format_cpu_list, parse_cpu_list
+from slurmlab.core.slurm.models import Job
 from slurmlab.errors import ParseError
 
-__all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "TASK_REPORT_PREFIX", "UNKNOWN", "BindingTable",
-           "NodeRecord", "TaskBinding", "TaskReport", "explain", "gpu_bind_value", "node_records",
+__all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "TASK_REPORT_PREFIX", "UNKNOWN", "BindingFigureArgs",
+           "BindingTable", "NodeRecord", "TaskBinding", "TaskReport", "explain", "gpu_bind_value", "node_records",
            "parse_task_reports"]
 
 HONOURED = "honoured"
@@ -75,6 +75,12 @@ class TaskBinding:
     comparable: bool = True  # False: the real mask uses host CPU ids that differ from the topology's (sandbox)
 
 
+class BindingFigureArgs(TopologyFigureArgs):
+    """``topology_figure``'s arguments for a binding: the node's topology, the tasks' GPUs and CPU masks."""
+
+    task_cpus: dict[str, frozenset[int]]
+
+
 @dataclass(frozen=True)
 class BindingTable:
     """Per task binding, plus the highlight inputs for ``topology_figure``."""
@@ -84,7 +90,7 @@ class BindingTable:
     tres_bind: str | None
     enforce_requested: bool
     records: tuple[NodeRecord, ...] = ()
-    topologies: Mapping[str, Any] = field(default_factory=dict)  # node -> NodeTopology
+    topologies: Mapping[str, NodeTopology | Topology] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
     @property
@@ -117,14 +123,15 @@ class BindingTable:
             out[f"task {ranks} (Slurm CPU_IDs)"] = other[0].slurm_cpus or frozenset()
         return out
 
-    def figure_args(self, node: str | None = None) -> dict[str, Any]:
+    def figure_args(self, node: str | None = None) -> BindingFigureArgs:
         """Arguments of ``slurmlab.viz.topology_figure`` for ``node`` (default the first): its topology, the
         tasks' GPUs highlighted and their CPU masks: ``topology_figure(**table.figure_args())``."""
         node = node or (self.nodes() or [""])[0]
         topo = self.topologies.get(node)
         if topo is None:
             raise KeyError(f"no topology for node {node!r} (nodes: {', '.join(self.topologies)})")
-        return {"topo": getattr(topo, "topology", topo), "highlight_gpus": self.highlight_gpus(node),
+        return {"topo": topo if isinstance(topo, Topology) else topo.topology,
+                "highlight_gpus": self.highlight_gpus(node),
                 "task_cpus": self.task_cpus(node)}
 
     # ---- display -----------------------------------------------------------------------------------
@@ -270,7 +277,7 @@ def explain(
     for rep in reports:
         entry = topologies.get(rep.node)
         topo = _topo_of(entry)
-        to_gpu = getattr(entry, "gpu_of_idx", lambda i: i)
+        to_gpu = entry.gpu_of_idx if isinstance(entry, NodeTopology) else _same_gpu
         rec = by_node.get(rep.node)
         # a shard/MPS task gets no SLURM_STEP_GPUS: its GPU is the one Slurm put the job's shares on
         step_idx = rep.step_gpus or (rec.shard_gpus if rec is not None else ())
@@ -369,13 +376,18 @@ def _comparable(rep: TaskReport, topo: Topology | None) -> bool:
     return top < rep.host_cpus
 
 
+def _same_gpu(idx: int) -> int:
+    """A bare topology numbers its GPUs as Slurm's IDX does."""
+    return idx
+
+
 def _topo_of(entry: NodeTopology | Topology | None) -> Topology | None:
     if entry is None or isinstance(entry, Topology):
         return entry
     return entry.topology
 
 
-def _node_local(rec: NodeRecord | None, to_gpu: Any, local: dict[int, frozenset[int]],
+def _node_local(rec: NodeRecord | None, to_gpu: Callable[[int], int], local: dict[int, frozenset[int]],
                 topo: Topology) -> frozenset[int]:
     """CPUs local to all the job's GPUs on the node (what enforce-binding limits the job's CPUs to)."""
     if rec is None:
@@ -392,10 +404,10 @@ def _node_local(rec: NodeRecord | None, to_gpu: Any, local: dict[int, frozenset[
 # ---- the controller's records -----------------------------------------------------------------------
 
 
-def node_records(job: Any) -> list[NodeRecord]:
+def node_records(job: Job) -> list[NodeRecord]:
     """Per node, what the controller recorded for ``job`` (its ``gpu_allocs``: GRES IDX, CPU_IDs, shards)."""
     out = []
-    for a in getattr(job, "gpu_allocs", ()) or ():
+    for a in job.gpu_allocs:
         cpu_ids = parse_cpu_list(a.cpu_ids, what=f"CPU_IDs of {a.node}") if a.cpu_ids else None
         # GresAlloc.shares reads 22.05's shard:…(IDX:3) and 24.11+'s shard:…(0/4,…,4/4) alike
         shards = sorted({i for name in ("shard", "mps") for i in a.shares(name)})

@@ -15,12 +15,11 @@ file to learn the hardware; nothing imports the sandbox for it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from slurmlab.core.gpu.mig import MigLayout
-from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
+from slurmlab.core.gpu.node_models import MigHighlight, NodeMig, NodeTopology
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError, RequestError
 
@@ -38,26 +37,32 @@ HARDWARE_FILE = "slurmlab-hardware.json"
 _FORMAT = 1
 
 
-def whole_gpu_type(profile: Mapping[str, Any]) -> str | None:
+def _objects(profile: Mapping[str, object], key: str) -> list[Mapping[str, object]]:
+    """The objects listed under ``key``; entries that are not objects are skipped (the readers refuse them)."""
+    raw = profile.get(key, [])
+    return [m for m in raw if isinstance(m, Mapping)] if isinstance(raw, Iterable) else []
+
+
+def whole_gpu_type(profile: Mapping[str, object]) -> str | None:
     """Slurm's GRES type of the profile's whole GPUs (``h100``), when they share one."""
-    split = {m.get("gpu") for m in profile.get("mig", []) if isinstance(m, Mapping)}
-    types = {g.get("model") for g in profile.get("gpus", []) if isinstance(g, Mapping) and g.get("index") not in split}
+    split = {m.get("gpu") for m in _objects(profile, "mig")}
+    types = {g.get("model") for g in _objects(profile, "gpus") if g.get("index") not in split}
     found = types.pop() if len(types) == 1 else None
     return found if isinstance(found, str) else None
 
 
-def _name(profile: Mapping[str, Any]) -> str:
+def _name(profile: Mapping[str, object]) -> str:
     name = profile.get("name")
     return name if isinstance(name, str) and name else "(unnamed)"
 
 
-def profile_topology(profile: Mapping[str, Any]) -> NodeTopology:
+def profile_topology(profile: Mapping[str, object]) -> NodeTopology:
     """The topology of a hardware profile (the ``profile`` source)."""
     return NodeTopology(Topology.from_profile(profile), "profile", f"hardware profile {_name(profile)}",
                         gpu_type=whole_gpu_type(profile))
 
 
-def profile_mig(profile: Mapping[str, Any]) -> NodeMig:
+def profile_mig(profile: Mapping[str, object]) -> NodeMig:
     """The MIG layout of a hardware profile (RequestError when it has none)."""
     return NodeMig(MigLayout.from_profile(profile), "profile", f"hardware profile {_name(profile)}")
 
@@ -65,7 +70,7 @@ def profile_mig(profile: Mapping[str, Any]) -> NodeMig:
 # ---- the sandbox's hardware file ------------------------------------------------------------------
 
 
-def render_hardware(profile: Mapping[str, Any], nodes: Sequence[str],
+def render_hardware(profile: Mapping[str, object], nodes: Sequence[str],
                     gres_idx: Sequence[tuple[int, int | None]]) -> str:
     """The text of :data:`HARDWARE_FILE`: the profile data, the node names, and per Slurm GRES index of a node
     the GPU it stands for with the MIG slice's position in ``profile["mig"]`` (None for a whole GPU)."""
@@ -78,7 +83,7 @@ def render_hardware(profile: Mapping[str, Any], nodes: Sequence[str],
 class SandboxHardware:
     """What a sandbox's hardware file says: its profile, nodes and GRES index map."""
 
-    profile: Mapping[str, Any]
+    profile: Mapping[str, object]
     nodes: tuple[str, ...]
     gres_idx: tuple[tuple[int, int | None], ...]  # per Slurm IDX: (GPU index, MIG position or None)
     directory: str  # the sandbox's folder (where slurm.conf and the file are)
@@ -91,8 +96,8 @@ class SandboxHardware:
     def detail(self) -> str:
         return f"hardware profile {self.name} of the sandbox in {self.directory}"
 
-    def _mig(self) -> list[Mapping[str, Any]]:
-        return [m for m in self.profile.get("mig", []) if isinstance(m, Mapping)]
+    def _mig(self) -> list[Mapping[str, object]]:
+        return _objects(self.profile, "mig")
 
     def _check_node(self, node: str) -> None:
         if node not in self.nodes:
@@ -118,12 +123,14 @@ class SandboxHardware:
         if not mig:
             raise RequestError(f"the sandbox's profile {self.name} has no MIG instances",
                                hint="start one with MIG: `slurmlab sandbox up --profile h200-mig`")
-        highlight = []
+        highlight: list[MigHighlight] = []
         for i in idx:
             pos = self.gres_idx[i][1] if i < len(self.gres_idx) else None
             if pos is not None and pos < len(mig):
                 inst = mig[pos]
-                highlight.append((inst.get("gpu"), f"{inst.get('start')}:{inst.get('size')}"))
+                gpu = inst.get("gpu")
+                if isinstance(gpu, int):  # any other is refused by MigLayout.from_profile below
+                    highlight.append((gpu, f"{inst.get('start')}:{inst.get('size')}"))
         return NodeMig(MigLayout.from_profile(self.profile), "sandbox", self.detail, node, tuple(highlight),
                        tuple(tried))
 

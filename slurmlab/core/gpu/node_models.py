@@ -10,14 +10,31 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias, TypedDict
 
 from slurmlab.core.gpu.mig import MigLayout
 from slurmlab.core.gpu.topology import Topology
 
-__all__ = ["SOURCES", "NodeMig", "NodeTopology"]
+__all__ = ["SOURCES", "MigFigureArgs", "MigHighlight", "NodeMig", "NodeTopology", "TopologyFigureArgs"]
 
 SOURCES = ("file", "profile", "sandbox", "nvidia-smi", "nvml")
+
+# an instance to highlight: (GPU index, "start:size") of its placement, or its MIG UUID
+MigHighlight: TypeAlias = "tuple[int, str] | str"
+
+
+class TopologyFigureArgs(TypedDict):
+    """The arguments ``slurmlab.viz.topology_figure`` takes from a node's topology."""
+
+    topo: Topology
+    highlight_gpus: tuple[int, ...]
+
+
+class MigFigureArgs(TypedDict):
+    """The arguments ``slurmlab.viz.mig_figure`` takes from a node's MIG layout."""
+
+    layout: MigLayout
+    highlight: tuple[MigHighlight, ...]
 
 
 def _with_provenance(lines: list[str], tried: tuple[str, ...], notes: tuple[str, ...]) -> str:
@@ -61,7 +78,7 @@ class NodeTopology:
     def _repr_html_(self) -> str:
         return _pre(self.summary())
 
-    def figure_args(self) -> dict[str, Any]:
+    def figure_args(self) -> TopologyFigureArgs:
         """Arguments of ``slurmlab.viz.topology_figure``: ``topology_figure(**nt.figure_args())``."""
         return {"topo": self.topology, "highlight_gpus": self.gpus}
 
@@ -74,7 +91,7 @@ class NodeMig:
     source: str
     detail: str
     node: str | None = None
-    highlight: tuple[Any, ...] = ()  # (gpu, "start:size") pairs or MIG UUIDs
+    highlight: tuple[MigHighlight, ...] = ()  # (gpu, "start:size") pairs or MIG UUIDs
     tried: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -92,6 +109,6 @@ class NodeMig:
     def _repr_html_(self) -> str:
         return _pre(self.summary())
 
-    def figure_args(self) -> dict[str, Any]:
+    def figure_args(self) -> MigFigureArgs:
         """Arguments of ``slurmlab.viz.mig_figure``: ``mig_figure(**nm.figure_args())``."""
         return {"layout": self.layout, "highlight": self.highlight}

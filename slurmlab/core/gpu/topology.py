@@ -11,7 +11,6 @@ import enum
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from slurmlab.core.slurm.ranges import parse_index_list, render_index_list
 from slurmlab.errors import ParseError
@@ -297,7 +296,7 @@ class Topology:
 
     # ---- profiles ------------------------------------------------------------------------------------
     @classmethod
-    def from_profile(cls, data: Mapping[str, Any]) -> Topology:
+    def from_profile(cls, data: Mapping[str, object]) -> Topology:
         """Build a topology from plain hardware-profile data (the sandbox profile JSON schema).
 
         Used keys (others are ignored)::
@@ -359,7 +358,7 @@ class Topology:
 _MAX_DEVICES = 256
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     """repr() for an error message: short, and safe on ints too long for repr()."""
     try:
         return repr(value)[:200]
@@ -371,7 +370,7 @@ def _name(x: str | int) -> str:
     return f"GPU{x}" if isinstance(x, int) else x
 
 
-def _as_set(value: Any, what: str) -> frozenset[int] | None:
+def _as_set(value: object, what: str) -> frozenset[int] | None:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -390,7 +389,7 @@ def _as_set(value: Any, what: str) -> frozenset[int] | None:
     raise ParseError(what, _show(value), hint="give a list of ints or a string like 0-15,32-47")
 
 
-def _pair(key: Any, what: str) -> tuple[int, int]:
+def _pair(key: object, what: str) -> tuple[int, int]:
     if isinstance(key, str):
         m = re.match(r"^\s*(?:GPU)?(\d+)\s*[-,:]\s*(?:GPU)?(\d+)\s*$", key)
         if m:
@@ -400,7 +399,7 @@ def _pair(key: Any, what: str) -> tuple[int, int]:
     raise ParseError(what, _show(key), hint="name a GPU pair as '0-1' or [0, 1]")
 
 
-def _from_profile(data: Mapping[str, Any]) -> Topology:
+def _from_profile(data: Mapping[str, object]) -> Topology:
     if not isinstance(data, Mapping):
         raise ParseError("hardware profile", _show(data), hint="expected a mapping (JSON object)")
     raw_gpus = data.get("gpus")

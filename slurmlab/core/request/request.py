@@ -14,9 +14,9 @@ line to ``warnings``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 from slurmlab.core.slurm.gres import GresItem
 from slurmlab.core.slurm.timefmt import duration_in_words, format_duration
@@ -431,24 +431,35 @@ class _Opt:
     field: str
     long: str
     short: str | None
-    parse: Callable[[str], Any]
-    render: Callable[[Any], str]
+    parse: Callable[[str], object]
+    render: Callable[[object], str]
     optional_value: bool = False  # --exclusive[=mode]: never takes the next token
 
 
-def _r_str(v: Any) -> str:
+@runtime_checkable
+class _Renders(Protocol):
+    def render(self) -> str: ...
+
+
+def _r_str(v: object) -> str:
     return str(v)
 
 
-def _r_obj(v: Any) -> str:
+def _r_obj(v: object) -> str:
+    if not isinstance(v, _Renders):
+        raise TypeError(f"{type(v).__name__} has no render()")
     return str(v.render())
 
 
-def _r_gres(v: Any) -> str:
-    return ",".join(s.render() for s in v)
+def _r_gres(v: object) -> str:
+    if not isinstance(v, Iterable):
+        raise TypeError(f"expected GRES items, not {type(v).__name__}")
+    return ",".join(_r_obj(s) for s in v)
 
 
-def _r_flags(v: Any) -> str:
+def _r_flags(v: object) -> str:
+    if not isinstance(v, Iterable):
+        raise TypeError(f"expected flags, not {type(v).__name__}")
     return ",".join(v)
 
 
@@ -722,7 +733,7 @@ def parse_request(tokens: Sequence[str], *, version: Sequence[int] | None = None
             "parse_request takes a list of tokens, not a string",
             hint="split the line first, e.g. IPython's arg_split(line) or shlex.split(line)",
         )
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     seen: dict[str, str] = {}
     extra: list[tuple[str, ...]] = []
     command: tuple[str, ...] = ()
@@ -775,7 +786,8 @@ def parse_request(tokens: Sequence[str], *, version: Sequence[int] | None = None
         seen[opt.field] = flag
         values[opt.field] = parsed
     raise_problems(problems)
-    return GpuRequest(**values, extra=tuple(extra), command=command, warnings=tuple(warnings))
+    # each value is what the parser _OPTIONS pairs with its field returned: mypy cannot follow that pairing
+    return GpuRequest(**values, extra=tuple(extra), command=command, warnings=tuple(warnings))  # type: ignore[arg-type]
 
 
 def _pass_through(

@@ -30,8 +30,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Any, Protocol
+from typing import Protocol
 
+from slurmlab.core.jsontypes import JSONObject
 from slurmlab.core.slurm import parse_json as pj
 from slurmlab.core.slurm import parse_text as pt
 from slurmlab.core.slurm.squeue_brief import BRIEF_FIELDS, parse_squeue_brief
@@ -41,7 +42,7 @@ __all__ = ["Parsed", "TextRow", "detect_and_parse"]
 
 
 class _HasDict(Protocol):
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> JSONObject: ...
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class TextRow:
     columns: tuple[str, ...]
     cells: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         if len(self.columns) == len(self.cells):
             return dict(zip(self.columns, self.cells, strict=True))
         return {"columns": list(self.columns), "cells": list(self.cells)}
@@ -65,7 +66,7 @@ class Parsed:
     items: tuple[_HasDict, ...]
     notes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "kind": self.kind,
             "version": self.version,

@@ -30,8 +30,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from slurmlab.core.jsontypes import JSONObject
 from slurmlab.core.slurm.ranges import parse_index_list, render_index_list
 from slurmlab.errors import ParseError
 
@@ -66,7 +66,7 @@ class ShareSlot:
     used: int | None
     total: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"index": self.index, "used": self.used, "total": self.total}
 
 
@@ -112,7 +112,7 @@ class GresItem:
             out += "(" + ",".join(f"{'-' if s.used is None else s.used}/{s.total}" for s in self.shares) + ")"
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "name": self.name,
             "type": self.type,

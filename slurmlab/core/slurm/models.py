@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
+from slurmlab.core.jsontypes import JSONObject
 from slurmlab.core.slurm.gres import GresItem, parse_gres
 from slurmlab.core.slurm.states import HOLDING
 from slurmlab.errors import ParseError
@@ -67,7 +67,7 @@ class ExitStatus:
     def ok(self) -> bool:
         return self.code == 0 and self.signal == 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"code": self.code, "signal": self.signal, "status": self.status}
 
 
@@ -120,7 +120,7 @@ class Tres:
                 return g.count
         return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "text": self.text,
             "cpus": self.cpus,
@@ -209,7 +209,7 @@ class GresAlloc:
     def mps_count(self) -> int:
         return sum(g.count or 0 for g in self.items if g.name == "mps")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "node": self.node,
             "gres": [g.to_dict() for g in self.items],
@@ -298,7 +298,7 @@ class Job:
         used = (now - self.start_time).total_seconds()
         return max(0.0, self.time_limit - used)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "job_id": self.job_id,
             "display_id": self.display_id,
@@ -365,7 +365,7 @@ class Step:
     def step_name(self) -> str:
         return self.step_id.split(".", 1)[1] if "." in self.step_id else ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "step_id": self.step_id,
             "job_id": self.job_id,
@@ -446,7 +446,7 @@ class Node:
                     out[i] = (g.count if len(g.indices) == 1 else None, None)
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "name": self.name,
             "state": self.state,
@@ -461,7 +461,7 @@ class Node:
             "gres_used": [g.to_dict() for g in self.gres_used],
             "gpu_total": self.gpu_total,
             "gpu_used": self.gpu_used,
-            "gpu_types": self.gpu_types(),
+            "gpu_types": dict(self.gpu_types().items()),
             "gpu_used_indices": {k: list(v) for k, v in self.gpu_used_indices().items()},
             "shard_usage": {str(k): list(v) for k, v in self.shard_usage().items()},
             "reason": self.reason,
@@ -486,7 +486,7 @@ class Partition:
     total_nodes: int | None = None
     tres: Tres | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "name": self.name,
             "nodelist": self.nodelist,

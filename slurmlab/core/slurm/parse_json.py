@@ -34,7 +34,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TypeAlias, TypeVar
 
 from slurmlab.core.slurm.gres import parse_gres
 from slurmlab.core.slurm.hostlist import expand
@@ -44,6 +44,7 @@ from slurmlab.core.slurm.timefmt import from_epoch
 from slurmlab.errors import ParseError
 
 __all__ = [
+    "JSONRecord",
     "JsonMeta",
     "NodeShape",
     "node_shapes",
@@ -53,6 +54,9 @@ __all__ = [
     "parse_partitions_json",
     "parse_steps_json",
 ]
+
+# A decoded JSON object as Slurm printed it: its values are checked by the readers below, never trusted.
+JSONRecord: TypeAlias = Mapping[str, object]
 
 _ENFORCE_FLAGS = {"GRES_ENFORCE_BIND", "GRES_BINDING_ENFORCED"}
 
@@ -67,14 +71,14 @@ class JsonMeta:
 _NUM_LIMIT = 2**64
 
 
-def _short(obj: Any) -> str:
+def _short(obj: object) -> str:
     try:
         return json.dumps(obj, default=str)[:300]
     except (ValueError, RecursionError):
         return repr(type(obj))
 
 
-def _obj(value: Any, what: str) -> dict[str, Any]:
+def _obj(value: object, what: str) -> JSONRecord:
     """A JSON object that may be absent (-> {}); anything else is a ParseError."""
     if value is None:
         return {}
@@ -83,7 +87,7 @@ def _obj(value: Any, what: str) -> dict[str, Any]:
     return value
 
 
-def load_json(text: str, what: str = "JSON") -> Any:
+def load_json(text: str, what: str = "JSON") -> object:
     """``json.loads`` whose every failure (bad syntax, nesting too deep for Python) is a ParseError."""
     try:
         return json.loads(text)
@@ -95,7 +99,7 @@ def load_json(text: str, what: str = "JSON") -> Any:
         raise ParseError(what, text[:200], hint=f"invalid JSON: {exc}") from None
 
 
-def json_meta(doc: dict[str, Any]) -> JsonMeta:
+def json_meta(doc: JSONRecord) -> JsonMeta:
     meta = doc.get("meta")
     if not isinstance(meta, dict):
         return JsonMeta(None, None)
@@ -117,7 +121,7 @@ def json_meta(doc: dict[str, Any]) -> JsonMeta:
     return JsonMeta(version, layout)
 
 
-def _num(value: Any, what: str = "number") -> int | None:
+def _num(value: object, what: str = "number") -> int | None:
     """A plain number or ``{set, infinite, number}``; None when unset or infinite."""
     if value is None:
         return None
@@ -139,12 +143,12 @@ def _num(value: Any, what: str = "number") -> int | None:
     raise ParseError(what, _short(value), hint="expected a number or {set, infinite, number}")
 
 
-def _minutes(value: Any, what: str) -> int | None:
+def _minutes(value: object, what: str) -> int | None:
     n = _num(value, what)
     return None if n is None else n * 60
 
 
-def _state(value: Any, what: str) -> tuple[str, tuple[str, ...]]:
+def _state(value: object, what: str) -> tuple[str, tuple[str, ...]]:
     if isinstance(value, str) and value:
         return value.upper(), ()
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
@@ -152,7 +156,7 @@ def _state(value: Any, what: str) -> tuple[str, tuple[str, ...]]:
     raise ParseError(what, _short(value), hint="expected a state string or a list of states")
 
 
-def _str(value: Any, what: str = "text field") -> str | None:
+def _str(value: object, what: str = "text field") -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -163,7 +167,7 @@ def _str(value: Any, what: str = "text field") -> str | None:
     return value if value.strip() not in ("", "(null)", "N/A") else None
 
 
-def _text(value: Any, what: str) -> str:
+def _text(value: object, what: str) -> str:
     """A free-text field kept as written (a name of "N/A" is that name)."""
     if value is None:
         return ""
@@ -172,7 +176,7 @@ def _text(value: Any, what: str) -> str:
     return _str(value, what) or ""
 
 
-def _list(value: Any) -> tuple[str, ...]:
+def _list(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
@@ -182,7 +186,7 @@ def _list(value: Any) -> tuple[str, ...]:
     raise ParseError("list", _short(value))
 
 
-def _exit(value: Any) -> ExitStatus | None:
+def _exit(value: object) -> ExitStatus | None:
     if value is None:
         return None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -199,7 +203,7 @@ def _exit(value: Any) -> ExitStatus | None:
     )
 
 
-def _records(doc: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:
+def _records(doc: JSONRecord, key: str, what: str) -> list[object]:
     items = doc.get(key)
     if not isinstance(items, list):
         raise ParseError(what, _short(doc), hint=f"the JSON has no {key!r} list")
@@ -224,7 +228,7 @@ class _NodeAlloc:
     mem_mb: int | None
 
 
-def _index(value: Any, what: str) -> int:
+def _index(value: object, what: str) -> int:
     n = _num(value, what)
     if n is None or n < 0 or n > 65535:
         raise ParseError(what, _short(value), hint="expected a socket or core index from 0 to 65535")
@@ -246,7 +250,7 @@ def _cpu_ids(
     return render_index_list(sorted(set(ids)))
 
 
-def _status_allocated(value: Any, what: str) -> bool:
+def _status_allocated(value: object, what: str) -> bool:
     if isinstance(value, str):
         return value.upper() == "ALLOCATED"
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -264,7 +268,7 @@ def _threads(shape: NodeShape | None, job_tpc: int | None, cpus: int | None, nco
     return 1
 
 
-def _allocation_new(a: dict[str, Any], job_tpc: int | None, shapes: Mapping[str, NodeShape]) -> tuple[str, _NodeAlloc]:
+def _allocation_new(a: JSONRecord, job_tpc: int | None, shapes: Mapping[str, NodeShape]) -> tuple[str, _NodeAlloc]:
     """One ``nodes.allocation[]`` entry (data_parser v0.0.41+): every core listed with its status."""
     name = _str(a.get("name"), "allocation name")
     if name is None:
@@ -296,7 +300,7 @@ def _allocation_new(a: dict[str, Any], job_tpc: int | None, shapes: Mapping[str,
     return name, _NodeAlloc(_cpu_ids(picked, per_socket, threads), mem)
 
 
-def _allocation_old(a: dict[str, Any], shapes: Mapping[str, NodeShape]) -> tuple[str, _NodeAlloc]:
+def _allocation_old(a: JSONRecord, shapes: Mapping[str, NodeShape]) -> tuple[str, _NodeAlloc]:
     """One ``allocated_nodes[]`` entry (v0.0.38 to v0.0.40): only the allocated cores, keyed by index."""
     name = _str(a.get("nodename"), "allocated node name")
     if name is None:
@@ -315,7 +319,7 @@ def _allocation_old(a: dict[str, Any], shapes: Mapping[str, NodeShape]) -> tuple
     return name, _NodeAlloc(_cpu_ids(picked, per_socket, threads), mem)
 
 
-def _node_allocs(j: dict[str, Any], shapes: Mapping[str, NodeShape]) -> dict[str, _NodeAlloc]:
+def _node_allocs(j: JSONRecord, shapes: Mapping[str, NodeShape]) -> dict[str, _NodeAlloc]:
     """Node -> CPU_IDs and memory of the job there, from ``job_resources`` (any layout)."""
     jr = _obj(j.get("job_resources"), "job_resources")
     out: dict[str, _NodeAlloc] = {}
@@ -338,7 +342,7 @@ def _node_allocs(j: dict[str, Any], shapes: Mapping[str, NodeShape]) -> dict[str
     return out
 
 
-def _job(j: dict[str, Any], shapes: Mapping[str, NodeShape] | None = None) -> Job:
+def _job(j: JSONRecord, shapes: Mapping[str, NodeShape] | None = None) -> Job:
     try:
         job_id = _num(j["job_id"], "job_id")
         state, state_flags = _state(j["job_state"], "job_state")
@@ -414,7 +418,7 @@ def _job(j: dict[str, Any], shapes: Mapping[str, NodeShape] | None = None) -> Jo
 _T = TypeVar("_T")
 
 
-def _record_id(item: Any, *keys: str) -> str | None:
+def _record_id(item: object, *keys: str) -> str | None:
     for key in keys:
         value = item.get(key) if isinstance(item, dict) else None
         if isinstance(value, dict):
@@ -427,7 +431,7 @@ def _record_id(item: Any, *keys: str) -> str | None:
 
 
 def _each(
-    items: list[Any], build: Callable[[dict[str, Any]], _T], problems: list[ParseError] | None, *id_keys: str
+    items: list[object], build: Callable[[JSONRecord], _T], problems: list[ParseError] | None, *id_keys: str
 ) -> list[_T]:
     """``build`` over the records; one that fails is reported in ``problems`` (when given)."""
     out: list[_T] = []
@@ -446,7 +450,7 @@ def _each(
 
 
 def parse_jobs_json(
-    doc: dict[str, Any],
+    doc: JSONRecord,
     *,
     problems: list[ParseError] | None = None,
     nodes: Iterable[Node] | Mapping[str, NodeShape] | None = None,
@@ -461,7 +465,7 @@ def parse_jobs_json(
     return _each(_records(doc, "jobs", "jobs JSON"), lambda j: _job(j, shapes), problems, "job_id")
 
 
-def _node(n: dict[str, Any]) -> Node:
+def _node(n: JSONRecord) -> Node:
     name = _str(n.get("name"))
     if name is None:
         raise ParseError("node", _short(n), hint="the node has no name")
@@ -486,7 +490,7 @@ def _node(n: dict[str, Any]) -> Node:
     )
 
 
-def _sinfo_nodes(entries: list[dict[str, Any]]) -> list[Node]:
+def _sinfo_nodes(entries: Iterable[JSONRecord]) -> list[Node]:
     merged: dict[str, Node] = {}
     for e in entries:
         nodes_obj = e.get("nodes") or {}
@@ -539,7 +543,7 @@ def _sinfo_nodes_merge(nodes: list[Node]) -> list[Node]:
     return list(merged.values())
 
 
-def parse_nodes_json(doc: dict[str, Any], *, problems: list[ParseError] | None = None) -> list[Node]:
+def parse_nodes_json(doc: JSONRecord, *, problems: list[ParseError] | None = None) -> list[Node]:
     """``scontrol --json show node`` and ``sinfo --json`` (22.05 ``nodes[]`` or newer ``sinfo[]``).
     ``problems``: as for jobs (a bad sinfo entry is left out, the others still merge)."""
     if "sinfo" in doc:
@@ -548,7 +552,7 @@ def parse_nodes_json(doc: dict[str, Any], *, problems: list[ParseError] | None =
     return _each(_records(doc, "nodes", "nodes JSON"), _node, problems, "name")
 
 
-def _partition(p: dict[str, Any]) -> Partition:
+def _partition(p: JSONRecord) -> Partition:
     name = _str(p.get("name"))
     if name is None:
         raise ParseError("partition", _short(p), hint="the partition has no name")
@@ -576,12 +580,12 @@ def _partition(p: dict[str, Any]) -> Partition:
     )
 
 
-def parse_partitions_json(doc: dict[str, Any], *, problems: list[ParseError] | None = None) -> list[Partition]:
+def parse_partitions_json(doc: JSONRecord, *, problems: list[ParseError] | None = None) -> list[Partition]:
     """``scontrol --json show partition``. ``problems``: as for jobs."""
     return _each(_records(doc, "partitions", "partitions JSON"), _partition, problems, "name")
 
 
-def _step(s: dict[str, Any]) -> Step:
+def _step(s: JSONRecord) -> Step:
     sid = s.get("id")
     if isinstance(sid, dict):  # some layouts split the id
         step_id = f"{_str(sid.get('job_id'), 'step job_id')}.{_str(sid.get('step_id'), 'step_id')}"
@@ -613,6 +617,6 @@ def _step(s: dict[str, Any]) -> Step:
     )
 
 
-def parse_steps_json(doc: dict[str, Any], *, problems: list[ParseError] | None = None) -> list[Step]:
+def parse_steps_json(doc: JSONRecord, *, problems: list[ParseError] | None = None) -> list[Step]:
     """``scontrol --json show steps``. ``problems``: as for jobs."""
     return _each(_records(doc, "steps", "steps JSON"), _step, problems, "id")

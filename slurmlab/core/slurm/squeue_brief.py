@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from typing import Any
 
+from slurmlab.core.jsontypes import JSONObject
 from slurmlab.core.slurm.gres import GresItem, parse_gres
 from slurmlab.core.slurm.hostlist import expand
 from slurmlab.core.slurm.timefmt import parse_optional_duration, parse_timestamp
@@ -82,7 +82,7 @@ class JobBrief:
     def held(self) -> bool:
         return self.state == "PENDING" and (self.reason or "").startswith("JobHeld")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "display_id": self.display_id,
             "job_id": self.job_id,

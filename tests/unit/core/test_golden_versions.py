@@ -33,7 +33,8 @@ def test_every_recorded_json_parses_without_problems(path: Path) -> None:
     parser = next(f for key, f in _PARSERS.items() if key in path.name)
     problems: list = []  # type: ignore[type-arg]
     records = parser(doc, problems=problems)
-    assert records and not problems
+    # 24.11 answers `scontrol --json show job` with an empty list (exit 0) while slurmctld is down
+    assert (records or "controller_down" in path.name) and not problems
     assert json_meta(doc).version and json_meta(doc).version.startswith(path.parent.name)
 
 

@@ -10,6 +10,7 @@ import pytest
 from slurmlab.core.slurm.gres import parse_index_list
 from slurmlab.core.slurm.parse_json import parse_jobs_json, parse_nodes_json
 from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
+from tests.fake_slurm import golden_path, golden_with
 from tests.shared_paths import shared_fixtures_dir
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
@@ -51,11 +52,37 @@ def test_hyperthreaded_node_counts_every_thread_of_a_core(version: str, with_nod
     assert job.gpu_allocs[0].mem_mb == 120000
 
 
+# every older data_parser layout the recorded versions still write (their default one: above)
+LAYOUT_JOBS = [
+    (version, f"{prefix}{layout}{suffix}")
+    for layout in ("v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44")
+    for prefix, suffix in (("s05_scontrol_json_", "_show_job_d.json"), ("s01_squeue_json_", ".json"))
+    for version in golden_with(f"{prefix}{layout}{suffix}", "24.11", "26.05")
+]
+
+
+@pytest.mark.parametrize(("version", "name"), LAYOUT_JOBS, ids=[f"{v}/{n}" for v, n in LAYOUT_JOBS])
+def test_older_layout_json_jobs_equal_the_text_form(version: str, name: str) -> None:
+    nodes = golden_path(version, "s07_scontrol_json_show_node.json")
+    assert _compare(golden_path(version, name), golden_path(version, "s06_scontrol_show_job_d.txt"), nodes) >= 8
+
+
+def test_22_05_json_jobs_equal_the_text_form_with_the_node_records() -> None:
+    text = golden_path("22.05", "s06_scontrol_show_job_d.txt")
+    json_path = golden_path("22.05", "s01_squeue.json")
+    # the same dgx-h100 node1-2 shapes; 22.05 has no JSON nodes. Job 2's CPUs on node1 are on socket 1,
+    # which the 22.05 layout numbers per socket: only the node record turns them into CPU_IDs
+    nodes = golden_path("24.11", "s07_scontrol_json_show_node.json")
+    assert _compare(json_path, text, nodes) >= 8
+    with pytest.raises(AssertionError, match="job 2"):
+        _compare(json_path, text)
+
+
 def _shared(*parts: str) -> Path:
     base = shared_fixtures_dir()
     path = base.joinpath(*parts) if base else None
     if path is None or not path.exists():
-        pytest.skip(f"shared fixture {'/'.join(parts)} not available")
+        pytest.skip(f"shared fixture {'/'.join(parts)} not available (extra test of the real-cluster capture)")
     return path
 
 
@@ -71,7 +98,7 @@ def test_shared_24_11_json_jobs_equal_the_text_form(name: str) -> None:
     assert _compare(_shared("slurm", "24.11", name), text, nodes) >= 7
 
 
-def test_22_05_json_jobs_equal_the_text_form_with_the_node_records() -> None:
+def test_shared_22_05_json_jobs_equal_the_text_form_with_the_node_records() -> None:
     text = _shared("slurm", "22.05", "s06_scontrol_show_job_d.txt")
     json_path = _shared("slurm", "22.05", "s01_squeue.json")
     nodes = _shared("slurm", "24.11", "s07_scontrol_show_node.json")  # same node[1-3] shapes; 22.05 has no JSON nodes

@@ -2,8 +2,9 @@
 
 The guard reads the package's source (AST): a second place that validates a request, or parses salloc
 tokens into one, fails here with the place named. The pipeline itself runs on real inputs: the recorded
-22.05 and 24.11 clusters of ``fixtures/slurm`` and every ``salloc`` line recorded against them, judged as
-the real Slurm judged it, plus hostile and malformed lines.
+22.05, 24.11 and 26.05 clusters of the project's golden files (tests/data/slurm) and every ``salloc`` line
+recorded against them, judged as the real Slurm judged it, plus hostile and malformed lines. The shared
+real-cluster capture (``../shared/fixtures/slurm``) is read by an extra test that skips without it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from fake_slurm import GOLDEN_VERSIONS, golden_inventory, golden_path
 from shared_paths import require_shared
 
 import slurmlab
@@ -22,6 +24,7 @@ from slurmlab.core.request.inventory import ClusterInventory
 from slurmlab.core.request.pipeline import CommandInRequest, check_request, is_checked, read_request
 from slurmlab.core.request.request import GpuCount, GpuRequest, RequestProblems
 from slurmlab.errors import RequestError
+from slurmlab.testing import recorded
 
 PKG = Path(slurmlab.__file__).resolve().parent
 PIPELINE = "core/request/pipeline.py"
@@ -132,6 +135,45 @@ def test_step_gpu_options_are_built_in_one_place() -> None:
 
 # ---- the pipeline on the recorded clusters ---------------------------------------------------------------
 def _cluster(version: str) -> tuple[ClusterInventory, tuple[int, ...]]:
+    return golden_inventory(version)
+
+
+def _golden_sallocs(version: str) -> list[tuple[str, bool, list[str]]]:
+    """(file, accepted by that Slurm, salloc options) of every salloc recorded against the dgx-h100 cluster.
+    Accepted: granted, or queued to wait (whatever ended the wait: --immediate, a SIGINT). The x* lines ran
+    against the other, h200-mig sandbox."""
+    out = []
+    for line in golden_path(version, "commands.txt").read_text().splitlines():
+        cols = line.split("\t")
+        if len(cols) < 3 or not cols[1].startswith("rc=") or "salloc " not in cols[2] or cols[0].startswith("x"):
+            continue
+        argv = shlex.split(cols[2])
+        said = recorded(f"{version}/{cols[0]}")
+        accepted = said.returncode == 0 or "queued and waiting" in said.stderr
+        out.append((cols[0], accepted, argv[argv.index("salloc") + 1:]))
+    return out
+
+
+@pytest.mark.parametrize("version", GOLDEN_VERSIONS)
+def test_the_pipeline_passes_what_slurm_accepted_and_refuses_what_it_refused(version: str) -> None:
+    inventory, slurm_version = _cluster(version)
+    seen = _golden_sallocs(version)
+    assert len(seen) >= 10, seen
+    assert any(not ok for _, ok, _ in seen) or version == "22.05"  # 22.05 still takes --uid
+    for name, accepted, options in seen:
+        if accepted:
+            request = check_request(options, inventory, version=slurm_version)
+            assert is_checked(request), name
+            assert request.checked is not None and f"({len(inventory.partitions)} partitions)" in request.checked.note()
+            continue
+        with pytest.raises(RequestError) as info:
+            check_request(options, inventory, version=slurm_version)
+        assert info.value.hint, (name, info.value)  # the error names a fix, as every slurmlab error does
+        if isinstance(info.value, RequestProblems):
+            assert all(p.message and p.hint for p in info.value.problems), name
+
+
+def _shared_cluster(version: str) -> tuple[ClusterInventory, tuple[int, ...]]:
     from slurmlab.core.slurm.parse_json import parse_nodes_json, parse_partitions_json
     from slurmlab.core.slurm.parse_text import parse_scontrol_nodes, parse_scontrol_partitions
     from slurmlab.slurm.queries import build_inventory
@@ -162,9 +204,10 @@ def _recorded_sallocs(version: str) -> list[tuple[str, int | None, list[str]]]:
 
 @pytest.mark.parametrize("version", ["22.05", "24.11"])
 def test_the_pipeline_refuses_what_the_real_slurm_refused(version: str) -> None:
-    """Granted (rc 0), left pending (124) or refused only for want of free GPUs (--immediate): checked and
+    """Extra, on the shared capture (its refusals e03-e10 are not in the golden files).
+    Granted (rc 0), left pending (124) or refused only for want of free GPUs (--immediate): checked and
     passed. Every other salloc the real Slurm refused: refused here first, each problem with its fix."""
-    inventory, slurm_version = _cluster(version)
+    inventory, slurm_version = _shared_cluster(version)
     seen = _recorded_sallocs(version)
     assert len(seen) >= 10, seen
     for name, rc, options in seen:
@@ -184,7 +227,7 @@ def test_the_pipeline_refuses_what_the_real_slurm_refused(version: str) -> None:
     ("--gres=gpu:nonexistent:1", "no nonexistent GPUs", "h100"),        # unknown GRES type: the types offered
     ("-p gpu --gpus=a100:1", "no a100 GPUs", "h100"),
     ("--gres=fpga:1", "offers no 'fpga' GRES", "gpu, shard"),            # unknown GRES name
-    ("-p mig --gpus=1g.18gb:1 -t 2-00:00:00", "time limit", "--time=1-00:00:00"),
+    ("-p mig --gpus=1g.18gb:1 -t 2-00:00:00", "time limit", "--time=1-00:00:00"),  # the shared cluster's mig
     ("--gpus=two", "not a GPU count", "--gpus=2"),                        # malformed option
     ("-t 5:99:00", "out of range", "6:39:00"),
     ("--gpu-bind=map:0,1", "not a GPU binding", "map_gpu"),
@@ -193,7 +236,8 @@ def test_the_pipeline_refuses_what_the_real_slurm_refused(version: str) -> None:
     ("--gpus=1 --gres=shard:2", "both whole (gpu) and shared", "never both"),
 ])
 def test_a_wrong_request_is_a_request_error_naming_the_fix(line: str, wrong: str, fix: str) -> None:
-    inventory, version = _cluster("22.05")
+    # the recorded cluster has no partition with a time limit: that case needs the shared capture's
+    inventory, version = _shared_cluster("22.05") if "-p mig" in line else _cluster("22.05")
     with pytest.raises(RequestError) as info:
         check_request(shlex.split(line), inventory, version=version)
     text = str(info.value)
@@ -222,11 +266,11 @@ def test_checked_marks_the_request_as_it_was_checked() -> None:
     inventory, version = _cluster("22.05")
     request = check_request(["--gpus=2", "-t", "30"], inventory, version=version)
     assert request.checked is not None
-    assert request.checked.note() == "checked against the cluster (3 partitions), Slurm 22.05.8"
+    assert request.checked.note() == "checked against the cluster (1 partitions), Slurm 22.05.8"
     # a changed copy is not the request that was checked
     changed = dataclasses.replace(request, gpus=GpuCount(99))
     assert not is_checked(changed)
-    with pytest.raises(RequestProblems, match="only 8 GPUs"):
+    with pytest.raises(RequestProblems, match="only 16 GPUs"):
         check_request(changed, inventory, version=version)
     # a model built by hand goes through the same checks
     assert not is_checked(GpuRequest(gpus=GpuCount(1)))

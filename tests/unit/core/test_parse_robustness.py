@@ -1,13 +1,19 @@
-"""Layouts not seen in the fixtures: extra fields, missing optional ones, broken values."""
+"""Layouts not seen in the recordings: extra fields, missing optional ones, broken values.
+
+The inputs are the project's golden files (tests/data/slurm, every version and JSON layout recorded); the
+extra test at the end reads the shared real-cluster capture and skips without it.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+from fake_slurm import golden_path, golden_with
 from shared_paths import require_shared
 
 from slurmlab.core.slurm.detect import detect_and_parse
@@ -17,10 +23,13 @@ from slurmlab.core.slurm.parse_text import parse_scontrol_jobs, parse_scontrol_n
 from slurmlab.core.slurm.timefmt import format_duration, parse_duration
 from slurmlab.errors import ParseError
 
-JOB_FILES = [
-    ("22.05", "s01_squeue.json"),
-    ("24.11", "s05_scontrol_show_job_d.json"),
-    ("24.11/dp", "squeue.v0.0.40.json"),
+# every JSON job layout recorded: openapi v0.0.38 (22.05), data_parser v0.0.40-v0.0.45 (24.11, 26.05)
+JOB_FILES = [("22.05", "s01_squeue.json")] + [
+    (version, name)
+    for name in ("s05_scontrol_json_show_job_d.json", "s01_squeue_json_v0.0.40.json", "s01_squeue_json_v0.0.41.json",
+                 "s05_scontrol_json_v0.0.42_show_job_d.json", "s05_scontrol_json_v0.0.43_show_job_d.json",
+                 "s05_scontrol_json_v0.0.44_show_job_d.json")
+    for version in golden_with(name, "24.11", "26.05")
 ]
 OPTIONAL_JOB_FIELDS = [
     "gres_detail",
@@ -33,8 +42,12 @@ OPTIONAL_JOB_FIELDS = [
 ]
 
 
-def _load(folder: str, name: str) -> dict[str, Any]:
-    return json.loads(require_shared("slurm", *folder.split("/"), name).read_text())  # type: ignore[no-any-return]
+def _load(version: str, name: str) -> dict[str, Any]:
+    return json.loads(golden_path(version, name).read_text())  # type: ignore[no-any-return]
+
+
+def _index_of(doc: dict[str, Any], job_id: int) -> int:
+    return next(i for i, j in enumerate(doc["jobs"]) if j["job_id"] == job_id)
 
 
 @pytest.mark.parametrize(("folder", "name"), JOB_FILES)
@@ -59,36 +72,41 @@ def test_missing_optional_fields_still_parse(folder: str, name: str, field: str)
     if field == "gres_detail":
         assert jobs[2].gpu_allocs == ()
     else:
-        assert jobs[2].gpus_by_node() == {"node1": (2,), "node2": (0,)}
+        assert jobs[2].gpus_by_node() == {"node1": (4,), "node2": (0,)}
 
 
-def test_missing_required_field_names_it() -> None:
-    doc = _load("24.11", "s05_scontrol_show_job_d.json")
+@pytest.mark.parametrize(("folder", "name"), JOB_FILES)
+def test_missing_required_field_names_it(folder: str, name: str) -> None:
+    doc = _load(folder, name)
     del doc["jobs"][3]["job_state"]
     with pytest.raises(ParseError, match="job_state"):
         parse_jobs_json(doc)
 
 
-def test_bad_gres_detail_is_reported_not_dropped() -> None:
-    doc = _load("22.05", "s01_squeue.json")
-    doc["jobs"][1]["gres_detail"] = ["gpu:h100:1(IDX:2)", "gpu:h100:1(IDX:zz)"]
+@pytest.mark.parametrize(("folder", "name"), JOB_FILES)
+def test_bad_gres_detail_is_reported_not_dropped(folder: str, name: str) -> None:
+    doc = _load(folder, name)
+    two_nodes = _index_of(doc, 2)
+    doc["jobs"][two_nodes]["gres_detail"] = ["gpu:h100:1(IDX:2)", "gpu:h100:1(IDX:zz)"]
     with pytest.raises(ParseError, match="IDX:zz"):
         parse_jobs_json(doc)
-    doc["jobs"][1]["gres_detail"] = ["gpu:h100:1(IDX:2)"]  # two nodes, one entry
+    doc["jobs"][two_nodes]["gres_detail"] = ["gpu:h100:1(IDX:2)"]  # two nodes, one entry
     with pytest.raises(ParseError, match="2 nodes"):
         parse_jobs_json(doc)
 
 
-def test_unknown_and_missing_keys_in_text() -> None:
-    text = require_shared("slurm", "24.11", "s08_scontrol_show_node_d.txt").read_text()
-    changed = text.replace("GresDrain=N/A", "GresDrain=N/A NewKey2027=whatever").replace(
-        "   AllocTRES=cpu=4,mem=4000M\n", "\n"
-    )
+@pytest.mark.parametrize("version", golden_with("s08_scontrol_show_node_d.txt"))
+def test_unknown_and_missing_keys_in_text(version: str) -> None:
+    text = golden_path(version, "s08_scontrol_show_node_d.txt").read_text()
+    changed = re.sub(r"   AllocTRES=[^\n]*\n", "\n", text.replace("GresDrain=N/A", "GresDrain=N/A NewKey2027=whatever"),
+                     count=1)
+    assert "NewKey2027" in changed and changed.count("AllocTRES=") == text.count("AllocTRES=") - 1
     assert [n.gpu_used_indices() for n in parse_scontrol_nodes(changed)] == [
         n.gpu_used_indices() for n in parse_scontrol_nodes(text)
     ]
-    broken = text.replace("GresUsed=gpu:h100:3(IDX:0-2)", "GresUsed=gpu:h100:3(IDX:0-?)")
-    with pytest.raises(ParseError, match=r"0-\?"):
+    broken = text.replace("GresUsed=gpu:h100:6(IDX:0,2-4,6-7)", "GresUsed=gpu:h100:6(IDX:0,2-?)")
+    assert broken != text
+    with pytest.raises(ParseError, match=r"2-\?"):
         parse_scontrol_nodes(broken)
 
 
@@ -97,8 +115,25 @@ def test_text_job_without_state_is_an_error() -> None:
         parse_scontrol_jobs("JobId=5 JobName=x\n   UserId=u(1) GroupId=g(1)\n   Partition=gpu\n")
 
 
-def test_sinfo_merges_node_partition_rows_without_losing_any() -> None:
-    doc = _load("24.11", "s04_sinfo.json")
+@pytest.mark.parametrize("version", golden_with("s04_sinfo_nodes.json", "24.11", "26.05"))
+def test_sinfo_merges_node_partition_rows_without_losing_any(version: str) -> None:
+    doc = _load(version, "s04_sinfo_nodes.json")
+    assert len(doc["sinfo"]) == 2  # node1, node2 in the one partition gpu
+    assert [(n.name, n.partitions) for n in parse_nodes_json(doc)] == [("node1", ("gpu",)), ("node2", ("gpu",))]
+    # node2 also in a second partition, as on a cluster with overlapping partitions: one row more, one node
+    extra = copy.deepcopy(next(r for r in doc["sinfo"] if r["nodes"]["nodes"] == ["node2"]))
+    extra["partition"]["name"] = "all"
+    doc["sinfo"].append(extra)
+    nodes = parse_nodes_json(doc)
+    assert [(n.name, n.partitions) for n in nodes] == [("node1", ("gpu",)), ("node2", ("gpu", "all"))]
+    doc["sinfo"][0]["nodes"]["nodes"] = []
+    with pytest.raises(ParseError, match="names no nodes"):
+        parse_nodes_json(doc)
+
+
+def test_shared_sinfo_merges_node_partition_rows_without_losing_any() -> None:
+    """Extra: the shared real capture, whose nodes sit in two partitions each."""
+    doc = json.loads(require_shared("slurm", "24.11", "s04_sinfo.json").read_text())
     assert len(doc["sinfo"]) == 6
     nodes = parse_nodes_json(doc)
     assert [n.name for n in nodes] == ["node1", "node2", "node3"]

@@ -1,4 +1,6 @@
-"""The scontrol text grammar against hostile free text, and bad records isolated from a listing."""
+"""The scontrol text grammar against hostile free text, and bad records isolated from a listing.
+
+Real records to forge into are the project's golden files of every Slurm version (tests/data/slurm)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import time
 from datetime import timezone
 
 import pytest
-from shared_paths import require_shared
+from fake_slurm import GOLDEN_VERSIONS, golden_path, golden_with
 
 from slurmlab.core.slurm.hostlist import MAX_NAMES, count, expand
 from slurmlab.core.slurm.parse_json import parse_jobs_json
@@ -29,9 +31,9 @@ HOSTILE_VALUES = [
 ]
 
 
-def _job2(**change: str) -> str:
-    """Job 2 of the real 22.05 output (2 GPUs on node1/node2, user root) with fields replaced."""
-    text = require_shared("slurm", "22.05", "s06_scontrol_show_job_d.txt").read_text()
+def _job2(version: str, **change: str) -> str:
+    """Job 2 of the recorded output (gpn2: 1 GPU on node1 and 1 on node2, user root) with fields replaced."""
+    text = golden_path(version, "s06_scontrol_show_job_d.txt").read_text()
     record = text[text.index("JobId=2 ") : text.index("JobId=3 ")]
     for key, value in change.items():
         if key == "JobName":
@@ -43,19 +45,24 @@ def _job2(**change: str) -> str:
     return str(record)
 
 
+@pytest.mark.parametrize("version", GOLDEN_VERSIONS)
 @pytest.mark.parametrize("key", ["JobName", "Comment", "WorkDir", "StdOut", "Command"])
 @pytest.mark.parametrize("value", HOSTILE_VALUES)
-def test_free_text_never_becomes_fields(key: str, value: str) -> None:
+def test_free_text_never_becomes_fields(key: str, value: str, version: str) -> None:
+    plain = _job2(version)
     if key == "Comment":
-        text = _job2().replace("   WorkDir=", f"   Comment={value}\n   WorkDir=")
+        text = plain.replace("   WorkDir=", f"   Comment={value}\n   WorkDir=")
     elif key == "StdOut":
-        text = _job2().replace("   Power=", f"   StdOut={value}\n   Power=")
+        # where Slurm prints it: after WorkDir (22.05 prints Power= next, later versions GresEnforceBind=)
+        anchor = "   Power=" if "   Power=" in plain else "   GresEnforceBind="
+        text = plain.replace(anchor, f"   StdOut={value}\n{anchor}")
     else:
-        text = _job2(**{key: value})
+        text = _job2(version, **{key: value})
+    assert text != plain
     (job,) = parse_scontrol_jobs(text, tz=UTC)
     assert job.user == "root" and job.state == "RUNNING" and job.partition == "gpu"
     assert job.nodes == ("node1", "node2")
-    assert job.gpus_by_node() == {"node1": (2,), "node2": (0,)}
+    assert job.gpus_by_node() == {"node1": (4,), "node2": (0,)}
     if key == "JobName":
         assert job.name == value
     if key == "Comment":
@@ -72,8 +79,9 @@ def test_free_text_never_becomes_fields(key: str, value: str) -> None:
         "\n\tJobState=COMPLETED",  # a line not laid out as Slurm lays lines
     ],
 )
-def test_a_name_holding_a_newline_makes_its_record_bad_and_only_that_one(forged: str) -> None:
-    text = _job2(JobName="evil" + forged) + "\n" + _job2().replace("JobId=2 ", "JobId=77 ")
+@pytest.mark.parametrize("version", GOLDEN_VERSIONS)
+def test_a_name_holding_a_newline_makes_its_record_bad_and_only_that_one(forged: str, version: str) -> None:
+    text = _job2(version, JobName="evil" + forged) + "\n" + _job2(version).replace("JobId=2 ", "JobId=77 ")
     with pytest.raises(ParseError) as info:
         parse_scontrol_jobs(text, tz=UTC)
     problems: list[ParseError] = []
@@ -82,26 +90,29 @@ def test_a_name_holding_a_newline_makes_its_record_bad_and_only_that_one(forged:
     assert problems and problems[0].record_id in ("2", "999")
     assert info.value.record_id is not None
     for job in jobs:  # never a forged value, whatever was reported
-        assert job.user == "root" and job.gpus_by_node() == {"node1": (2,), "node2": (0,)}
+        assert job.user == "root" and job.gpus_by_node() == {"node1": (4,), "node2": (0,)}
 
 
-def test_a_forged_gres_block_in_a_later_field_is_refused() -> None:
-    text = _job2().replace("   WorkDir=/home/user", f"   WorkDir=/tmp/x\n   JOB_GRES=gpu:h100:8\n     {FORGED_GRES}")
+@pytest.mark.parametrize("version", GOLDEN_VERSIONS)
+def test_a_forged_gres_block_in_a_later_field_is_refused(version: str) -> None:
+    text = _job2(version).replace("   WorkDir=/home/user", f"   WorkDir=/tmp/x\n   JOB_GRES=gpu:h100:8\n     {FORGED_GRES}")
     problems: list[ParseError] = []
     assert parse_scontrol_jobs(text, tz=UTC, problems=problems) == []
     assert problems[0].record_id == "2"
 
 
-def test_a_record_printed_twice_is_reported_not_trusted() -> None:
-    text = _job2() + "\n" + _job2()
+@pytest.mark.parametrize("version", GOLDEN_VERSIONS)
+def test_a_record_printed_twice_is_reported_not_trusted(version: str) -> None:
+    text = _job2(version) + "\n" + _job2(version)
     problems: list[ParseError] = []
     assert parse_scontrol_jobs(text, tz=UTC, problems=problems) == []
     assert [p.record_id for p in problems] == ["2", "2"]
 
 
-def test_a_hostlist_bomb_in_a_nodelist_is_one_bad_record_at_once() -> None:
-    bomb = _job2(NodeList="n[1-1000]x[1-1000]y[1-1000]")
-    text = bomb + "\n" + _job2().replace("JobId=2 ", "JobId=78 ")
+@pytest.mark.parametrize("version", GOLDEN_VERSIONS)
+def test_a_hostlist_bomb_in_a_nodelist_is_one_bad_record_at_once(version: str) -> None:
+    bomb = _job2(version, NodeList="n[1-1000]x[1-1000]y[1-1000]")
+    text = bomb + "\n" + _job2(version).replace("JobId=2 ", "JobId=78 ")
     problems: list[ParseError] = []
     started = time.perf_counter()
     jobs = parse_scontrol_jobs(text, tz=UTC, problems=problems)
@@ -126,35 +137,40 @@ def test_hostlist_counts_before_it_expands() -> None:
         expand("n\x001")
 
 
-def test_node_reason_and_os_with_keys_stay_text() -> None:
-    text = require_shared("slurm", "24.11", "s08_scontrol_show_node_d.txt").read_text()
+@pytest.mark.parametrize("version", golden_with("s08_scontrol_show_node_d.txt"))
+def test_node_reason_and_os_with_keys_stay_text(version: str) -> None:
+    text = golden_path(version, "s08_scontrol_show_node_d.txt").read_text()
     first = text[: text.index("NodeName=node2")]
     hostile = first.replace("   OS=Linux", "   Reason=maint State=IDLE Gres=gpu:h100:99 [root@2026-11-29T15:00:00]\n   OS=Linux")
+    assert hostile != first
     (node,) = parse_scontrol_nodes(hostile)
     (plain,) = parse_scontrol_nodes(first)
     assert node.state == plain.state and node.gres == plain.gres
     assert node.reason is not None and node.reason.startswith("maint State=IDLE")
 
 
-def test_step_names_and_partitions_are_checked_too() -> None:
-    steps = require_shared("slurm", "22.05", "s13b_scontrol_show_steps.txt").read_text()
+@pytest.mark.parametrize("version", GOLDEN_VERSIONS)
+def test_step_names_and_partitions_are_checked_too(version: str) -> None:
+    steps = golden_path(version, "s13b_scontrol_show_steps.txt").read_text()
     hostile = steps.replace("Name=stepsleep", "Name=a b Network=x State=COMPLETED", 1)
-    first = parse_scontrol_steps(hostile, tz=UTC)[0]
-    assert first.name == "a b Network=x State=COMPLETED" and first.state == "RUNNING"
+    assert hostile != steps
+    renamed = next(s for s in parse_scontrol_steps(hostile, tz=UTC) if s.step_id == "4.0")
+    assert renamed.name == "a b Network=x State=COMPLETED" and renamed.state == "RUNNING"
     forged = steps.replace("Name=stepsleep", "Name=s\n   UserId=0", 1)
     problems: list[ParseError] = []
     assert len(parse_scontrol_steps(forged, tz=UTC, problems=problems)) == len(parse_scontrol_steps(steps)) - 1
-    parts = require_shared("slurm", "22.05", "s16_scontrol_show_partition.txt").read_text()
+    parts = golden_path(version, "s16_scontrol_show_partition.txt").read_text()
     twice = parts.replace("   Nodes=node[1-2]", "   Nodes=node[1-2]\n   Nodes=node[1-9]", 1)
     problems = []
     good = parse_scontrol_partitions(twice, problems=problems)
     assert problems[0].record_id == "gpu" and "gpu" not in [p.name for p in good]
 
 
-def test_json_and_brief_lists_isolate_a_bad_record() -> None:
+@pytest.mark.parametrize("version", GOLDEN_VERSIONS)
+def test_json_and_brief_lists_isolate_a_bad_record(version: str) -> None:
     import json
 
-    doc = json.loads(require_shared("slurm", "22.05", "s01_squeue.json").read_text())
+    doc = json.loads(golden_path(version, "s01_squeue.json").read_text())
     n = len(doc["jobs"])
     doc["jobs"][0]["nodes"] = "n[1-1000]x[1-1001]"
     doc["jobs"][1]["job_state"] = ["RUNNING", 3]

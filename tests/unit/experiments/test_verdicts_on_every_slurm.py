@@ -2,7 +2,7 @@
 
 Real ``scontrol show job -d`` output (text, and JSON from 23.02 on) of each Slurm: the golden files of
 ``tests/data/slurm/<version>/`` (a dgx-h100 sandbox, whose gres.conf is rendered from the profile as the
-sandbox writes it) and the shared fixtures (with their own gres.conf). A job's shards count as its GPU in
+sandbox writes it) and, where ../shared is present, the shared fixtures (with their own gres.conf). A job's shards count as its GPU in
 either of Slurm's forms. Where the node's gres.conf gives a GPU no ``Cores=`` the verdict is a SKIP that says so.
 """
 
@@ -152,11 +152,29 @@ def test_json_jobs_get_the_same_verdicts_as_the_text_form(text: Capture, js: Cap
     assert _verdicts(js) == _verdicts(text)
 
 
+_GOLDEN_CAPS = [c for c in CAPTURES if not c.label.startswith("shared-")]
+
+
+@pytest.mark.parametrize("cap", _GOLDEN_CAPS, ids=[c.label for c in _GOLDEN_CAPS])
+def test_shards_are_judged_on_their_gpu_in_every_form(cap: Capture) -> None:
+    # the same shard job (shard4, 4 shards of GPU 1 on node1) recorded by every version, text and JSON:
+    # 22.05 writes (IDX:1), 24.11 and later per-GPU counts (0/4,4/4,0/4,...)
+    (job,) = [j for j in cap.jobs() if j.name == "shard4"]
+    assert shard_gpus_of(job) == {"node1": [1]}, cap.label
+    (rec,) = _records(job)
+    assert rec.shard_gpus == (1,) and rec.cpu_ids == frozenset({1})
+    assert _binding(job, cap.gres_conf).rows[0].gpus == (1,)
+
+
+def test_every_golden_version_is_judged() -> None:
+    assert {c.label for c in _GOLDEN_CAPS} >= {"22.05-text", "24.11-text", "24.11-json", "26.05-text", "26.05-json"}
+
+
 def test_shards_are_judged_on_their_gpu_in_both_forms() -> None:
-    # the same shard job recorded by 22.05 (IDX:3) and 24.11 (0/4,0/4,0/4,4/4) in the shared fixtures
+    # extra: the same shard job recorded by 22.05 (IDX:3) and 24.11 (0/4,0/4,0/4,4/4) in the shared fixtures
     shard_caps = [c for c in CAPTURES if c.label.startswith("shared-") and c.label.endswith("-text")]
     if not shard_caps:
-        pytest.skip("no shared fixtures here")
+        pytest.skip("no shared fixtures here (extra test of the real-cluster capture)")
     for cap in shard_caps:
         (job,) = [j for j in cap.jobs() if j.name == "shard4"]
         assert shard_gpus_of(job) == {"node1": [3]}, cap.label

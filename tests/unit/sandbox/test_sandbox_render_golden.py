@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from fake_slurm import golden_path, golden_with
 
 from slurmlab.sandbox.profile import expand_ranges, list_profiles, load_profile
 from slurmlab.sandbox.render import RenderContext, render_gres_conf, render_slurm_conf
@@ -112,7 +113,28 @@ def test_scaling_the_node_count() -> None:
     assert "NodeName=node[1-3] Name=shard Type=h100 Count=32" in render_gres_conf(profile, context(3, (22, 5)))
 
 
+SETTINGS = ("AuthType", "CredType", "ProctrackType", "TaskPlugin", "SelectType", "SelectTypeParameters",
+            "GresTypes", "SlurmdParameters", "DefMemPerCPU", "ReturnToService")
+
+
+@pytest.mark.parametrize("version", golden_with("s12b_scontrol_show_config.txt"))
+def test_settings_are_what_the_recorded_slurm_ran_with(version: str) -> None:
+    """The rendered dgx-h100 slurm.conf against `scontrol show config` of the sandbox the golden files were
+    recorded in (Slurm prints some values in its own case: CR_CORE_MEMORY for CR_Core_Memory)."""
+    running = {}
+    for line in golden_path(version, "s12b_scontrol_show_config.txt").read_text().splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep:
+            running[key.strip()] = value.strip()
+    profile = load_profile("dgx-h100")
+    ours = render_slurm_conf(profile, context(profile.nodes, VERSIONS[version]))
+    our_settings = dict(line.split("=", 1) for line in ours.splitlines() if "=" in line and " " not in line)
+    for key in SETTINGS:
+        assert our_settings[key].lower() == running[key].lower(), key
+
+
 def test_settings_match_the_recorded_reference_cluster() -> None:
+    """Extra: the shared capture's cluster, which the sandbox's settings were first taken from."""
     from shared_paths import require_shared
 
     ref = require_shared("slurm", "22.05", "slurm.conf").read_text()
@@ -120,6 +142,5 @@ def test_settings_match_the_recorded_reference_cluster() -> None:
     profile = load_profile("dgx-h100")
     ours = render_slurm_conf(profile, context(profile.nodes, (22, 5)))
     our_settings = dict(line.split("=", 1) for line in ours.splitlines() if "=" in line and " " not in line)
-    for key in ("AuthType", "CredType", "ProctrackType", "TaskPlugin", "SelectType", "SelectTypeParameters",
-                "GresTypes", "SlurmdParameters", "DefMemPerCPU", "ReturnToService"):
+    for key in SETTINGS:
         assert our_settings[key] == ref_settings[key], key

@@ -3,21 +3,22 @@ a job forgotten across a controller restart, and a node that stops responding (i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.errors import ControllerDownError
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller, JobUpdate
 from slurmlab.widgets.panel import panel_html
 
 
-@dataclass(frozen=True)
-class Brief:
-    job_id: int
-    state: str
-    reason: str | None = None
-    nodes: tuple[str, ...] = ("node1",)
+def Brief(job_id: int, state: str, reason: str | None = None,
+          nodes: tuple[str, ...] = ("node1",)) -> JobBrief:
+    """The brief poll line of a job on ``nodes``."""
+    return JobBrief(display_id=str(job_id), job_id=job_id, array_job_id=None, array_task=None, state=state,
+                    reason=reason, start_time=None, end_time=None, time_limit=None, time_left=None,
+                    time_used=None, num_nodes=len(nodes), nodelist=",".join(nodes), nodes=nodes,
+                    partition=None, user=None, tres_per_node=())
 
 
 def _alloc() -> Allocation:

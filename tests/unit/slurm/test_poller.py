@@ -7,32 +7,33 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
+from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.errors import ControllerDownError, JobNotFoundError
 from slurmlab.slurm.poller import JobPoller, JobUpdate
 
 
-@dataclass(frozen=True)
-class B:
-    job_id: int
-    state: str
-    reason: str | None = None
-    time_left: int = 0
+def B(job_id: int, state: str, reason: str | None = None, time_left: int = 0,
+      nodes: tuple[str, ...] = ()) -> JobBrief:
+    """The brief poll line of a job (what squeue -o BRIEF_FORMAT gives the poller)."""
+    return JobBrief(display_id=str(job_id), job_id=job_id, array_job_id=None, array_task=None, state=state,
+                    reason=reason, start_time=None, end_time=None, time_limit=None, time_left=time_left,
+                    time_used=None, num_nodes=len(nodes) or None, nodelist=",".join(nodes), nodes=nodes,
+                    partition=None, user=None, tres_per_node=())
 
 
 class Cluster:
     """A scripted state source that counts calls."""
 
     def __init__(self) -> None:
-        self.states: dict[str, B] = {}
+        self.states: dict[str, JobBrief] = {}
         self.brief_calls: list[list[str]] = []
         self.detail_calls: list[str] = []
         self.down = False
         self.lock = threading.Lock()
 
-    def brief(self, ids: Any, runner: Any) -> dict[str, B]:
+    def brief(self, ids: Any, runner: Any) -> dict[str, JobBrief]:
         with self.lock:
             self.brief_calls.append(list(ids))
             if self.down:
@@ -200,7 +201,7 @@ def test_the_thread_outlives_any_exception_and_watchers_hear_it() -> None:
                                      RecursionError("deep")]
     real_brief = c.brief
 
-    def brief(ids: Any, runner: Any) -> dict[str, B]:
+    def brief(ids: Any, runner: Any) -> dict[str, JobBrief]:
         if failures:
             raise failures.pop(0)
         return real_brief(ids, runner)
@@ -240,12 +241,8 @@ def test_an_unreadable_job_detail_is_that_jobs_error_only() -> None:
     p.stop()
 
 
-@dataclass(frozen=True)
-class BN:
-    job_id: int
-    state: str
-    nodes: tuple[str, ...] = ()
-    reason: str | None = None
+def BN(job_id: int, state: str, nodes: tuple[str, ...] = (), reason: str | None = None) -> JobBrief:
+    return B(job_id, state, reason, nodes=nodes)
 
 
 def test_a_running_jobs_node_that_stops_responding_reaches_its_watchers() -> None:

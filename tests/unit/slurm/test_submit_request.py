@@ -1,7 +1,8 @@
 """The Slurm room's side of the one request pipeline: ask the cluster once, submit the checked model.
 
-A runner replays what the recorded 24.11 cluster printed (``fixtures/slurm/24.11``) and stops at salloc,
-so what ``Allocation.submit`` would run is seen without a Slurm.
+A runner replays what the recorded 24.11 cluster printed (the project's golden files, tests/data/slurm/24.11:
+node1-2, 8 x h100 each, one partition gpu) and stops at salloc, so what ``Allocation.submit`` would run is
+seen without a Slurm. One extra test replays the shared real-cluster capture (three partitions) instead.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_slurm import golden_path
 from shared_paths import require_shared
 
 from slurmlab.core.request.pipeline import is_checked
@@ -28,16 +30,32 @@ class _Salloc(Exception):
         self.argv = argv
 
 
-def _replay(tmp_path: Path, *, down: bool = False) -> Any:
+def _golden_outputs() -> dict[tuple[str, ...], str]:
+    def read(name: str) -> str:
+        return golden_path("24.11", name).read_text()
+
+    return {
+        ("sinfo", "--version"): read("00_sinfo_version.txt"),
+        ("scontrol", "--json", "show", "node"): read("s07_scontrol_json_show_node.json"),
+        ("scontrol", "--json", "show", "partition"): read("s09_scontrol_json_show_partition.json"),
+        ("sinfo", "-h", "-o", "%P"): read("s20_sinfo_partitions.txt"),
+    }
+
+
+def _shared_outputs() -> dict[tuple[str, ...], str]:
     d = require_shared("slurm", "24.11")
     # the default partition as `sinfo -h -o %P` marks it, read from the recorded `sinfo -o %P …`
     marked = [row.split()[0] for row in (d / "t02_sinfo_o_PaDTGN.txt").read_text().splitlines()[1:]]
-    outputs = {
+    return {
         ("sinfo", "--version"): (d / "00_sinfo_version.txt").read_text(),
         ("scontrol", "--json", "show", "node"): (d / "s07_scontrol_show_node.json").read_text(),
         ("scontrol", "--json", "show", "partition"): (d / "s09_scontrol_show_partition.json").read_text(),
         ("sinfo", "-h", "-o", "%P"): "\n".join(dict.fromkeys(marked)) + "\n",
     }
+
+
+def _replay(tmp_path: Path, *, down: bool = False, shared: bool = False) -> Any:
+    outputs = _shared_outputs() if shared else _golden_outputs()
 
     class Replay(Runner):
         def run(self, argv: Any, **_: Any) -> RunResult:
@@ -69,6 +87,21 @@ def _submit(request: Any, runner: Any, **kw: Any) -> list[str]:
 
 def test_the_cluster_is_asked_and_the_request_checked_against_it(tmp_path: Path) -> None:
     runner = _replay(tmp_path)
+    request = check_request(["-p", "gpu", "--gpus=h100:2", "-t", "30"], runner)
+    assert is_checked(request)
+    assert request.checked is not None and request.checked.note() == \
+        "checked against the cluster (1 partitions), Slurm 24.11.5"
+    assert ("sinfo", "-h", "-o", "%P") in runner.seen  # 24.11 JSON partitions carry no default: sinfo says it
+    with pytest.raises(RequestProblems) as info:
+        check_request(["-p", "gpu", "--gpus=a100:1"], runner)
+    assert "use a GPU type of partition 'gpu': h100" in info.value.problems[0].hint
+    with pytest.raises(RequestProblems, match="partition .gpu. has only 16 GPUs"):
+        check_request(["--gpus=17"], runner)  # checked against the default partition sinfo marked
+
+
+def test_the_shared_cluster_is_asked_and_the_request_checked_against_it(tmp_path: Path) -> None:
+    """Extra: the shared capture's three partitions, where a GPU type sits in another partition."""
+    runner = _replay(tmp_path, shared=True)
     request = check_request(["-p", "gpu", "--gpus=h100:2", "-t", "30"], runner)
     assert is_checked(request)
     assert request.checked is not None and request.checked.note() == \
@@ -112,11 +145,11 @@ def test_submit_takes_the_checked_model_and_does_not_check_it_twice(tmp_path: Pa
 
 def test_an_unchecked_or_changed_model_goes_through_the_pipeline(tmp_path: Path) -> None:
     runner = _replay(tmp_path)
-    with pytest.raises(RequestProblems, match="partition .gpu. has only 8 GPUs"):
+    with pytest.raises(RequestProblems, match="partition .gpu. has only 16 GPUs"):
         Allocation.submit(GpuRequest(gpus=GpuCount(99)), runner=runner)
     checked = check_request(["-p", "gpu", "--gpus=2"], runner)
-    with pytest.raises(RequestProblems, match="only 8 GPUs"):
-        Allocation.submit(dataclasses.replace(checked, gpus=GpuCount(9)), runner=runner)
+    with pytest.raises(RequestProblems, match="only 16 GPUs"):
+        Allocation.submit(dataclasses.replace(checked, gpus=GpuCount(17)), runner=runner)
 
 
 def test_tokens_run_the_same_pipeline_and_name_goes_in_as_a_job_name(tmp_path: Path) -> None:

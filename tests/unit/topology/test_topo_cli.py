@@ -60,3 +60,40 @@ def test_profiles(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["mig", "--profile", "h200-mig"]) == 0
     assert "H200-141GB" in capsys.readouterr().out
     assert main(["topo", "--profile", "no-such-profile"]) == 2
+
+
+@pytest.mark.parametrize("name", [
+    "mig-cgi-C-h100-pcie-create-log.txt",
+    "mig-lgi-a100-40gb-3-2-1-1-migguide-r450fmt.txt",
+    "smi-L-a100-40gb-2x3g.20gb-migguide.txt",
+])
+def test_cli_and_library_read_the_same_layout(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # one reader: `slurmlab mig FILE` prints the summary of exactly what slurmlab.mig_from_file(FILE) loads
+    from slurmlab import mig_from_file
+
+    path = require_shared("nvidia-smi", name)
+    layout = mig_from_file(path).layout
+    assert layout.gpus, name
+    assert main(["mig", str(path)]) == 0
+    assert layout.summary() in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("name", "kind", "expect"), [
+    ("mig-lgip-a100-80gb-partially-used.txt", "lgip", "free"),
+    ("mig-lgipp-a30-24gb.txt", "lgipp", "placements"),
+    ("mig-lci-a100-1g.5gb-single.txt", "lci", "CI"),
+])
+def test_catalogues_are_read_by_the_library_and_refused_as_layouts(name: str, kind: str, expect: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from slurmlab import mig_from_file
+    from slurmlab.core.gpu.captures import read_mig_capture
+    from slurmlab.errors import RequestError
+
+    path = require_shared("nvidia-smi", name)
+    capture = read_mig_capture(path.read_text(), name)
+    assert capture.kind == kind and capture.layout is None and capture.lines()
+    assert main(["mig", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == capture.lines() and expect in out
+    with pytest.raises(RequestError, match="catalogue, not a layout"):
+        mig_from_file(path)

@@ -1,0 +1,35 @@
+"""``%slurm`` and the server say the controller's Slurm version as Slurm spells it (22.05.8, never 22.5.8)."""
+
+from __future__ import annotations
+
+import pytest
+from fake_slurm import golden_with
+
+from slurmlab.slurm.controller import ping, slurm_version
+from slurmlab.testing import FakeRunner
+
+SAID = {"22.05": "22.05.8", "24.11": "24.11.5", "26.05": "26.05.5"}
+
+
+@pytest.mark.parametrize("version", golden_with("s23_scontrol_ping.txt"))
+def test_ping_gives_the_version_as_slurm_writes_it(version: str) -> None:
+    fake = FakeRunner()
+    fake.replay(f"{version}/00_sinfo_version.txt", f"{version}/s23_scontrol_ping.txt")
+    try:
+        answer = ping(fake)
+        assert answer == {"ok": True, "version": SAID[version], "message": "Slurmctld(primary) at vm is UP"}
+        assert slurm_version(fake)[:2] == tuple(int(x) for x in version.split("."))  # 05 is 5 in the tuple
+    finally:
+        fake.close()
+
+
+def test_the_status_line_shows_the_padded_month(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slurmlab.magics import status
+
+    fake = FakeRunner()
+    fake.replay("22.05/00_sinfo_version.txt", "22.05/s23_scontrol_ping.txt")
+    monkeypatch.setattr("slurmlab.slurm.runner.get_runner", lambda: fake)
+    try:
+        assert "controller: answering (Slurm 22.05.8)" in status.slurm_status()
+    finally:
+        fake.close()
