@@ -1,8 +1,9 @@
 """No module of the package over 400 lines and no function over 80, except those allowed below (issue 12).
 
 A big module or function is split along its own sections; one that cannot be yet goes into an allow-list with
-the reason beside it, so that none grows unnoticed. An entry that is no longer needed fails too: take it out,
-so that the module cannot grow back behind it.
+the reason beside it, so that none grows unnoticed. A lasting entry that is no longer needed fails too: take
+it out, so that the module cannot grow back behind it. Entries marked BEING_SPLIT are work in progress (issue 12,
+point 8, core/ and slurm/): they may drop under the limit at any time, and go when that split lands.
 """
 
 from __future__ import annotations
@@ -15,26 +16,13 @@ import slurmlab
 PACKAGE = Path(slurmlab.__file__).resolve().parent
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
+BEING_SPLIT = "being split (issue 12, point 8)"
 
 # module (relative to the package) -> why it may be longer
-LONG_MODULES = {
-    "slurm/allocation.py": "being split (issue 12, point 8)",
-    "core/request/request.py": "being split (issue 12, point 8)",
-    "core/slurm/parse_json.py": "being split (issue 12, point 8)",
-    "core/slurm/parse_text.py": "being split (issue 12, point 8)",
-    "core/slurm/models.py": "being split (issue 12, point 8)",
-    "core/gpu/topology.py": "being split (issue 12, point 8)",
-    "core/gpu/mig.py": "being split (issue 12, point 8)",
-    "core/request/validate.py": "being split (issue 12, point 8)",
-    "core/gpu/binding.py": "being split (issue 12, point 8)",
-}
+LONG_MODULES: dict[str, str] = {}
 
 # "module::qualified name" -> why it may be longer
-LONG_FUNCTIONS = {
-    "core/request/validate.py::_check_gpu_counts": "being split (issue 12, point 8)",
-    "core/gpu/binding.py::explain": "being split (issue 12, point 8)",
-    "core/gpu/topology.py::_from_profile": "being split (issue 12, point 8)",
-}
+LONG_FUNCTIONS: dict[str, str] = {}
 
 
 def _modules() -> list[tuple[str, str]]:
@@ -93,8 +81,9 @@ def test_no_function_is_over_80_lines_unless_allowed() -> None:
     )
 
 
-def test_every_allowed_entry_is_still_needed() -> None:
-    stale = sorted(set(LONG_MODULES) - set(long_modules())) + sorted(set(LONG_FUNCTIONS) - set(long_functions()))
+def test_every_lasting_entry_is_still_needed() -> None:
+    lasting = {k for k, why in (LONG_MODULES | LONG_FUNCTIONS).items() if why != BEING_SPLIT}
+    stale = sorted(lasting - set(long_modules()) - set(long_functions()))
     assert not stale, f"no longer over the limit, take them out of the allow-list in {Path(__file__).name}: {stale}"
 
 

@@ -2,17 +2,23 @@
 
 The model is what ``nvidia-smi topo -m`` shows (parsed in :mod:`slurmlab.core.gpu.smi_parse`) or what a sandbox
 hardware profile declares (:meth:`Topology.from_profile`). Pure data, no I/O.
+
+Its parts live in their own modules and are importable from here too: the devices and CPU lists
+(:mod:`.devices`), the links (:mod:`.links`), the NVLink generations (:mod:`.nvlink`); a profile is read by
+:mod:`.topology_profile`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from slurmlab.core.slurm.ranges import parse_index_list, render_index_list
+from slurmlab.core.gpu.devices import Gpu, Nic, format_cpu_list, parse_cpu_list
+from slurmlab.core.gpu.links import Link, LinkKind
+from slurmlab.core.gpu.nvlink import NVLINK_GENERATIONS, NvlinkGeneration, nvlink_generation_for_model
+from slurmlab.core.gpu.quoting import quoted
+from slurmlab.core.gpu.topology_profile import read_profile
 from slurmlab.errors import ParseError
 
 __all__ = [
@@ -27,155 +33,6 @@ __all__ = [
     "nvlink_generation_for_model",
     "parse_cpu_list",
 ]
-
-
-class LinkKind(enum.Enum):
-    """How two devices connect, best first (``topo -m`` legend)."""
-
-    SELF = "X"
-    NVLINK = "NV"
-    PIX = "PIX"  # at most one PCIe bridge
-    PXB = "PXB"  # several PCIe bridges, no host bridge
-    PHB = "PHB"  # through a PCIe host bridge (the CPU)
-    NODE = "NODE"  # between host bridges inside one NUMA node
-    SYS = "SYS"  # across the SMP interconnect between NUMA nodes (old drivers: SOC)
-
-    @property
-    def rank(self) -> int:
-        """Lower is closer; used to order and compare links."""
-        return list(LinkKind).index(self)
-
-    @property
-    def description(self) -> str:
-        return _DESCRIPTIONS[self]
-
-
-_DESCRIPTIONS = {
-    LinkKind.SELF: "self",
-    LinkKind.NVLINK: "bonded set of NVLinks",
-    LinkKind.PIX: "PCIe, at most one bridge",
-    LinkKind.PXB: "PCIe, several bridges (no host bridge)",
-    LinkKind.PHB: "PCIe through a host bridge (CPU)",
-    LinkKind.NODE: "PCIe between host bridges in one NUMA node",
-    LinkKind.SYS: "PCIe plus the SMP interconnect between NUMA nodes (QPI/UPI)",
-}
-
-_LINK_RE = re.compile(r"^(?:(X)|NV(\d{1,3})|(PIX|PXB|PHB|NODE|SYS|SOC))$")
-
-
-@dataclass(frozen=True)
-class Link:
-    """The connection between devices ``a`` and ``b`` (names as in the matrix, e.g. ``GPU0``, ``NIC3``)."""
-
-    a: str
-    b: str
-    kind: LinkKind
-    nvlinks: int = 0  # bonded NVLinks when kind is NVLINK
-    label: str = ""  # the token as printed (keeps "SOC" of old drivers)
-
-    @classmethod
-    def from_token(cls, a: str, b: str, token: str) -> Link:
-        """Build a link from a ``topo -m`` cell; an unknown token is a :class:`ParseError`."""
-        m = _LINK_RE.match(token)
-        if m is None:
-            raise ParseError(
-                f"topology link between {a} and {b}",
-                token,
-                hint="expected X, NV<n>, PIX, PXB, PHB, NODE, SYS or SOC (nvidia-smi topo -m legend)",
-            )
-        if m.group(1):
-            return cls(a, b, LinkKind.SELF, 0, token)
-        if m.group(2):
-            n = int(m.group(2))
-            if n < 1:
-                raise ParseError(f"topology link between {a} and {b}", token, hint="NV<n> needs n >= 1")
-            return cls(a, b, LinkKind.NVLINK, n, token)
-        word = m.group(3)
-        return cls(a, b, LinkKind.SYS if word == "SOC" else LinkKind(word), 0, token)
-
-    @property
-    def is_nvlink(self) -> bool:
-        return self.kind is LinkKind.NVLINK
-
-    @property
-    def short(self) -> str:
-        return f"NV{self.nvlinks}" if self.is_nvlink else self.kind.value
-
-    def other(self, name: str) -> str:
-        return self.b if name == self.a else self.a
-
-
-@dataclass(frozen=True)
-class NvlinkGeneration:
-    """Per-link NVLink figures of one generation (DESIGN §4, FACTS-mig-nvlink.md)."""
-
-    name: str
-    gpus: tuple[str, ...]
-    links_per_gpu: int
-    reported_gbps: float  # what `nvidia-smi nvlink -s` prints per link
-    per_direction_gbps: float  # spec, one direction, per link
-
-    def bandwidth_gbps(self, links: int, *, bidirectional: bool = False) -> float:
-        """Spec bandwidth of ``links`` bonded links (one direction unless ``bidirectional``)."""
-        return links * self.per_direction_gbps * (2 if bidirectional else 1)
-
-
-NVLINK_GENERATIONS: dict[str, NvlinkGeneration] = {
-    "nvlink1": NvlinkGeneration("NVLink 1", ("P100",), 4, 20.0, 20.0),
-    "nvlink2": NvlinkGeneration("NVLink 2", ("V100",), 6, 25.781, 25.0),
-    "nvlink3": NvlinkGeneration("NVLink 3", ("A100", "A800", "A30"), 12, 25.0, 25.0),
-    "nvlink3-bridge": NvlinkGeneration("NVLink 3 bridge", ("RTX 3090", "A6000", "A40"), 4, 14.062, 14.0625),
-    "nvlink4": NvlinkGeneration("NVLink 4", ("H100", "H200", "H20", "H800", "GH200"), 18, 26.562, 25.0),
-    "nvlink5": NvlinkGeneration("NVLink 5", ("B200", "B100", "GB200"), 18, 53.125, 50.0),
-}
-
-
-def nvlink_generation_for_model(model: str) -> NvlinkGeneration | None:
-    """The NVLink generation of a GPU model name such as ``NVIDIA H100 80GB HBM3`` (None if unknown)."""
-    text = model.upper().replace("-", " ")
-    best: tuple[int, NvlinkGeneration] | None = None
-    for gen in NVLINK_GENERATIONS.values():
-        for gpu in gen.gpus:
-            if re.search(rf"(?<![A-Z0-9]){re.escape(gpu.upper())}(?![0-9])", text):
-                # the longest match wins: "GH200" over "H200"? no such overlap thanks to the lookbehind
-                if best is None or len(gpu) > best[0]:
-                    best = (len(gpu), gen)
-    return best[1] if best else None
-
-
-def parse_cpu_list(text: str, *, what: str = "CPU list") -> frozenset[int]:
-    """``0-15,32-47`` / ``4,6,9`` -> the set of ids; an empty string is the empty set."""
-    return frozenset(parse_index_list(text, what))
-
-
-def format_cpu_list(ids: Iterable[int]) -> str:
-    """The compact form of a set of ids: ``{0,1,2,5}`` -> ``0-2,5``."""
-    return render_index_list(sorted(set(ids)))
-
-
-@dataclass(frozen=True)
-class Gpu:
-    index: int
-    name: str  # as in the matrix: GPU0
-    cpu_affinity: frozenset[int] | None = None  # None: the capture left the cell empty or had no column
-    numa_affinity: frozenset[int] | None = None  # None: N/A or absent
-    gpu_numa_id: int | None = None  # GH200/Grace: the GPU memory's own NUMA node
-    model: str | None = None
-    uuid: str | None = None
-
-    @property
-    def numa_label(self) -> str:
-        if self.numa_affinity:
-            return "NUMA " + format_cpu_list(self.numa_affinity)
-        if self.cpu_affinity:
-            return "CPUs " + format_cpu_list(self.cpu_affinity)
-        return "NUMA ?"
-
-
-@dataclass(frozen=True)
-class Nic:
-    name: str  # column name: NIC0 or mlx5_0
-    device: str  # the device from the NIC legend (mlx5_2), or the column name itself
 
 
 @dataclass(frozen=True)
@@ -284,7 +141,7 @@ class Topology:
         """A copy with GPU model names and UUIDs (e.g. from ``nvidia-smi -L``): index -> (model, uuid)."""
         unknown = sorted(set(details) - {g.index for g in self.gpus})
         if unknown:
-            raise ParseError("GPU details", _show(unknown), hint="these GPU indices are not in the topology")
+            raise ParseError("GPU details", quoted(unknown), hint="these GPU indices are not in the topology")
         gpus = tuple(
             dataclasses.replace(g, model=details[g.index][0] or g.model, uuid=details[g.index][1] or g.uuid)
             if g.index in details else g
@@ -309,7 +166,9 @@ class Topology:
 
         Pairs without NVLink or a ``pcie`` entry are NODE within one NUMA node and SYS across.
         """
-        return _from_profile(data)
+        parts = read_profile(data)
+        topo = Topology(gpus=parts.gpus, nics=parts.nics, links=parts.links, notes=("built from a hardware profile",))
+        return topo.with_model(parts.model)
 
     def summary(self) -> str:
         """A readable multi-line summary for terminals."""
@@ -354,157 +213,5 @@ class Topology:
         return "\n".join(lines)
 
 
-# no node holds more GPUs or NICs than this; a profile that says so would build n^2 links
-_MAX_DEVICES = 256
-
-
-def _show(value: object) -> str:
-    """repr() for an error message: short, and safe on ints too long for repr()."""
-    try:
-        return repr(value)[:200]
-    except (ValueError, RecursionError):
-        return f"<{type(value).__name__} too large or deep to show>"
-
-
 def _name(x: str | int) -> str:
     return f"GPU{x}" if isinstance(x, int) else x
-
-
-def _as_set(value: object, what: str) -> frozenset[int] | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise ParseError(what, _show(value), hint="give a list of ints or a string like 0-15,32-47")
-    if isinstance(value, int):
-        return frozenset((value,))
-    if isinstance(value, str):
-        return parse_cpu_list(value, what=what)
-    if isinstance(value, Sequence):
-        out: set[int] = set()
-        for v in value:
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise ParseError(what, _show(value), hint="give a list of ints or a string like 0-15,32-47")
-            out.add(v)
-        return frozenset(out)
-    raise ParseError(what, _show(value), hint="give a list of ints or a string like 0-15,32-47")
-
-
-def _pair(key: object, what: str) -> tuple[int, int]:
-    if isinstance(key, str):
-        m = re.match(r"^\s*(?:GPU)?(\d+)\s*[-,:]\s*(?:GPU)?(\d+)\s*$", key)
-        if m:
-            return int(m.group(1)), int(m.group(2))
-    elif isinstance(key, Sequence) and len(key) == 2 and all(isinstance(v, int) for v in key):
-        return int(key[0]), int(key[1])
-    raise ParseError(what, _show(key), hint="name a GPU pair as '0-1' or [0, 1]")
-
-
-def _from_profile(data: Mapping[str, object]) -> Topology:
-    if not isinstance(data, Mapping):
-        raise ParseError("hardware profile", _show(data), hint="expected a mapping (JSON object)")
-    raw_gpus = data.get("gpus")
-    model = data.get("gpu_model") or data.get("model")
-    if not model and isinstance(raw_gpus, Sequence) and raw_gpus and isinstance(raw_gpus[0], Mapping):
-        model = raw_gpus[0].get("name") or raw_gpus[0].get("model")
-    gpus: list[Gpu] = []
-    if isinstance(raw_gpus, int) and not isinstance(raw_gpus, bool) and 0 < raw_gpus <= _MAX_DEVICES:
-        raw_gpus = [{"index": i} for i in range(raw_gpus)]
-    if (not isinstance(raw_gpus, Sequence) or isinstance(raw_gpus, str) or not raw_gpus
-            or len(raw_gpus) > _MAX_DEVICES):
-        raise ParseError("hardware profile 'gpus'", _show(raw_gpus),
-                         hint=f"give a list of GPU objects or a count (1 to {_MAX_DEVICES})")
-    for pos, g in enumerate(raw_gpus):
-        if not isinstance(g, Mapping):
-            raise ParseError("hardware profile GPU", _show(g), hint="each GPU is an object like {'index': 0}")
-        idx = g.get("index", pos)
-        if not isinstance(idx, int) or isinstance(idx, bool):
-            raise ParseError("hardware profile GPU index", _show(idx), hint="index must be an int")
-        cpus = g.get("cpus", g.get("cpu_affinity", g.get("cores")))
-        numa = g.get("numa", g.get("numa_affinity", g.get("socket")))
-        gpus.append(
-            Gpu(
-                index=idx,
-                name=f"GPU{idx}",
-                cpu_affinity=_as_set(cpus, f"CPU affinity of GPU{idx}"),
-                numa_affinity=_as_set(numa, f"NUMA affinity of GPU{idx}"),
-                gpu_numa_id=g.get("gpu_numa_id") if isinstance(g.get("gpu_numa_id"), int) else None,
-                model=model if isinstance(model, str) else None,
-                uuid=g.get("uuid") if isinstance(g.get("uuid"), str) else None,
-            )
-        )
-    indices = [g.index for g in gpus]
-    if len(set(indices)) != len(indices):
-        raise ParseError("hardware profile GPU indices", _show(indices), hint="each GPU index must be unique")
-
-    nv: dict[frozenset[int], int] = {}
-    raw_nv = data.get("nvlink", data.get("nvlinks", {}))
-    if isinstance(raw_nv, str):
-        m = re.match(r"^all:(\d+)$", raw_nv.strip())
-        if not m:
-            raise ParseError("hardware profile 'nvlink'", raw_nv, hint="use 'all:<n>', a mapping or a list")
-        for i in indices:
-            for j in indices:
-                if i < j:
-                    nv[frozenset((i, j))] = int(m.group(1))
-    elif isinstance(raw_nv, Mapping):
-        for k, v in raw_nv.items():
-            i, j = _pair(k, "hardware profile NVLink pair")
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ParseError("hardware profile NVLink count", _show(v), hint="a count of links (int)")
-            nv[frozenset((i, j))] = v
-    elif isinstance(raw_nv, Sequence):
-        if len(raw_nv) != len(indices):
-            raise ParseError("hardware profile 'nvlink'", _show(raw_nv),
-                             hint=f"give an {len(indices)} x {len(indices)} matrix of link counts")
-        order = [g.index for g in gpus]
-        for r, row in enumerate(raw_nv):
-            if not (isinstance(row, Sequence) and len(row) == len(indices)
-                    and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in row)):
-                raise ParseError("hardware profile 'nvlink' row", _show(row),
-                                 hint=f"each row holds {len(indices)} non-negative link counts")
-            for c, count in enumerate(row):
-                if r == c:
-                    continue
-                key = frozenset((order[r], order[c]))
-                if key in nv and nv[key] != count:
-                    raise ParseError("hardware profile 'nvlink'", _show(raw_nv),
-                                     hint=f"the matrix is not symmetric at GPUs {order[r]} and {order[c]}")
-                nv[key] = count
-    pcie: dict[frozenset[int], str] = {}
-    raw_pcie = data.get("pcie", {})
-    if isinstance(raw_pcie, Mapping):
-        for k, v in raw_pcie.items():
-            i, j = _pair(k, "hardware profile PCIe pair")
-            if not isinstance(v, str):
-                raise ParseError("hardware profile PCIe link", _show(v), hint="a link token such as 'PIX' or 'SYS'")
-            pcie[frozenset((i, j))] = v
-
-    links: list[Link] = []
-    for x, gx in enumerate(gpus):
-        for gy in gpus[x + 1 :]:
-            key = frozenset((gx.index, gy.index))
-            if nv.get(key, 0) > 0:
-                links.append(Link(gx.name, gy.name, LinkKind.NVLINK, nv[key], f"NV{nv[key]}"))
-            elif key in pcie:
-                links.append(Link.from_token(gx.name, gy.name, pcie[key]))
-            else:
-                same = gx.numa_label == gy.numa_label
-                links.append(Link(gx.name, gy.name, LinkKind.NODE if same else LinkKind.SYS, 0,
-                                  "NODE" if same else "SYS"))
-    nics: list[Nic] = []
-    raw_nics = data.get("nics", [])
-    if isinstance(raw_nics, Sequence) and not isinstance(raw_nics, str):
-        if len(raw_nics) > _MAX_DEVICES:
-            raise ParseError("hardware profile 'nics'", _show(raw_nics), hint=f"at most {_MAX_DEVICES} NICs")
-        for n in raw_nics:
-            if not isinstance(n, Mapping) or not isinstance(n.get("name"), str):
-                raise ParseError("hardware profile NIC", _show(n), hint="each NIC is {'name': 'mlx5_0', 'near': [0]}")
-            nic = Nic(n["name"], n["name"])
-            nics.append(nic)
-            near = n.get("near", [])
-            for g in gpus:
-                kind = "PIX" if isinstance(near, Sequence) and g.index in near else "SYS"
-                links.append(Link.from_token(g.name, nic.name, kind))
-    topo = Topology(gpus=tuple(gpus), nics=tuple(nics), links=tuple(links),
-                    notes=("built from a hardware profile",))
-    return topo.with_model(model if isinstance(model, str) else None)

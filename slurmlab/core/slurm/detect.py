@@ -28,6 +28,7 @@ cells than its header keeps every cell and says so in ``notes``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Protocol
@@ -109,8 +110,16 @@ def _parse_json(text: str) -> Parsed:
             + ", ".join(sorted(doc))
             + ")",
         )
-    notes = tuple(f"Slurm reported: {e}" for e in doc.get("errors") or ())
+    notes = tuple(f"Slurm reported: {e}" for e in _errors_of(doc))
     return Parsed(kind, meta.version, layout, tuple(items), notes)
+
+
+def _errors_of(doc: Mapping[str, object]) -> list[object]:
+    """Slurm's ``errors`` list; anything else there is a corrupted document, said so."""
+    errors = doc.get("errors") or []
+    if not isinstance(errors, list):
+        raise ParseError("Slurm JSON 'errors'", repr(errors)[:200], hint="Slurm writes a list of errors here")
+    return errors
 
 
 def _table(lines: list[str]) -> Parsed | None:

@@ -11,215 +11,27 @@ API (every model has ``to_dict()`` giving plain JSON-ready values)::
     ExitStatus   exit code and signal, from a raw wait status, "3:0" text, or the JSON object
 
 Times are timezone-aware datetimes (None when Slurm has no value); durations are seconds
-(None = UNLIMITED).
+(None = UNLIMITED). The parts of a job live in their own modules (:mod:`.gres_alloc`, :mod:`.tres`,
+:mod:`.exit_status`) and are importable from here too.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from slurmlab.core.jsontypes import JSONObject
-from slurmlab.core.slurm.gres import GresItem, parse_gres
+from slurmlab.core.slurm.exit_status import ExitStatus
+from slurmlab.core.slurm.gres import GresItem
+from slurmlab.core.slurm.gres_alloc import GresAlloc
 from slurmlab.core.slurm.states import HOLDING
-from slurmlab.errors import ParseError
+from slurmlab.core.slurm.tres import Tres, parse_mem_mb
 
-__all__ = ["ExitStatus", "GresAlloc", "Job", "Node", "Partition", "Step", "Tres"]
-
-_MEM_UNITS = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024, "P": 1024.0**3}
+__all__ = ["ExitStatus", "GresAlloc", "Job", "Node", "Partition", "Step", "Tres", "parse_mem_mb"]
 
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
-
-
-@dataclass(frozen=True)
-class ExitStatus:
-    """How a job ended. ``code`` is the exit code; ``signal`` the signal that killed it (0 = none)."""
-
-    code: int
-    signal: int = 0
-    status: str | None = None
-
-    @classmethod
-    def from_wait_status(cls, raw: int) -> ExitStatus:
-        """Slurm 22.05 JSON ``exit_code``: a raw wait(2) status (768 -> code 3; 15 -> signal 15)."""
-        if raw < 0:
-            raise ParseError("exit status", str(raw), hint="a wait status is never negative")
-        sig = raw & 0x7F
-        if sig:
-            return cls(code=0, signal=sig, status="SIGNALED")
-        code = (raw >> 8) & 0xFF
-        return cls(code=code, signal=0, status="SUCCESS" if code == 0 else "ERROR")
-
-    @classmethod
-    def from_text(cls, text: str) -> ExitStatus:
-        """``scontrol`` text ``CODE:SIGNAL`` (``3:0``, ``0:15``)."""
-        parts = text.strip().split(":")
-        if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= 10 for p in parts):
-            raise ParseError("exit code", text, hint="expected CODE:SIGNAL such as 3:0")
-        code, sig = int(parts[0]), int(parts[1])
-        status = "SIGNALED" if sig else ("SUCCESS" if code == 0 else "ERROR")
-        return cls(code=code, signal=sig, status=status)
-
-    @property
-    def ok(self) -> bool:
-        return self.code == 0 and self.signal == 0
-
-    def to_dict(self) -> JSONObject:
-        return {"code": self.code, "signal": self.signal, "status": self.status}
-
-
-@dataclass(frozen=True)
-class Tres:
-    """A TRES string as numbers. ``mem_mb`` in MiB; ``gres`` keeps the gres/… entries; the
-    original text is kept in ``text``; entries not named here stay in ``other``."""
-
-    text: str
-    cpus: int | None = None
-    mem_mb: int | None = None
-    nodes: int | None = None
-    billing: int | None = None
-    gres: tuple[GresItem, ...] = ()
-    other: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def parse(cls, text: str | None) -> Tres | None:
-        if text is None:
-            return None
-        raw = text.strip()
-        if raw in {"", "(null)", "N/A"}:
-            return None
-        cpus = mem = nodes = billing = None
-        gres: list[GresItem] = []
-        other: list[tuple[str, str]] = []
-        for piece in raw.split(","):
-            key, eq, value = piece.partition("=")
-            if not eq or not key:
-                raise ParseError("TRES", raw, hint=f"the entry {piece!r} is not KEY=VALUE")
-            if key == "cpu":
-                cpus = _int(value, raw)
-            elif key == "mem":
-                mem = parse_mem_mb(value)
-            elif key == "node":
-                nodes = _int(value, raw)
-            elif key == "billing":
-                billing = _int(value, raw)
-            elif key.startswith("gres/"):
-                gres.extend(parse_gres(piece))
-            else:
-                other.append((key, value))
-        return cls(raw, cpus, mem, nodes, billing, tuple(gres), tuple(other))
-
-    @property
-    def gpus(self) -> int | None:
-        """GPUs counted by the untyped ``gres/gpu=N`` entry (typed entries repeat it)."""
-        for g in self.gres:
-            if g.name == "gpu" and g.type is None:
-                return g.count
-        return None
-
-    def to_dict(self) -> JSONObject:
-        return {
-            "text": self.text,
-            "cpus": self.cpus,
-            "mem_mb": self.mem_mb,
-            "nodes": self.nodes,
-            "billing": self.billing,
-            "gres": [g.to_dict() for g in self.gres],
-            "other": dict(self.other),
-        }
-
-
-def _int(value: str, whole: str) -> int:
-    if not (value.isascii() and value.isdigit() and len(value) <= 18):
-        raise ParseError("TRES", whole, hint=f"{value!r} is not a whole number")
-    return int(value)
-
-
-_MEM_NUMBER = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,6})?")
-
-
-def parse_mem_mb(text: str) -> int:
-    """``1000M``, ``62.50G``, ``8G``, ``1000`` (MiB) -> MiB."""
-    raw = text.strip()
-    unit = raw[-1:].upper()
-    number = raw[:-1] if unit in _MEM_UNITS else raw
-    factor = _MEM_UNITS.get(unit, 1.0)
-    # plain decimals only: float() would also take "nan", "1e999", "1_0" and other scripts' digits
-    if _MEM_NUMBER.fullmatch(number) is None:
-        raise ParseError("memory size", text, hint="expected a number with K/M/G/T")
-    return round(float(number) * factor)
-
-
-@dataclass(frozen=True)
-class GresAlloc:
-    """What one job holds on one node, from a ``gres_detail`` / ``GRES=`` string."""
-
-    node: str
-    items: tuple[GresItem, ...]
-    cpu_ids: str | None = None
-    mem_mb: int | None = None
-
-    @property
-    def gpu_indices(self) -> tuple[int, ...]:
-        """Global indices of whole GPUs held (MIG instances count as GPUs of their type)."""
-        out: list[int] = []
-        for g in self.items:
-            if g.name == "gpu" and g.indices:
-                out.extend(g.indices)
-        return tuple(out)
-
-    @property
-    def gpu_types(self) -> dict[str, tuple[int, ...]]:
-        """type -> indices held (``1g.18gb`` for a MIG slice); untyped GPUs under ''."""
-        out: dict[str, list[int]] = {}
-        for g in self.items:
-            if g.name == "gpu":
-                out.setdefault(g.type or "", []).extend(g.indices or ())
-        return {k: tuple(v) for k, v in out.items()}
-
-    def shares(self, name: str = "shard") -> dict[int, int | None]:
-        """GPU index -> count of ``name`` (shard/mps) held on it.
-
-        24.11+ lists used/total per GPU; 22.05 gives ``shard:h100:4(IDX:3)``: the whole count
-        sits on the one listed GPU (with several GPUs listed the split is unknown: None)."""
-        out: dict[int, int | None] = {}
-        for g in self.items:
-            if g.name != name:
-                continue
-            if g.shares is not None:
-                for s in g.shares:
-                    if s.used:
-                        out[s.index] = s.used
-            elif g.indices:
-                if len(g.indices) == 1:
-                    out[g.indices[0]] = g.count
-                else:
-                    for i in g.indices:
-                        out[i] = None
-        return out
-
-    @property
-    def shard_count(self) -> int:
-        return sum(g.count or 0 for g in self.items if g.name == "shard")
-
-    @property
-    def mps_count(self) -> int:
-        return sum(g.count or 0 for g in self.items if g.name == "mps")
-
-    def to_dict(self) -> JSONObject:
-        return {
-            "node": self.node,
-            "gres": [g.to_dict() for g in self.items],
-            "gpu_indices": list(self.gpu_indices),
-            "gpu_types": {k: list(v) for k, v in self.gpu_types.items()},
-            "shards": {str(k): v for k, v in self.shares("shard").items()},
-            "mps": self.mps_count,
-            "cpu_ids": self.cpu_ids,
-            "mem_mb": self.mem_mb,
-        }
 
 
 @dataclass(frozen=True)

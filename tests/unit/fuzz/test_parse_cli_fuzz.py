@@ -36,8 +36,7 @@ def _corrupted_files(tmp: Path, total: int) -> list[Path]:
 
 def test_corrupted_files_give_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     files = _corrupted_files(tmp_path, 400)
-    if len(files) < 100:
-        pytest.skip("shared Slurm fixtures not found (see tests/shared_paths.py)")
+    assert len(files) >= 100, "too few recordings under tests/data to corrupt"
     refused = 0
     for path in files:
         code = main(["parse", str(path)])

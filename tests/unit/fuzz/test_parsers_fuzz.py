@@ -115,8 +115,10 @@ def _detect(text: str) -> None:
 
 
 def _slurm_files() -> list[Path]:
-    files: list[Path] = list_shared("slurm", "22.05") + list_shared("slurm", "24.11") + list_shared("slurm", "24.11", "dp")
-    return files
+    """The project's own recordings of every Slurm version, plus the shared real-cluster captures when present."""
+    own = sorted(p for p in (REPO / "tests" / "data" / "slurm").rglob("*") if p.is_file() and p.name != "commands.txt")
+    shared: list[Path] = list_shared("slurm", "22.05") + list_shared("slurm", "24.11") + list_shared("slurm", "24.11", "dp")
+    return own + shared
 
 
 def _repo_files() -> list[Path]:
@@ -164,8 +166,7 @@ def _cases(files: list[Path], per_file: int, checks: tuple[Callable[[str], None]
 @pytest.mark.parametrize("suffix", [".json", "text"])
 def test_corrupted_slurm_outputs_raise_only_parse_error(suffix: str) -> None:
     files = [p for p in _slurm_files() if (p.suffix == ".json") == (suffix == ".json")]
-    if not files:
-        pytest.skip("shared Slurm fixtures not found (see tests/shared_paths.py)")
+    assert files, "no Slurm recordings under tests/data/slurm"
     checks = (_json_parsers, _detect) if suffix == ".json" else (_text_parsers, _detect)
     n, failures = _run(_cases(files, 40 if suffix == ".json" else 24, checks), memory_every=7)
     assert n >= 2000

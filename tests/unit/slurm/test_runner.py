@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from shared_paths import list_shared
+from shared_paths import REPO, list_shared
 
 from slurmlab.errors import (
     ControllerDownError,
@@ -82,7 +82,9 @@ def test_classify_known_messages(stderr: str, kind: type) -> None:
     assert stderr.splitlines()[-1] in str(err)  # Slurm's own words are always shown
 
 
-FIXTURE_STDERR = list_shared("slurm", "22.05", pattern="e*.stderr") + list_shared("slurm", "24.11", pattern="e*.stderr")
+# refusals recorded from the sandbox on every Slurm version, and the shared real-cluster ones when present
+FIXTURE_STDERR = (sorted((REPO / "tests" / "data" / "slurm").glob("*/e*.stderr"))
+                  + list_shared("slurm", "22.05", pattern="e*.stderr") + list_shared("slurm", "24.11", pattern="e*.stderr"))
 
 
 @pytest.mark.parametrize("path", FIXTURE_STDERR, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -91,7 +93,8 @@ def test_recorded_refusals_are_plain_slurm_errors_with_slurms_message(path) -> N
     err = classify_failure(["salloc"], 1, text)
     # a refused request is not a controller outage, and the message is Slurm's own
     assert not isinstance(err, ControllerDownError | MungeError)
-    last_error = [ln for ln in text.splitlines() if "error" in ln or "aborted" in ln][-1]
+    words = ("error", "aborted", "fatal", "unrecognized")
+    last_error = [ln for ln in text.splitlines() if any(w in ln for w in words)][-1]
     assert last_error.strip() in str(err)
 
 

@@ -1,0 +1,158 @@
+"""The binding of an allocation as a table: per task its GPUs, their NUMA node and CPUs, its CPU mask and the
+verdicts on ``--gpu-bind=closest`` and ``--gres-flags=enforce-binding``, shown as text or HTML and handed to
+``topology_figure``."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from slurmlab.core.gpu.binding_evidence import NodeRecord
+from slurmlab.core.gpu.devices import format_cpu_list
+from slurmlab.core.gpu.node_models import NodeTopology, TopologyFigureArgs
+from slurmlab.core.gpu.topology import Topology
+
+__all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "UNKNOWN", "BindingFigureArgs", "BindingTable",
+           "TaskBinding"]
+
+HONOURED = "honoured"
+NOT_HONOURED = "NOT honoured"
+NOT_REQUESTED = "not requested"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class TaskBinding:
+    rank: int
+    node: str
+    gpus: tuple[int, ...]  # topology indices of the task's GPUs
+    gpu_numa: str  # their NUMA node(s)
+    gpu_cpus: frozenset[int]  # CPUs local to those GPUs (topology / gres.conf Cores)
+    mask: frozenset[int] | None  # the task's real CPU mask
+    slurm_cpus: frozenset[int] | None  # CPU_IDs Slurm recorded for the job on the node
+    closest: str
+    enforce: str
+    why: tuple[str, ...] = ()
+    comparable: bool = True  # False: the real mask uses host CPU ids that differ from the topology's (sandbox)
+
+
+class BindingFigureArgs(TopologyFigureArgs):
+    """``topology_figure``'s arguments for a binding: the node's topology, the tasks' GPUs and CPU masks."""
+
+    task_cpus: dict[str, frozenset[int]]
+
+
+@dataclass(frozen=True)
+class BindingTable:
+    """Per task binding, plus the highlight inputs for ``topology_figure``."""
+
+    job_id: str | None
+    rows: tuple[TaskBinding, ...]
+    tres_bind: str | None
+    enforce_requested: bool
+    records: tuple[NodeRecord, ...] = ()
+    topologies: Mapping[str, NodeTopology | Topology] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def closest(self) -> str:
+        return _overall(r.closest for r in self.rows)
+
+    @property
+    def enforce(self) -> str:
+        return _overall(r.enforce for r in self.rows)
+
+    def nodes(self) -> list[str]:
+        return list(dict.fromkeys(r.node for r in self.rows))
+
+    def highlight_gpus(self, node: str | None = None) -> tuple[int, ...]:
+        node = node or (self.nodes() or [""])[0]
+        return tuple(sorted({g for r in self.rows if r.node == node for g in r.gpus}))
+
+    def task_cpus(self, node: str | None = None) -> dict[str, frozenset[int]]:
+        """``task N`` -> its CPU mask on ``node`` (the ``task_cpus`` argument of ``topology_figure``).
+
+        Where the real masks use other CPU ids than the topology (a sandbox node), the tasks are drawn with the
+        CPUs Slurm recorded for the job on the node (CPU_IDs), labelled so.
+        """
+        node = node or (self.nodes() or [""])[0]
+        rows = [r for r in self.rows if r.node == node]
+        out = {f"task {r.rank}": r.mask for r in rows if r.comparable and r.mask is not None}
+        other = [r for r in rows if not r.comparable and r.slurm_cpus is not None]
+        if other:
+            ranks = format_cpu_list(r.rank for r in other)
+            out[f"task {ranks} (Slurm CPU_IDs)"] = other[0].slurm_cpus or frozenset()
+        return out
+
+    def figure_args(self, node: str | None = None) -> BindingFigureArgs:
+        """Arguments of ``slurmlab.viz.topology_figure`` for ``node`` (default the first): its topology, the
+        tasks' GPUs highlighted and their CPU masks: ``topology_figure(**table.figure_args())``."""
+        node = node or (self.nodes() or [""])[0]
+        topo = self.topologies.get(node)
+        if topo is None:
+            raise KeyError(f"no topology for node {node!r} (nodes: {', '.join(self.topologies)})")
+        return {"topo": topo if isinstance(topo, Topology) else topo.topology,
+                "highlight_gpus": self.highlight_gpus(node),
+                "task_cpus": self.task_cpus(node)}
+
+    # ---- display -----------------------------------------------------------------------------------
+    _HEAD = ("task", "node", "GPUs", "GPU NUMA", "GPU-local CPUs", "task CPU mask", "Slurm CPU_IDs", "closest",
+             "enforce-binding")
+
+    def _cells(self, r: TaskBinding) -> tuple[str, ...]:
+        return (str(r.rank), r.node, ",".join(map(str, r.gpus)) or "-", r.gpu_numa,
+                format_cpu_list(r.gpu_cpus) or "-", _cpus(r.mask), _cpus(r.slurm_cpus), r.closest, r.enforce)
+
+    def _footer(self) -> list[str]:
+        lines = [f"--gpu-bind: {self.tres_bind or 'not set'} -> {self.closest}",
+                 f"--gres-flags=enforce-binding: {'set' if self.enforce_requested else 'not set'} -> {self.enforce}"]
+        for rec in self.records:
+            shards = f" shards on GPU {','.join(map(str, rec.shard_gpus))}" if rec.shard_gpus else ""
+            lines.append(f"scontrol show job -d: {rec.node} GRES IDX {','.join(map(str, rec.gpu_idx)) or '-'}"
+                         f"{shards} CPU_IDs {_cpus(rec.cpu_ids)}")
+        for node, topo in self.topologies.items():
+            src = getattr(topo, "source", None)
+            if src:
+                lines.append(f"topology of {node}: {src} ({getattr(topo, 'detail', '')})")
+        why = [f"task {r.rank}: {w}" for r in self.rows for w in r.why]
+        return lines + why + [f"note: {n}" for n in self.notes]
+
+    def text(self) -> str:
+        rows = [self._HEAD] + [self._cells(r) for r in self.rows]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(self._HEAD))]
+        out = [f"binding of job {self.job_id}"]
+        out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        return "\n".join(out + self._footer())
+
+    __str__ = text
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEAD)
+        body = ""
+        for r in self.rows:
+            cells = self._cells(r)
+            tds = []
+            for i, c in enumerate(cells):
+                style = ""
+                if i >= 7 and c == NOT_HONOURED:
+                    style = ' style="color:#B00020;font-weight:bold"'
+                elif i >= 7 and c == HONOURED:
+                    style = ' style="color:#1B7F3B"'
+                tds.append(f"<td{style}>{html.escape(c)}</td>")
+            body += "<tr>" + "".join(tds) + "</tr>"
+        foot = "".join(f"<li>{html.escape(line)}</li>" for line in self._footer())
+        return (f"<div class='slurmlab-binding'><b>binding of job {html.escape(str(self.job_id))}</b>"
+                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><ul>{foot}</ul></div>")
+
+
+def _cpus(s: frozenset[int] | None) -> str:
+    return "?" if s is None else (format_cpu_list(s) or "-")
+
+
+def _overall(values: Iterable[str]) -> str:
+    found = set(values)
+    for v in (NOT_HONOURED, UNKNOWN, HONOURED):
+        if v in found:
+            return v
+    return NOT_REQUESTED
