@@ -37,8 +37,9 @@ typecheck: venv
 test: setup lint typecheck
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
+# the fast tier: no Slurm, no browser, both cores (pytest-xdist); HYPOTHESIS_PROFILE=dev
 test-fast: venv
-	$(PY) -m pytest -m "not sandbox and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal -m "not sandbox and not browser" $(PYTEST_ARGS)
 
 demo: setup
 	$(PY) -m slurmlab.demo

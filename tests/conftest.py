@@ -11,7 +11,6 @@ No deadline in either: the machine is shared, and a slow example is not a failur
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -19,9 +18,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-PROFILE_ENV = "HYPOTHESIS_PROFILE"
-# the share of a property's own max_examples that each profile runs
-_SCALE = {"dev": 0.2, "ci": 1.0}
+from profiles import PROFILE_ENV
+from profiles import SCALE as _SCALE
+from profiles import profile as _profile
+
 _DEV_FLOOR = 25
 
 try:
@@ -32,12 +32,7 @@ except ImportError:  # hypothesis is a test extra; without it the property tests
 if _hsettings is not None:
     _hsettings.register_profile("dev", max_examples=_DEV_FLOOR, deadline=None)
     _hsettings.register_profile("ci", max_examples=200, deadline=None)
-    _hsettings.load_profile(os.environ.get(PROFILE_ENV, "dev"))
-
-
-def _profile() -> str:
-    name = os.environ.get(PROFILE_ENV, "dev")
-    return name if name in _SCALE else "ci"
+    _hsettings.load_profile(_profile())
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -208,6 +208,9 @@ def _node(rec: Record) -> Node:
         gres=parse_gres(rec.get("Gres")),
         gres_used=parse_gres(rec.get("GresUsed")),
         reason=rec.get("Reason"),
+        sockets=_int_or_none(rec.get("Sockets"), rec, "Sockets"),
+        cores_per_socket=_int_or_none(rec.get("CoresPerSocket"), rec, "CoresPerSocket"),
+        threads_per_core=_int_or_none(rec.get("ThreadsPerCore"), rec, "ThreadsPerCore"),
     )
 
 

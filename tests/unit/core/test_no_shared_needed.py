@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from profiles import profile
 from shared_paths import ENV_VAR, REPO
 
 SLURM_OUTPUT_TESTS = [
@@ -17,8 +19,12 @@ SLURM_OUTPUT_TESTS = [
     "tests/unit/core/test_parse_cli.py", "tests/unit/core/test_validate_inventory.py",
     "tests/unit/core/test_one_pipeline.py", "tests/unit/slurm/test_submit_request.py",
     "tests/unit/sandbox/test_sandbox_render_golden.py", "tests/unit/experiments/test_verdicts_on_every_slurm.py",
+    "tests/unit/slurm/test_runner.py", "tests/unit/fuzz/test_parse_cli_fuzz.py",
 ]
 
+
+@pytest.mark.skipif(profile() != "ci", reason="re-runs ten test files in a subprocess: part of `make test` "
+                    "(HYPOTHESIS_PROFILE=ci), not of the fast tier")
 
 def test_slurm_output_tests_need_no_shared_fixtures(tmp_path: Path) -> None:
     empty = tmp_path / "no-shared"

@@ -100,10 +100,7 @@ def test_inventory_read_from_the_recordings_matches_the_sandbox_slurm_conf(versi
     _check_against_conf(SANDBOX_CONF / f"dgx-h100-{version}.slurm.conf", golden_inventory(version)[0], sockets=False)
 
 
-@pytest.mark.parametrize("version", [
-    pytest.param("22.05", marks=pytest.mark.xfail(strict=True, reason="parse_scontrol_nodes does not read Sockets= "
-                                                   "of the text form yet: 22.05 nodes count 1 socket")),
-    *GOLDEN_VERSIONS[1:]])
+@pytest.mark.parametrize("version", GOLDEN_VERSIONS)
 def test_sockets_read_from_the_recordings_match_the_sandbox_slurm_conf(version: str) -> None:
     _check_against_conf(SANDBOX_CONF / f"dgx-h100-{version}.slurm.conf", golden_inventory(version)[0])
 

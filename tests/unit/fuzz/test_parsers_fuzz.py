@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from fuzz_corrupt import mutate_text, variants
+from profiles import profile, sample, scaled
 from shared_paths import REPO, list_shared
 
 from slurmlab.core.gpu import smi_parse as sp
@@ -165,11 +166,11 @@ def _cases(files: list[Path], per_file: int, checks: tuple[Callable[[str], None]
 
 @pytest.mark.parametrize("suffix", [".json", "text"])
 def test_corrupted_slurm_outputs_raise_only_parse_error(suffix: str) -> None:
-    files = [p for p in _slurm_files() if (p.suffix == ".json") == (suffix == ".json")]
+    files = sample([p for p in _slurm_files() if (p.suffix == ".json") == (suffix == ".json")])
     assert files, "no Slurm recordings under tests/data/slurm"
     checks = (_json_parsers, _detect) if suffix == ".json" else (_text_parsers, _detect)
-    n, failures = _run(_cases(files, 40 if suffix == ".json" else 24, checks), memory_every=7)
-    assert n >= 2000
+    n, failures = _run(_cases(files, scaled(40 if suffix == ".json" else 24), checks), memory_every=7)
+    assert n >= scaled(2000) // (1 if profile() == "ci" else 2)
     assert not failures, f"{len(failures)} sites let another exception out:\n" + "\n".join(failures)
 
 
@@ -178,18 +179,18 @@ def test_corrupted_smi_captures_and_profiles_raise_only_parse_error() -> None:
     if not files:
         pytest.skip("shared nvidia-smi fixtures not found (see tests/shared_paths.py)")
     profiles = sorted((REPO / "slurmlab" / "sandbox" / "profiles").glob("*.json"))
-    cases = [*_cases(files, 12, (_smi_parsers,)), *_cases(profiles, 150, (_profile_loaders,))]
+    cases = [*_cases(files, scaled(12), (_smi_parsers,)), *_cases(profiles, scaled(150), (_profile_loaders,))]
     n, failures = _run(cases, memory_every=11)
-    assert n >= 900
+    assert n >= scaled(900)
     assert not failures, f"{len(failures)} sites let another exception out:\n" + "\n".join(failures)
 
 
 def test_corrupted_repo_outputs_and_brief_lines_raise_only_parse_error() -> None:
     files = _repo_files()
     assert files, "tests/golden and tests/data hold the project's own outputs"
-    brief = [("brief", v, _text_parsers) for v in variants(BRIEF, 300, SEED)]
-    n, failures = _run([*_cases(files, 25, (_text_parsers, _detect)), *brief], memory_every=5)
-    assert n >= 600
+    brief = [("brief", v, _text_parsers) for v in variants(BRIEF, scaled(300), SEED)]
+    n, failures = _run([*_cases(files, scaled(25), (_text_parsers, _detect)), *brief], memory_every=5)
+    assert n >= scaled(600)
     assert not failures, f"{len(failures)} sites let another exception out:\n" + "\n".join(failures)
 
 

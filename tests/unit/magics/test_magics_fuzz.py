@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
+from profiles import scaled
 
 MARKER = "slurmlab-fuzz-pwned"
 # A line that any slurmlab code path takes longer than this to refuse is taken for a hang; real
@@ -228,7 +229,7 @@ def fuzz_env(ip: Any, offline_runner: Any, tmp_path: Path, monkeypatch: pytest.M
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("kind", "name"), list(OFFLINE_EXAMPLES))
 def test_fuzz_every_magic_offline(fuzz_env: Fuzzer, kind: str, name: str, tmp_path: Path) -> None:
-    examples = OFFLINE_EXAMPLES[(kind, name)]
+    examples = scaled(OFFLINE_EXAMPLES[(kind, name)], floor=20)
     pieces = COMMON + SPECIFIC[name] + _shell_fragments(tmp_path / MARKER)
     lines = _line_strategy(pieces, PREFIXES[name])
 
