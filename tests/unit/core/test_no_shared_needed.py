@@ -14,10 +14,10 @@ from profiles import profile
 from shared_paths import ENV_VAR, REPO
 
 SLURM_OUTPUT_TESTS = [
-    "tests/unit/core/test_parse_fixtures.py", "tests/unit/core/test_parse_robustness.py",
-    "tests/unit/core/test_json_per_node.py", "tests/unit/core/test_record_grammar.py",
-    "tests/unit/core/test_parse_cli.py", "tests/unit/core/test_validate_inventory.py",
-    "tests/unit/core/test_one_pipeline.py", "tests/unit/slurm/test_submit_request.py",
+    "tests/unit/core/slurm/test_parse_fixtures.py", "tests/unit/core/slurm/test_parse_robustness.py",
+    "tests/unit/core/slurm/test_json_per_node.py", "tests/unit/core/slurm/test_record_grammar.py",
+    "tests/unit/core/slurm/test_parse_cli.py", "tests/unit/core/request/test_validate_inventory.py",
+    "tests/unit/core/request/test_one_pipeline.py", "tests/unit/slurm/test_submit_request.py",
     "tests/unit/sandbox/test_sandbox_render_golden.py", "tests/unit/experiments/test_verdicts_on_every_slurm.py",
     "tests/unit/slurm/test_runner.py", "tests/unit/fuzz/test_parse_cli_fuzz.py",
 ]

@@ -17,7 +17,7 @@ from slurmlab.core.slurm.parse_json import (
 from slurmlab.core.slurm.parse_text import parse_scontrol_partitions
 from slurmlab.core.slurm.squeue_brief import parse_squeue_brief
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
+DATA = Path(__file__).resolve().parents[3] / "data" / "slurm"
 VERSIONS = ["24.11", "26.05"]
 _PARSERS = {"job": parse_jobs_json, "squeue": parse_jobs_json, "node": parse_nodes_json,
             "partition": parse_partitions_json, "steps": parse_steps_json}

@@ -13,7 +13,7 @@ from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
 from tests.fake_slurm import golden_path, golden_with
 from tests.shared_paths import shared_fixtures_dir
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
+DATA = Path(__file__).resolve().parents[3] / "data" / "slurm"
 
 
 def _allocs(jobs):  # type: ignore[no-untyped-def]

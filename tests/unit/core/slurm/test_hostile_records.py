@@ -8,7 +8,7 @@ from pathlib import Path
 from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
 from slurmlab.errors import ParseError
 
-HOSTILE = Path(__file__).resolve().parents[2] / "data" / "slurm" / "22.05" / "hostile_scontrol_show_job_d.txt"
+HOSTILE = Path(__file__).resolve().parents[3] / "data" / "slurm" / "22.05" / "hostile_scontrol_show_job_d.txt"
 
 
 def _read() -> tuple[dict[int, object], list[ParseError]]:

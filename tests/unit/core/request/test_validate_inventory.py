@@ -66,7 +66,7 @@ def _conf_lines(path: Path, key: str) -> list[dict[str, str]]:
     return rows
 
 
-SANDBOX_CONF = Path(__file__).resolve().parents[2] / "golden" / "sandbox"
+SANDBOX_CONF = Path(__file__).resolve().parents[3] / "golden" / "sandbox"
 
 
 def _check_against_conf(conf: Path, cluster: ClusterInventory, *, sockets: bool = True) -> None:

@@ -15,7 +15,7 @@ from slurmlab.core.slurm.parse_text import (
 )
 from slurmlab.core.slurm.squeue_brief import parse_squeue_brief
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "slurm" / "22.05"
+DATA = Path(__file__).resolve().parents[3] / "data" / "slurm" / "22.05"
 
 
 def _text_jobs(name: str) -> dict[int, object]:

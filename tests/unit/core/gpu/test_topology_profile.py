@@ -11,7 +11,7 @@ from slurmlab.core.gpu.mig import MigLayout
 from slurmlab.core.gpu.topology import LinkKind, Topology
 from slurmlab.errors import ParseError, RequestError
 
-PROFILES = Path(__file__).resolve().parents[3] / "slurmlab" / "sandbox" / "profiles"
+PROFILES = Path(__file__).resolve().parents[4] / "slurmlab" / "sandbox" / "profiles"
 
 
 def profile(name: str) -> dict[str, object]:

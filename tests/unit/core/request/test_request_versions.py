@@ -22,7 +22,7 @@ from slurmlab.core.request.request import (
 )
 from slurmlab.core.request.validate import GRES_WITH_GPUS_PER_NODE_SAYS, validate
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
+DATA = Path(__file__).resolve().parents[3] / "data" / "slurm"
 V2205, V2411, V2505, V2605 = (22, 5, 8), (24, 11, 5), (25, 5, 0), (26, 5, 5)
 
 
