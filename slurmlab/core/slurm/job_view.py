@@ -19,7 +19,7 @@ from datetime import datetime
 
 from slurmlab.core.slurm.models import GresAlloc, Job
 from slurmlab.core.slurm.squeue_brief import JobBrief
-from slurmlab.core.slurm.states import HOLDING
+from slurmlab.core.slurm.states import HOLDING, expected_start, is_held
 
 __all__ = ["JobView", "job_view"]
 
@@ -89,12 +89,12 @@ class JobView:
 
     @property
     def held(self) -> bool:
-        return self.state == "PENDING" and (self.reason or "").startswith("JobHeld")
+        return is_held(self.state, self.reason)
 
     @property
     def expected_start(self) -> datetime | None:
         """When Slurm expects a pending job to start (None once it holds nodes, or when it has no estimate)."""
-        return self.start_time if self.state == "PENDING" else None
+        return expected_start(self.state, self.start_time)
 
     def gpus_by_node(self) -> dict[str, tuple[int, ...]]:
         return {a.node: a.gpu_indices for a in self.gpu_allocs if a.gpu_indices}

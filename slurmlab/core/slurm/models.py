@@ -24,7 +24,7 @@ from slurmlab.core.jsontypes import JSONObject
 from slurmlab.core.slurm.exit_status import ExitStatus
 from slurmlab.core.slurm.gres import GresItem
 from slurmlab.core.slurm.gres_alloc import GresAlloc
-from slurmlab.core.slurm.states import HOLDING
+from slurmlab.core.slurm.states import HOLDING, expected_start, is_held
 from slurmlab.core.slurm.tres import Tres, parse_mem_mb
 
 __all__ = ["ExitStatus", "GresAlloc", "Job", "Node", "Partition", "Step", "Tres", "parse_mem_mb"]
@@ -76,11 +76,11 @@ class Job:
 
     @property
     def held(self) -> bool:
-        return self.state == "PENDING" and (self.reason or "").startswith("JobHeld")
+        return is_held(self.state, self.reason)
 
     @property
     def expected_start(self) -> datetime | None:
-        return self.start_time if self.state == "PENDING" else None
+        return expected_start(self.state, self.start_time)
 
     @property
     def display_id(self) -> str:

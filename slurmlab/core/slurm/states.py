@@ -16,7 +16,9 @@ a recognised flag replaces the base state, so a flag is a state name here too.
 
 from __future__ import annotations
 
-__all__ = ["ACTIVE", "BASE_STATES", "ENDED", "HOLDING", "JOB_STATES", "STATE_FLAGS"]
+from datetime import datetime
+
+__all__ = ["ACTIVE", "BASE_STATES", "ENDED", "HOLDING", "JOB_STATES", "STATE_FLAGS", "expected_start", "is_held"]
 
 BASE_STATES = frozenset({
     "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
@@ -43,3 +45,13 @@ HOLDING = frozenset({
     "RUNNING", "CONFIGURING", "POWER_UP_NODE", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING",
     "SIGNALING", "STAGE_OUT",
 })
+
+
+def is_held(state: str, reason: str | None) -> bool:
+    """A pending job held by a user or an admin (``scontrol hold``): it starts only once released."""
+    return state == "PENDING" and (reason or "").startswith("JobHeld")
+
+
+def expected_start(state: str, start_time: datetime | None) -> datetime | None:
+    """When Slurm expects a pending job to start: its StartTime while PENDING (None once it holds nodes)."""
+    return start_time if state == "PENDING" else None
