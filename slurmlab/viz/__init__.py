@@ -1,6 +1,7 @@
 """Bokeh figures of slurmlab's models. Bokeh is imported only when a figure is built.
 
-``topology_figure`` (GPUs, NVLink, PCIe, NICs, CPU sets) and ``mig_figure`` (MIG slices); ``export_png`` renders
+``topology_figure`` (GPUs, NVLink, PCIe, NICs, CPU sets), ``mig_figure`` (MIG slices) and ``gantt_figure`` (a
+time-slicing measurement: who ran when); ``export_png`` renders
 a figure in headless chromium and ``save_html`` writes a standalone page with inline resources (works without
 internet).
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["export_png", "mig_figure", "save_html", "topology_figure"]
+__all__ = ["export_png", "gantt_figure", "mig_figure", "save_html", "topology_figure"]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,6 +23,10 @@ def __getattr__(name: str) -> Any:
         from slurmlab.viz.mig_view import mig_figure
 
         return mig_figure
+    if name == "gantt_figure":
+        from slurmlab.viz.gantt import gantt_figure
+
+        return gantt_figure
     if name in ("export_png", "save_html"):
         from slurmlab.viz import export
 
