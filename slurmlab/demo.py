@@ -86,7 +86,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.keep and not sb.reused:
             sb.down()
             print(f"sandbox {sb.profile_name} is down; nothing left running")
+    if code == 0:
+        print(NEXT_STEPS)
     return code
+
+
+# what a new user runs after the demo: the same sandbox, by hand and in JupyterLab
+NEXT_STEPS = """
+next:
+  .venv/bin/slurmlab sandbox up                      start the sandbox again and leave it running
+  eval "$(.venv/bin/slurmlab sandbox env)"; sinfo    use it from this shell with Slurm's own commands
+  .venv/bin/jupyter lab notebooks/                   the workshop notebooks; in one, `%load_ext slurmlab`
+                                                     then `%slurm sandbox up` and `%salloc --gpus=2 -t 10`
+  .venv/bin/slurmlab sandbox down                    stop it; nothing is left running"""
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ to handle anything slurmlab raises on purpose::
     │   ├── SlurmNotFoundError      the command is not installed
     │   ├── MungeError              authentication (munged) failed
     │   ├── ControllerDownError     slurmctld not responding / refused / timed out
-    │   │   └── SlurmTimeoutError   the command ran past its timeout
+    │   │   ├── SlurmTimeoutError   the command ran past its timeout
+    │   │   └── SlurmNotConfiguredError  no controller to ask: no slurm.conf here (nor a DNS SRV record)
     │   └── JobNotFoundError        the controller does not know that job (any more)
     ├── NotYourJobError       an action on someone else's job (slurmlab acts only on your own)
     ├── AllocationError       an allocation ended, failed or cannot be used
@@ -38,6 +39,7 @@ __all__ = [
     "RequestError",
     "SandboxError",
     "SlurmError",
+    "SlurmNotConfiguredError",
     "SlurmNotFoundError",
     "SlurmTimeoutError",
     "SlurmlabError",
@@ -115,6 +117,11 @@ class JobNotFoundError(SlurmError):
 
 class MungeError(SlurmError):
     """munge authentication failed, usually because munged is not running."""
+
+
+class SlurmNotConfiguredError(ControllerDownError):
+    """The Slurm commands are installed but find no cluster: no slurm.conf (or SLURM_CONF names a file that is
+    not there) and no DNS SRV record."""
 
 
 class SlurmTimeoutError(ControllerDownError):

@@ -10,6 +10,7 @@ Linux refuses one argument over 128 KiB with ``E2BIG``. Job ids are checked with
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import re
@@ -65,10 +66,71 @@ def argument(*args: Any, **kwargs: Any) -> Callable[[F], F]:
     return cast(Callable[[F], F], _ma.argument(*args, **kwargs))  # type: ignore[no-untyped-call]
 
 
+class _HelpShown(Exception):
+    """The line asked for help, which was printed: the magic ends there, with nothing run."""
+
+
+# Slurm's own spelling of "help" per command: `%squeue -h`/`%sinfo -h` mean --noheader, never help
+_SHORT_HELP = {"salloc", "srun"}
+
+
 def raw_line(func: F) -> F:
     """Have IPython hand the magic its line unexpanded (with the caller's namespace): the magic
-    checks the line, then expands ``$var`` and ``{expr}`` itself with :func:`expand_line`."""
-    return needs_local_scope(no_var_expand(func))
+    checks the line, then expands ``$var`` and ``{expr}`` itself with :func:`expand_line`.
+
+    A line asking for ``--help`` prints the magic's help at once (see :func:`split_line`)."""
+
+    @functools.wraps(func)
+    def magic(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except _HelpShown:
+            return None
+
+    return cast(F, needs_local_scope(no_var_expand(magic)))
+
+
+def _wants_help(name: str, tokens: Sequence[str]) -> bool:
+    """``--help`` (``-h`` where Slurm's command means help by it) as the first token; for a magic that runs
+    no command, anywhere — after a command it is the command's own option."""
+    asks = {"--help", "-h"} if name in _SHORT_HELP else {"--help"}
+    if not tokens:
+        return False
+    if tokens[0] in asks:
+        return True
+    return name != "srun" and any(t in asks for t in tokens)
+
+
+# what slides and word processors turn "-" and quotes into
+_DASHES = {"\u2010": "hyphen", "\u2011": "non-breaking hyphen", "\u2012": "figure dash", "\u2013": "en dash",
+           "\u2014": "em dash", "\u2212": "minus sign", "\ufe63": "small hyphen-minus", "\uff0d": "fullwidth hyphen"}
+_QUOTES = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00ab": '"', "\u00bb": '"'}
+
+
+def _check_pasted_typography(tokens: Sequence[str]) -> None:
+    """UsageError for an option typed with a typographic dash or quote (a paste from slides), with the fix."""
+    for token in tokens:
+        head = token.lstrip("".join(_DASHES))
+        dashes = token[: len(token) - len(head)]
+        if dashes and head:
+            name = head.split("=", 1)[0]
+            short = len(name) == 1 or (name[0].isalpha() and name[1:].isdigit())  # -t, -N2
+            # autocorrect turns "--" into one en/em dash: a long option lost a dash too
+            fixed = "-" * len(dashes) if len(dashes) > 1 else ("-" if short else "--")
+            names = " and ".join(sorted({_DASHES[d] for d in dashes}))
+            raise UsageError(f"{token!r} starts with {names} ({', '.join(f'U+{ord(d):04X}' for d in dashes)}), not "
+                             f"the ASCII '-' options need (a paste from slides or a word processor?): "
+                             f"write {fixed + head!r}")
+        if token.startswith("-") and any(q in token for q in _QUOTES):
+            fixed = "".join(_QUOTES.get(c, c) for c in token)
+            raise UsageError(f"{token!r} holds typographic quotes, which reach Slurm as part of the value: "
+                             f"write {fixed!r} (plain quotes are removed as in a shell)")
+
+
+def _show_help(name: str, parser: argparse.ArgumentParser) -> None:
+    print(parser.format_help().rstrip())
+    print(f"\nOptions %{name} does not know go to Slurm unchanged; Slurm's own list: `man {name}`"
+          if name in {"salloc", "srun", "squeue", "sinfo"} else "")
 
 
 def expand_line(magics: Any, line: str, local_ns: dict[str, Any] | None) -> str:
@@ -148,6 +210,11 @@ def split_line(magics: Any, name: str, line: str) -> tuple[argparse.Namespace, l
     if "--" in tokens:
         cut = tokens.index("--")
         tokens, command = tokens[:cut], tokens[cut + 1 :]
+    _check_pasted_typography(tokens)
+    if _wants_help(name, tokens):
+        # handled here: passed on, `salloc --help` prints to a pipe nobody reads and no job id comes back
+        _show_help(name, parser)
+        raise _HelpShown
     parser.allow_abbrev = False  # a Slurm flag must never be read as an abbreviation of ours
     ns, rest = parser.parse_known_args(tokens)
     return ns, rest, command

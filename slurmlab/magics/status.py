@@ -165,12 +165,13 @@ class StatusMagics(Magics):
     @argument("args", nargs="*", help="for sandbox: up|down|status and a profile; for use: a slurm.conf path")
     @argument("--nodes", type=int, metavar="N", help="sandbox up: number of nodes")
     @argument("--dir", metavar="PATH", help="sandbox: its folder (default: the profile's usual place)")
+    @argument("--profile", metavar="PROFILE", help="sandbox: the hardware profile, as `slurmlab sandbox` spells it")
     @raw_line
     @line_magic
     def slurm(self, line: str, local_ns: dict[str, Any] | None = None) -> StatusText:
         """Which Slurm this kernel talks to; switch to a local sandbox or another slurm.conf.
 
-        ``%slurm`` status · ``%slurm sandbox up [PROFILE] [--nodes N] [--dir PATH]`` start (or reuse) a real
+        ``%slurm`` status · ``%slurm sandbox up [PROFILE | --profile P] [--nodes N] [--dir PATH]`` start (or reuse) a real
         local Slurm and use it · ``%slurm sandbox down`` · ``%slurm sandbox status`` ·
         ``%slurm use /path/slurm.conf``.
         """
@@ -184,7 +185,12 @@ class StatusMagics(Magics):
             return StatusText(slurm_status())
         if ns.action == "use":
             return StatusText(self._use(ns.args))
-        return StatusText(self._sandbox(ns.args, ns.nodes, ns.dir))
+        args = list(ns.args)
+        if ns.profile is not None:
+            if len(args) > 1:
+                raise UsageError(f"two profiles given ({args[1]!r} and --profile {ns.profile!r}): give one")
+            args.append(ns.profile)
+        return StatusText(self._sandbox(args, ns.nodes, ns.dir))
 
     def _use(self, args: list[str]) -> str:
         from slurmlab.slurm.runner import Runner, set_runner

@@ -7,11 +7,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from slurmlab.errors import ControllerDownError, JobNotFoundError, MungeError, SlurmError, SlurmNotFoundError
+from slurmlab.errors import (
+    ControllerDownError,
+    JobNotFoundError,
+    MungeError,
+    SlurmError,
+    SlurmNotConfiguredError,
+    SlurmNotFoundError,
+)
 
-__all__ = ["INSTALL_HINT", "classify_failure", "not_installed"]
+__all__ = ["INSTALL_HINT", "NOT_CONFIGURED_HINT", "classify_failure", "not_installed"]
 
 INSTALL_HINT = "sudo apt-get install slurm-client   (or load your site's Slurm module: module load slurm)"
+
+NOT_CONFIGURED_HINT = ("no Slurm cluster is configured for this machine: start a local one with `%slurm sandbox up` "
+                       "(terminal: `slurmlab sandbox up`), or point at a cluster's config with "
+                       "`%slurm use /path/to/slurm.conf` (or set SLURM_CONF)")
+# what the client commands print when they find neither a slurm.conf nor a DNS SRV record (configless)
+_NOT_CONFIGURED_FRAGMENTS = (
+    "could not establish a configuration source",
+    "resolve_ctls_from_dns_srv",
+    "fetch_config: dns srv lookup failed",
+)
 
 # Order matters: munge first, since a munge failure is often reported together with a controller error.
 _MUNGE_FRAGMENTS = (
@@ -56,6 +73,10 @@ def classify_failure(argv: Sequence[str], returncode: int, stderr: str) -> Slurm
             hint="munge authentication failed: is munged running? (sandbox: `slurmlab sandbox restart`; "
             "cluster: ask your admins, `systemctl status munge`)",
         )
+    if any(f in low for f in _NOT_CONFIGURED_FRAGMENTS):
+        last = text.splitlines()[-1]
+        return SlurmNotConfiguredError(f"{cmd} found no Slurm to talk to ({last})", argv=argv,
+                                       returncode=returncode, stderr=stderr, hint=NOT_CONFIGURED_HINT)
     if "invalid job id" in low or "invalid job step id" in low:
         return JobNotFoundError(
             shown, argv=argv, returncode=returncode, stderr=stderr,
@@ -79,6 +100,9 @@ _HINTS = (
      "no node of that partition has what was asked for (GPU type or count, CPUs, memory): "
      "see what exists with `%sinfo` or `sinfo -o '%P %N %G'`"),
     ("invalid partition", "list the partitions with `sinfo -s`"),
+    ("more processors requested than permitted",
+     "a step can use only what its allocation holds: ask for fewer tasks or CPUs (-n, -c) than the allocation "
+     "has (`%slurm` / the panel shows them), or make a bigger allocation with %salloc"),
     ("invalid generic resource", "GRES names this cluster knows: `scontrol show config | grep GresTypes`"),
     ("invalid --gpu-bind", "valid values: closest, map_gpu:…, mask_gpu:…, single:N, per_task:N, none"),
     ("invalid account", "your accounts: `sacctmgr show assoc user=$USER format=account`"),

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from slurmlab.core.jsontypes import JSONObject
-from slurmlab.errors import MungeError, SlurmError, SlurmTimeoutError
+from slurmlab.errors import MungeError, SlurmError, SlurmNotConfiguredError, SlurmTimeoutError
 from slurmlab.slurm.failures import INSTALL_HINT, classify_failure, not_installed
 from slurmlab.slurm.munge import (
     DEFAULT_MUNGE_SOCKET,
@@ -149,11 +149,12 @@ class Runner:
         conf = self.configuration()
         if conf and not os.path.exists(conf):
             # Slurm's commands retry a missing configuration file for 60 s before they fail
-            raise SlurmError(
+            raise SlurmNotConfiguredError(
                 f"SLURM_CONF points to {conf}, which does not exist",
                 argv=out,
-                hint="unset SLURM_CONF to use the cluster's own configuration, or start the sandbox "
-                "(`slurmlab sandbox up`, then `eval \"$(slurmlab sandbox env)\"`)",
+                hint="unset SLURM_CONF to use the cluster's own configuration, or start a local Slurm: "
+                "`%slurm sandbox up` in a notebook, `slurmlab sandbox up` then `eval \"$(slurmlab sandbox env)\"` "
+                "in a terminal",
             )
         with self._lock:
             self.calls += 1

@@ -314,3 +314,7 @@ def test_demo_runs_and_leaves_nothing(folder: Path) -> None:
     assert len({(r[1], r[3]) for r in rows}) == 4, "tasks did not get distinct GPUs"
     assert "nothing left running" in out
     assert not (folder / "state.json").exists()
+    # it ends by naming what to run next: the sandbox again, from a shell and from JupyterLab
+    tail = out[out.index("next:"):]
+    assert "slurmlab sandbox up" in tail and "sandbox env" in tail and "%slurm sandbox up" in tail
+    assert "jupyter lab notebooks/" in tail

@@ -385,3 +385,14 @@ def test_slurm_sandbox_up_reuses_a_running_sandbox_and_switches_to_it(sandbox_ip
         set_runner(old)
     with pytest.raises(UsageError, match="sandbox up|down|status"):
         sandbox_ip.run_line_magic("slurm", "sandbox sideways")
+    # the CLI's spelling works too (`slurmlab sandbox up --profile NAME`)
+    old = set_runner(Runner())
+    try:
+        text = sandbox_ip.run_line_magic(
+            "slurm", f"sandbox up --profile {slurm_sandbox.profile_name} --dir {slurm_sandbox.directory}")
+        assert f"sandbox {slurm_sandbox.profile_name} reused" in text
+        assert get_runner().slurm_conf == str(slurm_sandbox.conf_path)
+    finally:
+        set_runner(old)
+    with pytest.raises(UsageError, match="two profiles"):
+        sandbox_ip.run_line_magic("slurm", "sandbox up seed --profile dgx-h100")
