@@ -279,3 +279,11 @@ def test_a_refused_munge_credential_gets_the_hint_of_its_cause(short_dir: Path) 
     with pytest.raises(MungeError) as info2:
         r.run([sys.executable, "-c", f"import sys; sys.stderr.write({gone!r}); sys.exit(1)"])
     assert "sandbox restart" in str(info2.value.hint)
+
+
+def test_a_step_larger_than_its_allocation_gets_a_next_step() -> None:
+    # Slurm's words for `srun --jobid=J -n4` in a 2-task allocation
+    err = classify_failure(["srun"], 1, "srun: error: Unable to create step for job 5: More processors requested "
+                                        "than permitted")
+    assert "More processors requested than permitted" in str(err)
+    assert err.hint and "fewer tasks" in err.hint and "%salloc" in err.hint
