@@ -61,7 +61,7 @@ def cancel(alloc: Allocation) -> None:
 # ---- the guardian: cancels what is registered if this process dies without releasing ---------
 def guard(alloc: Allocation, salloc_pid: int | None = None) -> None:
     """Register (or update) ``alloc`` with the guardian, unless it is kept at exit or not this process's."""
-    if not alloc.release_at_exit or os.getpid() != alloc._owner_pid:
+    if not alloc.release_at_exit or os.getpid() != alloc._owner_pid or not alloc.runner.guarded:
         return
     try:
         get_guardian().guard(alloc._guard_key, alloc.runner, job_id=alloc.job_id, name=alloc.name,
@@ -72,7 +72,7 @@ def guard(alloc: Allocation, salloc_pid: int | None = None) -> None:
 
 def unguard(alloc: Allocation) -> None:
     """Take ``alloc`` off the guardian's list (released, or kept on purpose)."""
-    if os.getpid() != alloc._owner_pid:
+    if os.getpid() != alloc._owner_pid or not alloc.runner.guarded:
         return
     try:
         get_guardian().drop(alloc._guard_key)

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from slurmlab.core.jsontypes import JSONObject
 from slurmlab.errors import MungeError, SlurmError, SlurmNotConfiguredError, SlurmTimeoutError
@@ -90,6 +91,9 @@ class Runner:
     timeout: float = DEFAULT_TIMEOUT
     env: Mapping[str, str] = field(default_factory=dict)
     munge_probe_after: float = MUNGE_PROBE_AFTER
+    # whether allocations made through this runner get the per-kernel guardian (a replaying runner, which has
+    # no cluster to cancel on, says no)
+    guarded: ClassVar[bool] = True
     calls: int = field(default=0, init=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 

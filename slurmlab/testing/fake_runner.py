@@ -80,10 +80,12 @@ __all__ = [
 class FakeRunner(Runner):
     """A :class:`~slurmlab.slurm.runner.Runner` that answers from recorded Slurm output (module docstring).
 
-    Its ``slurm_conf`` is a path that never exists and is unique to this runner, so the version cache,
-    the shared poller and the guardian keep it apart from any real cluster, and a command that escaped
-    to a real Slurm would fail.
+    Its ``slurm_conf`` is a path that never exists and is unique to this runner, so the version cache and
+    the shared poller keep it apart from any real cluster, and a command that escaped to a real Slurm would
+    fail. Allocations made through it start no guardian process.
     """
+
+    guarded = False  # no guardian process: there is no cluster it could cancel a recorded job on
 
     def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None,
                  cluster: str | None = None) -> None:

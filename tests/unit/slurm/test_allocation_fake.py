@@ -143,3 +143,21 @@ def test_a_step_streams_what_srun_printed(fake: FakeRunner, poller: JobPoller) -
     assert result.returncode == 0 and seen == [("stdout", "vm")]
     assert fake.called(["srun", ...]) == [["srun", f"--jobid={JOB}", "--overlap", "hostname"]]
     alloc.forget()
+
+
+def test_a_replayed_allocation_starts_no_guardian(fake: FakeRunner, poller: JobPoller,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # a guardian process would outlive the test and try to cancel a recorded job on no cluster
+    from slurmlab.slurm import allocation_release
+
+    def no_guardian() -> None:
+        raise AssertionError("a FakeRunner allocation must not start the guardian")
+
+    monkeypatch.setattr(allocation_release, "get_guardian", no_guardian)
+    cluster(fake)
+    job_in(fake, "running")
+    fake.on(SALLOC, reply=granted_salloc())
+    alloc = Allocation.submit(["--gpus=2", "-t", "10"], runner=fake, poller=poller, name=NAME)  # released at exit
+    alloc.wait(timeout=5)
+    alloc.cancel()
+    assert ["scancel", JOB] in fake.history
