@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from slurmlab.core.jsontypes import JSONObject
+from slurmlab.core.slurm.hostlist import split_top
 from slurmlab.core.slurm.ranges import parse_index_list, render_index_list
 from slurmlab.errors import ParseError
 
@@ -125,23 +126,7 @@ class GresItem:
 
 
 def _split_top(text: str) -> list[str]:
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    for i, ch in enumerate(text):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                raise ParseError("GRES list", text, hint="a ')' has no matching '('")
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    if depth != 0:
-        raise ParseError("GRES list", text, hint="a '(' is never closed")
-    parts.append(text[start:])
-    return parts
+    return split_top(text, "GRES list", "()", nest=True)
 
 
 def _index_list(text: str, what: str) -> tuple[int, ...]:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from slurmlab.errors import ParseError
 
-__all__ = ["MAX_NAMES", "compress", "count", "expand"]
+__all__ = ["MAX_NAMES", "compress", "count", "expand", "split_top"]
 
 _EMPTY = {"", "(null)", "N/A", "None", "(none)"}
 # ASCII digits only, and few enough that int() never meets Python's 4300-digit limit
@@ -33,26 +33,33 @@ _TAIL_NUMBER = re.compile(r"^(.*?)([0-9]+)(\D*)$")
 MAX_NAMES = 200_000
 
 
-def _split_top(expr: str) -> list[str]:
+def split_top(text: str, what: str, brackets: str = "[]", *, nest: bool = False) -> list[str]:
+    """``text`` split at the commas outside ``brackets`` (a ParseError naming ``what`` for unbalanced ones, and
+    for nested ones unless ``nest``): hostlists (``n[1,3],m``) and GRES lists (``gpu:a:1(IDX:0,2),shard``)."""
+    opening, closing = brackets[0], brackets[1]
     parts: list[str] = []
     depth = 0
     start = 0
-    for i, ch in enumerate(expr):
-        if ch == "[":
+    for i, ch in enumerate(text):
+        if ch == opening:
             depth += 1
-            if depth > 1:
-                raise ParseError("hostlist", expr, hint="brackets cannot nest")
-        elif ch == "]":
+            if depth > 1 and not nest:
+                raise ParseError(what, text, hint="brackets cannot nest")
+        elif ch == closing:
             depth -= 1
             if depth < 0:
-                raise ParseError("hostlist", expr, hint="a ']' has no matching '['")
+                raise ParseError(what, text, hint=f"a '{closing}' has no matching '{opening}'")
         elif ch == "," and depth == 0:
-            parts.append(expr[start:i])
+            parts.append(text[start:i])
             start = i + 1
     if depth != 0:
-        raise ParseError("hostlist", expr, hint="a '[' is never closed")
-    parts.append(expr[start:])
+        raise ParseError(what, text, hint=f"a '{opening}' is never closed")
+    parts.append(text[start:])
     return parts
+
+
+def _split_top(expr: str) -> list[str]:
+    return split_top(expr, "hostlist")
 
 
 def _ranges(body: str, expr: str) -> list[tuple[int, int, int]]:
