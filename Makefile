@@ -1,18 +1,21 @@
 # The two commands of the README: `make demo` and `make test`. Both set the machine up first.
+# Then `make lab`: a sandbox and JupyterLab on the workshop notebooks, until Ctrl-C.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup system venv lab lint typecheck test test-fast demo clean help slurm-root test-slurm
+.PHONY: setup system venv labextension lab lint typecheck test test-fast demo clean help slurm-root test-slurm
 
 help:
 	@echo "make demo   set up this machine, start the Slurm sandbox and run the main job"
 	@echo "make test   set up this machine, lint, type-check and run every test"
+	@echo "make lab    set up, start the sandbox and JupyterLab on the workshop notebooks; Ctrl-C stops both"
+	@echo "            (SLURMLAB_PROFILE=h200-mig, SLURMLAB_LAB_IP=0.0.0.0, SLURMLAB_LAB_PORT=8899 change it)"
 	@echo "make test-slurm SLURM=24.11|26.05   the sandbox tests, notebooks and demo on another Slurm (root)"
 
-setup: system venv lab
+setup: system venv labextension
 
 # Debian packages (Slurm, munge, chromium ...): idempotent, quick when present.
 system:
@@ -25,7 +28,7 @@ $(VENV)/.stamp: pyproject.toml scripts/setup-venv.sh
 	@touch $@
 
 # The JupyterLab extension, built with the machine's node/npm (skipped where there is none).
-lab: venv
+labextension: venv
 	@bash scripts/build-labextension.sh $(PY)
 
 lint: venv
@@ -43,6 +46,11 @@ test-fast: venv
 
 demo: setup
 	$(PY) -m slurmlab.demo
+
+# A sandbox and JupyterLab (127.0.0.1 unless SLURMLAB_LAB_IP says otherwise) on a working copy of the notebooks
+# (build/lab); prints the URL with its token; Ctrl-C stops JupyterLab, its kernels and the sandbox.
+lab: setup
+	@$(PY) scripts/lab.py $(LAB_ARGS)
 
 # The Slurm version matrix: a Debian root per Slurm version (scripts/slurm-root.sh, cached in
 # ${SLURMLAB_ROOTS:-~/.cache/slurmlab/roots}), entered with chroot (scripts/in-slurm-root.sh). Needs root.

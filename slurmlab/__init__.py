@@ -28,6 +28,14 @@ from slurmlab.errors import (
 
 __version__ = "0.1.0"
 
+# In IPython (a notebook kernel has it loaded before any cell runs) the hardware models draw themselves: viz
+# registers their drawers with core, bokeh loading with the first figure. Elsewhere, on an allocation's nodes
+# above all, `import slurmlab` loads none of it.
+import sys as _sys
+
+if "IPython" in _sys.modules:
+    from slurmlab.viz import notebook as _viz_notebook  # noqa: F401
+
 # The library's front door, loaded on first use so that `import slurmlab` stays light.
 _LAZY = {
     "Allocation": "slurmlab.slurm.allocation",
@@ -46,6 +54,8 @@ _LAZY = {
     "mig_from_profile": "slurmlab.slurm.hardware_files",
     "NodeTopology": "slurmlab.core.gpu.node_models",
     "NodeMig": "slurmlab.core.gpu.node_models",
+    "JobTopology": "slurmlab.core.gpu.job_hardware",
+    "JobMig": "slurmlab.core.gpu.job_hardware",
     "BindingTable": "slurmlab.core.gpu.binding",
 }
 
@@ -83,7 +93,9 @@ __all__ = [
     "BindingTable",
     "ControllerDownError",
     "ExperimentError",
+    "JobMig",
     "JobNotFoundError",
+    "JobTopology",
     "KernelCompileError",
     "MissingExtraError",
     "MungeError",

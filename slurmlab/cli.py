@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "mig": "slurmlab.commands.topo",
     "timeslice": "slurmlab.commands.experiments",
     "isolation": "slurmlab.commands.experiments",
+    "notebooks": "slurmlab.commands.notebooks",
 }
 
 

@@ -91,14 +91,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-# what a new user runs after the demo: the same sandbox, by hand and in JupyterLab
+# what a new user runs after the demo: the same sandbox in JupyterLab, or by hand
 NEXT_STEPS = """
 next:
+  make lab                                           the sandbox and JupyterLab on the workshop notebooks, in
+                                                     one command; it prints the URL; Ctrl-C stops both
   .venv/bin/slurmlab sandbox up                      start the sandbox again and leave it running
   eval "$(.venv/bin/slurmlab sandbox env)"; sinfo    use it from this shell with Slurm's own commands
-  .venv/bin/jupyter lab notebooks/                   the workshop notebooks; in one, `%load_ext slurmlab`
+  .venv/bin/jupyter lab notebooks/                   the workshop notebooks by hand; in one, `%load_ext slurmlab`
                                                      then `%slurm sandbox up` and `%salloc --gpus=2 -t 10`
-  .venv/bin/slurmlab sandbox down                    stop it; nothing is left running"""
+  .venv/bin/slurmlab sandbox down                    stop it; nothing is left running
+  .venv/bin/slurmlab notebooks DIR                   copy the workshop notebooks into a folder of your own"""
 
 
 if __name__ == "__main__":

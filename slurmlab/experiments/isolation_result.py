@@ -19,6 +19,7 @@ __all__ = [
     "INFO",
     "ISOLATED",
     "MIG",
+    "NOT_ISOLATED",
     "NO_GPUS",
     "PASS",
     "SHARED",
@@ -31,8 +32,8 @@ __all__ = [
 
 PASS, FAIL, SKIP, INFO = "PASS", "FAIL", "SKIP", "INFO"
 EXCLUSIVE, SHARED, MIG = "exclusive", "shared", "mig"
-# the verdict over the tasks' GPUs
-ISOLATED, NO_GPUS = "isolated", "no GPUs"
+# the verdict over the tasks' GPUs; "not isolated": distinct GPUs, but a check FAILed
+ISOLATED, NO_GPUS, NOT_ISOLATED = "isolated", "no GPUs", "not isolated"
 
 
 @dataclass(frozen=True)
@@ -119,20 +120,28 @@ class IsolationReport:
 
 @dataclass
 class VerifyReport(IsolationReport):
-    """The checks, plus ``verdict`` (isolated / shared / no GPUs) and where identities came from."""
+    """The checks, plus ``verdict`` (isolated / not isolated / shared / no GPUs, derived from the checks), where
+    identities came from, and ``notes``: what the place the step ran cannot show (a sandbox's limits)."""
 
     verdict: str = NO_GPUS
     identity_source: str = "hardware"
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         head = (
             f"verdict: {self.verdict} (GPU identity from "
             f"{'the GPUs themselves' if self.identity_source == 'hardware' else 'Slurm: no GPU hardware seen'})"
         )
-        return head + "\n" + super().summary()
+        if self.verdict == NOT_ISOLATED:
+            head += f"; failed: {', '.join(c.id for c in self.failed)}"
+        return "\n".join([head, *(f"note: {n}" for n in self.notes), super().summary()])
 
     def _repr_html_(self) -> str:
+        failed = f"; failed: {', '.join(c.id for c in self.failed)}" if self.verdict == NOT_ISOLATED else ""
+        notes = "".join(f"<p class='slurmlab-sandbox-note'>{html.escape(n)}</p>" for n in self.notes)
         return (
-            f"<p><b>verdict: {self.verdict}</b> (identity: {self.identity_source})</p>"
+            f"<p class='slurmlab-verdict'><b>verdict: {html.escape(self.verdict)}</b>"
+            f" (identity: {self.identity_source}){html.escape(failed)}</p>"
+            + notes
             + super()._repr_html_()
         )

@@ -23,6 +23,7 @@ from slurmlab.experiments.isolation_result import (
     ISOLATED,
     MIG,
     NO_GPUS,
+    NOT_ISOLATED,
     PASS,
     SHARED,
     SKIP,
@@ -34,6 +35,7 @@ from slurmlab.experiments.timeslice_result import TimesliceResult
 __all__ = [
     "grant_from_job",
     "gpu_verdict",
+    "verdict_of",
     "i10_of_timeslice",
     "shard_gpus_of",
     "slurm_i7",
@@ -252,6 +254,15 @@ def i10_of_timeslice(
     result = check_i10(with_slurm_view(workers, shard_gpus), grant, ts)
     note = f"judged on Slurm's GPU names and the {ts.backend} runs of the workers (no GPU hardware)"
     return replace(result, reason=f"{result.reason}; {note}" if result.reason else note)
+
+
+def verdict_of(devs: Sequence[Sequence[Mapping[str, Any]]], checks: Sequence[CheckResult]) -> str:
+    """The verdict the checks support: distinct GPUs are "isolated" only while no check FAILs (a FAIL next to
+    "isolated" would contradict the evidence shown with it)."""
+    verdict = gpu_verdict(devs)
+    if verdict == ISOLATED and any(c.status == FAIL for c in checks):
+        return NOT_ISOLATED
+    return verdict
 
 
 def gpu_verdict(devs: Sequence[Sequence[Mapping[str, Any]]]) -> str:

@@ -13,6 +13,12 @@ SKIP, and I1–I3 and I10 are judged on Slurm's own view instead, said so in eac
 identity is ``slurm:<node>:gpu<global index>`` (the index from ``SLURM_STEP_GPUS``), the only
 identity Slurm has for it.
 
+The verdict is derived from the checks: distinct GPUs read "isolated" only while no check FAILs
+("not isolated" otherwise, naming the failed checks). A step that ran in a slurmlab sandbox (its
+tasks have ``SLURMLAB_SANDBOX``) gets the sandbox's limits as notes next to the verdict
+(:mod:`slurmlab.core.gpu.sandbox_limits`), and I2 does not fail a MIG slice for lacking a MIG- name
+there (no MIG hardware can give one): it says so instead.
+
 I7 on Slurm's view compares Slurm's abstract ``CPU_IDs`` of the job on each node (``scontrol show
 job -d``) with the gres.conf ``Cores=`` of the GPUs the job holds there: both are in Slurm's
 numbering, so they are comparable on any host. The real CPU mask of each task is recorded as
@@ -25,30 +31,31 @@ added to its evidence.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from slurmlab.core.gpu.sandbox_limits import SANDBOX_ENV, sandbox_notes
 from slurmlab.core.request.step_request import step_args_for
 from slurmlab.errors import ExperimentError
 from slurmlab.experiments import task_reports
 from slurmlab.experiments.gres_conf import with_gres_cores
 from slurmlab.experiments.isolation import check_i1, check_i2, check_i3, run_checks
-from slurmlab.experiments.isolation_result import SKIP, Grant, IsolationReport, VerifyReport
+from slurmlab.experiments.isolation_result import MIG, SKIP, Grant, IsolationReport, VerifyReport
 from slurmlab.experiments.plan import TimeslicePlan
 from slurmlab.experiments.protocols import ExperimentAllocation
 from slurmlab.experiments.slurm_view import (
-    gpu_verdict,
     grant_from_job,
     i10_of_timeslice,
     shard_gpus_of,
     slurm_i7,
+    verdict_of,
     with_slurm_view,
 )
 from slurmlab.experiments.timeslice import run as run_timeslice
 from slurmlab.experiments.timeslice_result import TimesliceResult
 
-__all__ = ["TASK_MODULE", "read_task_reports", "verify"]
+__all__ = ["TASK_MODULE", "in_sandbox", "read_task_reports", "verify"]
 
 # what every task of the verify step runs: python -m TASK_MODULE
 TASK_MODULE = "slurmlab.experiments.node.verify_task"
@@ -122,9 +129,15 @@ def verify(
     else:
         ts = timeslice or None
 
-    checks, devs, source = _judge(job, reports, grant, ts)
+    sandbox = in_sandbox(reports)
+    checks, devs, source = _judge(job, reports, grant, ts, sandbox=sandbox)
     out = VerifyReport(
-        checks.checks, grant, dict(checks.meta), verdict=gpu_verdict(devs), identity_source=source
+        checks.checks,
+        grant,
+        dict(checks.meta),
+        verdict=verdict_of(devs, checks.checks),
+        identity_source=source,
+        notes=list(sandbox_notes(mig=grant.sharing == MIG)) if sandbox else [],
     )
     out.meta.update(
         {
@@ -179,17 +192,24 @@ def _run_step(
 # -- checks: the hardware judgement, with Slurm's view where no GPU hardware answers ----------------
 
 
+def in_sandbox(reports: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the step ran in a slurmlab sandbox (its TaskProlog sets SLURMLAB_SANDBOX in every task)."""
+    return any((r.get("slurm_env") or {}).get(SANDBOX_ENV) for r in reports)
+
+
 def _judge(
-    job: Any, reports: list[dict[str, Any]], grant: Grant, ts: TimesliceResult | None
+    job: Any, reports: list[dict[str, Any]], grant: Grant, ts: TimesliceResult | None, *, sandbox: bool = False
 ) -> tuple[IsolationReport, list[list[Any]], str]:
     """(the checks I1–I10, the devices each task saw, where their identity came from)."""
     checks = run_checks(reports, grant, ts)
+    if sandbox:
+        checks.checks = [check_i2(reports, grant, sandbox=True) if c.id == "I2" else c for c in checks.checks]
     hardware = any((r.get("identity") or {}).get("devices") for r in reports)
     if hardware:
         devs = [list((r.get("identity") or {}).get("devices") or []) for r in reports]
         source = "hardware"
     else:
-        devs = _on_slurm_view(checks, job, reports, grant)
+        devs = _on_slurm_view(checks, job, reports, grant, sandbox=sandbox)
         source = "slurm"
     if ts is not None:
         i10 = i10_of_timeslice(ts, grant, shard_gpus_of(job))
@@ -205,14 +225,18 @@ def _judge(
 
 
 def _on_slurm_view(
-    checks: IsolationReport, job: Any, reports: list[dict[str, Any]], grant: Grant
+    checks: IsolationReport, job: Any, reports: list[dict[str, Any]], grant: Grant, *, sandbox: bool = False
 ) -> list[list[Any]]:
     """I1–I3 judged again on Slurm's view (in place, said so in each reason); returns each task's devices."""
     seen = with_slurm_view(reports, shard_gpus_of(job))
     devs = [list(r["identity"]["devices"]) for r in seen]
     note = "judged on Slurm's view (no GPU hardware: identity = node + SLURM_STEP_GPUS index)"
     if any(devs):
-        replaced = {"I1": check_i1(seen, grant), "I2": check_i2(seen, grant), "I3": check_i3(seen, grant)}
+        replaced = {
+            "I1": check_i1(seen, grant),
+            "I2": check_i2(seen, grant, sandbox=sandbox),
+            "I3": check_i3(seen, grant),
+        }
         for i, c in enumerate(checks.checks):
             if c.id in replaced:
                 new = replaced[c.id]

@@ -1,7 +1,9 @@
 """IPython magics: ``%salloc``, ``%srun``/``%%srun``, ``%squeue``, ``%sinfo``, ``%scancel``, ``%slurm``,
 ``%gpu_timeslice``, ``%gpu_isolation``.
 
-Load with ``%load_ext slurmlab`` (or ``%load_ext slurmlab.magics``). Nothing registers at import.
+Load with ``%load_ext slurmlab`` (or ``%load_ext slurmlab.magics``). Nothing registers at import. Loading
+also makes slurmlab's expected errors, from magics and plain calls alike (``a.mig()``), show as one line with
+the fix instead of a traceback (:mod:`slurmlab.magics.error_display`; ``%slurm debug on`` for the full one).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ _MAGIC_NAMES = {
 
 
 def load_ipython_extension(ip: Any) -> None:
+    from slurmlab.magics import error_display
     from slurmlab.magics.allocate import AllocateMagics
     from slurmlab.magics.experiments import ExperimentMagics
     from slurmlab.magics.status import StatusMagics
@@ -24,12 +27,16 @@ def load_ipython_extension(ip: Any) -> None:
 
     for cls in (AllocateMagics, StepMagics, StatusMagics, ExperimentMagics):
         ip.register_magics(cls)
+    error_display.install(ip)  # slurmlab's expected errors: one line with the fix, not a traceback
     hooks, hook = _display_hooks()
     if hook not in hooks:
         hooks.append(hook)  # an Allocation now displays as its live panel
 
 
 def unload_ipython_extension(ip: Any) -> None:
+    from slurmlab.magics import error_display
+
+    error_display.uninstall(ip)
     hooks, hook = _display_hooks()
     while hook in hooks:
         hooks.remove(hook)

@@ -19,11 +19,20 @@ from slurmlab.magics.args import (
     raw_line,
     split_line,
 )
+from slurmlab.magics.rerun import Origin, current_origin, find_rerun, rerun_warning
+from slurmlab.magics.salloc_checks import (
+    asks_for_gpu,
+    no_gpu_message,
+    partition_for,
+    time_limit_note,
+    unlimited,
+)
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
-from slurmlab.magics.steps import attach_job, stop_following
+from slurmlab.magics.steps import attach_as_default, no_allocation_message
 
 if TYPE_CHECKING:
     from slurmlab.core.request.request import GpuRequest
+    from slurmlab.slurm.allocation import Allocation
     from slurmlab.slurm.runner import Runner
 
 __all__ = ["AllocateMagics", "DryRun", "prepare_request"]
@@ -82,6 +91,26 @@ def prepare_request(tokens: list[str], runner: Runner | None = None, *,
     return req, req.checked.note() if req.checked is not None else ""
 
 
+def _time_note(req: GpuRequest) -> str | None:
+    """The one line about a request without a time limit; the partition's limits when the cluster says them."""
+    from slurmlab.errors import SlurmlabError
+    from slurmlab.slurm import queries
+
+    if not unlimited(req):
+        return None
+    if req.checked is None or not req.checked.against_cluster:  # a dry run that could not ask: do not wait twice
+        return time_limit_note(req, None)
+    try:
+        partitions = list(queries.list_partitions())
+        default = None
+        if not req.partition and not any(p.default for p in partitions):
+            default = queries.default_partition()
+        partition = partition_for(req, partitions, default)
+    except SlurmlabError:  # the note then says the limit is not known here; the submit says what failed
+        partition = None
+    return time_limit_note(req, partition)
+
+
 @magics_class
 class AllocateMagics(Magics):
     @magic_arguments()
@@ -91,6 +120,12 @@ class AllocateMagics(Magics):
               help="show a request form (only what the cluster offers, checked as you type) instead")
     @argument("--attach", metavar="JOBID",
               help="follow an existing allocation (e.g. one a previous kernel left) instead of submitting")
+    @argument("--replace", action="store_true",
+              help="re-running a cell whose allocation still lives: cancel that one and submit this request")
+    @argument("--new", action="store_true",
+              help="re-running a cell whose allocation still lives: submit another and keep both")
+    @argument("--no-gpu", action="store_true",
+              help="a CPU-only job is meant (without it, a request with no GPU is refused)")
     @raw_line
     @line_magic
     def salloc(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
@@ -98,8 +133,13 @@ class AllocateMagics(Magics):
 
         Validates the request against the cluster (a mistake comes back with its fix), submits
         ``salloc --no-shell`` in the background and returns the Allocation at once; displayed, it is a
-        live panel (state, why it waits, nodes and GPU indices, time left, Cancel). The latest
+        live panel (state, why it waits, nodes and GPU indices, time left, Cancel). The newest live
         allocation is where %srun runs. It is released when the kernel shuts down.
+
+        Re-running a cell whose allocation is still pending or running submits nothing: it says so and
+        returns that allocation (``--replace`` cancels it and submits; ``--new`` keeps both). A request for
+        no GPU is refused unless ``--no-gpu`` says a CPU-only job is meant; one without ``-t`` says which
+        limit it will get.
 
         Examples: ``%salloc --gpus=2 -t 30``, ``%salloc -N2 --gpus-per-node=h100:4 --gpu-bind=closest``,
         ``%salloc --gres=shard:2``, ``%salloc --dry-run --gres=gpu:1g.18gb:1``.
@@ -111,6 +151,8 @@ class AllocateMagics(Magics):
         ns, rest, command = split_line(self, "salloc", line)
         if command:
             raise UsageError("%salloc takes no command after --: run commands with %srun")
+        if ns.replace and ns.new:
+            raise UsageError("--replace cancels the cell's earlier allocation and --new keeps it: give one")
         session = get_session()
         if ns.form:
             if rest:
@@ -122,36 +164,64 @@ class AllocateMagics(Magics):
         if ns.attach is not None:
             if rest:
                 raise UsageError("--attach takes only a job id; it cannot be combined with salloc options")
-            jid = job_id_option(ns.attach, "--attach")
-            alloc = attach_job(jid, "attach to")
-            if alloc.state == "GONE" or alloc.ended:
-                stop_following(alloc)
-                raise UsageError(f"cannot attach to job {jid}: it is "
-                                 f"{'unknown to Slurm' if alloc.state == 'GONE' else 'over (' + alloc.state + ')'}; "
-                                 "see your jobs with %squeue")
-            session.remember(alloc)
-            return alloc
+            return attach_as_default(job_id_option(ns.attach, "--attach"))
         with user_errors("cannot submit this request"):
             req, note = prepare_request(rest, need_cluster=not ns.dry_run)
+        if ns.no_gpu and asks_for_gpu(req):
+            raise UsageError("--no-gpu says a CPU-only job is meant, but the request asks for GPUs: drop one of them")
+        no_gpu = None if ns.no_gpu or asks_for_gpu(req) else no_gpu_message(req)
         if ns.dry_run:
             from slurmlab.core.request.explain import explain
             from slurmlab.slurm.allocation import salloc_argv
 
-            return DryRun(tuple(salloc_argv(req)), explain(req), tuple(req.warnings), note)
+            extra = tuple(w.removeprefix("note: ") for w in (no_gpu, _time_note(req)) if w)
+            return DryRun(tuple(salloc_argv(req)), explain(req), tuple(req.warnings) + extra, note)
+        if no_gpu is not None:
+            raise UsageError(no_gpu)
+        origin = current_origin(self.shell, req.to_argv(), typed=" ".join(rest))
+        if not ns.new:
+            earlier = self._rerun(origin, replace=ns.replace)
+            if earlier is not None:
+                return earlier
         for w in req.warnings:
             print(f"warning: {w}", file=sys.stderr)
+        time_note = _time_note(req)
+        if time_note:
+            print(time_note, file=sys.stderr)
         with user_errors("salloc failed"):
             alloc = Allocation.submit(req)  # checked against the cluster above: not checked twice
-        session.remember(alloc)
+        session.remember(alloc, origin)
         return alloc
+
+    def _rerun(self, origin: Origin, *, replace: bool) -> Allocation | None:
+        """The earlier allocation of this cell to return instead of submitting (after saying so), or None.
+
+        With ``replace`` the earlier one is cancelled and None returned, so that the request is submitted."""
+        session = get_session()
+        made = [(a, session.origins[id(a)]) for a in reversed(session.live()) if id(a) in session.origins]
+        earlier = find_rerun(origin, made)
+        if earlier is None:
+            return None
+        was = session.origins[id(earlier)]
+        if replace:
+            with user_errors(f"cannot cancel allocation {earlier.job_id}"):
+                earlier.cancel()
+            print(f"cancelled this cell's allocation {earlier.job_id} (--replace); submitting the new request",
+                  file=sys.stderr)
+            return None
+        print(rerun_warning(earlier, origin, was), file=sys.stderr, flush=True)
+        # this execution has claimed it: a second %salloc line of the same cell run is a request of its own
+        session.origins[id(earlier)] = dataclasses.replace(was, execution=origin.execution)
+        session.remember(earlier)
+        return earlier
 
     @magic_arguments()
     @argument("job_ids", nargs="*", metavar="JOBID",
-              help="jobs to cancel (default: this notebook's latest allocation)")
+              help="jobs to cancel (default: this notebook's newest live allocation)")
     @raw_line
     @line_magic
     def scancel(self, line: str, local_ns: dict[str, Any] | None = None) -> None:
-        """Cancel jobs: ``%scancel`` (the latest allocation) or ``%scancel 12 13``."""
+        """Cancel jobs: ``%scancel`` (the newest live allocation) or ``%scancel 12 13``."""
         from slurmlab.slurm import queries
         from slurmlab.slurm.allocation import ENDED_STATES
         from slurmlab.slurm.runner import get_runner
@@ -164,11 +234,12 @@ class AllocateMagics(Magics):
         if bad:
             shown = ", ".join(b if len(b) <= 40 else b[:40] + "…" for b in bad[:5])
             raise UsageError(f"not a job id: {shown} (give numbers like 42 or 42_3, or nothing "
-                             "for the latest allocation)")
+                             "for the newest live allocation)")
         ids = list(dict.fromkeys(ids))  # the same id twice would be cancelled, then reported unknown
         if not ids:
             if session.default is None:
-                raise UsageError("no allocation to cancel: give a job id, e.g. %scancel 42")
+                raise UsageError(no_allocation_message("no live allocation to cancel in this notebook",
+                                                       "give a job id, e.g. %scancel 42"))
             if session.default.job_id is None:  # salloc has not heard back: withdraw the request
                 with user_errors("cannot withdraw the request"):
                     session.default.cancel()

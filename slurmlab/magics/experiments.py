@@ -1,6 +1,6 @@
 """``%gpu_timeslice`` and ``%gpu_isolation``: the experiments of DESIGN §5 in the notebook's allocation.
 
-Both run in ``--jobid`` or the notebook's latest ``%salloc`` allocation and return an object that
+Both run in ``--jobid`` or the notebook's newest live ``%salloc`` allocation and return an object that
 displays itself (a TimesliceResult with its measured table, a VerifyReport with its checks); the
 Gantt chart of a TimesliceResult is ``slurmlab.viz.gantt.gantt_figure(result)``.
 ``%gpu_timeslice`` with no allocation at all runs its workers as local processes (a laptop).
@@ -8,7 +8,9 @@ Gantt chart of a TimesliceResult is ``slurmlab.viz.gantt.gantt_figure(result)``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -23,8 +25,9 @@ from slurmlab.magics.args import (
     raw_line,
     split_line,
 )
+from slurmlab.magics.error_display import StepInterrupted
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
-from slurmlab.magics.steps import resolve_allocation
+from slurmlab.magics.steps import ended_message, no_allocation_message, resolve_allocation, wait_until_started
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
@@ -39,13 +42,23 @@ MAX_TASKS = 1024
 
 def _running(alloc: Allocation) -> Allocation:
     # typed: mypy checks here that an Allocation is what the experiments' protocols ask for
-    if alloc.state in ("SUBMITTING", "PENDING", "CONFIGURING"):
-        print(f"waiting for allocation {alloc.job_id} to start ({alloc.state})…", file=sys.stderr, flush=True)
-        with user_errors(f"allocation {alloc.job_id} did not start"):
-            alloc.wait("RUNNING")
+    wait_until_started(alloc)
     if alloc.state != "RUNNING":
-        raise UsageError(f"allocation {alloc.job_id} is {alloc.state}: make a new one with %salloc")
+        if alloc.ended:
+            raise UsageError(ended_message(alloc))
+        raise UsageError(no_allocation_message(f"allocation {alloc.job_id} is {alloc.state}, not running",
+                                               "wait for it, or make a new one with %salloc --gpus=1 -t 30"))
     return alloc
+
+
+@contextlib.contextmanager
+def _interrupted(what: str, alloc: Allocation | None) -> Iterator[None]:
+    """Ctrl-C during an experiment: one line saying what ended and that the allocation lives on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        where = f"; allocation {alloc.job_id} is still {alloc.state.lower()}" if alloc is not None else ""
+        raise StepInterrupted(f"interrupted: {what} ended{where}") from None
 
 
 def _no_extra(name: str, rest: list[str], command: list[str]) -> None:
@@ -72,7 +85,7 @@ class ExperimentMagics(Magics):
     )
     @argument("--device", type=int, default=0, help="cupy backend: the GPU ordinal the workers share")
     @argument("--nice", type=int, default=None, help="workers' niceness (negative needs privilege)")
-    @argument("--jobid", metavar="ID", help="run in this job (default: the latest %%salloc allocation)")
+    @argument("--jobid", metavar="ID", help="run in this job (default: the newest live %%salloc allocation)")
     @argument("--local", action="store_true", help="run local processes even when there is an allocation")
     @raw_line
     @line_magic
@@ -99,7 +112,8 @@ class ExperimentMagics(Magics):
         if cores is not None and cores.isascii() and cores.isdigit() and len(cores) <= 4:
             cores = int(cores)
         alloc: Allocation | None = None
-        if not ns.local and (ns.jobid is not None or get_session().default is not None):
+        # once this notebook has allocated, "none live" is a mistake to name, not a reason to run locally
+        if not ns.local and (ns.jobid is not None or get_session().allocations):
             alloc = _running(resolve_allocation(ns.jobid))
         elif not ns.local:
             print(
@@ -107,12 +121,12 @@ class ExperimentMagics(Magics):
                 file=sys.stderr,
                 flush=True,
             )
-        with user_errors("the time-slicing run failed"):
+        with _interrupted("the time-slicing run", alloc), user_errors("the time-slicing run failed"):
             plan = TimeslicePlan(ns.procs, ns.duration, ns.backend, cores, device=ns.device, nice=ns.nice)
             return run(alloc, plan)
 
     @magic_arguments()
-    @argument("--jobid", metavar="ID", help="check this job (default: the latest %%salloc allocation)")
+    @argument("--jobid", metavar="ID", help="check this job (default: the newest live %%salloc allocation)")
     @argument("--tasks", "-n", type=int, default=None, help="tasks in the check step (default: the job's)")
     @argument("--backend", choices=("auto", "cpu", "cupy"), default="auto")
     @argument("--timeslice", action="store_true", help="also run a short time-slicing test (I6, I10)")
@@ -135,7 +149,7 @@ class ExperimentMagics(Magics):
             job_id_option(ns.jobid)
         check_range(ns.tasks, "--tasks", 1, MAX_TASKS)
         alloc = _running(resolve_allocation(ns.jobid))
-        with user_errors("the isolation check failed"):
+        with _interrupted("the isolation check", alloc), user_errors("the isolation check failed"):
             return verify(
                 alloc,
                 tasks=ns.tasks,

@@ -14,20 +14,21 @@ IPython's expansion of a long line with ``$`` runs for minutes.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
-from slurmlab.errors import SlurmlabError
+from slurmlab.errors import SlurmlabError, SlurmNotConfiguredError
 from slurmlab.magics.args import MAX_EXPAND_CHARS
 
 if TYPE_CHECKING:  # imported where used: %load_ext must not pull in the sandbox or start the poller
+    from slurmlab.magics.rerun import Origin
     from slurmlab.sandbox.control import Sandbox
     from slurmlab.slurm.allocation import Allocation
     from slurmlab.slurm.steps import StepResult
 
-__all__ = ["EXPANSION_HELP", "Session", "get_session", "user_errors"]
+__all__ = ["EXPANSION_HELP", "Session", "get_session", "is_live", "user_errors"]
 
 EXPANSION_HELP = (
     "$var: IPython expands $name and {expr} in the line before the magic runs (%salloc --gpus=$n). "
@@ -40,17 +41,60 @@ EXPANSION_HELP = (
 
 
 class Session:
-    """State of the magics in one kernel (one per process)."""
+    """State of the magics in one kernel (one per process).
+
+    ``default`` (where ``%srun``, ``%gpu_timeslice`` and ``%gpu_isolation`` run without ``--jobid``) is the
+    newest *live* allocation, made or attached: one that has ended never stays the default while an older one
+    still runs. ``origins`` says which cell made each allocation, so that re-running the cell is noticed.
+    """
 
     def __init__(self) -> None:
-        self.default: Allocation | None = None  # the latest allocation: where %srun runs without --jobid
-        self.allocations: list[Allocation] = []
+        self.allocations: list[Allocation] = []  # in the order they were made or last attached
+        self.origins: dict[int, Origin] = {}  # id(allocation) -> the cell and line that made it
         self.sandbox: Sandbox | None = None  # the sandbox that %slurm sandbox up started or found
         self.last_step: StepResult | None = None  # what the latest %srun gave
+        self.debug = False  # %slurm debug on: full tracebacks instead of one-line errors
 
-    def remember(self, alloc: Allocation) -> None:
-        self.default = alloc
+    def remember(self, alloc: Allocation, origin: Origin | None = None) -> None:
+        """Take ``alloc`` in as the newest allocation (so the default while it lives)."""
+        if alloc in self.allocations:
+            self.allocations.remove(alloc)
         self.allocations.append(alloc)
+        if origin is not None:
+            self.origins[id(alloc)] = origin
+
+    def live(self) -> list[Allocation]:
+        """This notebook's allocations that are pending or running, newest first."""
+        return [a for a in reversed(self.allocations) if is_live(a)]
+
+    @property
+    def default(self) -> Allocation | None:
+        live = self.live()
+        return live[0] if live else None
+
+    @default.setter
+    def default(self, alloc: Allocation | None) -> None:
+        if alloc is None:  # no default: the live ones stay in the list but none is chosen
+            self.allocations[:] = [a for a in self.allocations if not is_live(a)]
+        else:
+            self.remember(alloc)
+
+    def live_note(self, extra: Sequence[tuple[str, str]] = ()) -> str:
+        """``live: 4 (RUNNING), 7 (PENDING): run there with --jobid ID`` for this notebook's live allocations and
+        ``extra`` (id, state) pairs; "" when there is none."""
+        pairs = [(str(a.job_id), a.state) for a in self.live() if a.job_id is not None]
+        pairs += [(j, s) for j, s in extra if j not in {p[0] for p in pairs}]
+        if not pairs:
+            return ""
+        shown = ", ".join(f"{j} ({s})" for j, s in pairs[:6]) + (" …" if len(pairs) > 6 else "")
+        return f"live allocations: {shown}: use one with --jobid {pairs[0][0]}"
+
+
+def is_live(alloc: Allocation) -> bool:
+    """Pending or running (or not heard of yet): not ended, not rejected, not forgotten by Slurm."""
+    from slurmlab.slurm.allocation import ENDED_STATES
+
+    return alloc.state not in ENDED_STATES
 
 
 _session = Session()
@@ -62,10 +106,17 @@ def get_session() -> Session:
 
 @contextlib.contextmanager
 def user_errors(what: str) -> Iterator[None]:
-    """Turn slurmlab's errors into IPython's UsageError: a short message, no traceback."""
+    """Turn slurmlab's errors into IPython's UsageError: a short message, no traceback.
+
+    No Slurm at all becomes a :class:`~slurmlab.magics.error_display.NotConfiguredUsage`, which the handler
+    ``%load_ext slurmlab`` installs shows with the sandbox picker under it."""
+    from slurmlab.magics.error_display import NotConfiguredUsage
+
     try:
         yield
     except UsageError:
         raise
+    except SlurmNotConfiguredError as exc:
+        raise NotConfiguredUsage(f"{what}: {exc}") from None
     except SlurmlabError as exc:
         raise UsageError(f"{what}: {exc}") from None

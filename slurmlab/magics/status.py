@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from slurmlab.magics.args import argument, expand_line, magic_arguments, raw_line, split_line
+from slurmlab.magics.args import argument, expand_line, job_id_option, magic_arguments, raw_line, split_line
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
+from slurmlab.magics.steps import attach_as_default
+from slurmlab.slurm.failures import NOT_CONFIGURED_HINT
 from slurmlab.widgets.rows import JOB_COLUMNS, NODE_COLUMNS, Table, job_row, node_row
 
-__all__ = ["NotedTable", "StatusMagics", "problems_note", "slurm_status"]
+if TYPE_CHECKING:
+    from slurmlab.slurm.allocation_leftovers import Leftovers
+
+__all__ = ["NotedTable", "StatusMagics", "StatusText", "problems_note", "slurm_status", "status_report"]
 
 
 def _check_user(user: str) -> None:
@@ -31,6 +36,12 @@ def _check_user(user: str) -> None:
 
 def slurm_status() -> str:
     """Which Slurm this kernel uses, whether it answers, and the notebook's allocations."""
+    return str(status_report(leftovers=False))
+
+
+def status_report(*, leftovers: bool = True) -> StatusText:
+    """What ``%slurm`` shows: :func:`slurm_status`, then (with ``leftovers``) the jobs earlier kernels of this
+    notebook left, with Attach/Cancel buttons under the text where ipywidgets is installed."""
     from slurmlab.slurm import queries
     from slurmlab.slurm.runner import get_runner
 
@@ -42,17 +53,59 @@ def slurm_status() -> str:
         lines.append(f"sandbox: {session.sandbox.profile_name} ({len(session.sandbox.nodes)} nodes) "
                      f"in {session.sandbox.directory}")
     answer = queries.ping(runner)
+    no_slurm = False
     if answer.get("ok"):
         lines.append(f"controller: answering (Slurm {answer.get('version')})")
     else:
         lines.append(f"controller: NOT answering — {answer.get('message')}")
+        no_slurm = _not_configured(runner, str(answer.get("message") or ""))
+        if no_slurm and NOT_CONFIGURED_HINT not in lines[-1]:
+            lines.append(NOT_CONFIGURED_HINT)
+    default = session.default
     if session.allocations:
         lines.append("allocations of this notebook:")
-        lines += [f"  {a.summary()}" + ("  (default for %srun)" if a is session.default else "")
-                  for a in session.allocations]
+        lines += [f"  {a.summary()}" + ("  (default for %srun)" if a is default else "")
+                  for a in reversed(session.allocations)]
+        if default is None:
+            lines.append("none of them is live: %salloc --gpus=1 -t 30 for a new one")
     else:
-        lines.append("no allocation yet: %salloc --gpus=1")
-    return "\n".join(lines)
+        lines.append("no allocation yet: %salloc --gpus=1 -t 30")
+    left = _leftovers(runner, lines) if leftovers and answer.get("ok") else None
+    return StatusText("\n".join(lines), leftovers=left, no_slurm=no_slurm)
+
+
+def _not_configured(runner: Any, message: str) -> bool:
+    """Whether the controller's silence is "no Slurm configured here" (then the sandbox picker is offered):
+    the runner refuses a SLURM_CONF that is not there, or Slurm said it found no configuration source."""
+    from slurmlab.errors import SlurmlabError, SlurmNotConfiguredError
+    from slurmlab.slurm import queries
+    from slurmlab.slurm.runner import classify_failure
+
+    try:
+        queries.slurm_version(runner)
+    except SlurmNotConfiguredError:
+        return True
+    except SlurmlabError:
+        pass
+    return isinstance(classify_failure([], 1, message), SlurmNotConfiguredError)
+
+
+def _leftovers(runner: Any, lines: list[str]) -> Leftovers | None:
+    """The jobs earlier kernels of this notebook left, added to ``lines``; None when there are none."""
+    from slurmlab.errors import SlurmlabError
+    from slurmlab.slurm.allocation_leftovers import find_leftovers, notebook_key
+
+    mine = [str(a.job_id) for a in get_session().allocations if a.job_id is not None]
+    try:
+        left = find_leftovers(runner, notebook=notebook_key(), exclude=mine)
+    except SlurmlabError as exc:
+        lines.append(f"could not look for jobs left by earlier kernels: {exc.message}")
+        return None
+    if not left:
+        return None
+    lines.append(f"jobs left by earlier kernels of this notebook ({len(left)}), still holding resources:")
+    lines += ["  " + row for row in left.text().splitlines()]
+    return left
 
 
 def problems_note(listing: Any, what: str) -> str:
@@ -90,10 +143,35 @@ class NotedTable(Table):
 
 
 class StatusText(str):
-    """Text that shows as-is in a notebook (not as a quoted string)."""
+    """Text that shows as-is in a notebook (not as a quoted string); with ``leftovers``, an Attach and a Cancel
+    button for each of them follow it where ipywidgets is installed."""
+
+    leftovers: Leftovers | None = None
+    no_slurm = False  # no Slurm configured here: the sandbox picker follows the text
+
+    def __new__(cls, text: str, *, leftovers: Leftovers | None = None, no_slurm: bool = False) -> StatusText:
+        obj = super().__new__(cls, text)
+        obj.leftovers = leftovers
+        obj.no_slurm = no_slurm
+        return obj
 
     def __repr__(self) -> str:
         return str(self)
+
+    def _ipython_display_(self) -> None:
+        from slurmlab.magics.error_display import show
+
+        show({"text/plain": str(self)}, raw=True)
+        if self.no_slurm:
+            from slurmlab.magics.error_display import offer_sandbox
+
+            offer_sandbox()
+        if self.leftovers:
+            from slurmlab.magics.leftover_buttons import leftover_buttons
+
+            buttons = leftover_buttons(self.leftovers)
+            if buttons is not None:
+                show(buttons)
 
 
 @magics_class
@@ -160,21 +238,26 @@ class StatusMagics(Magics):
                           note=note)
 
     @magic_arguments()
-    @argument("action", nargs="?", choices=["status", "sandbox", "use"], default="status",
-              help="status (default); sandbox up|down|status [PROFILE]; use SLURM_CONF")
-    @argument("args", nargs="*", help="for sandbox: up|down|status and a profile; for use: a slurm.conf path")
+    @argument("action", nargs="?", choices=["status", "sandbox", "use", "attach", "debug"], default="status",
+              help="status (default); sandbox up|down|status [PROFILE]; use SLURM_CONF; attach JOBID; debug on|off")
+    @argument("args", nargs="*",
+              help="sandbox: up|down|status and a profile; use: a slurm.conf path; attach: a job id; debug: on|off")
     @argument("--nodes", type=int, metavar="N", help="sandbox up: number of nodes")
     @argument("--dir", metavar="PATH", help="sandbox: its folder (default: the profile's usual place)")
     @argument("--profile", metavar="PROFILE", help="sandbox: the hardware profile, as `slurmlab sandbox` spells it")
     @raw_line
     @line_magic
-    def slurm(self, line: str, local_ns: dict[str, Any] | None = None) -> StatusText:
-        """Which Slurm this kernel talks to; switch to a local sandbox or another slurm.conf.
+    def slurm(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
+        """Which Slurm this kernel talks to; jobs earlier kernels of this notebook left; switch Slurm.
 
-        ``%slurm`` status · ``%slurm sandbox up [PROFILE | --profile P] [--nodes N] [--dir PATH]`` start (or reuse) a real
+        ``%slurm`` status (with the jobs earlier kernels of this notebook left, to attach or cancel) ·
+        ``%slurm attach JOBID`` follow a job and make it the default allocation ·
+        ``%slurm sandbox up [PROFILE | --profile P] [--nodes N] [--dir PATH]`` start (or reuse) a real
         local Slurm and use it · ``%slurm sandbox down`` · ``%slurm sandbox status`` ·
-        ``%slurm use /path/slurm.conf``.
+        ``%slurm use /path/slurm.conf`` · ``%slurm debug on|off`` full tracebacks instead of one-line errors.
         """
+        from slurmlab.magics.sandbox import sandbox_command, use_conf
+
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "slurm", line)
         if rest or command:
@@ -182,56 +265,27 @@ class StatusMagics(Magics):
         if ns.action == "status":
             if ns.args:
                 raise UsageError("%slurm status takes no arguments")
-            return StatusText(slurm_status())
+            return status_report()
         if ns.action == "use":
-            return StatusText(self._use(ns.args))
+            return StatusText(use_conf(ns.args))
+        if ns.action == "attach":
+            if len(ns.args) != 1:
+                raise UsageError("give one job id: %slurm attach 42 (see yours with %slurm or %squeue)")
+            alloc = attach_as_default(job_id_option(ns.args[0], "%slurm attach"))
+            print(f"attached to job {alloc.job_id}: it is the default allocation now (%srun runs there)")
+            return alloc
+        if ns.action == "debug":
+            if ns.args not in (["on"], ["off"]):
+                raise UsageError("%slurm debug on (full tracebacks) or %slurm debug off (one-line errors)")
+            get_session().debug = ns.args == ["on"]
+            return StatusText("full tracebacks on: %slurm debug off for one-line errors" if get_session().debug
+                              else "one-line errors (full tracebacks: %slurm debug on)")
         args = list(ns.args)
         if ns.profile is not None:
             if len(args) > 1:
                 raise UsageError(f"two profiles given ({args[1]!r} and --profile {ns.profile!r}): give one")
             args.append(ns.profile)
-        return StatusText(self._sandbox(args, ns.nodes, ns.dir))
-
-    def _use(self, args: list[str]) -> str:
-        from slurmlab.slurm.runner import Runner, set_runner
-
-        if len(args) != 1:
-            raise UsageError("give one slurm.conf path: %slurm use /etc/slurm/slurm.conf")
-        path = os.path.abspath(os.path.expanduser(args[0]))
-        if not os.path.isfile(path):
-            raise UsageError(f"no slurm.conf at {path}")
-        set_runner(Runner(slurm_conf=path))
-        get_session().sandbox = None
-        return f"now using {path}\n" + slurm_status()
-
-    def _sandbox(self, args: list[str], nodes: int | None, directory: str | None) -> str:
-        from slurmlab.sandbox.control import DEFAULT_PROFILE, Sandbox
-        from slurmlab.slurm.runner import Runner, set_runner
-
-        if not args or args[0] not in ("up", "down", "status"):
-            raise UsageError("%slurm sandbox up|down|status [PROFILE]")
-        verb, profile = args[0], (args[1] if len(args) > 1 else None)
-        session = get_session()
-        with user_errors(f"sandbox {verb} failed"):
-            if verb == "up":
-                sb = Sandbox.up(profile or DEFAULT_PROFILE, nodes, directory)
-                session.sandbox = sb
-                set_runner(sb.runner())
-                return (f"sandbox {sb.profile_name} {'reused' if sb.reused else 'started'}; this kernel now uses "
-                        f"it\n" + slurm_status())
-            if directory is not None:
-                sb = Sandbox.find(directory)
-            elif profile is None and session.sandbox is not None:
-                sb = session.sandbox
-            else:
-                sb = Sandbox.find(profile)
-            if verb == "status":
-                return str(sb.status())
-            if session.sandbox is not None and session.sandbox.directory == sb.directory:
-                session.sandbox = None
-                set_runner(Runner())
-            stopped = sb.down()
-            return f"sandbox {sb.profile_name} stopped ({len(stopped)} processes)"
+        return StatusText(sandbox_command(args, ns.nodes, ns.dir))
 
 
 for _m in (StatusMagics.squeue, StatusMagics.sinfo, StatusMagics.slurm):

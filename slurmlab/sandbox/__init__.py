@@ -5,6 +5,8 @@
     sb.env()        # {"SLURM_CONF": ...}
     sb.runner()     # a slurmlab.slurm.runner.Runner pointed at it
     sb.down()
+
+Its steps find a stand-in ``nvidia-smi`` that answers from the hardware profile (:mod:`.standin`).
 """
 
 from slurmlab.sandbox.control import (

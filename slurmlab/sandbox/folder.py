@@ -22,10 +22,11 @@ from slurmlab.sandbox.render import (
     render_hardware_file,
     render_slurm_conf,
 )
+from slurmlab.sandbox.standin import STANDIN_DIR, TASK_PROLOG, nvidia_smi_script, task_prolog_script
 from slurmlab.sandbox.state_file import STATE_FILE
 
 __all__ = ["base_directory", "default_directory", "locate", "make_devices", "make_folders", "make_munge_key",
-           "munge_socket_in", "write_configuration"]
+           "munge_socket_in", "write_configuration", "write_standins"]
 
 _UNIX_PATH_MAX = 107  # sun_path holds 108 bytes including the NUL
 
@@ -79,12 +80,13 @@ def make_folders(folder: Path, node_names: Sequence[str]) -> None:
 
 
 def write_configuration(folder: Path, prof: Profile, ctx: RenderContext) -> Path:
-    """slurm.conf, gres.conf, the hardware file and (where this machine needs one) cgroup.conf; the path of
-    slurm.conf."""
+    """slurm.conf, gres.conf, the hardware file, the stand-in tools (:mod:`.standin`) and (where this machine
+    needs one) cgroup.conf; the path of slurm.conf."""
     conf = folder / "slurm.conf"
     conf.write_text(render_slurm_conf(prof, ctx))
     (folder / "gres.conf").write_text(render_gres_conf(prof, ctx))
     (folder / HARDWARE_FILE).write_text(render_hardware_file(prof))
+    write_standins(folder)
     cgroup_conf = render_cgroup_conf(ctx)
     if cgroup_conf is None:
         with contextlib.suppress(FileNotFoundError):
@@ -92,6 +94,17 @@ def write_configuration(folder: Path, prof: Profile, ctx: RenderContext) -> Path
     else:
         (folder / "cgroup.conf").write_text(cgroup_conf)
     return conf
+
+
+def write_standins(folder: Path) -> None:
+    """``bin/nvidia-smi`` and ``bin/task-prolog``, runnable by every user the sandbox admits."""
+    bin_dir = folder / STANDIN_DIR
+    bin_dir.mkdir(exist_ok=True)
+    bin_dir.chmod(0o755)
+    for path, text in ((bin_dir / "nvidia-smi", nvidia_smi_script()),
+                       (folder / TASK_PROLOG, task_prolog_script(str(folder)))):
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o755)
 
 
 def make_munge_key(munge_dir: Path) -> None:

@@ -13,6 +13,7 @@ an address), so both settings are left out and they listen on every address (see
 
 Beside them goes the hardware file (:data:`~slurmlab.core.gpu.hardware_profile.HARDWARE_FILE`): the profile and
 what each GRES index stands for, so that whoever holds the ``SLURM_CONF`` learns the hardware without this room.
+``TaskProlog`` puts the sandbox's stand-in tools on every task's PATH (:mod:`.standin`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import asdict, dataclass
 
 from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE, render_hardware
 from slurmlab.sandbox.profile import Gpu, Profile, format_ranges
+from slurmlab.sandbox.standin import TASK_PROLOG
 
 __all__ = ["HARDWARE_FILE", "DeviceFile", "RenderContext", "device_files", "gres_index_map", "gres_summary",
            "hostlist", "render_cgroup_conf", "render_gres_conf", "render_hardware_file", "render_slurm_conf"]
@@ -155,6 +157,7 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
         f"SlurmdLogFile={d}/log/slurmd-%n.log",
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/affinity",
+        f"TaskProlog={d}/{TASK_PROLOG}",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
         "DefMemPerCPU=1000",
@@ -164,6 +167,9 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
         "MinJobAge=300",
         "SlurmdParameters=config_overrides",
         "SchedulerType=sched/backfill",
+        # backfill computes a pending job's expected start (squeue %S); its default 30 s cycle left
+        # the panel without one for ~28 s, and a handful of jobs costs it nothing each second
+        "SchedulerParameters=bf_interval=1",
         "JobAcctGatherType=jobacct_gather/none",
         "AccountingStorageType=accounting_storage/none",
         "JobCompType=jobcomp/none",

@@ -8,6 +8,7 @@ A field that may be missing is ``NotRequired`` here and ``name?:`` there; ``X | 
 
 Routes (under ``<base_url>/slurmlab/api/``) and what they answer::
 
+    GET  clusters            ClustersAnswer    the clusters this server can show
     GET  status              StatusAnswer
     GET  queue?scope=S       QueueAnswer       S = mine | all
     GET  nodes               NodesAnswer
@@ -15,10 +16,13 @@ Routes (under ``<base_url>/slurmlab/api/``) and what they answer::
     POST jobs/ID/cancel      CancelAnswer
     any error                ErrorAnswer       with the HTTP status
 
+Every route but ``clusters`` takes ``cluster=ID`` (an id of ``clusters``; none: the server's own
+Slurm); an id the server does not know is a 400 that names the known ones.
+
 Every GET answer is stamped with when Slurm last confirmed it (:class:`Stamped`; the handlers add
 it, see ``write_entry``). Times are ISO 8601 strings, durations whole seconds (``_s``).
-Time left is not sent: the client counts down to ``ends_at`` itself, so the answer stays the
-same (and keeps its ETag) from one second to the next.
+Time left and time pending are not sent: the client counts down to ``ends_at`` and up from
+``submit_time`` itself, so the answer stays the same (and keeps its ETag) from one second to the next.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 __all__ = [
     "TS_INTERFACES",
     "CancelAnswer",
+    "ClusterView",
+    "ClustersAnswer",
     "ErrorAnswer",
     "GpuSlot",
     "JobDetailAnswer",
@@ -59,11 +65,15 @@ class JobView(TypedDict):
     user: str | None  # from squeue's uid of the job, never from its record
     mine: bool  # owned by the uid the server runs as
     state: str
-    reason: str | None
+    reason: str | None  # as Slurm spells it
+    reason_words: str | None  # the reason in plain words (slurmlab.core.slurm.reasons)
+    reason_hint: str | None  # what would help, when something would
     partition: str | None
     nodes: str | None  # hostlist
     time_limit_s: int | None
+    submit_time: str | None  # the client counts "pending for" up from it
     start_time: str | None
+    expected_start: str | None  # Slurm's expected start of a pending job, once it has one
     ends_at: str | None  # when the time limit ends a job holding nodes
     gpus: list[JobGpu]
     gres: str | None  # what was asked for, as text
@@ -117,7 +127,24 @@ class NodesAnswer(Stamped):
     problems: list[ProblemView]
 
 
+class ClusterView(TypedDict):
+    """A cluster the server can show: its own Slurm, or a slurmlab sandbox of this user on this machine."""
+
+    id: str  # what ``cluster=`` takes
+    name: str | None  # ClusterName of its slurm.conf, when readable
+    sandbox: str | None  # the hardware profile, when it is a slurmlab sandbox
+    label: str  # what the sidebar calls it: "sandbox · sandbox h200-mig"
+    conf: str | None  # the slurm.conf its commands read (None: Slurm's default or configless)
+    own: bool  # the Slurm of the server's own environment (SLURM_CONF)
+
+
+class ClustersAnswer(Stamped):
+    clusters: list[ClusterView]
+    default: str  # the id a route without ``cluster=`` shows
+
+
 class StatusAnswer(Stamped):
+    cluster: ClusterView | None  # the cluster this answer is about
     reachable: bool
     version: str | None
     poll_interval_s: float
@@ -153,6 +180,8 @@ TS_INTERFACES: dict[str, type] = {
     "IQueue": QueueAnswer,
     "INodes": NodesAnswer,
     "IStatus": StatusAnswer,
+    "ICluster": ClusterView,
+    "IClusters": ClustersAnswer,
     "ICancelled": CancelAnswer,
     "IErrorBody": ErrorAnswer,
 }

@@ -7,9 +7,11 @@ nothing itself.
 
 Views (all JSON-ready dicts, typed in :mod:`slurmlab.server.contract`):
 
-* job: job_id, display_id, name, user, mine, state, reason, partition, nodes (hostlist),
-  time_limit_s, start_time, ends_at (ISO: the time limit's end of a running job; the
-  client counts down to it, so the view does not change every second), gpus:
+* job: job_id, display_id, name, user, mine, state, reason (Slurm's word) with reason_words
+  and reason_hint (in plain words, from :mod:`slurmlab.core.slurm.reasons`), partition, nodes
+  (hostlist), time_limit_s, submit_time, start_time, expected_start (Slurm's expected start of
+  a pending job), ends_at (ISO: the time limit's end of a running job; the client counts down
+  to it, and up from submit_time, so the view does not change every second), gpus:
   [{node, index, type, kind (gpu|shard|mps), count}], gres (requested, as text).
 * node: name, state, partitions, gpus: [{index, type, mig, jobs, shards_used,
   shards_total, whole}] — one entry per configured GPU (or MIG instance), indices in
@@ -30,6 +32,7 @@ from typing import Any
 
 from slurmlab.core.gpu.mig import is_mig_type
 from slurmlab.core.slurm.models import Job, Node
+from slurmlab.core.slurm.reasons import explain_reason
 from slurmlab.core.slurm.states import HOLDING
 from slurmlab.errors import ParseError
 from slurmlab.server.contract import GpuSlot, JobGpu, JobView, NodeView, ProblemView
@@ -83,6 +86,7 @@ def job_view(job: Job, owners: dict[int, int] | None = None, me: int | None = No
     """``owners`` (job id -> uid, from squeue) decides ``user`` and ``mine``; a job the owner
     query did not list shows its record's user but is never the viewer's."""
     uid = (owners or {}).get(job.job_id)
+    explained = explain_reason(job.reason)
     return JobView(
         job_id=str(job.job_id),
         display_id=job.display_id,
@@ -91,10 +95,14 @@ def job_view(job: Job, owners: dict[int, int] | None = None, me: int | None = No
         mine=uid is not None and uid == (identity.current_uid() if me is None else me),
         state=job.state,
         reason=job.reason,
+        reason_words=explained.words if explained is not None else None,
+        reason_hint=(explained.hint or None) if explained is not None else None,
         partition=job.partition,
         nodes=job.nodelist or None,
         time_limit_s=job.time_limit,
+        submit_time=_iso(job.submit_time),
         start_time=_iso(job.start_time),
+        expected_start=_iso(job.expected_start),
         ends_at=_iso(_ends_at(job)),
         gpus=_job_gpus(job),
         gres=_requested(job),

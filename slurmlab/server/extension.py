@@ -3,6 +3,10 @@
 Settings (``c.ServerApp.tornado_settings`` or the environment):
 ``slurmlab_poll_interval`` / ``SLURMLAB_POLL_INTERVAL`` seconds between polls (default 5),
 ``slurmlab_idle_after`` / ``SLURMLAB_IDLE_AFTER`` seconds without a client before polling pauses.
+
+The clusters it shows are the one of its own ``SLURM_CONF`` and the running slurmlab sandboxes of its user
+(:mod:`slurmlab.server.clusters`), one poller each (:mod:`slurmlab.server.hub`); ``slurmlab_poller`` is
+the own cluster's.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ import os
 from typing import Any
 
 from slurmlab.errors import SlurmlabError
-from slurmlab.server.data import ClusterSource
+from slurmlab.server.clusters import ClusterDirectory
 from slurmlab.server.handlers import routes
+from slurmlab.server.hub import ClusterHub
 from slurmlab.server.poller import DEFAULT_IDLE_AFTER, DEFAULT_INTERVAL, ClusterPoller
 
 __all__ = ["load", "setting", "unload"]
@@ -37,19 +42,21 @@ def setting(settings: dict[str, Any], key: str, env: str, default: float) -> flo
 def load(serverapp: Any) -> ClusterPoller:
     web_app = serverapp.web_app
     settings = web_app.settings
-    poller = ClusterPoller(
-        ClusterSource(),
+    hub = ClusterHub(
+        ClusterDirectory(),
         interval=setting(settings, "slurmlab_poll_interval", "SLURMLAB_POLL_INTERVAL", DEFAULT_INTERVAL),
         idle_after=setting(settings, "slurmlab_idle_after", "SLURMLAB_IDLE_AFTER", DEFAULT_IDLE_AFTER),
     )
+    poller = hub.own
+    settings["slurmlab_hub"] = hub
     settings["slurmlab_poller"] = poller
     web_app.add_handlers(".*$", routes(settings["base_url"]))
-    serverapp.log.info("slurmlab: routes at %sslurmlab/api/, polling Slurm every %gs once asked",
-                       settings["base_url"], poller.interval)
+    serverapp.log.info("slurmlab: routes at %sslurmlab/api/, polling Slurm every %gs once asked; showing %s",
+                       settings["base_url"], poller.interval, poller.cluster["label"] if poller.cluster else "?")
     return poller
 
 
 def unload(serverapp: Any) -> None:
-    poller = serverapp.web_app.settings.get("slurmlab_poller")
-    if poller is not None:
-        poller.stop()
+    hub = serverapp.web_app.settings.get("slurmlab_hub")
+    if hub is not None:
+        hub.stop()

@@ -4,6 +4,8 @@ Every route is a jupyter_server ``APIHandler``: it requires Jupyter's authentica
 requires the XSRF token unless the request carries the server token itself. Answers are JSON;
 GET answers carry an ETag and become 304 on a matching If-None-Match. Errors are status codes
 with ``{"message": …, "reason": …}`` (Slurm unreachable → 503 with Slurm's own message).
+Every route but ``clusters`` shows the cluster its ``cluster=`` names (:mod:`slurmlab.server.hub`);
+an unknown one is a 400 that lists the known ones.
 What each route answers is typed once, in :mod:`slurmlab.server.contract`.
 """
 
@@ -32,8 +34,10 @@ from slurmlab.errors import (
     SlurmNotFoundError,
 )
 from slurmlab.server.cache import CacheEntry, ResponseCache, etag_matches, etag_of
-from slurmlab.server.contract import CancelAnswer, ErrorAnswer, JobDetailAnswer
+from slurmlab.server.clusters import UnknownClusterError
+from slurmlab.server.contract import CancelAnswer, ClustersAnswer, ErrorAnswer, JobDetailAnswer
 from slurmlab.server.data import job_view
+from slurmlab.server.hub import ClusterHub
 from slurmlab.server.poller import ClusterPoller
 
 __all__ = ["API_PREFIX", "ApiError", "routes"]
@@ -70,9 +74,17 @@ class _SlurmlabHandler(APIHandler):
     auth_resource = AUTH_RESOURCE
 
     @property
+    def hub(self) -> ClusterHub:
+        hub: ClusterHub = self.settings["slurmlab_hub"]
+        return hub
+
+    @property
     def poller(self) -> ClusterPoller:
-        poller: ClusterPoller = self.settings["slurmlab_poller"]
-        return poller
+        """The poller of the cluster the request names (``cluster=``; none: the server's own)."""
+        try:
+            return self.hub.poller(self.get_query_argument("cluster", None))
+        except UnknownClusterError as exc:
+            raise _http_error(400, str(exc), "Unknown cluster") from exc
 
     @property
     def cache(self) -> ResponseCache:
@@ -130,6 +142,18 @@ class _SlurmlabHandler(APIHandler):
         self.write_entry(entry)
 
 
+class ClustersHandler(_SlurmlabHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        directory = self.hub.directory
+        clusters = directory.clusters()
+        payload = ClustersAnswer(clusters=clusters, default=clusters[0]["id"])
+        body = ResponseCache.encode(payload)
+        now = time.time()
+        self.write_entry(CacheEntry(payload, body, etag_of(body), now, now))
+
+
 class StatusHandler(_SlurmlabHandler):
     @web.authenticated
     @authorized
@@ -166,13 +190,14 @@ class JobHandler(_SlurmlabHandler):
     @authorized
     async def get(self, job_id: str) -> None:
         _check_job_id(job_id)
-        self.poller.touch()
+        poller = self.poller
+        poller.touch()
         try:
-            job = await self.poller.source.job(job_id)
+            job = await poller.source.job(job_id)
         except SlurmlabError as exc:
             raise _slurm_failure(exc) from exc
         try:
-            owners = {job.job_id: await self.poller.source.owner(job_id)}
+            owners = {job.job_id: await poller.source.owner(job_id)}
         except SlurmlabError:
             owners = {}  # the job ended between the two calls: nobody's, shown all the same
         # as_of/age_s are NotRequired: write_entry stamps them, mypy asks to see them in the ** item
@@ -188,7 +213,8 @@ class CancelHandler(_SlurmlabHandler):
     @authorized
     async def post(self, job_id: str) -> None:
         _check_job_id(job_id)
-        source = self.poller.source
+        poller = self.poller
+        source = poller.source
         # Slurm lets an operator (root, SlurmUser) cancel anything: this server cancels only
         # the jobs of the Unix user it runs as, whoever is logged in to Jupyter, decided by the
         # job's uid as squeue prints it alone (a record's UserId= sits after a free-text name).
@@ -210,7 +236,7 @@ class CancelHandler(_SlurmlabHandler):
         except SlurmlabError as exc:
             raise _slurm_failure(exc) from exc
         self.log.info("slurmlab: cancelled job %s of %s", job_id, source.user)
-        await self.poller.refresh()
+        await poller.refresh()
         self.finish(json.dumps(CancelAnswer(job_id=job_id, cancelled=True, user=source.user)))
 
 
@@ -221,6 +247,7 @@ def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
         return url_path_join(base_url, API_PREFIX, path)
 
     return [
+        (at("clusters"), ClustersHandler),
         (at("status"), StatusHandler),
         (at("queue"), QueueHandler),
         (at("nodes"), NodesHandler),

@@ -21,7 +21,7 @@ from typing import Any
 
 from slurmlab.errors import SlurmError, SlurmlabError
 from slurmlab.server.cache import ResponseCache
-from slurmlab.server.contract import ErrorAnswer, NodesAnswer, QueueAnswer, StatusAnswer
+from slurmlab.server.contract import ClusterView, ErrorAnswer, NodesAnswer, QueueAnswer, StatusAnswer
 from slurmlab.server.data import ClusterSource
 
 __all__ = ["DEFAULT_IDLE_AFTER", "DEFAULT_INTERVAL", "ClusterPoller", "PollFailure"]
@@ -55,10 +55,12 @@ class ClusterPoller:
         interval: float = DEFAULT_INTERVAL,
         idle_after: float = DEFAULT_IDLE_AFTER,
         stale_wait: float = 10.0,
+        cluster: ClusterView | None = None,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"poll interval must be positive, got {interval!r}")
         self.source = source
+        self.cluster = cluster  # which cluster it polls, named in its status answer
         self.cache = cache if cache is not None else ResponseCache()
         self.interval = float(interval)
         self.idle_after = float(idle_after)
@@ -170,6 +172,7 @@ class ClusterPoller:
         self.cache.put(
             "status",
             StatusAnswer(
+                cluster=self.cluster,
                 reachable=self.failure is None,
                 version=self.version,
                 poll_interval_s=self.interval,

@@ -22,8 +22,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from typing import overload
 
 from slurmlab.core.gpu.binding import BindingTable
+from slurmlab.core.gpu.job_hardware import JobMig, JobTopology
 from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
 from slurmlab.core.request.request import GpuRequest
 from slurmlab.core.slurm.job_view import JobView, job_view
@@ -47,7 +49,7 @@ from slurmlab.slurm.allocation_submit import (
 )
 from slurmlab.slurm.binding_probe import explain_binding
 from slurmlab.slurm.poller import JobPoller, JobUpdate, Watch, get_poller
-from slurmlab.slurm.probes import node_mig, node_topology
+from slurmlab.slurm.probes import job_mig, job_topology, node_mig, node_topology
 from slurmlab.slurm.runner import Runner, get_runner
 from slurmlab.slurm.steps import OutputCallback, RunningStep, StepResult
 
@@ -291,13 +293,45 @@ class Allocation:
 
     # ---- what the allocation got ------------------------------------------------------------------
     # The probes run as steps of this allocation: slurm/probes.py and slurm/binding_probe.py.
-    def topology(self, node: str | None = None, *, source: str = "auto") -> NodeTopology:
-        """GPU topology of an allocated node (default its first): the sandbox's profile, or live (nvidia-smi,
-        then NVML); ``source`` forces one of them."""
+    @overload
+    def topology(self, node: None = None, *, source: str = "auto") -> JobTopology: ...
+    @overload
+    def topology(self, node: str, *, source: str = "auto") -> NodeTopology: ...
+
+    def topology(self, node: str | None = None, *, source: str = "auto") -> JobTopology | NodeTopology:
+        """GPU topology of every allocated node (node -> :class:`NodeTopology`), or of ``node`` alone: the
+        sandbox's profile, or live (nvidia-smi, then NVML); ``source`` forces one of them.
+
+        In a notebook the answer draws itself, one figure per node with this allocation's GPUs marked::
+
+            alloc.topology()            # every node of the job
+            alloc.topology("node2")     # one node
+            alloc.topology()["node2"].topology.summary()   # the model behind it
+        """
+        if node is None:
+            return job_topology(self, source=source)
         return node_topology(self, node, source=source)
 
-    def mig(self, node: str | None = None, *, source: str = "auto") -> NodeMig:
-        """MIG layout of an allocated node (default its first), with this allocation's slices highlighted."""
+    @overload
+    def mig(self, node: None = None, *, source: str = "auto") -> JobMig: ...
+    @overload
+    def mig(self, node: str, *, source: str = "auto") -> NodeMig: ...
+
+    def mig(self, node: str | None = None, *, source: str = "auto") -> JobMig | NodeMig:
+        """MIG layout of every allocated node with MIG (node -> :class:`NodeMig`), or of ``node`` alone, with
+        this allocation's slices outlined; ``source`` forces ``sandbox`` or ``nvidia-smi``.
+
+        In a notebook the answer draws itself (the slice grid of each GPU; slices are named
+        ``GPU 0 · 3g.71gb @ 4:4``: GPU, profile, placement in memory slices)::
+
+            alloc.mig()                 # every node of the job with MIG
+            alloc.mig("node1")          # one node
+
+        A saved capture draws the same way: ``slurmlab.mig_from_file("mig-lgi.txt")``; to place the figure
+        yourself: ``slurmlab.viz.mig_figure(**alloc.mig("node1").figure_args())``.
+        """
+        if node is None:
+            return job_mig(self, source=source)
         return node_mig(self, node, source=source)
 
     def explain_binding(self, *, source: str = "auto") -> BindingTable:

@@ -2,12 +2,19 @@
 
 The Slurm room never imports ipywidgets: the widgets room registers its live panel in :data:`DISPLAY_HOOKS`
 (it does on ``%load_ext slurmlab``), and without one an allocation is its summary as text and HTML.
+
+Text and HTML in a notebook are frozen the moment they are shown, and they are what a saved notebook shows
+once the kernel that made them is gone (the live panel's fallbacks too). So they never claim a live state:
+they say when the state was seen and how to follow it again (:func:`saved_text`, :func:`saved_html`), e.g.
+``<Allocation 7: RUNNING as of 2026-12-01 14:02:11 — re-run the cell to reconnect>``.
 """
 
 from __future__ import annotations
 
 import html
+import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from slurmlab.core.slurm.timefmt import format_duration
@@ -15,7 +22,10 @@ from slurmlab.core.slurm.timefmt import format_duration
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
 
-__all__ = ["DISPLAY_HOOKS", "mime_bundle", "summary", "summary_html"]
+__all__ = ["DISPLAY_HOOKS", "RECONNECT", "as_of", "mime_bundle", "saved_html", "saved_text", "summary",
+           "summary_html"]
+
+RECONNECT = "re-run the cell to reconnect"
 
 # Renderers registered by the widgets room: each returns a mime bundle or None.
 DISPLAY_HOOKS: list[Callable[[Allocation], dict[str, object] | None]] = []
@@ -23,7 +33,12 @@ DISPLAY_HOOKS: list[Callable[[Allocation], dict[str, object] | None]] = []
 
 def summary(alloc: Allocation) -> str:
     """``allocation J: STATE, reason …, nodes …, GPUs node:i,j, … left, error: …`` (what is known of it)."""
-    parts = [f"allocation {alloc.job_id or '(submitting)'}: {alloc.state}"]
+    left = alloc.time_left()
+    return ", ".join(_parts(alloc, alloc.state, None if left is None else f"{format_duration(left, clamp=True)} left"))
+
+
+def _parts(alloc: Allocation, state: str, left: str | None) -> list[str]:
+    parts = [f"allocation {alloc.job_id or '(submitting)'}: {state}"]
     if alloc.reason and alloc.state == "PENDING":
         parts.append(f"reason {alloc.reason}")
     if alloc.nodes:
@@ -31,21 +46,45 @@ def summary(alloc: Allocation) -> str:
     gpus = alloc.gpus
     if gpus:
         parts.append("GPUs " + "; ".join(f"{n}:{','.join(map(str, i))}" for n, i in gpus.items()))
-    left = alloc.time_left()
     if left is not None:
-        parts.append(f"{format_duration(left, clamp=True)} left")
+        parts.append(left)
     if alloc.error:
         parts.append(f"error: {alloc.error}")
-    return ", ".join(parts)
+    return parts
+
+
+def as_of(alloc: Allocation, now: float | None = None) -> str:
+    """When the state shown was last heard from Slurm (local time); the display time before any answer."""
+    at = alloc.updated_at if alloc.updated_at is not None else (time.time() if now is None else now)
+    return datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _saved_line(alloc: Allocation, now: float | None) -> str:
+    # no time left: a countdown frozen in a saved notebook would be wrong a minute later
+    return ", ".join(_parts(alloc, f"{alloc.state} as of {as_of(alloc, now)}", None))
+
+
+def saved_text(alloc: Allocation, now: float | None = None) -> str:
+    """``<Allocation 7: RUNNING as of … — re-run the cell to reconnect>``: the text a notebook keeps."""
+    line = _saved_line(alloc, now).removeprefix("allocation ")
+    return f"<Allocation {line} — {RECONNECT}>"
+
+
+def saved_html(alloc: Allocation, now: float | None = None) -> str:
+    """:func:`saved_text` as HTML, with the job and state as attributes for whoever styles or tests it."""
+    esc = html.escape
+    return (f"<div class='slurmlab-saved-allocation' data-job='{esc(str(alloc.job_id or ''))}' "
+            f"data-state='{esc(str(alloc.state))}'><code>{esc(_saved_line(alloc, now))}</code> — "
+            f"<i>{RECONNECT}</i></div>")
 
 
 def mime_bundle(alloc: Allocation) -> dict[str, object]:
-    """The newest registered hook's bundle, else the summary as text and HTML."""
+    """The newest registered hook's bundle, else the dated summary as text and HTML."""
     for hook in reversed(DISPLAY_HOOKS):
         bundle = hook(alloc)
         if bundle is not None:
             return bundle
-    return {"text/plain": repr(alloc), "text/html": alloc._html()}
+    return {"text/plain": saved_text(alloc), "text/html": saved_html(alloc)}
 
 
 def summary_html(alloc: Allocation) -> str:

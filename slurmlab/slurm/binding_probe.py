@@ -8,13 +8,13 @@ judges the binding.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from slurmlab.core.gpu.binding import (
     TASK_REPORT_PREFIX,
     BindingTable,
     explain,
-    gpu_bind_value,
     node_records,
     parse_task_reports,
 )
@@ -39,9 +39,16 @@ TASK_PROBE = (
 )
 
 
-def explain_binding(alloc: Allocation, *, source: str = "auto") -> BindingTable:
+def explain_binding(alloc: Allocation, *, source: str = "auto", step_args: Sequence[str] | None = None
+                    ) -> BindingTable:
     """Run a probe step over the allocation's tasks and explain their binding (see
-    :func:`slurmlab.core.gpu.binding.explain`); ``source`` is the topology source, as for ``node_topology``."""
+    :func:`slurmlab.core.gpu.binding.explain`); ``source`` is the topology source, as for ``node_topology``.
+
+    The probe step asks what the isolation check's step asks (:func:`step_args_for`: the job's task count and GPU
+    request), so that the two describe the same tasks; ``step_args`` replaces those options, e.g. to add
+    ``--gpu-bind=closest``. (Adding the job's ``--gpu-bind`` here once made the two disagree: closest binding
+    gives each task every GPU of the step near its CPUs, so with ``--gpus-per-task=1`` and two GPUs on one socket
+    both tasks saw GPUs 0,1 here while the isolation check's tasks saw one each.)"""
     if not alloc.running:
         raise AllocationError(f"allocation {alloc.job_id} is {alloc.state}, not RUNNING",
                               hint="wait for it: alloc.wait()")
@@ -50,11 +57,7 @@ def explain_binding(alloc: Allocation, *, source: str = "auto") -> BindingTable:
         raise AllocationError(f"no detail for allocation {alloc.job_id} yet", hint="try again in a moment")
     tasks = job.num_tasks or len(alloc.nodes) or 1
     # the probe asks for what the job's tasks were granted, or its tasks would see other GPUs
-    args = step_args_for(job, tasks)
-    bind = gpu_bind_value(job.tres_bind)
-    if bind:
-        # ask the probe step for the job's --gpu-bind explicitly, so it shows what the job asked for
-        args.append(f"--gpu-bind={bind}")
+    args = list(step_args) if step_args is not None else step_args_for(job, tasks)
     res = alloc.srun(["python3", "-c", TASK_PROBE], args=args, on_output=lambda *_: None, timeout=120)
     reports = parse_task_reports(res.stdout)
     if not res.ok or not reports:
@@ -64,4 +67,4 @@ def explain_binding(alloc: Allocation, *, source: str = "auto") -> BindingTable:
         )
     topologies = {n: node_topology(alloc, n, source=source) for n in dict.fromkeys(r.node for r in reports)}
     return explain(reports, topologies, node_records(job), tres_bind=job.tres_bind,
-                   enforce_binding=bool(job.gres_binding_enforced), job_id=alloc.job_id)
+                   enforce_binding=bool(job.gres_binding_enforced), job_id=alloc.job_id, step_args=args)

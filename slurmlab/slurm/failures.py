@@ -90,8 +90,14 @@ def classify_failure(argv: Sequence[str], returncode: int, stderr: str) -> Slurm
             stderr=stderr,
             hint="check that slurmctld is up (`scontrol ping`); for the sandbox run `slurmlab sandbox status`",
         )
-    hint = next((h for frag, h in _HINTS if frag in low), None)
+    hint = refusal_hint(low)
     return SlurmError(shown, argv=argv, returncode=returncode, stderr=stderr, hint=hint)
+
+
+def refusal_hint(stderr: str) -> str | None:
+    """The next step for a refusal Slurm printed (a failed step's stderr), or None when none is known."""
+    low = stderr.lower()
+    return next((h for frag, h in _HINTS if frag in low), None)
 
 
 # Next steps for Slurm's most common refusals (fragments stable from 22.05 to 25.x).

@@ -54,12 +54,19 @@ def _read(path: str | os.PathLike[str], what: str) -> str:
 
 
 def topology_from_file(path: str | os.PathLike[str], *, model: str | None = None) -> NodeTopology:
-    """A topology from a saved ``nvidia-smi topo -m`` capture or a hardware-profile JSON file."""
+    """A topology from a saved ``nvidia-smi topo -m`` capture or a hardware-profile JSON file.
+
+    In a notebook, ``slurmlab.topology_from_file("topo-m.txt")`` alone draws it (GPUs, NVLink, NUMA, CPUs)."""
     return topology_from_text(_read(path, "topology file"), os.fspath(path), model=model)
 
 
 def mig_from_file(path: str | os.PathLike[str], *, model: str | None = None) -> NodeMig:
-    """A MIG layout from saved ``nvidia-smi mig -lgi`` / ``nvidia-smi -L`` output or a profile JSON file."""
+    """A MIG layout from saved ``nvidia-smi mig -lgi`` / ``nvidia-smi -L`` output or a profile JSON file.
+
+    In a notebook it draws itself: ``slurmlab.mig_from_file("mig-lgi.txt")`` alone shows each GPU's 7 compute x
+    8 memory slices with its instances as blocks, each named ``GPU 0 · 3g.40gb @ 4:4 · GI 2``; ``model=`` names
+    the GPU when the capture does not (``"A100-40GB"``). As a file: ``slurmlab mig mig-lgi.txt --html mig.html``.
+    """
     return mig_from_text(_read(path, "MIG file"), os.fspath(path), model=model)
 
 
@@ -106,12 +113,14 @@ def _data(profile: ProfileSource) -> Mapping[str, object]:
 
 
 def topology_from_profile(profile: ProfileSource) -> NodeTopology:
-    """The topology of a built-in hardware profile (``dgx-h100``, ``h200-mig``, ``seed``) or of profile data."""
+    """The topology of a built-in hardware profile (``dgx-h100``, ``h200-mig``, ``seed``) or of profile data;
+    in a notebook ``slurmlab.topology_from_profile("dgx-h100")`` alone draws it."""
     return profile_topology(_data(profile))
 
 
 def mig_from_profile(profile: ProfileSource) -> NodeMig:
-    """The MIG layout of a built-in hardware profile (RequestError when it has none)."""
+    """The MIG layout of a built-in hardware profile (RequestError when it has none); in a notebook
+    ``slurmlab.mig_from_profile("h200-mig")`` alone draws it."""
     return profile_mig(_data(profile))
 
 

@@ -203,7 +203,8 @@ class JobPoller:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        t = self._thread
+        with self._lock:  # poke() assigns and starts the thread under it: never join one not started yet
+            t = self._thread
         if t is not None and t is not threading.current_thread():
             t.join(timeout=5)
 

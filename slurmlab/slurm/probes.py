@@ -4,17 +4,21 @@ Sources, in the order :func:`node_topology` tries them:
 
 1. ``sandbox``: the allocation's cluster is a slurmlab sandbox (its hardware file sits next to the runner's
    ``SLURM_CONF``, see :mod:`slurmlab.core.gpu.hardware_profile`). Its GPUs are fake, so the hardware profile
-   it was built from is the truth; running nvidia-smi there would describe the host instead.
+   it was built from is the truth (the sandbox's stand-in ``nvidia-smi`` answers from the same profile, labelled).
 2. ``nvidia-smi``: ``nvidia-smi topo -m`` (and ``-L`` for models/UUIDs) run as a step on the node.
 3. ``nvml``: ``nvidia-ml-py`` (pynvml) in a ``python3`` step on the node, when nvidia-smi is not on its PATH.
 
 Every result says which source answered and what was tried before it. Nothing probes hardware at import.
+:func:`job_topology` and :func:`job_mig` ask every node of the job (side by side, each as its own step) and
+answer with node -> model; a node that gives no answer is listed with why.
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, TypeVar
 
 from slurmlab.core.gpu.captures import (
     NVML_REPORT_PREFIX,
@@ -23,19 +27,24 @@ from slurmlab.core.gpu.captures import (
     visible_gpus,
 )
 from slurmlab.core.gpu.hardware_profile import SandboxHardware
+from slurmlab.core.gpu.job_hardware import JobMig, JobTopology
 from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
 from slurmlab.core.gpu.smi_parse import parse_smi_list, parse_topo_matrix
-from slurmlab.errors import ParseError, RequestError, SourceUnavailable
+from slurmlab.core.gpu.smi_standin import STANDIN_MARK
+from slurmlab.errors import ParseError, RequestError, SlurmlabError, SourceUnavailable
 from slurmlab.slurm.hardware_files import sandbox_hardware
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
     from slurmlab.slurm.steps import StepResult
 
-__all__ = ["NVML_PROBE", "PROBE_SOURCES", "node_mig", "node_topology"]
+__all__ = ["NVML_PROBE", "PROBE_SOURCES", "job_mig", "job_topology", "node_mig", "node_topology"]
 
 PROBE_SOURCES = ("sandbox", "nvidia-smi", "nvml")
 _STEP_TIMEOUT = 60.0
+_PARALLEL_NODES = 8  # probe steps at once (each is a short srun on its own node)
+
+M = TypeVar("M", NodeTopology, NodeMig)
 
 
 def _alloc_node(alloc: Allocation, node: str | None) -> str:
@@ -50,6 +59,57 @@ def _alloc_node(alloc: Allocation, node: str | None) -> str:
     if nodes and node not in nodes:
         raise RequestError(f"node {node!r} is not in allocation {alloc.job_id} (its nodes: {', '.join(nodes)})")
     return node
+
+
+def _job_nodes(alloc: Allocation) -> list[str]:
+    if alloc.job is None and alloc.running:
+        alloc.refresh()
+    if not alloc.nodes:
+        raise RequestError(f"allocation {alloc.job_id} has no nodes yet ({alloc.state})",
+                           hint="wait for it to run: alloc.wait()")
+    return alloc.nodes
+
+
+def _every_node(alloc: Allocation, probe: Callable[[str], M]) -> tuple[dict[str, M], dict[str, str]]:
+    """``probe`` on each node of the job, side by side: (node -> answer, node -> why none), in node order.
+
+    When no node answers, the first node's error is raised as it is (it names every source tried)."""
+    nodes = _job_nodes(alloc)
+    outcome: dict[str, M | SlurmlabError] = {}
+
+    def one(node: str) -> None:
+        try:
+            outcome[node] = probe(node)
+        except SlurmlabError as exc:  # SourceUnavailable, or a node without MIG: said per node
+            outcome[node] = exc
+
+    if len(nodes) == 1:
+        one(nodes[0])  # in this thread: Ctrl-C ends the probe step at once, as for any step
+    else:
+        with ThreadPoolExecutor(max_workers=min(_PARALLEL_NODES, len(nodes)),
+                                thread_name_prefix="slurmlab-probe") as pool:
+            list(pool.map(one, nodes))
+    found = {n: r for n in nodes if not isinstance(r := outcome[n], SlurmlabError)}
+    first = outcome[nodes[0]]
+    if not found and isinstance(first, SlurmlabError):  # every value is an error here
+        raise first
+    missing = {n: "; ".join(x.strip() for x in r.message.splitlines() if x.strip())
+               for n in nodes if isinstance(r := outcome[n], SlurmlabError)}
+    return found, missing
+
+
+def job_topology(alloc: Allocation, *, source: str = "auto") -> JobTopology:
+    """The topology of every node of the allocation (this job's GPUs marked on each); see :func:`node_topology`."""
+    _order(source)
+    found, missing = _every_node(alloc, lambda node: node_topology(alloc, node, source=source))
+    return JobTopology(alloc.job_id, found, missing)
+
+
+def job_mig(alloc: Allocation, *, source: str = "auto") -> JobMig:
+    """The MIG layout of every node of the allocation that has MIG (its slices outlined); see :func:`node_mig`."""
+    _order(source)
+    found, missing = _every_node(alloc, lambda node: node_mig(alloc, node, source=source))
+    return JobMig(alloc.job_id, found, missing)
 
 
 def _slurm_idx(alloc: Allocation, node: str) -> tuple[int, ...]:
@@ -73,6 +133,13 @@ def _why(result: StepResult) -> str:
     if result.interrupted:
         return f"timed out after {_STEP_TIMEOUT:g} s"
     return f"exit {result.returncode}" + (f": {text}" if text else "")
+
+
+def _standin_note(result: StepResult) -> list[str]:
+    """Say so when the answer came from a sandbox's stand-in nvidia-smi (its hardware profile, not a GPU)."""
+    if any(STANDIN_MARK in line for line in (*result.stdout, *result.stderr)):
+        return [f"answered by the sandbox's stand-in nvidia-smi ({STANDIN_MARK}): its hardware profile, no real GPU"]
+    return []
 
 
 def _sandbox(alloc: Allocation, node: str, tried: list[str]) -> SandboxHardware | None:
@@ -119,7 +186,9 @@ def node_topology(alloc: Allocation, node: str | None = None, *, source: str = "
                     known = {g.index for g in topo.gpus}
                     topo = topo.with_gpu_details({d.index: (d.name, d.uuid) for d in smi_devices
                                                   if d.parent is None and d.index in known})
-            notes = [str(w.message) for w in caught]
+            # the parsers' warnings; not the ResourceWarnings other threads' pipes happen to raise meanwhile
+            notes = [str(w.message) for w in caught if not issubclass(w.category, ResourceWarning)]
+            notes += _standin_note(res)
             gpus, more = visible_gpus(topo, idx)
             return NodeTopology(topo, "nvidia-smi", f"nvidia-smi topo -m on {node}", node, gpus, idx, {},
                                 tuple(tried), tuple(notes + more))
@@ -198,7 +267,7 @@ print("SLURMLAB_NVML " + json.dumps({"gpus": gpus, "nvlink_ends": links, "pcie":
 
 
 def node_mig(alloc: Allocation, node: str | None = None, *, source: str = "auto") -> NodeMig:
-    """The MIG layout of an allocated node with this allocation's instances highlighted."""
+    """The MIG layout of an allocated node (default: its first) with this allocation's slices highlighted."""
     order = _order(source)
     node = _alloc_node(alloc, node)
     idx = _slurm_idx(alloc, node)
@@ -222,7 +291,7 @@ def node_mig(alloc: Allocation, node: str | None = None, *, source: str = "auto"
             # -L carries the MIG UUIDs the step was given (CUDA_VISIBLE_DEVICES=MIG-…), so the allocation's
             # slices are matched exactly; `mig -lgi` has placements but no UUIDs to match by
             notes = ["placements come from the `-L` listing (inferred); under ConstrainDevices the step "
-                     "lists only this allocation's slices"]
+                     "lists only this allocation's slices", *_standin_note(listing)]
             return NodeMig(layout_l, "nvidia-smi", f"nvidia-smi -L in a step on {node}", node, mine,
                            tuple(tried), tuple(notes))
         if name == "nvml":

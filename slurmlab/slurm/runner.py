@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
 from slurmlab.core.jsontypes import JSONObject
 from slurmlab.errors import MungeError, SlurmError, SlurmNotConfiguredError, SlurmTimeoutError
 from slurmlab.slurm.failures import INSTALL_HINT, classify_failure, not_installed
@@ -77,6 +78,21 @@ class RunResult:
         return self.returncode == 0
 
 
+def _with_sandbox_tools(conf: str | None, path: str) -> str:
+    """``path`` with a slurmlab sandbox's stand-in tools first, when ``conf`` is a sandbox's slurm.conf.
+
+    slurmstepd looks a step's command (``srun nvidia-smi``) up in the PATH srun sends, before the sandbox's
+    TaskProlog can add its ``bin`` folder (see :mod:`slurmlab.sandbox.standin`); so srun's own PATH must have it.
+    """
+    if not conf:
+        return path
+    folder = os.path.dirname(os.path.abspath(conf))
+    tools = os.path.join(folder, "bin")
+    if not os.path.isfile(os.path.join(folder, HARDWARE_FILE)) or tools in path.split(os.pathsep):
+        return path
+    return tools + os.pathsep + path if path else tools
+
+
 @dataclass
 class Runner:
     """Runs Slurm commands.
@@ -104,6 +120,7 @@ class Runner:
         env.update(_flatten_env(self.env))
         if self.slurm_conf:
             env["SLURM_CONF"] = self.slurm_conf
+        env["PATH"] = _with_sandbox_tools(self.configuration(), env.get("PATH", ""))
         if self.cluster:
             env["SLURM_CLUSTERS"] = self.cluster
         if extra:

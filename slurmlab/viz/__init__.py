@@ -1,5 +1,10 @@
 """Bokeh figures of slurmlab's models. Bokeh is imported only when a figure is built.
 
+In a notebook no call is needed: a topology, a MIG layout or a binding table evaluated alone draws itself
+(``alloc.topology()``, ``alloc.mig()``, ``alloc.explain_binding()``, ``slurmlab.mig_from_file(path)``; see
+:mod:`slurmlab.viz.notebook`). The functions below place a figure yourself, e.g.
+``show(topology_figure(**alloc.topology("node1").figure_args()))``.
+
 ``topology_figure`` (GPUs, NVLink, PCIe, NICs, CPU sets), ``mig_figure`` (MIG slices) and ``gantt_figure`` (a
 time-slicing measurement: who ran when); ``export_png`` renders
 a figure in headless chromium and ``save_html`` writes a standalone page with inline resources (works without

@@ -19,25 +19,23 @@ _ROW_H = 0.9  # height of a compute or memory row
 _GPU_H = 2.6  # vertical space per GPU
 
 
-def _is_highlighted(inst: GpuInstance, wanted: set[Any]) -> bool:
-    if not wanted:
-        return False
-    keys: set[Any] = {(inst.gpu, inst.gi_id), (inst.gpu, inst.placement), inst.uuid, inst.profile}
-    keys |= {ci.uuid for ci in inst.compute_instances}
-    keys.discard(None)
-    return bool(keys & wanted)
-
-
 def mig_figure(layout: MigLayout, highlight: Iterable[Any] = (), *, title: str | None = None,
                width: int = 860) -> Any:
     """A Bokeh figure of ``layout``.
 
     ``highlight`` holds ``(gpu, gi_id)`` or ``(gpu, "start:size")`` pairs, MIG UUIDs or profile names; the
-    matching instances get a thick outline and keep their profile colour.
+    matching instances get a thick outline and keep their profile colour. Each block's hover names its slice the
+    one way slurmlab names it everywhere (``GPU 0 · 3g.71gb @ 4:4 · GI 2``, see
+    :func:`~slurmlab.core.gpu.mig.mig_slice_label`).
+
+    In a notebook a MIG layout needs no call: ``alloc.mig()``, ``slurmlab.mig_from_file("mig-lgi.txt")`` or
+    ``slurmlab.mig_from_profile("h200-mig")`` evaluated alone draws this figure. To place it yourself:
+    ``mig_figure(**alloc.mig("node1").figure_args())`` or ``mig_figure(MigLayout.from_spec("H200-141GB",
+    {0: ["3g.71gb", "3g.71gb"]}))``, then ``bokeh.io.show`` or :func:`slurmlab.viz.save_html`.
     """
     plotting = bokeh("plotting", "the MIG view")
     models = bokeh("models", "the MIG view")
-    wanted = set(highlight)
+    hot = {id(i) for i in layout.matching(highlight)}
     notes = list(layout.notes)
     if any(i.placement_inferred for i in layout.instances()):
         notes.append("hatched = placement inferred (the source does not print placements)")
@@ -48,7 +46,7 @@ def mig_figure(layout: MigLayout, highlight: Iterable[Any] = (), *, title: str |
         top = -row * _GPU_H
         cols.add_gpu_grid(g.index, g.model, top, layout.compute_slices, layout.memory_slices)
         for inst in g.instances:
-            cols.add_instance(g.index, inst, _is_highlighted(inst, wanted), layout.compute_slices, top)
+            cols.add_instance(g.index, inst, id(inst) in hot, layout.compute_slices, top)
 
     _draw(fig, models, cols, layout.memory_slices)
     if notes:
@@ -88,7 +86,7 @@ class _Columns:
         self.slots: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "kind", "gpu", "slice")}
         self.blocks: dict[str, list[Any]] = {k: [] for k in (
             "x", "y", "w", "h", "fill", "line", "lw", "hatch", "gpu", "gi", "profile", "placement", "part", "cis",
-            "uuid", "highlighted", "inferred")}
+            "uuid", "highlighted", "inferred", "slice")}
         self.labels: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text", "size")}
         self.side: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text")}
         self.colour: dict[str, str] = {}  # profile -> fill, in order of appearance
@@ -143,6 +141,8 @@ class _Columns:
             blocks["uuid"].append(uuid)
             blocks["highlighted"].append(hot)
             blocks["inferred"].append(inst.placement_inferred)
+            blocks["slice"].append(inst.label)
+        # the block shows the parts of the slice's one name the grid does not: its profile and GI id
         gi = "" if inst.gi_id is None else f"GI {inst.gi_id}"
         self._label(inst.start + inst.size / 2, y_m, inst.profile if inst.size < 2 else f"{inst.profile}\n{gi}".strip(),
                     "10px" if inst.size < 2 else "12px")
@@ -174,5 +174,5 @@ def _draw(fig: Any, models: Any, cols: _Columns, n_m: int) -> None:
              text_color="#888888")
     hover = fig.select_one(models.HoverTool)
     hover.renderers = [r]
-    hover.tooltips = [("GPU", "@gpu"), ("GPU instance", "@gi (@profile)"), ("placement", "@placement"),
+    hover.tooltips = [("slice", "@slice"), ("GPU instance", "@gi (@profile)"), ("placement", "@placement"),
                       ("part", "@part"), ("compute instances", "@cis"), ("UUID", "@uuid")]

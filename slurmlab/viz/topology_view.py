@@ -99,7 +99,12 @@ def topology_figure(
     title: str | None = None,
     width: int = 820,
 ) -> Any:
-    """A Bokeh figure of ``topo``; ``highlight_gpus`` (indices) and ``task_cpus`` (task -> CPU ids) are marked."""
+    """A Bokeh figure of ``topo``; ``highlight_gpus`` (indices) and ``task_cpus`` (task -> CPU ids) are marked.
+
+    In a notebook a topology needs no call: ``alloc.topology()`` (every node), ``alloc.explain_binding()`` or
+    ``slurmlab.topology_from_profile("dgx-h100")`` evaluated alone draws this figure. To place it yourself:
+    ``topology_figure(**alloc.topology("node1").figure_args())`` or ``topology_figure(**binding.figure_args(node))``.
+    """
     plotting = bokeh("plotting", "the topology view")
     models = bokeh("models", "the topology view")
     highlight = {int(i) for i in highlight_gpus}

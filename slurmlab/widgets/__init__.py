@@ -7,6 +7,7 @@ Importing this package loads no widget library: each module imports ipywidgets l
     form.RequestForm        a GPU request form that validates as you type and submits
     queue.QueueMonitor      the queue as a sortable table that refreshes by itself
     explorer.TopologyExplorer  a node's (or profile's) topology and MIG layout; the best N GPUs and their salloc line
+    sandbox_picker          a profile list and a Start button: a sandbox when no Slurm is configured
     live                    the ONE thread that assigns widget traits
     rows                    table rows, times and Slurm reasons in plain words (no ipywidgets)
 """

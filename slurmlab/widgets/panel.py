@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING
 
 from slurmlab._extras import require
 from slurmlab.core.gpu.mig import is_mig_type
+from slurmlab.core.slurm.reasons import explain_reason
 from slurmlab.core.slurm.states import HOLDING
+from slurmlab.slurm.allocation_display import saved_html, saved_text
 from slurmlab.widgets.live import LiveUpdater, get_updater
-from slurmlab.widgets.rows import fmt_seconds, plain_reason
+from slurmlab.widgets.rows import expected_start_text, fmt_seconds, waited_text
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
@@ -89,6 +91,38 @@ def node_state_words(state: str) -> str:
     return state
 
 
+def _pending_lines(alloc: Allocation, now: float) -> list[str]:
+    """Why it waits (plain words, Slurm's word, what would help), for how long, and when Slurm expects it
+    to start once Slurm has computed that (the backfill scheduler does, every bf_interval)."""
+    esc = html.escape
+    explained = explain_reason(alloc.reason)
+    lines = []
+    if explained is None:
+        lines.append("<div class='slurmlab-reason'><b>Waiting:</b> to be scheduled</div>")
+    else:
+        words = f"{explained.words} ({explained.code})" if explained.known else explained.code
+        colour = f" style='color:{_FAILED}'" if explained.never else ""
+        lines.append(f"<div class='slurmlab-reason' data-reason='{esc(explained.code)}'{colour}><b>Waiting:</b> "
+                     f"{esc(words)}</div>")
+        if explained.hint:
+            lines.append(f"<div class='slurmlab-reason-hint'><b>What would help:</b> {esc(explained.hint)}</div>")
+    view = alloc.view
+    submitted = view.submit_time.timestamp() if view is not None and view.submit_time is not None else None
+    if submitted is None and alloc.request_argv:  # submitted by this kernel; Slurm's SubmitTime comes soon
+        submitted = alloc.submitted_at
+    if submitted is not None:
+        lines.append(f"<div class='slurmlab-pending-for'>Pending for {waited_text(now - submitted)}</div>")
+    start = view.expected_start if view is not None else None
+    at_now = datetime.fromtimestamp(now, tz=timezone.utc)
+    if start is not None:
+        lines.append(f"<div class='slurmlab-expected-start'><b>Expected start:</b> "
+                     f"{esc(expected_start_text(start, at_now))} — Slurm's estimate</div>")
+    else:
+        lines.append("<div class='slurmlab-expected-start-unknown' style='color:#666'>Slurm has not estimated "
+                     "a start time yet</div>")
+    return lines
+
+
 def panel_html(alloc: Allocation, now: float | None = None) -> str:
     """The panel's body as HTML (also used by tests and the text view)."""
     now = time.time() if now is None else now
@@ -96,12 +130,7 @@ def panel_html(alloc: Allocation, now: float | None = None) -> str:
     state = str(alloc.state)
     lines: list[str] = []
     if state == "PENDING":
-        words = plain_reason(alloc.reason) or "waiting to be scheduled"
-        lines.append(f"<div class='slurmlab-reason'><b>Waiting:</b> {esc(words)}</div>")
-        start = _start(alloc)
-        if start and start > now:
-            at = datetime.fromtimestamp(start, tz=timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M:%S")
-            lines.append(f"<div><b>Expected start:</b> {esc(at)} (in {fmt_seconds(start - now)})</div>")
+        lines += _pending_lines(alloc, now)
     elif state in HOLDING:
         start = _start(alloc)
         left = alloc.time_left(now)
@@ -234,7 +263,9 @@ class AllocationPanel:
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
         bundle: dict[str, object] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
-        bundle["text/plain"] = repr(self.alloc)
+        # what a saved notebook shows where the widget cannot come back: dated, never "live"
+        bundle["text/plain"] = saved_text(self.alloc)
+        bundle["text/html"] = saved_html(self.alloc)
         return bundle
 
 

@@ -1,4 +1,7 @@
-"""Rows of the job and node tables, and Slurm's reasons in plain words.
+"""Rows of the job and node tables, and how long a pending job has waited and when Slurm expects it to start.
+
+``plain_reason`` is :func:`slurmlab.core.slurm.reasons.plain_reason` (one table of reasons for the panel,
+``%squeue`` and the sidebar), re-exported here for the views that import it from the rows.
 
 Plain data and strings only (no ipywidgets): the magics print these as text or HTML tables and
 the widgets show them. Columns follow what a GPU user asks first: which GPUs (indices per node),
@@ -14,68 +17,60 @@ from datetime import datetime, timezone
 from slurmlab.core.gpu.mig import is_mig_type
 from slurmlab.core.slurm.job_view import JobView
 from slurmlab.core.slurm.models import Job, Node
-from slurmlab.core.slurm.timefmt import format_duration
+from slurmlab.core.slurm.reasons import plain_reason
+from slurmlab.core.slurm.timefmt import duration_in_words, format_duration
 
 __all__ = [
     "JOB_COLUMNS",
     "NODE_COLUMNS",
     "Table",
     "fmt_seconds",
+    "expected_start_text",
     "gpus_text",
     "is_mig_type",
     "job_row",
     "node_row",
+    "pending_text",
     "plain_reason",
     "shards_text",
+    "waited_text",
 ]
-
-# Slurm's pending reasons (squeue %r) in words a workshop attendee understands.
-_REASONS = {
-    "None": "",
-    "Resources": "waiting for resources: the GPUs/CPUs asked for are in use by other jobs",
-    "Priority": "waiting in line: jobs with higher priority go first",
-    "Dependency": "waiting for another job it depends on to finish",
-    "DependencyNeverSatisfied": "will never start: a job it depends on failed; cancel it",
-    "BeginTime": "waiting for its requested start time (--begin)",
-    "JobHeldUser": "held by you: release it with `scontrol release JOBID`",
-    "JobHeldAdmin": "held by an administrator",
-    "ReqNodeNotAvail": "a node it needs is down, drained or reserved",
-    "PartitionDown": "its partition is down",
-    "PartitionInactive": "its partition is inactive",
-    "PartitionNodeLimit": "asks for more nodes than the partition allows",
-    "PartitionTimeLimit": "asks for more time than the partition allows: ask for less with -t",
-    "Reservation": "waiting for its reservation to start",
-    "QOSMaxGRESPerUser": "you already use the most GPUs your QOS allows at once",
-    "QOSMaxJobsPerUserLimit": "you already run the most jobs your QOS allows",
-    "AssocGrpGRES": "your account's group GPU limit is reached",
-    "AssocMaxJobsLimit": "your account runs the most jobs it may",
-    "AssocGrpCpuLimit": "your account's group CPU limit is reached",
-    "NodeDown": "a node it needs is down",
-    "BadConstraints": "no node can ever satisfy the request; cancel it and ask for less",
-    "InvalidAccount": "the account is not valid",
-    "InvalidQOS": "the QOS is not valid",
-    "Cleaning": "Slurm is still cleaning up after a previous run",
-    "Prolog": "the node is running its prolog",
-    "launch failed requeued held": "the launch failed; the job was requeued and held",
-}
-
-
-def plain_reason(reason: str | None) -> str:
-    """Slurm's reason in plain words; an unknown reason is shown as Slurm wrote it."""
-    if not reason or reason == "None":
-        return ""
-    key = reason.split(",")[0].strip()
-    if key.startswith("(") and key.endswith(")"):
-        key = key[1:-1]
-    words = _REASONS.get(key)
-    if words is None and key.startswith("ReqNodeNotAvail"):
-        words = _REASONS["ReqNodeNotAvail"]
-    return f"{words} ({reason})" if words else reason
 
 
 def fmt_seconds(seconds: float | None) -> str:
     """``1-02:03:04`` / ``02:03:04``; ``-`` when unknown; a countdown past its end shows 0."""
     return format_duration(seconds, unlimited="-", clamp=True)
+
+
+def waited_text(seconds: float) -> str:
+    """``45 seconds`` / ``2 minutes 5 seconds`` / ``1 hour 5 minutes``: how long a job has waited, in words (a
+    clock reads like a countdown), to its two largest units."""
+    return " ".join(duration_in_words(max(0, int(seconds))).split()[:4]) or "0 seconds"
+
+
+def expected_start_text(start: datetime, now: datetime) -> str:
+    """``14:05:00 (in 3 min)`` in local time, with the date when it is not today; ``now`` once it is due
+    (Slurm keeps its estimate while the job still waits)."""
+    local, today = start.astimezone(), now.astimezone()
+    at = local.strftime("%H:%M:%S") if local.date() == today.date() else local.strftime("%Y-%m-%d %H:%M")
+    ahead = (start - now).total_seconds()
+    return f"{at} (in {waited_text(ahead)})" if ahead >= 1 else f"{at} (due now)"
+
+
+def pending_text(job: Job | JobView, now: datetime | None = None) -> str:
+    """``pending for 2 min; expected start 14:05:00 (in 3 min)`` for a pending job ("" otherwise); the
+    expected start only once Slurm has computed one."""
+    view = _view(job)
+    if view.state != "PENDING":
+        return ""
+    now = now or _now()
+    parts = []
+    if view.submit_time is not None:
+        parts.append(f"pending for {waited_text((now - view.submit_time).total_seconds())}")
+    start = view.expected_start
+    if start is not None:
+        parts.append(f"expected start {expected_start_text(start, now)}")
+    return "; ".join(parts)
 
 
 def _now() -> datetime:
@@ -127,6 +122,7 @@ def job_row(job: Job | JobView, now: datetime | None = None) -> dict[str, str]:
         "partition": view.partition or "",
         "state": state,
         "reason": plain_reason(view.reason) if state == "PENDING" else "",
+        "pending": pending_text(view, now),
         "nodes": view.nodelist or "-",
         "gpus": gpus_text(view),
         "shards": shards_text(view),
@@ -136,7 +132,8 @@ def job_row(job: Job | JobView, now: datetime | None = None) -> dict[str, str]:
     return row
 
 
-JOB_COLUMNS = ("job", "name", "user", "partition", "state", "nodes", "gpus", "shards", "time_left", "reason")
+JOB_COLUMNS = ("job", "name", "user", "partition", "state", "nodes", "gpus", "shards", "time_left", "pending",
+               "reason")
 NODE_COLUMNS = ("node", "state", "partitions", "gpu_type", "gpus_used", "used_idx", "shards_used", "cpus")
 
 

@@ -1,12 +1,16 @@
-"""Packaging contracts: environment.yml agrees with pyproject, import slurmlab is light."""
+"""Packaging contracts: environment.yml agrees with pyproject, import slurmlab is light, the wheel carries the
+workshop notebooks."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import pytest
 import tomllib
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,3 +82,31 @@ def test_all_is_curated_and_importable() -> None:
 
     assert set(errors.__all__) <= set(slurmlab.__all__)
     assert "errors" in public
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_notebooks_and_slurmlab_notebooks_copies_them_from_it(tmp_path: Path) -> None:
+    """A `pip install` user has no repository: the workshop notebooks must come from the wheel itself."""
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(REPO), "-w", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    if res.returncode != 0 and ("No matching distribution" in res.stderr or "Could not find a version" in res.stderr):
+        pytest.skip(f"pip could not fetch the build requirements (offline?): {res.stderr.strip()[-300:]}")
+    assert res.returncode == 0, res.stderr
+    (wheel,) = tmp_path.glob("slurmlab-*.whl")
+    source = {p.name: p.read_bytes() for p in (REPO / "notebooks").glob("*.ipynb")}
+    assert source
+    with zipfile.ZipFile(wheel) as zf:
+        packed = {n.rsplit("/", 1)[1]: zf.read(n) for n in zf.namelist()
+                  if n.startswith("slurmlab/notebooks/") and n.endswith(".ipynb")}
+        assert packed == source, "pyproject.toml must force-include notebooks/ as slurmlab/notebooks"
+        zf.extractall(tmp_path / "site")
+    # the unpacked wheel stands in for site-packages: no checkout beside it to fall back on
+    target = tmp_path / "mine"
+    code = ("import sys, slurmlab; from slurmlab.cli import main;"
+            f"assert slurmlab.__file__.startswith({str(tmp_path / 'site')!r}), slurmlab.__file__;"
+            f"sys.exit(main(['notebooks', {str(target)!r}]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path / "site")})
+    assert out.returncode == 0, out.stderr
+    assert {p.name: p.read_bytes() for p in target.glob("*.ipynb")} == source
+    assert f"copied {len(source)} of {len(source)} workshop notebooks" in out.stdout

@@ -6,6 +6,9 @@
  *
  * ServerConnection.makeRequest adds Jupyter's token and the XSRF header, which the
  * server requires on every route (and on POST in particular).
+ *
+ * Every call but getClusters() asks about the cluster chosen with setCluster() (the server's own
+ * when none is chosen): the choice travels as the `cluster` query parameter.
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
@@ -28,11 +31,19 @@ export interface IJob {
   /** Owned by the Unix user the server runs as (decided by uid, never by the job's record). */
   mine: boolean;
   state: string;
+  /** The pending reason as Slurm spells it. */
   reason: string | null;
+  /** The reason in plain words, and what would help (slurmlab.core.slurm.reasons). */
+  reason_words: string | null;
+  reason_hint: string | null;
   partition: string | null;
   nodes: string | null;
   time_limit_s: number | null;
+  /** When it was submitted (ISO); the sidebar counts "pending for" up from it. */
+  submit_time: string | null;
   start_time: string | null;
+  /** Slurm's expected start of a pending job (ISO), once Slurm has one. */
+  expected_start: string | null;
   /** When the time limit ends a running job (ISO); the sidebar counts down to it. */
   ends_at: string | null;
   gpus: IJobGpu[];
@@ -86,7 +97,24 @@ export interface INodes extends IStamped {
   problems: IProblem[];
 }
 
+/** A cluster the server can show: its own Slurm or a slurmlab sandbox of this user. */
+export interface ICluster {
+  id: string;
+  name: string | null;
+  sandbox: string | null;
+  label: string;
+  conf: string | null;
+  own: boolean;
+}
+
+export interface IClusters extends IStamped {
+  clusters: ICluster[];
+  default: string;
+}
+
 export interface IStatus extends IStamped {
+  /** The cluster this answer is about. */
+  cluster: ICluster | null;
   reachable: boolean;
   version: string | null;
   poll_interval_s: number;
@@ -121,6 +149,26 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
+}
+
+let chosenCluster: string | null = null;
+
+/** Ask every later call about this cluster (null: the server's own). */
+export function setCluster(id: string | null): void {
+  chosenCluster = id;
+}
+
+export function currentCluster(): string | null {
+  return chosenCluster;
+}
+
+/** `path` with the chosen cluster as its `cluster` query parameter. */
+export function withCluster(path: string, cluster: string | null = chosenCluster): string {
+  if (!cluster) {
+    return path;
+  }
+  const sep = path.includes('?') ? '&' : '?';
+  return `${path}${sep}cluster=${encodeURIComponent(cluster)}`;
 }
 
 async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
@@ -159,22 +207,29 @@ async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
   return body as T;
 }
 
+export function getClusters(): Promise<IClusters> {
+  return call<IClusters>('clusters');
+}
+
 export function getStatus(): Promise<IStatus> {
-  return call<IStatus>('status');
+  return call<IStatus>(withCluster('status'));
 }
 
 export function getQueue(scope: 'mine' | 'all' = 'mine'): Promise<IQueue> {
-  return call<IQueue>(`queue?scope=${scope}`);
+  return call<IQueue>(withCluster(`queue?scope=${scope}`));
 }
 
 export function getNodes(): Promise<INodes> {
-  return call<INodes>('nodes');
+  return call<INodes>(withCluster('nodes'));
 }
 
 export function getJob(jobId: string): Promise<IJobDetail> {
-  return call<IJobDetail>(`jobs/${encodeURIComponent(jobId)}`);
+  return call<IJobDetail>(withCluster(`jobs/${encodeURIComponent(jobId)}`));
 }
 
 export function cancelJob(jobId: string): Promise<ICancelled> {
-  return call<ICancelled>(`jobs/${encodeURIComponent(jobId)}/cancel`, { method: 'POST', body: '{}' });
+  return call<ICancelled>(withCluster(`jobs/${encodeURIComponent(jobId)}/cancel`), {
+    method: 'POST',
+    body: '{}'
+  });
 }

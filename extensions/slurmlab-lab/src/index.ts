@@ -1,12 +1,16 @@
 /**
- * slurmlab's JupyterLab plugin: adds the "Slurm GPUs" panel to the left sidebar and
- * follows the refresh interval of its settings.
+ * slurmlab's JupyterLab plugins: the "Slurm GPUs" panel in the left sidebar (following the refresh
+ * interval of its settings), and widget outputs that show their saved fallback once the widget is gone.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMime, IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
 
+import { WIDGET_VIEW_MIMETYPE } from './savedoutput';
 import { DEFAULT_REFRESH_S, SlurmSidebar } from './sidebar';
+import { installSavedOutputs } from './widgetfallback';
 
 const PLUGIN_ID = 'slurmlab-lab:plugin';
 
@@ -54,4 +58,25 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+/**
+ * A reopened notebook's widget outputs (kernel gone or restarted) show their saved text/HTML, e.g.
+ * slurmlab's "allocation 7: RUNNING as of … re-run the cell to reconnect", instead of "Error
+ * displaying widget: model not found"; a widget whose model lives still renders as the widget.
+ */
+const savedOutputs: JupyterFrontEndPlugin<void> = {
+  id: 'slurmlab-lab:saved-outputs',
+  description: 'Widget outputs whose widget is gone show their saved fallback, not "model not found".',
+  autoStart: true,
+  requires: [INotebookTracker, IRenderMimeRegistry],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, rendermime: IRenderMimeRegistry) => {
+    // each notebook's registry is a clone of the app's: the app's widget factory is the manager's
+    // placeholder, shared by identity until the notebook's own manager replaces it
+    const isPlaceholder = (factory: IRenderMime.IRendererFactory) =>
+      factory === rendermime.getFactory(WIDGET_VIEW_MIMETYPE);
+    const hook = (panel: NotebookPanel) => installSavedOutputs(panel.content.rendermime, isPlaceholder);
+    tracker.forEach(hook);
+    tracker.widgetAdded.connect((_, panel) => hook(panel));
+  }
+};
+
+export default [plugin, savedOutputs];

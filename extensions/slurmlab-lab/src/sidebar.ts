@@ -1,6 +1,8 @@
 /**
- * The "Slurm GPUs" sidebar: the cluster's GPU map (nodes x GPUs, coloured by job, shards as
- * fractions) and the user's jobs with a cancel action.
+ * The "Slurm GPUs" sidebar: which cluster it shows (and a picker of the clusters the server sees), the
+ * cluster's GPU map (nodes x numbered GPUs, coloured by job, shards as fractions) with its legend, and
+ * the user's jobs with a cancel action; a pending job says why in plain words, how long it has waited
+ * and when Slurm expects it to start.
  *
  * Plain DOM in a Lumino widget keeps the extension free of a React dependency; the panel is
  * rebuilt from each answer, which is small (one row per node and per job).
@@ -11,26 +13,22 @@ import { Widget } from '@lumino/widgets';
 import {
   ApiError,
   cancelJob,
+  getClusters,
   getNodes,
   getQueue,
   getStatus,
-  IGpuSlot,
+  ICluster,
   IJob,
-  INode,
   IQueue,
-  IStatus
+  IStatus,
+  setCluster
 } from './api';
+import { fillPicker, resolveChoice, storeChoice, storedChoice } from './clusterpick';
+import { el } from './dom';
+import { IMapContext, renderLegend, renderMap } from './gpumap';
+import { JobPalette } from './palette';
 
 export const DEFAULT_REFRESH_S = 5;
-
-/** A stable colour per job id, so the same job has the same colour on every node. */
-export function jobColour(jobId: string): string {
-  let hash = 0;
-  for (const ch of jobId) {
-    hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
-  }
-  return `hsl(${(hash * 137) % 360}, 60%, 55%)`;
-}
 
 /** Seconds from now until an ISO time (null when there is none). */
 export function secondsUntil(iso: string | null, now: number = Date.now()): number | null {
@@ -39,6 +37,15 @@ export function secondsUntil(iso: string | null, now: number = Date.now()): numb
   }
   const at = Date.parse(iso);
   return Number.isNaN(at) ? null : Math.max(0, (at - now) / 1000);
+}
+
+/** Seconds since an ISO time (null when there is none). */
+export function secondsSince(iso: string | null, now: number = Date.now()): number | null {
+  if (!iso) {
+    return null;
+  }
+  const at = Date.parse(iso);
+  return Number.isNaN(at) ? null : Math.max(0, (now - at) / 1000);
 }
 
 /**
@@ -61,21 +68,6 @@ export function formatSeconds(seconds: number | null): string {
   return d > 0 ? `${d}-${hms}` : hms;
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className?: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
-
 /** "node1: 4,6,7 h100 · node2: 3 shard×4": the GPUs of a job, grouped per node. */
 export function gpuSummary(job: IJob): string {
   if (!job.gpus.length) {
@@ -93,13 +85,60 @@ export function gpuSummary(job: IJob): string {
   return nodes.join(' · ') + (types.length ? ` (${types.join(', ')})` : '');
 }
 
+/** "14:05" today, else "Dec 2 14:05": when Slurm expects a pending job to start. */
+export function clockTime(iso: string, now: Date = new Date()): string {
+  const at = new Date(iso);
+  const hm = `${String(at.getHours()).padStart(2, '0')}:${String(at.getMinutes()).padStart(2, '0')}`;
+  if (at.toDateString() === now.toDateString()) {
+    return hm;
+  }
+  return `${at.toLocaleString('en', { month: 'short' })} ${at.getDate()} ${hm}`;
+}
+
+/** The pending job's lines: why (in words, Slurm's word in the title), what would help, for how long,
+ * and the expected start once Slurm has one. */
+function pendingBlock(job: IJob): HTMLElement {
+  const box = el('div', 'slurmlab-Pending');
+  const words = el('div', 'slurmlab-Reason', job.reason_words || 'submitted: Slurm has not looked at it yet');
+  words.title = job.reason_words ? `Slurm's reason: ${job.reason}` : "Slurm's reason: none yet";
+  box.appendChild(words);
+  if (job.reason_hint) {
+    box.appendChild(el('div', 'slurmlab-ReasonHint', `→ ${job.reason_hint}`));
+  }
+  const waited = secondsSince(job.submit_time);
+  const times = el('div', 'slurmlab-PendingTimes');
+  times.appendChild(
+    el('span', 'slurmlab-PendingFor', waited === null ? 'pending' : `pending for ${formatSeconds(waited)}`)
+  );
+  const start = job.expected_start;
+  const expected = start
+    ? `expected start ${clockTime(start)} (in ${formatSeconds(secondsUntil(start))})`
+    : 'no expected start from Slurm yet';
+  const startNode = el('span', 'slurmlab-ExpectedStart', expected);
+  startNode.dataset.known = String(Boolean(start));
+  times.appendChild(document.createTextNode(' · '));
+  times.appendChild(startNode);
+  box.appendChild(times);
+  return box;
+}
+
 export class SlurmSidebar extends Widget {
   private _refreshMs = DEFAULT_REFRESH_S * 1000;
   private _timer: number | null = null;
   private _scope: 'mine' | 'all' = 'mine';
   private _busy = false;
+  private _again = false;
+  private _choice: string | null = storedChoice();
+  private _palette = new JobPalette();
+  /** Ids of the clusters the server listed, and those that appeared since the sidebar first asked. */
+  private _seenClusters: Set<string> | null = null;
+  private _newClusters = new Set<string>();
+  private readonly _clusterName: HTMLElement;
+  private readonly _picker: HTMLSelectElement;
+  private readonly _clusterNote: HTMLElement;
   private readonly _statusLine: HTMLElement;
   private readonly _map: HTMLElement;
+  private readonly _legend: HTMLElement;
   private readonly _jobs: HTMLElement;
   private readonly _error: HTMLElement;
 
@@ -117,6 +156,17 @@ export class SlurmSidebar extends Widget {
     header.appendChild(refresh);
     this.node.appendChild(header);
 
+    const clusterRow = el('div', 'slurmlab-ClusterRow');
+    this._clusterName = el('div', 'slurmlab-ClusterName', 'cluster: …');
+    clusterRow.appendChild(this._clusterName);
+    this._picker = el('select', 'slurmlab-ClusterPicker');
+    this._picker.onchange = () => this._pick(this._picker.value);
+    clusterRow.appendChild(this._picker);
+    this.node.appendChild(clusterRow);
+    this._clusterNote = el('div', 'slurmlab-ClusterNote');
+    this._clusterNote.hidden = true;
+    this.node.appendChild(this._clusterNote);
+
     this._statusLine = el('div', 'slurmlab-Status', 'connecting…');
     this._error = el('div', 'slurmlab-Error');
     this._error.hidden = true;
@@ -126,6 +176,8 @@ export class SlurmSidebar extends Widget {
     this.node.appendChild(el('h3', 'slurmlab-Section', 'GPU map'));
     this._map = el('div', 'slurmlab-Map');
     this.node.appendChild(this._map);
+    this._legend = el('div', 'slurmlab-Legend');
+    this.node.appendChild(this._legend);
 
     const jobsHeader = el('div', 'slurmlab-JobsHeader');
     jobsHeader.appendChild(el('h3', 'slurmlab-Section', 'Jobs'));
@@ -183,12 +235,44 @@ export class SlurmSidebar extends Widget {
     }
   }
 
+  /** Show another cluster: remembered for this browser session, shown at once. */
+  private _pick(id: string): void {
+    this._choice = id;
+    this._newClusters.clear();
+    storeChoice(id);
+    this._palette = new JobPalette();
+    void this.refresh();
+  }
+
   async refresh(): Promise<void> {
     if (this._busy) {
+      this._again = true; // a pick or a click while a refresh runs: one more when it is done
       return;
     }
     this._busy = true;
     try {
+      await this._refreshOnce();
+    } finally {
+      this._busy = false;
+    }
+    if (this._again) {
+      this._again = false;
+      void this.refresh();
+    }
+  }
+
+  private async _refreshOnce(): Promise<void> {
+    try {
+      const clusters = await getClusters();
+      const { cluster, note } = resolveChoice(this._choice, clusters);
+      setCluster(cluster.own ? null : cluster.id);
+      fillPicker(this._picker, clusters.clusters, cluster.id);
+      const fresh = this._freshClusters(clusters.clusters, cluster);
+      const told = note || (fresh.length ? `${fresh.join(', ')} is running now: pick it above to see it` : null);
+      this._clusterNote.hidden = told === null;
+      this._clusterNote.textContent = told || '';
+      this._clusterNote.dataset.kind = note ? 'gone' : fresh.length ? 'new' : '';
+      this._renderCluster(cluster);
       const status = await getStatus();
       this._renderStatus(status);
       if (!status.reachable) {
@@ -198,13 +282,36 @@ export class SlurmSidebar extends Widget {
       const [nodes, queue] = await Promise.all([getNodes(), getQueue(this._scope)]);
       this._showError(null);
       this._renderStatus(status, queue.age_s ?? 0);
-      this._renderMap(nodes.nodes);
+      const ctx: IMapContext = {
+        palette: this._palette,
+        jobs: new Map(queue.jobs.map(j => [j.job_id, j]))
+      };
+      this._palette.keep(ctx.jobs.keys());
+      // colours in id order, so that the slots follow the jobs' ids
+      for (const id of [...ctx.jobs.keys()].sort((a, b) => a.length - b.length || a.localeCompare(b))) {
+        this._palette.colour(id);
+      }
+      const seen = renderMap(this._map, nodes.nodes, ctx);
+      renderLegend(this._legend, seen, ctx);
       this._renderJobs(queue);
     } catch (error) {
       this._showError(error instanceof ApiError ? error.message : String(error));
-    } finally {
-      this._busy = false;
     }
+  }
+
+  /** Labels of the clusters that appeared since the sidebar first asked (a sandbox started in a
+   * notebook), until one is picked or they go. */
+  private _freshClusters(clusters: ICluster[], shown: ICluster): string[] {
+    const ids = new Set(clusters.map(c => c.id));
+    if (this._seenClusters !== null) {
+      for (const id of ids) {
+        if (!this._seenClusters.has(id)) {
+          this._newClusters.add(id);
+        }
+      }
+    }
+    this._seenClusters = ids;
+    return clusters.filter(c => this._newClusters.has(c.id) && c.id !== shown.id).map(c => c.label);
   }
 
   private _showError(message: string | null): void {
@@ -212,7 +319,20 @@ export class SlurmSidebar extends Widget {
     this._error.textContent = message || '';
   }
 
+  private _renderCluster(cluster: ICluster): void {
+    this._clusterName.textContent = cluster.label;
+    this._clusterName.dataset.cluster = cluster.id;
+    this._clusterName.dataset.sandbox = cluster.sandbox || '';
+    this._clusterName.title =
+      `cluster ${cluster.name || '?'}` +
+      (cluster.sandbox ? `, a slurmlab sandbox of profile ${cluster.sandbox}` : '') +
+      (cluster.conf ? ` (${cluster.conf})` : " (this server's Slurm configuration)");
+  }
+
   private _renderStatus(status: IStatus, dataAge = 0): void {
+    if (status.cluster) {
+      this._renderCluster(status.cluster);
+    }
     const state = status.reachable ? 'controller up' : 'controller DOWN';
     const version = status.version ? `Slurm ${status.version}` : 'Slurm ?';
     // Data older than two intervals means Slurm did not answer the last polls: say how old.
@@ -221,56 +341,6 @@ export class SlurmSidebar extends Widget {
     this._statusLine.textContent = `${state} · ${version} · user ${status.user} · every ${status.poll_interval_s}s${stale}`;
     this._statusLine.dataset.stale = String(stale !== '');
     this._statusLine.dataset.reachable = String(status.reachable);
-  }
-
-  private _renderMap(nodes: INode[]): void {
-    this._map.replaceChildren();
-    if (!nodes.length) {
-      this._map.appendChild(el('div', 'slurmlab-Empty', 'no nodes'));
-      return;
-    }
-    for (const node of nodes) {
-      const row = el('div', 'slurmlab-NodeRow');
-      row.dataset.node = node.name;
-      const label = el('div', 'slurmlab-NodeName', node.name);
-      label.title = `${node.name}: ${node.state} (${node.partitions.join(', ')})`;
-      row.appendChild(label);
-      const cells = el('div', 'slurmlab-GpuCells');
-      if (!node.gpus.length) {
-        cells.appendChild(el('span', 'slurmlab-NoGpu', 'no GPUs'));
-      }
-      for (const gpu of node.gpus) {
-        cells.appendChild(this._gpuCell(node, gpu));
-      }
-      row.appendChild(cells);
-      row.appendChild(el('div', 'slurmlab-NodeState', node.state.toLowerCase()));
-      this._map.appendChild(row);
-    }
-  }
-
-  private _gpuCell(node: INode, gpu: IGpuSlot): HTMLElement {
-    const cell = el('div', 'slurmlab-Gpu');
-    cell.dataset.gpu = String(gpu.index);
-    cell.dataset.jobs = gpu.jobs.join(',');
-    if (gpu.mig) {
-      cell.classList.add('slurmlab-mod-mig');
-    }
-    const busy = gpu.whole || gpu.shards_used > 0;
-    if (gpu.whole && gpu.jobs.length) {
-      cell.style.background = jobColour(gpu.jobs[0]);
-    } else if (gpu.shards_total > 0 && gpu.shards_used > 0) {
-      // A shared GPU: the filled part shows the fraction of its shards in use.
-      const pct = Math.round((100 * gpu.shards_used) / gpu.shards_total);
-      const colour = gpu.jobs.length ? jobColour(gpu.jobs[0]) : 'var(--jp-brand-color1)';
-      cell.style.background = `linear-gradient(to top, ${colour} ${pct}%, transparent ${pct}%)`;
-      cell.appendChild(el('span', 'slurmlab-Shards', `${gpu.shards_used}/${gpu.shards_total}`));
-    }
-    cell.classList.toggle('slurmlab-mod-busy', busy);
-    const label = gpu.type ? `${gpu.type}` : 'gpu';
-    const jobs = gpu.jobs.length ? ` · job ${gpu.jobs.join(', ')}` : ' · free';
-    const shards = gpu.shards_total ? ` · shards ${gpu.shards_used}/${gpu.shards_total}` : '';
-    cell.title = `${node.name} GPU ${gpu.index} (${label})${jobs}${shards}`;
-    return cell;
   }
 
   private _renderJobs(queue: IQueue): void {
@@ -294,42 +364,67 @@ export class SlurmSidebar extends Widget {
     }
     const table = el('table', 'slurmlab-JobTable');
     const head = el('tr');
-    for (const title of ['', 'job · GPUs', 'state', 'left', '']) {
-      head.appendChild(el('th', undefined, title));
+    for (const [title, cls] of [
+      ['', 'slurmlab-ColSwatch'],
+      ['job · GPUs', 'slurmlab-ColJob'],
+      ['state', 'slurmlab-ColState'],
+      ['left', 'slurmlab-ColLeft'],
+      ['', 'slurmlab-ColAction']
+    ]) {
+      head.appendChild(el('th', cls, title));
     }
     table.appendChild(head);
     for (const job of queue.jobs) {
-      const row = el('tr', 'slurmlab-Job');
-      row.dataset.jobId = job.job_id;
-      const swatch = el('td', 'slurmlab-Swatch');
-      swatch.style.background = jobColour(job.job_id);
-      row.appendChild(swatch);
-      const id = el('td', 'slurmlab-JobId', `${job.display_id} ${job.name}`);
-      id.title = `${job.user || '?'} · ${job.partition || ''} · ${job.nodes || ''}`;
-      id.appendChild(el('div', 'slurmlab-JobGpus', gpuSummary(job)));
-      row.appendChild(id);
-      const state = el('td', 'slurmlab-JobState', job.state);
-      if (job.reason && job.reason !== 'None') {
-        state.appendChild(el('div', 'slurmlab-Reason', job.reason));
+      table.appendChild(this._jobRow(job));
+      if (job.state === 'PENDING') {
+        const more = el('tr', 'slurmlab-PendingRow');
+        more.dataset.jobId = job.job_id;
+        more.appendChild(el('td', 'slurmlab-Swatch')).style.background = this._palette.colour(job.job_id);
+        const cell = el('td');
+        cell.colSpan = 4;
+        cell.appendChild(pendingBlock(job));
+        more.appendChild(cell);
+        table.appendChild(more);
       }
-      row.appendChild(state);
-      const left = job.ends_at
-        ? formatSeconds(secondsUntil(job.ends_at))
-        : job.time_limit_s === null
-          ? 'unlimited'
-          : '—';
-      row.appendChild(el('td', 'slurmlab-TimeLeft', left));
-      const actions = el('td');
-      if (job.mine) {
-        const cancel = el('button', 'slurmlab-Cancel', '✕');
-        cancel.title = `scancel ${job.job_id}`;
-        cancel.onclick = () => void this._confirmCancel(job);
-        actions.appendChild(cancel);
-      }
-      row.appendChild(actions);
-      table.appendChild(row);
     }
     this._jobs.appendChild(table);
+  }
+
+  private _jobRow(job: IJob): HTMLElement {
+    const row = el('tr', 'slurmlab-Job');
+    row.dataset.jobId = job.job_id;
+    row.dataset.state = job.state;
+    const swatch = el('td', 'slurmlab-Swatch');
+    swatch.style.background = this._palette.colour(job.job_id);
+    row.appendChild(swatch);
+    const id = el('td', 'slurmlab-JobId');
+    // one line: the id, then the name cut with an ellipsis; the whole name in the tooltip
+    const line = el('div', 'slurmlab-JobLine');
+    line.appendChild(el('span', 'slurmlab-JobNumber', job.display_id));
+    const name = el('span', 'slurmlab-JobName', job.name);
+    name.title = job.name;
+    line.appendChild(name);
+    line.title = `${job.display_id} ${job.name} · ${job.user || '?'} · ${job.partition || ''} · ${job.nodes || ''}`;
+    id.appendChild(line);
+    id.appendChild(el('div', 'slurmlab-JobGpus', gpuSummary(job)));
+    row.appendChild(id);
+    const state = el('td', 'slurmlab-JobState', job.state);
+    row.appendChild(state);
+    const left = job.ends_at
+      ? formatSeconds(secondsUntil(job.ends_at))
+      : job.time_limit_s === null
+        ? 'unlimited'
+        : '—';
+    row.appendChild(el('td', 'slurmlab-TimeLeft', left));
+    const actions = el('td');
+    if (job.mine) {
+      const cancel = el('button', 'slurmlab-Cancel', '✕');
+      cancel.title = `scancel ${job.job_id}`;
+      cancel.onclick = () => void this._confirmCancel(job);
+      actions.appendChild(cancel);
+    }
+    row.appendChild(actions);
+    return row;
   }
 
   private async _confirmCancel(job: IJob): Promise<void> {

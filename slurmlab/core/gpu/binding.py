@@ -40,6 +40,7 @@ from slurmlab.core.gpu.binding_table import (
 )
 from slurmlab.core.gpu.devices import format_cpu_list
 from slurmlab.core.gpu.node_models import NodeTopology
+from slurmlab.core.gpu.sandbox_limits import sandbox_notes
 from slurmlab.core.gpu.topology import Topology
 
 __all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "TASK_REPORT_PREFIX", "UNKNOWN", "BindingFigureArgs",
@@ -73,14 +74,34 @@ def explain(
     tres_bind: str | None = None,
     enforce_binding: bool = False,
     job_id: str | None = None,
+    step_args: Sequence[str] = (),
+    sandbox: bool | None = None,
 ) -> BindingTable:
     """Judge the binding from the tasks' reports, each node's topology and the controller's records.
 
-    ``--gpu-bind=closest`` is honoured for a task when its GPUs are exactly the step GPUs whose local CPUs meet
-    its CPU mask (all the step's GPUs when none do, as Slurm falls back). Enforce-binding is honoured on a node
-    when the CPUs Slurm gave the job (CPU_IDs) and each task's mask lie within the CPUs local to the job's GPUs.
+    ``--gpu-bind=closest`` is honoured for a task when its GPUs are among the step GPUs whose local CPUs meet its
+    CPU mask (a task bound per task, ``--gpus-per-task``, holds one of them), or are all the step's GPUs when
+    none does, as Slurm falls back. This is what the isolation check I7 asks too (task CPUs local to its GPUs).
+    Enforce-binding is honoured on a node when the CPUs Slurm gave the job (CPU_IDs) and each task's mask lie
+    within the CPUs local to the job's GPUs.
+
+    ``step_args``: the srun options of the step the reports come from, named in the notes. ``sandbox``: the
+    reports come from a slurmlab sandbox (None: when a node's topology came from one), which the notes say
+    cannot show what a real cluster would (:mod:`.sandbox_limits`).
     """
     notes: list[str] = []
+    if step_args:
+        notes.append(f"the tasks are those of one step: srun {' '.join(step_args)}")
+    bind = gpu_bind_value(tres_bind)
+    if bind and not any(a.startswith("--gpu-bind") for a in step_args) and step_args:
+        notes.append(f"the job asked --gpu-bind={bind}; this step, as %gpu_isolation's, repeats the job's GPU "
+                     "request without it, so each task holds what that request gives it; run "
+                     f"`%srun --gpu-bind={bind} …` to see Slurm's {bind} binding of a step (for closest: every GPU "
+                     "of the step near the task's CPUs)")
+    if sandbox is None:
+        sandbox = any(isinstance(t, NodeTopology) and t.source == "sandbox" for t in topologies.values())
+    if sandbox:
+        notes += sandbox_notes()
     by_node = {r.node: r for r in records}
     closest_wanted = bool(tres_bind and "closest" in tres_bind)
     rows = [_judge_task(rep, topologies.get(rep.node), by_node.get(rep.node), closest_wanted, enforce_binding, notes)
@@ -158,7 +179,7 @@ def _closest_verdict(f: _TaskFacts, why: list[str]) -> str:
         return UNKNOWN
     near = tuple(g for g in f.step if f.local.get(g, frozenset()) & judge)
     expect = near or f.step
-    if set(f.gpus) == set(expect):
+    if set(f.gpus) == set(expect) or near and f.gpus and set(f.gpus) <= set(near):
         return HONOURED
     why.append(f"closest: CPUs {format_cpu_list(judge)} are nearest GPU(s) "
                f"{','.join(map(str, expect))}, but the task got {','.join(map(str, f.gpus)) or 'none'}")

@@ -5,11 +5,12 @@ verdicts on ``--gpu-bind=closest`` and ``--gres-flags=enforce-binding``, shown a
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from slurmlab.core.gpu.binding_evidence import NodeRecord
 from slurmlab.core.gpu.devices import format_cpu_list
+from slurmlab.core.gpu.figure_display import mime_bundle
 from slurmlab.core.gpu.node_models import NodeTopology, TopologyFigureArgs
 from slurmlab.core.gpu.topology import Topology
 
@@ -141,9 +142,18 @@ class BindingTable:
                     style = ' style="color:#1B7F3B"'
                 tds.append(f"<td{style}>{html.escape(c)}</td>")
             body += "<tr>" + "".join(tds) + "</tr>"
-        foot = "".join(f"<li>{html.escape(line)}</li>" for line in self._footer())
+        # a sandbox's limits stand out where a reader would take the table for a real cluster's
+        foot = "".join(f"<li class='slurmlab-sandbox-note'>{html.escape(line)}</li>" if line.startswith("note: sandbox:")
+                       else f"<li>{html.escape(line)}</li>" for line in self._footer())
         return (f"<div class='slurmlab-binding'><b>binding of job {html.escape(str(self.job_id))}</b>"
                 f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><ul>{foot}</ul></div>")
+
+    def _repr_mimebundle_(self, include: Container[str] | None = None,
+                          exclude: Container[str] | None = None) -> dict[str, str]:
+        """In a notebook: the table, then per node its topology with the tasks' GPUs and CPUs marked."""
+        caption = "per node: the tasks' GPUs highlighted, their CPUs coloured (the figures of figure_args(node))"
+        return mime_bundle(self, "binding", self.text(), caption, html_text=self._repr_html_(), text_first=True,
+                           include=include, exclude=exclude)
 
 
 def _cpus(s: frozenset[int] | None) -> str:

@@ -89,7 +89,11 @@ class MigCapture:
 
     def lines(self) -> list[str]:
         """The capture as readable lines (the layout's own summary is separate: ``layout.summary()``)."""
-        out = [("    " if d.parent is not None else "") + f"{d.name} {d.index}: {d.uuid}" for d in self.devices]
+        # a MIG device by its slice's one name (mig_slice_label), then -L's own "Device N" and profile
+        slice_of = {u: inst.label for inst in (self.layout.instances() if self.layout else [])
+                    for u in (inst.uuid, *(ci.uuid for ci in inst.compute_instances)) if u}
+        out = [f"{d.name} {d.index}: {d.uuid}" if d.parent is None or d.uuid not in slice_of
+               else f"    {slice_of[d.uuid]} — -L device {d.index} ({d.name}): {d.uuid}" for d in self.devices]
         if self.kind == "list" and self.layout is None:
             out.append("no MIG devices in this listing")
         out += [f"GPU {r.gpu}  {r.name:<14} id {r.profile_id:>2}  {r.free}/{r.total} free  "

@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from slurmlab.core.gpu.mig import MigLayout
+from slurmlab.core.gpu.mig import MigLayout, mig_slice_label
 from slurmlab.core.gpu.node_models import MigHighlight, NodeMig, NodeTopology
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError, RequestError
@@ -67,6 +67,13 @@ def profile_mig(profile: Mapping[str, object]) -> NodeMig:
     return NodeMig(MigLayout.from_profile(profile), "profile", f"hardware profile {_name(profile)}")
 
 
+def _slice_label(gpu: int, entry: Mapping[str, object]) -> str:
+    """A profile's MIG entry ``{gpu, profile, start, size}`` by the slice's one name."""
+    start, size = entry.get("start"), entry.get("size")
+    return mig_slice_label(gpu, str(entry.get("profile")), start if isinstance(start, int) else None,
+                           size if isinstance(size, int) else None)
+
+
 # ---- the sandbox's hardware file ------------------------------------------------------------------
 
 
@@ -110,7 +117,7 @@ class SandboxHardware:
         # a MIG slice counts as its parent GPU here: its NUMA node and CPUs are the parent's
         mapping = {i: gpu for i, (gpu, _pos) in enumerate(self.gres_idx) if gpu != i}
         gpus = tuple(dict.fromkeys(mapping.get(i, i) for i in idx))
-        slices = [f"IDX {i} is a MIG {mig[pos].get('profile')} slice of GPU {gpu}"
+        slices = [f"Slurm IDX {i} is the MIG slice {_slice_label(gpu, mig[pos])}"
                   for i in idx if i < len(self.gres_idx) for gpu, pos in [self.gres_idx[i]]
                   if pos is not None and pos < len(mig)]
         return NodeTopology(Topology.from_profile(self.profile), "sandbox", self.detail, node, gpus, tuple(idx),

@@ -12,10 +12,10 @@ placements in :mod:`.mig_placement`; their public names are importable from here
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from slurmlab.core.gpu.mig_instances import ComputeInstance, GpuInstance, GpuMig
+from slurmlab.core.gpu.mig_instances import ComputeInstance, GpuInstance, GpuMig, mig_slice_label
 from slurmlab.core.gpu.mig_placement import infer_placements
 from slurmlab.core.gpu.mig_tables import (
     MIG_PROFILE_TABLES,
@@ -38,6 +38,7 @@ __all__ = [
     "MigProfileTable",
     "is_mig_type",
     "mig_memory_gb",
+    "mig_slice_label",
     "parse_profile_name",
     "table_for_model",
     "table_for_profile_names",
@@ -98,6 +99,19 @@ class MigLayout:
 
     def instances(self) -> list[GpuInstance]:
         return [i for g in self.gpus for i in g.instances]
+
+    def matching(self, keys: Iterable[object]) -> list[GpuInstance]:
+        """The instances ``keys`` name, in layout order: ``(gpu, gi_id)``, ``(gpu, "start:size")``, a MIG UUID (of
+        the instance or one of its compute instances) or a profile name."""
+        wanted = set(keys)
+        found = []
+        for inst in self.instances():
+            own: set[object] = {(inst.gpu, inst.gi_id), (inst.gpu, inst.placement), inst.uuid, inst.profile}
+            own |= {ci.uuid for ci in inst.compute_instances}
+            own.discard(None)
+            if own & wanted:
+                found.append(inst)
+        return found
 
     def free_memory_slices(self, index: int) -> list[int]:
         used = {s for i in self.gpu(index).instances for s in i.memory_slices}
@@ -214,8 +228,7 @@ class MigLayout:
             if not g.instances:
                 lines.append("  (no GPU instances)")
             for inst in sorted(g.instances, key=lambda i: (i.start is None, i.start or 0, i.gi_id or 0)):
-                where = inst.placement + (" (inferred)" if inst.placement_inferred else "")
-                lines.append(f"  {inst.label:<28} placement {where}")
+                lines.append(f"  {inst.label}" + (" (placement inferred)" if inst.placement_inferred else ""))
                 for ci in inst.compute_instances:
                     extra = f" {ci.uuid}" if ci.uuid else ""
                     cid = "?" if ci.ci_id is None else str(ci.ci_id)

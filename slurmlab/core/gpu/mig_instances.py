@@ -1,11 +1,25 @@
 """The MIG instances of a GPU as listed or placed: GPU instances (GI) on the memory-slice grid, each with its
-compute instances (CI)."""
+compute instances (CI), and the one way a slice is named everywhere (:func:`mig_slice_label`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ComputeInstance", "GpuInstance", "GpuMig"]
+__all__ = ["ComputeInstance", "GpuInstance", "GpuMig", "mig_slice_label"]
+
+
+def mig_slice_label(gpu: int, profile: str, start: int | None, size: int | None, gi_id: int | None = None) -> str:
+    """The one name of a MIG slice (GPU instance) in every slurmlab output: ``GPU 0 · 3g.71gb @ 4:4 · GI 2``.
+
+    Why this form: the parent GPU, the profile and the placement ``start:size`` (in memory slices) are known from
+    every source (a hardware profile or the sandbox, ``nvidia-smi mig -lgi``, and, inferred, ``nvidia-smi -L``),
+    say where the slice physically sits whatever order the instances were made in, and read the same as the MIG
+    figure's grid. The GI id is added where the source prints it (``mig -lgi``): the driver picks it when the
+    instance is created, so the sandbox and ``-L`` cannot know it. ``-L``'s ``MIG … Device N`` is not used: it is
+    an enumeration order that changes with ``CUDA_VISIBLE_DEVICES``. An unknown placement reads ``@ ?``.
+    """
+    where = "?" if start is None else f"{start}:{size}"
+    return f"GPU {gpu} · {profile} @ {where}" + ("" if gi_id is None else f" · GI {gi_id}")
 
 
 @dataclass(frozen=True)
@@ -49,14 +63,8 @@ class GpuInstance:
 
     @property
     def label(self) -> str:
-        ids = []
-        if self.gi_id is not None:
-            ids.append(f"GI {self.gi_id}")
-        if self.compute_instances:
-            cis = [str(c.ci_id) for c in self.compute_instances if c.ci_id is not None]
-            if cis:
-                ids.append(f"CI {','.join(cis)}")
-        return self.profile + (f" ({'; '.join(ids)})" if ids else "")
+        """The slice's one name (:func:`mig_slice_label`): ``GPU 0 · 3g.71gb @ 4:4 · GI 2``."""
+        return mig_slice_label(self.gpu, self.profile, self.start, self.size, self.gi_id)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 """A node's topology or MIG layout together with the source that answered (models and their display).
 
+Evaluated in a notebook, each draws itself (see :mod:`.figure_display`): ``alloc.topology("node1")`` or
+``slurmlab.mig_from_file("mig-lgi.txt")`` alone shows the figure, its text folded below it.
+
 Sources: ``file`` (a saved capture or profile JSON), ``profile`` (a built-in hardware profile), ``sandbox`` (the
 hardware file a slurmlab sandbox writes beside its slurm.conf), ``nvidia-smi`` and ``nvml`` (probes run as steps
 on an allocated node). Every result says which source answered and what was tried before it.
@@ -8,11 +11,12 @@ on an allocated node). Every result says which source answered and what was trie
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias, TypedDict
 
-from slurmlab.core.gpu.mig import MigLayout
+from slurmlab.core.gpu.figure_display import mime_bundle
+from slurmlab.core.gpu.mig import GpuInstance, MigLayout
 from slurmlab.core.gpu.topology import Topology
 
 __all__ = ["SOURCES", "MigFigureArgs", "MigHighlight", "NodeMig", "NodeTopology", "TopologyFigureArgs"]
@@ -78,6 +82,15 @@ class NodeTopology:
     def _repr_html_(self) -> str:
         return _pre(self.summary())
 
+    def caption(self) -> str:
+        """One line over the figure: the node, where the topology came from, and this allocation's GPUs."""
+        mine = f"; this allocation's GPUs: {', '.join(map(str, self.gpus))}" if self.gpus else ""
+        return f"{self.node or 'topology'} — source: {self.source} ({self.detail}){mine}"
+
+    def _repr_mimebundle_(self, include: Container[str] | None = None,
+                          exclude: Container[str] | None = None) -> dict[str, str]:
+        return mime_bundle(self, "topology", self.summary(), self.caption(), include=include, exclude=exclude)
+
     def figure_args(self) -> TopologyFigureArgs:
         """Arguments of ``slurmlab.viz.topology_figure``: ``topology_figure(**nt.figure_args())``."""
         return {"topo": self.topology, "highlight_gpus": self.gpus}
@@ -95,12 +108,23 @@ class NodeMig:
     tried: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
+    def slices(self) -> list[GpuInstance]:
+        """The instances this allocation holds (those ``highlight`` names)."""
+        return self.layout.matching(self.highlight) if self.highlight else []
+
+    def _mine(self) -> str:
+        """This allocation's slices by their one name (:func:`~slurmlab.core.gpu.mig.mig_slice_label`)."""
+        found = self.slices()
+        named = {k for inst in found for k in ((inst.gpu, inst.placement), (inst.gpu, inst.gi_id), inst.uuid)}
+        named |= {ci.uuid for inst in found for ci in inst.compute_instances}
+        unmatched = [str(h) for h in self.highlight if h not in named]  # a key no instance of the layout has
+        return ", ".join([inst.label for inst in found] + unmatched)
+
     def summary(self) -> str:
         head = f"MIG layout of {self.node}" if self.node else "MIG layout"
         lines = [f"{head} — source: {self.source} ({self.detail})"]
         if self.highlight:
-            lines.append("this allocation's instances: " + ", ".join(
-                f"GPU {h[0]} at {h[1]}" if isinstance(h, tuple) else str(h) for h in self.highlight))
+            lines.append(f"this allocation's slices: {self._mine()}")
         lines.append(self.layout.summary())
         return _with_provenance(lines, self.tried, self.notes)
 
@@ -108,6 +132,15 @@ class NodeMig:
 
     def _repr_html_(self) -> str:
         return _pre(self.summary())
+
+    def caption(self) -> str:
+        """One line over the figure: the node, where the layout came from, and this allocation's slices."""
+        mine = f"; this allocation's slices (outlined): {self._mine()}" if self.highlight else ""
+        return f"{self.node or 'MIG layout'} — source: {self.source} ({self.detail}){mine}"
+
+    def _repr_mimebundle_(self, include: Container[str] | None = None,
+                          exclude: Container[str] | None = None) -> dict[str, str]:
+        return mime_bundle(self, "mig", self.summary(), self.caption(), include=include, exclude=exclude)
 
     def figure_args(self) -> MigFigureArgs:
         """Arguments of ``slurmlab.viz.mig_figure``: ``mig_figure(**nm.figure_args())``."""

@@ -1,7 +1,8 @@
 """The checks of a request against what the cluster offers (its partitions, nodes, GPU types and GRES).
 
 Run by :func:`slurmlab.core.request.validate.validate` after the checks of the request alone; each problem names
-the offending value and the fix, often another partition that has what was asked for.
+the offending value and the fix, often another partition that has what was asked for. Whether the tasks fit the
+partition's nodes at all (CPUs, memory, GPUs per task) is :mod:`slurmlab.core.request.capacity_checks`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from slurmlab.core.request.capacity_checks import check_capacity
 from slurmlab.core.request.inventory import ClusterInventory, PartitionInventory
 from slurmlab.core.request.problems import Problem, join_names
 from slurmlab.core.request.request import GpuRequest
@@ -71,6 +73,7 @@ def _check_partition(req: GpuRequest, part: PartitionInventory, inv: ClusterInve
     problems += _check_per_node_counts(req, part, where)
     problems += _check_gpu_totals(req, part, where)
     problems += _check_cpus_mem_nodes(req, part)
+    problems += check_capacity(req, part)
     return problems
 
 
@@ -148,7 +151,10 @@ def _check_gpu_totals(req: GpuRequest, part: PartitionInventory, where: str) -> 
     totals: list[tuple[str, str | None, int]] = []
     if req.gpus is not None:
         totals.append((f"--gpus={req.gpus.render()}", req.gpus.type, req.gpus.count))
-    if req.gpus_per_task is not None and req.ntasks is not None:
+    # a task's GPUs more than any node has: capacity_checks names that, the more useful fix
+    per_task_fits = req.gpus_per_task is not None and req.gpus_per_task.count <= max(
+        (n.gpu_count(req.gpus_per_task.type) for n in part.nodes), default=0)
+    if req.gpus_per_task is not None and req.ntasks is not None and per_task_fits:
         totals.append((f"--gpus-per-task={req.gpus_per_task.render()} x --ntasks={req.ntasks}",
                        req.gpus_per_task.type, req.gpus_per_task.count * req.ntasks))
     for arg, gtype, count in totals:
@@ -160,35 +166,6 @@ def _check_gpu_totals(req: GpuRequest, part: PartitionInventory, where: str) -> 
                 f"ask for at most {have}, or use a partition with more GPUs",
             ))
     return problems
-
-
-_OVERCOMMIT = ("--overcommit", "-O")
-
-
-def _check_task_cpus(req: GpuRequest, part: PartitionInventory) -> list[Problem]:
-    """More task CPUs than the partition's nodes hold at all: Slurm 24.11 refuses it at submit, 22.05 and
-    26.05 leave it pending (PartitionConfig) for ever. Overcommit (-O) lets tasks share CPUs, so it passes."""
-    if req.ntasks is None or any(g[0].split("=")[0] in _OVERCOMMIT for g in req.extra):
-        return []
-    cpus = sorted((n.cpus for n in part.nodes), reverse=True)
-    if not cpus or 0 in cpus:  # a node whose CPU count is unknown: no sure answer
-        return []
-    most_nodes = (req.nodes.max or req.nodes.min) if req.nodes is not None else len(cpus)
-    have = sum(cpus[:most_nodes])
-    per_task = req.cpus_per_task or 1
-    need = req.ntasks * per_task
-    if need <= have:
-        return []
-    arg = f"--ntasks={req.ntasks}" + (f" x --cpus-per-task={per_task}" if per_task > 1 else "")
-    on = f" on {most_nodes} node(s)" if most_nodes < len(cpus) else ""
-    fix = f"ask for at most --ntasks={have // per_task}"
-    if most_nodes < len(cpus):
-        fix += f", or more nodes (the partition has {len(cpus)})"
-    return [Problem(
-        f"{arg} = {need} CPUs: partition {part.name!r} has only {have} CPUs{on}; Slurm would refuse it "
-        "or leave it pending for ever (PartitionConfig)",
-        fix + " (--overcommit lets tasks share CPUs)",
-    )]
 
 
 def _check_cpus_mem_nodes(req: GpuRequest, part: PartitionInventory) -> list[Problem]:
@@ -208,7 +185,6 @@ def _check_cpus_mem_nodes(req: GpuRequest, part: PartitionInventory) -> list[Pro
                 f"{arg} = {cpus} CPUs per node: no node of {where} has more than {part.most_cpus}",
                 f"ask for at most {part.most_cpus} CPUs per node",
             ))
-    problems += _check_task_cpus(req, part)
     mem_needed: list[tuple[str, float]] = []
     if req.mem is not None and req.mem.kib:
         mem_needed.append((f"--mem={req.mem.render()}", req.mem.mib))

@@ -46,6 +46,7 @@ class JobView:
     num_tasks: int | None = None
     comment: str | None = None
     detailed: bool = False
+    submit_time: datetime | None = None  # from the detail only (the brief poll does not ask for it)
 
     @classmethod
     def from_job(cls, job: Job) -> JobView:
@@ -67,6 +68,7 @@ class JobView:
             num_tasks=job.num_tasks,
             comment=job.comment,
             detailed=True,
+            submit_time=job.submit_time,
         )
 
     @classmethod
@@ -156,4 +158,5 @@ def job_view(job: Job | None, brief: JobBrief | None) -> JobView | None:
         num_tasks=full.num_tasks,
         comment=full.comment,
         detailed=True,
+        submit_time=full.submit_time,
     )

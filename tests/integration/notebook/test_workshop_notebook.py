@@ -1,7 +1,9 @@
-"""The workshop notebook runs top to bottom against the sandbox (nbclient, a real kernel)."""
+"""The workshop notebook runs top to bottom against the sandbox (nbclient, a real kernel), and says where the
+sandbox cannot behave like a real cluster."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,5 +55,14 @@ def test_workshop_notebook_allocates_runs_and_releases(slurm_sandbox: Any, monke
     assert "RUNNING" in _text(cell('alloc.wait("RUNNING"'))
     step = _text(cell("%%srun"))
     assert "0: CUDA_VISIBLE_DEVICES=" in step and "1: CUDA_VISIBLE_DEVICES=" in step
+    assert re.search(r"node=node\d+ host=", step), step  # the Slurm node, beside the machine's host name
+    # where the sandbox differs from a real cluster, the notebook says so right under the step's output
+    after = nb.cells[nb.cells.index(cell("%%srun")) + 1]
+    assert after.cell_type == "markdown"
+    for said in ("`0,3`", "`0,1`", "ConstrainDevices", "`hostname`", "SLURMD_NODENAME", "stand-in"):
+        assert said in after.source, said
+    # nvidia-smi in a step answers on the sandbox (slurmlab's stand-in, labelled), one line per GPU of the job
+    smi = _text(cell("%srun nvidia-smi -L"))
+    assert "stand-in" in smi and len(re.findall(r"^GPU \d+: NVIDIA H100", smi, re.M)) == 2, smi
     assert "RUNNING" in _text(cell("%squeue"))
     assert "cancelled job" in _text(cell("%scancel"))

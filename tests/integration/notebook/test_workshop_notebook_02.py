@@ -32,6 +32,11 @@ def _has_bokeh(cell: Any) -> bool:
     return any(BOKEH in o.get("data", {}) for o in cell.get("outputs", []))
 
 
+def _draws_itself(cell: Any) -> bool:
+    """The cell's value displayed as a figure of its own (no bokeh import, no figure_args())."""
+    return any("slurmlab-figure" in str(o.get("data", {}).get("text/html", "")) for o in cell.get("outputs", []))
+
+
 def _granted_gpus(slurm_sandbox: Any, job_id: str) -> dict[str, list[int]]:
     """node -> GPU IDX of the job, read straight from ``scontrol show job -d``."""
     from slurmlab.core.slurm import hostlist
@@ -119,7 +124,7 @@ def test_workshop_notebook_02_shows_topology_binding_isolation_timeslicing(
         assert f"'{node}': {sorted(gpus)}" in shown, (granted, shown)
 
     topo = cell("topo = alloc.topology()")
-    assert _has_bokeh(topo)
+    assert topo.source.splitlines()[-1] == "topo" and _draws_itself(topo)
     held = re.search(r"this allocation's GPUs here: ([\d, ]+)", _text(topo))
     assert held, _text(topo)
     first_node = next(iter(granted))
@@ -130,7 +135,10 @@ def test_workshop_notebook_02_shows_topology_binding_isolation_timeslicing(
     assert f"GRES IDX {idx}" in table, table
     assert re.search(r"--gpu-bind: \S*closest -(?:>|&gt;) honoured", table), table
     assert re.search(r"--gres-flags=enforce-binding: set -(?:>|&gt;) honoured", table), table
-    assert _has_bokeh(cell("show(topology_figure(**binding"))
+    assert _draws_itself(cell("binding = alloc.explain_binding()"))
+    # how to draw the MIG view is written next to the topology, and what the sandbox cannot measure
+    text = next(c.source for c in nb.cells if c.source.startswith("## 3. Which GPUs"))
+    assert "`alloc.mig()`" in text and "h200-mig" in text and "On the sandbox" in text
 
     # 4. isolated: I1-I3 and I7 pass on Slurm's view, the GPU-only checks skip with a reason
     iso = cell("%gpu_isolation --jobid {alloc.job_id}")

@@ -202,5 +202,5 @@ def test_validation_agrees_with_this_slurm_on_what_differs_between_versions(slur
         said = res.stderr.strip().splitlines()[-1].split(": ", 2)[-1].rstrip(".")
         assert not granted and said in predicted, (said, predicted)
     # more task CPUs than the partition holds: refused by slurmlab on every version, before Slurm
-    with pytest.raises(RequestProblems, match="CPUs: partition"):
+    with pytest.raises(RequestProblems, match="300 CPUs; partition .gpu. has 224 CPUs"):
         prepare_request(["-N2", "-n", "300"], r)

@@ -57,6 +57,12 @@ async def test_status_says_reachable_with_version_and_interval(sandbox: Any, jp_
     assert re.fullmatch(rf"{major}\.{minor:02d}\.\d+", status["version"]), status["version"]
     assert status["poll_interval_s"] == POLL
     assert status["user"] == current_user()
+    # it names the cluster it shows: the sandbox's ClusterName and profile
+    assert status["cluster"]["sandbox"] == sandbox.profile_name and status["cluster"]["own"] is True
+    assert status["cluster"]["label"] == f"sandbox · sandbox {sandbox.profile_name}"
+    clusters = await _get(jp_fetch, "clusters")
+    assert status["cluster"]["id"] in [c["id"] for c in clusters["clusters"]]
+    assert clusters["default"] == status["cluster"]["id"]
 
 
 async def test_nodes_show_every_gpu_of_the_profile(sandbox: Any, jp_fetch: Any) -> None:
@@ -123,7 +129,9 @@ async def test_a_repeated_request_gets_304(sandbox: Any, jp_fetch: Any) -> None:
 
 async def test_requests_without_the_token_are_refused(sandbox: Any, http_server_client: Any,
                                                       jp_base_url: str) -> None:
-    for method, path in (("GET", "status"), ("GET", "nodes"), ("GET", "queue"), ("POST", "jobs/1/cancel")):
+    for method, path in (("GET", "clusters"), ("GET", "status"), ("GET", "nodes"), ("GET", "queue"),
+                         ("GET", "nodes?cluster=default"), ("POST", "jobs/1/cancel"),
+                         ("POST", "jobs/1/cancel?cluster=default")):
         res = await http_server_client.fetch(f"{jp_base_url}slurmlab/api/{path}", method=method,
                                              body="{}" if method == "POST" else None, raise_error=False)
         assert res.code in (401, 403), (method, path, res.code)

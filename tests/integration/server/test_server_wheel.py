@@ -19,7 +19,7 @@ CONFIG = "etc/jupyter/jupyter_server_config.d/slurmlab.json"
 @pytest.mark.slow
 def test_wheel_contains_the_labextension_and_server_config(tmp_path: Path) -> None:
     if not (LABEXT / "static" / "style.js").exists():
-        pytest.skip("the JupyterLab extension is not built: run `make lab` (needs node and npm)")
+        pytest.skip("the JupyterLab extension is not built: run `make labextension` (needs node and npm)")
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(REPO), "-w", str(tmp_path)],
                          capture_output=True, text=True, timeout=300)
     if res.returncode != 0 and ("No matching distribution" in res.stderr or "Could not find a version" in res.stderr):

@@ -10,8 +10,11 @@ import pytest
 from slurmlab import explain_binding, node_mig, node_topology
 from slurmlab.core.gpu.binding import HONOURED
 from slurmlab.core.gpu.topology import parse_cpu_list
+from slurmlab.core.slurm import hostlist
+from slurmlab.errors import RequestError
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller
+from slurmlab.viz import notebook as _notebook_figures  # noqa: F401  # what a notebook kernel has loaded
 from slurmlab.viz.mig_view import mig_figure
 from slurmlab.viz.topology_view import topology_figure
 
@@ -24,7 +27,8 @@ def _scontrol_records(runner: Any, job_id: str) -> dict[str, tuple[frozenset[int
     out = {}
     for m in re.finditer(r"Nodes=(\S+) CPU_IDs=(\S+) Mem=\S+ GRES=(\S*)", text):
         idx = frozenset().union(*(parse_cpu_list(x) for x in re.findall(r"IDX:([\d,-]+)", m.group(3))))
-        out[m.group(1)] = (idx, parse_cpu_list(m.group(2)))
+        for node in hostlist.expand(m.group(1)):  # nodes given the same are listed together: node[1-2]
+            out[node] = (idx, parse_cpu_list(m.group(2)))
     assert out, f"no per-node detail in:\n{text}"
     return out
 
@@ -64,9 +68,10 @@ def test_closest_binding_is_explained_and_drawn(dgx: Any) -> None:
         coloured = {c for c, t in zip(cells["cpu"], cells["task"], strict=True) if t != "-"}
         assert coloured == cpus
 
-        topo = alloc.topology()  # the Allocation method delegates here
+        topo = alloc.topology(node)  # the Allocation method delegates here
         assert topo.source == "sandbox" and "dgx-h100" in topo.detail
         assert set(topo.gpus) == idx
+        assert alloc.topology()[node] == topo  # the job's every node, here one
     finally:
         alloc.cancel()
 
@@ -105,8 +110,13 @@ def test_mig_slice_of_the_allocation_is_highlighted(h200_mig: Any) -> None:
         lit = {(g, p) for g, p, h in zip(blocks["gpu"], blocks["placement"], blocks["highlighted"], strict=True) if h}
         assert lit == {(gpu, placement)}
         # the topology view marks the slice's parent GPU, and says which slice it is
-        t = alloc.topology()
+        t = alloc.topology(alloc.nodes[0])
         assert t.gpus == (gpu,) and any("3g.71gb" in n for n in t.notes)
+        # the slice has one name in the MIG text, the topology's note and the figure's hover
+        (name,) = [i.label for i in result.slices()]
+        assert name == f"GPU {gpu} · 3g.71gb @ {placement}"
+        assert name in result.summary() and any(name in n for n in t.notes)
+        assert name in set(blocks["slice"])
         # whole GPUs of this profile are not IDX-numbered by index: a whole H200 maps to GPUs 4-7
         whole = Allocation.submit(["-n1", "--gpus=h200:1", "-t", "5"], runner=runner, poller=poller)
         try:
@@ -137,11 +147,16 @@ def test_outside_a_sandbox_the_live_sources_are_tried_in_order(dgx: Any, tmp_pat
         if shutil.which("nvidia-smi"):
             assert node_topology(alloc).source == "nvidia-smi"  # a real GPU host answers for itself
             return
-        with pytest.raises(SourceUnavailable) as info:
-            node_topology(alloc)
-        text = str(info.value)
-        order = [text.index(k) for k in ("sandbox:", "nvidia-smi topo -m on", "NVML")]
-        assert order == sorted(order), text
+        # the sandbox's nodes keep their stand-in nvidia-smi (its TaskProlog puts it on each task's PATH): it
+        # answers after the sandbox source, which this copy of slurm.conf hides, and says what it is
+        topo = node_topology(alloc)
+        assert topo.source == "nvidia-smi" and topo.tried == ("sandbox: the cluster is not a slurmlab sandbox",)
+        assert any("stand-in nvidia-smi" in n for n in topo.notes), topo.notes
+        assert not any("unclosed file" in n for n in topo.notes), topo.notes
+        # with no nvidia-smi answer, NVML is tried and fails with what is missing
+        with pytest.raises(SourceUnavailable, match="NVML") as info:
+            node_topology(alloc, source="nvml")
+        assert "no topology source answered" in str(info.value)
         # forcing the sandbox source where there is none says so
         with pytest.raises(SourceUnavailable, match="not a slurmlab sandbox"):
             alloc.topology(source="sandbox")
@@ -194,3 +209,73 @@ def test_per_task_gpus_show_one_gpu_per_task(dgx: Any) -> None:
         assert {g[0] for g in per_task} <= held
     finally:
         alloc.cancel()
+
+
+def _figure_gpus(page: str) -> list[set[int]]:
+    """Per topology figure in a notebook display's HTML, in order: the GPUs it highlights."""
+    import json
+
+    def sources(node: Any) -> Any:
+        if isinstance(node, dict):
+            if node.get("name") == "ColumnDataSource":
+                yield dict(e for e in node["attributes"]["data"]["entries"] if isinstance(e[1], list))
+            for v in node.values():
+                yield from sources(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from sources(v)
+
+    out = []
+    for raw in re.findall(r"const docs_json = (.*?);\n", page):
+        doc = json.loads(raw)
+        for data in sources(json.loads(doc) if isinstance(doc, str) else doc):
+            if "highlighted" in data and "numa" in data:
+                out.append({i for i, h in zip(data["index"], data["highlighted"], strict=True) if h})
+    return out
+
+
+def test_a_two_node_job_shows_the_topology_of_every_node(dgx: Any) -> None:
+    pytest.importorskip("bokeh")
+    runner = dgx.runner()
+    alloc = Allocation.submit(["-N2", "-n2", "--gpus-per-node=2", "-t", "5"], runner=runner)
+    try:
+        alloc.wait(timeout=30)
+        truth = _scontrol_records(runner, alloc.job_id or "")
+        job = alloc.topology()
+        assert list(job) == alloc.nodes and set(job) == set(truth) == {"node1", "node2"}
+        for node, (idx, _cpus) in truth.items():
+            assert job[node].node == node and set(job[node].gpus) == idx
+        assert alloc.topology("node2") == job["node2"]  # one node, as before
+        text = str(job)
+        assert text.count("this allocation's GPUs here:") == 2
+        page = job._repr_mimebundle_()["text/html"]
+        assert "slurmlab-figure-job-topology" in page
+        assert _figure_gpus(page) == [truth[n][0] for n in alloc.nodes]
+        # a job on a cluster without MIG: the one-line reason and the way to a MIG sandbox
+        with pytest.raises(RequestError, match="has no MIG instances") as info:
+            alloc.mig()
+        assert "slurmlab sandbox up --profile h200-mig" in str(info.value)
+    finally:
+        alloc.cancel()
+
+
+def test_a_two_node_mig_job_shows_its_slice_on_every_node(sandbox_factory: Any) -> None:
+    pytest.importorskip("bokeh")
+    sb = sandbox_factory("h200-mig", 2)
+    runner = sb.runner()
+    poller = JobPoller(runner, interval=0.5)
+    alloc = Allocation.submit(["-N2", "-n2", "--gres=gpu:3g.71gb:1", "-t", "5"], runner=runner, poller=poller)
+    try:
+        alloc.wait(timeout=30)
+        job = alloc.mig()
+        assert set(job) == {"node1", "node2"}
+        for node in job:
+            (inst,) = job[node].slices()
+            assert inst.profile == "3g.71gb" and inst.label.startswith(f"GPU {inst.gpu} · 3g.71gb @ ")
+            assert f"this allocation's slices: {inst.label}" in job[node].summary()
+        page = job._repr_mimebundle_()["text/html"]
+        assert "slurmlab-figure-job-mig" in page and page.count("const docs_json") == 1  # one column of figures
+        assert alloc.mig("node2") == job["node2"]
+    finally:
+        alloc.cancel()
+        poller.stop()

@@ -64,7 +64,7 @@ def test_unclosed_quote_is_a_short_usage_error(ip: Any) -> None:
 
 
 def test_srun_without_allocation_says_what_to_do(ip: Any) -> None:
-    with pytest.raises(UsageError, match=r"no allocation yet: run %salloc first"):
+    with pytest.raises(UsageError, match=r"no live allocation in this notebook.*run %salloc first.*--jobid"):
         ip.run_line_magic("srun", "hostname")
 
 
@@ -86,7 +86,7 @@ def test_scancel_rejects_something_that_is_not_a_job_id(ip: Any) -> None:
 
 
 def test_scancel_without_allocation_asks_for_an_id(ip: Any) -> None:
-    with pytest.raises(UsageError, match="no allocation to cancel"):
+    with pytest.raises(UsageError, match="no live allocation to cancel.*give a job id"):
         ip.run_line_magic("scancel", "")
 
 

@@ -61,6 +61,7 @@ def test_squeue_shows_my_recorded_jobs_with_their_gpus(shell: Any, fake_runner: 
 
 def test_slurm_status_names_the_version_and_the_notebooks_allocations(shell: Any, fake_runner: FakeRunner) -> None:
     job_in(fake_runner, "running")
+    fake_runner.on(["squeue", "-h", "--me", ...], stdout="")  # no job left by an earlier kernel
     shell.run_line_magic("salloc", f"--attach {JOB}").wait(timeout=5)
     status = str(shell.run_line_magic("slurm", ""))
     assert "controller: answering (Slurm 22." in status  # ping joins the version tuple: 22.5.8

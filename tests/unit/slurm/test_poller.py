@@ -269,3 +269,25 @@ def test_a_running_jobs_node_that_stops_responding_reaches_its_watchers() -> Non
     # only the running job's nodes are asked about, in one call
     assert node_calls and all(call == ["node1"] for call in node_calls)
     p.stop()
+
+
+def test_slurms_first_expected_start_of_a_pending_job_reaches_watchers_at_once() -> None:
+    """Issue 13, point 8: the start time squeue's %S gives a pending job once backfill has computed it is a
+    change of its own (state and reason stay PENDING/Resources): delivered within about one interval, with
+    the detail fetched again (the panel reads both)."""
+    from dataclasses import replace
+    from datetime import datetime, timezone
+
+    c = Cluster()
+    c.states = {"8": B(8, "PENDING", "Resources")}
+    p = _poller(c, interval=0.1)
+    seen: list[JobUpdate] = []
+    p.watch(8, seen.append)
+    assert _until(lambda: len(seen) == 1) and seen[0].brief.start_time is None
+    start = datetime(2026, 12, 1, 14, 5, tzinfo=timezone.utc)
+    t0 = time.monotonic()
+    c.states["8"] = replace(c.states["8"], start_time=start)
+    assert _until(lambda: len(seen) == 2)
+    assert time.monotonic() - t0 < 0.1 * 3
+    assert seen[-1].brief.start_time == start and c.detail_calls.count("8") == 2
+    p.stop()

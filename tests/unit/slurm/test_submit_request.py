@@ -164,3 +164,24 @@ def test_tokens_run_the_same_pipeline_and_name_goes_in_as_a_job_name(tmp_path: P
     argv = _submit(["-p", "nosuchpart", "--gpus", "1"], runner, validate=False, name="raw")
     assert argv[2] == "--job-name=raw" and argv[-4:] == ["-p", "nosuchpart", "--gpus", "1"]
     assert runner.seen == []
+
+
+@pytest.mark.parametrize(
+    ("request_line", "words"),
+    [
+        ("-n 1000 --gpus=1 -t 5", ("1000 tasks", "224 CPUs in 2 nodes (112 each)", "at most -n 224", "-O")),
+        ("-c 4 --mem-per-cpu=600G --gpus=1", ("2400 GiB per task", "the most is 2048000 MiB")),
+        ("-n 1 --gpus-per-task=9", ("no node of partition 'gpu' has more than 8 GPUs", "--gpus-per-task=8")),
+    ],
+)
+def test_a_request_too_big_for_the_partition_never_reaches_salloc(tmp_path: Path, request_line: str,
+                                                                 words: tuple[str, ...]) -> None:
+    """Issue 13, point 8: refused with the numbers and the fix, not left pending for ever (PartitionConfig)."""
+    runner = _replay(tmp_path)
+    with pytest.raises(RequestProblems) as info:
+        Allocation.submit(request_line.split(), runner=runner, poller=_Poller(),  # type: ignore[arg-type]
+                          release_at_exit=False)
+    text = str(info.value) + " " + (info.value.hint or "")
+    assert all(w in text for w in words), text
+    assert "PartitionConfig" not in text
+    assert not any(args[0] in ("salloc", "sbatch") for args in runner.seen)

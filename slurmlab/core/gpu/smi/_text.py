@@ -6,6 +6,7 @@ import re
 import warnings
 from collections.abc import Iterator
 
+from slurmlab.core.gpu.smi_standin import STANDIN_MARK
 from slurmlab.errors import ParseError
 
 
@@ -33,7 +34,9 @@ def clean(text: str) -> list[str]:
     for m in _NON_ASCII.finditer(text):
         if m.group(0).isdigit():
             raise ParseError("number in nvidia-smi output", m.group(0), hint="nvidia-smi prints ASCII digits only")
-    return ANSI_RE.sub("", text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = ANSI_RE.sub("", text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    # the sandbox's stand-in nvidia-smi says what it is on lines of its own: they are not the tool's output
+    return [ln for ln in lines if not ln.lstrip().startswith(STANDIN_MARK)]
 
 
 def nonblank_lines(text: str) -> Iterator[str]:

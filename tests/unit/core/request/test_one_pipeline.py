@@ -118,7 +118,7 @@ def test_the_guard_sees_a_second_pipeline(tmp_path: Path) -> None:
 def test_step_gpu_options_are_built_in_one_place() -> None:
     """``--gpus-per-task=`` / ``--gpus-per-node=`` rendered for a step: only in core.request.step_request."""
     homes = {"core/request/step_request.py", "core/request/request.py", "core/request/validate.py",
-             "core/request/inventory_checks.py", "core/request/explain.py"}
+             "core/request/inventory_checks.py", "core/request/capacity_checks.py", "core/request/explain.py"}
     found = []
     for path in _modules():
         if _rel(path) in homes:

@@ -107,9 +107,11 @@ def _two_nodes() -> ClusterInventory:
 def test_more_task_cpus_than_the_partition_holds_is_refused_before_slurm() -> None:
     inv = _two_nodes()
     (problem,) = _problems("-N2 -n 300", V2411, inv)
-    assert "--ntasks=300 = 300 CPUs" in problem and "only 96 CPUs" in problem and "--ntasks=96" in problem
+    assert "300 tasks of 1 CPU = 300 CPUs" in problem and "96 CPUs in 2 nodes (48 each)" in problem
+    assert "at most -n 96" in problem and "-O" in problem and "PartitionConfig" not in problem
     (problem,) = _problems("-N1 -n 30 -c 2", None, inv)
-    assert "60 CPUs" in problem and "only 48 CPUs on 1 node(s)" in problem and "more nodes" in problem
+    assert "60 CPUs" in problem and "-N 1 gives at most 48 CPUs" in problem and "more nodes" in problem
+    assert "at most -n 24" in problem
     for fits in ("-N2 -n 96", "-n 48 -c 2", "-N2 -n 300 --overcommit", "-n 200 -O"):
         validate(parse_request(shlex.split(fits)), inv, version=V2605)
 

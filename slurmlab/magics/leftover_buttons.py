@@ -1,0 +1,64 @@
+"""Attach and Cancel buttons under ``%slurm`` for the jobs earlier kernels of this notebook left.
+
+The text above them already says ``%slurm attach ID`` and ``%scancel ID``; the buttons do the same, for a
+user who would rather click. Without ipywidgets there are no buttons, and nothing is lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slurmlab.slurm.allocation_leftovers import Leftovers
+
+__all__ = ["leftover_buttons"]
+
+
+def leftover_buttons(leftovers: Leftovers) -> Any:
+    """A widget with one row per job (Attach, Cancel) and a line for what happened; None without ipywidgets."""
+    try:
+        import ipywidgets as w
+    except ImportError:
+        return None
+    said = w.HTML()
+    rows = []
+    for job in leftovers:
+        jid = str(job.job_id)
+        attach = w.Button(description=f"Attach {jid}", tooltip=f"%slurm attach {jid}: follow it as the default")
+        cancel = w.Button(description=f"Cancel {jid}", tooltip=f"%scancel {jid}", button_style="danger")
+        attach.add_class("slurmlab-leftover-attach")
+        cancel.add_class("slurmlab-leftover-cancel")
+        attach.on_click(lambda _b, jid=jid: _say(said, _attach(jid)))
+        cancel.on_click(lambda _b, jid=jid: _say(said, _cancel(jid)))
+        rows.append(w.HBox([w.Label(f"job {jid} ({job.state})"), attach, cancel]))
+    box = w.VBox([*rows, said])
+    box.add_class("slurmlab-leftovers-buttons")
+    return box
+
+
+def _say(html_widget: Any, text: str) -> None:
+    import html
+
+    html_widget.value = f"<span class='slurmlab-leftover-result'>{html.escape(text)}</span>"
+
+
+def _attach(jid: str) -> str:
+    from IPython.core.error import UsageError
+
+    from slurmlab.magics.steps import attach_as_default
+
+    try:
+        alloc = attach_as_default(jid)
+    except UsageError as exc:
+        return str(exc)
+    return f"attached to job {alloc.job_id}: it is the default allocation now (%srun runs there)"
+
+
+def _cancel(jid: str) -> str:
+    from slurmlab.errors import SlurmlabError
+    from slurmlab.slurm import queries
+
+    try:
+        queries.cancel_job(jid)
+    except SlurmlabError as exc:
+        return f"cannot cancel job {jid}: {exc}"
+    return f"cancelled job {jid}"

@@ -1,0 +1,65 @@
+"""What ``%salloc`` says about a request before it submits it: no GPU asked for, no time limit given.
+
+Pure: the request and the partitions in, the text out. Slurm accepts both requests without a word; a user who
+forgot ``--gpus`` gets a job that holds a node's CPUs and no GPU, and one without ``-t`` a job that may hold
+its GPUs for days (the partition's limit) once the notebook is forgotten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from slurmlab.core.request.request import GpuRequest
+from slurmlab.core.slurm.models import Partition
+from slurmlab.core.slurm.timefmt import format_duration
+
+__all__ = ["asks_for_gpu", "no_gpu_message", "partition_for", "time_limit_note", "unlimited"]
+
+_GPU_WORDS = ("gpu", "shard", "mps")
+
+
+def asks_for_gpu(req: GpuRequest) -> bool:
+    """Whole GPUs, MIG slices, shards or MPS, by a known option or one slurmlab passes through
+    (``--tres-per-task=gres/gpu:1``)."""
+    if req.wants_gpus or req.wants_shared_gpu:
+        return True
+    return any(word in token.lower() for group in req.extra for token in group for word in _GPU_WORDS)
+
+
+def no_gpu_message(req: GpuRequest) -> str:
+    """Why a request without a GPU is refused, and the three ways on."""
+    zero = [f"{name}={count.render()}" for name, count in req.gpu_options if not count.count]
+    zero += [f"--gres={s.render()}" for s in req.gres if (s.is_gpu or s.is_shared) and not s.amount]
+    what = f"{' '.join(zero)} asks for no GPU" if zero else "this request asks for no GPU (no --gpus, --gres=gpu/shard/mps)"
+    return (f"{what}, so nothing was submitted: ask for one with --gpus=1 (or a GRES such as --gres=shard:1 for "
+            "a share of one), or add --no-gpu if a CPU-only job is meant")
+
+
+def partition_for(req: GpuRequest, partitions: Sequence[Partition], default: str | None) -> Partition | None:
+    """The partition the job will run in: the one asked for (the first of a list), else the default."""
+    wanted = (req.partition or "").split(",")[0] or default
+    if wanted is None:
+        wanted = next((p.name for p in partitions if p.default), None)
+    return next((p for p in partitions if p.name == wanted), None)
+
+
+def unlimited(req: GpuRequest) -> bool:
+    """No ``-t``, ``-t UNLIMITED`` or ``-t 0`` (which Slurm reads as "no limit")."""
+    return req.time is None or req.time.infinite or req.time.seconds == 0
+
+
+def time_limit_note(req: GpuRequest, partition: Partition | None) -> str | None:
+    """One line for a request without ``-t`` (or with ``-t UNLIMITED``): the limit it will get and how to set
+    one; None when it has a limit."""
+    if not unlimited(req):
+        return None
+    asked = "no time limit given" if req.time is None else f"--time={req.time.render()}"
+    if partition is None:
+        gets = "the partition's default limit (unknown here; possibly no limit)"
+    elif partition.default_time is not None and req.time is None:
+        gets = f"partition {partition.name}'s DefaultTime, {format_duration(partition.default_time)}"
+    elif partition.max_time is not None:
+        gets = f"partition {partition.name}'s MaxTime, {format_duration(partition.max_time)}"
+    else:
+        gets = f"no limit in partition {partition.name}: it runs until cancelled or this kernel ends"
+    return f"note: {asked}, so the job gets {gets}; set one with -t 30 (minutes) or -t 2:00:00"

@@ -1,0 +1,85 @@
+"""The stand-in tools a sandbox puts on its nodes (pure: the texts of the files; :mod:`.folder` writes them).
+
+``<sandbox>/bin/nvidia-smi`` answers from the sandbox's hardware file (see
+:mod:`slurmlab.core.gpu.smi_standin` and its data side, copied in: the nodes' ``python3`` may not have slurmlab).
+
+How it gets on a step's PATH, on every Slurm the sandbox runs (22.05, 24.11, 26.05):
+
+- slurm.conf's ``TaskProlog`` (``<sandbox>/bin/task-prolog``) prints ``export PATH=<sandbox>/bin:…`` and
+  ``export SLURMLAB_SANDBOX=<sandbox>``: every task's environment then has them, so a program the task starts
+  finds the stand-in (``srun sh -c nvidia-smi``), and a check can tell it runs in a sandbox.
+- slurmstepd looks up a step's own command (``srun nvidia-smi``) in the PATH srun sent, before the TaskProlog runs
+  (seen on 22.05: ``execve(): nvidia-smi: No such file or directory`` with the prolog in place). So whoever runs
+  srun against a sandbox puts its ``bin`` first on srun's PATH: slurmlab's Runner does, for a ``SLURM_CONF`` that
+  has the hardware file beside it (:func:`slurmlab.slurm.hardware_files.standin_path`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from importlib import resources
+
+from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
+from slurmlab.core.gpu.sandbox_limits import SANDBOX_ENV
+from slurmlab.core.gpu.smi_standin import STANDIN_MARK
+from slurmlab.errors import SandboxError
+
+__all__ = ["SANDBOX_ENV", "STANDIN_DIR", "TASK_PROLOG", "nvidia_smi_script", "task_prolog_script"]
+
+STANDIN_DIR = "bin"  # beside slurm.conf
+TASK_PROLOG = f"{STANDIN_DIR}/task-prolog"
+
+# what runs the rendering: it reads the hardware file beside the bin folder and the step's environment
+_MAIN = f'''
+
+def _main(argv):
+    import json
+    import os
+    import sys
+    import time
+
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    path = os.path.join(here, {HARDWARE_FILE!r})
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError) as exc:
+        print(f"{STANDIN_MARK}: cannot read the sandbox's hardware file {{path}}: {{exc}}", file=sys.stderr)
+        return 9
+    out, err, rc = answer(argv, doc, dict(os.environ), time.strftime("%a %b %d %H:%M:%S %Y"))
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(__import__("sys").argv[1:]))
+'''
+
+
+_RENDERING = "# ---- stand-in: rendering ----"
+
+
+def nvidia_smi_script() -> str:
+    """The text of ``bin/nvidia-smi``: the stand-in's data module, its rendering (from the line after its imports
+    of the data module's names) and a main that feeds them the hardware file and the environment."""
+    folder = resources.files("slurmlab.core.gpu")
+    model = (folder / "smi_standin_model.py").read_text(encoding="utf-8")
+    rendering = (folder / "smi_standin.py").read_text(encoding="utf-8")
+    if _RENDERING not in rendering:
+        raise SandboxError(f"slurmlab/core/gpu/smi_standin.py lacks its {_RENDERING!r} line",
+                           hint="reinstall slurmlab: the sandbox's stand-in nvidia-smi is built from it")
+    return ("#!/usr/bin/env python3\n# " + STANDIN_MARK + ": written by slurmlab when the sandbox started\n"
+            + model + "\n" + rendering.split(_RENDERING, 1)[1] + _MAIN)
+
+
+def task_prolog_script(folder: str) -> str:
+    """The text of ``bin/task-prolog``: the exports slurmstepd applies to every task of the sandbox."""
+    bin_dir = f"{folder}/{STANDIN_DIR}"
+    return (
+        "#!/bin/sh\n"
+        f"# {STANDIN_MARK}: puts the sandbox's stand-in tools (nvidia-smi) first on every task's PATH\n"
+        f"case \":$PATH:\" in *:{shlex.quote(bin_dir)}:*) ;; *) PATH={shlex.quote(bin_dir)}:$PATH ;; esac\n"
+        "printf 'export PATH=%s\\n' \"$PATH\"\n"
+        f"printf 'export {SANDBOX_ENV}=%s\\n' {shlex.quote(folder)}\n"
+    )

@@ -1,0 +1,124 @@
+"""The figures the hardware models draw when a notebook shows them: no Bokeh import, no ``figure_args()``.
+
+``import slurmlab`` in IPython (every notebook kernel) imports this module, which registers one drawer per kind of
+model with :mod:`slurmlab.core.gpu.figure_display` (core cannot import viz); bokeh itself loads when the first
+figure is drawn. So in a notebook::
+
+    slurmlab.topology_from_profile("dgx-h100")        # the topology figure
+    slurmlab.mig_from_file("mig-lgi.txt")             # the MIG slice grid of a saved capture
+    alloc.topology(); alloc.mig()                     # every node of the job, this job's GPUs / slices marked
+    alloc.explain_binding()                           # the table, then per node the tasks' GPUs and CPUs
+
+The HTML carries BokehJS inline (clusters often have no internet) with the first figure of the kernel, and only
+the figure's own data after that: a page that has shown one figure has BokehJS. :func:`figure_html` is that HTML
+for any Bokeh figure or layout.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from slurmlab.core.gpu.figure_display import register_drawer
+from slurmlab.viz._bokeh import bokeh
+
+__all__ = ["figure_html", "install", "resend_bokehjs"]
+
+_FEATURE = "the notebook figures"
+_state = {"bokehjs_sent": False}
+
+
+def resend_bokehjs() -> None:
+    """Put BokehJS into the next figure again (after the page was reloaded and the first figure cleared)."""
+    _state["bokehjs_sent"] = False
+
+
+def _bokehjs(fig: Any) -> str:
+    """The script tags of BokehJS (only the parts ``fig`` needs), inline."""
+    bundle = bokeh("embed.bundle", _FEATURE)
+    resources = bokeh("resources", _FEATURE)
+    scripts: str = bundle.bundle_for_objs_and_resources([fig], resources.INLINE).scripts()
+    return scripts
+
+
+def figure_html(fig: Any) -> str:
+    """HTML that draws ``fig`` in a notebook output: its div and its data, BokehJS first where not sent yet."""
+    nb = bokeh("embed.notebook", _FEATURE)
+    script, div, _doc = nb.notebook_content(fig)
+    loader = "" if _state["bokehjs_sent"] else _bokehjs(fig)
+    _state["bokehjs_sent"] = True
+    missing = ("<div class='slurmlab-bokehjs-missing' style='display:none'>the figure needs BokehJS, which this "
+               "page lost (reloaded?): run <code>slurmlab.viz.notebook.resend_bokehjs()</code> and this cell "
+               "again</div>")
+    # when the data's own retries give up, say so instead of an empty space
+    watch = ("<script>(function(){var el=document.currentScript&&document.currentScript.previousElementSibling;"
+             "setTimeout(function(){if(window.Bokeh===undefined&&el){el.style.display='block';}},3000);})();"
+             "</script>")
+    return f"{loader}{div}<script type='text/javascript'>{script}</script>{missing}{watch}"
+
+
+def _column(figures: list[Any]) -> Any:
+    if len(figures) == 1:
+        return figures[0]
+    return bokeh("layouts", _FEATURE).column(*figures)
+
+
+def _titled(fig: Any, node: str | None) -> Any:
+    if node:
+        fig.title.text = f"{node}: {fig.title.text}"
+    return fig
+
+
+def _topology(model: Any) -> str:
+    from slurmlab.viz.topology_view import topology_figure
+
+    return figure_html(_titled(topology_figure(**model.figure_args()), model.node))
+
+
+def _mig(model: Any) -> str:
+    from slurmlab.viz.mig_view import mig_figure
+
+    return figure_html(_titled(mig_figure(**model.figure_args()), model.node))
+
+
+def _per_node(per_node: Mapping[str, Any], draw: Any) -> str:
+    return figure_html(_column([_titled(draw(**m.figure_args()), node) for node, m in per_node.items()]))
+
+
+def _job_topology(model: Any) -> str:
+    from slurmlab.viz.topology_view import topology_figure
+
+    return _per_node(model.per_node, topology_figure)
+
+
+def _job_mig(model: Any) -> str:
+    from slurmlab.viz.mig_view import mig_figure
+
+    return _per_node(model.per_node, mig_figure)
+
+
+def _binding(table: Any) -> str:
+    """Per node with a topology: its figure with the tasks' GPUs highlighted and their CPUs coloured."""
+    from slurmlab.viz.topology_view import topology_figure
+
+    nodes = [n for n in table.nodes() if n in table.topologies]
+    if not nodes:
+        return "<div class='slurmlab-no-figure-why'>no figure: no node of this job has a known topology</div>"
+    figs = [_titled(topology_figure(**table.figure_args(n)), n) for n in nodes]
+    left = [n for n in table.nodes() if n not in table.topologies]
+    note = (f"<div class='slurmlab-figure-note'>no topology of {html.escape(', '.join(left))}</div>"
+            if left else "")
+    return figure_html(_column(figs)) + note
+
+
+def install() -> None:
+    """Register the drawers (done on import; again is harmless)."""
+    register_drawer("topology", _topology)
+    register_drawer("mig", _mig)
+    register_drawer("job-topology", _job_topology)
+    register_drawer("job-mig", _job_mig)
+    register_drawer("binding", _binding)
+
+
+install()
