@@ -57,6 +57,7 @@ _LAZY = {
     "JobTopology": "slurmlab.core.gpu.job_hardware",
     "JobMig": "slurmlab.core.gpu.job_hardware",
     "BindingTable": "slurmlab.core.gpu.binding",
+    "best_gpus": "slurmlab.core.gpu.placement",
 }
 
 
@@ -114,6 +115,7 @@ __all__ = [
     "SlurmlabError",
     "SourceUnavailable",
     "__version__",
+    "best_gpus",
     "explain",
     "explain_binding",
     "find_leftovers",

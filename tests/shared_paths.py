@@ -44,3 +44,8 @@ def list_shared(*parts: str, pattern: str = "*") -> list[Path]:
         return []
     folder = base.joinpath(*parts)
     return sorted(p for p in folder.glob(pattern) if p.is_file()) if folder.is_dir() else []
+
+
+def smi_capture(name: str) -> str:
+    """The text of one real ``nvidia-smi`` capture (skips the test when the shared fixtures are absent)."""
+    return require_shared("nvidia-smi", name).read_text()

@@ -1,9 +1,10 @@
 """``slurmlab topo`` and ``slurmlab mig``: read saved nvidia-smi output (or a sandbox hardware profile), print
 a readable summary, and optionally write the Bokeh view as standalone HTML or PNG.
 
-    slurmlab topo topo-m.txt [--model "NVIDIA H100 80GB HBM3"] [--best 4] [--html out.html] [--png out.png]
+    slurmlab topo topo-m.txt [--model "NVIDIA H100 80GB HBM3"] [--best 4 [--node NAME]] [--html out.html] [--png out.png]
+    slurmlab topo topo-m.txt --nvlink nvlink-s.txt [--html out.html]   (nvlink-s.txt alone: its link report)
     slurmlab topo --profile dgx-h100 --png build/dgx-h100.png
-    slurmlab mig mig-lgi.txt|nvidia-smi-L.txt [--html OUT] [--png OUT]
+    slurmlab mig mig-lgi.txt|nvidia-smi-L.txt|mig-lgip.txt|mig-lgipp.txt [--model M] [--html OUT] [--png OUT]
     slurmlab mig --profile h200-mig --png build/h200-mig.png
 """
 
@@ -14,6 +15,8 @@ import sys
 import warnings
 from typing import Any
 
+from slurmlab.commands.topo_best import add_best_args, best_report, check_best_args, node_only_topology
+from slurmlab.commands.topo_nvlink import add_nvlink_arg, apply_nvlink, topology_source
 from slurmlab.errors import ParseError, RequestError
 
 
@@ -26,20 +29,23 @@ def register(subparsers: Any) -> None:
     )
     _source_args(t)
     t.add_argument("--model", help="GPU model name for NVLink bandwidths (e.g. 'NVIDIA H100 80GB HBM3')")
-    t.add_argument("--best", type=int, metavar="N", help="also choose the best-connected N GPUs and say why")
+    add_best_args(t)  # --best N [--node NAME] [--taken GPUS]: commands/topo_best.py
     t.add_argument("--highlight", metavar="GPUS", help="GPU indices to highlight, e.g. 0,1,2,3")
     t.add_argument("--pcie", action="store_true", help="draw PCIe relations between GPUs too")
+    add_nvlink_arg(t)  # --nvlink FILE (nvidia-smi nvlink -s): commands/topo_nvlink.py
     _output_args(t)
     t.set_defaults(func=handle_topo)
 
     m = subparsers.add_parser(
         "mig",
         help="show MIG instances from `nvidia-smi mig -lgi`, `-L`, a `-cgi` log or a hardware profile",
-        description="Parse saved MIG output (`nvidia-smi mig -lgi`, `nvidia-smi -L`, a `mig -cgi -C` log; "
-        "`-lgip`/`-lgipp` print their tables) or a sandbox profile's MIG layout; optionally write the view.",
+        description="Parse saved MIG output (`nvidia-smi mig -lgi`, `nvidia-smi -L`, a `mig -cgi -C` log) or a "
+        "sandbox profile's MIG layout, print it with the room left on each GPU, and optionally write the view; "
+        "`-lgip`/`-lgipp` are drawn as the catalogue of what can still be carved.",
     )
     _source_args(m)
-    m.add_argument("--model", help="GPU model name when the capture does not say (e.g. 'A100-40GB')")
+    m.add_argument("--model", help="GPU model when the capture does not name it (e.g. 'A100-40GB', 'NVIDIA H100 "
+                   "PCIe'); the summary says which models the profile names fit")
     _output_args(m)
     m.set_defaults(func=handle_mig)
 
@@ -98,25 +104,33 @@ def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
 def handle_topo(args: argparse.Namespace) -> int:
     # the library's own loaders: the CLI reads exactly what slurmlab.topology_from_file/_profile read
     from slurmlab.core.gpu.captures import topology_from_text
-    from slurmlab.core.gpu.placement import best_gpus
     from slurmlab.slurm.hardware_files import topology_from_profile
 
+    check_best_args(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        source = _source(args)
-        if source is None:
+        node_topo = node_only_topology(args)  # --node NAME alone: a sandbox's own record of NAME
+        source = _source(args) if node_topo is None else None
+        if node_topo is not None:
+            topo = node_topo.topology
+        elif source is None:
             topo = topology_from_profile(args.profile).topology
             if args.model:
                 topo = topo.with_model(args.model)
         else:
+            source = topology_source(source, args)  # None: FILE was `nvlink -s` alone, reported there
+            if source is None:
+                return 0
             topo = topology_from_text(*source, model=args.model).topology
+        topo = apply_nvlink(topo, args)
     _show_warnings(caught)
+    # the best set first: a --best or --node mistake is told before the summary, not after it
+    best = best_report(topo, args, node_topo) if args.best else None
     print(topo.summary())
-    if args.best:
-        print(best_gpus(topo, args.best).explain())
     highlight = _indices(args.highlight)
-    if args.best and not highlight:
-        highlight = list(best_gpus(topo, args.best).gpus)
+    if best is not None:
+        print(best[0])
+        highlight = highlight or list(best[1].gpus)
     if args.html or args.png:
         from slurmlab.viz.topology_view import topology_figure
 
@@ -126,10 +140,11 @@ def handle_topo(args: argparse.Namespace) -> int:
 
 def handle_mig(args: argparse.Namespace) -> int:
     from slurmlab.core.gpu.captures import read_mig_capture
-    from slurmlab.core.gpu.mig import MigLayout
+    from slurmlab.core.gpu.mig import MigCatalogue, MigLayout
     from slurmlab.slurm.hardware_files import mig_from_profile
 
     layout: MigLayout | None = None
+    catalogue: MigCatalogue | None = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         source = _source(args)
@@ -138,6 +153,7 @@ def handle_mig(args: argparse.Namespace) -> int:
         else:
             capture = read_mig_capture(*source, model=args.model)
             layout = capture.layout
+            catalogue = capture.catalogue() if layout is None else None
             for line in capture.lines():
                 print(line)
     _show_warnings(caught)
@@ -147,6 +163,11 @@ def handle_mig(args: argparse.Namespace) -> int:
             from slurmlab.viz.mig_view import mig_figure
 
             _write(mig_figure(layout), args)
+    elif catalogue is not None and (args.html or args.png):
+        from slurmlab.viz.mig_view import mig_catalogue_figure
+
+        _write(mig_catalogue_figure(catalogue), args)
     elif args.html or args.png:
-        print("nothing to draw: this output has no MIG instances (use -lgi, -L or a -cgi log)", file=sys.stderr)
+        print("nothing to draw: `mig -lci` lists compute instances only (use -lgi, -L, a -cgi log, -lgip or -lgipp)",
+              file=sys.stderr)
     return 0

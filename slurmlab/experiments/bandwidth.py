@@ -1,24 +1,18 @@
 """Measured copy / peer-to-peer bandwidth against what the hardware should give.
 
-The expectations are the per-link NVLink speeds that ``nvidia-smi nvlink -s`` reports
-(DESIGN §4) and the device-copy anchor of §5. The comparison is pure; the measurements come from
-the workers (their ``copy`` report, see :mod:`.node.worker`).
+The expectations are the per-link NVLink speeds that ``nvidia-smi nvlink -s`` reports, from slurmlab's one
+table of NVLink facts per model (:data:`slurmlab.core.gpu.nvlink.NVLINK_MODELS`), and the device-copy anchor of
+DESIGN §5. The comparison is pure; the measurements come from the workers (their ``copy`` report, see
+:mod:`.node.worker`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from slurmlab.core.gpu.nvlink import NVLINK_MODELS, NvlinkModel, nvlink_model_for
 from slurmlab.errors import SlurmlabError
 
-# model -> (GB/s per link and direction, links per GPU), as nvidia-smi nvlink -s reports
-NVLINK_PER_LINK: dict[str, tuple[float, int]] = {
-    "V100": (25.781, 6),
-    "A100": (25.0, 12),
-    "H100": (26.562, 18),
-    "H200": (26.562, 18),
-    "RTX 3090": (14.062, 4),
-}
 # achieved device-to-device copy, counting read + write (GB/s)
 DEVICE_COPY_ANCHOR_GBPS: dict[str, float] = {"H200": 4300.0}
 # below this fraction of the expectation a link or device counts as degraded; real copies
@@ -43,26 +37,26 @@ class BandwidthVerdict:
 
 
 def gpu_model(name: str) -> str | None:
-    """The table key for a device name such as 'NVIDIA H200' or 'NVIDIA A100-SXM4-80GB'."""
-    upper = name.upper()
-    for key in sorted(NVLINK_PER_LINK, key=len, reverse=True):
-        if key.upper() in upper:
-            return key
-    return None
+    """The NVLink table's key for a device name such as 'NVIDIA H200' or 'NVIDIA A100-SXM4-80GB'."""
+    row = nvlink_model_for(name)
+    return row.key if row else None
+
+
+def _row(name: str, what: str) -> NvlinkModel:
+    row = nvlink_model_for(name)
+    if row is None:
+        raise SlurmlabError(f"no {what} for GPU {name!r}",
+                            hint=f"known models: {', '.join(m.key for m in NVLINK_MODELS)}")
+    return row
 
 
 def expected_nvlink_gbps(name: str, links: int | None = None) -> float:
     """One-direction bandwidth of ``links`` NVLinks (default: all the GPU has) for GPU ``name``."""
-    model = gpu_model(name)
-    if model is None:
-        raise SlurmlabError(
-            f"no NVLink figures for GPU {name!r}", hint=f"known models: {', '.join(NVLINK_PER_LINK)}"
-        )
-    per_link, count = NVLINK_PER_LINK[model]
-    n = count if links is None else links
-    if n < 0 or n > count:
-        raise SlurmlabError(f"{model} has {count} NVLinks, not {n}")
-    return per_link * n
+    row = _row(name, "NVLink figures")
+    n = row.links_per_gpu if links is None else links
+    if n < 0 or n > row.links_per_gpu:
+        raise SlurmlabError(f"{row.key} has {row.links_per_gpu} NVLinks, not {n}")
+    return row.reported_gbps * n
 
 
 def compare(
@@ -81,14 +75,11 @@ def check_link_speeds(
 
     A link reported down (speed 0 or missing from a full set) counts as degraded too.
     """
-    model = gpu_model(name)
-    if model is None:
-        raise SlurmlabError(f"no NVLink figures for GPU {name!r}")
-    per_link, count = NVLINK_PER_LINK[model]
+    row = _row(name, "NVLink figures")
     out = []
-    for link in range(count):
+    for link in range(row.links_per_gpu):
         speed = link_gbps.get(link, 0.0)
-        verdict = compare(f"{model} link {link}", speed, per_link, threshold=1.0 - tolerance)
+        verdict = compare(f"{row.key} link {link}", speed, row.reported_gbps, threshold=1.0 - tolerance)
         out.append(verdict)
     return out
 

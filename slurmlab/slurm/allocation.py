@@ -335,7 +335,13 @@ class Allocation:
         return node_mig(self, node, source=source)
 
     def explain_binding(self, *, source: str = "auto") -> BindingTable:
-        """Per task: its GPUs, their NUMA node and CPUs, its CPU mask, and whether binding was honoured."""
+        """Per task and per GPU every name of the GPU, with the known traps flagged; per task its GPUs' NUMA node and
+        CPUs, its CPU mask, and whether binding was honoured."""
+        return explain_binding(self, source=source)
+
+    def gpu_map(self, *, source: str = "auto") -> BindingTable:
+        """Per task, per GPU: Slurm IDX, the index the task sees, UUID, PCI bus id, NUMA node, CPU mask and NVLink
+        peers in the allocation, with the known traps flagged (the table :meth:`explain_binding` gives)."""
         return explain_binding(self, source=source)
 
     # ---- release -------------------------------------------------------------------------------

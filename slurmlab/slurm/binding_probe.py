@@ -1,9 +1,11 @@
-"""The step that gathers what an allocation's tasks were bound to, and its explanation.
+"""The step that gathers what an allocation's tasks were bound to, and its explanation (the GPU map).
 
 One probe step runs over the allocation's tasks with the job's own GPU request; each task prints its
-``SLURM_STEP_GPUS``, ``CUDA_VISIBLE_DEVICES`` and real CPU mask. With each node's topology
-(:func:`slurmlab.slurm.probes.node_topology`) and the controller's records, :func:`slurmlab.core.gpu.binding.explain`
-judges the binding.
+``SLURM_STEP_GPUS``, ``CUDA_VISIBLE_DEVICES`` and real CPU mask, then what its own ``nvidia-smi`` lists (``-L``, and
+each GPU's UUID with its PCI bus id), one short line each. With each node's topology
+(:func:`slurmlab.slurm.probes.node_topology`), the names of its devices (the sandbox's hardware file, else those
+listings), the GPUs free on it (``scontrol show node -d``) and the controller's records,
+:func:`slurmlab.core.gpu.binding.explain` builds the table and flags the traps.
 """
 
 from __future__ import annotations
@@ -12,14 +14,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from slurmlab.core.gpu.binding import (
+    TASK_DEVICE_PREFIX,
     TASK_REPORT_PREFIX,
     BindingTable,
+    NodeNames,
     explain,
     node_records,
     parse_task_reports,
 )
+from slurmlab.core.gpu.binding_identity import names_from_hardware
 from slurmlab.core.request.step_request import step_args_for
-from slurmlab.errors import AllocationError
+from slurmlab.core.slurm.models import Job
+from slurmlab.errors import AllocationError, ParseError, SlurmError
+from slurmlab.slurm.hardware_files import sandbox_hardware
+from slurmlab.slurm.node_queries import show_node
 from slurmlab.slurm.probes import node_topology
 
 if TYPE_CHECKING:
@@ -27,15 +35,30 @@ if TYPE_CHECKING:
 
 __all__ = ["TASK_PROBE", "explain_binding"]
 
-# Each task prints one JSON line; python3 is what the node has (not this kernel's interpreter).
+# Each task prints one JSON line, then one short line per device nvidia-smi shows it (a whole -L can pass the
+# 1 KiB at which srun cuts a line with another task's output); python3 is what the node has (not this kernel's
+# interpreter), and a node without nvidia-smi or one that hangs costs at most its timeout.
 TASK_PROBE = (
-    "import json, os\n"
+    "import json, os, subprocess\n"
     "e = os.environ\n"
     "aff = sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else None\n"
     "keys = ('SLURM_PROCID', 'SLURMD_NODENAME', 'SLURM_STEP_GPUS', 'SLURM_JOB_GPUS', 'CUDA_VISIBLE_DEVICES',"
     " 'GPU_DEVICE_ORDINAL')\n"
     f"print({TASK_REPORT_PREFIX!r} + json.dumps({{'env': {{k: e.get(k) for k in keys}}, 'affinity': aff,"
     " 'host_cpus': os.cpu_count()}), flush=True)\n"
+    "def smi(*args):\n"
+    "    try:\n"
+    "        r = subprocess.run(('nvidia-smi',) + args, capture_output=True, text=True, timeout=20)\n"
+    "    except (OSError, subprocess.SubprocessError):\n"
+    "        return []\n"
+    "    return r.stdout.splitlines() if r.returncode == 0 else []\n"
+    "rank = e.get('SLURM_PROCID')\n"
+    "for line in smi('-L'):\n"
+    f"    print({TASK_DEVICE_PREFIX!r} + json.dumps({{'rank': rank, 'L': line[:500]}}), flush=True)\n"
+    "for line in smi('--query-gpu=uuid,pci.bus_id', '--format=csv,noheader'):\n"
+    "    parts = [p.strip() for p in line.split(',')]\n"
+    "    if len(parts) == 2 and parts[0].startswith('GPU-'):\n"
+    f"        print({TASK_DEVICE_PREFIX!r} + json.dumps({{'rank': rank, 'pci': parts}}), flush=True)\n"
 )
 
 
@@ -65,6 +88,36 @@ def explain_binding(alloc: Allocation, *, source: str = "auto", step_args: Seque
             f"the binding probe step failed (exit {res.returncode}): " + " / ".join(res.stderr[-3:]),
             hint="the node needs python3; run alloc.srun(['python3', '-V']) to check",
         )
-    topologies = {n: node_topology(alloc, n, source=source) for n in dict.fromkeys(r.node for r in reports)}
+    nodes = list(dict.fromkeys(r.node for r in reports))
+    topologies = {n: node_topology(alloc, n, source=source) for n in nodes}
     return explain(reports, topologies, node_records(job), tres_bind=job.tres_bind,
-                   enforce_binding=bool(job.gres_binding_enforced), job_id=alloc.job_id, step_args=args)
+                   enforce_binding=bool(job.gres_binding_enforced), job_id=alloc.job_id, step_args=args,
+                   names=_sandbox_names(alloc, nodes), free_gpus=_free_gpus(alloc, job, nodes))
+
+
+def _sandbox_names(alloc: Allocation, nodes: Sequence[str]) -> dict[str, NodeNames]:
+    """In a slurmlab sandbox, its devices' names from its hardware file (what its stand-in nvidia-smi prints)."""
+    try:
+        hw = sandbox_hardware(alloc.runner)
+    except ParseError:
+        return {}  # the topology's own probe says what is wrong with the file
+    if hw is None:
+        return {}
+    return {n: names_from_hardware(hw, n) for n in nodes if n in hw.nodes}
+
+
+def _free_gpus(alloc: Allocation, job: Job, nodes: Sequence[str]) -> dict[str, frozenset[int]] | None:
+    """Per node, the Slurm IDX no other job holds now (``scontrol show node -d``), this job's own included; None
+    when Slurm did not say (the no-NVLink trap then says that it does not know whether better GPUs were free)."""
+    mine = job.gpus_by_node()
+    out: dict[str, frozenset[int]] = {}
+    for name in nodes:
+        try:
+            node = show_node(name, alloc.runner)
+        except (SlurmError, ParseError):
+            return None
+        if node is None:
+            return None
+        used = {i for idx in node.gpu_used_indices().values() for i in idx}
+        out[name] = frozenset(set(range(node.gpu_total)) - used | set(mine.get(name, ())))
+    return out

@@ -53,11 +53,16 @@ def _read(path: str | os.PathLike[str], what: str) -> str:
         raise ParseError(what, os.fspath(path), hint=f"cannot read it: {exc.strerror}") from None
 
 
-def topology_from_file(path: str | os.PathLike[str], *, model: str | None = None) -> NodeTopology:
-    """A topology from a saved ``nvidia-smi topo -m`` capture or a hardware-profile JSON file.
+def topology_from_file(path: str | os.PathLike[str], *, model: str | None = None,
+                       nvlink: str | os.PathLike[str] | None = None) -> NodeTopology:
+    """A topology from a saved ``nvidia-smi topo -m`` capture or a hardware-profile JSON file; ``nvlink`` names
+    a saved ``nvidia-smi nvlink -s`` of the same node, whose inactive or slow links then show too.
 
     In a notebook, ``slurmlab.topology_from_file("topo-m.txt")`` alone draws it (GPUs, NVLink, NUMA, CPUs)."""
-    return topology_from_text(_read(path, "topology file"), os.fspath(path), model=model)
+    topo = topology_from_text(_read(path, "topology file"), os.fspath(path), model=model)
+    if nvlink is None:
+        return topo
+    return topo.with_nvlink_text(_read(nvlink, "nvlink -s file"), os.fspath(nvlink))
 
 
 def mig_from_file(path: str | os.PathLike[str], *, model: str | None = None) -> NodeMig:

@@ -15,8 +15,9 @@ from slurmlab.core.slurm.parse_text import (
     parse_scontrol_partitions,
     parse_sinfo_node_states,
 )
-from slurmlab.errors import ParseError
+from slurmlab.errors import ParseError, SlurmError
 from slurmlab.slurm.controller import SCONTROL_JSON_SINCE, aslurm_version, slurm_version
+from slurmlab.slurm.failures import classify_failure
 from slurmlab.slurm.query import Listing, Query, arun_query, read_json, run_query
 from slurmlab.slurm.runner import Runner, RunResult, get_runner
 
@@ -29,6 +30,7 @@ __all__ = [
     "list_partitions",
     "node_states",
     "node_states_of",
+    "show_node",
 ]
 
 R = TypeVar("R")
@@ -76,6 +78,26 @@ def list_nodes(runner: Runner | None = None) -> Listing[Node]:
     """Every node with configured and used GRES (GPU indices in use, shards per GPU)."""
     runner = runner or get_runner()
     return run_query(_nodes_query(slurm_version(runner)), runner)
+
+
+def show_node(name: str, runner: Runner | None = None) -> Node | None:
+    """One node, with its GRES in use (``gpu:h100:3(IDX:0,2-3)``); None when Slurm has no node of that name."""
+    runner = runner or get_runner()
+    query = _nodes_query(slurm_version(runner))
+    argv = [*query.argv, name]
+    result = runner.run(argv, check=False)
+    # "Node nodeX not found" comes on stdout with exit 1 (text), or among the JSON document's errors
+    if not result.ok:
+        if "not found" in (result.stdout + result.stderr).lower():
+            return None
+        raise classify_failure(argv, result.returncode, result.stderr or result.stdout)
+    try:
+        nodes = query.parse(result)
+    except SlurmError as exc:
+        if "not found" in str(exc).lower():
+            return None
+        raise
+    return next((n for n in nodes if n.name == name), None)
 
 
 async def alist_nodes(runner: Runner | None = None) -> Listing[Node]:

@@ -5,7 +5,8 @@ In a notebook no call is needed: a topology, a MIG layout or a binding table eva
 :mod:`slurmlab.viz.notebook`). The functions below place a figure yourself, e.g.
 ``show(topology_figure(**alloc.topology("node1").figure_args()))``.
 
-``topology_figure`` (GPUs, NVLink, PCIe, NICs, CPU sets), ``mig_figure`` (MIG slices) and ``gantt_figure`` (a
+``topology_figure`` (GPUs, NVLink, PCIe, NICs, CPU sets), ``mig_figure`` (MIG slices),
+``mig_catalogue_figure`` (what can still be carved: an ``-lgip``/``-lgipp`` catalogue) and ``gantt_figure`` (a
 time-slicing measurement: who ran when); ``export_png`` renders
 a figure in headless chromium and ``save_html`` writes a standalone page with inline resources (works without
 internet).
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["export_png", "gantt_figure", "mig_figure", "save_html", "topology_figure"]
+__all__ = ["export_png", "gantt_figure", "mig_catalogue_figure", "mig_figure", "save_html", "topology_figure"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,10 +25,10 @@ def __getattr__(name: str) -> Any:
         from slurmlab.viz.topology_view import topology_figure
 
         return topology_figure
-    if name == "mig_figure":
-        from slurmlab.viz.mig_view import mig_figure
+    if name in ("mig_figure", "mig_catalogue_figure"):
+        from slurmlab.viz import mig_view
 
-        return mig_figure
+        return getattr(mig_view, name)
     if name == "gantt_figure":
         from slurmlab.viz.gantt import gantt_figure
 

@@ -1,8 +1,11 @@
-"""Bokeh view of MIG layouts: per GPU, a compute row (7 slices) over a memory row (8 slices).
+"""Bokeh views of MIG: layouts (:func:`mig_figure`) and the catalogue of what can still be carved
+(:func:`mig_catalogue_figure`).
 
-Slice ``i`` of compute sits above memory slice ``i`` (the 8th memory slice has no compute slice), so a GPU
-instance at placement ``start:size`` is one coloured block: its compute slices above, its memory slices below.
-Renderers are named ``slots`` (empty grid cells), ``instances`` (one row per block part) and ``labels``.
+Layout: per GPU, a compute row (7 slices) over a memory row (8 slices). Slice ``i`` of compute sits above memory
+slice ``i`` (the 8th memory slice has no compute slice), so a GPU instance at placement ``start:size`` is one
+coloured block: its compute slices above, its memory slices below; under the rows, what can still be carved.
+Renderers are named ``slots`` (empty grid cells), ``instances`` (one row per block part), ``labels`` and
+``room``.
 """
 
 from __future__ import annotations
@@ -10,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from slurmlab.core.gpu.mig import GpuInstance, MigLayout
+from slurmlab.core.gpu.mig import GpuInstance, MigCatalogue, MigLayout, ProfileRoom
 from slurmlab.viz._bokeh import PALETTE, bokeh
 
-__all__ = ["mig_figure"]
+__all__ = ["mig_catalogue_figure", "mig_figure"]
 
 _ROW_H = 0.9  # height of a compute or memory row
 _GPU_H = 2.6  # vertical space per GPU
@@ -21,7 +24,8 @@ _GPU_H = 2.6  # vertical space per GPU
 
 def mig_figure(layout: MigLayout, highlight: Iterable[Any] = (), *, title: str | None = None,
                width: int = 860) -> Any:
-    """A Bokeh figure of ``layout``.
+    """A Bokeh figure of ``layout``, titled with the GPU model the input names (or the models its geometry fits),
+    with what can still be carved written under each GPU.
 
     ``highlight`` holds ``(gpu, gi_id)`` or ``(gpu, "start:size")`` pairs, MIG UUIDs or profile names; the
     matching instances get a thick outline and keep their profile colour. Each block's hover names its slice the
@@ -49,6 +53,10 @@ def mig_figure(layout: MigLayout, highlight: Iterable[Any] = (), *, title: str |
             cols.add_instance(g.index, inst, id(inst) in hot, layout.compute_slices, top)
 
     _draw(fig, models, cols, layout.memory_slices)
+    room = [(g.index, -row * _GPU_H - 2.08, " ".join(layout.room_lines(g.index)[1:]).strip())
+            for row, g in enumerate(layout.gpus)]
+    fig.text(x=[-2.1] * len(room), y=[y for _g, y, _t in room], text=[t for _g, _y, t in room],
+             text_font_size="11px", text_color="#333333", text_baseline="middle", name="room")
     if notes:
         fig.text(x=[-2.1] * len(notes), y=[y_top - 0.2 - 0.3 * i for i in range(len(notes))], text=notes,
                  text_font_size="11px", text_color="#666666", text_baseline="middle")
@@ -59,13 +67,13 @@ def _blank_figure(plotting: Any, layout: MigLayout, title: str | None, width: in
                   ) -> tuple[Any, float]:
     """The empty figure, one band per GPU plus room for the notes on top; and its top."""
     n_gpus = max(len(layout.gpus), 1)
-    head = title or (f"MIG layout — {layout.table.model}" if layout.table else "MIG layout")
+    head = title or (f"MIG layout — {layout.model_label}" if layout.model_label else "MIG layout")
     if not layout.complete:
         head += " (partial capture)"
     y_top = 0.85 + 0.3 * len(notes)
     height = int(60 + 170 * n_gpus + 55 * len(notes))
     fig = plotting.figure(title=head, width=width, height=height, x_range=(-2.2, layout.memory_slices + 0.2),
-                          y_range=(-_GPU_H * n_gpus + 0.35, y_top), tools="hover,save,reset",
+                          y_range=(-_GPU_H * n_gpus + 0.25, y_top), tools="hover,save,reset",
                           toolbar_location="above")
     fig.axis.visible = False
     fig.grid.visible = False
@@ -176,3 +184,105 @@ def _draw(fig: Any, models: Any, cols: _Columns, n_m: int) -> None:
     hover.renderers = [r]
     hover.tooltips = [("slice", "@slice"), ("GPU instance", "@gi (@profile)"), ("placement", "@placement"),
                       ("part", "@part"), ("compute instances", "@cis"), ("UUID", "@uuid")]
+
+
+# the catalogue: per profile a row of instance boxes (free ones filled) and a strip of memory slices with every
+# allowed placement; x from -9 (labels) over the boxes (0..4) to the strip (5..5+memory slices)
+_LABEL_X = -9.0
+_BOX_STEP = 0.55
+_STRIP_X = 5.0
+_FREE = "#009E73"
+_TAKEN = "#BBBBBB"
+_UNKNOWN = "#56B4E9"
+
+
+def mig_catalogue_figure(catalogue: MigCatalogue, *, title: str | None = None, width: int = 1000) -> Any:
+    """A Bokeh figure of what can still be carved on each GPU: per profile, its instances free/total (filled
+    boxes are free), its memory and SMs where ``-lgip`` gives them, and every allowed placement on the memory
+    slices (``-lgipp``), green where an instance could go now, grey where taken, blue where the source does
+    not say (``-lgip``/``-lgipp`` alone).
+
+    ``mig_catalogue_figure(read_mig_capture(text, "lgip.txt").catalogue())`` for a capture, or
+    ``mig_catalogue_figure(layout.catalogue())`` for the room a layout leaves. Renderers are named ``counts``,
+    ``placements`` and ``rows``.
+    """
+    plotting = bokeh("plotting", "the MIG catalogue view")
+    models = bokeh("models", "the MIG catalogue view")
+    n_rows = len(catalogue.rows) + len(catalogue.gpus)
+    head = title or ("MIG profiles: what can still be carved"
+                     + (f" — {catalogue.model}" if catalogue.model else "")
+                     + (f" ({catalogue.source})" if catalogue.source else ""))
+    notes = list(catalogue.notes)
+    if any(r.free_starts is None for r in catalogue.rows):
+        notes.append("blue = allowed placement, the source does not say whether it is free; green = free now; "
+                     "grey = taken")
+    top = 1.2 + 0.45 * len(notes)
+    fig = plotting.figure(title=head, width=width, height=int(90 + 30 * n_rows + 20 * len(notes)),
+                          x_range=(_LABEL_X - 0.2, _STRIP_X + catalogue.memory_slices + 0.3), y_range=(-n_rows - 0.2, top),
+                          tools="hover,save,reset", toolbar_location="above")
+    fig.axis.visible = False
+    fig.grid.visible = False
+    fig.outline_line_color = None
+    fig.title.text_font_size = "15px"
+    counts: dict[str, list[Any]] = {k: [] for k in ("x", "y", "fill", "gpu", "profile", "state")}
+    places: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "fill", "gpu", "profile", "placement", "state")}
+    rows: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text", "style")}
+    y = 0.0
+    for gpu in catalogue.gpus:
+        y -= 1
+        rows["x"].append(_LABEL_X)
+        rows["y"].append(y)
+        rows["text"].append(f"GPU {gpu}")
+        rows["style"].append("bold")
+        for r in catalogue.of(gpu):
+            y -= 1
+            _catalogue_row(r, y, counts, places, rows)
+    fig.rect(x="x", y="y", width=_BOX_STEP - 0.1, height=0.7, fill_color="fill", line_color="#FFFFFF",
+             source=models.ColumnDataSource(counts), name="counts")
+    strip = fig.rect(x="x", y="y", width="w", height=0.7, fill_color="fill", line_color="#FFFFFF",
+                     source=models.ColumnDataSource(places), name="placements")
+    fig.text(x="x", y="y", text="text", text_font_style="style", source=models.ColumnDataSource(rows),
+             text_baseline="middle", text_font_size="12px", text_color="#333333", name="rows")
+    n_m = catalogue.memory_slices
+    fig.text(x=[_STRIP_X + s + 0.5 for s in range(n_m)], y=[-0.35] * n_m, text=[str(s) for s in range(n_m)],
+             text_align="center", text_baseline="middle", text_font_size="10px", text_color="#888888")
+    fig.text(x=[0.0, _STRIP_X], y=[0.15, 0.15], text=["instances (filled = free)", "placements on memory slices"],
+             text_baseline="middle", text_font_size="11px", text_color="#555555")
+    if notes:
+        fig.text(x=[_LABEL_X] * len(notes), y=[top - 0.35 - 0.4 * i for i in range(len(notes))], text=notes,
+                 text_font_size="11px", text_color="#666666", text_baseline="middle")
+    hover = fig.select_one(models.HoverTool)
+    hover.renderers = [strip]
+    hover.tooltips = [("GPU", "@gpu"), ("profile", "@profile"), ("placement", "@placement"), ("now", "@state")]
+    return fig
+
+
+def _catalogue_row(r: ProfileRoom, y: float, counts: dict[str, list[Any]], places: dict[str, list[Any]],
+                   rows: dict[str, list[Any]]) -> None:
+    """One profile: its label, its instance boxes and its placements on the memory strip."""
+    extra = ", ".join(x for x in (f"{r.memory_gib:g} GiB" if r.memory_gib is not None else "",
+                                  f"{r.sm} SMs" if r.sm is not None else "") if x)
+    count = "" if r.free is None else f"  {r.free}/{'?' if r.total is None else r.total} free"
+    rows["x"].append(_LABEL_X)
+    rows["y"].append(y)
+    rows["text"].append(f"  {r.label}{count}" + (f"  ({extra})" if extra else ""))
+    rows["style"].append("normal")
+    for k in range(r.total or 0):
+        state = "unknown" if r.free is None else ("free" if k < r.free else "taken")
+        counts["x"].append(k * _BOX_STEP + _BOX_STEP / 2)
+        counts["y"].append(y)
+        counts["fill"].append({"free": _FREE, "taken": _TAKEN, "unknown": _UNKNOWN}[state])
+        counts["gpu"].append(r.gpu)
+        counts["profile"].append(r.profile)
+        counts["state"].append(state)
+    for start in r.starts:
+        size = r.size or 1
+        state = "unknown" if r.free_starts is None else ("free" if start in r.free_starts else "taken")
+        places["x"].append(_STRIP_X + start + size / 2)
+        places["y"].append(y)
+        places["w"].append(size - 0.12)
+        places["fill"].append({"free": _FREE, "taken": _TAKEN, "unknown": _UNKNOWN}[state])
+        places["gpu"].append(r.gpu)
+        places["profile"].append(r.profile)
+        places["placement"].append(f"{start}:{size}")
+        places["state"].append(state)

@@ -1,10 +1,13 @@
 """Bokeh view of a node's GPU topology.
 
-GPUs sit on a ring, grouped by NUMA node (shaded sectors), so all-to-all NVLink meshes stay readable; NVLink
-edges are chords whose width grows with the bonded link count; PCIe relations between GPUs appear on demand;
-NICs sit outside the ring next to their closest GPUs; below, one bar per NUMA group shows its CPUs with the
-task CPU sets coloured in. Renderers carry names (``gpus``, ``nvlinks``, ``pcie``, ``nics``, ``nic_links``,
-``numa_groups``, ``cpus``) so their data can be inspected.
+GPUs sit on a ring, grouped by NUMA node (shaded sectors). A direct NVLink mesh is drawn as chords whose width
+grows with the bonded link count; a switched fabric (NVSwitch, see :mod:`slurmlab.core.gpu.nvlink_fabric`) as
+one NVSwitch node in the middle with a spoke from every GPU, since its NV# are paths through the switch, not
+cables. GPUs with inactive or slow links (``nvidia-smi nvlink -s``) get a red dashed ring and a label such as
+"2 of 18 links inactive". PCIe relations between GPUs appear on demand; NICs sit outside the ring next to their
+closest GPUs; below, one bar per NUMA group shows its CPUs with the task CPU sets coloured in. Renderers carry
+names (``gpus``, ``nvlinks``, ``nvswitch``, ``link_faults``, ``pcie``, ``nics``, ``nic_links``, ``numa_groups``,
+``cpus``) so their data can be inspected. The NVLink layer is drawn by :mod:`.topology_nvlink_view`.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from slurmlab.core.gpu.topology import LinkKind, Topology, format_cpu_list
+from slurmlab.core.gpu.topology import LinkKind, NvlinkFabric, Topology, format_cpu_list
 from slurmlab.viz._bokeh import HIGHLIGHT, PALETTE, bokeh
+from slurmlab.viz.topology_nvlink_view import draw_link_faults, draw_nvlinks, draw_switch
 
 __all__ = ["layout_positions", "topology_figure"]
 
@@ -114,16 +118,21 @@ def topology_figure(
     groups = topo.numa_groups()
     group_cpus = _group_cpus(topo, groups)
     show_cpus = any(group_cpus.values())
-    key = _key_lines(topo, highlight, show_pcie)
+    fabric = topo.fabric()
+    key = _key_lines(topo, fabric, highlight, show_pcie)
     cpu_rows = 0.3 + 0.5 * len(groups) + 0.3 * len(tasks) if show_cpus else 0.0
-    fig, y_top = _blank_figure(plotting, topo, title, width, key, cpu_rows)
+    fig, y_top = _blank_figure(plotting, topo, fabric, title, width, key, cpu_rows)
 
     _draw_numa_sectors(fig, models, lay, groups, group_cpus)
     if show_pcie:
         _draw_pcie(fig, models, topo, gpu_pos)
-    _draw_nvlinks(fig, models, topo, gpu_pos, highlight)
+    if fabric.switched:
+        draw_switch(fig, models, topo, fabric, gpu_pos, highlight)
+    else:
+        draw_nvlinks(fig, models, topo, fabric, gpu_pos, highlight)
     _draw_nics(fig, models, topo, gpu_pos)
-    _draw_gpus(fig, models, topo, gpu_pos, highlight, groups)
+    draw_link_faults(fig, models, topo, gpu_pos)
+    _draw_gpus(fig, models, topo, fabric, gpu_pos, highlight, groups)
     if show_cpus:
         _cpu_bars(fig, models, groups, group_cpus, tasks)
     if key:
@@ -143,12 +152,19 @@ def _group_cpus(topo: Topology, groups: dict[str, tuple[int, ...]]) -> dict[str,
     return group_cpus
 
 
-def _key_lines(topo: Topology, highlight: set[int], show_pcie: bool) -> list[str]:
+def _key_lines(topo: Topology, fabric: NvlinkFabric, highlight: set[int], show_pcie: bool) -> list[str]:
     """The lines of text in the top left corner that say how to read the figure."""
     nv_all = topo.nvlink_edges()
     key = []
-    if nv_all:
+    if fabric.switched:
+        links = fabric.links_per_gpu or max(lk.nvlinks for lk in nv_all)
+        bw = links * fabric.per_link_gbps if fabric.per_link_gbps else None  # a healthy GPU's figure
+        speed = f", {bw:g} GB/s per direction to any peer" if bw else ""
+        key.append(f"switched fabric: each GPU's {links} NVLinks go to the NVSwitch{speed}")
+    elif nv_all:
         key.append(f"chord width = bonded NVLinks (NV{max(lk.nvlinks for lk in nv_all)} widest)")
+    if any(not s.healthy for s in topo.link_states):
+        key.append("red dashed ring = NVLinks inactive or slow (nvidia-smi nvlink -s)")
     if show_pcie:
         kinds = sorted({lk.kind for lk in topo.gpu_links() if not lk.is_nvlink}, key=lambda k: k.rank)
         key.append("dashed = PCIe: " + ", ".join(k.value for k in kinds) if kinds
@@ -161,15 +177,17 @@ def _key_lines(topo: Topology, highlight: set[int], show_pcie: bool) -> list[str
 
 
 def _blank_figure(
-    plotting: Any, topo: Topology, title: str | None, width: int, key: list[str], cpu_rows: float
+    plotting: Any, topo: Topology, fabric: NvlinkFabric, title: str | None, width: int, key: list[str],
+    cpu_rows: float,
 ) -> tuple[Any, float]:
     """The empty figure, tall enough for the ring, the NICs, the key and ``cpu_rows`` of CPU bars; and its top."""
     y_bottom = -2.1 - cpu_rows
-    gen = topo.nvlink_generation
+    gen = fabric.generation or topo.nvlink_generation
     head = title or (
         f"{len(topo.gpus)} GPUs" + (f" ({topo.gpu_model})" if topo.gpu_model else "")
         + (f", {len(topo.nics)} NICs" if topo.nics else "")
         + (f", {gen.name}" if gen else "")
+        + (" via NVSwitch" if fabric.switched else "")
         + ("" if topo.complete else " — partial capture")
     )
     y_top = (2.0 if topo.nics else 1.55) + 0.13 * len(key) + 0.1
@@ -231,33 +249,6 @@ def _draw_pcie(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[f
     fig.add_tools(models.HoverTool(renderers=[pcie_r], tooltips=[("link", "@a – @b: @kind"), ("", "@desc")]))
 
 
-def _draw_nvlinks(
-    fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]], highlight: set[int]
-) -> None:
-    """NVLink chords, wider for more bonded links; a chord between two highlighted GPUs is highlighted."""
-    gen = topo.nvlink_generation
-    nv_links = topo.nvlink_edges()
-    most = max((lk.nvlinks for lk in nv_links), default=1)
-    nv: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "a", "b", "links", "width", "label", "bw", "colour")}
-    for link in nv_links:
-        (x0, y0, _), (x1, y1, _) = gpu_pos[link.a], gpu_pos[link.b]
-        nv["xs"].append([x0, x1])
-        nv["ys"].append([y0, y1])
-        nv["a"].append(link.a)
-        nv["b"].append(link.b)
-        nv["links"].append(link.nvlinks)
-        nv["width"].append(1.5 + 6.5 * link.nvlinks / most)
-        nv["label"].append(link.label)
-        bw = gen.bandwidth_gbps(link.nvlinks) if gen else None
-        nv["bw"].append(f"{bw:g} GB/s per direction ({gen.name})" if bw and gen else "generation unknown")
-        hot = int(link.a[3:]) in highlight and int(link.b[3:]) in highlight
-        nv["colour"].append(HIGHLIGHT if hot else "#2F6B3A")
-    nv_r = fig.multi_line(xs="xs", ys="ys", line_width="width", line_color="colour", line_alpha=0.55,
-                          source=models.ColumnDataSource(nv), name="nvlinks")
-    fig.add_tools(models.HoverTool(renderers=[nv_r], line_policy="interp",
-                                   tooltips=[("NVLink", "@a – @b: @label"), ("bandwidth", "@bw")]))
-
-
 def _draw_nics(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]) -> None:
     """NICs outside the ring, with dotted lines to their closest GPUs (none when every path crosses NUMA)."""
     nic_pos = _nic_positions(topo, gpu_pos)
@@ -293,14 +284,14 @@ def _draw_nics(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[f
 
 
 def _draw_gpus(
-    fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]], highlight: set[int],
-    groups: dict[str, tuple[int, ...]],
+    fig: Any, models: Any, topo: Topology, fabric: NvlinkFabric, gpu_pos: dict[str, tuple[float, float, float]],
+    highlight: set[int], groups: dict[str, tuple[int, ...]],
 ) -> None:
     """GPU circles on the ring, coloured by NUMA group, with what a person asks about them on hover."""
     group_colour = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(groups)}
     gp: dict[str, list[Any]] = {k: [] for k in (
-        "x", "y", "name", "index", "numa", "cpus", "gpu_numa", "nvlinks", "nics", "fill", "line", "lw",
-        "highlighted", "text_colour")}
+        "x", "y", "name", "index", "numa", "cpus", "gpu_numa", "nvlinks", "link_state", "nics", "fill", "line",
+        "lw", "highlighted", "text_colour")}
     for g in topo.gpus:
         x, y, _ = gpu_pos[g.name]
         gp["x"].append(x)
@@ -310,7 +301,10 @@ def _draw_gpus(
         gp["numa"].append(g.numa_label)
         gp["cpus"].append(format_cpu_list(g.cpu_affinity) if g.cpu_affinity else "not shown")
         gp["gpu_numa"].append("-" if g.gpu_numa_id is None else str(g.gpu_numa_id))
-        gp["nvlinks"].append(topo.nvlinks_per_gpu(g.index))
+        # the links the GPU has (into the switch, or to its peers), never a sum over switched paths
+        gp["nvlinks"].append(fabric.gpu_links(g.index))
+        state = topo.link_state(g.index)
+        gp["link_state"].append("not read" if state is None else (state.fault_label() or "all links up"))
         near = topo.closest_nics(g.index)
         top = [n.device for n, lk in near if lk.kind is near[0][1].kind] if near else []
         gp["nics"].append(f"{', '.join(top)} ({near[0][1].kind.value})" if near else "-")
@@ -327,7 +321,7 @@ def _draw_gpus(
              text_font_size="11px", text_font_style="bold", text_color="text_colour")
     fig.add_tools(models.HoverTool(renderers=[gpu_r], tooltips=[
         ("GPU", "@name"), ("NUMA", "@numa"), ("CPU affinity", "@cpus"), ("GPU NUMA ID", "@gpu_numa"),
-        ("NVLinks", "@nvlinks"), ("closest NICs", "@nics")]))
+        ("NVLinks", "@nvlinks"), ("link state", "@link_state"), ("closest NICs", "@nics")]))
 
 
 def _cpu_bars(fig: Any, models: Any, groups: dict[str, tuple[int, ...]], group_cpus: dict[str, frozenset[int]],

@@ -1,5 +1,7 @@
 """Topology explorer: pick a node of the cluster (or a hardware profile), see its GPU topology and MIG layout,
-choose N to see the best-connected set of N GPUs and the ``salloc`` line that asks for them.
+choose N to see the best-connected set of N GPUs and the ``salloc`` line that asks for them. On a cluster node
+the best set is chosen among the GPUs that were free when the explorer opened (``scontrol show node -d``), and
+the explorer says what the taken ones cost.
 
     from slurmlab.widgets.explorer import TopologyExplorer
     TopologyExplorer(profiles=["dgx-h100"])            # a built-in profile, no cluster needed
@@ -19,7 +21,8 @@ from typing import Any
 
 from slurmlab._extras import require
 from slurmlab.core.gpu.placement import GpuChoice, best_gpus
-from slurmlab.errors import SlurmlabError
+from slurmlab.core.gpu.placement_request import INDICES_NOTE, LINKS_NOTE, salloc_advice, taken_on_node
+from slurmlab.errors import RequestError, SlurmlabError
 
 __all__ = ["ExplorerModel", "NodeChoice", "Selection", "TopologyExplorer"]
 
@@ -39,6 +42,7 @@ class NodeChoice:
     profile: str | None = None
     gpus: int | None = None  # GPUs Slurm reports on the node (None: unknown)
     gpu_type: str | None = None
+    record: Any = None  # the node as Slurm listed it (its GRES in use: the GPUs taken), or None
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ class Selection:
     best: GpuChoice | None = None
     salloc: list[str] | None = None
     message: str = ""
+    taken: str = ""  # which GPUs jobs held when the explorer opened, in words ("" for a profile)
+    notes: tuple[str, ...] = ()  # what the salloc line can and cannot do
 
     @property
     def salloc_line(self) -> str | None:
@@ -111,15 +117,26 @@ class ExplorerModel:
             return Selection(c, None, None, n, None, salloc, message)
         mig_gpus = {g.index for g in mig.layout.gpus} if mig is not None else set()
         whole = [g.index for g in topo.topology.gpus if g.index not in mig_gpus]
+        held = taken_on_node(c.record, topo.idx_to_gpu) if c.record is not None else None
+        taken = [i for i in held.gpus if i in whole] if held is not None else []
+        said = _taken_words(held) if held is not None else ""
         if n <= 0:
-            return Selection(c, topo, mig, 0, None, None, message)
+            return Selection(c, topo, mig, 0, None, None, message, said)
         if n > len(whole):
             extra = f" ({len(mig_gpus)} are split into MIG instances)" if mig_gpus else ""
             return Selection(c, topo, mig, n, None, None,
-                             f"{c.node or c.profile} has {len(whole)} whole GPUs{extra}; choose N up to that.")
-        best = best_gpus(topo.topology, n, available=whole)
+                             f"{c.node or c.profile} has {len(whole)} whole GPUs{extra}; choose N up to that.", said)
+        try:
+            best = best_gpus(topo.topology, n, available=whole, taken=taken)
+        except RequestError as exc:  # fewer free than N: say so, as the CLI does
+            return Selection(c, topo, mig, n, None, None, str(exc).replace("\n  -> ", "; "), said)
         gpu_type = c.gpu_type or getattr(topo, "gpu_type", None)
-        return Selection(c, topo, mig, n, best, _salloc(c, n, gpu_type), message)
+        free = len(whole) - len(taken) if held is not None else None
+        advice = salloc_advice(topo.topology, best, node=c.node, gpu_type=gpu_type, free=free)
+        salloc = _salloc_line(list(advice.options))
+        # STEERING_NOTE, shown under every line, already says what INDICES_NOTE and LINKS_NOTE say
+        notes = tuple(x for x in advice.notes if x not in (INDICES_NOTE, LINKS_NOTE))
+        return Selection(c, topo, mig, n, best, salloc, message, said, notes)
 
     def max_gpus(self, key: str) -> int:
         c = self.choice(key)
@@ -139,14 +156,26 @@ def _mig_or_none(load: Any) -> Any:
         return None  # no MIG instances on this hardware
 
 
-def _salloc(c: NodeChoice, n: int, gpu_type: str | None) -> list[str]:
-    from slurmlab.core.request.request import parse_request
+def _taken_words(held: Any) -> str:
+    head = (f"GPU{'s' if len(held.gpus) > 1 else ''} {held.gpus_text} "
+            f"{'were' if len(held.gpus) > 1 else 'was'} taken" if held.gpus else "no GPU was taken") + \
+        " when the explorer opened (scontrol show node -d); open it again to refresh"
+    return "; ".join([head, *held.notes])
+
+
+def _salloc_line(options: list[str]) -> list[str]:
+    from slurmlab.core.request.pipeline import read_request
     from slurmlab.slurm.allocation import salloc_argv
 
-    tokens = [f"--gpus={gpu_type}:{n}" if gpu_type else f"--gpus={n}"]
+    return salloc_argv(read_request(options).to_argv())
+
+
+def _salloc(c: NodeChoice, n: int, gpu_type: str | None) -> list[str]:
+    # -N 1: with -w alone Slurm may spread --gpus=N over several nodes
+    tokens = ["-N", "1", f"--gpus={gpu_type}:{n}" if gpu_type else f"--gpus={n}"]
     if c.node:
         tokens = ["-w", c.node, *tokens]
-    return salloc_argv(parse_request(tokens).to_argv())
+    return _salloc_line(tokens)
 
 
 def _choices_from_nodes(nodes: Iterable[Any]) -> list[NodeChoice]:
@@ -155,9 +184,10 @@ def _choices_from_nodes(nodes: Iterable[Any]) -> list[NodeChoice]:
         total = int(nd.gpu_total)
         types = [t for t in nd.gpu_types() if t] if callable(getattr(nd, "gpu_types", None)) else []
         gpu_type = types[0] if len(types) == 1 else None
-        label = f"{nd.name} ({total} GPUs{', ' + gpu_type if gpu_type else ''}, {nd.state})" if total else \
+        used = f", {nd.gpu_used} in use" if total and nd.gpu_used else ""
+        label = f"{nd.name} ({total} GPUs{', ' + gpu_type if gpu_type else ''}, {nd.state}{used})" if total else \
             f"{nd.name} (no GPUs, {nd.state})"
-        out.append(NodeChoice(f"node:{nd.name}", label, node=nd.name, gpus=total, gpu_type=gpu_type))
+        out.append(NodeChoice(f"node:{nd.name}", label, node=nd.name, gpus=total, gpu_type=gpu_type, record=nd))
     return out
 
 
@@ -255,11 +285,14 @@ def info_html(sel: Selection) -> str:
     if sel.topology is not None:
         parts.append(f"<div><b>{html.escape(sel.choice.label)}</b> — topology from "
                      f"{html.escape(sel.topology.source)} ({html.escape(sel.topology.detail)})</div>")
+    if sel.taken:
+        parts.append(f"<div>{html.escape(sel.taken)}</div>")
     if sel.message:
         parts.append(f"<div style='color:#8a6d3b'>{html.escape(sel.message)}</div>")
     if sel.best is not None:
-        parts.append(f"<div>best {sel.n}: {html.escape(sel.best.explain())}</div>")
+        parts.append(f"<div>best {sel.n}: {html.escape(sel.best.explain()).replace(chr(10), '<br>')}</div>")
     if sel.salloc_line:
         parts.append(f"<pre>{html.escape(sel.salloc_line)}</pre>"
                      f"<div style='color:#555'>{html.escape(STEERING_NOTE)}</div>")
+        parts += [f"<div style='color:#555'>{html.escape(note)}</div>" for note in sel.notes]
     return "".join(parts)

@@ -1,5 +1,7 @@
-"""The binding of an allocation, judged: per task its GPUs, their NUMA node and CPUs, its CPU mask, and whether
-``--gpu-bind=closest`` and ``--gres-flags=enforce-binding`` were honoured.
+"""The binding of an allocation, judged: per task and per GPU every name of that GPU (Slurm IDX, the index the task
+sees, UUID, PCI bus id), its NUMA node, the task's CPU mask and the GPU's NVLink peers in the allocation, with the
+known traps flagged (:mod:`.binding_traps`); per task whether ``--gpu-bind=closest`` and
+``--gres-flags=enforce-binding`` were honoured.
 
 The evidence comes from two places and the table keeps both: what a step's tasks really got (``SLURM_STEP_GPUS``,
 ``CUDA_VISIBLE_DEVICES`` and ``os.sched_getaffinity`` printed by each task, read by :func:`parse_task_reports`) and
@@ -12,8 +14,9 @@ The controller's records read the same on every Slurm: CPU_IDs from the text for
 has no SLURM_STEP_GPUS; its GPU is the one holding the job's shards). Where a fact is missing the verdict is
 "unknown" and the row's ``why`` names the fact, never a guess.
 
-The evidence lives in :mod:`.binding_evidence` and the table in :mod:`.binding_table`; their public names are
-importable from here too.
+``CUDA_VISIBLE_DEVICES`` may hold numbers, GPU UUIDs (Slurm 26.05 ``env_uuid``) or MIG UUIDs; :mod:`.binding_identity`
+resolves each entry to the node's GPU. The evidence lives in :mod:`.binding_evidence` and the table in
+:mod:`.binding_table`; their public names are importable from here too.
 """
 
 from __future__ import annotations
@@ -22,12 +25,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from slurmlab.core.gpu.binding_evidence import (
+    TASK_DEVICE_PREFIX,
     TASK_REPORT_PREFIX,
     NodeRecord,
     TaskReport,
     gpu_bind_value,
     node_records,
     parse_task_reports,
+)
+from slurmlab.core.gpu.binding_identity import (
+    NodeNames,
+    SeenGpu,
+    idx_to_gpu_map,
+    listed_gpu_uuids,
+    names_from_tasks,
+    resolve_visible,
 )
 from slurmlab.core.gpu.binding_table import (
     HONOURED,
@@ -36,34 +48,19 @@ from slurmlab.core.gpu.binding_table import (
     UNKNOWN,
     BindingFigureArgs,
     BindingTable,
+    GpuRow,
     TaskBinding,
+    Trap,
 )
+from slurmlab.core.gpu.binding_traps import find_traps
 from slurmlab.core.gpu.devices import format_cpu_list
 from slurmlab.core.gpu.node_models import NodeTopology
 from slurmlab.core.gpu.sandbox_limits import sandbox_notes
 from slurmlab.core.gpu.topology import Topology
 
-__all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "TASK_REPORT_PREFIX", "UNKNOWN", "BindingFigureArgs",
-           "BindingTable", "NodeRecord", "TaskBinding", "TaskReport", "explain", "gpu_bind_value", "node_records",
-           "parse_task_reports"]
-
-
-def _task_idx(rep: TaskReport, notes: list[str], step: tuple[int, ...]) -> tuple[int, ...]:
-    """Slurm IDX of the GPUs bound to one task: CUDA_VISIBLE_DEVICES read against the step's GPUs."""
-    if rep.visible is None:
-        return step
-    if not all(t.isdigit() for t in rep.visible):
-        # UUIDs (GPU-…/MIG-…): the task's own devices; without a UUID map assume the step's in order
-        return step[: len(rep.visible)] if step else ()
-    vis = tuple(int(t) for t in rep.visible)
-    if step and set(vis) <= set(step):
-        return vis  # global numbering: no device cgroup (CUDA_VISIBLE_DEVICES=Slurm's IDX)
-    if step and max(vis) < len(step):
-        # ConstrainDevices=yes renumbers from 0 inside the step's devices, in the step's order
-        return tuple(step[i] for i in vis)
-    notes.append(f"task {rep.rank}: CUDA_VISIBLE_DEVICES={','.join(rep.visible)} does not match "
-                 f"SLURM_STEP_GPUS={','.join(map(str, step)) or '-'}; taking the step's GPUs")
-    return step
+__all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "TASK_DEVICE_PREFIX", "TASK_REPORT_PREFIX", "UNKNOWN",
+           "BindingFigureArgs", "BindingTable", "GpuRow", "NodeNames", "NodeRecord", "TaskBinding", "TaskReport", "Trap",
+           "explain", "gpu_bind_value", "node_records", "parse_task_reports"]
 
 
 def explain(
@@ -76,6 +73,8 @@ def explain(
     job_id: str | None = None,
     step_args: Sequence[str] = (),
     sandbox: bool | None = None,
+    names: Mapping[str, NodeNames] | None = None,
+    free_gpus: Mapping[str, frozenset[int]] | None = None,
 ) -> BindingTable:
     """Judge the binding from the tasks' reports, each node's topology and the controller's records.
 
@@ -87,7 +86,9 @@ def explain(
 
     ``step_args``: the srun options of the step the reports come from, named in the notes. ``sandbox``: the
     reports come from a slurmlab sandbox (None: when a node's topology came from one), which the notes say
-    cannot show what a real cluster would (:mod:`.sandbox_limits`).
+    cannot show what a real cluster would (:mod:`.sandbox_limits`). ``names``: per node, what its devices are
+    called (the sandbox's hardware file; by default read from the topology's UUIDs and the tasks' own
+    ``nvidia-smi -L``). ``free_gpus``: per node the Slurm IDX free there, for the no-NVLink trap (None: unknown).
     """
     notes: list[str] = []
     if step_args:
@@ -104,15 +105,79 @@ def explain(
         notes += sandbox_notes()
     by_node = {r.node: r for r in records}
     closest_wanted = bool(tres_bind and "closest" in tres_bind)
-    rows = [_judge_task(rep, topologies.get(rep.node), by_node.get(rep.node), closest_wanted, enforce_binding, notes)
-            for rep in reports]
+    seen = _seen_by_task(reports, topologies, by_node, names or {}, notes)
+    rows = [_judge_task(rep, topologies.get(rep.node), by_node.get(rep.node), seen[rep.rank], closest_wanted,
+                        enforce_binding) for rep in reports]
+    gpu_rows = _gpu_rows(reports, rows, seen, topologies, by_node)
+    traps = find_traps(gpu_rows, rows, {n: _topo_of(t) for n, t in topologies.items()},
+                       {n: idx_to_gpu_map(t) for n, t in topologies.items()}, _alloc_idx(reports, by_node), free_gpus)
     for rep in reports:
         if not _comparable(rep, _topo_of(topologies.get(rep.node))):
             notes.append(f"{rep.node} has {rep.host_cpus} real CPUs but its topology names more (a sandbox node "
                          "claims CPUs the host lacks): closest/enforce-binding are judged by Slurm's CPU_IDs, "
                          "the task masks are shown as the kernel set them")
     return BindingTable(job_id, tuple(rows), tres_bind, enforce_binding, tuple(records), dict(topologies),
-                        tuple(dict.fromkeys(notes)))
+                        tuple(dict.fromkeys(notes)), tuple(gpu_rows), tuple(traps))
+
+
+def _step_idx(rep: TaskReport, rec: NodeRecord | None) -> tuple[int, ...]:
+    """The step's GPUs on the task's node, as Slurm's IDX: a shard/MPS task gets no SLURM_STEP_GPUS, its GPU is
+    the one Slurm put the job's shares on."""
+    return rep.step_gpus or (rec.shard_gpus if rec is not None else ())
+
+
+def _seen_by_task(reports: Sequence[TaskReport], topologies: Mapping[str, NodeTopology | Topology],
+                  by_node: Mapping[str, NodeRecord], names: Mapping[str, NodeNames], notes: list[str]
+                  ) -> dict[int, list[SeenGpu]]:
+    """Per task rank, the devices it sees (its CUDA_VISIBLE_DEVICES resolved to the node's GPUs)."""
+    out: dict[int, list[SeenGpu]] = {}
+    for node in dict.fromkeys(r.node for r in reports):
+        mine = [r for r in reports if r.node == node]
+        entry = topologies.get(node)
+        rec = by_node.get(node)
+        step = tuple(dict.fromkeys(i for r in mine for i in _step_idx(r, rec)))
+        known = names.get(node) or names_from_tasks(node, mine, entry, (rec.gpu_idx if rec else ()) or step)
+        for rep in mine:
+            out[rep.rank], said = resolve_visible(rep.visible, _step_idx(rep, rec), known, idx_to_gpu_map(entry),
+                                                  rep.rank, listed_gpu_uuids(rep.smi_list))
+            notes += said
+    return out
+
+
+def _alloc_idx(reports: Sequence[TaskReport], by_node: Mapping[str, NodeRecord]) -> dict[str, tuple[int, ...]]:
+    """The allocation's GPUs per node as Slurm's IDX: the controller's record, else the tasks' step GPUs."""
+    out: dict[str, tuple[int, ...]] = {}
+    for rep in reports:
+        rec = by_node.get(rep.node)
+        idx = rec.gpu_idx if rec is not None and rec.gpu_idx else _step_idx(rep, rec)
+        out[rep.node] = tuple(dict.fromkeys(out.get(rep.node, ()) + tuple(idx)))
+    return out
+
+
+def _gpu_rows(reports: Sequence[TaskReport], tasks: Sequence[TaskBinding], seen: Mapping[int, list[SeenGpu]],
+              topologies: Mapping[str, NodeTopology | Topology], by_node: Mapping[str, NodeRecord]) -> list[GpuRow]:
+    """Per task, per GPU it sees: every name of that GPU, its NUMA node, the task's mask and its NVLink peers."""
+    alloc = _alloc_idx(reports, by_node)
+    out = []
+    for rep, task in zip(reports, tasks, strict=True):
+        entry = topologies.get(rep.node)
+        topo, to_gpu = _topo_of(entry), idx_to_gpu_map(entry)
+        known = {g.index for g in topo.gpus} if topo is not None else set()
+        mask = rep.affinity if task.comparable else task.slurm_cpus
+        for s in seen[rep.rank]:
+            n = s.name
+            gpu = topo.gpu(n.gpu) if topo is not None and n.gpu in known and n.gpu is not None else None
+            numa = format_cpu_list(gpu.numa_affinity) if gpu is not None and gpu.numa_affinity else "?"
+            peers: tuple[tuple[int, int], ...] = ()
+            if gpu is not None and topo is not None and n.mig is None:
+                # MIG slices have no peer access; a whole GPU's peers are the allocation's others joined by NVLink
+                others = [(i, to_gpu(i)) for i in alloc.get(rep.node, ()) if i != n.idx and to_gpu(i) in known]
+                peers = tuple((i, topo.nvlinks(gpu.index, g)) for i, g in others
+                              if g != gpu.index and topo.nvlinks(gpu.index, g) > 0)
+            uuid = n.uuid or (gpu.uuid if gpu is not None and n.mig is None else None)
+            out.append(GpuRow(rep.rank, rep.node, n.idx, s.position, s.token, uuid, n.pci_bus_id, numa, n.gpu,
+                              mask, peers, n.mig, not task.comparable))
+    return out
 
 
 @dataclass(frozen=True)
@@ -141,13 +206,11 @@ class _TaskFacts:
 
 
 def _judge_task(rep: TaskReport, entry: NodeTopology | Topology | None, rec: NodeRecord | None,
-                closest_wanted: bool, enforce_binding: bool, notes: list[str]) -> TaskBinding:
+                seen: Sequence[SeenGpu], closest_wanted: bool, enforce_binding: bool) -> TaskBinding:
     topo = _topo_of(entry)
-    to_gpu = entry.gpu_of_idx if isinstance(entry, NodeTopology) else _same_gpu
-    # a shard/MPS task gets no SLURM_STEP_GPUS: its GPU is the one Slurm put the job's shares on
-    step_idx = rep.step_gpus or (rec.shard_gpus if rec is not None else ())
-    idx = _task_idx(rep, notes, step_idx)
-    gpus = tuple(to_gpu(i) for i in idx)
+    to_gpu = idx_to_gpu_map(entry)
+    step_idx = _step_idx(rep, rec)
+    gpus = tuple(g for g in (_gpu_of(s, to_gpu) for s in seen) if g is not None)
     step = tuple(to_gpu(i) for i in step_idx)
     known = {g.index for g in topo.gpus} if topo is not None else set()
     local: dict[int, frozenset[int]] = {}
@@ -169,6 +232,13 @@ def _judge_task(rep: TaskReport, entry: NodeTopology | Topology | None, rec: Nod
     enforce = _enforce_verdict(facts, why) if enforce_binding else NOT_REQUESTED
     return TaskBinding(rep.rank, rep.node, gpus, ",".join(map(str, sorted(numa))) or "?", gpu_cpus,
                        rep.affinity, facts.slurm_cpus, closest, enforce, tuple(why), comparable)
+
+
+def _gpu_of(seen: SeenGpu, to_gpu: Callable[[int], int]) -> int | None:
+    """The topology index of a device the task sees (None when no source names it)."""
+    if seen.name.gpu is not None:
+        return seen.name.gpu
+    return to_gpu(seen.name.idx) if seen.name.idx is not None else None
 
 
 def _closest_verdict(f: _TaskFacts, why: list[str]) -> str:
@@ -235,11 +305,6 @@ def _comparable(rep: TaskReport, topo: Topology | None) -> bool:
         return True
     top = max((max(g.cpu_affinity) for g in topo.gpus if g.cpu_affinity), default=-1)
     return top < rep.host_cpus
-
-
-def _same_gpu(idx: int) -> int:
-    """A bare topology numbers its GPUs as Slurm's IDX does."""
-    return idx
 
 
 def _topo_of(entry: NodeTopology | Topology | None) -> Topology | None:

@@ -1,6 +1,10 @@
 """The evidence a binding is judged on: what each task of a step saw (:class:`TaskReport`, read from the probe
 step's output by :func:`parse_task_reports`) and what the controller recorded per node (:class:`NodeRecord`, from
-``scontrol show job -d`` by :func:`node_records`)."""
+``scontrol show job -d`` by :func:`node_records`).
+
+A task's report is one short JSON line; the devices it saw (its ``nvidia-smi -L`` lines and the PCI bus id of each
+GPU UUID) follow as one line each under :data:`TASK_DEVICE_PREFIX`, because srun may cut a line longer than 1 KiB
+with another task's output, and a node's ``-L`` with MIG devices is longer than that."""
 
 from __future__ import annotations
 
@@ -12,11 +16,13 @@ from slurmlab.core.gpu.devices import parse_cpu_list
 from slurmlab.core.slurm.models import Job
 from slurmlab.errors import ParseError
 
-__all__ = ["TASK_REPORT_PREFIX", "NodeRecord", "TaskReport", "gpu_bind_value", "node_records",
+__all__ = ["TASK_DEVICE_PREFIX", "TASK_REPORT_PREFIX", "NodeRecord", "TaskReport", "gpu_bind_value", "node_records",
            "parse_task_reports"]
 
 # each task of the probe step prints this, then its report as one JSON line
 TASK_REPORT_PREFIX = "SLURMLAB_TASK "
+# then one line per device fact: {"rank": r, "L": "<an nvidia-smi -L line>"} or {"rank": r, "pci": [uuid, bus id]}
+TASK_DEVICE_PREFIX = "SLURMLAB_TASK_DEV "
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,9 @@ class TaskReport:
     visible: tuple[str, ...] | None  # CUDA_VISIBLE_DEVICES tokens (numbers or GPU-/MIG- UUIDs)
     affinity: frozenset[int] | None  # os.sched_getaffinity of the task
     host_cpus: int | None = None
+    # the task's own `nvidia-smi -L` (the devices its cgroup lets it see; None: nvidia-smi did not answer there)
+    smi_list: str | None = None
+    pci: tuple[tuple[str, str], ...] = ()  # (GPU UUID, PCI bus id) from `nvidia-smi --query-gpu=uuid,pci.bus_id`
 
 
 @dataclass(frozen=True)
@@ -51,8 +60,10 @@ def _idx_list(text: str | None, what: str) -> tuple[int, ...] | None:
 
 
 def parse_task_reports(lines: Sequence[str]) -> list[TaskReport]:
-    """The ``SLURMLAB_TASK {json}`` lines of the probe step (other lines are Slurm's chatter and are ignored)."""
+    """The ``SLURMLAB_TASK {json}`` lines of the probe step, with each task's device lines (other lines are Slurm's
+    chatter and are ignored)."""
     out = []
+    listing, pci = _device_lines(lines)
     for line in lines:
         if not line.startswith(TASK_REPORT_PREFIX):
             continue
@@ -72,8 +83,31 @@ def parse_task_reports(lines: Sequence[str]) -> list[TaskReport]:
             raise ParseError("task CPU affinity", repr(aff)[:200], hint="a list of CPU ids")
         host = data.get("host_cpus")
         out.append(TaskReport(rank, node, gpus, visible, frozenset(aff) if aff is not None else None,
-                              host if isinstance(host, int) else None))
+                              host if isinstance(host, int) else None,
+                              "\n".join(listing[rank]) if rank in listing else None, tuple(pci.get(rank, ()))))
     return sorted(out, key=lambda t: t.rank)
+
+
+def _device_lines(lines: Sequence[str]) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, str]]]]:
+    """Per task rank: its ``nvidia-smi -L`` lines and its (UUID, PCI bus id) pairs, in the order printed."""
+    listing: dict[int, list[str]] = {}
+    pci: dict[int, list[tuple[str, str]]] = {}
+    for line in lines:
+        if not line.startswith(TASK_DEVICE_PREFIX):
+            continue
+        try:
+            data = json.loads(line[len(TASK_DEVICE_PREFIX):])
+            rank = int(data["rank"])
+        except (ValueError, KeyError, TypeError):
+            raise ParseError("device line of the binding probe", line[:300],
+                             hint='expected JSON {"rank": N, "L": "..."} or {"rank": N, "pci": [uuid, bus id]}'
+                             ) from None
+        if isinstance(data.get("L"), str):
+            listing.setdefault(rank, []).append(data["L"])
+        pair = data.get("pci")
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair):
+            pci.setdefault(rank, []).append((pair[0].strip(), pair[1].strip()))
+    return listing, pci
 
 
 def node_records(job: Job) -> list[NodeRecord]:

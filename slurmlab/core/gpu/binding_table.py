@@ -1,6 +1,7 @@
-"""The binding of an allocation as a table: per task its GPUs, their NUMA node and CPUs, its CPU mask and the
-verdicts on ``--gpu-bind=closest`` and ``--gres-flags=enforce-binding``, shown as text or HTML and handed to
-``topology_figure``."""
+"""The binding of an allocation as a table: per task and per GPU the names of that GPU (Slurm IDX, the index the
+task sees, UUID, PCI bus id), its NUMA node, the task's CPU mask and the GPU's NVLink peers in the allocation, with
+the known traps flagged (:class:`Trap`); then per task the verdicts on ``--gpu-bind=closest`` and
+``--gres-flags=enforce-binding``. Shown as text or HTML and handed to ``topology_figure``."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from slurmlab.core.gpu.figure_display import mime_bundle
 from slurmlab.core.gpu.node_models import NodeTopology, TopologyFigureArgs
 from slurmlab.core.gpu.topology import Topology
 
-__all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "UNKNOWN", "BindingFigureArgs", "BindingTable",
-           "TaskBinding"]
+__all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "UNKNOWN", "BindingFigureArgs", "BindingTable", "GpuRow",
+           "TaskBinding", "Trap"]
 
 HONOURED = "honoured"
 NOT_HONOURED = "NOT honoured"
@@ -38,6 +39,39 @@ class TaskBinding:
     comparable: bool = True  # False: the real mask uses host CPU ids that differ from the topology's (sandbox)
 
 
+@dataclass(frozen=True)
+class GpuRow:
+    """One GPU of one task, by all its names."""
+
+    rank: int
+    node: str
+    idx: int | None  # Slurm's IDX on the node (SLURM_STEP_GPUS, GRES=…(IDX:…))
+    seen_as: int | None  # the index the task sees: cuda:N (its place in CUDA_VISIBLE_DEVICES)
+    token: str | None  # its CUDA_VISIBLE_DEVICES entry (a number, GPU-… or MIG-…)
+    uuid: str | None
+    pci_bus_id: str | None
+    numa: str  # the GPU's NUMA node(s), "?" when unknown
+    gpu: int | None  # its topology index (the parent GPU of a MIG slice)
+    mask: frozenset[int] | None  # the task's CPU mask
+    peers: tuple[tuple[int, int], ...] = ()  # (Slurm IDX, NVLinks) of the allocation's other GPUs joined by NVLink
+    mig: str | None = None  # the MIG slice, None for a whole GPU
+    mask_is_slurms: bool = False  # the mask is Slurm's CPU_IDs for the job (a sandbox task's real one names host CPUs)
+
+
+@dataclass(frozen=True)
+class Trap:
+    """A known binding trap found in the table: what is wrong, in one line, and what to do."""
+
+    kind: str  # far-socket, split-NUMA, no-NVLink, per-task-GPUs
+    node: str
+    ranks: tuple[int, ...]
+    why: str
+    fix: str
+
+    def line(self) -> str:
+        return f"TRAP {self.kind}: {self.why}. Fix: {self.fix}"
+
+
 class BindingFigureArgs(TopologyFigureArgs):
     """``topology_figure``'s arguments for a binding: the node's topology, the tasks' GPUs and CPU masks."""
 
@@ -46,7 +80,8 @@ class BindingFigureArgs(TopologyFigureArgs):
 
 @dataclass(frozen=True)
 class BindingTable:
-    """Per task binding, plus the highlight inputs for ``topology_figure``."""
+    """The GPU map (per task, per GPU: ``gpu_rows``, with the ``traps`` found in them), the binding verdicts per
+    task (``rows``), and the highlight inputs for ``topology_figure``."""
 
     job_id: str | None
     rows: tuple[TaskBinding, ...]
@@ -55,6 +90,8 @@ class BindingTable:
     records: tuple[NodeRecord, ...] = ()
     topologies: Mapping[str, NodeTopology | Topology] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    gpu_rows: tuple[GpuRow, ...] = ()
+    traps: tuple[Trap, ...] = ()
 
     @property
     def closest(self) -> str:
@@ -119,14 +156,46 @@ class BindingTable:
         why = [f"task {r.rank}: {w}" for r in self.rows for w in r.why]
         return lines + why + [f"note: {n}" for n in self.notes]
 
+    _GPU_HEAD = ("task", "node", "Slurm IDX", "task sees", "CUDA_VISIBLE_DEVICES", "UUID", "PCI bus id", "NUMA",
+                 "task CPU mask", "NVLink peers (IDX)", "traps")
+
+    def _gpu_cells(self, g: GpuRow) -> tuple[str, ...]:
+        peers = ", ".join(f"{i} (NV{n})" for i, n in g.peers) or ("none (MIG slice)" if g.mig else "none")
+        uuid = (g.uuid or "?") + (f" [{g.mig}]" if g.mig else "")
+        traps = ", ".join(t.kind for t in self.traps_of(g)) or "-"
+        return (str(g.rank), g.node, _num(g.idx), "-" if g.seen_as is None else f"cuda:{g.seen_as}",
+                g.token or "(unset)", uuid, g.pci_bus_id or "?", g.numa,
+                _cpus(g.mask) + (" (Slurm CPU_IDs)" if g.mask_is_slurms else ""), peers, traps)
+
+    def traps_of(self, g: GpuRow) -> list[Trap]:
+        """The traps that concern this GPU row (its task on its node)."""
+        return [t for t in self.traps if t.node == g.node and g.rank in t.ranks]
+
     def text(self) -> str:
-        rows = [self._HEAD] + [self._cells(r) for r in self.rows]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(self._HEAD))]
-        out = [f"binding of job {self.job_id}"]
-        out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        out = [f"GPU map of job {self.job_id}: per task, per GPU"] if self.gpu_rows else []
+        if self.gpu_rows:
+            out += _columns([self._GPU_HEAD] + [self._gpu_cells(g) for g in self.gpu_rows])
+            out += [t.line() for t in self.traps] or ["no known trap found"]
+        out.append(f"binding of job {self.job_id}")
+        out += _columns([self._HEAD] + [self._cells(r) for r in self.rows])
         return "\n".join(out + self._footer())
 
     __str__ = text
+
+    def _gpu_html(self) -> str:
+        if not self.gpu_rows:
+            return ""
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._GPU_HEAD)
+        body = ""
+        for g in self.gpu_rows:
+            flagged = bool(self.traps_of(g))
+            style = ' style="background:#FDECEA"' if flagged else ""
+            body += f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._gpu_cells(g)) + "</tr>"
+        traps = "".join(f"<li class='slurmlab-trap' style='color:#B00020'><b>{html.escape(t.kind)}</b>: "
+                        f"{html.escape(t.why)}. <i>Fix:</i> {html.escape(t.fix)}</li>" for t in self.traps)
+        return (f"<b>GPU map of job {html.escape(str(self.job_id))}: per task, per GPU</b>"
+                f"<table class='slurmlab-gpu-map'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+                f"<ul>{traps or '<li>no known trap found</li>'}</ul>")
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEAD)
@@ -145,7 +214,7 @@ class BindingTable:
         # a sandbox's limits stand out where a reader would take the table for a real cluster's
         foot = "".join(f"<li class='slurmlab-sandbox-note'>{html.escape(line)}</li>" if line.startswith("note: sandbox:")
                        else f"<li>{html.escape(line)}</li>" for line in self._footer())
-        return (f"<div class='slurmlab-binding'><b>binding of job {html.escape(str(self.job_id))}</b>"
+        return (f"<div class='slurmlab-binding'>{self._gpu_html()}<b>binding of job {html.escape(str(self.job_id))}</b>"
                 f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><ul>{foot}</ul></div>")
 
     def _repr_mimebundle_(self, include: Container[str] | None = None,
@@ -154,6 +223,15 @@ class BindingTable:
         caption = "per node: the tasks' GPUs highlighted, their CPUs coloured (the figures of figure_args(node))"
         return mime_bundle(self, "binding", self.text(), caption, html_text=self._repr_html_(), text_first=True,
                            include=include, exclude=exclude)
+
+
+def _columns(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def _num(n: int | None) -> str:
+    return "?" if n is None else str(n)
 
 
 def _cpus(s: frozenset[int] | None) -> str:

@@ -10,7 +10,17 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 
-from slurmlab.core.gpu.mig import ComputeInstance, MigLayout
+from slurmlab.core.gpu.mig import (
+    MIG_PROFILE_TABLES,
+    ComputeInstance,
+    MigCatalogue,
+    MigLayout,
+    MigProfileTable,
+    ProfileRoom,
+    choose_table,
+    parse_profile_name,
+)
+from slurmlab.core.gpu.mig_placement import layouts_with_room, room_left, room_sentence
 from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
 from slurmlab.core.gpu.smi_parse import (
     MigProfileRow,
@@ -66,7 +76,10 @@ def topology_from_text(text: str, where: str, *, model: str | None = None) -> No
         raise ParseError("nvidia-smi topo -m output", text[:120],
                          hint=f"{where} looks like `{kind}` output; save `nvidia-smi topo -m` instead"
                          + ("; `slurmlab mig` reads MIG listings (in Python: mig_from_file())"
-                            if kind in MIG_KINDS else ""))
+                            if kind in MIG_KINDS else "")
+                         + (f"; it holds each NVLink's state: give it beside the topo -m capture, "
+                            f"topology_from_file('topo-m.txt', nvlink='{where}') or "
+                            f"`slurmlab topo topo-m.txt --nvlink {where}`" if kind == "nvlink-s" else ""))
     return NodeTopology(parse_topo_matrix(text, gpu_model=model), "file", f"nvidia-smi topo -m saved in {where}")
 
 
@@ -86,6 +99,17 @@ class MigCapture:
     profiles: tuple[MigProfileRow, ...] = ()
     placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]] = dataclasses.field(default_factory=dict)
     compute_instances: tuple[tuple[int, int, ComputeInstance, tuple[int, int] | None], ...] = ()
+    model: str | None = None  # the GPU model the user gave, for captures that do not name it
+
+    def catalogue(self) -> MigCatalogue | None:
+        """What can still be carved, per GPU and profile: ``-lgip``'s counts, memory and SMs as printed (with the
+        profile table's placements), ``-lgipp``'s placements, or the room a layout leaves (derived from its
+        geometry); None for ``-lci`` or a layout whose room is unknown."""
+        if self.profiles:
+            return _lgip_catalogue(self.profiles, self.model)
+        if self.placements:
+            return _lgipp_catalogue(self.placements, self.model)
+        return self.layout.catalogue() if self.layout is not None else None
 
     def lines(self) -> list[str]:
         """The capture as readable lines (the layout's own summary is separate: ``layout.summary()``)."""
@@ -98,6 +122,9 @@ class MigCapture:
             out.append("no MIG devices in this listing")
         out += [f"GPU {r.gpu}  {r.name:<14} id {r.profile_id:>2}  {r.free}/{r.total} free  "
                 f"{r.memory_gib:g} GiB  {r.sm} SMs" for r in self.profiles]
+        cat = self.catalogue() if self.profiles else None
+        if cat is not None:
+            out += [f"GPU {gpu}: {room_sentence(cat.of(gpu))}" for gpu in cat.gpus]
         for gpu, profiles in self.placements.items():
             out += [f"GPU {gpu}  profile id {pid:>2}  placements {', '.join(f'{s}:{size}' for s in starts)}"
                     for pid, (starts, size) in profiles.items()]
@@ -107,20 +134,113 @@ class MigCapture:
         return out
 
 
+def _lgip_catalogue(profiles: Sequence[MigProfileRow], model: str | None) -> MigCatalogue:
+    """``-lgip`` as a catalogue: its counts, memory and SMs, with the placements of the profile table; which
+    placements are free where the counts allow only layouts that agree on it."""
+    choice = choose_table([r.name for r in profiles], model)
+    table = choice.table
+    own = {p.name: p for p in table.profiles} if table else {}
+    free_starts: dict[tuple[int, str], tuple[int, ...]] = {}
+    notes = []
+    # GPUs of a node often print the same counts; the search over layouts is done once per set of counts
+    starts_of: dict[tuple[tuple[str, int], ...], list[dict[str, tuple[int, ...] | None]]] = {}
+    for gpu in sorted({r.gpu for r in profiles}):
+        printed = {r.name: r.free for r in profiles if r.gpu == gpu}
+        key = tuple(sorted(printed.items()))
+        if table and key not in starts_of:
+            starts_of[key] = [{r.profile: r.free_starts for r in room_left(g, table) or ()}
+                              for g in layouts_with_room(table, printed, gpu)]
+        starts = starts_of.get(key, [])
+        if table and not starts:
+            notes.append(f"GPU {gpu}: no layout of {table.model} leaves these free counts")
+        for name in printed:
+            seen = {s.get(name) for s in starts}
+            if len(seen) == 1 and None not in seen:
+                free_starts[(gpu, name)] = seen.pop() or ()
+    if not free_starts:
+        notes.insert(0, "-lgip gives free counts, not which placements are free")
+    rows = tuple(ProfileRoom(r.gpu, r.name, r.profile_id, r.free, r.total,
+                             own[r.name].memory_slices if r.name in own else None,
+                             own[r.name].starts if r.name in own else (), free_starts.get((r.gpu, r.name)),
+                             r.memory_gib, r.sm)
+                 for r in profiles)
+    if free_starts:
+        notes.insert(0, "free placements: the ones every layout with these free counts leaves open")
+    return MigCatalogue(rows, table.memory_slices if table else 8, choice.model or " or ".join(choice.fits) or None,
+                        "-lgip", tuple(notes))
+
+
+def _lgipp_catalogue(placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]],
+                     model: str | None) -> MigCatalogue:
+    """``-lgipp`` as a catalogue: every allowed placement per profile id (``-lgipp`` lists them all, taken or
+    not), named after the profile table that has exactly these placements."""
+    tables = _tables_with_placements(placements, model)
+    notes = ["-lgipp lists every allowed placement, free or not"]
+    if len(tables) > 1:
+        notes.append(f"profile names depend on the GPU model ({', '.join(t.model for t in tables)}): "
+                     "pass the model to name them")
+    table = tables[0] if len(tables) == 1 else None
+    rows = []
+    for gpu, per_id in placements.items():
+        for pid, (starts, size) in per_id.items():
+            prof = table.by_id(pid) if table else None
+            shape = {_shape(t, pid) for t in tables}
+            name = prof.name if prof else (shape.pop() if len(shape) == 1 else f"profile {pid}")
+            rows.append(ProfileRoom(gpu, name, pid, None, prof.max_instances if prof else None, size, starts))
+    slices = max((s + size for per_id in placements.values() for starts, size in per_id.values() for s in starts),
+                 default=8)
+    return MigCatalogue(tuple(rows), slices, table.model if table else model, "-lgipp", tuple(notes))
+
+
+def _tables_with_placements(placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]],
+                            model: str | None) -> list[MigProfileTable]:
+    """The profile tables whose ids have exactly these placements (the named model's table when given)."""
+    found = [t for t in MIG_PROFILE_TABLES.values() if _same_placements(t, placements)]
+    if not model:
+        return found
+    chosen = choose_table((), model).table
+    if chosen is not None and not _same_placements(chosen, placements):
+        raise RequestError(
+            f"these -lgipp placements are not those of {chosen.model} (model given: {model!r})",
+            hint=(f"they are those of {' or '.join(t.model for t in found)}: give one of those, or leave the model "
+                  "out" if found else "leave the model out"),
+        )
+    return [chosen] if chosen else []
+
+
+def _same_placements(table: MigProfileTable,
+                     placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]]) -> bool:
+    for per_id in placements.values():
+        for pid, (starts, size) in per_id.items():
+            prof = table.by_id(pid)
+            if prof is None or (prof.starts, prof.memory_slices) != (starts, size):
+                return False
+    return True
+
+
+def _shape(table: MigProfileTable, pid: int) -> str:
+    """``1g``/``2g``/``1g+me``: the part of a profile's name that does not depend on the GPU's memory."""
+    prof = table.by_id(pid)
+    if prof is None:
+        return f"profile {pid}"
+    _ci, gi, _gb, me = parse_profile_name(prof.name)
+    return f"{gi}g{'+me' if me else ''} ({prof.memory_slices} memory slice{'s' if prof.memory_slices > 1 else ''})"
+
+
 def read_mig_capture(text: str, where: str, *, model: str | None = None) -> MigCapture:
     """Any saved MIG output of ``nvidia-smi`` (see :data:`MIG_KINDS`), recognised by its structure."""
     kind = sniff(text)
     if kind == "lgi":
         return MigCapture(kind, layout=parse_mig_lgi(text, gpu_model=model))
     if kind == "list":
-        devices, layout = parse_smi_list(text)
-        return MigCapture(kind, layout=layout, devices=tuple(devices))
+        devices, layout = parse_smi_list(text, gpu_model=model)
+        return MigCapture(kind, layout=layout, devices=tuple(devices), model=model)
     if kind == "cgi":
         return MigCapture(kind, layout=parse_mig_cgi_log(text, gpu_model=model))
     if kind == "lgip":
-        return MigCapture(kind, profiles=tuple(parse_mig_lgip(text)))
+        return MigCapture(kind, profiles=tuple(parse_mig_lgip(text)), model=model)
     if kind == "lgipp":
-        return MigCapture(kind, placements=parse_mig_lgipp(text))
+        return MigCapture(kind, placements=parse_mig_lgipp(text), model=model)
     if kind == "lci":
         return MigCapture(kind, compute_instances=tuple(parse_mig_lci(text)))
     raise ParseError("MIG output", text[:120],

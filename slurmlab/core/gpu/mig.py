@@ -5,8 +5,9 @@ A MIG-capable GPU has 7 compute slices and 8 memory slices (A30: 4 and 4). A GPU
 Facts from NVIDIA's MIG user guide and real ``nvidia-smi mig -lgip/-lgipp`` captures (FACTS-mig-nvlink.md).
 Pure data, no I/O.
 
-The profile tables live in :mod:`.mig_tables`, the instances in :mod:`.mig_instances` and the inference of
-placements in :mod:`.mig_placement`; their public names are importable from here too.
+The profile tables live in :mod:`.mig_tables`, the instances in :mod:`.mig_instances`, and the inference of
+placements and the room left per profile (what can still be carved) in :mod:`.mig_placement`; their public names
+are importable from here too.
 """
 
 from __future__ import annotations
@@ -16,11 +17,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from slurmlab.core.gpu.mig_instances import ComputeInstance, GpuInstance, GpuMig, mig_slice_label
-from slurmlab.core.gpu.mig_placement import infer_placements
+from slurmlab.core.gpu.mig_placement import (
+    MigCatalogue,
+    ProfileRoom,
+    infer_placements,
+    room_left,
+    room_sentence,
+)
 from slurmlab.core.gpu.mig_tables import (
     MIG_PROFILE_TABLES,
     MigProfile,
     MigProfileTable,
+    TableChoice,
+    choose_table,
     table_for_model,
     table_for_profile_names,
     tables_for_profile_names,
@@ -33,9 +42,13 @@ __all__ = [
     "ComputeInstance",
     "GpuInstance",
     "GpuMig",
+    "MigCatalogue",
     "MigLayout",
     "MigProfile",
     "MigProfileTable",
+    "ProfileRoom",
+    "TableChoice",
+    "choose_table",
     "is_mig_type",
     "mig_memory_gb",
     "mig_slice_label",
@@ -68,6 +81,17 @@ def mig_memory_gb(name: str) -> int | None:
     return parse_profile_name(name.lower())[2] if is_mig_type(name) else None
 
 
+def _stranded(free_memory: list[int], free_compute: int) -> str:
+    """Why free slices hold no further instance."""
+    mem = f"memory slice{'s' if len(free_memory) > 1 else ''} {', '.join(map(str, free_memory))}"
+    if not free_compute:
+        return f"{mem} {'are' if len(free_memory) > 1 else 'is'} left over: every compute slice is taken"
+    comp = f"{free_compute} compute slice{'s' if free_compute > 1 else ''}"
+    if not free_memory:
+        return f"{comp} left over: every memory slice is taken"
+    return f"{comp} and {mem} are free, but no profile fits them (size or allowed start)"
+
+
 @dataclass(frozen=True)
 class MigLayout:
     """Per GPU, its GPU instances on the compute x memory slice grid."""
@@ -76,6 +100,7 @@ class MigLayout:
     table: MigProfileTable | None = None
     complete: bool = True
     notes: tuple[str, ...] = ()
+    fits: tuple[str, ...] = ()  # the models the profile geometry fits, when the source names none
     _by_index: dict[int, GpuMig] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -113,9 +138,63 @@ class MigLayout:
                 found.append(inst)
         return found
 
+    @property
+    def model_label(self) -> str | None:
+        """The GPU model to show: as the source names it (``-L`` prints ``NVIDIA H100 80GB HBM3``), else the
+        table's model, else every model the geometry fits (``A100-80GB or H100-80GB``)."""
+        named = list(dict.fromkeys(g.model for g in self.gpus if g.model))
+        if named:
+            return " / ".join(named)
+        if len(self.fits) > 1:
+            return " or ".join(self.fits)
+        return self.table.model if self.table else None
+
     def free_memory_slices(self, index: int) -> list[int]:
         used = {s for i in self.gpu(index).instances for s in i.memory_slices}
         return [s for s in range(self.memory_slices) if s not in used]
+
+    def free_compute_slices(self, index: int) -> int:
+        """Compute slices no instance holds (they are counted, not placed: see :func:`room_left`)."""
+        return self.compute_slices - sum(i.compute_slices for i in self.gpu(index).instances)
+
+    def room(self, index: int) -> tuple[ProfileRoom, ...] | None:
+        """Per profile, how many more instances GPU ``index`` can take and at which starts (what ``nvidia-smi
+        mig -lgip`` would print as free, and ``-lgipp``'s placements still open); None when the profile table
+        or a placement is unknown."""
+        return room_left(self.gpu(index), self.table) if self.table else None
+
+    def catalogue(self) -> MigCatalogue | None:
+        """The catalogue of what can still be carved on every GPU (free counts and free placement starts per
+        profile), derived from the layout; None when the profile table or a placement is unknown."""
+        rows = [self.room(g.index) for g in self.gpus]
+        if self.table is None or any(r is None for r in rows):
+            return None
+        notes = tuple(n for n in self.notes if "inferred" in n)
+        return MigCatalogue(tuple(x for r in rows for x in r or ()), self.memory_slices, self.model_label,
+                            "layout", notes)
+
+    def room_lines(self, index: int) -> list[str]:
+        """The free slices of GPU ``index`` and what can still be carved, in words."""
+        g = self.gpu(index)
+        unplaced = sum(1 for i in g.instances if i.start is None)
+        if self.table is None:
+            return ["  free capacity unknown: no MIG profile table for this GPU (pass its model)"]
+        if unplaced:
+            return [f"  free capacity unknown: {unplaced} instance{'s' if unplaced > 1 else ''} without a placement"]
+        free_mem = self.free_memory_slices(index)
+        free_c = self.free_compute_slices(index)
+        where = f" (slice{'s' if len(free_mem) > 1 else ''} {', '.join(map(str, free_mem))})" if free_mem else ""
+        lines = [f"  free: {free_c} of {self.compute_slices} compute slices, "
+                 f"{len(free_mem)} of {self.memory_slices} memory slices{where}"]
+        rooms = self.room(index) or ()
+        sentence = room_sentence(rooms)
+        if not any(r.free for r in rooms) and (free_mem or free_c):
+            sentence += f" ({_stranded(free_mem, free_c)})"
+        # an inferred placement matters only where the profile could have sat elsewhere
+        if any(i.placement_inferred and len(self.table.profile(i.profile).starts) > 1 for i in g.instances
+               if i.profile in {p.name for p in self.table.profiles}):
+            sentence += " — if the placements are as inferred"
+        return lines + [f"  {sentence}"]
 
     def check(self) -> None:
         """Placements stay on the grid and do not overlap; raise :class:`ParseError` quoting the culprit."""
@@ -220,7 +299,8 @@ class MigLayout:
     def summary(self) -> str:
         lines: list[str] = []
         if self.table:
-            lines.append(f"MIG profile table: {self.table.model} "
+            which = " or ".join(self.fits) if len(self.fits) > 1 else self.table.model
+            lines.append(f"MIG profile table: {which} "
                          f"({self.table.compute_slices} compute x {self.table.memory_slices} memory slices)")
         for g in self.gpus:
             head = f"GPU {g.index}" + (f": {g.model}" if g.model else "") + (f" ({g.uuid})" if g.uuid else "")
@@ -233,9 +313,7 @@ class MigLayout:
                     extra = f" {ci.uuid}" if ci.uuid else ""
                     cid = "?" if ci.ci_id is None else str(ci.ci_id)
                     lines.append(f"      CI {cid}: {ci.name}{extra}")
-            if self.table and any(i.start is not None for i in g.instances):
-                free = self.free_memory_slices(g.index)
-                lines.append(f"  free memory slices: {', '.join(map(str, free)) or 'none'}")
+            lines += self.room_lines(g.index)
         for note in self.notes:
             lines.append(f"note: {note}")
         return "\n".join(lines)

@@ -10,6 +10,7 @@ on an allocated node). Every result says which source answered and what was trie
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import TypeAlias, TypedDict
 
 from slurmlab.core.gpu.figure_display import mime_bundle
 from slurmlab.core.gpu.mig import GpuInstance, MigLayout
+from slurmlab.core.gpu.smi.nvlink import read_nvlink_status
 from slurmlab.core.gpu.topology import Topology
 
 __all__ = ["SOURCES", "MigFigureArgs", "MigHighlight", "NodeMig", "NodeTopology", "TopologyFigureArgs"]
@@ -68,6 +70,13 @@ class NodeTopology:
     def gpu_of_idx(self, idx: int) -> int:
         """The topology index of the GPU Slurm calls ``IDX:idx`` on this node."""
         return self.idx_to_gpu.get(idx, idx)
+
+    def with_nvlink_text(self, text: str, where: str) -> NodeTopology:
+        """A copy whose GPUs carry each link's state from saved ``nvidia-smi nvlink -s`` output; inactive or slow
+        links then show in the summary and as red marks on the figure."""
+        return dataclasses.replace(
+            self, topology=self.topology.with_nvlink_status(read_nvlink_status(text, where)),
+            detail=f"{self.detail}; link state from nvidia-smi nvlink -s saved in {where}")
 
     def summary(self) -> str:
         head = f"topology of {self.node}" if self.node else "topology"

@@ -4,29 +4,44 @@ The model is what ``nvidia-smi topo -m`` shows (parsed in :mod:`slurmlab.core.gp
 hardware profile declares (:meth:`Topology.from_profile`). Pure data, no I/O.
 
 Its parts live in their own modules and are importable from here too: the devices and CPU lists
-(:mod:`.devices`), the links (:mod:`.links`), the NVLink generations (:mod:`.nvlink`); a profile is read by
-:mod:`.topology_profile`.
+(:mod:`.devices`), the links (:mod:`.links`), the NVLink facts per model and generation (:mod:`.nvlink`); the
+kind of fabric and its bandwidth are judged in :mod:`.nvlink_fabric`, each link's state (``nvidia-smi nvlink
+-s``) in :mod:`.nvlink_state`; a profile is read by :mod:`.topology_profile`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from slurmlab.core.gpu.devices import Gpu, Nic, format_cpu_list, parse_cpu_list
 from slurmlab.core.gpu.links import Link, LinkKind
-from slurmlab.core.gpu.nvlink import NVLINK_GENERATIONS, NvlinkGeneration, nvlink_generation_for_model
+from slurmlab.core.gpu.nvlink import (
+    NVLINK_GENERATIONS,
+    NvlinkGeneration,
+    nvlink_generation_for_model,
+    nvlink_model_for,
+)
+from slurmlab.core.gpu.nvlink_fabric import FabricKind, NvlinkFabric, nvlink_fabric
+from slurmlab.core.gpu.nvlink_state import GpuLinkState, link_state_lines, link_states
 from slurmlab.core.gpu.quoting import quoted
 from slurmlab.core.gpu.topology_profile import read_profile
 from slurmlab.errors import ParseError
 
+if TYPE_CHECKING:
+    from slurmlab.core.gpu.smi.nvlink import NvlinkStatus
+
 __all__ = [
     "NVLINK_GENERATIONS",
+    "FabricKind",
     "Gpu",
+    "GpuLinkState",
     "Link",
     "LinkKind",
     "Nic",
+    "NvlinkFabric",
     "NvlinkGeneration",
     "Topology",
     "format_cpu_list",
@@ -46,6 +61,7 @@ class Topology:
     notes: tuple[str, ...] = ()
     gpu_model: str | None = None
     nvlink_generation: NvlinkGeneration | None = None
+    link_states: tuple[GpuLinkState, ...] = ()  # each GPU's links as `nvidia-smi nvlink -s` reported them
     _index: dict[frozenset[str], Link] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -83,11 +99,44 @@ class Topology:
         return sum(lk.nvlinks for lk in self.nvlink_edges() if name in (lk.a, lk.b))
 
     def bandwidth_gbps(self, a: int, b: int, *, bidirectional: bool = False) -> float | None:
-        """NVLink bandwidth between two GPUs by generation; None when unknown or not NVLink."""
-        n = self.nvlinks(a, b)
-        if n == 0 or self.nvlink_generation is None:
-            return None
-        return self.nvlink_generation.bandwidth_gbps(n, bidirectional=bidirectional)
+        """NVLink bandwidth between two GPUs as the hardware allows (on a switch: a GPU's full figure, less its
+        inactive links); None when unknown or not NVLink."""
+        return self.fabric().pair_gbps(a, b, bidirectional=bidirectional)
+
+    def fabric(self) -> NvlinkFabric:
+        """The kind of GPU interconnect (switched / direct NVLink / PCIe only), why, and its bandwidth figures."""
+        return nvlink_fabric(self)
+
+    def link_state(self, index: int) -> GpuLinkState | None:
+        """GPU ``index``'s links as ``nvidia-smi nvlink -s`` reported them; None when not read."""
+        return next((s for s in self.link_states if s.gpu == index), None)
+
+    def with_nvlink_status(self, statuses: Sequence[NvlinkStatus]) -> Topology:
+        """A copy carrying each GPU's link state from parsed ``nvidia-smi nvlink -s`` (``parse_nvlink_status``),
+        and the GPU model/UUIDs it names where this topology has none."""
+        states = link_states(statuses)
+        known = {g.index for g in self.gpus}
+        stray = sorted({s.gpu for s in states} - known)
+        if stray:
+            raise ParseError(
+                "nvidia-smi nvlink -s output", f"GPU {', '.join(map(str, stray))}",
+                hint=f"the topology has GPUs {', '.join(map(str, sorted(known)))}: were both captures taken on "
+                "the same node, in the same job (a job sees its GPUs numbered from 0)?")
+        for s in states:
+            widest = max((lk.nvlinks for lk in self.nvlink_edges() if f"GPU{s.gpu}" in (lk.a, lk.b)), default=0)
+            if widest > s.total:
+                # a pair's NV# can never exceed the links its GPU has, switched or not
+                raise ParseError("nvidia-smi nvlink -s output", f"GPU {s.gpu}: {s.model}, {s.total} links",
+                                 hint=f"the topology shows GPU{s.gpu} with NV{widest} to a peer: the captures "
+                                 "come from different nodes; take both on the same node")
+            uuid = self.gpu(s.gpu).uuid
+            if uuid and uuid != s.uuid:
+                raise ParseError("nvidia-smi nvlink -s output", f"GPU {s.gpu}: {s.uuid}",
+                                 hint=f"the topology's GPU{s.gpu} is {uuid}: the captures come from different "
+                                 "GPUs; take both on the same node")
+        topo = self if self.gpu_model else self.with_gpu_details(
+            {s.gpu: (s.model, s.uuid) for s in states if not self.gpu(s.gpu).uuid})
+        return dataclasses.replace(topo, link_states=states)
 
     def numa_groups(self) -> dict[str, tuple[int, ...]]:
         """GPUs grouped by their NUMA affinity (or CPU affinity when NUMA is N/A); label -> GPU indices."""
@@ -130,12 +179,17 @@ class Topology:
             return NVLINK_GENERATIONS["nvlink2"]  # DGX-1 hybrid cube mesh, POWER9 AC922 pairs
         if most == 6 and per_gpu == 18:
             return NVLINK_GENERATIONS["nvlink4"]  # GH200: 18 links spread over 3 peers
-        return None  # NV4 bridges, NV6 NVSwitch boxes...: the count alone does not tell
+        if most == 6 and per_gpu > 18:
+            return NVLINK_GENERATIONS["nvlink2"]  # DGX-2/HGX-2: each V100's 6 links go to the NVSwitch fabric
+        return None  # NV4 bridges, NV8 (A800/H800)...: the count alone does not tell
 
     def with_model(self, model: str | None) -> Topology:
         """A copy carrying the GPU model name (and the NVLink generation it implies)."""
         tmp = dataclasses.replace(self, gpu_model=model, nvlink_generation=None)
-        return dataclasses.replace(tmp, nvlink_generation=tmp.guess_nvlink_generation())
+        tmp = dataclasses.replace(tmp, nvlink_generation=tmp.guess_nvlink_generation())
+        # the yardstick of a link's speed is the model's: judge the links again under the new name
+        return dataclasses.replace(tmp, link_states=tuple(
+            dataclasses.replace(s, expected_gbps=_expected_speed(model, s)) for s in self.link_states))
 
     def with_gpu_details(self, details: Mapping[int, tuple[str | None, str | None]]) -> Topology:
         """A copy with GPU model names and UUIDs (e.g. from ``nvidia-smi -L``): index -> (model, uuid)."""
@@ -184,14 +238,18 @@ class Topology:
             where = f"{label}: GPUs {', '.join(str(i) for i in idx)}"
             lines.append(f"  {where}" if label.startswith("CPUs") else f"  {where}; CPUs {cpu_txt}")
         nv = self.nvlink_edges()
+        fabric = self.fabric()
         if nv:
             counts: dict[int, int] = {}
             for lk in nv:
                 counts[lk.nvlinks] = counts.get(lk.nvlinks, 0) + 1
             desc = ", ".join(f"{c} pairs NV{n}" for n, c in sorted(counts.items(), reverse=True))
-            lines.append(f"NVLink: {desc}")
+            lines.append(f"NVLink: {desc}" + (" (as topo -m prints it: each is a path through the switch, "
+                                              "not a cable)" if fabric.switched else ""))
         else:
             lines.append("NVLink: none (PCIe only)")
+        lines.extend(fabric.lines())
+        lines.extend(link_state_lines(self.link_states))
         lines.append("GPU matrix:")
         names = [g.name for g in self.gpus]
         width = max([len(n) for n in names] + [4]) + 1
@@ -211,6 +269,12 @@ class Topology:
         for note in self.notes:
             lines.append(f"note: {note}")
         return "\n".join(lines)
+
+
+def _expected_speed(model: str | None, state: GpuLinkState) -> float | None:
+    """A link's yardstick under ``model``: its per-link speed, else the one the state already had."""
+    row = nvlink_model_for(model) or nvlink_model_for(state.model)
+    return row.reported_gbps if row else state.expected_gbps
 
 
 def _name(x: str | int) -> str:

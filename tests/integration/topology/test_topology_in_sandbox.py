@@ -172,7 +172,9 @@ def test_explorer_lists_the_sandbox_nodes_and_builds_a_node_salloc_line(dgx: Any
     assert [c.node for c in ex.model.choices] == ["node1", "node2"]
     sel = ex.select("node:node2", 4)
     assert sel.topology.source == "sandbox" and sel.best is not None and sel.best.all_nvlink
-    assert sel.salloc == ["salloc", "--no-shell", "--gpus=h100:4", "--nodelist=node2"]
+    # one node (-w alone would let Slurm spread the GPUs over nodes), one socket's GPUs (enforce-binding)
+    assert sel.salloc == ["salloc", "--no-shell", "--nodes=1", "--gpus=h100:4", "--gres-flags=enforce-binding",
+                          "--nodelist=node2"]
 
 
 def test_two_node_binding_agrees_with_scontrol_per_node(dgx: Any) -> None:

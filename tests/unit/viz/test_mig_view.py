@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from figure_data import renderer_data as data
 from shared_paths import require_shared
 
 pytest.importorskip("bokeh", reason="the viz extra (bokeh) is not installed")
@@ -12,12 +13,6 @@ pytest.importorskip("bokeh", reason="the viz extra (bokeh) is not installed")
 from slurmlab.core.gpu.mig import MigLayout
 from slurmlab.core.gpu.smi_parse import parse_mig_lgi, parse_smi_list
 from slurmlab.viz.mig_view import mig_figure
-
-
-def data(fig: Any, name: str) -> dict[str, list[Any]]:
-    r = fig.select_one({"name": name})
-    assert r is not None, f"no renderer named {name}"
-    return dict(r.data_source.data)
 
 
 def blocks(fig: Any, part: str) -> list[tuple[Any, ...]]:

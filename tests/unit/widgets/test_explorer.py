@@ -29,7 +29,9 @@ def test_n4_on_dgx_h100_is_one_numa_node_all_nvlink_with_a_salloc_line() -> None
     assert sel.best.all_nvlink
     argv = shlex.split(sel.salloc_line or "")
     assert argv[:2] == ["salloc", "--no-shell"] and "--gpus=h100:4" in argv
-    assert "salloc --no-shell --gpus=h100:4" in ex.info.value and "Links=" in ex.info.value
+    # -N 1: -w alone lets Slurm spread --gpus=N over nodes; one socket's GPUs: enforce-binding (sandbox-checked)
+    assert "salloc --no-shell --nodes=1 --gpus=h100:4 --gres-flags=enforce-binding" in ex.info.value
+    assert "Links=" in ex.info.value
     assert _gpus_renderer_highlight(ex.figures[0]) == set(sel.best.gpus)
     # back to 0: nothing chosen, nothing highlighted
     sel = ex.select(n=0)
@@ -60,7 +62,7 @@ def test_a_cluster_node_of_unknown_topology_still_gets_its_salloc_line() -> None
     model = ExplorerModel([NodeChoice("node:gpu7", "gpu7", node="gpu7", gpus=4, gpu_type="a100")])
     sel = model.select("node:gpu7", 2)
     assert sel.topology is None and "allocation" in sel.message
-    assert sel.salloc == ["salloc", "--no-shell", "--gpus=a100:2", "--nodelist=gpu7"]
+    assert sel.salloc == ["salloc", "--no-shell", "--nodes=1", "--gpus=a100:2", "--nodelist=gpu7"]
     assert "indices" in STEERING_NOTE
 
 

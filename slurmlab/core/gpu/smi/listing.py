@@ -10,9 +10,8 @@ from slurmlab.core.gpu.mig import (
     GpuInstance,
     GpuMig,
     MigLayout,
+    choose_table,
     parse_profile_name,
-    table_for_model,
-    table_for_profile_names,
 )
 from slurmlab.core.gpu.smi._text import GPU_LINE as _GPU_LINE
 from slurmlab.core.gpu.smi._text import nonblank_lines as _nonblank_lines
@@ -31,8 +30,11 @@ class SmiDevice:
     parent: int | None = None  # GPU index for a MIG device
 
 
-def parse_smi_list(text: str) -> tuple[list[SmiDevice], MigLayout | None]:
-    """``nvidia-smi -L``: the devices, and a MIG layout (placements unknown) when MIG devices are listed."""
+def parse_smi_list(text: str, *, gpu_model: str | None = None) -> tuple[list[SmiDevice], MigLayout | None]:
+    """``nvidia-smi -L``: the devices, and a MIG layout (placements inferred) when MIG devices are listed.
+
+    The listing names each GPU's model, which picks the profile table; ``gpu_model`` is for a listing whose name
+    has no known table, and is refused when it contradicts the name the listing prints."""
     devices: list[SmiDevice] = []
     gpu_rows: dict[int, tuple[str, str]] = {}
     mig_rows: dict[int, list[tuple[int, str, str]]] = {}
@@ -65,9 +67,9 @@ def parse_smi_list(text: str) -> tuple[list[SmiDevice], MigLayout | None]:
         insts = _instances_from_listing(idx, mig_rows[idx])
         names += [i.profile for i in insts]
         gpus.append(GpuMig(index=idx, instances=tuple(insts), model=model, uuid=uuid))
-    table = table_for_model(next(iter(gpu_rows.values()))[0]) or table_for_profile_names(names)
-    layout = MigLayout(gpus=tuple(gpus), table=table,
-                       notes=("placements are not in `nvidia-smi -L`; shown where they fit, largest first (inferred)",))
+    choice = choose_table(names, gpu_model, named=next(iter(gpu_rows.values()))[0])
+    layout = MigLayout(gpus=tuple(gpus), table=choice.table, fits=choice.fits, notes=(
+        "placements are not in `nvidia-smi -L`; shown where they fit, largest first (inferred)", *choice.notes))
     return devices, layout.with_inferred_placements()
 
 

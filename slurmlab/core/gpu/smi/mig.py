@@ -14,10 +14,8 @@ from slurmlab.core.gpu.mig import (
     GpuInstance,
     GpuMig,
     MigLayout,
-    MigProfileTable,
+    choose_table,
     parse_profile_name,
-    table_for_model,
-    tables_for_profile_names,
 )
 from slurmlab.core.gpu.smi._text import clean as _clean
 from slurmlab.core.gpu.smi._text import nonblank_lines as _nonblank_lines
@@ -131,21 +129,6 @@ def parse_mig_lgipp(text: str) -> dict[int, dict[int, tuple[tuple[int, ...], int
     return out
 
 
-def _table_for(names: list[str], model: str | None) -> tuple[MigProfileTable | None, str | None, tuple[str, ...]]:
-    """The profile table, the model to show, and a note when the profile names fit several GPU models."""
-    if model:
-        t = table_for_model(model)
-        if t is not None:
-            return t, model, ()
-    found = tables_for_profile_names(names)
-    if not found:
-        return None, model, ()
-    if len(found) > 1:
-        models = ", ".join(t.model for t in found)
-        return found[0], None, (f"the profile names fit {models} (same slice geometry); pass the GPU model to tell",)
-    return found[0], found[0].model, ()
-
-
 def parse_mig_lgi(text: str, *, gpu_model: str | None = None) -> MigLayout:
     """``nvidia-smi mig -lgi``: the GPU instances, their profiles, ids and placements."""
     rows, titled = _box_rows(text, "nvidia-smi mig -lgi output", ("GPU instances:",), ("GPU   Name",))
@@ -167,10 +150,9 @@ def parse_mig_lgi(text: str, *, gpu_model: str | None = None) -> MigLayout:
         raise ParseError("nvidia-smi mig -lgi output", text, hint="no GPU instance rows found")
     if not titled:
         _warn("nvidia-smi mig -lgi: no table title; the capture starts mid-table")
-    names = [i.profile for v in per_gpu.values() for i in v]
-    table, model, notes = _table_for(names, gpu_model)
-    gpus = tuple(GpuMig(index=g, instances=tuple(v), model=model) for g, v in sorted(per_gpu.items()))
-    return MigLayout(gpus=gpus, table=table, complete=titled, notes=notes)
+    choice = choose_table([i.profile for v in per_gpu.values() for i in v], gpu_model)
+    gpus = tuple(GpuMig(index=g, instances=tuple(v), model=choice.model) for g, v in sorted(per_gpu.items()))
+    return MigLayout(gpus=gpus, table=choice.table, complete=titled, notes=choice.notes, fits=choice.fits)
 
 
 def parse_mig_lci(text: str) -> list[tuple[int, int, ComputeInstance, tuple[int, int] | None]]:
@@ -222,11 +204,11 @@ def parse_mig_cgi_log(text: str, *, gpu_model: str | None = None) -> MigLayout:
                              hint="expected 'Successfully created GPU|compute instance ...'")
     if not per_gpu:
         raise ParseError("nvidia-smi mig -cgi log", text, hint="no 'Successfully created' lines found")
-    names = [i.profile for v in per_gpu.values() for i in v.values()]
-    table, model, notes = _table_for(names, gpu_model)
-    gpus = tuple(GpuMig(index=g, instances=tuple(v.values()), model=model) for g, v in sorted(per_gpu.items()))
-    return MigLayout(gpus=gpus, table=table, notes=(
-        "placements are not in the -cgi log; shown where they fit, largest first (inferred)", *notes,
+    choice = choose_table([i.profile for v in per_gpu.values() for i in v.values()], gpu_model)
+    gpus = tuple(GpuMig(index=g, instances=tuple(v.values()), model=choice.model)
+                 for g, v in sorted(per_gpu.items()))
+    return MigLayout(gpus=gpus, table=choice.table, fits=choice.fits, notes=(
+        "placements are not in the -cgi log; shown where they fit, largest first (inferred)", *choice.notes,
     )).with_inferred_placements()
 
 

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from slurmlab.core.gpu.smi._text import GPU_LINE as _GPU_LINE
 from slurmlab.core.gpu.smi._text import nonblank_lines as _nonblank_lines
+from slurmlab.core.gpu.smi.sniff import sniff
 from slurmlab.errors import ParseError
 
-__all__ = ["NvlinkStatus", "parse_nvlink_capabilities", "parse_nvlink_status"]
+__all__ = ["NvlinkStatus", "parse_nvlink_capabilities", "parse_nvlink_status", "read_nvlink_status"]
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,23 @@ def parse_nvlink_status(text: str) -> list[NvlinkStatus]:
         for s in body:
             lm = re.match(r"^Link (\d+): (?:([\d.]+) GB/s|<inactive>|Inactive)$", s)
             if lm is None:
-                raise ParseError("nvidia-smi nvlink -s line", s, hint="expected 'Link <n>: <speed> GB/s'")
-            links.append((int(lm.group(1)), float(lm.group(2)) if lm.group(2) else None))
+                raise ParseError("nvidia-smi nvlink -s line", s,
+                                 hint="expected 'Link <n>: <speed> GB/s' or 'Link <n>: <inactive>'")
+            # a link that trained at 0 GB/s carries nothing: it is as down as an <inactive> one
+            speed = float(lm.group(2)) if lm.group(2) else None
+            links.append((int(lm.group(1)), speed or None))
         out.append(NvlinkStatus(int(m.group(1)), m.group(2), m.group(3), tuple(links)))
     return out
+
+
+def read_nvlink_status(text: str, where: str) -> list[NvlinkStatus]:
+    """Saved ``nvidia-smi nvlink -s`` output; other output is refused saying what it looks like."""
+    kind = sniff(text)
+    if kind != "nvlink-s":
+        raise ParseError("nvidia-smi nvlink -s output", text[:120],
+                         hint=f"{where} looks like `{kind}` output; the link state comes from "
+                         "`nvidia-smi nvlink -s` (each link's speed or <inactive>)")
+    return parse_nvlink_status(text)
 
 
 def parse_nvlink_capabilities(text: str) -> list[NvlinkStatus]:

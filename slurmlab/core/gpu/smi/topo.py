@@ -147,7 +147,7 @@ def parse_topo_matrix(text: str, *, gpu_model: str | None = None) -> Topology:
         raise ParseError("nvidia-smi topo -m output", text, hint="the text is empty; capture `nvidia-smi topo -m`")
     header = _parse_header(lines[i])
     matrix = _read_matrix(lines, i + 1, header)
-    nic_legend = _read_legends(lines, matrix.end)
+    nic_legend, pcie_only_legend = _read_legends(lines, matrix.end)
     links = _links_of(header, matrix.rows)
 
     notes: list[str] = []
@@ -157,6 +157,9 @@ def parse_topo_matrix(text: str, *, gpu_model: str | None = None) -> Topology:
         _warn(f"nvidia-smi topo -m: {notes[-1]}; parsed what is there")
     if any(lk.label == "SOC" for lk in links):
         notes.append("SOC (older drivers) read as SYS")
+    if pcie_only_legend and not any(lk.is_nvlink for lk in links):
+        notes.append("the legend has no NV# line: this looks like `nvidia-smi topo -mp`, which shows PCIe paths "
+                     "only; NVLink, if the node has any, is not in it (capture `nvidia-smi topo -m`)")
 
     gpus, nics = _devices_of(header, matrix.affinity, nic_legend, gpu_model)
     topo = Topology(gpus=gpus, nics=nics, links=links,
@@ -205,9 +208,11 @@ def _read_matrix(lines: list[str], start: int, header: _Header) -> _Matrix:
     return _Matrix(rows, affinity, truncated, i)
 
 
-def _read_legends(lines: list[str], start: int) -> dict[str, str]:
-    """The NIC legend (NIC0 -> mlx5_0) from the lines after the matrix; the link legend is only checked."""
+def _read_legends(lines: list[str], start: int) -> tuple[dict[str, str], bool]:
+    """The NIC legend (NIC0 -> mlx5_0) from the lines after the matrix, and whether a link legend without an NV#
+    line was there (``topo -mp``: PCIe paths only); the link legend is otherwise only checked."""
     nic_legend: dict[str, str] = {}
+    legend_entries: list[str] = []
     section = ""
     for raw in lines[start:]:
         s = raw.strip()
@@ -217,6 +222,7 @@ def _read_legends(lines: list[str], start: int) -> dict[str, str]:
             section = s
             continue
         if section == "Legend:" and re.match(r"^\S+\s*=\s*\S.*$", s):
+            legend_entries.append(s.split()[0])
             continue
         m = re.match(r"^(NIC\d+):\s*(\S+)$", s)
         if section == "NIC Legend:" and m:
@@ -224,7 +230,7 @@ def _read_legends(lines: list[str], start: int) -> dict[str, str]:
             continue
         raise ParseError("nvidia-smi topo -m line", s,
                          hint="after the matrix only the Legend and NIC Legend sections are expected")
-    return nic_legend
+    return nic_legend, bool(legend_entries) and "NV#" not in legend_entries
 
 
 def _links_of(header: _Header, rows: dict[str, list[str]]) -> tuple[Link, ...]:

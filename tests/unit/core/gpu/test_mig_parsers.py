@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from shared_paths import require_shared
+from shared_paths import smi_capture as read
 
 from slurmlab.core.gpu.mig import MIG_PROFILE_TABLES, MigLayout, parse_profile_name, table_for_model
 from slurmlab.core.gpu.smi_parse import (
@@ -20,10 +20,6 @@ from slurmlab.core.gpu.smi_parse import (
     sniff,
 )
 from slurmlab.errors import ParseError, RequestError
-
-
-def read(name: str) -> str:
-    return require_shared("nvidia-smi", name).read_text()
 
 
 def test_lgip_multi_gpu_h100_sxm5() -> None:

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from shared_paths import require_shared
+from shared_paths import smi_capture as read
 
 from slurmlab.core.gpu.placement import best_gpus
 from slurmlab.core.gpu.smi_parse import parse_nvlink_capabilities, parse_nvlink_status, parse_topo_matrix
 from slurmlab.core.gpu.topology import NVLINK_GENERATIONS, Topology, nvlink_generation_for_model
 from slurmlab.errors import ParseError, RequestError
-
-
-def read(name: str) -> str:
-    return require_shared("nvidia-smi", name).read_text()
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,6 @@ PARSER_HOMES = {PIPELINE, "core/request/request.py"}
 # Modules that parse tokens without validating them, and why that is no second pipeline.
 PARSE_ONLY = {
     "magics/args.py": "srun options of a step (%srun): parsed to argv, never an allocation request",
-    "widgets/explorer.py": "a salloc line shown for the user to copy: a fixed --gpus=N [-w NODE], never submitted",
     "demo.py": "the demo's fixed request explained in words; it is submitted as tokens through the pipeline",
 }
 
