@@ -61,16 +61,19 @@ _RENDERING = "# ---- stand-in: rendering ----"
 
 
 def nvidia_smi_script() -> str:
-    """The text of ``bin/nvidia-smi``: the stand-in's data module, its rendering (from the line after its imports
-    of the data module's names) and a main that feeds them the hardware file and the environment."""
+    """The text of ``bin/nvidia-smi``: the stand-in's data module, slurmlab's NVLink table, the stand-in's rendering
+    (from the line after its imports of those modules' names) and a main that feeds them the hardware file and the
+    environment."""
     folder = resources.files("slurmlab.core.gpu")
     model = (folder / "smi_standin_model.py").read_text(encoding="utf-8")
+    # the NVLink table `nvlink -s` answers from; its __future__ import may only open the file, as the model's does
+    facts = (folder / "nvlink.py").read_text(encoding="utf-8").replace("from __future__ import annotations\n", "", 1)
     rendering = (folder / "smi_standin.py").read_text(encoding="utf-8")
     if _RENDERING not in rendering:
         raise SandboxError(f"slurmlab/core/gpu/smi_standin.py lacks its {_RENDERING!r} line",
                            hint="reinstall slurmlab: the sandbox's stand-in nvidia-smi is built from it")
     return ("#!/usr/bin/env python3\n# " + STANDIN_MARK + ": written by slurmlab when the sandbox started\n"
-            + model + "\n" + rendering.split(_RENDERING, 1)[1] + _MAIN)
+            + model + "\n" + facts + "\n" + rendering.split(_RENDERING, 1)[1] + _MAIN)
 
 
 def task_prolog_script(folder: str) -> str:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import threading
+from collections.abc import Sequence
 from typing import TypedDict
 
 from slurmlab.core.request.request import version_text
 from slurmlab.core.slurm.parse_text import parse_version
-from slurmlab.errors import ParseError, SlurmError
+from slurmlab.errors import ControllerDownError, MungeError, ParseError, SlurmError
+from slurmlab.slurm.failures import classify_failure
 from slurmlab.slurm.query import Query, arun_query, run_query
 from slurmlab.slurm.runner import Runner, RunResult, get_runner
 
-__all__ = ["SCONTROL_JSON_SINCE", "PingAnswer", "aslurm_version", "ping", "slurm_version"]
+__all__ = ["PING_TIMEOUT", "SCONTROL_JSON_SINCE", "PingAnswer", "aconfirm_answering", "aslurm_version",
+           "confirm_answering", "ping", "slurm_version"]
 
 # `scontrol --json` exists from 23.02; on 22.05 the `scontrol show … -d` text is the only place that names
 # a job's GPU indices
@@ -77,3 +81,51 @@ def ping(runner: Runner | None = None) -> PingAnswer:
     text = (result.stdout + result.stderr).strip()
     ok = result.ok and "UP" in text and "DOWN" not in text
     return {"ok": ok, "version": version, "message": text}
+
+
+# ---- an empty answer or a silent controller ---------------------------------------------------------
+# Slurm 24.11 and 26.05 `scontrol --json show job` print `"jobs": []` and exit 0 when slurmctld is down: the
+# answer of an empty queue or an unknown job id (last_update told them apart once, but too fragile to trust).
+# Only then is the controller asked, so the normal path costs nothing; briefly, since the user waits on it.
+PING_TIMEOUT = 5.0
+_PING_ARGV = ("scontrol", "ping")
+# one line per controller, "Slurmctld(primary) at HOST is UP"; with a backup, any that is UP answers queries
+_UP = re.compile(r"\bis UP\b")
+_DOWN_HINT = "check that slurmctld is up (`scontrol ping`); for the sandbox run `slurmlab sandbox status`"
+
+
+def _ping_timeout(runner: Runner) -> float:
+    return min(runner.timeout, PING_TIMEOUT)
+
+
+def _raise_unless_up(asked: Sequence[str], ping_result: RunResult) -> None:
+    """Raise what a ping that found no controller means for the query ``asked``; return when one answers."""
+    if _UP.search(ping_result.stdout):
+        return
+    if ping_result.stderr.strip():
+        cause = classify_failure(ping_result.argv, ping_result.returncode, ping_result.stderr)
+        if isinstance(cause, MungeError):  # not the controller: munge, whose own hint is the next step
+            raise cause
+    said = (ping_result.stdout.strip() or ping_result.stderr.strip()).splitlines()
+    words = said[0] if said else f"exit code {ping_result.returncode}, no message"
+    raise ControllerDownError(
+        f"the Slurm controller is not responding: `{' '.join(asked)}` printed no jobs, and "
+        f"`scontrol ping` says: {words}",
+        argv=asked, returncode=ping_result.returncode, stderr=ping_result.stdout + ping_result.stderr,
+        hint=_DOWN_HINT)
+
+
+def confirm_answering(asked: Sequence[str], runner: Runner | None = None) -> None:
+    """Raise ControllerDownError unless ``scontrol ping`` finds a controller answering.
+
+    For a query ``asked`` that came back with no jobs: from a live controller that is the answer; from a
+    down one (24.11+, see above) it is not. A ping that runs past its short timeout raises SlurmTimeoutError
+    (a ControllerDownError), a munge failure MungeError.
+    """
+    runner = runner or get_runner()
+    _raise_unless_up(asked, runner.run(list(_PING_ARGV), check=False, timeout=_ping_timeout(runner)))
+
+
+async def aconfirm_answering(asked: Sequence[str], runner: Runner | None = None) -> None:
+    runner = runner or get_runner()
+    _raise_unless_up(asked, await runner.arun(list(_PING_ARGV), check=False, timeout=_ping_timeout(runner)))

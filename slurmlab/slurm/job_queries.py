@@ -2,7 +2,8 @@
 
 The JSON or text form is chosen from the Slurm version: on 22.05 the ``scontrol show job -d`` text is the
 only place that names a job's GPU indices. A listing in which some records cannot be read still answers
-with the others; the bad ones travel in ``JobList.problems``.
+with the others; the bad ones travel in ``JobList.problems``. A JSON answer with no jobs at all is believed
+only once ``scontrol ping`` finds the controller up: 24.11+ print that same answer when slurmctld is down.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
 from slurmlab.core.slurm.squeue_brief import BRIEF_FORMAT, JobBrief, parse_squeue_brief
 from slurmlab.core.slurm.states import ACTIVE
 from slurmlab.errors import JobNotFoundError, ParseError
-from slurmlab.slurm.controller import SCONTROL_JSON_SINCE, aslurm_version, slurm_version
+from slurmlab.slurm.controller import (
+    SCONTROL_JSON_SINCE,
+    aconfirm_answering,
+    aslurm_version,
+    confirm_answering,
+    slurm_version,
+)
 from slurmlab.slurm.identity import uid_of
 from slurmlab.slurm.node_queries import alist_nodes, list_nodes
 from slurmlab.slurm.owners import ajob_owners, check_mine, job_owners
@@ -98,18 +105,39 @@ def _jobs_query(version: tuple[int, ...], job_id: str | None = None,
     return Query(("scontrol", "show", "job", "-d", *tail), lambda r: _read_jobs(r, False))
 
 
+def _maybe_silent(q: Query[JobList], jobs: JobList) -> bool:
+    """No jobs at all from ``scontrol --json``: an empty answer, or (24.11+) a controller that is down.
+    The text form fails with "Unable to contact slurm controller" instead, so it needs no second look."""
+    return "--json" in q.argv and not jobs and not jobs.problems
+
+
+def _run_jobs_query(q: Query[JobList], runner: Runner) -> JobList:
+    jobs = run_query(q, runner)
+    if _maybe_silent(q, jobs):
+        confirm_answering(q.argv, runner)
+    return jobs
+
+
+async def _arun_jobs_query(q: Query[JobList], runner: Runner) -> JobList:
+    jobs = await arun_query(q, runner)
+    if _maybe_silent(q, jobs):
+        await aconfirm_answering(q.argv, runner)
+    return jobs
+
+
 def job_detail(job_id: str | int, runner: Runner | None = None) -> Job:
     """Full detail of one job, with its GPU indices per node.
 
     Only the record whose id is ``job_id`` answers: ``scontrol show job 0`` lists other jobs,
     and taking the first of them once showed (and checked the owner of) a stranger's job.
-    A record of that id that cannot be read raises its ParseError.
+    A record of that id that cannot be read raises its ParseError. JobNotFoundError means the
+    controller answered without it; a controller that did not answer raises ControllerDownError.
     """
     jid = check_job_id(job_id)
     runner = runner or get_runner()
     version = slurm_version(runner)
     nodes = list_nodes(runner) if _needs_nodes(version) else None
-    jobs = run_query(_jobs_query(version, jid, nodes), runner)
+    jobs = _run_jobs_query(_jobs_query(version, jid, nodes), runner)
     for job in jobs:
         if _is_that_job(job, jid):
             return job
@@ -144,12 +172,12 @@ def list_jobs(
     """Jobs with full detail (GPU indices per node): this user's by default, or everyone's.
 
     "This user's" is decided by uid from ``squeue`` (:func:`~slurmlab.slurm.owners.job_owners`), not from the
-    records.
+    records. No jobs from a controller that does not answer raises ControllerDownError, not an empty list.
     """
     runner = runner or get_runner()
     version = slurm_version(runner)
     nodes = list_nodes(runner) if _needs_nodes(version) else None
-    jobs = run_query(_jobs_query(version, None, nodes), runner)
+    jobs = _run_jobs_query(_jobs_query(version, None, nodes), runner)
     if all_users:
         return _filter_jobs(jobs, None, None, active_only)
     return _filter_jobs(jobs, job_owners(runner), uid_of(user), active_only)
@@ -161,7 +189,7 @@ async def alist_jobs(
     runner = runner or get_runner()
     version = await aslurm_version(runner)
     nodes = await alist_nodes(runner) if _needs_nodes(version) else None
-    jobs = await arun_query(_jobs_query(version, None, nodes), runner)
+    jobs = await _arun_jobs_query(_jobs_query(version, None, nodes), runner)
     if all_users:
         return _filter_jobs(jobs, None, None, active_only)
     return _filter_jobs(jobs, await ajob_owners(runner), uid_of(user), active_only)

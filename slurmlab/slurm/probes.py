@@ -5,7 +5,8 @@ Sources, in the order :func:`node_topology` tries them:
 1. ``sandbox``: the allocation's cluster is a slurmlab sandbox (its hardware file sits next to the runner's
    ``SLURM_CONF``, see :mod:`slurmlab.core.gpu.hardware_profile`). Its GPUs are fake, so the hardware profile
    it was built from is the truth (the sandbox's stand-in ``nvidia-smi`` answers from the same profile, labelled).
-2. ``nvidia-smi``: ``nvidia-smi topo -m`` (and ``-L`` for models/UUIDs) run as a step on the node.
+2. ``nvidia-smi``: ``nvidia-smi topo -m`` (and ``-L`` for models/UUIDs, ``nvlink -s`` for each link's state) run
+   as steps on the node; without a readable ``nvlink -s`` the topology comes without link state, and says why.
 3. ``nvml``: ``nvidia-ml-py`` (pynvml) in a ``python3`` step on the node, when nvidia-smi is not on its PATH.
 
 Every result says which source answered and what was tried before it. Nothing probes hardware at import.
@@ -29,8 +30,10 @@ from slurmlab.core.gpu.captures import (
 from slurmlab.core.gpu.hardware_profile import SandboxHardware
 from slurmlab.core.gpu.job_hardware import JobMig, JobTopology
 from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
+from slurmlab.core.gpu.smi.nvlink import read_nvlink_status
 from slurmlab.core.gpu.smi_parse import parse_smi_list, parse_topo_matrix
 from slurmlab.core.gpu.smi_standin import STANDIN_MARK
+from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError, RequestError, SlurmlabError, SourceUnavailable
 from slurmlab.slurm.hardware_files import sandbox_hardware
 
@@ -142,6 +145,33 @@ def _standin_note(result: StepResult) -> list[str]:
     return []
 
 
+def _with_link_state(alloc: Allocation, node: str, topo: Topology) -> tuple[Topology, str | None, list[str]]:
+    """``topo`` with each GPU's link state from ``nvidia-smi nvlink -s`` in a step on ``node``, as a saved capture
+    gets it (:meth:`Topology.with_nvlink_status`), and where it came from; or ``topo`` as it is with a note why not.
+
+    Link state is extra: an nvidia-smi without ``nvlink``, a failing step or output that does not fit the topology
+    leaves the topology as it is."""
+    res = _step(alloc, node, ["nvidia-smi", "nvlink", "-s"])
+    what = f"nvidia-smi nvlink -s on {node}"
+    lines = [ln for ln in res.stdout if ln.strip() and not ln.lstrip().startswith(STANDIN_MARK)]
+    if not res.ok:
+        # nvidia-smi puts its refusal of an option it lacks on stdout, not stderr
+        said = "" if any(x.strip() for x in res.stderr) or not lines else ": " + " / ".join(lines)[:200]
+        return topo, None, [f"no NVLink link state: {what} failed ({_why(res)}{said})"]
+    text = "\n".join(res.stdout)
+    if not lines:  # nvidia-smi prints nothing for GPUs without NVLink
+        return topo, None, [f"no NVLink link state: {what} printed no link (these GPUs have no NVLink)"]
+    # NVML's words for a GPU whose links are all down (or that has no NVLink bridge fitted), instead of its links
+    if any("all links are inactive" in ln.lower() for ln in lines):
+        return topo, None, [f"no NVLink link state: {what} says every link of a GPU is inactive (no NVLink bridge "
+                            "fitted, or its links are down); see the output of `nvidia-smi nvlink -s` on the node"]
+    try:
+        return topo.with_nvlink_status(read_nvlink_status(text, what)), what, []
+    except ParseError as exc:
+        return topo, None, [f"no NVLink link state: {what} could not be read: "
+                            + "; ".join(x.strip() for x in str(exc).splitlines() if x.strip())]
+
+
 def _sandbox(alloc: Allocation, node: str, tried: list[str]) -> SandboxHardware | None:
     """The sandbox's hardware when the allocation runs in one that knows ``node``; else why not, in ``tried``."""
     try:
@@ -186,12 +216,13 @@ def node_topology(alloc: Allocation, node: str | None = None, *, source: str = "
                     known = {g.index for g in topo.gpus}
                     topo = topo.with_gpu_details({d.index: (d.name, d.uuid) for d in smi_devices
                                                   if d.parent is None and d.index in known})
+                topo, link_source, link_notes = _with_link_state(alloc, node, topo)
             # the parsers' warnings; not the ResourceWarnings other threads' pipes happen to raise meanwhile
             notes = [str(w.message) for w in caught if not issubclass(w.category, ResourceWarning)]
-            notes += _standin_note(res)
+            notes += _standin_note(res) + link_notes
             gpus, more = visible_gpus(topo, idx)
-            return NodeTopology(topo, "nvidia-smi", f"nvidia-smi topo -m on {node}", node, gpus, idx, {},
-                                tuple(tried), tuple(notes + more))
+            detail = f"nvidia-smi topo -m on {node}" + (f"; link state from {link_source}" if link_source else "")
+            return NodeTopology(topo, "nvidia-smi", detail, node, gpus, idx, {}, tuple(tried), tuple(notes + more))
         if name == "nvml":
             res = _step(alloc, node, ["python3", "-c", NVML_PROBE])
             report = probe_report(res.stdout, NVML_REPORT_PREFIX) if res.ok else None

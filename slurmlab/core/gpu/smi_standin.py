@@ -3,8 +3,8 @@
 A slurmlab sandbox has no GPU, so a step that runs ``nvidia-smi`` would find none (``execve(): No such file``). The
 sandbox therefore puts a stand-in on its nodes' PATH that answers from the hardware profile it was built from
 (:data:`~slurmlab.core.gpu.hardware_profile.HARDWARE_FILE`), for the GPUs the step can see: ``-L``, ``topo -m``,
-``mig -lgi``, ``mig -lgip`` and the default summary, in nvidia-smi's own formats so that slurmlab's parsers
-(:mod:`slurmlab.core.gpu.smi`) read them. Its first and last lines begin with :data:`STANDIN_MARK`, so a reader
+``nvlink -s``, ``mig -lgi``, ``mig -lgip`` and the default summary, in nvidia-smi's own formats so that slurmlab's
+parsers (:mod:`slurmlab.core.gpu.smi`) read them. Its first and last lines begin with :data:`STANDIN_MARK`, so a reader
 can tell it from the real tool and the parsers skip them.
 
 The GPUs a step sees are numbered from 0, in the order Slurm lists them, as nvidia-smi numbers them on a real
@@ -13,8 +13,10 @@ since the sandbox's own ``CUDA_VISIBLE_DEVICES`` keeps the node's numbering (no 
 
 Why these modules import nothing else of slurmlab: the sandbox copies them verbatim into ``<sandbox>/bin/nvidia-smi``
 (see :mod:`slurmlab.sandbox.standin`), run by the nodes' ``python3``, where slurmlab may not be installed. So it
-uses the standard library only besides its data side (:mod:`.smi_standin_model`, copied in first), and the names
-it shares with the rest of slurmlab (the MIG slice label, the MIG profile ids) are checked equal by the tests.
+uses the standard library only besides its data side (:mod:`.smi_standin_model`, copied in first) and slurmlab's
+one table of NVLink facts (:mod:`slurmlab.core.gpu.nvlink`, standard library only, copied in after it: the links
+``nvlink -s`` prints per GPU and their speed are that table's); the names it shares with the rest of slurmlab (the
+MIG slice label, the MIG profile ids) are checked equal by the tests.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from slurmlab.core.gpu.nvlink import nvlink_model_for
 from slurmlab.core.gpu.smi_standin_model import (
     GRID,
     MEMORY_SLICES,
@@ -44,8 +47,8 @@ from slurmlab.core.gpu.smi_standin_model import (
 __all__ = ["STANDIN_MARK", "SUPPORTED", "StandinDevice", "StandinGpu", "StandinHardware", "StandinMig", "answer",
            "mig_slice_label", "visible_devices"]
 
-# the sandbox's bin/nvidia-smi holds smi_standin_model.py, then this module from here on (its imports above are
-# the model's names, already defined there)
+# the sandbox's bin/nvidia-smi holds smi_standin_model.py, nvlink.py, then this module from here on (its imports
+# above are those modules' names, already defined there)
 # ---- stand-in: rendering ----
 
 
@@ -140,6 +143,25 @@ def _topo(s: _Step) -> str:
         numa = "N/A" if g.numa is None else str(g.numa)
         lines.append("\t".join([f"GPU{s.number(g)}", *cells, g.cores, numa, "N/A"]))
     return "\n".join(lines + list(_LEGEND))
+
+
+def _nvlink_status(s: _Step) -> tuple[str, list[str]]:
+    """``nvlink -s``: per GPU with NVLink, each link at its model's speed (NVLINK_MODELS), all active; and why a GPU
+    was left out. A GPU without NVLink prints nothing, as nvidia-smi does, so a step without any prints no line."""
+    lines, left_out = [], []
+    for gpu in s.parents:
+        row = nvlink_model_for(gpu.name)
+        peers = sum(s.hw.links(gpu, other) for other in s.hw.gpus if other.index != gpu.index)
+        if not peers:
+            left_out.append(f"GPU {s.number(gpu)} prints no links: hardware profile {s.hw.name} gives it no NVLink")
+            continue
+        if row is None:
+            # the profile joins it by NVLink but slurmlab knows neither how many links its model has nor their speed
+            left_out.append(f"GPU {s.number(gpu)} prints no links: slurmlab has no NVLink figures for {gpu.name}")
+            continue
+        lines.append(f"GPU {s.number(gpu)}: {gpu.name} (UUID: {s.gpu_uuid(gpu)})")
+        lines += [f"\t Link {k}: {row.reported_gbps:g} GB/s" for k in range(row.links_per_gpu)]
+    return "\n".join(lines), [f"{STANDIN_MARK}: {why}" for why in left_out]
 
 
 _BOX = "+" + "-" * 77 + "+"
@@ -266,15 +288,19 @@ def answer(argv: Sequence[str], doc: Mapping[str, object], env: Mapping[str, str
     devices, origin = visible_devices(hw, env)
     step = _Step(hw, devices, origin, env.get("SLURMD_NODENAME") or (hw.nodes or ("?",))[0])
     if args in (["-h"], ["--help"]):
-        usage = f"usage: nvidia-smi [-L | topo -m | mig -lgi | mig -lgip]; this stand-in answers {SUPPORTED}"
+        usage = (f"usage: nvidia-smi [-L | topo -m | nvlink -s | mig -lgi | mig -lgip]; this stand-in answers "
+                 f"{SUPPORTED}")
         return f"{step.head()}\n{usage}\n{step.tail()}\n", "", 0
     body: str | None
+    notes: list[str] = []  # the stand-in's own lines about this answer, before its last one
     if not args:
         body = _summary(step, now or "(date)")
     elif args in (["-L"], ["--list-gpus"]):
         body = _listing(step) if devices else "No devices were found"
     elif args in (["topo", "-m"], ["topo", "--matrix"]):
         body = _topo(step) if devices else "No devices were found"
+    elif args in (["nvlink", "-s"], ["nvlink", "--status"]):
+        body, notes = _nvlink_status(step) if devices else ("No devices were found", [])
     elif args in (["mig", "-lgi"], ["mig", "--list-gpu-instances"]):
         body = _lgi(step) or "No MIG-enabled devices found."
     elif args in (["mig", "-lgip"], ["mig", "--list-gpu-instance-profiles"]):
@@ -284,4 +310,4 @@ def answer(argv: Sequence[str], doc: Mapping[str, object], env: Mapping[str, str
         return ("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
                 f"{STANDIN_MARK}: it answers {SUPPORTED}, not {' '.join(args)!r}\n"), "", 2
     rc = 6 if body.endswith(("No devices were found", "No MIG-enabled devices found.")) else 0
-    return f"{step.head()}\n{body}\n{step.tail()}\n", "", rc
+    return "\n".join([step.head(), *([body] if body else []), *notes, step.tail()]) + "\n", "", rc

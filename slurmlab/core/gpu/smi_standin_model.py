@@ -16,7 +16,7 @@ __all__ = ["GRID", "MEMORY_SLICES", "STANDIN_MARK", "SUPPORTED", "GridRow", "Sta
            "parents_of", "visible_devices"]
 
 STANDIN_MARK = "slurmlab sandbox stand-in"
-SUPPORTED = "-L, topo -m, mig -lgi, mig -lgip, and no option (the summary)"
+SUPPORTED = "-L, topo -m, nvlink -s, mig -lgi, mig -lgip, and no option (the summary)"
 
 # GPU-instance profiles of the 7 compute x 8 memory slice grid (A100/H100/H200/B200): compute slices, memory
 # slices, "+me", the GI profile id nvidia-smi prints, how many fit, and per profile SM/DEC/ENC/CE/JPEG/OFA as

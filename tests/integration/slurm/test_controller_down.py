@@ -1,4 +1,5 @@
-"""A stopped controller: calls fail within their timeout and say so; after SIGCONT all carries on."""
+"""A stopped controller: calls fail within their timeout and say so; after SIGCONT all carries on. A dead one
+(24.11+ answer `scontrol --json show job` with no jobs and exit 0 then) is not an empty queue nor an ended job."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from slurmlab.errors import ControllerDownError
+from slurmlab.errors import ControllerDownError, JobNotFoundError
 from slurmlab.slurm import queries
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller, JobUpdate
@@ -53,4 +54,49 @@ def test_stopped_controller_fails_fast_with_a_plain_message_then_recovers(sandbo
         time.sleep(0.2)
     assert updates[-1].error is None and updates[-1].brief is not None
     poller.stop()
+    alloc.cancel()
+
+
+def _wait_exited(pid: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"slurmctld (pid {pid}) did not exit within {timeout:g} s of SIGTERM")
+
+
+def test_a_dead_controller_is_neither_an_empty_queue_nor_an_ended_job(sandbox: Any) -> None:
+    runner = sandbox.runner()
+    alloc = Allocation.submit(["--gpus=1", "-t", "5"], runner=runner)
+    alloc.wait(timeout=20)
+    queries.slurm_version(runner)  # detected before the outage, as in a live session
+    jid = alloc.job_id or ""
+    # with slurmctld dead, 24.11 `scontrol --json show job -d` retries for 9 s (18 s with a job id) before it
+    # prints its empty answer: a limit below that would stop at the timeout and never reach that answer
+    patient = Runner(slurm_conf=str(sandbox.conf_path), timeout=30)
+    pid = sandbox.pids["slurmctld"]
+    os.kill(pid, signal.SIGTERM)  # saves its state; restart() recovers every job from it
+    try:
+        _wait_exited(pid)
+        for ask in (lambda: queries.list_jobs(patient, all_users=True), lambda: queries.job_detail(jid, patient)):
+            with pytest.raises(ControllerDownError) as info:
+                ask()
+            assert not isinstance(info.value, JobNotFoundError)
+            assert "not responding" in str(info.value) and "scontrol ping" in str(info.value)
+            if queries.slurm_version(patient) >= (24, 11):  # exit 0, no jobs: told apart by the ping
+                assert "printed no jobs" in str(info.value) and "is DOWN" in str(info.value)
+        with pytest.raises(ControllerDownError):
+            alloc.refresh()
+        assert alloc.state == "RUNNING" and not alloc.ended
+    finally:
+        sandbox.restart()
+    # the empty answer of a live controller stands: the job is there again, an unknown one is unknown
+    assert jid in {str(j.job_id) for j in queries.list_jobs(patient)}
+    with pytest.raises(JobNotFoundError):
+        queries.job_detail("999999", patient)
+    alloc.refresh()
+    assert alloc.state == "RUNNING"
     alloc.cancel()

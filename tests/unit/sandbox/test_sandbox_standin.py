@@ -40,7 +40,7 @@ def test_the_stand_in_runs_without_slurmlab_and_answers_for_the_step(tmp_path: P
 
 
 def test_an_unknown_option_exits_2_with_the_note(tmp_path: Path) -> None:
-    res = _smi(_sandbox(tmp_path), "nvlink", "-s", CUDA_VISIBLE_DEVICES="0")
+    res = _smi(_sandbox(tmp_path), "nvlink", "-e", CUDA_VISIBLE_DEVICES="0")
     assert res.returncode == 2
     assert "Invalid combination of input arguments" in res.stdout and f"{STANDIN_MARK}: it answers" in res.stdout
 

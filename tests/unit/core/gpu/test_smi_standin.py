@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from slurmlab.core.gpu import smi_standin, smi_standin_model
+from slurmlab.core.gpu import nvlink, smi_standin, smi_standin_model
+from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
 from slurmlab.core.gpu.mig_instances import mig_slice_label
 from slurmlab.core.gpu.mig_tables import MIG_PROFILE_TABLES
+from slurmlab.core.gpu.nvlink import nvlink_model_for
+from slurmlab.core.gpu.smi.nvlink import parse_nvlink_status
 from slurmlab.core.gpu.smi_parse import (
     parse_mig_devices,
     parse_mig_lgi,
@@ -20,6 +25,7 @@ from slurmlab.core.gpu.smi_parse import (
     sniff,
 )
 from slurmlab.core.gpu.smi_standin import STANDIN_MARK, answer
+from slurmlab.sandbox.folder import write_standins
 from slurmlab.sandbox.profile import load_profile
 from slurmlab.sandbox.render import render_hardware_file
 
@@ -156,16 +162,84 @@ def test_names_shared_with_slurmlab_are_the_same() -> None:
             assert names[(p.compute_slices, p.memory_slices)] + ("+me" if p.name.endswith("+me") else "") == p.name
 
 
-@pytest.mark.parametrize("module", [smi_standin, smi_standin_model])
+@pytest.mark.parametrize("module", [smi_standin, smi_standin_model, nvlink])
 def test_the_modules_are_stdlib_only_so_the_sandbox_can_copy_them(module: object) -> None:
     tree = ast.parse(Path(str(getattr(module, "__file__", ""))).read_text())
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    stdlib = {"__future__", "hashlib", "collections.abc", "dataclasses"}
-    assert imported - stdlib <= {"slurmlab.core.gpu.smi_standin_model"}, imported
+    stdlib = {"__future__", "hashlib", "collections.abc", "dataclasses", "re"}
+    # the two copied in before the rendering (sandbox/standin.py): their names are defined in the script
+    assert imported - stdlib <= {"slurmlab.core.gpu.smi_standin_model", "slurmlab.core.gpu.nvlink"}, imported
 
 
-@pytest.mark.parametrize("argv", [["-L"], ["topo", "-m"], ["mig", "-lgi"], ["mig", "-lgip"], []])
+@pytest.mark.parametrize("argv", [["-L"], ["topo", "-m"], ["nvlink", "-s"], ["mig", "-lgi"], ["mig", "-lgip"], []])
 def test_every_answer_begins_and_ends_with_the_mark(argv: list[str]) -> None:
     out, _ = _run("h200-mig", *argv, CUDA_VISIBLE_DEVICES="0,13")
     _marked(out)
+
+
+# ---- nvlink -s ------------------------------------------------------------------------------------------------
+
+
+def test_nvlink_s_lists_each_visible_gpus_links_from_the_nvlink_table_and_parses() -> None:
+    out, rc = _run("dgx-h100", "nvlink", "-s", CUDA_VISIBLE_DEVICES="0,5")
+    assert rc == 0
+    _marked(out)
+    assert sniff(out) == "nvlink-s"
+    # the real layout: the GPU line as -L prints it, then a tab, a space and one line per link
+    assert "\n\t Link 0: 26.562 GB/s\n" in out
+    statuses = parse_nvlink_status(out)
+    listed = parse_smi_list(_run("dgx-h100", "-L", CUDA_VISIBLE_DEVICES="0,5")[0])[0]
+    assert [(s.gpu, s.model, s.uuid) for s in statuses] == [(d.index, d.name, d.uuid) for d in listed]
+    for s in statuses:
+        row = nvlink_model_for(s.model)
+        assert row is not None and row.key == "H100"
+        assert s.links == tuple((k, row.reported_gbps) for k in range(row.links_per_gpu))
+    assert "GPU 1 = the node's GPU 5 (Slurm IDX 5)" in out
+    assert _run("dgx-h100", "nvlink", "--status", CUDA_VISIBLE_DEVICES="0,5")[0] == out
+
+
+def test_nvlink_s_of_a_mig_step_shows_the_parent_gpus_links() -> None:
+    out, rc = _run("h200-mig", "nvlink", "-s", CUDA_VISIBLE_DEVICES="4,13")  # slices of GPUs 0 and 1
+    assert rc == 0
+    row = nvlink_model_for("NVIDIA H200")
+    assert row is not None
+    assert [(s.gpu, s.model, len(s.links)) for s in parse_nvlink_status(out)] == [
+        (0, "NVIDIA H200", row.links_per_gpu), (1, "NVIDIA H200", row.links_per_gpu)]
+
+
+def test_nvlink_s_prints_no_link_for_gpus_without_nvlink_and_says_why() -> None:
+    out, rc = _run("seed", "nvlink", "-s", CUDA_VISIBLE_DEVICES="0,1")
+    assert rc == 0
+    _marked(out)
+    lines = out.rstrip("\n").split("\n")
+    assert all(ln.startswith(STANDIN_MARK) for ln in lines), out  # nvidia-smi itself prints nothing here
+    assert f"{STANDIN_MARK}: GPU 1 prints no links: hardware profile seed gives it no NVLink" in lines
+
+
+def test_nvlink_s_in_a_step_without_gpus_finds_none() -> None:
+    out, rc = _run("dgx-h100", "nvlink", "-s")
+    assert rc == 6 and "No devices were found" in out
+
+
+def test_the_stand_in_topology_takes_its_own_link_state() -> None:
+    """topo -m, -L and nvlink -s of one step fit together as a real node's do (same GPUs, UUIDs, link counts)."""
+    env = {"CUDA_VISIBLE_DEVICES": "1,2,6"}
+    topo = parse_topo_matrix(_run("dgx-h100", "topo", "-m", **env)[0])
+    with_state = topo.with_nvlink_status(parse_nvlink_status(_run("dgx-h100", "nvlink", "-s", **env)[0]))
+    assert [s.gpu for s in with_state.link_states] == [0, 1, 2]
+    assert all(s.healthy and s.expected_gbps == s.links[0][1] for s in with_state.link_states)
+
+
+def test_the_sandbox_script_answers_nvlink_s_without_slurmlab(tmp_path: Path) -> None:
+    (tmp_path / HARDWARE_FILE).write_text(render_hardware_file(load_profile("dgx-h100")))
+    (tmp_path / "slurm.conf").write_text("# test\n")
+    write_standins(tmp_path)
+    env = {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "3", "SLURM_JOB_ID": "4", "SLURMD_NODENAME": "node2"}
+    # -I: no site-packages, no PYTHONPATH: the NVLink table must be in the script itself
+    res = subprocess.run([sys.executable, "-I", str(tmp_path / "bin" / "nvidia-smi"), "nvlink", "-s"],
+                         capture_output=True, text=True, timeout=30, env=env, check=False)
+    assert res.returncode == 0, res.stderr
+    expected, _, _ = answer(["nvlink", "-s"], _doc("dgx-h100"), env)
+    assert res.stdout == expected
+    assert len(parse_nvlink_status(res.stdout)[0].links) == 18
