@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import tempfile
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -104,18 +106,26 @@ async def _end(km: Any, kind: str) -> None:
     await km.shutdown_kernel(now=True)  # frees the manager's ports; the process is already gone
 
 
-async def _trials(sandbox: Any, kind: str, count: int, gate: asyncio.Semaphore) -> list[tuple[str, bool, bool]]:
+def _manager(sockets: str) -> Any:
+    """A kernel manager on its own Unix sockets in ``sockets``: with TCP, kernels started side by side sometimes
+    pick the same free port before either binds it ("Address already in use": the kernel dies before kernel_info)."""
+    return jupyter_client.AsyncKernelManager(kernel_name="python3", transport="ipc",
+                                             ip=os.path.join(sockets, uuid.uuid4().hex[:12]))
+
+
+async def _trials(sandbox: Any, kind: str, count: int, gate: asyncio.Semaphore,
+                  sockets: str) -> list[tuple[str, bool, bool]]:
     """``count`` ends of one kind; forced restarts chain, each new kernel being the next try."""
     runner = sandbox.runner()
     env = {**os.environ, **sandbox.env()}
     results = []
     async with gate:
-        km = jupyter_client.AsyncKernelManager(kernel_name="python3")
+        km = _manager(sockets)
         await km.start_kernel(env=env)
         try:
             for i in range(count):
                 if i and kind != "restart":
-                    km = jupyter_client.AsyncKernelManager(kernel_name="python3")
+                    km = _manager(sockets)
                     await km.start_kernel(env=env)
                 job_id, guardian_pid = await _allocate(km)
                 await _end(km, kind)
@@ -138,7 +148,9 @@ def test_no_kernel_end_leaves_an_allocation(sandbox: Any) -> None:
 
     async def main() -> list[tuple[str, list[tuple[str, bool, bool]]]]:
         gate = asyncio.Semaphore(PARALLEL)
-        done = await asyncio.gather(*(_trials(sandbox, k, n, gate) for k, n in plan))
+        # short: a Unix socket path has at most 107 bytes
+        with tempfile.TemporaryDirectory(prefix="slk-") as sockets:
+            done = await asyncio.gather(*(_trials(sandbox, k, n, gate, sockets) for k, n in plan))
         return [(k, r) for (k, _), r in zip(plan, done, strict=True)]
 
     started = time.monotonic()
