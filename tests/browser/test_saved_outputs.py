@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from labserver import CHROMIUM, CHROMIUM_ARGS, Lab, require_browser, running_lab
-from notebook_driver import KERNEL_NAME, NotebookPage, write_notebook
+from notebook_driver import NotebookPage, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.slow]
 
@@ -44,17 +44,6 @@ CELLS = [
     f"{_GONE_VIEW!r}, 'text/plain': 'Counter(7)'}}, raw=True)",
 ]
 PANEL_CELL, HTML_CELL, PLAIN_CELL = 2, 3, 4
-
-
-class _Notebook(NotebookPage):
-    """A notebook tab that may be reopened: the Running panel then also names the kernel (hidden)."""
-
-    def wait_kernel_idle(self, timeout: float = 60) -> None:
-        self.page.locator(".jp-Notebook").first.wait_for(timeout=timeout * 1000)
-        self.page.locator(".jp-NotebookPanel-toolbar").get_by_text(KERNEL_NAME).first.wait_for(
-            timeout=timeout * 1000)
-        self.page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(
-            timeout=timeout * 1000)
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +114,7 @@ def test_reopened_notebook_shows_dated_fallback_not_model_not_found(lab: Lab, br
     runner = slurm_sandbox.runner()
     job_id = None
     try:
-        nb = _Notebook(page, lab.url, lab.token, NOTEBOOK)
+        nb = NotebookPage(page, lab.url, lab.token, NOTEBOOK)
         for index in range(len(CELLS)):
             nb.run(index, timeout=90)
 
@@ -154,14 +143,14 @@ def test_reopened_notebook_shows_dated_fallback_not_model_not_found(lab: Lab, br
         assert "slurmlab-saved-allocation" in "".join(saved["data"]["text/html"])
 
         # reload with the kernel still running: the manager finds the model, the panel is live again
-        nb = _Notebook(page, lab.url, lab.token, NOTEBOOK)
+        nb = NotebookPage(page, lab.url, lab.token, NOTEBOOK)
         again = nb.output(PANEL_CELL).locator(".slurmlab-widget-output[data-slurmlab-output='widget']")
         again.locator(".slurmlab-allocation").first.wait_for(timeout=30_000)
         assert nb.output(PANEL_CELL).locator(".slurmlab-saved-output").count() == 0
 
         # kernel gone, page reloaded (a new kernel starts): the dated fallback, never "model not found"
         _shut_kernel_down(lab)
-        nb = _Notebook(page, lab.url, lab.token, NOTEBOOK)
+        nb = NotebookPage(page, lab.url, lab.token, NOTEBOOK)
         shown = nb.output(PANEL_CELL).locator(".slurmlab-widget-output[data-slurmlab-output='saved']")
         shown.locator(f".slurmlab-saved-allocation[data-job='{job_id}']").wait_for(timeout=30_000)
         text = _settled_text(nb, PANEL_CELL)
