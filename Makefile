@@ -6,14 +6,17 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup system venv labextension lab lint typecheck test test-fast demo clean help slurm-root test-slurm
+.PHONY: setup system venv labextension lab lint typecheck test test-fast demo clean help slurm-root test-slurm bench
 
 help:
-	@echo "make demo   set up this machine, start the Slurm sandbox and run the main job"
+	@echo "make demo   set up this machine, start the Slurm sandbox, execute the workshop lessons and write them"
+	@echo "            as HTML: build/demo/index.html (DEMO_ARGS='--lessons 00,03' for a few; --help for more)"
 	@echo "make test   set up this machine, lint, type-check and run every test"
 	@echo "make lab    set up, start the sandbox and JupyterLab on the workshop notebooks; Ctrl-C stops both"
 	@echo "            (SLURMLAB_PROFILE=h200-mig, SLURMLAB_LAB_IP=0.0.0.0, SLURMLAB_LAB_PORT=8899 change it)"
-	@echo "make test-slurm SLURM=24.11|26.05   the sandbox tests, notebooks and demo on another Slurm (root)"
+	@echo "make test-slurm SLURM=24.11|26.05   the sandbox tests and the demo (every lesson) on another Slurm (root)"
+	@echo "make bench  the scale benchmarks (1,000 nodes, 10,000 jobs) beside their baselines: build/bench.json and"
+	@echo "            the README's Performance section (BENCH_ARGS='--only parse' for one module, '--quick' to try)"
 
 setup: system venv labextension
 
@@ -37,15 +40,24 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
+# Every test, in two runs: those that need no Slurm and no browser on both cores (pytest-xdist), then the
+# sandbox, browser and timing (`serial`) tests one at a time (they share one sandbox, or measure the cores).
+# A run that selects no test (PYTEST_ARGS naming files of the other kind) is not a failure.
 test: setup lint typecheck
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal \
+	    -m "not sandbox and not browser and not serial" $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider \
+	    -m "sandbox or browser or serial" --durations=25 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
 
 # the fast tier: no Slurm, no browser, both cores (pytest-xdist); HYPOTHESIS_PROFILE=dev
 test-fast: venv
 	$(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal -m "not sandbox and not browser" $(PYTEST_ARGS)
 
+# The workshop course: the sandbox, a preflight allocation, every lesson notebooks/NN-*.ipynb executed in a fresh
+# kernel and written as HTML into build/demo/ (index.html); the sandbox is stopped after, Ctrl-C included.
+# Exit 0 only when every lesson ran without an error.
 demo: setup
-	$(PY) -m slurmlab.demo
+	$(PY) -m slurmlab.demo $(DEMO_ARGS)
 
 # A sandbox and JupyterLab (127.0.0.1 unless SLURMLAB_LAB_IP says otherwise) on a working copy of the notebooks
 # (build/lab); prints the URL with its token; Ctrl-C stops JupyterLab, its kernels and the sandbox.
@@ -55,19 +67,31 @@ lab: setup
 # The Slurm version matrix: a Debian root per Slurm version (scripts/slurm-root.sh, cached in
 # ${SLURMLAB_ROOTS:-~/.cache/slurmlab/roots}), entered with chroot (scripts/in-slurm-root.sh). Needs root.
 SLURM ?=
-SLURM_PYTEST ?= -m "sandbox and not browser"
+# the lessons are left to the demo, which executes every one of them on that Slurm (not twice)
+SLURM_PYTEST ?= -m "sandbox and not browser and not lessons"
 slurm-root:
 	@[[ -n "$(SLURM)" ]] || { echo "which Slurm? make $@ SLURM=24.11 (or 26.05)" >&2; exit 2; }
 	@bash scripts/slurm-root.sh $(SLURM)
 
-# The sandbox-marked tests (the notebooks among them), then the demo; each run must leave nothing running.
+# The sandbox-marked tests, the magics' argument parsing on the root's own Python (argparse changes between
+# versions: 3.13 in trixie and sid), then the demo (the course, into build/demo-slurm-VERSION; any lesson error
+# fails it); each run must leave nothing running.
 test-slurm: slurm-root
 	@start=$$SECONDS; bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider \
 	    $(SLURM_PYTEST) $(PYTEST_ARGS); rc=$$?; \
 	  echo "test-slurm $(SLURM): pytest exit $$rc in $$((SECONDS - start))s"; \
-	  start=$$SECONDS; bash scripts/in-slurm-root.sh $(SLURM) python -m slurmlab.demo; demo=$$?; \
+	  bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider -q \
+	    -m "not sandbox and not browser" tests/unit/magics || rc=1; \
+	  start=$$SECONDS; bash scripts/in-slurm-root.sh $(SLURM) python -m slurmlab.demo \
+	    --out build/demo-slurm-$(SLURM); demo=$$?; \
 	  echo "test-slurm $(SLURM): demo exit $$demo in $$((SECONDS - start))s"; \
 	  [[ $$rc -eq 0 && $$demo -eq 0 ]]
+
+# Issue 14's table at a real cluster's size: every benchmarks/bench_*.py beside its baseline (medians of >= 5),
+# one table with target and verdict, growth tables in nodes + jobs, build/bench.json, and the README's
+# "Performance" section rewritten from it. Exit 1 when a target is missed. BENCH_ARGS='--only parse' for one.
+bench: setup
+	@$(PY) benchmarks/run_all.py $(BENCH_ARGS); rc=$$?; $(PY) scripts/bench_readme.py; exit $$rc
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

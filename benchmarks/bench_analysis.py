@@ -12,9 +12,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._bench import Row, median_time
 from slurmlab.experiments.analysis import analyse
 
 TARGET_S = 1.0
@@ -29,6 +34,16 @@ def build(runs: int, procs: int, seed: int = 0) -> tuple[list[np.ndarray], tuple
     owner = np.arange(runs) % procs
     per_proc = [all_runs[owner == p] for p in range(procs)]
     return per_proc, (0, int(all_runs[-1, 1]))
+
+
+def measure(quick: bool = False) -> list[Row]:
+    """The analysis of 10^6 runs (quick: 10^4) against its 1 s target."""
+    n = 10_000 if quick else 1_000_000
+    runs, window = build(n, 4)
+    secs = median_time(lambda: analyse(runs, window, merge_below_ns=1_000), repeat=1 if quick else 5,
+                       warmup=0 if quick else 1)
+    return [Row("time-slicing analysis", "analyse() of 4 processes' runs", secs, "s", target=TARGET_S,
+                size=f"{n:,} runs")]
 
 
 def main() -> int:

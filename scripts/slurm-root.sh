@@ -18,8 +18,8 @@ MIRROR=${SLURMLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 VENV_IN_ROOT=/opt/slurmlab-venv
 
 # The packages of the root: Slurm and munge for the sandbox, Python for slurmlab, and the tools its tests call
-# (ps/pgrep, runuser/useradd, hostname).
-PKGS=(slurmctld slurmd slurm-client munge python3 python3-venv python3-pip ca-certificates procps psmisc
+# (ps/pgrep, runuser/useradd, hostname); slurmdbd and MariaDB for the sandbox's accounting.
+PKGS=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server python3 python3-venv python3-pip ca-certificates procps psmisc
       util-linux passwd hostname iproute2)
 
 say() { echo "slurm-root: $*"; }

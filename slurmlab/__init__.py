@@ -7,6 +7,7 @@ jupyter_server) and probes no hardware. Heavy features import what they need whe
 from __future__ import annotations
 
 from slurmlab.errors import (
+    AccountingOffError,
     AllocationError,
     ControllerDownError,
     ExperimentError,
@@ -58,6 +59,8 @@ _LAZY = {
     "JobMig": "slurmlab.core.gpu.job_hardware",
     "BindingTable": "slurmlab.core.gpu.binding",
     "best_gpus": "slurmlab.core.gpu.placement",
+    # `slurmlab doctor` as a function: the report of the checks on the cluster, a job or a node
+    "doctor": "slurmlab.slurm.doctor",
 }
 
 
@@ -89,6 +92,7 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "slurmlab"}]
 
 __all__ = [
+    "AccountingOffError",
     "Allocation",
     "AllocationError",
     "BindingTable",

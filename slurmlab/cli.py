@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "timeslice": "slurmlab.commands.experiments",
     "isolation": "slurmlab.commands.experiments",
     "notebooks": "slurmlab.commands.notebooks",
+    "doctor": "slurmlab.commands.doctor",
 }
 
 

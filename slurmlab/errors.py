@@ -8,6 +8,7 @@ to handle anything slurmlab raises on purpose::
     ├── RequestError          a GPU request that is malformed or that Slurm would reject
     ├── SlurmError            a Slurm command failed; carries argv, exit code and Slurm's own message
     │   ├── SlurmNotFoundError      the command is not installed
+    │   ├── AccountingOffError      the cluster keeps no accounting (no slurmdbd): sacct/sshare cannot answer
     │   ├── MungeError              authentication (munged) failed
     │   ├── ControllerDownError     slurmctld not responding / refused / timed out
     │   │   ├── SlurmTimeoutError   the command ran past its timeout
@@ -27,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "AccountingOffError",
     "AllocationError",
     "ControllerDownError",
     "ExperimentError",
@@ -105,6 +107,10 @@ class SlurmError(SlurmlabError):
 
 class SlurmNotFoundError(SlurmError):
     """A Slurm command is not installed on this machine."""
+
+
+class AccountingOffError(SlurmError):
+    """Slurm accounting is off here (``AccountingStorageType=none``) or its slurmdbd does not answer."""
 
 
 class ControllerDownError(SlurmError):

@@ -34,9 +34,25 @@ def cluster(fake: FakeRunner) -> FakeRunner:
     """The cluster-wide state (version, nodes, partitions, every job, owners, ping) and job 19's own
     owner, node states, step and scancel."""
     fake.replay_cluster(VERSION)
+    node_brief(fake, VERSION)
     fake.replay(*(f"{VERSION}/{n}" for n in ("l07_sinfo_node_states.txt", "l08_squeue_owner.txt",
                                               "l09_srun_overlap_hostname.txt", "l11_scancel.txt")))
     return fake
+
+
+def node_brief(fake: FakeRunner, version: str) -> None:
+    """The server's brief node poll (``sinfo -h -N -o '%N|%T|%C'``), derived from the recorded node detail of
+    the same moment (``State=``, ``CPUAlloc=``, ``CPUTot=``): the recordings predate that command."""
+    from slurmlab.server.nodetracker import NODE_BRIEF_ARGV
+
+    lines = []
+    for block in (golden_dir() / version / "s08_scontrol_show_node_d.txt").read_text().split("\n\n"):
+        words = dict(w.split("=", 1) for w in block.split() if "=" in w)
+        if "NodeName" in words:
+            alloc, total = int(words.get("CPUAlloc", 0)), int(words.get("CPUTot", 0))
+            state = words.get("State", "unknown").split("+")[0].lower()
+            lines.append(f"{words['NodeName']}|{state}|{alloc}/{total - alloc}/0/{total}\n")
+    fake.on(list(NODE_BRIEF_ARGV), stdout="".join(lines))
 
 
 def job_in(fake: FakeRunner, state: str) -> None:

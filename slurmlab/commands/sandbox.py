@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up.add_argument("--admit", action="append", default=None, metavar="USER",
                     help="also let this Unix user use the sandbox (repeat for several; by default only the user "
                          "who starts it may); given to a running sandbox, replaces the users it admits")
+    up.add_argument("--accounting", action=argparse.BooleanOptionalAction, default=None,
+                    help="also run Slurm accounting (slurmdbd with a private MariaDB: sacct, sacctmgr, QOS limits, "
+                         "fair-share); default: on where slurmdbd and MariaDB are installed")
     up.set_defaults(func=_up)
     for name, func, text in (("down", _down, "stop every process of the sandbox"),
                              ("restart", _restart, "bring back dead or frozen daemons, keeping every job"),
@@ -59,7 +62,7 @@ def _up(args: argparse.Namespace) -> int:
     from slurmlab.sandbox import Sandbox
 
     sb = Sandbox.up(profile=args.profile, nodes=args.nodes, directory=args.directory, port=args.port,
-                    admit=args.admit)
+                    admit=args.admit, accounting=args.accounting)
     word = "already running; reusing it" if sb.reused else "is up"
     print(f"sandbox {sb.profile_name} ({len(sb.nodes)} nodes, Slurm {sb.release}) {word}")
     print(f"  folder: {sb.directory}")
@@ -67,6 +70,11 @@ def _up(args: argparse.Namespace) -> int:
         print(f"  on this machine: {note}")
     others = f", and {', '.join(sb.admitted)}" if sb.admitted else ""
     print(f"  may be used by: its owner{others} (and root)")
+    if sb.state.get("accounting"):
+        print(f"  accounting: on (slurmdbd on port {sb.ports['slurmdbd']}, MariaDB in {sb.directory / 'db'}): "
+              "sacct, sacctmgr and sshare answer")
+    else:
+        print(f"  accounting: off ({sb.state.get('accounting_off') or 'this sandbox was started without it'})")
     print("point Slurm's commands at it with:")
     print(f"  export SLURM_CONF={shlex.quote(str(sb.conf_path))}")
     print(f"  (or: eval \"$(slurmlab sandbox env --dir {shlex.quote(str(sb.directory))})\")")

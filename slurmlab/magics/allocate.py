@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
+from slurmlab.core.diagnosis.time_warnings import signal_note
 from slurmlab.core.slurm.jobid import is_job_id
 from slurmlab.magics.args import (
     argument,
@@ -94,18 +95,14 @@ def prepare_request(tokens: list[str], runner: Runner | None = None, *,
 def _time_note(req: GpuRequest) -> str | None:
     """The one line about a request without a time limit; the partition's limits when the cluster says them."""
     from slurmlab.errors import SlurmlabError
-    from slurmlab.slurm import queries
+    from slurmlab.slurm.inventory import cluster_inventory
 
     if not unlimited(req):
         return None
     if req.checked is None or not req.checked.against_cluster:  # a dry run that could not ask: do not wait twice
         return time_limit_note(req, None)
-    try:
-        partitions = list(queries.list_partitions())
-        default = None
-        if not req.partition and not any(p.default for p in partitions):
-            default = queries.default_partition()
-        partition = partition_for(req, partitions, default)
+    try:  # the partitions the check just read, cached per cluster (default filled in from sinfo): no Slurm call
+        partition = partition_for(req, cluster_inventory().get().partitions, None)
     except SlurmlabError:  # the note then says the limit is not known here; the submit says what failed
         partition = None
     return time_limit_note(req, partition)
@@ -175,7 +172,8 @@ class AllocateMagics(Magics):
             from slurmlab.slurm.allocation import salloc_argv
 
             extra = tuple(w.removeprefix("note: ") for w in (no_gpu, _time_note(req)) if w)
-            return DryRun(tuple(salloc_argv(req)), explain(req), tuple(req.warnings) + extra, note)
+            said = explain(req) + (f". {n}" if (n := signal_note(req.extra)) else "")  # --signal in words
+            return DryRun(tuple(salloc_argv(req)), said, tuple(req.warnings) + extra, note)
         if no_gpu is not None:
             raise UsageError(no_gpu)
         origin = current_origin(self.shell, req.to_argv(), typed=" ".join(rest))

@@ -32,6 +32,7 @@ __all__ = [
     "check_text",
     "expand_line",
     "job_id_option",
+    "line_tokens",
     "magic_arguments",
     "parse_tokens",
     "raw_line",
@@ -190,21 +191,27 @@ def check_text(text: str, where: str = "the line", *, cell: bool = False) -> Non
         raise UsageError(f"{where} is {size:,} bytes; a command line takes at most {limit:,}: {fix}")
 
 
-def split_line(magics: Any, name: str, line: str) -> tuple[argparse.Namespace, list[str], list[str]]:
-    """(our options, Slurm options, command) of the line of magic ``name`` of a Magics instance.
-
-    Tokens after the first ``--`` are the command, verbatim, never read as our options. Before it,
-    ``parse_known_args`` takes our options and leaves every Slurm flag, in order, for Slurm.
-    """
+def line_tokens(line: str) -> list[str]:
+    """The line's arguments as a shell splits them (IPython's arg_split), or UsageError saying what is wrong."""
     check_text(line)
     try:
-        tokens = arg_split(line, posix=True, strict=True)
+        tokens: list[str] = arg_split(line, posix=True, strict=True)
     except ValueError as exc:  # an unclosed quote, or a backslash at the very end
         raise UsageError(f"cannot split the line ({exc}): close the quote, or escape it") from None
     big = next((t for t in tokens if len(os.fsencode(t)) > MAX_ARG_BYTES), None)
     if big is not None:
         raise UsageError(f"one argument ({big[:20]!r}…) is over {MAX_ARG_BYTES:,} bytes, more than a "
                          "command line takes: put it in a file and pass the file's name")
+    return tokens
+
+
+def split_line(magics: Any, name: str, line: str) -> tuple[argparse.Namespace, list[str], list[str]]:
+    """(our options, Slurm options, command) of the line of magic ``name`` of a Magics instance.
+
+    Tokens after the first ``--`` are the command, verbatim, never read as our options. Before it,
+    ``parse_known_args`` takes our options and leaves every Slurm flag, in order, for Slurm.
+    """
+    tokens = line_tokens(line)
     parser: argparse.ArgumentParser = getattr(type(magics), name).parser
     command: list[str] = []
     if "--" in tokens:

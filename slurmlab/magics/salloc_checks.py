@@ -8,10 +8,13 @@ its GPUs for days (the partition's limit) once the notebook is forgotten.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from slurmlab.core.request.request import GpuRequest
-from slurmlab.core.slurm.models import Partition
 from slurmlab.core.slurm.timefmt import format_duration
+
+if TYPE_CHECKING:  # %load_ext imports this module: the request language and the models load on first use
+    from slurmlab.core.request.request import GpuRequest
+    from slurmlab.core.slurm.models import Partition
 
 __all__ = ["asks_for_gpu", "no_gpu_message", "partition_for", "time_limit_note", "unlimited"]
 

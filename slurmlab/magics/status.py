@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from slurmlab.magics.args import argument, expand_line, job_id_option, magic_arguments, raw_line, split_line
+from slurmlab.magics.args import (
+    argument,
+    expand_line,
+    job_id_option,
+    line_tokens,
+    magic_arguments,
+    raw_line,
+    split_line,
+)
 from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
 from slurmlab.magics.steps import attach_as_default
 from slurmlab.slurm.failures import NOT_CONFIGURED_HINT
@@ -238,13 +247,18 @@ class StatusMagics(Magics):
                           note=note)
 
     @magic_arguments()
-    @argument("action", nargs="?", choices=["status", "sandbox", "use", "attach", "debug"], default="status",
-              help="status (default); sandbox up|down|status [PROFILE]; use SLURM_CONF; attach JOBID; debug on|off")
+    @argument("action", nargs="?", choices=["status", "sandbox", "use", "attach", "debug", "doctor"],
+              default="status", help="status (default); sandbox up|down|status [PROFILE]; use SLURM_CONF; "
+              "attach JOBID; debug on|off; doctor [--job ID] [--node NAME] [--json]")
     @argument("args", nargs="*",
               help="sandbox: up|down|status and a profile; use: a slurm.conf path; attach: a job id; debug: on|off")
     @argument("--nodes", type=int, metavar="N", help="sandbox up: number of nodes")
     @argument("--dir", metavar="PATH", help="sandbox: its folder (default: the profile's usual place)")
     @argument("--profile", metavar="PROFILE", help="sandbox: the hardware profile, as `slurmlab sandbox` spells it")
+    @argument("--if-needed", action="store_true",
+              help="sandbox up: use the Slurm configured here if it answers; start the sandbox only if none is")
+    @argument("--accounting", action=argparse.BooleanOptionalAction, default=None,
+              help="sandbox up: Slurm accounting (sacct) on or off; default: on where slurmdbd and MariaDB are")
     @raw_line
     @line_magic
     def slurm(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
@@ -253,13 +267,24 @@ class StatusMagics(Magics):
         ``%slurm`` status (with the jobs earlier kernels of this notebook left, to attach or cancel) ·
         ``%slurm attach JOBID`` follow a job and make it the default allocation ·
         ``%slurm sandbox up [PROFILE | --profile P] [--nodes N] [--dir PATH]`` start (or reuse) a real
-        local Slurm and use it · ``%slurm sandbox down`` · ``%slurm sandbox status`` ·
-        ``%slurm use /path/slurm.conf`` · ``%slurm debug on|off`` full tracebacks instead of one-line errors.
+        local Slurm and use it (``--if-needed``: only when no Slurm answers here) · ``%slurm sandbox down`` ·
+        ``%slurm sandbox leave`` back to the Slurm used before (stops the sandbox if this kernel started it) ·
+        ``%slurm sandbox status`` ·
+        ``%slurm use /path/slurm.conf`` · ``%slurm debug on|off`` full tracebacks instead of one-line errors ·
+        ``%slurm doctor [--job ID] [--node NAME] [--json]`` what is wrong with the cluster, a job or a node.
         """
         from slurmlab.magics.sandbox import sandbox_command, use_conf
 
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "slurm", line)
+        if ns.action == "doctor" and not command:
+            from slurmlab.magics.doctor import doctor_magic
+
+            # its own tokens, in the order given: %slurm's parser would move a value (`--job 4`) among its
+            # positionals on Python 3.12+ (parse_known_args takes intermixed positionals there)
+            tokens = line_tokens(line)
+            at = tokens.index("doctor")
+            return doctor_magic(tokens[:at] + tokens[at + 1:])
         if rest or command:
             raise UsageError(f"%slurm does not take {' '.join(rest + command)!r}; see %slurm?")
         if ns.action == "status":
@@ -285,7 +310,7 @@ class StatusMagics(Magics):
             if len(args) > 1:
                 raise UsageError(f"two profiles given ({args[1]!r} and --profile {ns.profile!r}): give one")
             args.append(ns.profile)
-        return StatusText(sandbox_command(args, ns.nodes, ns.dir))
+        return StatusText(sandbox_command(args, ns.nodes, ns.dir, if_needed=ns.if_needed, accounting=ns.accounting))
 
 
 for _m in (StatusMagics.squeue, StatusMagics.sinfo, StatusMagics.slurm):

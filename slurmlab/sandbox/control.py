@@ -14,12 +14,12 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from slurmlab.errors import SandboxError
-from slurmlab.sandbox import access, machine, processes
+from slurmlab.sandbox import access, accounting_daemons, machine, processes
 from slurmlab.sandbox.daemons import accepts, daemon_argv, expected_program, start_failure, wait_for
 from slurmlab.sandbox.folder import (
     default_directory,
@@ -153,7 +153,7 @@ class Sandbox:
             with contextlib.suppress(Exception):
                 states = self.node_states()
         return SandboxStatus(self.directory, self.profile_name, self.nodes, procs, self.ports, states, frozen,
-                             self.release)
+                             self.release, accounting_daemons.describe(self.directory, self.state, procs))
 
     def node_states(self) -> dict[str, str]:
         """node name -> Slurm state (``idle``, ``mixed``, ``down*`` ...)."""
@@ -166,7 +166,7 @@ class Sandbox:
         """Stop every process of the sandbox (daemons, slurmstepd, job tasks). Returns the pids stopped."""
         self._reload()
         own = {name: pid for name, pid in self.pids.items() if self._pid_alive(name, pid)}
-        stopped = stop_sandbox(own, str(self.conf_path), self.directory)
+        stopped = stop_sandbox(own, str(self.conf_path), self.directory, str(self.state.get("user", "")))
         with contextlib.suppress(FileNotFoundError):
             (self.directory / STATE_FILE).unlink()
         return stopped
@@ -183,14 +183,14 @@ class Sandbox:
         timeout: float = 60.0,
         admit: Sequence[str] | None = None,
         slurmd_timeout: int = 120,
-    ) -> Sandbox:
+        accounting: bool | None = None) -> Sandbox:
         """Start the sandbox of ``profile`` (``nodes`` scales its node count) and wait until every node is idle.
 
         Only the user who starts it (and root) may use it, plus the Unix users named in ``admit``.
         ``slurmd_timeout`` is slurm.conf's SlurmdTimeout: how soon a dead slurmd shows as not responding (seen:
         14-21 s at 15, about 70 s at the usual 120). A sandbox already running in that folder is reused (``.reused`` is then True); ``admit``, when
-        given, then replaces the users it admits.
-        """
+        given, then replaces the users it admits. ``accounting``: slurmdbd and a MariaDB too (:mod:`.accounting`);
+        None: where both are installed (``status`` says why not)."""
         prof = load_profile(profile)
         if nodes is not None:
             prof = prof.scaled(nodes)
@@ -202,13 +202,15 @@ class Sandbox:
         guests = access.resolve_users(admit or ())
         existing = cls._existing(folder, prof)
         if existing is not None:
+            accounting_daemons.check_reuse(existing.state, accounting, folder)
             if admit is not None:
                 existing.admit(*admit)
             return existing
+        accounting, accounting_state = accounting_daemons.resolve(accounting)
         munged, slurmctld, slurmd = daemon("munged"), daemon("slurmctld"), daemon("slurmd")
         client("sinfo")
         release = detect_release(slurmctld)
-        ctx, settings = _context(folder, prof, detect_version(slurmctld), port, slurmd_timeout)
+        ctx, settings = _context(folder, prof, detect_version(slurmctld), port, slurmd_timeout, accounting)
         munge_dir = Path(ctx.munge_socket).parent
         make_folders(folder, prof.node_names)
         _check_reachable(guests, munge_dir)
@@ -218,17 +220,20 @@ class Sandbox:
         conf = write_configuration(folder, prof, ctx)
         make_munge_key(munge_dir)
         state: dict[str, Any] = {
-            "profile": prof.name, "nodes": prof.nodes, "node_names": list(prof.node_names),
-            "conf_path": str(conf), "version": list(ctx.version), "release": release, "notes": list(settings.notes),
-            "user": ctx.user, "hostname": ctx.hostname,
+            "profile": prof.name, "nodes": prof.nodes, "node_names": list(prof.node_names), "conf_path": str(conf),
+            "version": list(ctx.version), "release": release, "notes": list(settings.notes), "user": ctx.user,
+            "hostname": ctx.hostname, "accounting": accounting, **accounting_state, "cluster": ctx.cluster_name,
             "ports": {"slurmctld": ctx.ctld_port,
-                      **{f"slurmd:{n}": p for n, p in zip(prof.node_names, ctx.node_ports, strict=True)}},
+                      **{f"slurmd:{n}": p for n, p in zip(prof.node_names, ctx.node_ports, strict=True)},
+                      **({"slurmdbd": ctx.accounting_port} if accounting else {})},
             "munge_socket": ctx.munge_socket, "pids": {}, "started": time.time(), "admit": [g.name for g in guests],
         }
         sb = cls(folder, state)
         try:
             sb._start_daemons(munged, slurmctld, slurmd)
             wait_idle(sb.node_states, sb.nodes, sb.pids, sb.directory / "log", timeout)
+            if accounting:
+                accounting_daemons.finish(sb.directory, sb.state, sb.runner())
         except BaseException:
             with contextlib.suppress(Exception):
                 sb.down()
@@ -238,6 +243,8 @@ class Sandbox:
     def _start_daemons(self, munged: str, slurmctld: str, slurmd: str) -> None:
         """munged, then slurmctld with its saved jobs cleared, then one slurmd per node once slurmctld listens."""
         self._start_munged(munged)
+        if self.state.get("accounting"):  # the cluster must be in the database before slurmctld registers
+            accounting_daemons.bring_up(self.directory, self.state, self._start, self.runner())
         self._start(slurmctld, self._argv("slurmctld", slurmctld, fresh=True), "slurmctld")
         self._wait_listening()
         for node in self.nodes:
@@ -269,8 +276,8 @@ class Sandbox:
         return None
 
     # ---- daemons ----------------------------------------------------------------------------------------
-    def _argv(self, name: str, exe: str, *, fresh: bool = False) -> list[str]:
-        return daemon_argv(name, exe, self.conf_path, self.munge_socket, self.directory / "log", fresh=fresh)
+    def _argv(self, name: str, exe: str, **flags: bool) -> list[str]:  # fresh=, recover= (daemon_argv)
+        return daemon_argv(name, exe, self.conf_path, self.munge_socket, self.directory / "log", **flags)
 
     def _start_munged(self, exe: str) -> None:
         sock = self.munge_socket
@@ -304,6 +311,8 @@ class Sandbox:
         self._save()
         if self._pid_alive("munged", self.pids.get("munged", 0)):
             self._guard_munge()
+            if self.state.get("accounting"):  # a user without an association may not run jobs
+                accounting_daemons.add_users(self.directory, str(self.state["cluster"]), self.admitted, self.runner())
         else:
             access.grant(self.munge_socket.parent, 0o700, guests, 0o1)
         return self.admitted
@@ -319,7 +328,8 @@ class Sandbox:
         """
         self._reload()
         done: list[str] = []
-        for name in ["munged", "slurmctld", *(f"slurmd:{n}" for n in self.nodes)]:
+        acct = [n for n in reversed(accounting_daemons.ACCOUNTING_DAEMONS) if n in self.pids]  # database first
+        for name in ["munged", *acct, "slurmctld", *(f"slurmd:{n}" for n in self.nodes)]:
             pid = self.pids.get(name, 0)
             if self._pid_alive(name, pid):
                 if processes.frozen(pid):
@@ -328,11 +338,12 @@ class Sandbox:
                 continue
             if pid > 0:
                 processes.reap([pid])  # our own child when this process started it: no zombie left
-            exe = daemon(name.split(":")[0])
-            if name == "munged":
-                self._start_munged(exe)
+            if name in acct:
+                accounting_daemons.restart(name, self.directory, self.state, self._start)
+            elif name == "munged":
+                self._start_munged(daemon("munged"))
             else:
-                self._start(exe, self._argv(name, exe), name)
+                self._start(exe := daemon(name.split(":")[0]), self._argv(name, exe, recover=True), name)
                 if name == "slurmctld":
                     self._wait_listening()
             done.append(f"{name}: was not running (pid {pid}); restarted as pid {self.pids[name]}")
@@ -340,11 +351,11 @@ class Sandbox:
             wait_responding(self.node_states, self.nodes, self.directory, timeout)
         return done
 
-    def _start(self, exe: str, argv: list[str], name: str) -> None:
+    def _start(self, exe: str, argv: list[str], name: str, env: Mapping[str, str] | None = None) -> None:
         log = open(self.directory / "log" / f"{name.replace(':', '-')}.out", "ab")
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    env={**os.environ, "SLURM_CONF": str(self.conf_path)},
+                                    env={**os.environ, "SLURM_CONF": str(self.conf_path), **(env or {})},
                                     start_new_session=True, close_fds=True, executable=exe)
         finally:
             log.close()
@@ -371,18 +382,19 @@ def _check_reachable(guests: Sequence[access.AdmittedUser], folder: Path) -> Non
             )
 
 
-def _context(folder: Path, prof: Profile, version: tuple[int, int], port: int | None, slurmd_timeout: int
-             ) -> tuple[RenderContext, machine.SandboxSettings]:
+def _context(folder: Path, prof: Profile, version: tuple[int, int], port: int | None, slurmd_timeout: int,
+             accounting: bool = False) -> tuple[RenderContext, machine.SandboxSettings]:
     """How the sandbox in ``folder`` runs on this machine: its ports, user, socket, and the settings this
     machine needs (cgroups, host name)."""
     settings = machine.sandbox_settings(machine.inspect(), version)
     root = os.geteuid() == 0
     sock = munge_socket_in(folder)
-    ports = free_ports(1 + prof.nodes, first=port)
+    ports = free_ports(1 + prof.nodes + accounting, first=port)
     ctx = RenderContext(
         directory=str(folder), hostname=socket.gethostname(), user=pwd.getpwuid(os.geteuid()).pw_name,
-        ctld_port=ports[0], node_ports=tuple(ports[1:]), munge_socket=str(sock), version=version,
+        ctld_port=ports[0], node_ports=tuple(ports[1:1 + prof.nodes]), munge_socket=str(sock), version=version,
         device_dir=str(folder / "dev") if root else None, slurmd_timeout=slurmd_timeout,
         cgroup_plugin=settings.cgroup_plugin, host_resolves=settings.host_resolves,
+        accounting_port=ports[-1] if accounting else None,
     )
     return ctx, settings

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE, render_hardware
+from slurmlab.sandbox.accounting import JOB_ACCT_GATHER, accounting_tres, slurm_conf_lines
 from slurmlab.sandbox.profile import Gpu, Profile, format_ranges
 from slurmlab.sandbox.standin import TASK_PROLOG
 
@@ -46,6 +47,7 @@ class RenderContext:
     slurmd_timeout: int = 120
     cgroup_plugin: str | None = None  # cgroup.conf's CgroupPlugin; None: no cgroup.conf, Slurm's default
     host_resolves: bool = True  # False: no daemon may look the host name up to bind it
+    accounting_port: int | None = None  # slurmdbd's port; None: no accounting (the plugins are "none")
 
 
 @dataclass(frozen=True)
@@ -170,8 +172,10 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
         # backfill computes a pending job's expected start (squeue %S); its default 30 s cycle left
         # the panel without one for ~28 s, and a handful of jobs costs it nothing each second
         "SchedulerParameters=bf_interval=1",
-        "JobAcctGatherType=jobacct_gather/none",
-        "AccountingStorageType=accounting_storage/none",
+        *JOB_ACCT_GATHER,
+        *(["AccountingStorageType=accounting_storage/none"] if ctx.accounting_port is None else
+          slurm_conf_lines(ctx.accounting_port, accounting_tres(profile.gres_types, ctx.version),
+                           ctx.munge_socket)),
         "JobCompType=jobcomp/none",
         "MailProg=/bin/true",
         "KillWait=5",

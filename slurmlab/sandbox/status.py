@@ -20,6 +20,7 @@ class SandboxStatus:
     node_states: dict[str, str] = field(default_factory=dict)
     frozen: frozenset[str] = frozenset()  # names of the processes stopped by a signal (alive, answering nothing)
     release: str = ""  # the Slurm it runs, e.g. 24.11.5
+    accounting: str = ""  # "off", or "on (...)" with whether slurmdbd and mariadbd answer; "" not known
 
     @property
     def running(self) -> bool:
@@ -51,6 +52,8 @@ class SandboxStatus:
         for node, st in self.node_states.items():
             note = "  (not responding: its slurmd is dead, frozen or unreachable)" if st.endswith("*") else ""
             lines.append(f"  node {node:<9} {st}{note}")
+        if self.accounting:
+            lines.append(f"  accounting     {self.accounting}")
         if not self.running and not self.stopped:
             lines.append(f"bring back what is dead or frozen, keeping every job: slurmlab sandbox restart --dir {self.directory}")
         return "\n".join(lines)

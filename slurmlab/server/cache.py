@@ -1,7 +1,8 @@
 """The server's one cache of JSON answers, each with an ETag.
 
 The poller writes a payload per key ("status", "nodes", "queue:all", ...); every client
-reads the same bytes. The ETag is a hash of the canonical JSON, so an unchanged cluster
+reads the same bytes. The big answers arrive already encoded from the poll worker
+(:meth:`ResponseCache.put_encoded`): one encoding per state, never one per request. The ETag is a hash of the canonical JSON, so an unchanged cluster
 keeps its ETag across polls and clients get 304 Not Modified.
 """
 
@@ -39,11 +40,16 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
 
 @dataclass(frozen=True)
 class CacheEntry:
-    payload: Mapping[str, Any]  # one of the answers of server/contract.py
-    body: bytes
+    body: bytes  # the JSON of one of the answers of server/contract.py
     etag: str
     changed_at: float
     checked_at: float
+
+    @property
+    def payload(self) -> Mapping[str, Any]:
+        """The answer as data (decoded on demand: the routes send ``body`` as it is)."""
+        decoded: Mapping[str, Any] = json.loads(self.body)
+        return decoded
 
 
 class ResponseCache:
@@ -60,14 +66,17 @@ class ResponseCache:
     def put(self, key: str, payload: Mapping[str, Any]) -> bool:
         """Store ``payload`` under ``key``; True when it differs from what was there."""
         body = self.encode(payload)
-        etag = etag_of(body)
+        return self.put_encoded(key, body, etag_of(body))
+
+    def put_encoded(self, key: str, body: bytes, etag: str) -> bool:
+        """Store an answer encoded elsewhere (by the poll worker); True when it differs from what was there."""
         now = time.time()
         with self._lock:
             old = self._entries.get(key)
             if old is not None and old.etag == etag:
-                self._entries[key] = CacheEntry(old.payload, old.body, etag, old.changed_at, now)
+                self._entries[key] = CacheEntry(old.body, etag, old.changed_at, now)
                 return False
-            self._entries[key] = CacheEntry(payload, body, etag, now, now)
+            self._entries[key] = CacheEntry(body, etag, now, now)
             return True
 
     def get(self, key: str) -> CacheEntry | None:

@@ -144,15 +144,43 @@ def running_sandboxes(base: Path | None = None, uid: int | None = None) -> list[
     return found
 
 
+def _sandbox_folders(own_conf: str | None, base: Path | None) -> list[Path]:
+    """Where to look for sandboxes: the default place, and the folder holding the server's own sandbox when
+    it is one elsewhere (a test session's, or one started with ``--dir``): ``%slurm sandbox up OTHER`` puts a
+    second profile beside the one in use, and the sidebar must follow it there."""
+    folders = [sandbox_base() if base is None else base]
+    if own_conf is not None:
+        own_folder = Path(own_conf).parent
+        if (own_folder / STATE_FILE).is_file():
+            beside = own_folder.parent
+            if all(os.path.realpath(beside) != os.path.realpath(f) for f in folders):
+                folders.append(beside)
+    return folders
+
+
 def find_clusters(own_conf: str | None, base: Path | None = None) -> list[ClusterView]:
-    """The server's own cluster first, then every other running sandbox. The own cluster keeps the id of
-    the sandbox it is, when it is one found under ``base``; ``default`` names it in any case."""
-    sandboxes = running_sandboxes(base)
-    own_id = next((f"sandbox-{folder}" for folder, _, conf in sandboxes if _same_file(conf, own_conf)), OWN)
+    """The server's own cluster first, then every other running sandbox (under ``base`` and beside the own
+    sandbox). The own cluster keeps the id of the sandbox it is, when it is one of those found; ``default``
+    names it in any case. Ids stay unique: a second folder of the same name gets a numbered id."""
+    sandboxes: list[tuple[str, str, str]] = []
+    seen_confs: set[str] = set()
+    ids: set[str] = {OWN}
+    for folder_base in _sandbox_folders(own_conf, base):
+        for folder, profile, conf in running_sandboxes(folder_base):
+            real = os.path.realpath(conf)
+            if real in seen_confs:
+                continue
+            seen_confs.add(real)
+            cid, n = f"sandbox-{folder}", 2
+            while cid in ids:
+                cid, n = f"sandbox-{folder}-{n}", n + 1
+            ids.add(cid)
+            sandboxes.append((cid, profile, conf))
+    own_id = next((cid for cid, _, conf in sandboxes if _same_file(conf, own_conf)), OWN)
     views = [_view(own_id, own_conf, own=True)]
-    for folder, profile, conf in sandboxes:
+    for cid, profile, conf in sandboxes:
         if not _same_file(conf, own_conf):
-            views.append(_view(f"sandbox-{folder}", conf, own=False, sandbox=profile))
+            views.append(_view(cid, conf, own=False, sandbox=profile))
     return views
 
 

@@ -14,6 +14,7 @@ Routes (under ``<base_url>/slurmlab/api/``) and what they answer::
     GET  nodes               NodesAnswer
     GET  jobs/ID             JobDetailAnswer
     POST jobs/ID/cancel      CancelAnswer
+    GET  recent              RecentJobsAnswer  my jobs of the last day, from Slurm accounting (slurmlab.server.recent)
     any error                ErrorAnswer       with the HTTP status
 
 Every route but ``clusters`` takes ``cluster=ID`` (an id of ``clusters``; none: the server's own
@@ -43,6 +44,8 @@ __all__ = [
     "NodesAnswer",
     "ProblemView",
     "QueueAnswer",
+    "RecentJob",
+    "RecentJobsAnswer",
     "Stamped",
     "StatusAnswer",
 ]
@@ -163,6 +166,31 @@ class CancelAnswer(TypedDict):
     user: str
 
 
+class RecentJob(TypedDict):
+    """One of the server user's recent jobs, as Slurm accounting remembers it (``sacct``)."""
+
+    job_id: str
+    name: str
+    state: str  # Slurm's word
+    state_words: str  # in plain words (slurmlab.core.diagnosis.fairshare.state_in_words)
+    exit_code: int | None
+    signal: int | None
+    elapsed_s: int | None
+    time_limit_s: int | None
+    gpus: int
+    start_time: str | None
+    end_time: str | None
+    efficiency: str | None  # the seff-like line, once the job has run
+
+
+class RecentJobsAnswer(Stamped):
+    user: str
+    since_hours: float
+    accounting: bool  # false: accounting is off (or unreachable); ``message`` says how to turn it on
+    message: str | None
+    jobs: list[RecentJob]
+
+
 class ErrorAnswer(TypedDict):
     message: str
     reason: str | None
@@ -184,4 +212,6 @@ TS_INTERFACES: dict[str, type] = {
     "IClusters": ClustersAnswer,
     "ICancelled": CancelAnswer,
     "IErrorBody": ErrorAnswer,
+    "IRecentJob": RecentJob,
+    "IRecentJobs": RecentJobsAnswer,
 }

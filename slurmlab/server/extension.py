@@ -2,7 +2,9 @@
 
 Settings (``c.ServerApp.tornado_settings`` or the environment):
 ``slurmlab_poll_interval`` / ``SLURMLAB_POLL_INTERVAL`` seconds between polls (default 5),
-``slurmlab_idle_after`` / ``SLURMLAB_IDLE_AFTER`` seconds without a client before polling pauses.
+``slurmlab_idle_after`` / ``SLURMLAB_IDLE_AFTER`` seconds without a client before polling pauses,
+``slurmlab_poll_worker`` / ``SLURMLAB_POLL_WORKER`` where polls run: ``process`` (a worker process, the
+default for a real Slurm), ``thread``, or ``auto``.
 
 The clusters it shows are the one of its own ``SLURM_CONF`` and the running slurmlab sandboxes of its user
 (:mod:`slurmlab.server.clusters`), one poller each (:mod:`slurmlab.server.hub`); ``slurmlab_poller`` is
@@ -19,6 +21,7 @@ from slurmlab.server.clusters import ClusterDirectory
 from slurmlab.server.handlers import routes
 from slurmlab.server.hub import ClusterHub
 from slurmlab.server.poller import DEFAULT_IDLE_AFTER, DEFAULT_INTERVAL, ClusterPoller
+from slurmlab.server.worker import mode_from, shutdown
 
 __all__ = ["load", "setting", "unload"]
 
@@ -46,6 +49,7 @@ def load(serverapp: Any) -> ClusterPoller:
         ClusterDirectory(),
         interval=setting(settings, "slurmlab_poll_interval", "SLURMLAB_POLL_INTERVAL", DEFAULT_INTERVAL),
         idle_after=setting(settings, "slurmlab_idle_after", "SLURMLAB_IDLE_AFTER", DEFAULT_IDLE_AFTER),
+        worker_mode=mode_from(settings.get("slurmlab_poll_worker")),
     )
     poller = hub.own
     settings["slurmlab_hub"] = hub
@@ -60,3 +64,4 @@ def unload(serverapp: Any) -> None:
     hub = serverapp.web_app.settings.get("slurmlab_hub")
     if hub is not None:
         hub.stop()
+    shutdown()

@@ -36,9 +36,10 @@ from slurmlab.errors import (
 from slurmlab.server.cache import CacheEntry, ResponseCache, etag_matches, etag_of
 from slurmlab.server.clusters import UnknownClusterError
 from slurmlab.server.contract import CancelAnswer, ClustersAnswer, ErrorAnswer, JobDetailAnswer
-from slurmlab.server.data import job_view
 from slurmlab.server.hub import ClusterHub
 from slurmlab.server.poller import ClusterPoller
+from slurmlab.server.recent import recent_for
+from slurmlab.server.views import job_view
 
 __all__ = ["API_PREFIX", "ApiError", "routes"]
 
@@ -151,7 +152,7 @@ class ClustersHandler(_SlurmlabHandler):
         payload = ClustersAnswer(clusters=clusters, default=clusters[0]["id"])
         body = ResponseCache.encode(payload)
         now = time.time()
-        self.write_entry(CacheEntry(payload, body, etag_of(body), now, now))
+        self.write_entry(CacheEntry(body, etag_of(body), now, now))
 
 
 class StatusHandler(_SlurmlabHandler):
@@ -205,7 +206,7 @@ class JobHandler(_SlurmlabHandler):
         # Asked for on demand, so not kept in the shared cache (that would grow with every id asked).
         body = ResponseCache.encode(payload)
         now = time.time()
-        self.write_entry(CacheEntry(payload, body, etag_of(body), now, now))
+        self.write_entry(CacheEntry(body, etag_of(body), now, now))
 
 
 class CancelHandler(_SlurmlabHandler):
@@ -240,6 +241,13 @@ class CancelHandler(_SlurmlabHandler):
         self.finish(json.dumps(CancelAnswer(job_id=job_id, cancelled=True, user=source.user)))
 
 
+class RecentHandler(_SlurmlabHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_entry(await recent_for(self.poller).answer())  # my recent jobs (slurmlab.server.recent)
+
+
 def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
     from jupyter_server.utils import url_path_join
 
@@ -251,6 +259,7 @@ def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
         (at("status"), StatusHandler),
         (at("queue"), QueueHandler),
         (at("nodes"), NodesHandler),
+        (at("recent"), RecentHandler),
         (at(r"jobs/([^/]+)/cancel"), CancelHandler),
         (at(r"jobs/([^/]+)"), JobHandler),
     ]

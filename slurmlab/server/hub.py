@@ -14,6 +14,7 @@ from slurmlab.server.clusters import ClusterDirectory
 from slurmlab.server.contract import ClusterView
 from slurmlab.server.data import ClusterSource
 from slurmlab.server.poller import DEFAULT_IDLE_AFTER, DEFAULT_INTERVAL, ClusterPoller
+from slurmlab.server.worker import PollWorker, WorkerMode
 from slurmlab.slurm.runner import Runner
 
 __all__ = ["ClusterHub", "runner_for"]
@@ -29,8 +30,10 @@ def runner_for(cluster: ClusterView) -> Runner | None:
 class ClusterHub:
     def __init__(self, directory: ClusterDirectory, *, interval: float = DEFAULT_INTERVAL,
                  idle_after: float = DEFAULT_IDLE_AFTER,
-                 make_runner: Callable[[ClusterView], Any] | None = None) -> None:
+                 make_runner: Callable[[ClusterView], Any] | None = None,
+                 worker_mode: WorkerMode | None = None) -> None:
         self.directory = directory
+        self.worker = PollWorker(worker_mode)
         self.interval = interval
         self.idle_after = idle_after
         self._make_runner = make_runner
@@ -39,7 +42,7 @@ class ClusterHub:
 
     def _new(self, cluster: ClusterView) -> ClusterPoller:
         make_runner = self._make_runner or runner_for
-        poller = ClusterPoller(ClusterSource(make_runner(cluster)), interval=self.interval,
+        poller = ClusterPoller(ClusterSource(make_runner(cluster), worker=self.worker), interval=self.interval,
                                idle_after=self.idle_after, cluster=cluster)
         if not cluster["own"]:
             self._pollers[cluster["id"]] = poller

@@ -1,15 +1,19 @@
 """One server-side poller: asks Slurm on a timer and fills the cache every client reads.
 
-A Tornado ``PeriodicCallback`` drives it on the server's own IOLoop; the Slurm calls are the
-Slurm layer's async queries (``Runner.arun``), so a slow or stopped controller never blocks the
-server. Only one poll runs at a time; a request that finds no data yet waits for the poll in
-flight instead of starting its own. When no client has asked for a while the timer stops
+A Tornado ``PeriodicCallback`` drives it on the server's own IOLoop, but the poll itself (Slurm's
+commands, parsing, views, JSON encoding) runs in a worker process (:mod:`slurmlab.server.worker`):
+the loop only awaits its future and stores the bytes it sends back, so neither a slow controller
+nor a big cluster holds up any request. Only one poll runs at a time; a request that finds no
+data yet waits for the poll in flight instead of starting its own. When no client has asked for a while the timer stops
 asking Slurm (a sidebar left open on a laptop should not load a real cluster's controller).
 
 Data older than two intervals (after such a pause) is refreshed before it is served: a
 request waits for a fresh poll, up to ``stale_wait`` seconds, and only a controller that
 does not answer in that time gets the old data — which, like every answer, carries the time
 Slurm last confirmed it (``as_of``, ``age_s``; see the handlers).
+
+A poll that comes back incomplete (the first of a large queue: views from the brief lines, details still to
+come) is stored at once and followed by the next poll straight away, not one interval later.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ import logging
 import time
 from typing import Any
 
-from slurmlab.errors import SlurmError, SlurmlabError
+from slurmlab.errors import SlurmError
 from slurmlab.server.cache import ResponseCache
-from slurmlab.server.contract import ClusterView, ErrorAnswer, NodesAnswer, QueueAnswer, StatusAnswer
+from slurmlab.server.contract import ClusterView, ErrorAnswer, StatusAnswer
 from slurmlab.server.data import ClusterSource
+from slurmlab.server.worker import PollOutcome
 
 __all__ = ["DEFAULT_IDLE_AFTER", "DEFAULT_INTERVAL", "ClusterPoller", "PollFailure"]
 
@@ -35,12 +40,18 @@ log = logging.getLogger("slurmlab.server")
 class PollFailure:
     """Why the last poll failed: the HTTP status to answer with and the message to show."""
 
-    def __init__(self, error: BaseException) -> None:
-        self.kind = type(error).__name__
-        self.message = str(error)
+    def __init__(self, error: BaseException | None = None, *, kind: str = "", message: str = "",
+                 status: int = 500) -> None:
+        self.kind = type(error).__name__ if error is not None else kind
+        self.message = str(error) if error is not None else message
         # Slurm down/unreachable/not installed: the service is unavailable, not the server broken.
-        self.status = 503 if isinstance(error, SlurmError) else 500
+        self.status = (503 if isinstance(error, SlurmError) else 500) if error is not None else status
         self.at = time.time()
+
+    @classmethod
+    def of(cls, outcome: PollOutcome) -> PollFailure:
+        """The failure a worker reported (exceptions stay in the worker; their words travel)."""
+        return cls(kind=outcome.error_kind or "", message=outcome.error_message or "", status=outcome.error_status)
 
     def to_dict(self) -> ErrorAnswer:
         return ErrorAnswer(message=self.message, reason=self.kind)
@@ -131,42 +142,41 @@ class ClusterPoller:
 
     async def _poll(self) -> None:
         self.polls += 1
+        complete = True
         try:
-            await self._poll_once()
+            complete = await self._poll_once()
         finally:
             self.last_poll = time.monotonic()
+        if not complete:  # run after this poll's future is done, so that refresh() starts a new one
+            asyncio.get_running_loop().call_soon(self._follow_up)
 
-    async def _poll_once(self) -> None:
-        try:
-            if self.version is None:
-                self.version = await self.source.version()
-            snap = await self.source.snapshot()
-        except SlurmlabError as exc:
-            if self.failure is None or self.failure.message != str(exc):
-                log.warning("slurmlab: poll failed: %s", exc)
-            self.failure = PollFailure(exc)
+    def _follow_up(self) -> None:
+        self._inflight = asyncio.ensure_future(self._poll())
+
+    async def _poll_once(self) -> bool:
+        """One poll, stored; False when it was incomplete and another should follow at once."""
+        outcome = await self.source.poll(self.version)
+        if outcome.version is not None:
+            self.version = outcome.version
+        if outcome.error_kind is not None:
+            failure = PollFailure.of(outcome)
+            if outcome.unexpected:
+                log.error("slurmlab: poll failed unexpectedly: %s: %s", failure.kind, failure.message)
+            elif self.failure is None or self.failure.message != failure.message:
+                log.warning("slurmlab: poll failed: %s", failure.message)
+            self.failure = failure
             self._put_status()
-            return
-        except Exception as exc:  # a bug in a parser must show as an error answer, not kill the timer
-            log.exception("slurmlab: poll failed unexpectedly")
-            self.failure = PollFailure(exc)
-            self._put_status()
-            return
+            return True
         if self.failure is not None:
             log.info("slurmlab: Slurm answers again")
         self.failure = None
-        if snap.problems:
-            log.warning("slurmlab: %d Slurm record(s) could not be read: %s", len(snap.problems),
-                        "; ".join(p["message"] for p in snap.problems[:3]))
-        user = self.source.user
-        self.cache.put("nodes", NodesAnswer(nodes=snap.nodes,
-                                            problems=[p for p in snap.problems if p["kind"] == "node"]))
-        job_problems = [p for p in snap.problems if p["kind"] == "job"]
-        self.cache.put("queue:all", QueueAnswer(scope="all", user=user, jobs=snap.jobs, problems=job_problems))
-        mine = [j for j in snap.jobs if j["mine"]]
-        # a record that cannot be read might be the viewer's own: say so in both scopes
-        self.cache.put("queue:mine", QueueAnswer(scope="mine", user=user, jobs=mine, problems=job_problems))
+        if outcome.problems:
+            log.warning("slurmlab: %d Slurm record(s) could not be read: %s", len(outcome.problems),
+                        "; ".join(outcome.problems[:3]))
+        for key, answer in outcome.answers.items():
+            self.cache.put_encoded(key, answer.body, answer.etag)
         self._put_status()
+        return outcome.complete
 
     def _put_status(self) -> None:
         self.cache.put(

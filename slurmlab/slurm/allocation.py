@@ -22,11 +22,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import overload
+from typing import TYPE_CHECKING
 
-from slurmlab.core.gpu.binding import BindingTable
-from slurmlab.core.gpu.job_hardware import JobMig, JobTopology
-from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
+from slurmlab.core.diagnosis.alternatives import Alternative
+from slurmlab.core.gpu.usage import UsageTable
 from slurmlab.core.request.request import GpuRequest
 from slurmlab.core.slurm.job_view import JobView, job_view
 from slurmlab.core.slurm.models import Job
@@ -35,6 +34,7 @@ from slurmlab.errors import SlurmError
 from slurmlab.slurm import allocation_display, allocation_release, allocation_state, allocation_steps
 from slurmlab.slurm.allocation_display import DISPLAY_HOOKS
 from slurmlab.slurm.allocation_leftovers import TAG_PREFIX, find_leftovers, make_tag
+from slurmlab.slurm.allocation_probes import AllocationProbes
 from slurmlab.slurm.allocation_release import RELEASE_DEADLINE, RELEASE_SIGNALS, release_all
 from slurmlab.slurm.allocation_state import ENDED_STATES
 from slurmlab.slurm.allocation_submit import (
@@ -47,11 +47,13 @@ from slurmlab.slurm.allocation_submit import (
     salloc_argv,
     start_salloc,
 )
-from slurmlab.slurm.binding_probe import explain_binding
+from slurmlab.slurm.allocation_why import PendingWhy, resubmit_allocation, why_pending
 from slurmlab.slurm.poller import JobPoller, JobUpdate, Watch, get_poller
-from slurmlab.slurm.probes import job_mig, job_topology, node_mig, node_topology
 from slurmlab.slurm.runner import Runner, get_runner
 from slurmlab.slurm.steps import OutputCallback, RunningStep, StepResult
+
+if TYPE_CHECKING:
+    from slurmlab.core.diagnosis.ended import Ended
 
 __all__ = [
     "DISPLAY_HOOKS",
@@ -75,7 +77,7 @@ log = logging.getLogger(__name__)
 Subscriber = Callable[["Allocation"], None]
 
 
-class Allocation:
+class Allocation(AllocationProbes):
     """One Slurm allocation owned by this process (kernel).
 
     Create with :meth:`submit` (new) or :meth:`attach` (an existing job id).
@@ -113,6 +115,7 @@ class Allocation:
         self.salloc_messages: list[str] = []
         self._lookup_error: SlurmError | None = None
         self.warnings: list[str] = []  # what validation noticed but let through
+        self.replaced_by: Allocation | None = None  # set by resubmit: the panel follows the new job
         self._salloc: subprocess.Popen[str] | None = None
         self._watch: Watch | None = None
         self._subscribers: list[Subscriber] = []
@@ -260,6 +263,31 @@ class Allocation:
         allocation_state.wait_for(self, state, timeout)
         return self
 
+    def why(self, *, alternatives: bool = True) -> PendingWhy:
+        """Why it waits: reason, limit, blocking jobs, expected start, changes that start sooner (blocks a few s)."""
+        return why_pending(self, alternatives=alternatives)
+
+    def resubmit(self, alternative: Alternative | None = None, *, partition: str | None = None,
+                 gpus: int | None = None, gpu_type: str | None = None, minutes: int | None = None) -> Allocation:
+        """Switch to ``alternative`` (from :meth:`why`) or to this request changed; this one is cancelled only
+        once Slurm accepted the new one, which is returned."""
+        return resubmit_allocation(self, alternative, partition=partition, gpus=gpus, gpu_type=gpu_type,
+                                   minutes=minutes)
+
+    def outcome(self) -> Ended:
+        """How it ended (TIMEOUT, OUT_OF_MEMORY, CANCELLED by whom ...), exit codes per step, what to change, and
+        the efficiency line, from sacct (blocks a few s; ``scontrol show job`` where accounting is off)."""
+        from slurmlab.slurm.allocation_ended import outcome
+
+        return outcome(self)
+
+    def usage(self) -> UsageTable:
+        """Utilisation and memory so far (per GPU; on the sandbox the CPU of the job's tasks, from sstat); the
+        first call starts sampling in the background and returns at once."""
+        from slurmlab.slurm.allocation_usage import usage_of
+
+        return usage_of(self)
+
     # ---- steps ---------------------------------------------------------------------------------
     def srun(
         self,
@@ -290,59 +318,6 @@ class Allocation:
     @property
     def steps(self) -> list[StepResult]:
         return list(self._steps)
-
-    # ---- what the allocation got ------------------------------------------------------------------
-    # The probes run as steps of this allocation: slurm/probes.py and slurm/binding_probe.py.
-    @overload
-    def topology(self, node: None = None, *, source: str = "auto") -> JobTopology: ...
-    @overload
-    def topology(self, node: str, *, source: str = "auto") -> NodeTopology: ...
-
-    def topology(self, node: str | None = None, *, source: str = "auto") -> JobTopology | NodeTopology:
-        """GPU topology of every allocated node (node -> :class:`NodeTopology`), or of ``node`` alone: the
-        sandbox's profile, or live (nvidia-smi, then NVML); ``source`` forces one of them.
-
-        In a notebook the answer draws itself, one figure per node with this allocation's GPUs marked::
-
-            alloc.topology()            # every node of the job
-            alloc.topology("node2")     # one node
-            alloc.topology()["node2"].topology.summary()   # the model behind it
-        """
-        if node is None:
-            return job_topology(self, source=source)
-        return node_topology(self, node, source=source)
-
-    @overload
-    def mig(self, node: None = None, *, source: str = "auto") -> JobMig: ...
-    @overload
-    def mig(self, node: str, *, source: str = "auto") -> NodeMig: ...
-
-    def mig(self, node: str | None = None, *, source: str = "auto") -> JobMig | NodeMig:
-        """MIG layout of every allocated node with MIG (node -> :class:`NodeMig`), or of ``node`` alone, with
-        this allocation's slices outlined; ``source`` forces ``sandbox`` or ``nvidia-smi``.
-
-        In a notebook the answer draws itself (the slice grid of each GPU; slices are named
-        ``GPU 0 · 3g.71gb @ 4:4``: GPU, profile, placement in memory slices)::
-
-            alloc.mig()                 # every node of the job with MIG
-            alloc.mig("node1")          # one node
-
-        A saved capture draws the same way: ``slurmlab.mig_from_file("mig-lgi.txt")``; to place the figure
-        yourself: ``slurmlab.viz.mig_figure(**alloc.mig("node1").figure_args())``.
-        """
-        if node is None:
-            return job_mig(self, source=source)
-        return node_mig(self, node, source=source)
-
-    def explain_binding(self, *, source: str = "auto") -> BindingTable:
-        """Per task and per GPU every name of the GPU, with the known traps flagged; per task its GPUs' NUMA node and
-        CPUs, its CPU mask, and whether binding was honoured."""
-        return explain_binding(self, source=source)
-
-    def gpu_map(self, *, source: str = "auto") -> BindingTable:
-        """Per task, per GPU: Slurm IDX, the index the task sees, UUID, PCI bus id, NUMA node, CPU mask and NVLink
-        peers in the allocation, with the known traps flagged (the table :meth:`explain_binding` gives)."""
-        return explain_binding(self, source=source)
 
     # ---- release -------------------------------------------------------------------------------
     def cancel(self) -> None:

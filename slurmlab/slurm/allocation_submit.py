@@ -51,18 +51,18 @@ def check_request(
     Raises RequestError (``RequestProblems``) listing every problem with its fix.
     """
     from slurmlab.core.request import pipeline
-    from slurmlab.slurm import queries
+    from slurmlab.slurm.inventory import check_with_inventory
 
     request = pipeline.read_request(tokens_or_request)
     runner = runner or get_runner()
     try:
-        inventory = queries.inventory(runner)
+        # the inventory cached per cluster; a refusal is confirmed against a fresh one (slurm/inventory.py).
+        # What one Slurm accepts another refuses (--uid, --gres=gpu beside --gpus-per-node): hence the version
+        return check_with_inventory(request, runner, version=known_version(runner))
     except SlurmError as exc:
         if need_cluster:
             raise
         return pipeline.check_request(request, None, why_no_inventory=exc.message)
-    # what one Slurm accepts another refuses (--uid, --gres=gpu beside --gpus-per-node)
-    return pipeline.check_request(request, inventory, version=known_version(runner))
 
 
 def known_version(runner: Runner) -> tuple[int, ...] | None:

@@ -5,8 +5,11 @@ Every watcher (allocation panels, queue monitors, ``Allocation.wait``) shares ON
 costs milliseconds on every Slurm version (DESIGN §2: on 22.05 ``squeue --json`` costs the
 same for one job as for the whole queue, ten times the text form). Full detail
 (``scontrol show job -d``) is fetched only for a job whose brief state changed. The thread
-backs off while nothing changes and stops when nothing is watched; a change on the
-controller reaches watchers within about one interval.
+stops when nothing is watched; a change on the controller reaches watchers within about one
+interval, however long the job has been quiet: while any watched job is pending or running the
+interval never grows (a brief squeue of the watched jobs costs 5-40 ms, a panel that learns of
+its grant ten seconds late costs a person). It backs off only when every watched job has ended
+or left the queue, and while the controller fails.
 
 The thread survives anything a round can raise (a controller that answers garbage, a bug in a
 parser): the error goes to every watcher and the next round tries again, since a dead poller
@@ -20,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -27,7 +31,7 @@ from slurmlab.core.slurm.job_view import JobView, job_view
 from slurmlab.core.slurm.jobid import check_job_id
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.squeue_brief import JobBrief
-from slurmlab.core.slurm.states import HOLDING
+from slurmlab.core.slurm.states import ENDED, HOLDING
 from slurmlab.errors import JobNotFoundError, SlurmlabError
 from slurmlab.slurm.runner import Runner, get_runner
 
@@ -119,18 +123,18 @@ class JobPoller:
         fetch_detail: DetailFetcher | None = None,
         fetch_nodes: NodeFetcher | None = None,
         node_check_interval: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._runner = runner
         self.interval = interval
         self.max_interval = max_interval
         self.quiet_after = quiet_after
-        if fetch_brief is None and fetch_detail is None and fetch_nodes is None:
-            from slurmlab.slurm import queries
-
-            fetch_nodes = queries.node_states_of
+        self.clock = clock  # the loop's sense of time; tests and benchmarks pass a simulated one
         if fetch_brief is None or fetch_detail is None:
             from slurmlab.slurm import queries
 
+            if fetch_brief is None and fetch_detail is None and fetch_nodes is None:
+                fetch_nodes = queries.node_states_of
             fetch_brief = fetch_brief or queries.brief_states
             fetch_detail = fetch_detail or queries.job_detail
         self._fetch_brief = fetch_brief
@@ -149,6 +153,11 @@ class JobPoller:
         self.polls = 0  # squeue calls made, for tests and benchmarks
         self.detail_fetches = 0
         self.current_interval = interval
+        self.intervals: deque[float] = deque(maxlen=512)  # the waits chosen after each round, newest last
+        self.active = False  # a watched job was pending or running at the last round
+        self._failed = False  # the last round could not read the watched jobs
+        self._quiet_since = clock()
+        self._round_hooks: list[Callable[[], None]] = []
 
     @property
     def runner(self) -> Runner:
@@ -190,6 +199,13 @@ class JobPoller:
         with self._lock:
             return self._last.get(str(job_id))
 
+    def add_round_hook(self, hook: Callable[[], None]) -> None:
+        """Call ``hook()`` in the poller thread after each round (once per hook; it must not block: the
+        inventory cache starts its own refresh thread from it)."""
+        with self._lock:
+            if hook not in self._round_hooks:
+                self._round_hooks.append(hook)
+
     def poke(self) -> None:
         """Poll now (after a submit or a cancel) and make sure the thread runs."""
         with self._lock:
@@ -215,7 +231,7 @@ class JobPoller:
 
     # ---- the loop --------------------------------------------------------------------------
     def _loop(self) -> None:
-        quiet_since = time.monotonic()
+        self._quiet_since = self.clock()
         while not self._stop.is_set():
             self._wake.clear()
             ids = self.watched()
@@ -225,22 +241,47 @@ class JobPoller:
                         self._thread = None
                         return
                 continue
+            wait = self.step(ids)
+            self._run_round_hooks()
+            self._wake.wait(wait)
+
+    def step(self, ids: Sequence[str] | None = None) -> float:
+        """One round (poll, then choose the wait before the next, returned in seconds): the thread's, or a
+        test's or benchmark's driving it by hand on a simulated ``clock``."""
+        ids = list(ids if ids is not None else self.watched())
+        try:
+            changed = self.poll_once(ids)
+        except Exception as exc:  # the thread must outlive any round
+            log.exception("slurmlab: a poll round failed; polling goes on")
+            error = _as_slurmlab_error(exc, "poll Slurm")
+            for jid in ids:
+                self._publish(jid, JobUpdate(jid, error=error), force=self._is_new_error(jid, error))
+            self._failed, changed = True, False
+        return self._choose_interval(changed)
+
+    def _choose_interval(self, changed: bool) -> float:
+        now = self.clock()
+        if self._failed:  # a failing controller is asked less often (each failure may take seconds)
+            wait = min(self.max_interval, max(self.interval, self.current_interval * 2))
+        elif changed:
+            self._quiet_since = now
+            wait = self.interval
+        elif self.active:  # a watched job may start or end at any moment: never back off
+            wait = self.interval
+        elif now - self._quiet_since > self.quiet_after:  # only ended or forgotten jobs are watched
+            wait = min(self.max_interval, self.current_interval * 1.5)
+        else:
+            wait = self.current_interval
+        self.current_interval = wait
+        self.intervals.append(wait)
+        return wait
+
+    def _run_round_hooks(self) -> None:
+        for hook in list(self._round_hooks):
             try:
-                changed = self.poll_once(ids)
-            except Exception as exc:  # the thread must outlive any round
-                log.exception("slurmlab: a poll round failed; polling goes on")
-                error = _as_slurmlab_error(exc, "poll Slurm")
-                for jid in ids:
-                    self._publish(jid, JobUpdate(jid, error=error), force=self._is_new_error(jid, error))
-                self.current_interval = min(self.max_interval, max(self.interval, self.current_interval * 2))
-                changed = False
-            now = time.monotonic()
-            if changed:
-                quiet_since = now
-                self.current_interval = self.interval
-            elif now - quiet_since > self.quiet_after:
-                self.current_interval = min(self.max_interval, self.current_interval * 1.5)
-            self._wake.wait(self.current_interval)
+                hook()
+            except Exception:  # a hook (the inventory refresh) must not stop the polling
+                log.exception("slurmlab: a poller round hook raised; polling goes on")
 
     def poll_once(self, ids: Sequence[str] | None = None) -> bool:
         """One round: brief states of ``ids``, detail for the changed ones. True if any changed."""
@@ -256,8 +297,10 @@ class JobPoller:
             failure = _as_slurmlab_error(exc, "read the state of the watched jobs")
             for jid in ids:
                 self._publish(jid, JobUpdate(jid, error=failure), force=self._is_new_error(jid, failure))
-            self.current_interval = min(self.max_interval, max(self.interval, self.current_interval * 2))
+            self._failed = True
             return False
+        self._failed = False
+        self.active = any(b.state not in ENDED for b in briefs.values())
         self._check_nodes(briefs, runner)
         any_change = False
         for jid in ids:

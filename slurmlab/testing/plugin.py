@@ -65,7 +65,8 @@ def slurm_sandbox(request: pytest.FixtureRequest, sandbox_factory: SandboxFactor
         pytest.skip(reason)
     from slurmlab.slurm.runner import set_runner
 
-    sandbox = sandbox_factory(request.config.getoption("--sandbox-profile"))
+    # with accounting where it can start (the suite's sacct tests use it), unlike the factory's own sandboxes
+    sandbox = sandbox_factory(request.config.getoption("--sandbox-profile"), accounting=None)
     old = set_runner(sandbox.runner())
     try:
         yield sandbox

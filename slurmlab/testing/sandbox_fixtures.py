@@ -26,21 +26,48 @@ def slurm_missing_reason() -> str | None:
     return None
 
 
+def accounting_missing_reason() -> str | None:
+    """Why a sandbox with accounting cannot run here (Slurm, slurmdbd, MariaDB or the accounting clients
+    missing, with the install line), or None."""
+    from slurmlab.sandbox.accounting_daemons import unavailable
+
+    sbin = "/usr/sbin:/usr/local/sbin:/sbin:/usr/bin"
+    clients = [n for n in ("sacct", "sshare") if shutil.which(n) is None and shutil.which(n, path=sbin) is None]
+    if clients:
+        return f"Slurm accounting's clients are not installed ({', '.join(clients)} missing): {APT_INSTALL}"
+    return slurm_missing_reason() or unavailable()
+
+
+_SUFFIX = {True: "acct", False: "noacct", None: "auto"}
+
+
 class SandboxFactory:
-    """``factory(profile, nodes=None)`` starts a sandbox once per (profile, nodes) and caches it."""
+    """``factory(profile, nodes=None, accounting=None)`` starts a sandbox once per (profile, nodes, accounting)
+    and caches it.
+
+    ``accounting=None`` is the sandbox's own default, as a user gets it (on where slurmdbd and MariaDB are
+    installed, without GPU caps), and the session sandbox's (``slurm_sandbox``): a test asking for its profile
+    gets that very sandbox. ``False`` runs without (a test of what a cluster without accounting says);
+    ``True`` insists, with the site-like GPU caps of the QOS."""
 
     def __init__(self, base: Path) -> None:
         self.base = base
-        self._cache: dict[tuple[str, int | None], Sandbox] = {}
+        self._cache: dict[tuple[str, int | None, bool | None], Sandbox] = {}
 
-    def __call__(self, profile: str, nodes: int | None = None) -> Sandbox:
-        key = (profile, nodes)
+    def __call__(self, profile: str, nodes: int | None = None, *, accounting: bool | None = None) -> Sandbox:
+        key = (profile, nodes, accounting)
         if key not in self._cache:
             reason = slurm_missing_reason()
             if reason:
                 pytest.skip(reason)
-            folder = self.base / (profile if nodes is None else f"{profile}-{nodes}n")
-            self._cache[key] = Sandbox.up(profile=profile, nodes=nodes, directory=folder)
+            name = profile if nodes is None else f"{profile}-{nodes}n"
+            # named by profile as in the default place (a second profile started from a notebook goes beside
+            # it); a suffix only where another sandbox of the session already holds that name
+            taken = {sb.directory for sb in self._cache.values()}
+            folder = self.base / name
+            if folder in taken:
+                folder = self.base / f"{name}-{_SUFFIX[accounting]}"
+            self._cache[key] = Sandbox.up(profile=profile, nodes=nodes, directory=folder, accounting=accounting)
         return self._cache[key]
 
     def close(self) -> None:

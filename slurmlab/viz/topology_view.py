@@ -7,7 +7,13 @@ cables. GPUs with inactive or slow links (``nvidia-smi nvlink -s``) get a red da
 "2 of 18 links inactive". PCIe relations between GPUs appear on demand; NICs sit outside the ring next to their
 closest GPUs; below, one bar per NUMA group shows its CPUs with the task CPU sets coloured in. Renderers carry
 names (``gpus``, ``nvlinks``, ``nvswitch``, ``link_faults``, ``pcie``, ``nics``, ``nic_links``, ``numa_groups``,
-``cpus``) so their data can be inspected. The NVLink layer is drawn by :mod:`.topology_nvlink_view`.
+``cpus``, ``task_keys``, ``labels``) so their data can be inspected. The NVLink layer is drawn by
+:mod:`.topology_nvlink_view`.
+
+Why it is built from Bokeh's models, not ``bokeh.plotting``'s glyph methods: each of those makes five glyph models
+(normal, selection, nonselection, hover, muted) and ``figure()`` makes axes and grids this view would hide; a renderer
+per kind of thing with its data in ColumnDataSource columns, and every text in one Text glyph whose style is
+per row, draw the same figure in a third of the time.
 """
 
 from __future__ import annotations
@@ -18,7 +24,14 @@ from typing import Any
 
 from slurmlab.core.gpu.topology import LinkKind, NvlinkFabric, Topology, format_cpu_list
 from slurmlab.viz._bokeh import HIGHLIGHT, PALETTE, bokeh
-from slurmlab.viz.topology_nvlink_view import draw_link_faults, draw_nvlinks, draw_switch
+from slurmlab.viz.topology_nvlink_view import (
+    Labels,
+    add_glyph,
+    col,
+    draw_link_faults,
+    draw_nvlinks,
+    draw_switch,
+)
 
 __all__ = ["layout_positions", "topology_figure"]
 
@@ -122,22 +135,23 @@ def topology_figure(
     key = _key_lines(topo, fabric, highlight, show_pcie)
     cpu_rows = 0.3 + 0.5 * len(groups) + 0.3 * len(tasks) if show_cpus else 0.0
     fig, y_top = _blank_figure(plotting, topo, fabric, title, width, key, cpu_rows)
+    labels = Labels()
 
-    _draw_numa_sectors(fig, models, lay, groups, group_cpus)
+    _draw_numa_sectors(fig, models, lay, groups, group_cpus, labels)
     if show_pcie:
         _draw_pcie(fig, models, topo, gpu_pos)
     if fabric.switched:
-        draw_switch(fig, models, topo, fabric, gpu_pos, highlight)
+        draw_switch(fig, models, topo, fabric, gpu_pos, highlight, labels)
     else:
         draw_nvlinks(fig, models, topo, fabric, gpu_pos, highlight)
-    _draw_nics(fig, models, topo, gpu_pos)
-    draw_link_faults(fig, models, topo, gpu_pos)
-    _draw_gpus(fig, models, topo, fabric, gpu_pos, highlight, groups)
+    _draw_nics(fig, models, topo, gpu_pos, labels)
+    draw_link_faults(fig, models, topo, gpu_pos, labels)
+    _draw_gpus(fig, models, topo, fabric, gpu_pos, highlight, groups, labels)
     if show_cpus:
-        _cpu_bars(fig, models, groups, group_cpus, tasks)
-    if key:
-        fig.text(x=[-2.3] * len(key), y=[y_top - 0.05 - 0.13 * i for i in range(len(key))], text=key,
-                 text_font_size="11px", text_color="#555555", text_baseline="top")
+        _cpu_bars(fig, models, groups, group_cpus, tasks, labels)
+    for i, line in enumerate(key):
+        labels.add(-2.3, y_top - 0.05 - 0.13 * i, line, colour="#555555", baseline="top")
+    labels.draw(fig, models)
     return fig
 
 
@@ -192,24 +206,23 @@ def _blank_figure(
     )
     y_top = (2.0 if topo.nics else 1.55) + 0.13 * len(key) + 0.1
     height = int(width * (y_top - y_bottom) / 4.7)
+    # no axes (nor their grids): this view would only hide them. Still a figure, which pages find as .bk-Figure
     fig = plotting.figure(
         title=head, width=width, height=height, x_range=(-2.35, 2.35), y_range=(y_bottom, y_top),
-        tools="pan,wheel_zoom,reset,save", toolbar_location="above", match_aspect=True,
+        x_axis_type=None, y_axis_type=None, tools="pan,wheel_zoom,reset,save", toolbar_location="above",
+        match_aspect=True, outline_line_color=None,
     )
-    fig.axis.visible = False
-    fig.grid.visible = False
-    fig.outline_line_color = None
     fig.title.text_font_size = "15px"
     return fig, y_top
 
 
 def _draw_numa_sectors(
     fig: Any, models: Any, lay: dict[str, Any], groups: dict[str, tuple[int, ...]],
-    group_cpus: dict[str, frozenset[int]],
+    group_cpus: dict[str, frozenset[int]], labels: Labels,
 ) -> None:
     """Shaded sectors behind the ring, one per NUMA group (none when the NUMA node is unknown)."""
     step = lay["step"]
-    sec: dict[str, list[Any]] = {k: [] for k in ("start", "end", "fill", "label", "cpus", "tx", "ty", "text")}
+    sec: dict[str, list[Any]] = {k: [] for k in ("start", "end", "fill", "label", "cpus", "tx", "ty")}
     for label, (lo, hi) in lay["groups"].items():
         mid = (lo + hi) / 2
         sec["start"].append(lo - step * 0.48)
@@ -220,13 +233,12 @@ def _draw_numa_sectors(
         sec["cpus"].append(format_cpu_list(cpus) if cpus else "not shown")
         sec["tx"].append(1.36 * math.cos(mid))
         sec["ty"].append(1.36 * math.sin(mid))
-        sec["text"].append(label)
     if len(groups) > 1 or next(iter(groups), "") != "NUMA ?":
-        src = models.ColumnDataSource(sec)
-        fig.annular_wedge(x=0, y=0, inner_radius=0.55, outer_radius=1.27, start_angle="start", end_angle="end",
-                          fill_color="fill", line_color="#BBBBBB", fill_alpha=0.8, source=src, name="numa_groups")
-        fig.text(x="tx", y="ty", text="text", source=src, text_align="center", text_baseline="middle",
-                 text_font_size="13px", text_font_style="bold", text_color="#444444")
+        add_glyph(fig, models, "AnnularWedge", sec, name="numa_groups", x=0, y=0, inner_radius=0.55,
+                  outer_radius=1.27, start_angle=col("start"), end_angle=col("end"), fill_color=col("fill"),
+                  line_color="#BBBBBB", fill_alpha=0.8)
+        for tx, ty, label in zip(sec["tx"], sec["ty"], sec["label"], strict=True):
+            labels.add(tx, ty, label, size="13px", style="bold", align="center")
 
 
 def _draw_pcie(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]) -> None:
@@ -244,16 +256,17 @@ def _draw_pcie(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[f
         pc["kind"].append(link.label)
         pc["colour"].append(_PCIE_COLOURS.get(link.kind, "#999999"))
         pc["desc"].append(link.kind.description)
-    pcie_r = fig.multi_line(xs="xs", ys="ys", line_color="colour", line_dash="dashed", line_width=1.6,
-                            line_alpha=0.8, source=models.ColumnDataSource(pc), name="pcie")
+    pcie_r = add_glyph(fig, models, "MultiLine", pc, name="pcie", xs=col("xs"), ys=col("ys"),
+                       line_color=col("colour"), line_dash="dashed", line_width=1.6, line_alpha=0.8)
     fig.add_tools(models.HoverTool(renderers=[pcie_r], tooltips=[("link", "@a – @b: @kind"), ("", "@desc")]))
 
 
-def _draw_nics(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]) -> None:
+def _draw_nics(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]],
+               labels: Labels) -> None:
     """NICs outside the ring, with dotted lines to their closest GPUs (none when every path crosses NUMA)."""
     nic_pos = _nic_positions(topo, gpu_pos)
     nl: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "nic", "gpu", "kind")}
-    ni: dict[str, list[Any]] = {k: [] for k in ("x", "y", "name", "device", "closest", "ty")}
+    ni: dict[str, list[Any]] = {k: [] for k in ("x", "y", "name", "device", "closest")}
     for nic in topo.nics:
         x, y = nic_pos[nic.name]
         best, close = _closest_gpus(topo, nic.name)
@@ -270,28 +283,25 @@ def _draw_nics(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[f
         ni["name"].append(nic.name)
         ni["device"].append(nic.device)
         ni["closest"].append(f"{', '.join(close)} ({best.value})" if best is not None else "unknown")
-        ni["ty"].append(y - 0.13)
+        labels.add(x, y - 0.13, nic.device, size="10px", colour="#333333", align="center", baseline="top")
     if topo.nics:
-        fig.multi_line(xs="xs", ys="ys", line_color="#8A8A8A", line_width=1.2, line_dash="dotted",
-                       source=models.ColumnDataSource(nl), name="nic_links")
-        nsrc = models.ColumnDataSource(ni)
-        nic_r = fig.scatter(x="x", y="y", marker="square", size=15, fill_color="#FFFFFF", line_color="#555555",
-                            line_width=1.5, source=nsrc, name="nics")
-        fig.text(x="x", y="ty", text="device", source=nsrc, text_align="center", text_baseline="top",
-                 text_font_size="10px", text_color="#333333")
+        add_glyph(fig, models, "MultiLine", nl, name="nic_links", xs=col("xs"), ys=col("ys"), line_color="#8A8A8A",
+                  line_width=1.2, line_dash="dotted")
+        nic_r = add_glyph(fig, models, "Scatter", ni, name="nics", x=col("x"), y=col("y"), marker="square", size=15,
+                          fill_color="#FFFFFF", line_color="#555555", line_width=1.5)
         fig.add_tools(models.HoverTool(renderers=[nic_r], tooltips=[("NIC", "@name = @device"),
                                                                     ("closest GPUs", "@closest")]))
 
 
 def _draw_gpus(
     fig: Any, models: Any, topo: Topology, fabric: NvlinkFabric, gpu_pos: dict[str, tuple[float, float, float]],
-    highlight: set[int], groups: dict[str, tuple[int, ...]],
+    highlight: set[int], groups: dict[str, tuple[int, ...]], labels: Labels,
 ) -> None:
     """GPU circles on the ring, coloured by NUMA group, with what a person asks about them on hover."""
     group_colour = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(groups)}
     gp: dict[str, list[Any]] = {k: [] for k in (
         "x", "y", "name", "index", "numa", "cpus", "gpu_numa", "nvlinks", "link_state", "nics", "fill", "line",
-        "lw", "highlighted", "text_colour")}
+        "lw", "highlighted")}
     for g in topo.gpus:
         x, y, _ = gpu_pos[g.name]
         gp["x"].append(x)
@@ -313,22 +323,19 @@ def _draw_gpus(
         gp["fill"].append(HIGHLIGHT if hot else group_colour[g.numa_label])
         gp["line"].append("#000000" if hot else "#FFFFFF")
         gp["lw"].append(4 if hot else 2)
-        gp["text_colour"].append("#FFFFFF")
-    gsrc = models.ColumnDataSource(gp)
-    gpu_r = fig.scatter(x="x", y="y", marker="circle", size=max(34, min(48, 360 // max(len(topo.gpus), 1))),
-                        fill_color="fill", line_color="line", line_width="lw", source=gsrc, name="gpus")
-    fig.text(x="x", y="y", text="name", source=gsrc, text_align="center", text_baseline="middle",
-             text_font_size="11px", text_font_style="bold", text_color="text_colour")
+        labels.add(x, y, g.name, style="bold", colour="#FFFFFF", align="center")
+    gpu_r = add_glyph(fig, models, "Scatter", gp, name="gpus", x=col("x"), y=col("y"), marker="circle",
+                      size=max(34, min(48, 360 // max(len(topo.gpus), 1))), fill_color=col("fill"),
+                      line_color=col("line"), line_width=col("lw"))
     fig.add_tools(models.HoverTool(renderers=[gpu_r], tooltips=[
         ("GPU", "@name"), ("NUMA", "@numa"), ("CPU affinity", "@cpus"), ("GPU NUMA ID", "@gpu_numa"),
         ("NVLinks", "@nvlinks"), ("link state", "@link_state"), ("closest NICs", "@nics")]))
 
 
 def _cpu_bars(fig: Any, models: Any, groups: dict[str, tuple[int, ...]], group_cpus: dict[str, frozenset[int]],
-              tasks: dict[str, frozenset[int]]) -> None:
+              tasks: dict[str, frozenset[int]], labels: Labels) -> None:
     task_colour = {t: PALETTE[(i + 10) % len(PALETTE)] for i, t in enumerate(tasks)}
     cells: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "cpu", "group", "task", "fill")}
-    labels: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text")}
     y = -2.3
     x0, span = -1.6, 3.8
     for label in groups:
@@ -336,12 +343,8 @@ def _cpu_bars(fig: Any, models: Any, groups: dict[str, tuple[int, ...]], group_c
         if not cpus:
             continue
         w = span / len(cpus)
-        labels["x"].append(-2.3)
-        labels["y"].append(y)
-        labels["text"].append(label.replace("NUMA ", "N") if len(label) > 10 else label)
-        labels["x"].append(x0)
-        labels["y"].append(y + 0.2)
-        labels["text"].append(f"CPUs {format_cpu_list(cpus)}")
+        labels.add(-2.3, y, label.replace("NUMA ", "N") if len(label) > 10 else label, size="10px")
+        labels.add(x0, y + 0.2, f"CPUs {format_cpu_list(cpus)}", size="10px")
         for k, cpu in enumerate(cpus):
             owner = next((t for t, s in tasks.items() if cpu in s), "")
             cells["x"].append(x0 + w * (k + 0.5))
@@ -352,17 +355,18 @@ def _cpu_bars(fig: Any, models: Any, groups: dict[str, tuple[int, ...]], group_c
             cells["task"].append(owner or "-")
             cells["fill"].append(task_colour[owner] if owner else "#E4E4E4")
         y -= 0.5
-    src = models.ColumnDataSource(cells)
-    r = fig.rect(x="x", y="y", width="w", height=0.28, fill_color="fill", line_color="#FFFFFF",
-                 line_width=0.3 if len(cells["x"]) > 100 else 1, source=src, name="cpus")
+    r = add_glyph(fig, models, "Rect", cells, name="cpus", x=col("x"), y=col("y"), width=col("w"), height=0.28,
+                  fill_color=col("fill"), line_color="#FFFFFF", line_width=0.3 if len(cells["x"]) > 100 else 1)
     fig.add_tools(models.HoverTool(renderers=[r], tooltips=[("CPU", "@cpu"), ("group", "@group"), ("task", "@task")]))
-    fig.text(x="x", y="y", text="text", source=models.ColumnDataSource(labels), text_baseline="middle",
-             text_font_size="10px", text_color="#444444", name="cpu_labels")
     local: frozenset[int] = frozenset().union(*group_cpus.values()) if group_cpus else frozenset()
+    keys: dict[str, list[Any]] = {"x": [], "y": [], "task": [], "fill": []}
     for t, task_set in tasks.items():
         outside = sorted(task_set - local)
         note = f" — {format_cpu_list(outside)} outside the GPUs' CPU affinity" if outside else ""
-        fig.scatter(x=[-2.2], y=[y], marker="square", size=11, fill_color=task_colour[t], line_color=None)
-        fig.text(x=[-2.1], y=[y], text=[f"{t}: CPUs {format_cpu_list(task_set) or '-'}{note}"],
-                 text_baseline="middle", text_font_size="11px", text_color="#333333")
+        for column, value in zip(keys, (-2.2, y, t, task_colour[t]), strict=True):
+            keys[column].append(value)
+        labels.add(-2.1, y, f"{t}: CPUs {format_cpu_list(task_set) or '-'}{note}", colour="#333333")
         y -= 0.3
+    if tasks:
+        add_glyph(fig, models, "Scatter", keys, name="task_keys", x=col("x"), y=col("y"), marker="square", size=11,
+                  fill_color=col("fill"), line_color=None)

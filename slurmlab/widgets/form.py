@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from slurmlab._extras import require
+from slurmlab.core.gpu.mig import is_mig_type
 from slurmlab.errors import SlurmlabError
 from slurmlab.widgets.live import LiveUpdater, get_updater
-from slurmlab.widgets.rows import is_mig_type
 
 __all__ = ["BIND_CHOICES", "RequestForm", "is_mig_type", "sharing_modes"]
 

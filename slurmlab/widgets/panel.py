@@ -17,11 +17,22 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from slurmlab._extras import require
+from slurmlab.core.diagnosis.time_warnings import crossed, time_warning
 from slurmlab.core.gpu.mig import is_mig_type
 from slurmlab.core.slurm.reasons import explain_reason
 from slurmlab.core.slurm.states import HOLDING
 from slurmlab.slurm.allocation_display import saved_html, saved_text
 from slurmlab.widgets.live import LiveUpdater, get_updater
+from slurmlab.widgets.panel_ended import EndedSection
+from slurmlab.widgets.panel_usage import UsageSection
+from slurmlab.widgets.panel_why import (
+    AMBER,
+    MAX_BUTTONS,
+    WhyWorker,
+    switch_label,
+    time_warning_html,
+    why_html,
+)
 from slurmlab.widgets.rows import expected_start_text, fmt_seconds, waited_text
 
 if TYPE_CHECKING:
@@ -137,8 +148,13 @@ def panel_html(alloc: Allocation, now: float | None = None) -> str:
         if left is None and alloc.job is not None:
             left = alloc.job.time_left(datetime.fromtimestamp(now, tz=timezone.utc))
         elapsed = fmt_seconds(now - start) if start else "-"
-        lines.append(f"<div class='slurmlab-times'><b>Elapsed:</b> {elapsed} &nbsp; <b>Time left:</b> "
+        limit = alloc.job.time_limit if alloc.job is not None else None
+        warning = time_warning(left, float(limit) if limit else None)
+        amber = f" style='color:{AMBER}'" if warning is not None else ""
+        lines.append(f"<div class='slurmlab-times'><b>Elapsed:</b> {elapsed} &nbsp; <b{amber}>Time left:</b> "
                      f"{fmt_seconds(left) if left is not None else 'no limit'}</div>")
+        if warning is not None:
+            lines.append(time_warning_html(warning))
     alerts = alloc.node_alerts
     if alerts and state in HOLDING:
         # Slurm keeps the job RUNNING while a node's slurmd is silent; only the node's state tells.
@@ -199,8 +215,23 @@ class AllocationPanel:
                                       disabled=bool(alloc.ended), tooltip="scancel this allocation")
         self.cancel_button.add_class("slurmlab-cancel")
         self.status = w.HTML(value="")
-        self.widget = w.VBox([self.header, self.body, w.HBox([self.cancel_button, self.status])])
+        # the pending section (filled in the background) and one button per change that starts sooner
+        self.why = w.HTML(value="")
+        self.switches = w.HBox([])
+        self.switches.add_class("slurmlab-switches")
+        self.switch_status = w.HTML(value="")
+        self.switch_status.add_class("slurmlab-switch-status")
+        self.output = w.Output()  # the time warnings, printed once each, in the cell that shows the panel
+        self.usage = UsageSection(alloc, lambda: self.updater.mark_dirty(self))  # the live usage chart
+        self.ended = EndedSection(lambda: self.updater.mark_dirty(self))  # how it ended, once it has
+        self.widget = w.VBox([self.header, self.body, self.why, self.switches, self.switch_status, self.ended.widget,
+                              self.usage.widget, w.HBox([self.cancel_button, self.status]), self.output])
         self.widget.add_class("slurmlab-allocation")
+        self.worker = WhyWorker()
+        self._shown_why: object = None
+        self._warned: str | None = None
+        self._switching = False
+        self._switch_said = ""  # what the switch did; shown by render (only the updater thread sets traits)
         self._cancelling = False
         self._done = False
         self.cancel_button.on_click(self._on_cancel)
@@ -243,7 +274,12 @@ class AllocationPanel:
 
     def render(self) -> None:
         """Assign the widgets' values from the allocation (the updater thread calls this)."""
+        if self.alloc.replaced_by is not None:
+            self._follow(self.alloc.replaced_by)
         alloc = self.alloc
+        self._render_why(alloc)
+        self._render_warning(alloc)
+        self.usage.render(alloc)
         head, body = header_html(alloc), panel_html(alloc)
         if self.header.value != head:
             self.header.value = head
@@ -255,11 +291,78 @@ class AllocationPanel:
         status = "cancelling…" if self._cancelling and not alloc.ended else ""
         if self.status.value != status:
             self.status.value = status
-        if alloc.ended and not self._done:
+        told = self.ended.render(alloc, self.output)  # False while it asks how it ended
+        if alloc.ended and not self._done and told:
             # final state shown: stop following
             self._done = True
             self._unsubscribe()
             self.updater.remove(self)
+
+    # ---- why it waits, the switch, the time warnings (slurmlab.widgets.panel_why) ----------------------
+    def _render_why(self, alloc: Allocation) -> None:
+        self.worker.maybe_start(alloc, lambda: self.updater.mark_dirty(self))
+        pending = alloc.state == "PENDING"
+        value = why_html(self.worker) if pending else ""
+        if self.why.value != value:
+            self.why.value = value
+        if self.switch_status.value != self._switch_said:
+            self.switch_status.value = self._switch_said
+        result = self.worker.result if pending and not self._switching else None
+        if result is self._shown_why:
+            return
+        self._shown_why = result
+        w = require("ipywidgets", feature="the allocation panel", extra="widgets")
+        buttons = []
+        for alt in result.sooner[:MAX_BUTTONS] if result is not None else ():
+            b = w.Button(description=switch_label(alt), tooltip=alt.variant.salloc_line, button_style="warning",
+                         layout=w.Layout(width="auto"))
+            b.add_class("slurmlab-switch")
+            b.on_click(lambda _b, alt=alt: self.switch(alt))
+            buttons.append(b)
+        self.switches.children = tuple(buttons)
+
+    def switch(self, alternative: object) -> None:
+        """What a switch button does: resubmit in a worker; the panel follows the new job once accepted."""
+        from slurmlab.core.diagnosis.alternatives import Alternative
+
+        if self._switching or self.alloc.ended or not isinstance(alternative, Alternative):
+            return
+        self._switching = True
+        alloc = self.alloc
+        self._switch_said = f"submitting {html.escape(alternative.variant.salloc_line)} …"
+        self.updater.mark_dirty(self)
+
+        def work() -> None:
+            try:
+                alloc.resubmit(alternative)
+                said = f"switched to {html.escape(alternative.variant.change)}; job {alloc.job_id} cancelled"
+            except Exception as exc:  # the old allocation stays; the panel says why
+                said = f"<span style='color:{_FAILED}'>switch refused: {html.escape(str(exc))}</span>"
+            self._switch_said, self._switching = said, False
+            self.updater.mark_dirty(self)
+
+        threading.Thread(target=work, name="slurmlab-switch", daemon=True).start()
+
+    def _follow(self, new: Allocation) -> None:
+        """Show ``new`` (the allocation that replaced this one) from now on."""
+        self._unsubscribe()
+        with _panels_lock:
+            _panels[id(new)] = self
+        self.alloc = new
+        self.worker.reset()
+        self._shown_why, self._warned, self._done = None, None, False
+        self._unsubscribe = new.subscribe(self._changed)
+
+    def _render_warning(self, alloc: Allocation) -> None:
+        limit = alloc.job.time_limit if alloc.job is not None else None
+        warning = time_warning(alloc.time_left(), float(limit) if limit else None) if alloc.running else None
+        if warning is not None:
+            self.widget.add_class("slurmlab-Panel-warn")
+        else:
+            self.widget.remove_class("slurmlab-Panel-warn")
+        if crossed(self._warned, warning) and warning is not None:
+            self._warned = warning.level
+            self.output.append_stdout(f"slurmlab: allocation {alloc.job_id}: {warning.message}\n")
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
         bundle: dict[str, object] = self.widget._repr_mimebundle_(include=include, exclude=exclude)

@@ -13,12 +13,14 @@ from __future__ import annotations
 import html
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
-from slurmlab.core.gpu.mig import is_mig_type
-from slurmlab.core.slurm.job_view import JobView
-from slurmlab.core.slurm.models import Job, Node
 from slurmlab.core.slurm.reasons import plain_reason
 from slurmlab.core.slurm.timefmt import duration_in_words, format_duration
+
+if TYPE_CHECKING:  # %load_ext imports this module (via %squeue's table): the models load on first use
+    from slurmlab.core.slurm.job_view import JobView
+    from slurmlab.core.slurm.models import Job, Node
 
 __all__ = [
     "JOB_COLUMNS",
@@ -27,7 +29,7 @@ __all__ = [
     "fmt_seconds",
     "expected_start_text",
     "gpus_text",
-    "is_mig_type",
+    "is_mig_type",  # noqa: F822 - served by __getattr__ below, so that %load_ext does not load the MIG tables
     "job_row",
     "node_row",
     "pending_text",
@@ -35,6 +37,15 @@ __all__ = [
     "shards_text",
     "waited_text",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # is_mig_type is re-exported for the views that import it from here; the MIG tables load when asked
+    if name == "is_mig_type":
+        from slurmlab.core.gpu.mig import is_mig_type
+
+        return is_mig_type
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def fmt_seconds(seconds: float | None) -> str:
@@ -78,6 +89,8 @@ def _now() -> datetime:
 
 
 def _view(job: Job | JobView) -> JobView:
+    from slurmlab.core.slurm.job_view import JobView
+
     return job if isinstance(job, JobView) else JobView.from_job(job)
 
 

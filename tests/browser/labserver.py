@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,3 +96,28 @@ def running_lab(base: Path, env: Mapping[str, str], *, ready_path: str = "api/st
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@contextmanager
+def chromium_page(width: int = 1400, height: int = 900) -> Iterator[Any]:
+    """Debian's headless chromium with one page, closed when the block ends. Playwright's sync API runs its
+    own event loop: open it per test (or per module), never across pytest-jupyter's per-test loops."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser.new_page(viewport={"width": width, "height": height})
+        finally:
+            browser.close()
+
+
+def open_sidebar(page: Any, lab_url: str) -> None:
+    """The lab page from its default layout (``reset``: not the one the last test left) with the "Slurm GPUs"
+    sidebar open."""
+    page.goto(f"{lab_url}&reset")
+    page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+    tab = page.locator('.jp-SideBar [data-id="slurmlab-sidebar"]')
+    tab.wait_for(timeout=30_000)
+    if not page.locator("#slurmlab-sidebar").is_visible():
+        tab.click()

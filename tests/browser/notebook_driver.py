@@ -72,7 +72,9 @@ class NotebookPage:
         return self.wait(index, self.start(index), timeout)
 
     def output(self, index: int) -> Any:
-        return self.cell(index).locator(".jp-OutputArea")
+        # the cell's own output area: the panel holds an ipywidgets Output (its time warnings), itself a
+        # .jp-OutputArea nested inside, which the first match in document order never is
+        return self.cell(index).locator(".jp-OutputArea").first
 
     def output_text(self, index: int) -> str:
         out = self.output(index)

@@ -233,8 +233,8 @@ def test_a_reopened_notebook_says_as_of_and_re_run(browser: Any, lab: Lab, slurm
     assert "as of" in joined and re.search(r"re-run", joined), joined[:2000]
     # reopened with no kernel running the cell: the page shows the dated fallback, not a live state
     browser.goto(f"{lab.url}/lab/tree/{name}?token={lab.token}&reset", timeout=60_000)
-    browser.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea").wait_for(timeout=60_000)
-    shown = browser.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea").inner_text()
+    browser.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea").first.wait_for(timeout=60_000)
+    shown = browser.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea").first.inner_text()
     assert "as of" in shown and "re-run" in shown, shown
     _shot(browser, "4-reopened")
     _shutdown_kernels(lab)
@@ -398,8 +398,8 @@ def test_pictures_draw_themselves_for_every_node_and_errors_are_one_line(browser
         _shot(browser, "10-interrupted")
 
         copied = nb.run(5, timeout=60)
-        assert "01-allocate-gpus.ipynb" in copied, copied
-        assert (lab.root / "course" / "01-allocate-gpus.ipynb").exists()
+        assert "00-quickstart.ipynb" in copied, copied
+        assert (lab.root / "course" / "00-quickstart.ipynb").exists()
     except BaseException:
         _shot(browser, "10-failure")
         raise

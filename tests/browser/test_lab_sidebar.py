@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import CHROMIUM, CHROMIUM_ARGS, require_browser, running_lab
+from labserver import chromium_page, open_sidebar, require_browser, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.slow]
 
@@ -43,29 +43,16 @@ def lab(slurm_sandbox: Any, sandbox_factory: Any, tmp_path_factory: pytest.TempP
 def page(lab: str) -> Iterator[Any]:
     """A fresh chromium on the lab page, per test: Playwright's sync API runs its own event loop,
     which must not outlive a test (pytest-jupyter closes each test's loop, see tests/integration/server)."""
-    from playwright.sync_api import sync_playwright
-
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium_page() as pg:
+        open_sidebar(pg, lab)
         try:
-            pg = browser.new_page(viewport={"width": 1400, "height": 900})
-            # reset: each test starts from the default layout, not the one the last test left open
-            pg.goto(f"{lab}&reset")
-            pg.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
-            tab = pg.locator('.jp-SideBar [data-id="slurmlab-sidebar"]')
-            tab.wait_for(timeout=30_000)
-            if not pg.locator("#slurmlab-sidebar").is_visible():
-                tab.click()
-            try:
-                pg.wait_for_selector("#slurmlab-sidebar .slurmlab-NodeRow", timeout=30_000)
-            except Exception:
-                pg.screenshot(path=str(SHOTS / "sidebar-failed-to-load.png"))
-                error = pg.locator("#slurmlab-sidebar .slurmlab-Error").inner_text()
-                pytest.fail(f"the sidebar drew no nodes; it shows: {error!r}")
-            yield pg
-        finally:
-            browser.close()
+            pg.wait_for_selector("#slurmlab-sidebar .slurmlab-NodeRow", timeout=30_000)
+        except Exception:
+            pg.screenshot(path=str(SHOTS / "sidebar-failed-to-load.png"))
+            error = pg.locator("#slurmlab-sidebar .slurmlab-Error").inner_text()
+            pytest.fail(f"the sidebar drew no nodes; it shows: {error!r}")
+        yield pg
 
 
 def _salloc(sandbox: Any, *args: str) -> str:
@@ -254,3 +241,78 @@ def test_twelve_jobs_differ_with_numbered_gpus_a_legend_and_one_line_names(page:
         for job in [*jobs, waiting]:
             slurm_sandbox.runner().run(["scancel", job], check=False)
 
+
+
+def _large_nodes_answer(nodes: int = 1000, per_node: int = 8, jobs: int = 3121) -> dict[str, Any]:
+    """A nodes answer of a real cluster's size (the contract's shape): ``jobs`` GPUs held, one job each."""
+    answer = []
+    for n in range(nodes):
+        gpus = []
+        for i in range(per_node):
+            k = n * per_node + i
+            held = [str(100000 + k)] if k < jobs else []
+            gpus.append({"index": i, "type": "h100", "mig": False, "jobs": held, "shards_used": 0,
+                         "shards_total": 0, "whole": bool(held)})
+        answer.append({"name": f"gpu{n:04d}", "state": "DRAINED" if n == nodes - 1 else "MIXED",
+                       "partitions": ["gpu"], "cpus": 112, "alloc_cpus": 8, "gres": f"gpu:h100:{per_node}",
+                       "reason": None, "gpus": gpus})
+    return {"nodes": answer, "problems": []}
+
+
+def test_a_large_cluster_is_drawn_on_a_canvas(page: Any, slurm_sandbox: Any) -> None:
+    """8,000 GPUs: one canvas and a summary line instead of 8,000 DOM cells; hovering names a GPU."""
+    import json
+
+    body = json.dumps(_large_nodes_answer())
+    page.route("**/slurmlab/api/nodes*", lambda route: route.fulfill(
+        status=200, content_type="application/json", body=body))
+    canvas = page.locator("#slurmlab-sidebar canvas.slurmlab-GpuCanvas")
+    canvas.wait_for(timeout=SIDEBAR_REFRESH_S * 3 * 1000)
+    assert canvas.get_attribute("data-gpus") == "8000" and canvas.get_attribute("data-used") == "3121"
+    assert page.locator("#slurmlab-sidebar .slurmlab-NodeRow").count() == 0
+    summary = page.locator("#slurmlab-sidebar .slurmlab-MapSummary").inner_text()
+    assert "1000 nodes" in summary and "8000 GPUs" in summary and "1 node down or drained" in summary
+    box = canvas.bounding_box()
+    assert box is not None and box["height"] > 20
+    page.mouse.move(box["x"] + 2, box["y"] + 2)
+    assert re.match(r"gpu0000 GPU 0 \(h100\) · another user's job 100000", canvas.get_attribute("title") or "")
+    page.screenshot(path=str(SHOTS / "sidebar-large-cluster.png"))
+
+
+def _large_queue_answer(jobs: int = 10000) -> dict[str, Any]:
+    """A queue answer of a real cluster's size (the contract's shape): every third job pending."""
+    out = []
+    for k in range(jobs):
+        pending = k % 3 == 2
+        out.append({"job_id": str(200000 + k), "display_id": str(200000 + k), "name": f"train-{k}",
+                    "user": "someone", "mine": False, "state": "PENDING" if pending else "RUNNING",
+                    "reason": "Resources" if pending else None,
+                    "reason_words": "waiting for GPUs to free up" if pending else None, "reason_hint": None,
+                    "partition": "gpu", "nodes": None if pending else f"gpu{k % 1000:04d}", "time_limit_s": 3600,
+                    "submit_time": None, "start_time": None, "expected_start": None, "ends_at": None,
+                    "gpus": [], "gres": "gres/gpu:1"})
+    return {"scope": "all", "user": "someone", "jobs": out, "problems": []}
+
+
+def test_a_large_queue_keeps_only_the_rows_in_view_in_the_dom(page: Any, slurm_sandbox: Any) -> None:
+    """10,000 jobs: the table is virtualised (a few dozen rows built), and scrolling to the end shows the last."""
+    import json
+
+    body = json.dumps(_large_queue_answer())
+    page.route("**/slurmlab/api/queue*", lambda route: route.fulfill(
+        status=200, content_type="application/json", body=body))
+    try:
+        box = page.locator('#slurmlab-sidebar .slurmlab-JobTableBox[data-virtual="true"]')
+        box.wait_for(timeout=SIDEBAR_REFRESH_S * 3 * 1000)
+        assert box.get_attribute("data-jobs") == "10000"
+        rows = page.locator("#slurmlab-sidebar tr.slurmlab-Job")
+        assert 0 < rows.count() < 200
+        assert page.locator('#slurmlab-sidebar tr.slurmlab-Job[data-job-id="200000"]').count() == 1
+        box.evaluate("node => { node.scrollTop = node.scrollHeight; }")
+        last = page.locator('#slurmlab-sidebar tr.slurmlab-Job[data-job-id="209999"]')
+        last.wait_for(timeout=5000)
+        assert 0 < rows.count() < 200
+        assert page.locator('#slurmlab-sidebar tr.slurmlab-Job[data-job-id="200000"]').count() == 0
+        page.screenshot(path=str(SHOTS / "sidebar-large-queue.png"))
+    finally:
+        page.unroute("**/slurmlab/api/queue*")

@@ -148,7 +148,7 @@ def test_pending_panel_turns_running_by_itself_and_cancel_releases(page: Any, sl
 
         # a step: its first line shows while it still runs
         _run_cell(page, 2)
-        output = page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea")
+        output = page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea").first
         output.get_by_text("first-line").wait_for(timeout=20_000)
         assert "last-line" not in output.inner_text()
         _shot(page, "03-step-streaming.png")

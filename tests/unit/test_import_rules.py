@@ -29,7 +29,7 @@ PKG = Path(__file__).resolve().parents[2] / "slurmlab"
 # ---- the design ------------------------------------------------------------------------------------
 
 _BASE = {"errors", "_extras"}
-_CORE = {"core", "core.slurm", "core.gpu", "core.request"}
+_CORE = {"core", "core.slurm", "core.gpu", "core.request", "core.diagnosis"}
 _LIBRARY = _BASE | _CORE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets", "magics",
                             "server"}
 
@@ -41,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "core.slurm": {"core", "errors"},
     "core.gpu": {"core", "core.slurm", "errors"},
     "core.request": {"core", "core.slurm", "core.gpu", "errors"},
+    "core.diagnosis": {"core", "core.slurm", "core.gpu", "core.request", "errors"},
     "slurm": _CORE | _BASE,
     "viz": _CORE | _BASE,
     # the node side runs in the allocation, on a Python that may have little more than slurmlab
@@ -55,7 +56,9 @@ ALLOWED: dict[str, set[str]] = {
     # the top-level modules: the front door (``slurmlab/__init__.py``, lazy exports of every library room) and
     # the programs
     "slurmlab": set(_LIBRARY),
-    "demo": _CORE | _BASE | {"slurm", "sandbox"},
+    # the workshop course: executes the lessons on the sandbox and writes them as HTML (make demo)
+    "course": _CORE | _BASE | {"slurm", "sandbox"},
+    "demo": _CORE | _BASE | {"slurm", "sandbox", "course"},
     "cli": _LIBRARY | {"slurmlab", "commands"},
     "__main__": _LIBRARY | {"slurmlab", "commands", "cli"},
 }
@@ -71,6 +74,7 @@ THIRD_PARTY: dict[str, set[str]] = {
     "magics": {"IPython", "ipywidgets", "ipykernel"},
     "server": {"jupyter_server", "tornado"},
     "testing": {"pytest"},
+    "course": {"nbclient", "nbformat", "nbconvert"},
 }
 
 # core is pure: none of these, and no open()/print()/input()
@@ -82,7 +86,7 @@ IO_BUILTINS = {"open", "print", "input", "exec", "eval", "breakpoint", "__import
 # calls that import the module named by their first argument
 STRING_IMPORTERS = {"import_module", "__import__", "require", "find_spec"}
 
-_SUBROOMS = {"core": ("slurm", "gpu", "request"), "experiments": ("node",)}
+_SUBROOMS = {"core": ("slurm", "gpu", "request", "diagnosis"), "experiments": ("node",)}
 
 
 def room_of(module: str) -> str:

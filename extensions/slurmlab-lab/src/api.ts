@@ -142,6 +142,29 @@ export interface IErrorBody {
 }
 
 /** An error answer of the server, with its HTTP status and message. */
+export interface IRecentJob {
+  job_id: string;
+  name: string;
+  state: string;
+  state_words: string;
+  exit_code: number | null;
+  signal: number | null;
+  elapsed_s: number | null;
+  time_limit_s: number | null;
+  gpus: number;
+  start_time: string | null;
+  end_time: string | null;
+  efficiency: string | null;
+}
+
+export interface IRecentJobs extends IStamped {
+  user: string;
+  since_hours: number;
+  accounting: boolean;
+  message: string | null;
+  jobs: IRecentJob[];
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -232,4 +255,8 @@ export function cancelJob(jobId: string): Promise<ICancelled> {
     method: 'POST',
     body: '{}'
   });
+}
+
+export function getRecentJobs(): Promise<IRecentJobs> {
+  return call<IRecentJobs>(withCluster('recent'));
 }

@@ -5,9 +5,13 @@
  * held by a job that is not (another user's, in "my jobs") is grey and hatched; the free GPUs of a node
  * that is down or drained are crossed out. Every cell carries `data-gpu` (Slurm's GPU index on the node),
  * `data-jobs` and `data-state` (free | job | other | down), and a title that says all of it in words.
+ *
+ * A map of more than LARGE_MAP_GPUS GPUs (a real cluster: 1,000 nodes x 8) is drawn on one canvas instead
+ * (gpucanvas.ts): tens of thousands of DOM cells would stall the page at every refresh.
  */
 import { IGpuSlot, IJob, INode } from './api';
 import { el } from './dom';
+import { LARGE_MAP_GPUS, renderCanvasMap } from './gpucanvas';
 import { JobPalette, nodeIsDown, textOn } from './palette';
 
 export interface IMapContext {
@@ -24,6 +28,9 @@ export interface IMapSeen {
   mig: boolean;
   shared: boolean;
 }
+
+/** The most jobs the legend lists by name. */
+export const LEGEND_JOBS = 64;
 
 /** "1g.18gb" -> "1g": the compute part of a MIG profile, short enough for a cell. */
 export function migShort(type: string | null): string {
@@ -43,40 +50,30 @@ function jobWords(jobId: string, ctx: IMapContext): string {
   return `job ${job.display_id} ${job.name}${owner}`;
 }
 
-function gpuCell(node: INode, gpu: IGpuSlot, ctx: IMapContext, down: boolean, seen: IMapSeen): HTMLElement {
-  const cell = el('div', 'slurmlab-Gpu');
-  cell.dataset.gpu = String(gpu.index);
-  cell.dataset.jobs = gpu.jobs.join(',');
-  cell.appendChild(el('span', 'slurmlab-GpuIndex', String(gpu.index)));
-  if (gpu.mig) {
-    cell.classList.add('slurmlab-mod-mig');
-    cell.appendChild(el('span', 'slurmlab-MigSlice', migShort(gpu.type)));
-    seen.mig = true;
-  }
+/** How a GPU shows: free | job (a listed job holds it) | other (another job) | down, and the listed jobs. */
+export function cellState(
+  gpu: IGpuSlot,
+  ctx: IMapContext,
+  down: boolean,
+  seen: IMapSeen
+): { state: string; listed: string[]; busy: boolean } {
   const listed = gpu.jobs.filter(j => ctx.jobs.has(j));
   const busy = gpu.whole || gpu.shards_used > 0 || gpu.jobs.length > 0;
   const state = busy ? (listed.length ? 'job' : 'other') : down ? 'down' : 'free';
-  cell.dataset.state = state;
-  cell.classList.add(`slurmlab-mod-${state}`);
   seen.other ||= state === 'other';
   seen.down ||= state === 'down';
+  seen.mig ||= gpu.mig;
+  seen.shared ||= gpu.shards_total > 0 && gpu.shards_used > 0 && !gpu.whole;
   for (const id of listed) {
     if (!seen.jobs.includes(id)) {
       seen.jobs.push(id);
     }
   }
-  const colour = listed.length ? ctx.palette.colour(listed[0]) : null;
-  if (gpu.shards_total > 0 && gpu.shards_used > 0 && !gpu.whole) {
-    // A shared GPU: the filled part shows the fraction of its shards in use.
-    seen.shared = true;
-    const pct = Math.round((100 * gpu.shards_used) / gpu.shards_total);
-    const fill = colour || 'var(--jp-border-color1)';
-    cell.style.background = `linear-gradient(to top, ${fill} ${pct}%, transparent ${pct}%)`;
-    cell.appendChild(el('span', 'slurmlab-Shards', `${gpu.shards_used}/${gpu.shards_total}`));
-  } else if (colour) {
-    cell.style.background = colour;
-    cell.style.color = textOn(colour);
-  }
+  return { state, listed, busy };
+}
+
+/** A GPU in words: the node, the index, its kind, who holds it, its shards. */
+export function cellTitle(node: INode, gpu: IGpuSlot, ctx: IMapContext, down: boolean, busy: boolean): string {
   const what = gpu.mig ? `MIG slice ${gpu.type || '?'}` : gpu.type || 'gpu';
   const who = gpu.jobs.length
     ? gpu.jobs.map(j => jobWords(j, ctx)).join(', ')
@@ -86,16 +83,52 @@ function gpuCell(node: INode, gpu: IGpuSlot, ctx: IMapContext, down: boolean, se
         ? `free, but the node is ${node.state.toLowerCase()}`
         : 'free';
   const shards = gpu.shards_total ? ` · shards ${gpu.shards_used}/${gpu.shards_total}` : '';
-  cell.title = `${node.name} GPU ${gpu.index} (${what}) · ${who}${shards}`;
+  return `${node.name} GPU ${gpu.index} (${what}) · ${who}${shards}`;
+}
+
+function gpuCell(node: INode, gpu: IGpuSlot, ctx: IMapContext, down: boolean, seen: IMapSeen): HTMLElement {
+  const cell = el('div', 'slurmlab-Gpu');
+  cell.dataset.gpu = String(gpu.index);
+  cell.dataset.jobs = gpu.jobs.join(',');
+  cell.appendChild(el('span', 'slurmlab-GpuIndex', String(gpu.index)));
+  if (gpu.mig) {
+    cell.classList.add('slurmlab-mod-mig');
+    cell.appendChild(el('span', 'slurmlab-MigSlice', migShort(gpu.type)));
+  }
+  const { state, listed, busy } = cellState(gpu, ctx, down, seen);
+  cell.dataset.state = state;
+  cell.classList.add(`slurmlab-mod-${state}`);
+  const colour = listed.length ? ctx.palette.colour(listed[0]) : null;
+  if (gpu.shards_total > 0 && gpu.shards_used > 0 && !gpu.whole) {
+    // A shared GPU: the filled part shows the fraction of its shards in use.
+    const pct = Math.round((100 * gpu.shards_used) / gpu.shards_total);
+    const fill = colour || 'var(--jp-border-color1)';
+    cell.style.background = `linear-gradient(to top, ${fill} ${pct}%, transparent ${pct}%)`;
+    cell.appendChild(el('span', 'slurmlab-Shards', `${gpu.shards_used}/${gpu.shards_total}`));
+  } else if (colour) {
+    cell.style.background = colour;
+    cell.style.color = textOn(colour);
+  }
+  cell.title = cellTitle(node, gpu, ctx, down, busy);
   return cell;
 }
 
-/** Draw the map into `target`; what it showed, for the legend. */
-export function renderMap(target: HTMLElement, nodes: INode[], ctx: IMapContext): IMapSeen {
+/** Draw the map into `target`; what it showed, for the legend. Past `canvasAbove` GPUs on a canvas. */
+export function renderMap(
+  target: HTMLElement,
+  nodes: INode[],
+  ctx: IMapContext,
+  canvasAbove: number = LARGE_MAP_GPUS
+): IMapSeen {
   const seen: IMapSeen = { jobs: [], other: false, down: false, mig: false, shared: false };
   target.replaceChildren();
   if (!nodes.length) {
     target.appendChild(el('div', 'slurmlab-Empty', 'no nodes'));
+    return seen;
+  }
+  if (nodes.reduce((n, node) => n + node.gpus.length, 0) > canvasAbove) {
+    renderCanvasMap(target, nodes, ctx, seen);
+    seen.jobs.sort((a, b) => a.length - b.length || a.localeCompare(b));
     return seen;
   }
   for (const node of nodes) {
@@ -152,13 +185,18 @@ export function renderLegend(target: HTMLElement, seen: IMapSeen, ctx: IMapConte
     return;
   }
   const jobs = el('div', 'slurmlab-LegendJobs');
-  for (const id of seen.jobs) {
+  // thousands of jobs on a big map: the first ones, and how many more (each cell's title names its job)
+  for (const id of seen.jobs.slice(0, LEGEND_JOBS)) {
     const job = ctx.jobs.get(id);
     const name = job ? job.name : '';
     const { item, swatch } = legendItem('job', `${job ? job.display_id : id} ${name}`, jobWords(id, ctx));
     item.dataset.jobId = id;
     swatch.style.background = ctx.palette.colour(id);
     jobs.appendChild(item);
+  }
+  if (seen.jobs.length > LEGEND_JOBS) {
+    const more = seen.jobs.length - LEGEND_JOBS;
+    jobs.appendChild(el('div', 'slurmlab-LegendMore', `and ${more} more job${more === 1 ? '' : 's'}`));
   }
   target.appendChild(jobs);
 }

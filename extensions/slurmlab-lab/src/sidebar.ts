@@ -26,7 +26,9 @@ import {
 import { fillPicker, resolveChoice, storeChoice, storedChoice } from './clusterpick';
 import { el } from './dom';
 import { IMapContext, renderLegend, renderMap } from './gpumap';
+import { JobTable } from './jobtable';
 import { JobPalette } from './palette';
+import { RecentJobsSection } from './recentjobs';
 
 export const DEFAULT_REFRESH_S = 5;
 
@@ -140,7 +142,12 @@ export class SlurmSidebar extends Widget {
   private readonly _map: HTMLElement;
   private readonly _legend: HTMLElement;
   private readonly _jobs: HTMLElement;
+  private readonly _jobTable = new JobTable(
+    () => this._jobHead(),
+    job => this._jobRows(job)
+  );
   private readonly _error: HTMLElement;
+  private readonly _recent = new RecentJobsSection();
 
   constructor() {
     super();
@@ -195,6 +202,7 @@ export class SlurmSidebar extends Widget {
     this.node.appendChild(jobsHeader);
     this._jobs = el('div', 'slurmlab-Jobs');
     this.node.appendChild(this._jobs);
+    this.node.appendChild(this._recent.node); // recentjobs.ts: its own slow cadence
   }
 
   /** Seconds between refreshes (from the settings). */
@@ -294,6 +302,7 @@ export class SlurmSidebar extends Widget {
       const seen = renderMap(this._map, nodes.nodes, ctx);
       renderLegend(this._legend, seen, ctx);
       this._renderJobs(queue);
+      void this._recent.refresh(cluster.own ? null : cluster.id);
     } catch (error) {
       this._showError(error instanceof ApiError ? error.message : String(error));
     }
@@ -344,6 +353,7 @@ export class SlurmSidebar extends Widget {
   }
 
   private _renderJobs(queue: IQueue): void {
+    const scrolled = this._jobTable.node.scrollTop; // a new answer keeps the place in a long table
     this._jobs.replaceChildren();
     const problems = queue.problems || [];
     if (problems.length) {
@@ -362,7 +372,11 @@ export class SlurmSidebar extends Widget {
       );
       return;
     }
-    const table = el('table', 'slurmlab-JobTable');
+    this._jobs.appendChild(this._jobTable.node);
+    this._jobTable.render(queue.jobs, scrolled); // jobtable.ts: only the rows in view past 200 jobs
+  }
+
+  private _jobHead(): HTMLElement {
     const head = el('tr');
     for (const [title, cls] of [
       ['', 'slurmlab-ColSwatch'],
@@ -373,21 +387,23 @@ export class SlurmSidebar extends Widget {
     ]) {
       head.appendChild(el('th', cls, title));
     }
-    table.appendChild(head);
-    for (const job of queue.jobs) {
-      table.appendChild(this._jobRow(job));
-      if (job.state === 'PENDING') {
-        const more = el('tr', 'slurmlab-PendingRow');
-        more.dataset.jobId = job.job_id;
-        more.appendChild(el('td', 'slurmlab-Swatch')).style.background = this._palette.colour(job.job_id);
-        const cell = el('td');
-        cell.colSpan = 4;
-        cell.appendChild(pendingBlock(job));
-        more.appendChild(cell);
-        table.appendChild(more);
-      }
+    return head;
+  }
+
+  /** A job's line, and under a pending job the line that says why. */
+  private _jobRows(job: IJob): HTMLElement[] {
+    const rows = [this._jobRow(job)];
+    if (job.state === 'PENDING') {
+      const more = el('tr', 'slurmlab-PendingRow');
+      more.dataset.jobId = job.job_id;
+      more.appendChild(el('td', 'slurmlab-Swatch')).style.background = this._palette.colour(job.job_id);
+      const cell = el('td');
+      cell.colSpan = 4;
+      cell.appendChild(pendingBlock(job));
+      more.appendChild(cell);
+      rows.push(more);
     }
-    this._jobs.appendChild(table);
+    return rows;
   }
 
   private _jobRow(job: IJob): HTMLElement {

@@ -212,7 +212,10 @@ def _check_gpu_total(req: GpuRequest, problems: list[Problem], warnings: list[st
 
 def _check_per_task_and_socket(req: GpuRequest, problems: list[Problem]) -> None:
     """The counts Slurm needs beside --gpus-per-task and --gpus-per-socket."""
-    if req.gpus_per_task is not None and req.gpus_per_task.count and req.ntasks is None and req.gpus is None:
+    # Slurm counts the tasks from -N or --ntasks-per-node when -n is absent (22.05 accepts `-N2 --gpus-per-task=1`
+    # and `--ntasks-per-node=2 --gpus-per-task=1`); only with none of them is there no task count at all
+    counted = req.ntasks is not None or req.gpus is not None or req.nodes is not None or req.ntasks_per_node is not None
+    if req.gpus_per_task is not None and req.gpus_per_task.count and not counted:
         problems.append(Problem(
             f"--gpus-per-task={req.gpus_per_task.render()} without a task count: Slurm rejects "
             "--gpus-per-task without --ntasks or --gpus",

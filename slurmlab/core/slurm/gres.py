@@ -56,6 +56,8 @@ _ITEM = re.compile(
     r"(?:\((?P<detail>[^()]*)\))?$"
 )
 _NULL_TYPE = re.compile(r"^((?:gres[:/])?[A-Za-z][A-Za-z0-9_]*):\(null\)(?=[:=(]|$)")
+_CACHE: dict[str, tuple[GresItem, ...]] = {}
+_CACHE_SIZE = 8192
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 
@@ -197,10 +199,17 @@ def parse_gres(text: str | None) -> tuple[GresItem, ...]:
     """A comma-joined GRES list; ``(null)``, ``N/A`` and empty give ()."""
     if text is None:
         return ()
+    # a queue repeats a handful of strings (gpu:h100:1(IDX:0), gres/gpu:1 ...) thousands of times; the items
+    # are frozen, so one parse serves every job that printed the same string
+    hit = _CACHE.get(text)
+    if hit is not None:
+        return hit
     raw = text.strip()
-    if raw in _EMPTY:
-        return ()
-    return tuple(parse_gres_item(part) for part in _split_top(raw))
+    items = () if raw in _EMPTY else tuple(parse_gres_item(part) for part in _split_top(raw))
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.clear()
+    _CACHE[text] = items
+    return items
 
 
 def render_gres(items: Iterable[GresItem]) -> str:

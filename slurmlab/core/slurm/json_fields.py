@@ -20,6 +20,7 @@ __all__ = [
     "exit_status",
     "free_text",
     "number",
+    "record_id",
     "record_list",
     "seconds_from_minutes",
     "state_and_flags",
@@ -32,6 +33,7 @@ JSONRecord: TypeAlias = Mapping[str, object]
 
 # Slurm's numbers are at most 64 bits; past that a value is corrupt, not a count
 _NUM_LIMIT = 2**64
+_NULL_TEXTS = frozenset(("", "(null)", "N/A"))
 
 
 def excerpt(obj: object) -> str:
@@ -53,6 +55,15 @@ def as_object(value: object, what: str) -> JSONRecord:
 
 def number(value: object, what: str = "number") -> int | None:
     """A plain number or ``{set, infinite, number}``; None when unset or infinite."""
+    # the two shapes Slurm prints, checked first: this runs a dozen times per job of a 10,000-job queue
+    if type(value) is int:
+        if -_NUM_LIMIT < value < _NUM_LIMIT:
+            return value
+    elif type(value) is dict:
+        inner = value.get("number")
+        if type(inner) is int and -_NUM_LIMIT < inner < _NUM_LIMIT and value.get("set") is True \
+                and value.get("infinite") is False:
+            return inner
     if value is None:
         return None
     if isinstance(value, bool):
@@ -90,6 +101,8 @@ def state_and_flags(value: object, what: str) -> tuple[str, tuple[str, ...]]:
 
 def text_or_none(value: object, what: str = "text field") -> str | None:
     """A string field; None when absent or Slurm's empty (``""``, ``(null)``, ``N/A``)."""
+    if type(value) is str:
+        return value if value.strip() not in _NULL_TEXTS else None
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -97,7 +110,7 @@ def text_or_none(value: object, what: str = "text field") -> str | None:
     if not isinstance(value, str):
         number(value, what)  # a number Slurm could print, not 10**400 or NaN
         return str(value)
-    return value if value.strip() not in ("", "(null)", "N/A") else None
+    return value if value.strip() not in _NULL_TEXTS else None
 
 
 def free_text(value: object, what: str) -> str:
@@ -149,7 +162,8 @@ def record_list(doc: JSONRecord, key: str, what: str) -> list[object]:
 _T = TypeVar("_T")
 
 
-def _record_id(item: object, *keys: str) -> str | None:
+def record_id(item: object, *keys: str) -> str | None:
+    """The id of a record for an error message (the first of ``keys`` it has as a short string or number)."""
     for key in keys:
         value = item.get(key) if isinstance(item, dict) else None
         if isinstance(value, dict):
@@ -167,13 +181,12 @@ def each_record(
     """``build`` over the records; one that fails is reported in ``problems`` (when given)."""
     out: list[_T] = []
     for i, item in enumerate(items):
-        rid = _record_id(item, *id_keys)
         try:
             if not isinstance(item, dict):
                 raise ParseError(f"entry {i}", excerpt(item), hint="expected a JSON object")
             out.append(build(item))
         except ParseError as exc:
-            err = exc.for_record(rid)
+            err = exc.for_record(record_id(item, *id_keys))  # only a failure needs the id
             if problems is None:
                 raise err from None
             problems.append(err)

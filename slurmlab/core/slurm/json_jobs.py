@@ -6,9 +6,13 @@ dropping entries; the per-node CPU_IDs and memory come from ``job_resources`` (:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import gc
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import fields
+from datetime import datetime
 
-from slurmlab.core.slurm.gres import parse_gres
+from slurmlab.core.slurm.gres import GresItem, parse_gres
 from slurmlab.core.slurm.hostlist import expand
 from slurmlab.core.slurm.json_fields import (
     JSONRecord,
@@ -17,6 +21,7 @@ from slurmlab.core.slurm.json_fields import (
     exit_status,
     free_text,
     number,
+    record_id,
     record_list,
     seconds_from_minutes,
     state_and_flags,
@@ -24,16 +29,107 @@ from slurmlab.core.slurm.json_fields import (
     text_or_none,
 )
 from slurmlab.core.slurm.json_job_resources import NodeShape, node_allocs, node_shapes
-from slurmlab.core.slurm.models import GresAlloc, Job, Node, Tres
+from slurmlab.core.slurm.models import ExitStatus, GresAlloc, Job, Node, Tres
 from slurmlab.core.slurm.timefmt import from_epoch
 from slurmlab.errors import ParseError
 
-__all__ = ["parse_jobs_json"]
+__all__ = ["iter_jobs_json", "parse_jobs_json"]
 
 _ENFORCE_FLAGS = {"GRES_ENFORCE_BIND", "GRES_BINDING_ENFORCED"}
 
 
-def _job(j: JSONRecord, shapes: Mapping[str, NodeShape] | None = None) -> Job:
+# Jobs of one queue repeat node lists, times and exit codes; the values are immutable, so each distinct one is
+# parsed once per call of parse_jobs_json (the caches live in a _Memo, never across calls)
+class _Memo:
+    def __init__(self) -> None:
+        self.nodes: dict[str, tuple[str, ...]] = {}
+        self.times: dict[int, datetime | None] = {}
+        self.exits: dict[object, ExitStatus | None] = {}
+        self.cores: dict[object, str | None] = {}  # see json_job_resources._allocation_old
+        self.texts: dict[tuple[object, ...], _Texts] = {}
+
+    def node_tuple(self, nodelist: str) -> tuple[str, ...]:
+        hit = self.nodes.get(nodelist)
+        if hit is None:
+            hit = self.nodes[nodelist] = tuple(expand(nodelist))
+        return hit
+
+    def time(self, value: object, what: str) -> datetime | None:
+        n = number(value, what)
+        if n is None:
+            return None
+        hit = self.times.get(n, _MISSING)
+        if hit is _MISSING:
+            hit = self.times[n] = from_epoch(n)
+        return hit  # type: ignore[return-value]
+
+    def text_fields(self, j: JSONRecord) -> _Texts:
+        """The job's text, TRES and GRES fields (:data:`_TEXT_KEYS`), read once per distinct combination: the
+        jobs of a queue share a few users x partitions x requests (one lookup instead of ten reads)."""
+        raw = tuple(map(j.get, _TEXT_KEYS))
+        try:
+            hit = self.texts.get(raw)
+        except TypeError:  # a list or an object where Slurm prints text: read (and reported) below
+            return _read_texts(raw)
+        if hit is None:
+            hit = self.texts[raw] = _read_texts(raw)
+        return hit
+
+    def exit(self, value: object) -> ExitStatus | None:
+        if type(value) is int:  # 22.05: a raw wait status
+            hit = self.exits.get(value, _MISSING)
+            if hit is _MISSING:
+                hit = self.exits[value] = exit_status(value)
+            return hit  # type: ignore[return-value]
+        return exit_status(value)
+
+
+_MISSING = object()
+_TEXT_KEYS = ("user_name", "partition", "array_task_string", "tres_bind", "comment",
+              "tres_req_str", "tres_alloc_str", "tres_per_job", "tres_per_node", "tres_per_task")
+_Texts = tuple[str | None, str | None, str | None, str | None, str | None, Tres | None, Tres | None,
+               tuple[GresItem, ...], tuple[GresItem, ...], tuple[GresItem, ...]]
+
+
+def _read_texts(raw: tuple[object, ...]) -> _Texts:
+    user, partition, array_tasks, bind, comment, req, alloc, per_job, per_node, per_task = raw
+    return (text_or_none(user), text_or_none(partition), text_or_none(array_tasks), text_or_none(bind),
+            text_or_none(comment) or None, Tres.parse(text_or_none(req)), Tres.parse(text_or_none(alloc)),
+            parse_gres(text_or_none(per_job)), parse_gres(text_or_none(per_node)),
+            parse_gres(text_or_none(per_task)))
+
+
+def _allocs(j: JSONRecord, job_id: int, nodelist: str, nodes: tuple[str, ...],
+            shapes: Mapping[str, NodeShape], memo: _Memo) -> tuple[GresAlloc, ...]:
+    details = j.get("gres_detail") or []
+    if not isinstance(details, list):
+        raise ParseError("gres_detail", excerpt(details))
+    if not details:
+        return ()
+    per_node = node_allocs(j, shapes, memo.cores)
+    if len(details) != len(nodes):
+        raise ParseError(
+            "gres_detail",
+            excerpt(details),
+            hint=f"job {job_id} lists {len(details)} GRES entries for {len(nodes)} nodes ({nodelist})",
+        )
+    allocs: list[GresAlloc] = []
+    for node, text in zip(nodes, details, strict=True):
+        items = parse_gres(text_or_none(text, "gres_detail entry"))
+        if items:
+            where = per_node.get(node)
+            allocs.append(
+                GresAlloc(
+                    node=node,
+                    items=items,
+                    cpu_ids=where.cpu_ids if where else None,
+                    mem_mb=where.mem_mb if where else None,
+                )
+            )
+    return tuple(allocs)
+
+
+def _job(j: JSONRecord, shapes: Mapping[str, NodeShape], memo: _Memo) -> Job:
     try:
         job_id = number(j["job_id"], "job_id")
         state, state_flags = state_and_flags(j["job_state"], "job_state")
@@ -41,69 +137,66 @@ def _job(j: JSONRecord, shapes: Mapping[str, NodeShape] | None = None) -> Job:
         raise ParseError("job", excerpt(j), hint=f"the job has no {exc.args[0]!r}") from None
     if job_id is None:
         raise ParseError("job_id", excerpt(j))
-    nodelist = text_or_none(j.get("nodes"), "nodes") or ""
-    nodes = tuple(expand(nodelist))
-    details = j.get("gres_detail") or []
-    if not isinstance(details, list):
-        raise ParseError("gres_detail", excerpt(details))
-    allocs: list[GresAlloc] = []
-    per_node = node_allocs(j, shapes or {})
-    if details:
-        if len(details) != len(nodes):
-            raise ParseError(
-                "gres_detail",
-                excerpt(details),
-                hint=f"job {job_id} lists {len(details)} GRES entries for {len(nodes)} nodes ({nodelist})",
-            )
-        for node, text in zip(nodes, details, strict=True):
-            items = parse_gres(text_or_none(text, "gres_detail entry"))
-            if items:
-                where = per_node.get(node)
-                allocs.append(
-                    GresAlloc(
-                        node=node,
-                        items=items,
-                        cpu_ids=where.cpu_ids if where else None,
-                        mem_mb=where.mem_mb if where else None,
-                    )
-                )
-    flags = text_list(j.get("flags"))
-    array_job = number(j.get("array_job_id"))
-    task = number(j.get("array_task_id"))
-    array_tasks = text_or_none(j.get("array_task_string"))
-    return Job(
-        job_id=job_id,
-        name=free_text(j.get("name"), "name"),
-        state=state,
-        state_flags=state_flags,
-        reason=text_or_none(j.get("state_reason")) if j.get("state_reason") != "None" else None,
-        user=text_or_none(j.get("user_name")),
-        partition=text_or_none(j.get("partition")),
-        nodelist=nodelist,
-        nodes=nodes,
-        array_job_id=array_job or None,
-        array_task_id=task if array_job else None,
-        array_tasks=array_tasks,
-        submit_time=from_epoch(number(j.get("submit_time"))),
-        start_time=from_epoch(number(j.get("start_time"))),
-        end_time=from_epoch(number(j.get("end_time"))),
-        time_limit=seconds_from_minutes(j.get("time_limit"), "time_limit"),
-        exit=exit_status(j.get("exit_code")),
-        derived_exit=exit_status(j.get("derived_exit_code")),
-        tres_req=Tres.parse(text_or_none(j.get("tres_req_str"))),
-        tres_alloc=Tres.parse(text_or_none(j.get("tres_alloc_str"))),
-        tres_per_job=parse_gres(text_or_none(j.get("tres_per_job"))),
-        tres_per_node=parse_gres(text_or_none(j.get("tres_per_node"))),
-        tres_per_task=parse_gres(text_or_none(j.get("tres_per_task"))),
-        tres_bind=text_or_none(j.get("tres_bind")),
-        gres_binding_enforced=bool(_ENFORCE_FLAGS.intersection(flags)),
-        gpu_allocs=tuple(allocs),
-        num_nodes=number(j.get("node_count")),
-        num_cpus=number(j.get("cpus")),
-        num_tasks=number(j.get("tasks")),
-        comment=text_or_none(j.get("comment")) or None,
-        flags=flags,
-    )
+    get = j.get
+    nodelist = text_or_none(get("nodes"), "nodes") or ""
+    nodes = memo.node_tuple(nodelist)
+    if not get("gres_detail"):
+        node_allocs(j, shapes, memo.cores)  # no GPU to attach them to, but a corrupt job_resources is still reported
+    gpu_allocs = _allocs(j, job_id, nodelist, nodes, shapes, memo)
+    flags = text_list(get("flags"))
+    array_job = number(get("array_job_id"))
+    task = number(get("array_task_id"))
+    reason = get("state_reason")
+    user, partition, array_tasks, bind, comment, req, alloc, per_job, per_node, per_task = memo.text_fields(j)
+    return _build_job({
+        "job_id": job_id,
+        "name": free_text(get("name"), "name"),
+        "state": state,
+        "state_flags": state_flags,
+        "reason": text_or_none(reason) if reason != "None" else None,
+        "user": user,
+        "partition": partition,
+        "nodelist": nodelist,
+        "nodes": nodes,
+        "array_job_id": array_job or None,
+        "array_task_id": task if array_job else None,
+        "array_tasks": array_tasks,
+        "submit_time": memo.time(get("submit_time"), "submit_time"),
+        "start_time": memo.time(get("start_time"), "start_time"),
+        "end_time": memo.time(get("end_time"), "end_time"),
+        "time_limit": seconds_from_minutes(get("time_limit"), "time_limit"),
+        "exit": memo.exit(get("exit_code")),
+        "derived_exit": memo.exit(get("derived_exit_code")),
+        "tres_req": req,
+        "tres_alloc": alloc,
+        "tres_per_job": per_job,
+        "tres_per_node": per_node,
+        "tres_per_task": per_task,
+        "tres_bind": bind,
+        "gres_binding_enforced": not _ENFORCE_FLAGS.isdisjoint(flags),
+        "gpu_allocs": gpu_allocs,
+        "num_nodes": number(get("node_count")),
+        "num_cpus": number(get("cpus")),
+        "num_tasks": number(get("tasks")),
+        "comment": comment,
+        "flags": flags,
+    })
+
+
+# A frozen dataclass's __init__ sets each of Job's 31 fields through object.__setattr__: a quarter of the time
+# of a 10,000-job parse. _job gives every field, so the instance's __dict__ is filled at once instead, while Job
+# has no __post_init__ or __slots__ that this would skip (tests/unit/core/slurm/test_parse_hot_paths.py checks
+# the result equals Job(**values)).
+_JOB_FIELDS = frozenset(f.name for f in fields(Job))
+_FAST_BUILD = "__post_init__" not in vars(Job) and "__slots__" not in vars(Job)
+
+
+def _build_job(values: dict[str, object]) -> Job:
+    if not _FAST_BUILD or len(values) != len(_JOB_FIELDS):
+        return Job(**values)  # type: ignore[arg-type]
+    job = object.__new__(Job)
+    object.__setattr__(job, "__dict__", values)  # the dict _job built becomes the instance's: no copy
+    return job
 
 
 def parse_jobs_json(
@@ -119,4 +212,39 @@ def parse_jobs_json(
     or ``node_shapes`` of them) give each node's cores per socket and threads per core, which
     the per-node CPU_IDs need on hyper-threaded nodes and, in layouts up to v0.0.40, past socket 0."""
     shapes = nodes if isinstance(nodes, Mapping) else node_shapes(nodes or ())
-    return each_record(record_list(doc, "jobs", "jobs JSON"), lambda j: _job(j, shapes), problems, "job_id")
+    memo = _Memo()
+    with _no_cycle_collection():
+        return each_record(record_list(doc, "jobs", "jobs JSON"), lambda j: _job(j, shapes, memo), problems,
+                           "job_id")
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector off while a listing is read. A parse makes some 20 objects per job, none in a
+    cycle, and every so many allocations the collector walks every object alive, the decoded document's million
+    included: up to a third of a 10,000-job parse on a busy machine. It is switched on again after (only if it
+    was on: a caller that turned it off keeps it off)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def iter_jobs_json(
+    doc: JSONRecord, *, nodes: Iterable[Node] | Mapping[str, NodeShape] | None = None
+) -> Iterator[Job]:
+    """The jobs of :func:`parse_jobs_json` one at a time, for a caller that writes each as it is parsed
+    (``slurmlab parse``); a job that does not parse raises ParseError (with its job id) when reached."""
+    shapes = nodes if isinstance(nodes, Mapping) else node_shapes(nodes or ())
+    memo = _Memo()
+    for i, item in enumerate(record_list(doc, "jobs", "jobs JSON")):
+        if not isinstance(item, dict):
+            raise ParseError(f"entry {i}", excerpt(item), hint="expected a JSON object")
+        try:
+            job = _job(item, shapes, memo)
+        except ParseError as exc:
+            raise exc.for_record(record_id(item, "job_id")) from None
+        yield job

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ReasonExplained", "explain_reason", "plain_reason"]
+__all__ = ["ReasonExplained", "explain_reason", "limit_parts", "plain_reason"]
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,13 @@ def _limit(name: str) -> tuple[str, str, bool] | None:
             "it starts as running jobs end; a shorter -t helps", False
     return f"the running jobs of {owner} together use the most {thing} it allows", \
         "it starts when other jobs end", False
+
+
+def limit_parts(reason: str | None) -> dict[str, str] | None:
+    """A QOS/association limit reason cut into its parts (``who`` QOS/Assoc/"", ``kind`` Grp/Max/Min, ``res``,
+    ``time``, ``per``; "" where absent), for asking which limit it is; None for any other reason."""
+    m = _LIMIT.match(_key(reason or ""))
+    return None if m is None else {k: v or "" for k, v in m.groupdict().items()}
 
 
 def _key(reason: str) -> str:

@@ -11,6 +11,7 @@ from slurmlab.errors import ParseError
 
 __all__ = ["Tres", "parse_mem_mb"]
 
+_CACHE_SIZE = 8192
 _MEM_UNITS = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024, "P": 1024.0**3}
 
 
@@ -31,6 +32,19 @@ class Tres:
     def parse(cls, text: str | None) -> Tres | None:
         if text is None:
             return None
+        # jobs of one queue share few TRES strings, and a Tres is frozen: parse each string once
+        hit = _CACHE.get(text)
+        if hit is not None and type(hit) is cls:
+            return hit
+        parsed = cls._parse(text)
+        if parsed is not None:
+            if len(_CACHE) >= _CACHE_SIZE:
+                _CACHE.clear()
+            _CACHE[text] = parsed
+        return parsed
+
+    @classmethod
+    def _parse(cls, text: str) -> Tres | None:
         raw = text.strip()
         if raw in {"", "(null)", "N/A"}:
             return None
@@ -73,6 +87,9 @@ class Tres:
             "gres": [g.to_dict() for g in self.gres],
             "other": dict(self.other),
         }
+
+
+_CACHE: dict[str, Tres] = {}
 
 
 def _int(value: str, whole: str) -> int:

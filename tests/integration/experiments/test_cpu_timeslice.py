@@ -13,6 +13,7 @@ from slurmlab.experiments.timeslice_result import CONCURRENT, TIME_SLICED, Times
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.serial,  # a second pytest worker on the other core would be measured as load
     pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity"),
 ]
 

@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(slurm_missing_reason() is 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
     base = Path(tempfile.mkdtemp(prefix="slsb-flt-", dir="/tmp"))
-    sb = Sandbox.up(profile="seed", nodes=2, directory=base / "sb", slurmd_timeout=15)
+    sb = Sandbox.up(profile="seed", nodes=2, directory=base / "sb", slurmd_timeout=15, accounting=False)
     try:
         yield sb
     finally:

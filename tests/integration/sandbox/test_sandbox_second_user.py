@@ -50,7 +50,7 @@ def sandbox() -> Iterator[Sandbox]:
     ensure_user(OUTSIDER, "-M", "-s", "/usr/sbin/nologin")
     base = Path(tempfile.mkdtemp(prefix="slsb-acc-", dir="/tmp"))
     base.chmod(0o755)  # others may pass on the way; the munge folder itself stays closed
-    sb = Sandbox.up(profile="seed", nodes=1, directory=base / "sb", admit=[GUEST])
+    sb = Sandbox.up(profile="seed", nodes=1, directory=base / "sb", admit=[GUEST], accounting=False)
     try:
         yield sb
     finally:
@@ -124,7 +124,7 @@ def test_a_user_who_cannot_reach_the_folder_is_refused_before_anything_starts() 
     base = Path(tempfile.mkdtemp(prefix="slsb-acc-", dir="/tmp"))  # 0700: no one else may enter
     try:
         with pytest.raises(SandboxError) as info:
-            Sandbox.up(profile="seed", nodes=1, directory=base / "sb", admit=[GUEST])
+            Sandbox.up(profile="seed", nodes=1, directory=base / "sb", admit=[GUEST], accounting=False)
         assert f"cannot admit {GUEST}" in str(info.value) and str(base) in str(info.value)
         assert f"chmod o+x {base}" in str(info.value)
         assert not (base / "sb" / "state.json").exists()

@@ -19,8 +19,9 @@ from slurmlab.core.slurm.models import GresAlloc, Job, Node
 from slurmlab.errors import ParseError
 from slurmlab.server import contract
 from slurmlab.server.cache import ResponseCache
-from slurmlab.server.data import Snapshot, job_view, nodes_view, problem_view
 from slurmlab.server.poller import ClusterPoller
+from slurmlab.server.views import job_view, nodes_view, problem_view
+from slurmlab.server.worker import PollOutcome, encode_answers
 
 API_TS = Path(__file__).resolve().parents[3] / "extensions" / "slurmlab-lab" / "src" / "api.ts"
 
@@ -164,13 +165,11 @@ def test_views_conform() -> None:
 class _Source:
     user = "alice"
 
-    async def version(self) -> str:
-        return "24.11.5"
-
-    async def snapshot(self) -> Snapshot:
+    async def poll(self, version: str | None = None) -> PollOutcome:
         nodes, jobs = _cluster()
-        return Snapshot(nodes_view(nodes, jobs), [job_view(j, {7: 0}, 0) for j in jobs],
-                        [problem_view(ParseError("job record", "x"), "job")])
+        answers = encode_answers(nodes_view(nodes, jobs), [job_view(j, {7: 0}, 0) for j in jobs],
+                                 [problem_view(ParseError("job record", "x"), "job")], self.user)
+        return PollOutcome("24.11.5", answers, ("x",))
 
 
 def test_the_cached_answers_conform() -> None:

@@ -276,3 +276,32 @@ async def test_one_poll_serves_many_clients(sandbox: Any, jp_fetch: Any, jp_serv
     assert len({a.headers["ETag"] for a in answers[:8]}) == 1
     # 16 answers from the one cache: the first poll, plus at most a timer tick meanwhile
     assert 1 <= poller.polls <= 2, poller.polls
+
+
+async def test_a_held_job_shows_its_gpus_once_released_and_goes_once_cancelled(sandbox: Any,
+                                                                                jp_fetch: Any) -> None:
+    """Later polls ask Slurm only for the brief queue: a job the server already knows must still get its
+    GPUs when it starts (its detail asked for again) and leave the list when it ends."""
+    res = sandbox.runner().run(["sbatch", "--parsable", "-H", "-J", "srv-held", "-t", "10", "-N1", "--gpus=1",
+                                "-o", "/dev/null", "--wrap", "sleep 300"])
+    job = res.stdout.strip().split(";")[0]
+    try:
+        async def listed(state: str) -> Any:
+            queue = await _get(jp_fetch, "queue", scope="all")
+            return next((j for j in queue["jobs"] if j["job_id"] == job and j["state"] == state), None)
+
+        pending = await wait_for(lambda: listed("PENDING"), 10 * POLL + 10, f"job {job} PENDING")
+        assert pending["gpus"] == [] and pending["name"] == "srv-held"
+        sandbox.runner().run(["scontrol", "release", job])
+        running = await wait_for(lambda: listed("RUNNING"), 10 * POLL + 20, f"job {job} RUNNING after release")
+        assert [g["kind"] for g in running["gpus"]] == ["gpu"] and running["name"] == "srv-held"
+        nodes = {n["name"]: n for n in (await _get(jp_fetch, "nodes"))["nodes"]}
+        assert any(job in g["jobs"] for g in nodes[running["gpus"][0]["node"]]["gpus"])
+    finally:
+        scancel(sandbox, job)
+
+    async def gone() -> bool:
+        queue = await _get(jp_fetch, "queue", scope="all")
+        return job not in {j["job_id"] for j in queue["jobs"] if j["state"] not in ("COMPLETING",)}
+
+    await wait_for(gone, 10 * POLL + 20, f"job {job} gone from the queue after scancel")

@@ -14,7 +14,7 @@ import pytest
 from slurmlab.core.slurm.gres import parse_gres
 from slurmlab.core.slurm.models import GresAlloc, Job, Node
 from slurmlab.server.cache import ResponseCache, etag_matches
-from slurmlab.server.data import job_view, node_view
+from slurmlab.server.views import job_view, node_view
 
 T0 = datetime(2026, 11, 29, 15, 0, tzinfo=timezone.utc)
 

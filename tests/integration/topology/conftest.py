@@ -1,21 +1,11 @@
 from __future__ import annotations
 
-import getpass
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-
-def clear_queue(runner: Any, timeout: float = 20.0) -> None:
-    runner.run(["scancel", "--user", getpass.getuser()], check=False)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        out = runner.run(["squeue", "-h", "--me", "-t", "PENDING,RUNNING,COMPLETING", "-o", "%A"]).stdout
-        if not out.strip():
-            return
-        time.sleep(0.2)
+from tests.integration.sandbox_jobs import clear_queue
 
 
 @pytest.fixture

@@ -4,9 +4,7 @@ node the profile's; and the per-task trap shows where each task holds its own GP
 
 from __future__ import annotations
 
-import getpass
 import re
-import time
 from typing import Any
 
 import pytest
@@ -15,16 +13,7 @@ from slurmlab.core.gpu.binding_traps import PER_TASK_GPUS
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.hardware_files import sandbox_hardware
 from slurmlab.slurm.poller import JobPoller
-
-
-def clear_queue(runner: Any, timeout: float = 20.0) -> None:
-    """No job of this user left (the sandboxes are shared by the session's tests)."""
-    runner.run(["scancel", "--user", getpass.getuser()], check=False)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not runner.run(["squeue", "-h", "--me", "-t", "PENDING,RUNNING,COMPLETING", "-o", "%A"]).stdout.strip():
-            return
-        time.sleep(0.2)
+from tests.integration.sandbox_jobs import clear_queue
 
 pytestmark = pytest.mark.sandbox
 

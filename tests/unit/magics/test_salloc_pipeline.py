@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -13,7 +14,7 @@ from IPython.core.error import UsageError
 def cluster(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, Any]]]:
     """A hand-built cluster answers for the controller; Allocation.submit records what it was given."""
     from slurmlab.core.request.inventory import ClusterInventory, NodeInventory
-    from slurmlab.slurm import allocation, allocation_submit, queries
+    from slurmlab.slurm import allocation, allocation_submit, inventory, queries
 
     inv = ClusterInventory.build(
         nodes=[NodeInventory("node1", cpus=48, memory_mb=64000, sockets=2, gpus={"h100": 4}, shards=16)],
@@ -25,6 +26,9 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, Any]]]
         return SimpleNamespace(job_id="42", cancel=lambda: None)
 
     monkeypatch.setattr(queries, "inventory", lambda runner=None: inv)
+    # %salloc reads the inventory cached per cluster (slurm/inventory.py): this one, fetched fresh for this test
+    monkeypatch.setattr(inventory, "fetch_inventory", lambda runner, clock=None: inventory.KnownInventory(inv, (), time.monotonic()))
+    monkeypatch.setattr(inventory, "_caches", {})
     monkeypatch.setattr(allocation_submit, "known_version", lambda runner: (24, 11, 5))
     monkeypatch.setattr(allocation.Allocation, "submit", staticmethod(submit))
     return submitted

@@ -93,3 +93,24 @@ def test_an_unknown_cluster_is_refused_naming_the_known_ones(base: Path, slurmct
     assert "unknown cluster 'sandbox-dgx-h100'" in message
     assert "default (" in message and "sandbox-h200-mig (sandbox · sandbox h200-mig)" in message
     assert "%slurm sandbox up" in message
+
+
+def test_a_sandbox_started_beside_the_servers_own_is_found(tmp_path: Path, base: Path, slurmctld: int) -> None:
+    # the server runs on a sandbox outside the default place (a test session's); `%slurm sandbox up h200-mig`
+    # in a notebook puts the second one beside it, and the sidebar must list it
+    family = tmp_path / "session"
+    own_conf = make_sandbox(family, "dgx-h100", slurmctld)
+    beside = make_sandbox(family, "h200-mig", slurmctld)
+    make_sandbox(base, "h200-mig", slurmctld)  # one of the same name in the default place keeps its own id
+    views = find_clusters(str(own_conf))
+    assert [(c["id"], c["own"], c["conf"]) for c in views] == [
+        ("sandbox-dgx-h100", True, str(own_conf)),
+        ("sandbox-h200-mig", False, str(base / "h200-mig" / "slurm.conf")),
+        ("sandbox-h200-mig-2", False, str(beside)),
+    ]
+    # a folder that is not a sandbox's is not a family: nothing beside a plain slurm.conf is searched
+    plain = tmp_path / "etc" / "slurm.conf"
+    plain.parent.mkdir()
+    plain.write_text("ClusterName=plain\n")
+    make_sandbox(tmp_path, "other", slurmctld)
+    assert [c["id"] for c in find_clusters(str(plain))] == [OWN, "sandbox-h200-mig"]

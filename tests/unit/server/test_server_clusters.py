@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from cluster_files import make_sandbox
-from fake_slurm import OWNER_UID, cluster
+from fake_slurm import OWNER_UID, cluster, node_brief
 from tornado.httpclient import HTTPClientError
 
 from slurmlab.core.slurm.reasons import explain_reason
@@ -42,6 +42,7 @@ def two_clusters(fake_runner: FakeRunner, base: Path, slurmctld: int,
     make_sandbox(base, "h200-mig", slurmctld, cluster="mig-lab")
     other = FakeRunner()
     other.replay_cluster("24.11")
+    node_brief(other, "24.11")
     asked: list[str] = []
 
     def runner_for(view: Any) -> Any:

@@ -23,6 +23,22 @@ def test_ping_gives_the_version_as_slurm_writes_it(version: str) -> None:
         fake.close()
 
 
+@pytest.mark.parametrize(("said", "code", "ok"), [
+    ("Slurmctld(primary) at vm is DOWN\nSlurmctld(backup) at vm2 is UP", 1, True),
+    ("Slurmctld(primary) at vm is DOWN\nSlurmctld(backup) at vm2 is DOWN", 1, False),
+    ("Slurmctld(primary) at vm is DOWN", 1, False),
+])
+def test_a_backup_that_is_up_answers(said: str, code: int, ok: bool) -> None:
+    fake = FakeRunner()
+    fake.replay("22.05/00_sinfo_version.txt")
+    fake.on(["scontrol", "ping"], stdout=said + "\n", returncode=code)
+    try:
+        answer = ping(fake)
+        assert answer["ok"] is ok and answer["message"] == said
+    finally:
+        fake.close()
+
+
 def test_the_status_line_shows_the_padded_month(monkeypatch: pytest.MonkeyPatch) -> None:
     from slurmlab.magics import status
 

@@ -100,8 +100,10 @@ def test_a_change_reaches_watchers_within_about_one_interval() -> None:
 
 
 def test_backs_off_when_quiet_and_resets_on_poke() -> None:
+    # only a job that has ended is watched: nothing is expected of it, so the poller asks less often
+    # (a pending or running one keeps the base interval: tests/unit/slurm/test_poller_intervals.py)
     c = Cluster()
-    c.states = {"1": B(1, "PENDING")}
+    c.states = {"1": B(1, "COMPLETED")}
     p = _poller(c, interval=0.05, max_interval=0.4, quiet_after=0.2)
     p.watch(1, lambda u: None)
     assert _until(lambda: p.current_interval >= 0.4, timeout=5)

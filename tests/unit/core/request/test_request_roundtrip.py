@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -124,7 +126,8 @@ def test_rendering_is_stable(request: GpuRequest) -> None:
 def test_explain_and_validate_never_fail_from_deep_inside(request: GpuRequest) -> None:
     text = explain(request)
     assert text and "None" not in text
-    assert ("no GPUs" in text) == (not request.gpu_options and not any(
+    # the phrase itself, not a GPU type that happens to be called "no" ("0 no GPUs per socket")
+    assert (re.search(r"(?:^|, )no GPUs\b", text) is not None) == (not request.gpu_options and not any(
         s.name != "none" for s in request.gres))
     try:
         validate(request, CLUSTER)

@@ -31,6 +31,10 @@ def p(line: str) -> GpuRequest:
         "--gres=gpu:h100:1,shard:h100:0",
         "--gres=gpu:1g.18gb:1,shard:h100:2",
         "--gpus-per-socket=1 --sockets-per-node=2",
+        # Slurm counts the tasks from -N or --ntasks-per-node (22.05 `sbatch --test-only` accepts each)
+        "-N 2 --ntasks-per-node=2 --gpus-per-task=1",
+        "-N 2 --gpus-per-task=1",
+        "--ntasks-per-node=2 --gpus-per-task=1",
     ],
 )
 def test_requests_slurm_accepts_pass(line: str) -> None:
@@ -50,7 +54,6 @@ def test_requests_slurm_accepts_pass(line: str) -> None:
         ("--gres=mps:25 --gpu-bind=map_gpu:0", "limited to per_task or none", "--gpu-bind=none"),
         ("--gres=shard:2 --gpu-freq=high", "--gpu-freq=high with --gres=shard:2", "drop --gpu-freq"),
         ("--gpus-per-task=2", "--gpus-per-task=2 without a task count", "--ntasks=1 --gpus-per-task=2"),
-        ("-N 2 --ntasks-per-node=2 --gpus-per-task=1", "without a task count", "--ntasks=N"),
         ("--gpus=2 --gpus-per-task=1 -n 4", "--gpus=2 conflicts with --gpus-per-task=1 x --ntasks=4 = 4",
          "--gpus=4"),
         ("-N 2 --gpus=2 --gpus-per-node=4", "--gpus=2 conflicts with 4 GPU(s) per node on 2 node(s) = 8",

@@ -92,8 +92,8 @@ def test_a_node_list_keeps_slurms_words_and_an_unknown_reason_is_shown_as_is() -
 
 
 def test_the_rows_the_panel_and_the_sidebar_use_one_table() -> None:
-    from slurmlab.server import data
+    from slurmlab.server import views
     from slurmlab.widgets import rows
 
     assert rows.plain_reason is plain_reason
-    assert data.explain_reason is explain_reason
+    assert views.explain_reason is explain_reason

@@ -1,0 +1,143 @@
+/**
+ * The sidebar's "Recent jobs": the server user's jobs of the last day from Slurm accounting (`sacct`), each
+ * with its end state coloured and in plain words, elapsed vs limit, GPUs, and the efficiency line.
+ *
+ * A slow list (it changes when a job ends, and sacct asks slurmdbd): asked at most once a minute, or at once
+ * when the cluster shown changes; the server keeps its answer as long. Accounting off is one line saying
+ * how to turn it on.
+ */
+import { ApiError, getRecentJobs, IRecentJob, IRecentJobs } from './api';
+import { el } from './dom';
+import { formatSeconds } from './sidebar';
+
+export const RECENT_REFRESH_S = 60;
+
+/** How a state is coloured: ok, running, waiting, stopped (time, memory, node), cancelled, failed. */
+export function stateFamily(state: string): string {
+  switch (state) {
+    case 'COMPLETED':
+      return 'ok';
+    case 'RUNNING':
+    case 'COMPLETING':
+      return 'running';
+    case 'PENDING':
+    case 'REQUEUED':
+    case 'SUSPENDED':
+      return 'waiting';
+    case 'TIMEOUT':
+    case 'OUT_OF_MEMORY':
+    case 'DEADLINE':
+    case 'PREEMPTED':
+      return 'stopped';
+    case 'CANCELLED':
+      return 'cancelled';
+    default:
+      return 'failed';
+  }
+}
+
+const FAMILY_COLOUR: Record<string, string> = {
+  ok: 'var(--jp-success-color1, #388e3c)',
+  running: 'var(--jp-brand-color1, #1976d2)',
+  waiting: 'var(--jp-ui-font-color2, #757575)',
+  stopped: 'var(--jp-warn-color1, #f57c00)',
+  cancelled: 'var(--jp-ui-font-color2, #757575)',
+  failed: 'var(--jp-error-color1, #d32f2f)'
+};
+
+/** "00:10:02 of 00:10:00": how long it ran against its limit. */
+export function elapsedText(job: IRecentJob): string {
+  const ran = formatSeconds(job.elapsed_s);
+  return job.time_limit_s === null ? ran : `${ran} of ${formatSeconds(job.time_limit_s)}`;
+}
+
+function recentRow(job: IRecentJob): HTMLElement {
+  const row = el('div', 'slurmlab-RecentJob');
+  row.dataset.jobId = job.job_id;
+  row.dataset.state = job.state;
+  const family = stateFamily(job.state);
+  row.dataset.family = family;
+  row.style.margin = '0 0 6px 0';
+  // one line: id, name (cut with an ellipsis, whole in the tooltip), state at the right
+  const head = el('div', 'slurmlab-RecentLine');
+  Object.assign(head.style, { display: 'flex', gap: '0.5em', alignItems: 'baseline' });
+  head.appendChild(el('span', 'slurmlab-JobNumber', job.job_id));
+  const name = el('span', 'slurmlab-JobName', job.name);
+  name.title = job.name;
+  Object.assign(name.style, { flex: '1', minWidth: '0', overflow: 'hidden', textOverflow: 'ellipsis',
+    whiteSpace: 'nowrap' });
+  head.appendChild(name);
+  const state = el('span', 'slurmlab-RecentState', job.state);
+  state.style.color = FAMILY_COLOUR[family];
+  state.style.fontWeight = 'bold';
+  state.title = job.state_words;
+  head.appendChild(state);
+  row.appendChild(head);
+  const exit = job.exit_code !== null && (job.exit_code !== 0 || job.signal) ? ` · exit ${job.exit_code}` : '';
+  const sig = job.signal ? ` (signal ${job.signal})` : '';
+  const gpus = job.gpus ? ` · ${job.gpus} GPU${job.gpus === 1 ? '' : 's'}` : '';
+  row.appendChild(
+    el('div', 'slurmlab-RecentWords', `${job.state_words} · ${elapsedText(job)}${gpus}${exit}${sig}`)
+  );
+  if (job.efficiency) {
+    const eff = el('div', 'slurmlab-RecentEfficiency', job.efficiency.replace(/^Efficiency of job \S+: /, ''));
+    eff.title = job.efficiency;
+    eff.style.opacity = '0.75';
+    row.appendChild(eff);
+  }
+  return row;
+}
+
+/** Fill `into` from one answer: a line when accounting is off or failed, else one row per job. */
+export function renderRecent(into: HTMLElement, answer: IRecentJobs): void {
+  into.replaceChildren();
+  if (answer.message) {
+    const line = el('div', 'slurmlab-RecentMessage', answer.message);
+    line.dataset.accounting = String(answer.accounting);
+    into.appendChild(line);
+    return;
+  }
+  if (!answer.jobs.length) {
+    into.appendChild(el('div', 'slurmlab-Empty', `no jobs of ${answer.user} in the last ${answer.since_hours} h`));
+    return;
+  }
+  for (const job of answer.jobs) {
+    into.appendChild(recentRow(job));
+  }
+}
+
+/** The section: its heading and list, refreshed on its own slow cadence. */
+export class RecentJobsSection {
+  readonly node: HTMLElement;
+  private readonly _list: HTMLElement;
+  private _cluster: string | null | undefined = undefined;
+  private _askedAt = 0;
+  private _busy = false;
+
+  constructor() {
+    this.node = el('div', 'slurmlab-Recent');
+    this.node.appendChild(el('h3', 'slurmlab-Section', 'Recent jobs'));
+    this._list = el('div', 'slurmlab-RecentJobs', 'asking Slurm accounting…');
+    this.node.appendChild(this._list);
+  }
+
+  /** Ask again when the cluster shown changed or a minute has passed (the sidebar calls this each round). */
+  async refresh(cluster: string | null, force = false): Promise<void> {
+    const due = Date.now() - this._askedAt > RECENT_REFRESH_S * 1000;
+    if (this._busy || (!force && !due && cluster === this._cluster)) {
+      return;
+    }
+    this._busy = true;
+    this._cluster = cluster;
+    this._askedAt = Date.now();
+    try {
+      renderRecent(this._list, await getRecentJobs());
+    } catch (error) {
+      this._list.replaceChildren(
+        el('div', 'slurmlab-RecentMessage', error instanceof ApiError ? error.message : String(error))
+      );
+    } finally {
+      this._busy = false;
+    }
+  }
+}

@@ -1,0 +1,1 @@
+"""Diagnosis: pure judgement of what the doctor gathered (verdicts, evidence, fixes). No I/O."""

@@ -1,0 +1,253 @@
+"""Why a pending allocation waits, gathered from Slurm: the reason in plain words, the QOS/association limit
+with the usage and the cap, the running jobs that hold what it needs and when they end, Slurm's expected start,
+and the changes ``sbatch --test-only`` says would start it sooner — and the switch to one of them.
+
+The judgement is the doctor's (:mod:`slurmlab.core.diagnosis.job_checks`, :mod:`.pending_alternatives`); this
+module only gathers for one allocation. :func:`why` blocks (several Slurm commands, each with a timeout): the
+panel calls it from a worker thread, never from the kernel's.
+
+API::
+
+    why(alloc_or_job_id, runner=None, *, alternatives=True) -> PendingWhy
+    resubmit(alloc, alternative=None, **changes) -> Allocation     submit the new one, then cancel the old
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from slurmlab.core.diagnosis.alternatives import NO_ALTERNATIVES, Alternative, changed_options, kept_options
+from slurmlab.core.diagnosis.findings import Finding, Report, Verdict, guarded
+from slurmlab.core.diagnosis.job_checks import (
+    blockers,
+    judge_alternatives,
+    judge_blockers,
+    judge_ended,
+    judge_held,
+    judge_pending,
+    usable_nodes,
+)
+from slurmlab.core.diagnosis.pending_limits import (
+    ASSOC_FIELDS,
+    QOS_FIELDS,
+    LimitAsk,
+    RunningUse,
+    judge_limit,
+    limit_ask,
+    parse_rows,
+    usage_of,
+)
+from slurmlab.core.slurm.models import Job
+from slurmlab.core.slurm.states import HOLDING
+from slurmlab.errors import AllocationError, SlurmlabError
+from slurmlab.slurm.job_queries import job_detail, list_jobs
+from slurmlab.slurm.node_queries import list_nodes, list_partitions
+from slurmlab.slurm.pending_alternatives import pending_alternatives
+from slurmlab.slurm.runner import Runner, get_runner
+
+if TYPE_CHECKING:
+    from slurmlab.slurm.allocation import Allocation
+
+__all__ = ["NO_ALTERNATIVES", "PendingWhy", "resubmit", "resubmit_allocation", "why", "why_pending"]
+
+# sacctmgr answers from slurmdbd, which a busy site's database can slow: bounded like every other call
+_SACCTMGR_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class PendingWhy:
+    """Why one job waits. ``findings`` in the doctor's form (``job.held``, ``job.pending``, ``job.limit``,
+    ``job.blockers``, ``job.alternatives``, or ``job.state`` once it no longer waits); ``sooner`` are the
+    changes that start sooner, best first — each one a :meth:`resubmit <slurmlab.slurm.allocation.Allocation.
+    resubmit>` away."""
+
+    job_id: str
+    state: str
+    findings: tuple[Finding, ...]
+    sooner: tuple[Alternative, ...] = ()
+    rest: tuple[Alternative, ...] = ()
+    job: Job | None = field(default=None, compare=False)
+    checked_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc), compare=False)
+
+    @property
+    def pending(self) -> bool:
+        return self.state == "PENDING"
+
+    def finding(self, check: str) -> Finding | None:
+        return next((f for f in self.findings if f.check == check), None)
+
+    def text(self) -> str:
+        head = f"job {self.job_id} is {self.state} (checked {self.checked_at.strftime('%H:%M:%S')} UTC)"
+        return head + "\n" + Report(self.findings).text()
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        return f"<div class='slurmlab-why'>{Report(self.findings)._repr_html_()}</div>"
+
+
+def _job_id(target: Allocation | Job | str | int) -> str:
+    if isinstance(target, (str, int)):
+        return str(target)
+    if isinstance(target, Job):
+        return str(target.job_id)
+    if target.job_id is None:
+        raise AllocationError("the allocation has no job id yet", hint="wait until Slurm has queued it")
+    return target.job_id
+
+
+def _who(job: Job, runner: Runner) -> tuple[str, str, str]:
+    """(user, account, QOS) of the job: ``squeue %u|%a|%q`` (the Job record carries neither account nor QOS)."""
+    out = runner.run(["squeue", "-h", "-j", str(job.job_id), "-o", "%u|%a|%q"], timeout=10).stdout.strip()
+    parts = (out.splitlines() or [""])[0].split("|")
+    user, account, qos = (parts + ["", "", ""])[:3]
+    return user.strip() or (job.user or ""), account.strip(), qos.strip()
+
+
+def _running(runner: Runner, jobs: Sequence[Job]) -> list[RunningUse]:
+    """Who holds what now: owner, account and QOS from ``squeue``, the TRES from the jobs' records."""
+    out = runner.run(["squeue", "-h", "-t", "RUNNING,COMPLETING", "-o", "%i|%u|%a|%q"], timeout=10).stdout
+    by_id = {str(j.job_id): j for j in jobs}
+    found = []
+    for line in out.splitlines():
+        parts = line.split("|")
+        if len(parts) == 4:
+            jid, user, account, qos = (p.strip() for p in parts)
+            job = by_id.get(jid)
+            found.append(RunningUse(jid, user, account, qos, job.tres_alloc if job else None, _gpus_held(job)))
+    return found
+
+
+def _gpus_held(job: Job | None) -> float | None:
+    held = sum(g.amount for a in job.gpu_allocs for g in a.items if g.name == "gpu") if job else 0
+    return float(held) if held else None
+
+
+def _gpus_asked(job: Job) -> float | None:
+    nodes = job.num_nodes or 1
+    asked = (sum(g.amount for g in job.tres_per_job if g.name == "gpu")
+             + nodes * sum(g.amount for g in job.tres_per_node if g.name == "gpu")
+             + (job.num_tasks or 1) * sum(g.amount for g in job.tres_per_task if g.name == "gpu"))
+    return float(asked) if asked else None
+
+
+def _wants(job: Job, ask: LimitAsk) -> float | None:
+    if ask.key is None:
+        return None
+    probe = RunningUse("", "", "", "", job.tres_req, _gpus_asked(job))
+    return usage_of(LimitAsk(ask.reason, ask.table, ask.field, ask.key, "qos"), [probe], user="", account="",
+                    qos="") or None
+
+
+def _limit(job: Job, ask: LimitAsk, jobs: Sequence[Job], runner: Runner) -> Finding:
+    subject = f"job {job.display_id}"
+    user, account, qos = _who(job, runner)
+    name = qos if ask.table == "qos" else f"{account}/{user}"
+    if ask.table == "qos":
+        argv = ["sacctmgr", "-nP", "show", "qos", "where", f"name={qos}", f"format={','.join(QOS_FIELDS)}"]
+        fields = QOS_FIELDS
+    else:
+        argv = ["sacctmgr", "-nP", "show", "assoc", "where", f"user={user}", f"account={account}",
+                f"format={','.join(ASSOC_FIELDS)}"]
+        fields = ASSOC_FIELDS
+    try:
+        result = runner.run(argv, check=False, timeout=_SACCTMGR_TIMEOUT)
+        if result.returncode != 0:
+            said = (result.stderr or result.stdout).strip().splitlines()
+            raise AllocationError(said[-1] if said else f"sacctmgr exit code {result.returncode}")
+        rows = parse_rows(result.stdout, fields)
+    except SlurmlabError as exc:  # accounting off or unreachable: name the limit from Slurm's words alone
+        return judge_limit(ask, None, None, None, subject=subject, name=name,
+                           why_no_numbers=f"accounting could not be asked: {exc.message}")
+    used = usage_of(ask, _running(runner, jobs), user=user, account=account, qos=qos)
+    return judge_limit(ask, rows, used, _wants(job, ask), subject=subject, name=name)
+
+
+def _pending(job: Job, runner: Runner, now: datetime,
+             alternatives: bool) -> tuple[list[Finding], list[Alternative], list[Alternative]]:
+    subject = f"job {job.display_id}"
+    if job.held:
+        return [judge_held(job)], [], []
+    out = [judge_pending(job, now)]
+    nodes = list(list_nodes(runner))
+    partitions = list(list_partitions(runner))
+    jobs: list[Job] = []
+
+    def held_by() -> list[Finding]:
+        jobs.extend(list_jobs(runner, all_users=True))
+        return [judge_blockers(job, blockers(job, jobs, usable_nodes(job, nodes, partitions)), now)]
+
+    out += guarded("job.blockers", "what holds its GPUs", subject, held_by, verdict=Verdict.WARN)
+    ask = limit_ask(job.reason)
+    if ask is not None:
+        out += guarded("job.limit", "which limit holds it", subject, lambda: [_limit(job, ask, jobs, runner)],
+                       verdict=Verdict.WARN)
+    sooner: list[Alternative] = []
+    rest: list[Alternative] = []
+    if alternatives and not (job.reason or "").startswith(NO_ALTERNATIVES):
+        def changes() -> list[Finding]:
+            s, r = pending_alternatives(job, runner, nodes=nodes, partitions=partitions)
+            sooner.extend(s)
+            rest.extend(r)
+            return [judge_alternatives(job, s, r)]
+
+        out += guarded("job.alternatives", "what would start it sooner", subject, changes, verdict=Verdict.WARN)
+    return out, sooner, rest
+
+
+def why(target: Allocation | Job | str | int, runner: Runner | None = None, *,
+        alternatives: bool = True) -> PendingWhy:
+    """Why the job waits, asked of Slurm now (blocks for a few seconds: one ``sbatch --test-only`` per change
+    tried). ``alternatives=False`` skips the changes. A job that no longer waits says its state."""
+    runner = runner or (target.runner if not isinstance(target, (str, int, Job)) else None) or get_runner()
+    now = datetime.now(timezone.utc)
+    job = job_detail(_job_id(target), runner)
+    if job.state == "PENDING":
+        found, sooner, rest = _pending(job, runner, now, alternatives)
+        return PendingWhy(str(job.job_id), job.state, tuple(found), tuple(sooner), tuple(rest), job, now)
+    if job.state in HOLDING:
+        said = Finding("job.state", "job state", Verdict.OK, f"it no longer waits: {job.state}",
+                       subject=f"job {job.display_id}")
+    else:
+        said = judge_ended(job)
+    return PendingWhy(str(job.job_id), job.state, (said,), job=job, checked_at=now)
+
+
+def resubmit(alloc: Allocation, alternative: Alternative | None = None, *, partition: str | None = None,
+             gpus: int | None = None, gpu_type: str | None = None, minutes: int | None = None,
+             validate: bool = True) -> Allocation:
+    """Submit the changed request as a new allocation and, once Slurm accepted it, cancel ``alloc``.
+
+    ``alternative``: one of :func:`why`'s (its options as ``sbatch --test-only`` checked them); otherwise the
+    allocation's own request with ``partition``/``gpus``/``gpu_type``/``minutes`` changed. A refusal raises
+    AllocationError and leaves ``alloc`` untouched."""
+    from slurmlab.slurm.allocation import Allocation
+
+    if alloc.ended:
+        raise AllocationError(f"allocation {alloc.job_id} has ended ({alloc.state}): nothing to switch",
+                              hint="use %salloc for a new one")
+    if alternative is not None:
+        options: Sequence[str] = alternative.variant.options
+        validate = False  # Slurm itself checked these options with --test-only
+    else:
+        if partition is None and gpus is None and gpu_type is None and minutes is None:
+            raise AllocationError("resubmit needs an alternative or a change",
+                                  hint="e.g. alloc.resubmit(gpus=2) or alloc.resubmit(alloc.why().sooner[0])")
+        job = job_detail(_job_id(alloc), alloc.runner)
+        options = changed_options(job, partition=partition, gpus=gpus, gpu_type=gpu_type, minutes=minutes)
+    # what the job record cannot give back (--signal, --gpu-bind, account ...) and the name come from the request
+    carried = kept_options(getattr(alloc, "request_argv", ()))
+    new = Allocation.submit([*options, *carried], runner=alloc.runner, poller=alloc.poller, validate=validate,
+                            release_at_exit=alloc.release_at_exit, name=getattr(alloc, "name", None))
+    alloc.replaced_by = new  # before the cancel: its update tells a panel to follow the new job
+    alloc.cancel()
+    return new
+
+
+# the names Allocation's methods call (a method named like the function it calls reads as recursion)
+why_pending = why
+resubmit_allocation = resubmit

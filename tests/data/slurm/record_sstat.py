@@ -1,0 +1,75 @@
+"""Record ``sstat`` output of a running allocation from a real sandbox with accounting, for the parser's tests.
+
+    python tests/data/slurm/record_sstat.py 22.05
+    bash scripts/in-slurm-root.sh 24.11 python tests/data/slurm/record_sstat.py 24.11
+
+Writes ``u*_sstat_*.txt`` (stdout; ``.stderr`` beside it when sstat said something there) into
+``tests/data/slurm/<version>/sstat/`` and lists each command with its exit code in ``sstat_commands.txt``: a job with
+no step yet, a busy two-task step read twice a few seconds apart (with and without ``--allsteps``), and a job
+Slurm does not know.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from slurmlab.core.slurm.sstat import SSTAT_FIELDS
+from slurmlab.sandbox import Sandbox
+
+HERE = Path(__file__).resolve().parent
+FORMAT = f"--format={','.join(SSTAT_FIELDS)}"
+BUSY = "import time\nt = time.time()\nwhile time.time() - t < 40: pass"
+
+
+def main(version: str) -> int:
+    out = HERE / version / "sstat"  # apart from the outputs `slurmlab parse` reads
+    out.mkdir(exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="slsb-sstat-", dir="/tmp"))
+    base.chmod(0o711)
+    sb = Sandbox.up(profile="seed", nodes=2, directory=base / "sb", accounting=True)
+    env = {**os.environ, **sb.env()}
+    listed: list[str] = []
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(argv), capture_output=True, text=True, env=env, timeout=30, cwd="/")
+
+    def record(name: str, *argv: str) -> None:
+        r = run(*argv)
+        (out / f"{name}.txt").write_text(r.stdout)
+        if r.stderr:
+            (out / f"{name}.stderr").write_text(r.stderr)
+        listed.append(f"{name}: {' '.join(argv)}  -> exit {r.returncode}")
+
+    busy = None
+    try:
+        r = run("salloc", "--no-shell", "-N1", "-n2", "--gres=gpu:1", "-t", "5", "-J", "sstat-rec")
+        assert r.returncode == 0, r.stderr
+        jid = run("squeue", "-h", "-o", "%i", "-n", "sstat-rec").stdout.split()[0]
+        record("u00_sstat_no_step", "sstat", "--parsable2", "--noheader", "--allsteps", "-j", jid, FORMAT)
+        busy = subprocess.Popen(["srun", f"--jobid={jid}", "--overlap", "-n2", "python3", "-c", BUSY], env=env,
+                                cwd="/")
+        time.sleep(8)
+        record("u01_sstat_busy_step", "sstat", "--parsable2", "--noheader", "--allsteps", "-j", jid, FORMAT)
+        time.sleep(4)
+        record("u02_sstat_busy_step_later", "sstat", "--parsable2", "--noheader", "--allsteps", "-j", jid, FORMAT)
+        record("u03_sstat_job_default_step", "sstat", "--parsable2", "--noheader", "-j", jid, FORMAT)
+        record("u04_sstat_unknown_job", "sstat", "--parsable2", "--noheader", "--allsteps", "-j", "999999", FORMAT)
+        (out / "sstat_commands.txt").write_text("\n".join(listed) + "\n")
+        run("scancel", jid)
+    finally:
+        if busy is not None:
+            busy.kill()
+        sb.down()
+        shutil.rmtree(base, ignore_errors=True)
+    print("\n".join(listed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,112 @@
+"""Running a workshop lesson in a real kernel against a sandbox, and reading what it printed: shared by
+test_lessons.py (every lesson, and the topics of 00-04) and test_lessons_05_08.py (the topics of 05-08)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+BOKEH = "application/vnd.bokehjs_exec.v0+json"
+
+
+def cell_text(cell: Any) -> str:
+    """Everything a cell showed: streams, plain text and HTML of its results, and its error, if any."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            parts.append(out["text"])
+        data = out.get("data", {})
+        parts.append(str(data.get("text/plain", "")))
+        parts.append(str(data.get("text/html", "")))
+        if out.get("output_type") == "error":
+            parts.append(f"{out['ename']}: {out['evalue']}")
+    return "\n".join(parts)
+
+
+def cell_stderr(cell: Any) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stderr")
+
+
+def squeue_ids(sandbox: Any) -> set[str]:
+    out = sandbox.runner().run(["squeue", "-h", "-o", "%i"]).stdout
+    return {line.strip() for line in out.splitlines() if line.strip()}
+
+
+def parse_grants(detail: str, name: str = "gpu") -> dict[str, list[int]]:
+    """node -> indices of GRES ``name`` (gpu, shard) in one ``scontrol show job -d`` text."""
+    from slurmlab.core.slurm import hostlist
+
+    found: dict[str, list[int]] = {}
+    for nodes, idx in re.findall(rf"Nodes=(\S+) .*?GRES=\S*?\b{name}[^(\s]*\(IDX:([\d,\-]+)\)", detail):
+        ids: list[int] = []
+        for part in idx.split(","):
+            lo, _, hi = part.partition("-")
+            ids.extend(range(int(lo), int(hi or lo) + 1))
+        for node in hostlist.expand(nodes):
+            found.setdefault(node, []).extend(ids)
+    return found
+
+
+def granted_gpus(sandbox: Any, job_id: str) -> dict[str, list[int]]:
+    """node -> GPU IDX of the job, read straight from ``scontrol show job -d`` (while it runs: an ended job's
+    GRES is gone from Slurm's record)."""
+    return parse_grants(sandbox.runner().run(["scontrol", "show", "job", "-d", job_id]).stdout)
+
+
+class LessonCells:
+    """An executed lesson's cells, found by how their source starts or by tag."""
+
+    def __init__(self, nb: Any) -> None:
+        self.nb = nb
+        self.code = [c for c in nb.cells if c.cell_type == "code"]
+
+    def cell(self, prefix: str) -> Any:
+        found = [c for c in self.code if c.source.startswith(prefix)]
+        assert len(found) == 1, f"{len(found)} cells start with {prefix!r}"
+        return found[0]
+
+    def tagged(self, tag: str) -> list[Any]:
+        return [c for c in self.code if tag in c.metadata.get("tags", [])]
+
+    def one_tagged(self, tag: str) -> Any:
+        found = self.tagged(tag)
+        assert found, f"no cell tagged {tag!r}"
+        return found[0]
+
+    def after(self, cell: Any) -> Any:
+        return self.nb.cells[self.nb.cells.index(cell) + 1]
+
+    def markdown(self) -> str:
+        return "\n".join(c.source for c in self.nb.cells if c.cell_type == "markdown")
+
+
+def run_notebook(path: Path, sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                 on_cell: Callable[[Any], None]) -> tuple[Any, float]:
+    """Execute ``path`` in a fresh kernel on ``sandbox`` (errors kept in the outputs, for the test to judge);
+    ``on_cell`` sees each cell right after it ran. The notebook and its wall time in seconds."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    for key, value in sandbox.env().items():
+        monkeypatch.setenv(key, value)
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=180, allow_errors=True,
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.on_cell_executed = lambda cell, **_: on_cell(cell)
+    start = time.monotonic()
+    client.execute()
+    return nb, time.monotonic() - start
+
+
+def assert_released(sandbox: Any, before: set[str], timeout: float = 30) -> None:
+    """Every job the lesson made is gone (a cancelled job may linger in squeue a moment while it completes)."""
+    deadline = time.monotonic() + timeout
+    while squeue_ids(sandbox) - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert squeue_ids(sandbox) <= before, squeue_ids(sandbox) - before

@@ -1,0 +1,151 @@
+"""``alloc.why()`` and ``alloc.resubmit()`` against a real Slurm (dgx-h100 sandbox: 2 nodes × 8 stand-in H100s):
+blocker jobs hold half of each node, an allocation asking for 8 GPUs on one node waits for Resources; why()
+names the blockers and a change `sbatch --test-only` says starts sooner; resubmitting to it runs the new job and
+cancels the old one. A held job's why says `scontrol release`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from slurmlab.core.diagnosis.findings import Verdict
+from slurmlab.slurm.allocation import Allocation
+from slurmlab.slurm.poller import JobPoller
+from tests.integration.sandbox_jobs import squeue, submit, wait_for
+
+pytestmark = pytest.mark.sandbox
+
+
+def test_why_names_the_blockers_and_resubmit_switches_to_a_sooner_change(sandbox: Any) -> None:
+    r = sandbox.runner()
+    node1, node2 = sandbox.nodes[:2]
+    a = submit(r, "--gpus=4", "-w", node1, "-t", "30", "-J", "blocker-a")
+    b = submit(r, "--gpus=4", "-w", node2, "-t", "40", "-J", "blocker-b")
+    wait_for(lambda: squeue(r, f"{a},{b}", "%T").split() == ["RUNNING", "RUNNING"] or None, 30, "blockers running")
+    poller = JobPoller(r, interval=0.5)
+    try:
+        alloc = Allocation.submit(["--gpus=8", "-N1", "-t", "20"], runner=r, poller=poller, validate=False,
+                                  release_at_exit=False)
+        assert alloc.job_id is not None
+        wait_for(lambda: squeue(r, str(alloc.job_id), "%r") == "Resources" or None, 30, "pending for Resources")
+        got = alloc.why()
+        assert got.pending and got.job_id == alloc.job_id
+        pending = got.finding("job.pending")
+        assert pending is not None and "(Resources)" in pending.evidence
+        held_by = got.finding("job.blockers")
+        assert held_by is not None and held_by.verdict is Verdict.WARN
+        assert {d.split()[1] for d in held_by.details} == {a, b} and all(" ends " in d for d in held_by.details)
+        assert got.sooner, got.text()
+        best = got.sooner[0]
+        start = squeue(r, str(alloc.job_id), "%S")
+        assert best.answer.starts is not None
+        if start not in ("N/A", ""):  # Slurm's own estimate for the job, once backfill has made one
+            assert best.answer.starts.strftime("%Y-%m-%dT%H:%M:%S") < start, (best, start)
+        new = alloc.resubmit(best)
+        assert new.job_id != alloc.job_id and alloc.replaced_by is new
+        new.wait("RUNNING", timeout=30)
+        alloc.wait("ENDED", timeout=30)
+        assert squeue(r, str(alloc.job_id), "%T") in ("CANCELLED", "")
+        assert squeue(r, str(new.job_id), "%T") == "RUNNING"
+        assert new.why(alternatives=False).findings[0].check == "job.state"
+        new.cancel()
+    finally:
+        poller.stop()
+
+
+def test_the_panel_explains_in_the_background_and_its_switch_button_follows_the_new_job(sandbox: Any) -> None:
+    pytest.importorskip("ipywidgets")
+    from slurmlab.widgets.live import LiveUpdater
+    from slurmlab.widgets.panel import AllocationPanel
+
+    r = sandbox.runner()
+    node1, node2 = sandbox.nodes[:2]
+    blockers = [submit(r, "--gpus=4", "-w", n, "-t", "30") for n in (node1, node2)]
+    wait_for(lambda: squeue(r, ",".join(blockers), "%T").split() == ["RUNNING"] * 2 or None, 30, "blockers")
+    poller = JobPoller(r, interval=0.5)
+    updater = LiveUpdater()
+    try:
+        alloc = Allocation.submit(["--gpus=8", "-N1", "-t", "20"], runner=r, poller=poller, validate=False,
+                                  release_at_exit=False)
+        t0 = time.monotonic()
+        panel = AllocationPanel(alloc, updater=updater)
+        assert time.monotonic() - t0 < 1.0  # the panel never waits for Slurm's answers itself
+        buttons = wait_for(lambda: panel.switches.children or None, 60, "the switch buttons")
+        assert "data-check='job.blockers'" in panel.why.value and "data-state='done'" in panel.why.value
+        assert all("slurmlab-switch" in b._dom_classes for b in buttons)
+        buttons[0].click()
+        wait_for(lambda: panel.alloc is not alloc or None, 60, "the panel following the new job")
+        new = panel.alloc
+        new.wait("RUNNING", timeout=30)
+        wait_for(lambda: "RUNNING" in panel.header.value and str(new.job_id) in panel.header.value or None, 10,
+                 "the panel showing the new job running")
+        assert panel.switches.children == () and panel.why.value == ""
+        alloc.wait("ENDED", timeout=30)
+        assert squeue(r, str(alloc.job_id), "%T") in ("CANCELLED", "")
+        new.cancel()
+    finally:
+        updater.stop()
+        poller.stop()
+
+
+def test_a_held_jobs_why_says_scontrol_release(sandbox: Any) -> None:
+    r = sandbox.runner()
+    job = submit(r, "--hold", "--gpus=1", "-t", "5")
+    wait_for(lambda: squeue(r, job, "%r") == "JobHeldUser" or None, 20, "the job held")
+    alloc = Allocation.attach(job, runner=r)
+    try:
+        got = alloc.why()
+        held = got.finding("job.held")
+        assert held is not None and f"`scontrol release {job}`" in held.fix and not got.sooner
+        r.run(held.fix.split("`")[1].split())
+        wait_for(lambda: squeue(r, job, "%r") != "JobHeldUser" or None, 20, "the job released")
+        assert alloc.why(alternatives=False).finding("job.held") is None
+    finally:
+        alloc.forget()
+
+
+@pytest.fixture(scope="module")
+def accounted() -> Iterator[Any]:
+    """A seed sandbox (2 nodes × 4 GPUs) with accounting: QOS normal caps each user at 4 GPUs."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from slurmlab.sandbox.control import Sandbox
+    from slurmlab.testing.sandbox_fixtures import accounting_missing_reason
+
+    missing = accounting_missing_reason()
+    if missing:
+        pytest.skip(missing)
+    base = Path(tempfile.mkdtemp(prefix="slsb-why-", dir="/tmp"))
+    base.chmod(0o711)
+    sb = Sandbox.up(profile="seed", nodes=2, directory=base / "sb", accounting=True)
+    try:
+        yield sb
+    finally:
+        if (base / "sb" / "state.json").exists():
+            sb.down()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_job_over_the_qos_gpu_limit_gets_the_limit_named_with_the_users_usage(accounted: Any) -> None:
+    r = accounted.runner()
+    first = submit(r, "--gpus=4", "-t", "10")
+    wait_for(lambda: squeue(r, first, "%T") == "RUNNING" or None, 60, "the first job running")
+    over = submit(r, "--gpus=2", "-t", "10")
+    reason = wait_for(lambda: (squeue(r, over, "%r") if squeue(r, over, "%r").startswith("QOS") else None), 60,
+                      "the second job held back by its QOS")
+    alloc = Allocation.attach(over, runner=r)
+    try:
+        got = alloc.why(alternatives=False)
+    finally:
+        alloc.forget()
+    limit = got.finding("job.limit")
+    assert limit is not None, got.text()
+    assert reason in limit.evidence or "MaxTRESPU" in limit.evidence
+    assert "4 GPU(s) in use of 4 GPU(s) allowed" in limit.evidence, limit
+    assert "this job asks for 2 GPU(s)" in limit.details
+    r.run(["scancel", first, over], check=False)
