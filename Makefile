@@ -14,7 +14,7 @@ help:
 	@echo "make test   set up this machine, lint, type-check and run every test"
 	@echo "make lab    set up, start the sandbox and JupyterLab on the workshop notebooks; Ctrl-C stops both"
 	@echo "            (SLURMLAB_PROFILE=h200-mig, SLURMLAB_LAB_IP=0.0.0.0, SLURMLAB_LAB_PORT=8899 change it)"
-	@echo "make test-slurm SLURM=24.11|26.05   the sandbox tests and the demo (every lesson) on another Slurm (root)"
+	@echo "make test-slurm SLURM=24.11|26.05   the sandbox tests, the no-Slurm tests (on the root's Python) and the demo on another Slurm (root)"
 	@echo "make bench  the scale benchmarks (1,000 nodes, 10,000 jobs) beside their baselines: build/bench.json and"
 	@echo "            the README's Performance section (BENCH_ARGS='--only parse' for one module, '--quick' to try)"
 
@@ -51,7 +51,7 @@ test: setup lint typecheck
 
 # the fast tier: no Slurm, no browser, both cores (pytest-xdist); HYPOTHESIS_PROFILE=dev
 test-fast: venv
-	$(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal -m "not sandbox and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal -m "not sandbox and not browser and not serial" $(PYTEST_ARGS)
 
 # The workshop course: the sandbox, a preflight allocation, every lesson notebooks/NN-*.ipynb executed in a fresh
 # kernel and written as HTML into build/demo/ (index.html); the sandbox is stopped after, Ctrl-C included.
@@ -80,8 +80,9 @@ test-slurm: slurm-root
 	@start=$$SECONDS; bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider \
 	    $(SLURM_PYTEST) $(PYTEST_ARGS); rc=$$?; \
 	  echo "test-slurm $(SLURM): pytest exit $$rc in $$((SECONDS - start))s"; \
-	  bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider -q \
-	    -m "not sandbox and not browser" tests/unit/magics || rc=1; \
+	  start=$$SECONDS; bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider -q -n 2 \
+	    -m "not sandbox and not browser and not serial" || rc=1; \
+	  echo "test-slurm $(SLURM): fast tier on the root's Python in $$((SECONDS - start))s"; \
 	  start=$$SECONDS; bash scripts/in-slurm-root.sh $(SLURM) python -m slurmlab.demo \
 	    --out build/demo-slurm-$(SLURM); demo=$$?; \
 	  echo "test-slurm $(SLURM): demo exit $$demo in $$((SECONDS - start))s"; \

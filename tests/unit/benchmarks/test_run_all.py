@@ -4,6 +4,7 @@ writes valid JSON and sets its exit code from the verdicts. No timing is asserte
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,8 +32,10 @@ NO_MEASURE = "print('a script, not a benchmark module')\n"
 
 
 def _run(folder: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    # no .pyc: a module rewritten within the same second at the same size would be read from its stale bytecode
     return subprocess.run([sys.executable, str(RUN_ALL), "--dir", str(folder), "--out", str(out), *extra],
-                          capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
+                          capture_output=True, text=True, timeout=600, cwd=REPO, check=False,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
 
 
 @pytest.fixture

@@ -21,15 +21,17 @@ def _short_graces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(steps, "GRACE_AFTER_SIGINT", 0.6)
     monkeypatch.setattr(steps, "GRACE_AFTER_SIGTERM", 0.6)
 
-# Prints each signal it gets; exits on the ones named in argv[1].
+# Prints each signal it gets; exits on the ones named in argv[1]. The handler writes with os.write: a signal that
+# lands while print("ready") still flushes would make a print in the handler re-enter the same buffered writer
+# (Python 3.13 raises RuntimeError for that, and the stand-in died of it instead of testing end_step).
 FAKE_SRUN = r"""
-import signal, sys, time
+import os, signal, sys, time
 ends = set(sys.argv[1].split(","))
 def on(sig, _):
     name = signal.Signals(sig).name
-    print(name, flush=True)
+    os.write(1, (name + "\n").encode())
     if name in ends:
-        sys.exit(0)
+        os._exit(0)
 for s in (signal.SIGINT, signal.SIGTERM):
     signal.signal(s, on)
 print("ready", flush=True)
