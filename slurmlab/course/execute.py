@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -98,6 +99,8 @@ def _stop(done: threading.Event, client: Any, progress: _Progress) -> None:
     """Ctrl-C: no further cell, the running one interrupted (nbclient then shuts the kernel down gracefully, so
     it releases its allocations); a kernel that does not end in time is killed with its process group."""
     progress.stopping = True
+    print(f"stopping: the running cell is interrupted and its kernel shut down (killed after {_GRACE_S:.0f} s; "
+          "Ctrl-C again kills it now)", file=sys.stderr, flush=True)
     deadline = time.monotonic() + _GRACE_S
     interrupted = False
     try:
@@ -108,13 +111,15 @@ def _stop(done: threading.Event, client: Any, progress: _Progress) -> None:
                     os.kill(pid, signal.SIGINT)
                 interrupted = True
             done.wait(0.2)
+        why = f"it did not end within {_GRACE_S:.0f} s"
     except KeyboardInterrupt:
-        pass  # a second Ctrl-C: no more patience
+        why = "a second Ctrl-C"  # no more patience
     if not done.is_set():
         _pid, pgid = _kernel_process(client)
         if pgid is not None:
             with contextlib.suppress(OSError):
                 os.killpg(pgid, signal.SIGKILL)
+            print(f"stopping: the kernel and what it started were killed ({why})", file=sys.stderr, flush=True)
         done.wait(10.0)
 
 

@@ -7,6 +7,7 @@ the class reads as its lifecycle; they change its state the way its methods woul
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -176,16 +177,20 @@ def find_id_by_name(alloc: Allocation) -> None:
 
 
 def kill_salloc(proc: subprocess.Popen[str] | None) -> None:
-    """End a salloc still running; SIGINT first, which withdraws a pending request."""
+    """End a salloc still running; SIGINT first, which withdraws a pending request. One deaf to it (started
+    with SIGINT ignored, or hung) is killed with its whole session (the runner starts it in its own), so no
+    process it started outlives it."""
     if proc is not None and proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGINT)  # salloc withdraws a pending request on SIGINT
             proc.wait(timeout=5)
         except (ProcessLookupError, subprocess.TimeoutExpired, PermissionError):
-            try:
-                proc.kill()
-            except ProcessLookupError:
-                pass
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()  # a leader that left its session, still ours to end
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
 
 
 def not_created(alloc: Allocation) -> AllocationError:

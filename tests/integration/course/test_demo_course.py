@@ -156,8 +156,10 @@ def test_a_typo_in_lessons_costs_no_sandbox(tmp_path: Path) -> None:
     assert not folder.exists()
 
 
-def _interrupt_demo(lessons: Path, out: Path, folder: Path) -> tuple[int, str, str]:
-    """Start the demo, press Ctrl-C once the first lesson's cell wrote ``sleeping``; (exit, stdout, stderr)."""
+def _interrupt_demo(lessons: Path, out: Path, folder: Path, again_after: float | None = None
+                    ) -> tuple[int, str, str]:
+    """Start the demo, press Ctrl-C once the first lesson's cell wrote ``sleeping`` (and again ``again_after``
+    seconds later, as an impatient user would); (exit, stdout, stderr)."""
     # Ctrl-C as a terminal sends it: SIGINT at its default, even where this test itself was started in the
     # background by a shell without job control (which starts its children with SIGINT ignored)
     proc = subprocess.Popen([sys.executable, "-m", "slurmlab.demo", "--dir", str(folder), "--notebooks",
@@ -170,6 +172,10 @@ def _interrupt_demo(lessons: Path, out: Path, folder: Path) -> tuple[int, str, s
             assert proc.poll() is None and time.monotonic() < deadline, "the lesson never started"
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
+        if again_after is not None:
+            time.sleep(again_after)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -201,8 +207,11 @@ def test_ctrl_c_stops_the_lesson_writes_the_index_and_brings_the_sandbox_down(tm
 def test_ctrl_c_ends_a_cell_that_swallows_it_and_what_the_kernel_started(tmp_path: Path) -> None:
     lessons, out, folder = tmp_path / "lessons", tmp_path / "demo", tmp_path / "sb"
     _notebook(lessons, "00-deaf", "A cell that ignores Ctrl-C", DEAF_CELLS)
-    code, stdout, stderr = _interrupt_demo(lessons, out, folder)
+    # the first Ctrl-C says a second one kills the kernel now; the second does it, well before the grace ends
+    code, stdout, stderr = _interrupt_demo(lessons, out, folder, again_after=2.0)
     assert code == 130, stdout + stderr
+    assert "Ctrl-C again kills it now" in stderr and "Traceback" not in stderr, stderr
+    assert "were killed (a second Ctrl-C)" in stderr, stderr
     assert any(line.startswith("STOP 00-deaf cell 1: interrupted") for line in stdout.splitlines()), stdout
     record = _record(out)
     assert record["lessons"][0]["status"] == "interrupted"
