@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from slurmlab.sandbox.processes import alive
 from slurmlab.testing.sandbox_fixtures import slurm_missing_reason
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow,
@@ -70,12 +71,7 @@ def _left_running(*paths: Path) -> list[str]:
 
 
 def _gone(pid: int | None) -> bool:
-    if pid is None:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
+    return pid is None or not alive(pid)
 
 
 def _record(out: Path) -> dict[str, Any]:

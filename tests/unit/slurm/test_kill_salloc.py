@@ -3,24 +3,20 @@ started with SIGINT ignored (a shell without job control does that to its backgr
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
+from slurmlab.sandbox.processes import alive
 from slurmlab.slurm.allocation_submit import kill_salloc
 from slurmlab.slurm.runner import Runner
 
 
 def _gone(pid: int, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return False
+    return not alive(pid)
 
 
 def _wait_for(path: Path, timeout: float = 10.0) -> str:
