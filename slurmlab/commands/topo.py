@@ -98,7 +98,9 @@ def _write(fig: Any, args: argparse.Namespace) -> None:
 
 def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        # the readers' own warnings; a ResourceWarning is some other object's garbage collected meanwhile
+        if not issubclass(w.category, ResourceWarning):
+            print(f"warning: {w.message}", file=sys.stderr)
 
 
 def handle_topo(args: argparse.Namespace) -> int:

@@ -14,12 +14,13 @@ import re
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from slurmlab.core.request.request import GpuRequest
 from slurmlab.errors import AllocationError, ControllerDownError, MungeError, ParseError, SlurmError
 from slurmlab.slurm.runner import Runner, classify_failure, get_runner
+from slurmlab.slurm.steps import close_quietly
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
@@ -137,7 +138,21 @@ def start_salloc(alloc: Allocation) -> None:
 def _read_salloc(alloc: Allocation, proc: subprocess.Popen[str]) -> None:
     """salloc's stderr, line by line: the job id as soon as the controller queued it, then its errors."""
     assert proc.stderr is not None
-    for raw in proc.stderr:
+    try:
+        _read_lines(alloc, proc.stderr)
+    finally:
+        close_quietly(proc.stderr, proc.stdout)  # salloc --no-shell prints nothing on stdout
+    rc = proc.wait()
+    if rc != 0 and alloc.job_id is None:
+        alloc.error = alloc.error or "\n".join(alloc.salloc_messages) or f"salloc exited with {rc}"
+        alloc._set_state("REJECTED")
+        alloc._id_known.set()
+    elif alloc.job_id is not None:
+        alloc.poller.poke()
+
+
+def _read_lines(alloc: Allocation, stderr: Iterable[str]) -> None:
+    for raw in stderr:
         line = raw.rstrip("\n")
         alloc.salloc_messages.append(line)
         m = _SALLOC_ID.search(line)
@@ -151,13 +166,6 @@ def _read_salloc(alloc: Allocation, proc: subprocess.Popen[str]) -> None:
         m = _SALLOC_ERROR.match(line)
         if m:
             alloc.error = m.group(1) if alloc.error is None else f"{alloc.error}; {m.group(1)}"
-    rc = proc.wait()
-    if rc != 0 and alloc.job_id is None:
-        alloc.error = alloc.error or "\n".join(alloc.salloc_messages) or f"salloc exited with {rc}"
-        alloc._set_state("REJECTED")
-        alloc._id_known.set()
-    elif alloc.job_id is not None:
-        alloc.poller.poke()
 
 
 def find_id_by_name(alloc: Allocation) -> None:

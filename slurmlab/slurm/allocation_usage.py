@@ -28,7 +28,7 @@ from slurmlab.core.gpu.usage_sampler import sampler_command
 from slurmlab.core.slurm.sstat import SSTAT_FIELDS, SstatRecord, job_not_running, parse_sstat, sstat_problem
 from slurmlab.errors import SlurmlabError
 from slurmlab.slurm.hardware_files import sandbox_hardware
-from slurmlab.slurm.steps import end_step, step_argv
+from slurmlab.slurm.steps import close_quietly, end_step, step_argv
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
@@ -193,6 +193,7 @@ class UsageSampler:
         finally:
             if proc.poll() is None:
                 end_step(proc)
+            close_quietly(proc.stdout)
         if self.error is None and not self._samples and not self._done():
             tail = " / ".join(said[-3:]) or f"exit {proc.returncode}"
             self.error = f"the sampler step on {', '.join(gpus)} printed no sample: {tail[-400:]}"

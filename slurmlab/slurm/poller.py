@@ -31,7 +31,7 @@ from slurmlab.core.slurm.job_view import JobView, job_view
 from slurmlab.core.slurm.jobid import check_job_id
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.squeue_brief import JobBrief
-from slurmlab.core.slurm.states import ENDED, HOLDING
+from slurmlab.core.slurm.states import ENDED, HOLDING, node_trouble
 from slurmlab.errors import JobNotFoundError, SlurmlabError
 from slurmlab.slurm.runner import Runner, get_runner
 
@@ -45,20 +45,6 @@ log = logging.getLogger(__name__)
 BriefFetcher = Callable[[Sequence[str], Runner], Mapping[str, JobBrief]]
 DetailFetcher = Callable[[str, Runner], Job]
 NodeFetcher = Callable[[Sequence[str], Runner], Mapping[str, str]]
-
-# sinfo's states (lower case, ``*`` = not responding) that mean a job's node is in trouble
-_TROUBLE = ("down", "drain", "fail", "not_responding", "no_respond", "unk", "future", "reboot", "power")
-
-
-def node_trouble(states: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The (node, state) pairs of ``states`` that a job's owner should hear about."""
-    out = []
-    for node, state in sorted(states.items()):
-        text = state.lower()
-        if text.endswith("*") or any(word in text for word in _TROUBLE):
-            out.append((node, state))
-    return tuple(out)
-
 
 def _as_slurmlab_error(exc: BaseException, what: str) -> SlurmlabError:
     if isinstance(exc, SlurmlabError):
@@ -148,7 +134,7 @@ class JobPoller:
         self._last_sig: dict[str, tuple[object, ...] | None] = {}
         self._last: dict[str, JobUpdate] = {}
         self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._stop, self._done = threading.Event(), threading.Event()
         self._thread: threading.Thread | None = None
         self.polls = 0  # squeue calls made, for tests and benchmarks
         self.detail_fetches = 0
@@ -210,40 +196,45 @@ class JobPoller:
         """Poll now (after a submit or a cancel) and make sure the thread runs."""
         with self._lock:
             self.current_interval = self.interval
-            if self._thread is None or not self._thread.is_alive():
-                self._stop.clear()
-                self._thread = threading.Thread(target=self._loop, name="slurmlab-poller", daemon=True)
+            # Each thread ends on its own pair of events: one told to stop and still in a slow poll (or a stop()
+            # cut short by Ctrl-C) finishes alone while a new one takes over, so no poke is ever swallowed.
+            if self._thread is None or self._stop.is_set() or self._done.is_set():
+                self._stop, self._done = threading.Event(), threading.Event()
+                self._thread = threading.Thread(target=self._loop, args=(self._stop, self._done),
+                                                name="slurmlab-poller", daemon=True)
                 self._thread.start()
         self._wake.set()
 
     def stop(self) -> None:
-        self._stop.set()
+        with self._lock:
+            self._stop.set()
+            t, done = self._thread, self._done
         self._wake.set()
-        with self._lock:  # poke() assigns and starts the thread under it: never join one not started yet
-            t = self._thread
         if t is not None and t is not threading.current_thread():
-            t.join(timeout=5)
+            done.wait(timeout=5)  # not Thread.join: on 3.11, Ctrl-C in join marks a running thread stopped
 
     @property
     def running(self) -> bool:
-        t = self._thread
-        return t is not None and t.is_alive()
+        return self._thread is not None and not self._done.is_set()
 
     # ---- the loop --------------------------------------------------------------------------
-    def _loop(self) -> None:
-        self._quiet_since = self.clock()
-        while not self._stop.is_set():
-            self._wake.clear()
-            ids = self.watched()
-            if not ids:
-                with self._lock:
-                    if not self._watches:
-                        self._thread = None
-                        return
-                continue
-            wait = self.step(ids)
-            self._run_round_hooks()
-            self._wake.wait(wait)
+    def _loop(self, stop: threading.Event, done: threading.Event) -> None:
+        try:
+            self._quiet_since = self.clock()
+            while not stop.is_set():
+                self._wake.clear()
+                ids = self.watched()
+                if not ids:
+                    with self._lock:
+                        if not self._watches:
+                            stop.set()  # under the lock: a poke now sees this thread ending and starts one
+                            return
+                    continue
+                wait = self.step(ids)
+                self._run_round_hooks()
+                self._wake.wait(wait)
+        finally:
+            done.set()
 
     def step(self, ids: Sequence[str] | None = None) -> float:
         """One round (poll, then choose the wait before the next, returned in seconds): the thread's, or a

@@ -6,6 +6,7 @@ room, and run through the one runner.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -16,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import IO
 
 from slurmlab.slurm.runner import Runner
 
@@ -53,21 +55,50 @@ class RunningStep:
         self.argv = argv
         self.proc = proc
         self._start = time.monotonic()
+        self._result: StepResult | None = None
 
     def wait(self, timeout: float | None = None) -> StepResult:
+        if self._result is not None:
+            return self._result
+        interrupted = False
         try:
             out, err = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            interrupted = True
             end_step(self.proc)
             out, err = self.proc.communicate()
-            return StepResult(tuple(self.argv), self.proc.returncode, out.splitlines(), err.splitlines(),
-                              True, time.monotonic() - self._start)
-        return StepResult(tuple(self.argv), self.proc.returncode, out.splitlines(), err.splitlines(),
-                          False, time.monotonic() - self._start)
+        return self._done(out, err, interrupted)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
+        """End the step. What it printed is kept for ``wait``, and its pipes are closed here: left to the
+        garbage collector, they raise a ResourceWarning in whatever code runs then."""
+        running = self.proc.poll() is None
+        if running:
             end_step(self.proc)
+        if self._result is not None:
+            return
+        try:
+            out, err = self.proc.communicate(timeout=GRACE_AFTER_SIGKILL)
+        except subprocess.TimeoutExpired:  # something else still holds the pipes open: give them up
+            close_quietly(self.proc.stdout, self.proc.stderr)
+            out = err = ""
+        self._done(out, err, running)
+
+    def _done(self, out: str, err: str, interrupted: bool) -> StepResult:
+        rc = self.proc.returncode if self.proc.returncode is not None else -1
+        self._result = StepResult(tuple(self.argv), rc, out.splitlines(), err.splitlines(), interrupted,
+                                  time.monotonic() - self._start)
+        return self._result
+
+
+def close_quietly(*streams: IO[str] | Iterable[str] | None) -> None:
+    """Close the pipes of a process started by ``Runner.popen`` once they are read (or no longer wanted): left
+    to the garbage collector, each one raises a ResourceWarning in whatever code happens to run then."""
+    for stream in streams:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            with contextlib.suppress(OSError, ValueError):
+                close()
 
 
 def step_argv(job_id: str, extra: list[str], command: list[str], *, label: bool, overlap: bool) -> list[str]:
@@ -94,6 +125,7 @@ def stream_step(runner: Runner, argv: list[str], on_output: OutputCallback, time
             for raw in stream:
                 lines.put((name, raw.rstrip("\n")))
         finally:
+            close_quietly(stream)  # read to its end (or broken): closed here, not left to a ResourceWarning
             lines.put(None)
 
     for stream, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):

@@ -44,7 +44,7 @@ class LiveUpdater:
         self._dirty: set[LiveView] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._stop, self._done = threading.Event(), threading.Event()
         self._thread: threading.Thread | None = None
         self.renders = 0  # for tests: how many renders this thread made
 
@@ -54,16 +54,18 @@ class LiveUpdater:
 
     @property
     def running(self) -> bool:
-        t = self._thread
-        return t is not None and t.is_alive()
+        return self._thread is not None and not self._done.is_set()
 
     def add(self, view: LiveView) -> None:
         with self._lock:
             self._views[view] = 0.0
             self._dirty.add(view)
-            if self._thread is None or not self._thread.is_alive():
-                self._stop.clear()
-                self._thread = threading.Thread(target=self._loop, name="slurmlab-widgets", daemon=True)
+            # a thread told to stop ends on its own events (as the poller's do): a stop() cut short by a slow
+            # render or by Ctrl-C never leaves a new view without a thread
+            if self._thread is None or self._stop.is_set() or self._done.is_set():
+                self._stop, self._done = threading.Event(), threading.Event()
+                self._thread = threading.Thread(target=self._loop, args=(self._stop, self._done),
+                                                name="slurmlab-widgets", daemon=True)
                 self._thread.start()
         self._wake.set()
 
@@ -84,11 +86,12 @@ class LiveUpdater:
             return list(self._views)
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
+        with self._lock:
+            self._stop.set()
+            t, done = self._thread, self._done
         self._wake.set()
-        t = self._thread
         if t is not None and t is not threading.current_thread():
-            t.join(timeout)
+            done.wait(timeout)  # not Thread.join: on 3.11, Ctrl-C in join marks a running thread stopped
 
     def _due(self) -> list[LiveView]:
         now = time.monotonic()
@@ -102,20 +105,23 @@ class LiveUpdater:
             self._dirty = set()
         return due
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self._wake.clear()
-            for view in self._due():
-                try:
-                    view.render()
-                    self.renders += 1
-                except Exception:  # one broken view must not freeze the others
-                    log.exception("slurmlab: a live widget failed to render; it stays registered")
-            with self._lock:
-                if not self._views:
-                    self._thread = None
-                    return
-            self._wake.wait(self.period)
+    def _loop(self, stop: threading.Event, done: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                self._wake.clear()
+                for view in self._due():
+                    try:
+                        view.render()
+                        self.renders += 1
+                    except Exception:  # one broken view must not freeze the others
+                        log.exception("slurmlab: a live widget failed to render; it stays registered")
+                with self._lock:
+                    if not self._views:
+                        stop.set()  # under the lock: an add() now starts a thread of its own
+                        return
+                self._wake.wait(self.period)
+        finally:
+            done.set()
 
 
 _updater: LiveUpdater | None = None

@@ -8,6 +8,7 @@ API::
     ENDED           the job is over: nothing runs, nothing will (unless someone requeues it)
     ACTIVE          JOB_STATES - ENDED: still in the queue (pending, held, running, finishing)
     HOLDING         the job holds nodes now: steps can run, its time limit counts down
+    node_trouble    which of a job's nodes (sinfo states) its owner should hear about: down, draining, not responding
 
 The names follow Slurm's own list (``job_state_string()`` in ``src/common/slurm_protocol_defs.c``;
 the "Job State Codes" page and squeue(1) "JOB STATE CODES"). ``squeue`` prints a single word:
@@ -16,9 +17,11 @@ a recognised flag replaces the base state, so a flag is a state name here too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
-__all__ = ["ACTIVE", "BASE_STATES", "ENDED", "HOLDING", "JOB_STATES", "STATE_FLAGS", "expected_start", "is_held"]
+__all__ = ["ACTIVE", "BASE_STATES", "ENDED", "HOLDING", "JOB_STATES", "STATE_FLAGS", "expected_start", "is_held",
+           "node_trouble"]
 
 BASE_STATES = frozenset({
     "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
@@ -55,3 +58,17 @@ def is_held(state: str, reason: str | None) -> bool:
 def expected_start(state: str, start_time: datetime | None) -> datetime | None:
     """When Slurm expects a pending job to start: its StartTime while PENDING (None once it holds nodes)."""
     return start_time if state == "PENDING" else None
+
+
+# sinfo's states (lower case, ``*`` = not responding) that mean a job's node is in trouble
+_TROUBLE = ("down", "drain", "fail", "not_responding", "no_respond", "unk", "future", "reboot", "power")
+
+
+def node_trouble(states: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The (node, state) pairs of ``states`` that a job's owner should hear about."""
+    out = []
+    for node, state in sorted(states.items()):
+        text = state.lower()
+        if text.endswith("*") or any(word in text for word in _TROUBLE):
+            out.append((node, state))
+    return tuple(out)

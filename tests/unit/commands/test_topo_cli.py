@@ -26,6 +26,24 @@ def test_topo_partial_warns_on_stderr(capsys: pytest.CaptureFixture[str]) -> Non
     assert "warning:" in captured.err and "incomplete" in captured.err and "16 GPUs, 10 NICs" in captured.out
 
 
+def test_a_resource_warning_from_elsewhere_is_not_told_as_the_capture_s(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    from slurmlab.commands import topo
+
+    def collected_meanwhile(found: object, args: object) -> object:
+        # what the garbage collector says of another thread's unclosed pipe while the capture is read
+        warnings.warn("unclosed file <_io.FileIO name=39 mode='rb' closefd=True>", ResourceWarning, stacklevel=1)
+        return found
+
+    monkeypatch.setattr(topo, "apply_nvlink", collected_meanwhile)
+    path = require_shared("nvidia-smi", "topo-16gpu-nvswitch-nv6-10mlx5-dgx2-class-PARTIAL.txt")
+    assert main(["topo", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "incomplete" in err and "unclosed file" not in err
+
+
 def test_wrong_kind_and_bad_file_are_clear_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = require_shared("nvidia-smi", "mig-lgi-a30-24gb-4x1g.6gb.txt")
     assert main(["topo", str(path)]) == 2

@@ -92,6 +92,33 @@ def test_updater_thread_ends_when_no_view_is_left_and_restarts() -> None:
     up.stop()
 
 
+def test_a_view_added_after_a_stop_cut_short_is_rendered_by_a_new_thread() -> None:
+    # stop() waits at most `timeout` for a render in progress (Ctrl-C can cut it shorter); a panel shown then
+    # must still be drawn: by a new thread, not by the one that is ending
+    up = LiveUpdater(period=0.02)
+    gate, started = threading.Event(), threading.Event()
+
+    class _Slow(_View):
+        def render(self) -> None:
+            super().render()
+            started.set()
+            gate.wait(10)
+
+    slow, fresh = _Slow(), _View()
+    up.add(slow)
+    assert started.wait(5)
+    up.stop(timeout=0.05)  # gave up waiting: the thread is still in its render
+    up.remove(slow)
+    up.add(fresh)
+    assert _until(lambda: len(fresh.threads) == 1), "the new view was never rendered"
+    assert fresh.threads[0] is not slow.threads[0]
+    gate.set()
+    up.mark_dirty(fresh)
+    assert _until(lambda: len(fresh.threads) == 2) and up.running
+    up.stop()
+    assert not up.running
+
+
 def test_mark_dirty_of_an_unregistered_view_does_nothing() -> None:
     up = LiveUpdater(period=0.02)
     view = _View()

@@ -293,3 +293,37 @@ def test_slurms_first_expected_start_of_a_pending_job_reaches_watchers_at_once()
     assert time.monotonic() - t0 < 0.1 * 3
     assert seen[-1].brief.start_time == start and c.detail_calls.count("8") == 2
     p.stop()
+
+
+def test_a_poke_after_a_stop_cut_short_gets_a_thread_that_polls() -> None:
+    # stop() waits at most 5 s for a poll in progress (and Ctrl-C can cut it shorter); the thread told to stop
+    # finishes its slow poll alone, and a poke meanwhile must get a poller that runs, not one that is ending
+    c = Cluster()
+    c.states = {"1": B(1, "RUNNING")}
+    gate, first = threading.Event(), threading.Event()
+    calls = 0
+
+    def slow_first(ids: Any, runner: Any) -> dict[str, JobBrief]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            first.set()
+            gate.wait(10)  # a controller slow to answer this one round
+        return c.brief(ids, runner)
+
+    p = JobPoller(runner=object(), fetch_brief=slow_first, fetch_detail=c.detail, interval=0.05)  # type: ignore[arg-type]
+    p.watch(1, lambda u: None)
+    assert first.wait(5)
+    stopping = threading.Thread(target=p.stop, daemon=True)
+    stopping.start()
+    time.sleep(0.1)  # stop() is waiting for the round in progress
+    p.poke()  # the next cell needs the poller again
+    assert _until(lambda: calls >= 3), "the new thread does not poll while the old one is stuck in its round"
+    gate.set()
+    stopping.join(5)
+    assert not stopping.is_alive()
+    seen = calls
+    assert _until(lambda: calls >= seen + 3), "the poller stopped with the old thread"
+    assert p.running
+    p.stop()
+    assert not p.running

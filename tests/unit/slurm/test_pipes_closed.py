@@ -1,0 +1,73 @@
+"""The pipes of a process slurmlab starts in the background are closed once read: left to the garbage collector, each
+raises a ResourceWarning in whatever runs next (it broke `slurmlab topo`'s warnings on Python 3.13)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
+
+from slurmlab.slurm.allocation_submit import _read_salloc
+from slurmlab.slurm.runner import Runner
+from slurmlab.slurm.steps import stream_step
+
+
+class _Keeping(Runner):
+    """A runner that remembers the processes it started in the background."""
+
+    def __init__(self) -> None:
+        super().__init__(timeout=10)
+        self.started: list[subprocess.Popen[str]] = []
+
+    def popen(self, argv: Sequence[str], **kw: Any) -> subprocess.Popen[str]:
+        proc = super().popen(argv, **kw)
+        self.started.append(proc)
+        return proc
+
+
+def test_a_streamed_step_leaves_no_pipe_open() -> None:
+    runner = _Keeping()
+    seen: list[tuple[str, str]] = []
+    script = "import sys; print('out'); print('err', file=sys.stderr)"
+    result = stream_step(runner, [sys.executable, "-c", script], lambda s, line: seen.append((s, line)), 10)
+    assert result.returncode == 0 and sorted(seen) == [("stderr", "err"), ("stdout", "out")]
+    (proc,) = runner.started
+    assert proc.stdout is not None and proc.stdout.closed
+    assert proc.stderr is not None and proc.stderr.closed
+
+
+def test_the_salloc_reader_closes_both_pipes_and_keeps_the_error() -> None:
+    runner = _Keeping()
+    script = "import sys; print('salloc: error: Invalid generic resource (gres) specification', file=sys.stderr); sys.exit(1)"
+    proc = runner.popen([sys.executable, "-c", script])
+    states: list[str] = []
+    alloc = SimpleNamespace(salloc_messages=[], job_id=None, error=None, _id_known=threading.Event(),
+                            _set_state=states.append, _guard=lambda **_: None, _start_watch=lambda: None,
+                            poller=SimpleNamespace(poke=lambda: None))
+    _read_salloc(alloc, proc)  # type: ignore[arg-type]
+    assert proc.stdout is not None and proc.stdout.closed
+    assert proc.stderr is not None and proc.stderr.closed
+    assert alloc.error == "Invalid generic resource (gres) specification" and states == ["REJECTED"]
+
+
+def test_a_stopped_step_keeps_what_it_printed_and_closes_its_pipes(tmp_path: Any) -> None:
+    from slurmlab.slurm.steps import RunningStep
+
+    ready = tmp_path / "ready"
+    script = f"import pathlib, time; print('started', flush=True); pathlib.Path({str(ready)!r}).touch(); time.sleep(60)"
+    runner = _Keeping()
+    step = RunningStep([sys.executable, "-c", script], runner.popen([sys.executable, "-c", script]))
+    deadline = time.monotonic() + 10
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    step.stop()
+    assert step.proc.poll() is not None
+    assert step.proc.stdout is not None and step.proc.stdout.closed
+    assert step.proc.stderr is not None and step.proc.stderr.closed
+    result = step.wait()
+    assert result.interrupted and result.stdout == ["started"] and not result.ok
+    assert step.wait() is result
