@@ -13,6 +13,7 @@ server setting ``slurmlab_poll_worker``) forces one or the other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import multiprocessing
@@ -159,6 +160,17 @@ def _collect_elsewhere(settings: dict[str, Any], user: str, me: int, version: st
     return collect(Runner.from_settings(settings), user, me, version, tracker)
 
 
+# how much lower than the server's the poll worker's CPU priority is (nice(2) steps; Slurm commands inherit it)
+WORKER_NICENESS = 10
+
+
+def _background_priority() -> None:
+    """The worker process's start: on a busy machine (a 2-core workshop server) the scheduler gives the CPU to
+    Jupyter's requests first, and the poll, which nobody waits on, takes what is left."""
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
+
+
 class _Pools:
     """The executors of the polls: one worker process per cluster (so that the jobs it learnt at one poll are
     there at the next, and a hung controller delays only its own cluster), and a few threads for the rest."""
@@ -173,7 +185,8 @@ class _Pools:
             pool = self._processes.get(key)
             if pool is None:
                 # spawn, never fork: forking a server with live threads can copy a held lock into the child
-                pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+                pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                           initializer=_background_priority)
                 self._processes[key] = pool
             return pool
 

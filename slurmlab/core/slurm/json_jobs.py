@@ -6,9 +6,7 @@ dropping entries; the per-node CPU_IDs and memory come from ``job_resources`` (:
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import fields
 from datetime import datetime
 
@@ -20,6 +18,7 @@ from slurmlab.core.slurm.json_fields import (
     excerpt,
     exit_status,
     free_text,
+    gc_paused,
     number,
     record_id,
     record_list,
@@ -213,24 +212,9 @@ def parse_jobs_json(
     the per-node CPU_IDs need on hyper-threaded nodes and, in layouts up to v0.0.40, past socket 0."""
     shapes = nodes if isinstance(nodes, Mapping) else node_shapes(nodes or ())
     memo = _Memo()
-    with _no_cycle_collection():
+    with gc_paused():
         return each_record(record_list(doc, "jobs", "jobs JSON"), lambda j: _job(j, shapes, memo), problems,
                            "job_id")
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector off while a listing is read. A parse makes some 20 objects per job, none in a
-    cycle, and every so many allocations the collector walks every object alive, the decoded document's million
-    included: up to a third of a 10,000-job parse on a busy machine. It is switched on again after (only if it
-    was on: a caller that turned it off keeps it off)."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 def iter_jobs_json(

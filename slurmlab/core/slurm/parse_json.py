@@ -30,11 +30,13 @@ from dataclasses import dataclass
 from slurmlab.core.slurm.gres import parse_gres
 from slurmlab.core.slurm.hostlist import expand
 from slurmlab.core.slurm.json_fields import (
+    LARGE_ANSWER,
     JSONRecord,
     as_object,
     each_record,
     excerpt,
     free_text,
+    gc_paused,
     number,
     record_list,
     seconds_from_minutes,
@@ -71,7 +73,8 @@ class JsonMeta:
 def load_json(text: str, what: str = "JSON") -> object:
     """``json.loads`` whose every failure (bad syntax, nesting too deep for Python) is a ParseError."""
     try:
-        return json.loads(text)
+        with gc_paused(len(text) >= LARGE_ANSWER * 1000):
+            return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ParseError(what, text[:200], hint=f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
     except RecursionError:

@@ -100,6 +100,19 @@ def test_worker_process_reports_a_missing_slurm_as_an_answer() -> None:
     assert not outcome.unexpected and not outcome.answers
 
 
+def test_the_poll_worker_process_yields_the_cpu_to_the_server() -> None:
+    import os
+
+    from slurmlab.server.worker import _POOLS, WORKER_NICENESS
+
+    pool = _POOLS.process("test-niceness")
+    try:
+        theirs = pool.submit(os.nice, 0).result(timeout=60)
+    finally:
+        _POOLS.forget_process("test-niceness", pool)
+    assert theirs == min(os.nice(0) + WORKER_NICENESS, 19)
+
+
 def test_a_parser_bug_is_an_error_answer(fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     from slurmlab.slurm import queries
 
