@@ -6,13 +6,15 @@ Rows: ``topology_figure`` of the dgx-h100 profile (its task CPUs marked, as ``al
 and of a real ``nvidia-smi topo -m`` capture of an 8×H100 node with NICs when the shared fixtures are present
 (``../shared/fixtures`` or ``SLURMLAB_SHARED_FIXTURES``). The baseline of each is a plain Bokeh figure drawing the
 same items with one ordinary ``bokeh.plotting`` call per kind (the GPUs, their links, the labels, the NUMA sectors,
-the CPU cells, the NICs). Medians of at least 5 runs after one warm-up.
+the CPU cells, the NICs). Medians of at least 5 runs after one warm-up. Beside the times, each row counts the Python
+function calls of one build of each (``cProfile``): unlike a time, that count does not move with the machine's load.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +81,20 @@ def _items(args: dict[str, Any]) -> dict[str, int]:
             "nics": len(topo.nics)}
 
 
+def _calls(build: Callable[[], object]) -> int:
+    """Python function calls of one ``build()`` (after a warm-up): the same on a busy machine as on a quiet one."""
+    import cProfile
+    import io
+    import pstats
+
+    build()
+    profile = cProfile.Profile()
+    profile.enable()
+    build()
+    profile.disable()
+    return int(pstats.Stats(profile, stream=io.StringIO()).total_calls)
+
+
 def measure(quick: bool = False) -> list[Row]:
     from slurmlab.viz.topology_view import topology_figure
 
@@ -88,9 +104,12 @@ def measure(quick: bool = False) -> list[Row]:
         value = median_time(lambda a=args: topology_figure(**a), repeat=repeat, warmup=2) * 1000
         items = _items(args)
         base = median_time(lambda i=items: _plain(i), repeat=repeat, warmup=2) * 1000
+        calls = _calls(lambda a=args: topology_figure(**a))
+        base_calls = _calls(lambda i=items: _plain(i))
         rows.append(Row(GROUP, f"topology_figure, {name}", round(value, 2), "ms", TARGET_MS, round(base, 2),
                         "plain Bokeh figure, same items", size=f"{items['gpus']} GPUs",
-                        note=f"{value / base:.2f}x the plain figure"))
+                        note=f"{value / base:.2f}x the plain figure; function calls {calls / 1000:.1f}k vs "
+                             f"{base_calls / 1000:.1f}k ({calls / base_calls:.2f}x)"))
     return rows
 
 

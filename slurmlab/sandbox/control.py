@@ -12,7 +12,6 @@ import os
 import pwd
 import signal
 import socket
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -352,18 +351,13 @@ class Sandbox:
         return done
 
     def _start(self, exe: str, argv: list[str], name: str, env: Mapping[str, str] | None = None) -> None:
-        log = open(self.directory / "log" / f"{name.replace(':', '-')}.out", "ab")
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    env={**os.environ, "SLURM_CONF": str(self.conf_path), **(env or {})},
-                                    start_new_session=True, close_fds=True, executable=exe)
-        finally:
-            log.close()
-        self.state["pids"][name] = proc.pid
+        pid = processes.spawn_daemon(exe, argv, self.directory / "log" / f"{name.replace(':', '-')}.out",
+                                     {**os.environ, "SLURM_CONF": str(self.conf_path), **(env or {})})
+        self.state["pids"][name] = pid
         self._save()
         time.sleep(0.05)
-        if proc.poll() is not None:
-            raise self._failure(f"{name} exited at once (exit code {proc.returncode})", name)
+        if (code := processes.exit_code(pid)) is not None:
+            raise self._failure(f"{name} exited at once (exit code {code})", name)
 
     def _save(self) -> None:
         write_state(self.directory, self.state)

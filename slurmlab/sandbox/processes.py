@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["alive", "children_of", "cmdline", "find_related", "frozen", "reap", "stop"]
+__all__ = ["alive", "children_of", "cmdline", "exit_code", "find_related", "frozen", "reap", "spawn_daemon", "stop"]
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -191,3 +191,40 @@ def reap(pids: Iterable[int]) -> None:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
+
+
+def spawn_daemon(exe: str, argv: list[str], log: str | os.PathLike[str], env: Mapping[str, str]) -> int:
+    """Start a daemon that outlives this call: in a session of its own, stdin from /dev/null, stdout and stderr
+    appended to ``log``, no other descriptor of ours (as ``close_fds``); its pid. A pid, not a
+    ``subprocess.Popen``: the sandbox keeps only pids (in its state file), and a Popen dropped while its process
+    runs raises "subprocess N is still running" (ResourceWarning) wherever the collector finds it."""
+    # Python opens descriptors non-inheritable; what is inheritable came from outside (make's jobserver pipe, a
+    # parent's pipe) and must not be held open for the daemon's whole life
+    inherited = [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds() if fd > 2]
+    return os.posix_spawn(exe, argv, dict(env), setsid=True, file_actions=[
+        *inherited,
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.fspath(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ])
+
+
+def _inheritable_fds() -> list[int]:
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if os.get_inheritable(fd):
+                found.append(fd)
+        except OSError:  # the listing's own descriptor, closed by now
+            continue
+    return found
+
+
+def exit_code(pid: int) -> int | None:
+    """The exit code of our own child ``pid`` if it has ended (collecting it), else None (-N: killed by signal N)."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    return os.waitstatus_to_exitcode(status) if done == pid else None

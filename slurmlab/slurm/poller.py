@@ -33,6 +33,7 @@ from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.core.slurm.states import ENDED, HOLDING, node_trouble
 from slurmlab.errors import JobNotFoundError, SlurmlabError
+from slurmlab.slurm.loop_thread import LoopThread
 from slurmlab.slurm.runner import Runner, get_runner
 
 __all__ = ["BriefFetcher", "DetailFetcher", "JobPoller", "JobUpdate", "NodeFetcher", "UpdateCallback", "Watch",
@@ -134,8 +135,7 @@ class JobPoller:
         self._last_sig: dict[str, tuple[object, ...] | None] = {}
         self._last: dict[str, JobUpdate] = {}
         self._wake = threading.Event()
-        self._stop, self._done = threading.Event(), threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop_thread = LoopThread(self._loop, name="slurmlab-poller", lock=self._lock)
         self.polls = 0  # squeue calls made, for tests and benchmarks
         self.detail_fetches = 0
         self.current_interval = interval
@@ -196,45 +196,31 @@ class JobPoller:
         """Poll now (after a submit or a cancel) and make sure the thread runs."""
         with self._lock:
             self.current_interval = self.interval
-            # Each thread ends on its own pair of events: one told to stop and still in a slow poll (or a stop()
-            # cut short by Ctrl-C) finishes alone while a new one takes over, so no poke is ever swallowed.
-            if self._thread is None or self._stop.is_set() or self._done.is_set():
-                self._stop, self._done = threading.Event(), threading.Event()
-                self._thread = threading.Thread(target=self._loop, args=(self._stop, self._done),
-                                                name="slurmlab-poller", daemon=True)
-                self._thread.start()
+        self._loop_thread.ensure_running()
         self._wake.set()
 
     def stop(self) -> None:
-        with self._lock:
-            self._stop.set()
-            t, done = self._thread, self._done
-        self._wake.set()
-        if t is not None and t is not threading.current_thread():
-            done.wait(timeout=5)  # not Thread.join: on 3.11, Ctrl-C in join marks a running thread stopped
+        self._loop_thread.stop(self._wake, timeout=5)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and not self._done.is_set()
+        return self._loop_thread.running
 
     # ---- the loop --------------------------------------------------------------------------
-    def _loop(self, stop: threading.Event, done: threading.Event) -> None:
-        try:
-            self._quiet_since = self.clock()
-            while not stop.is_set():
-                self._wake.clear()
-                ids = self.watched()
-                if not ids:
-                    with self._lock:
-                        if not self._watches:
-                            stop.set()  # under the lock: a poke now sees this thread ending and starts one
-                            return
-                    continue
-                wait = self.step(ids)
-                self._run_round_hooks()
-                self._wake.wait(wait)
-        finally:
-            done.set()
+    def _loop(self, stop: threading.Event) -> None:
+        self._quiet_since = self.clock()
+        while not stop.is_set():
+            self._wake.clear()
+            ids = self.watched()
+            if not ids:
+                with self._lock:
+                    if not self._watches:
+                        stop.set()  # under the lock: a poke now sees this thread ending and starts one
+                        return
+                continue
+            wait = self.step(ids)
+            self._run_round_hooks()
+            self._wake.wait(wait)
 
     def step(self, ids: Sequence[str] | None = None) -> float:
         """One round (poll, then choose the wait before the next, returned in seconds): the thread's, or a

@@ -58,31 +58,35 @@ class RunningStep:
         self._result: StepResult | None = None
 
     def wait(self, timeout: float | None = None) -> StepResult:
+        """What the step printed and its exit code; after ``timeout`` seconds the step is ended (``interrupted``)."""
         if self._result is not None:
             return self._result
-        interrupted = False
         try:
             out, err = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            interrupted = True
-            end_step(self.proc)
-            out, err = self.proc.communicate()
-        return self._done(out, err, interrupted)
+            return self._end(interrupted=True)
+        return self._done(out, err, False)
 
     def stop(self) -> None:
         """End the step. What it printed is kept for ``wait``, and its pipes are closed here: left to the
         garbage collector, they raise a ResourceWarning in whatever code runs then."""
         running = self.proc.poll() is None
-        if running:
+        if self._result is None:
+            self._end(interrupted=running)
+        elif running:
             end_step(self.proc)
-        if self._result is not None:
-            return
+
+    def _end(self, *, interrupted: bool) -> StepResult:
+        """End the step if it runs and collect its output, waiting at most ``GRACE_AFTER_SIGKILL`` for the pipes: a
+        process the step left behind (in a session of its own) may hold them open for as long as it lives."""
+        if self.proc.poll() is None:
+            end_step(self.proc)
         try:
             out, err = self.proc.communicate(timeout=GRACE_AFTER_SIGKILL)
         except subprocess.TimeoutExpired:  # something else still holds the pipes open: give them up
             close_quietly(self.proc.stdout, self.proc.stderr)
             out = err = ""
-        self._done(out, err, running)
+        return self._done(out, err, interrupted)
 
     def _done(self, out: str, err: str, interrupted: bool) -> StepResult:
         rc = self.proc.returncode if self.proc.returncode is not None else -1

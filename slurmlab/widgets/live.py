@@ -20,6 +20,8 @@ import threading
 import time
 from typing import Protocol
 
+from slurmlab.slurm.loop_thread import LoopThread
+
 __all__ = ["LiveUpdater", "LiveView", "get_updater"]
 
 log = logging.getLogger(__name__)
@@ -44,29 +46,24 @@ class LiveUpdater:
         self._dirty: set[LiveView] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._stop, self._done = threading.Event(), threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop_thread = LoopThread(self._loop, name="slurmlab-widgets", lock=self._lock)
         self.renders = 0  # for tests: how many renders this thread made
 
     @property
     def thread(self) -> threading.Thread | None:
-        return self._thread
+        return self._loop_thread.thread
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and not self._done.is_set()
+        return self._loop_thread.running
 
     def add(self, view: LiveView) -> None:
         with self._lock:
             self._views[view] = 0.0
             self._dirty.add(view)
-            # a thread told to stop ends on its own events (as the poller's do): a stop() cut short by a slow
-            # render or by Ctrl-C never leaves a new view without a thread
-            if self._thread is None or self._stop.is_set() or self._done.is_set():
-                self._stop, self._done = threading.Event(), threading.Event()
-                self._thread = threading.Thread(target=self._loop, args=(self._stop, self._done),
-                                                name="slurmlab-widgets", daemon=True)
-                self._thread.start()
+        # a thread told to stop ends alone (slurm.loop_thread): a stop() cut short by a slow render or by Ctrl-C
+        # never leaves a new view without a thread
+        self._loop_thread.ensure_running()
         self._wake.set()
 
     def remove(self, view: LiveView) -> None:
@@ -86,12 +83,7 @@ class LiveUpdater:
             return list(self._views)
 
     def stop(self, timeout: float = 5.0) -> None:
-        with self._lock:
-            self._stop.set()
-            t, done = self._thread, self._done
-        self._wake.set()
-        if t is not None and t is not threading.current_thread():
-            done.wait(timeout)  # not Thread.join: on 3.11, Ctrl-C in join marks a running thread stopped
+        self._loop_thread.stop(self._wake, timeout)
 
     def _due(self) -> list[LiveView]:
         now = time.monotonic()
@@ -105,23 +97,20 @@ class LiveUpdater:
             self._dirty = set()
         return due
 
-    def _loop(self, stop: threading.Event, done: threading.Event) -> None:
-        try:
-            while not stop.is_set():
-                self._wake.clear()
-                for view in self._due():
-                    try:
-                        view.render()
-                        self.renders += 1
-                    except Exception:  # one broken view must not freeze the others
-                        log.exception("slurmlab: a live widget failed to render; it stays registered")
-                with self._lock:
-                    if not self._views:
-                        stop.set()  # under the lock: an add() now starts a thread of its own
-                        return
-                self._wake.wait(self.period)
-        finally:
-            done.set()
+    def _loop(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self._wake.clear()
+            for view in self._due():
+                try:
+                    view.render()
+                    self.renders += 1
+                except Exception:  # one broken view must not freeze the others
+                    log.exception("slurmlab: a live widget failed to render; it stays registered")
+            with self._lock:
+                if not self._views:
+                    stop.set()  # under the lock: an add() now starts a thread of its own
+                    return
+            self._wake.wait(self.period)
 
 
 _updater: LiveUpdater | None = None

@@ -87,32 +87,67 @@ export function renderCanvasMap(target: HTMLElement, nodes: INode[], ctx: IMapCo
   const other = cssColour(target, '--jp-ui-font-color3', '#8a8a8a');
   const cross = cssColour(target, '--jp-error-color1', '#d32f2f');
   const border = cssColour(target, '--jp-border-color1', '#9e9e9e');
+  // One path per colour, not one fillStyle and fillRect per GPU: setting fillStyle parses a CSS colour each
+  // time, and 8,000 of them were most of a draw. Layers in order: the squares, the jobs' colours over them,
+  // the crosses of down nodes, the borders of MIG GPUs (squares never overlap, so within a layer order is free).
+  const squares = new Map<string, number[]>();
+  const jobs = new Map<string, number[]>();
+  const crosses: number[] = [];
+  const borders: number[] = [];
+  const add = (layer: Map<string, number[]>, colour: string, ...rect: number[]): void => {
+    const list = layer.get(colour);
+    if (list) {
+      list.push(...rect);
+    } else {
+      layer.set(colour, rect);
+    }
+  };
   cells.forEach((row, i) => {
     const x0 = (i % perLine) * blockW;
     const y0 = Math.floor(i / perLine) * lineH;
     row.forEach((c, k) => {
       const x = x0 + k * (CELL + GAP);
-      g.fillStyle = c.state === 'other' ? other : free;
-      g.fillRect(x, y0, CELL, CELL);
+      add(squares, c.state === 'other' ? other : free, x, y0, CELL, CELL);
       if (c.colour) {
         const shared = c.gpu.shards_total > 0 && c.gpu.shards_used > 0 && !c.gpu.whole;
         const h = shared ? Math.max(1, Math.round((CELL * c.gpu.shards_used) / c.gpu.shards_total)) : CELL;
-        g.fillStyle = c.colour;
-        g.fillRect(x, y0 + CELL - h, CELL, h);
+        add(jobs, c.colour, x, y0 + CELL - h, CELL, h);
       }
       if (c.state === 'down') {
-        g.strokeStyle = cross;
-        g.beginPath();
-        g.moveTo(x, y0 + CELL);
-        g.lineTo(x + CELL, y0);
-        g.stroke();
+        crosses.push(x, y0);
       }
       if (c.gpu.mig) {
-        g.strokeStyle = border;
-        g.strokeRect(x + 0.5, y0 + 0.5, CELL - 1, CELL - 1);
+        borders.push(x, y0);
       }
     });
   });
+  for (const layer of [squares, jobs]) {
+    layer.forEach((rects, colour) => {
+      g.fillStyle = colour;
+      g.beginPath();
+      for (let r = 0; r < rects.length; r += 4) {
+        g.rect(rects[r], rects[r + 1], rects[r + 2], rects[r + 3]);
+      }
+      g.fill();
+    });
+  }
+  if (crosses.length) {
+    g.strokeStyle = cross;
+    g.beginPath();
+    for (let r = 0; r < crosses.length; r += 2) {
+      g.moveTo(crosses[r], crosses[r + 1] + CELL);
+      g.lineTo(crosses[r] + CELL, crosses[r + 1]);
+    }
+    g.stroke();
+  }
+  if (borders.length) {
+    g.strokeStyle = border;
+    g.beginPath();
+    for (let r = 0; r < borders.length; r += 2) {
+      g.rect(borders[r] + 0.5, borders[r + 1] + 0.5, CELL - 1, CELL - 1);
+    }
+    g.stroke();
+  }
   canvas.addEventListener('mousemove', event => {
     const box = canvas.getBoundingClientRect();
     const x = event.clientX - box.left;

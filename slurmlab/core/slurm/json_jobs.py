@@ -18,7 +18,6 @@ from slurmlab.core.slurm.json_fields import (
     excerpt,
     exit_status,
     free_text,
-    gc_paused,
     number,
     record_id,
     record_list,
@@ -212,9 +211,8 @@ def parse_jobs_json(
     the per-node CPU_IDs need on hyper-threaded nodes and, in layouts up to v0.0.40, past socket 0."""
     shapes = nodes if isinstance(nodes, Mapping) else node_shapes(nodes or ())
     memo = _Memo()
-    with gc_paused():
-        return each_record(record_list(doc, "jobs", "jobs JSON"), lambda j: _job(j, shapes, memo), problems,
-                           "job_id")
+    # each_record pauses the cyclic collector by itself for a large answer (json_fields.gc_paused)
+    return each_record(record_list(doc, "jobs", "jobs JSON"), lambda j: _job(j, shapes, memo), problems, "job_id")
 
 
 def iter_jobs_json(

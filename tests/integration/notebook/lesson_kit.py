@@ -104,6 +104,34 @@ def run_notebook(path: Path, sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_
     return nb, time.monotonic() - start
 
 
+# lessons whose run is judged by a test module of their own (test_lessons_05_08.py), which also applies
+# assert_course_shape: the generic test leaves them out rather than execute each a second time
+OWN_TESTS = ("05-time-slicing", "06-isolation", "07-multi-node", "08-troubleshooting")
+
+
+def assert_course_shape(lesson: LessonCells, sandbox: Any, before: set[str]) -> None:
+    """What every lesson must do: run top to bottom without an error, its one deliberate mistake a short
+    UsageError, an exercise with its solution, the instructor's hidden checks passing, every job released."""
+    expected = lesson.tagged("expected-error")
+    # IPython shows a UsageError as one line on stderr, a real failure as an "error" output
+    failed = [(c.source, cell_text(c)) for c in lesson.code if c not in expected and (
+        any(o.get("output_type") == "error" for o in c.outputs) or "Error" in cell_stderr(c)
+        or "Traceback" in cell_text(c))]
+    assert failed == [], failed
+    for cell in expected:  # the deliberate mistake: slurmlab's one-line UsageError, nothing deeper
+        assert not any(o.get("output_type") == "error" for o in cell.outputs), cell_text(cell)
+        assert cell_stderr(cell).startswith("UsageError: ") and "Traceback" not in cell_text(cell), cell_text(cell)
+    # the course's shape: an exercise, its solution, and the instructor's hidden check, which passed
+    assert any(c.cell_type == "markdown" and c.source.startswith("## Exercise") for c in lesson.nb.cells)
+    assert lesson.tagged("solution"), "no exercise cell tagged 'solution'"
+    checks = lesson.tagged("check")
+    assert checks, "no check cell tagged 'check'"
+    for check in checks:
+        assert check.metadata.get("jupyter", {}).get("source_hidden") is True, check.source[:80]
+        assert "check passed" in cell_text(check), cell_text(check)
+    assert_released(sandbox, before)
+
+
 def assert_released(sandbox: Any, before: set[str], timeout: float = 30) -> None:
     """Every job the lesson made is gone (a cancelled job may linger in squeue a moment while it completes)."""
     deadline = time.monotonic() + timeout

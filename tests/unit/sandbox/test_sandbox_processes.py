@@ -69,3 +69,45 @@ def test_stop_escalates_to_kill_and_wakes_frozen_processes(tmp_path: Path, start
     time.sleep(0.1)
     assert stop([deaf.pid, frozen], grace=0.5) == []
     assert deaf.poll() is not None and not alive(frozen)
+
+
+def test_a_daemon_starts_in_its_own_session_logging_both_streams_and_holding_nothing_of_ours(
+    tmp_path: Path, started: list[int]
+) -> None:
+    import warnings
+
+    from slurmlab.sandbox.processes import exit_code, spawn_daemon
+
+    log = tmp_path / "daemon.out"
+    log.write_text("earlier run\n")  # appended to, never truncated: a restart keeps the last one's words
+    keep_r, keep_w = os.pipe()  # a descriptor this process got as inheritable (as make's jobserver pipe)
+    os.set_inheritable(keep_w, True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a dropped Popen's "still running" ResourceWarning would fail here
+            pid = spawn_daemon("/bin/sh", ["sh", "-c", "echo out; echo err >&2; exec sleep 60"],
+                               log, {"PATH": os.environ["PATH"]})
+            started.append(pid)
+            deadline = time.monotonic() + 10
+            while cmdline_of(pid)[:1] != ["sleep"] and time.monotonic() < deadline:  # both lines written by then
+                time.sleep(0.02)
+        assert os.getsid(pid) == pid and exit_code(pid) is None
+        assert log.read_text().splitlines() == ["earlier run", "out", "err"]
+        assert not any(
+            os.readlink(f"/proc/{pid}/fd/{fd}") == os.readlink(f"/proc/self/fd/{keep_w}")
+            for fd in os.listdir(f"/proc/{pid}/fd")), "the daemon holds our pipe open"
+    finally:
+        os.close(keep_r)
+        with contextlib.suppress(OSError):
+            os.close(keep_w)
+    quick = spawn_daemon("/bin/sh", ["sh", "-c", "exit 3"], log, {})
+    deadline = time.monotonic() + 10
+    while (code := exit_code(quick)) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert code == 3 and not alive(quick)
+
+
+def cmdline_of(pid: int) -> list[str]:
+    from slurmlab.sandbox.processes import cmdline
+
+    return cmdline(pid)

@@ -71,3 +71,33 @@ def test_a_stopped_step_keeps_what_it_printed_and_closes_its_pipes(tmp_path: Any
     result = step.wait()
     assert result.interrupted and result.stdout == ["started"] and not result.ok
     assert step.wait() is result
+
+
+def test_a_timed_out_wait_ends_within_its_grace_even_when_a_leftover_process_holds_the_pipes(
+    monkeypatch: Any, tmp_path: Any
+) -> None:
+    # the step starts a process in a session of its own that keeps stdout open: ending the step's group cannot
+    # end it, and an unbounded read of the pipes after the timeout would wait as long as that process lives
+    from slurmlab.slurm import steps
+
+    monkeypatch.setattr(steps, "GRACE_AFTER_SIGKILL", 0.5)
+    pid_file = tmp_path / "leftover"
+    script = ("import pathlib, subprocess, time; "
+              "p = subprocess.Popen(['sleep', '60'], start_new_session=True); "
+              f"pathlib.Path({str(pid_file)!r}).write_text(str(p.pid)); print('started', flush=True); time.sleep(60)")
+    runner = _Keeping()
+    step = steps.RunningStep([sys.executable, "-c", script], runner.popen([sys.executable, "-c", script]))
+    try:
+        started = time.monotonic()
+        result = step.wait(timeout=1.0)
+        took = time.monotonic() - started
+        assert result.interrupted and not result.ok and step.proc.poll() is not None
+        assert took < 1.0 + 10, f"wait() took {took:.1f} s after its timeout"
+        assert step.proc.stdout is not None and step.proc.stdout.closed
+        assert step.wait() is result
+    finally:
+        if pid_file.exists():
+            import os
+            import signal
+
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)

@@ -51,3 +51,15 @@ def test_a_collector_turned_off_by_the_program_stays_off_and_nesting_is_safe() -
             pass
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+def test_the_jobs_parser_pauses_the_collector_only_for_a_large_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slurmlab.core.slurm import json_jobs
+
+    seen: list[bool] = []
+    monkeypatch.setattr(json_jobs, "_job", lambda item, shapes, memo: seen.append(gc.isenabled()))
+    json_jobs.parse_jobs_json({"jobs": [{"job_id": 1}, {"job_id": 2}]})
+    assert seen == [True, True]  # a notebook's few jobs: the program's collector is left alone
+    seen.clear()
+    json_jobs.parse_jobs_json({"jobs": [{"job_id": i} for i in range(LARGE_ANSWER)]})
+    assert len(seen) == LARGE_ANSWER and not any(seen) and gc.isenabled()
