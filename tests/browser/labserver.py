@@ -112,6 +112,31 @@ def chromium_page(width: int = 1400, height: int = 900) -> Iterator[Any]:
             browser.close()
 
 
+@contextmanager
+def chromium_browser() -> Iterator[Any]:
+    """Debian's headless chromium for a module's tests, each of which opens its own page in a fresh context
+    (``fresh_page``: no cookie or storage of the test before). Launching it once per module, not per test, saves
+    a second or more per test; the sync API's event loop still ends with the module."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextmanager
+def fresh_page(browser: Any, width: int = 1400, height: int = 900) -> Iterator[Any]:
+    """A page of ``browser`` (from ``chromium_browser``) in a context of its own, closed when the block ends."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
 def open_sidebar(page: Any, lab_url: str) -> None:
     """The lab page from its default layout (``reset``: not the one the last test left) with the "Slurm GPUs"
     sidebar open."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import CHROMIUM, CHROMIUM_ARGS, Lab, require_browser, running_lab
+from labserver import Lab, chromium_browser, fresh_page, require_browser, running_lab
 from notebook_driver import NotebookPage, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.slow]
@@ -82,16 +82,18 @@ def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         _shutdown_kernels(server)
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One chromium for the module (its event loop ends with the module); each test gets a fresh page."""
+    require_browser()
+    with chromium_browser() as launched:
+        yield launched
 
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield chromium.new_page(viewport={"width": 1400, "height": 1000})
-        finally:
-            chromium.close()
+
+@pytest.fixture
+def browser(chromium: Any) -> Iterator[Any]:
+    with fresh_page(chromium, height=1000) as page:
+        yield page
 
 
 def _open(browser: Any, lab: Lab, name: str, cells: list[str]) -> NotebookPage:

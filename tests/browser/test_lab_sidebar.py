@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import chromium_page, open_sidebar, require_browser, running_lab
+from labserver import chromium_browser, fresh_page, open_sidebar, require_browser, running_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.slow]
 
@@ -39,12 +39,18 @@ def lab(slurm_sandbox: Any, sandbox_factory: Any, tmp_path_factory: pytest.TempP
         yield server.page_url("lab")
 
 
+@pytest.fixture(scope="module")
+def chromium(lab: str) -> Iterator[Any]:
+    """One chromium for the module (its event loop ends with the module, before pytest-jupyter's tests)."""
+    with chromium_browser() as browser:
+        yield browser
+
+
 @pytest.fixture
-def page(lab: str) -> Iterator[Any]:
-    """A fresh chromium on the lab page, per test: Playwright's sync API runs its own event loop,
-    which must not outlive a test (pytest-jupyter closes each test's loop, see tests/integration/server)."""
+def page(lab: str, chromium: Any) -> Iterator[Any]:
+    """A fresh page (a context of its own) on the lab page, per test."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with chromium_page() as pg:
+    with fresh_page(chromium) as pg:
         open_sidebar(pg, lab)
         try:
             pg.wait_for_selector("#slurmlab-sidebar .slurmlab-NodeRow", timeout=30_000)
