@@ -17,6 +17,7 @@ import json
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +182,16 @@ def find_clusters(own_conf: str | None, base: Path | None = None) -> list[Cluste
     for cid, profile, conf in sandboxes:
         if not _same_file(conf, own_conf):
             views.append(_view(cid, conf, own=False, sandbox=profile))
+    return _told_apart(views)
+
+
+def _told_apart(views: list[ClusterView]) -> list[ClusterView]:
+    """Two sandboxes of one profile (one in the default place, one beside the server's own) would read alike in
+    the picker: such labels name their folder."""
+    counts = Counter(v["label"] for v in views)
+    for view in views:
+        if counts[view["label"]] > 1 and view["conf"]:
+            view["label"] = f"{view['label']} in {Path(view['conf']).parent}"
     return views
 
 

@@ -108,6 +108,10 @@ def test_a_sandbox_started_beside_the_servers_own_is_found(tmp_path: Path, base:
         ("sandbox-h200-mig", False, str(base / "h200-mig" / "slurm.conf")),
         ("sandbox-h200-mig-2", False, str(beside)),
     ]
+    # the picker tells the two h200-mig apart by their folders; a label of its own stays as it was
+    assert [c["label"] for c in views] == [
+        "sandbox · sandbox dgx-h100", f"sandbox · sandbox h200-mig in {base / 'h200-mig'}",
+        f"sandbox · sandbox h200-mig in {family / 'h200-mig'}"]
     # a folder that is not a sandbox's is not a family: nothing beside a plain slurm.conf is searched
     plain = tmp_path / "etc" / "slurm.conf"
     plain.parent.mkdir()
