@@ -351,12 +351,11 @@ class Sandbox:
         return done
 
     def _start(self, exe: str, argv: list[str], name: str, env: Mapping[str, str] | None = None) -> None:
-        pid = processes.spawn_daemon(exe, argv, self.directory / "log" / f"{name.replace(':', '-')}.out",
-                                     {**os.environ, "SLURM_CONF": str(self.conf_path), **(env or {})})
+        pid, code = processes.spawn_daemon(exe, argv, self.directory / "log" / f"{name.replace(':', '-')}.out",
+                                           {**os.environ, "SLURM_CONF": str(self.conf_path), **(env or {})})
         self.state["pids"][name] = pid
         self._save()
-        time.sleep(0.05)
-        if (code := processes.exit_code(pid)) is not None:
+        if code is not None:
             raise self._failure(f"{name} exited at once (exit code {code})", name)
 
     def _save(self) -> None:

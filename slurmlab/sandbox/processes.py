@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["alive", "children_of", "cmdline", "exit_code", "find_related", "frozen", "reap", "spawn_daemon", "stop"]
+__all__ = ["alive", "children_of", "cmdline", "find_related", "frozen", "reap", "spawn_daemon", "stop"]
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -193,38 +195,24 @@ def reap(pids: Iterable[int]) -> None:
             pass
 
 
-def spawn_daemon(exe: str, argv: list[str], log: str | os.PathLike[str], env: Mapping[str, str]) -> int:
+def spawn_daemon(exe: str, argv: list[str], log: str | os.PathLike[str], env: Mapping[str, str], *,
+                 settle: float = 0.05) -> tuple[int, int | None]:
     """Start a daemon that outlives this call: in a session of its own, stdin from /dev/null, stdout and stderr
-    appended to ``log``, no other descriptor of ours (as ``close_fds``); its pid. A pid, not a
-    ``subprocess.Popen``: the sandbox keeps only pids (in its state file), and a Popen dropped while its process
-    runs raises "subprocess N is still running" (ResourceWarning) wherever the collector finds it."""
-    # Python opens descriptors non-inheritable; what is inheritable came from outside (make's jobserver pipe, a
-    # parent's pipe) and must not be held open for the daemon's whole life
-    inherited = [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds() if fd > 2]
-    return os.posix_spawn(exe, argv, dict(env), setsid=True, file_actions=[
-        *inherited,
-        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_OPEN, 1, os.fspath(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
-        (os.POSIX_SPAWN_DUP2, 1, 2),
-    ])
+    appended to ``log``, none of our other descriptors. Its pid, and its exit code if it ended within ``settle``
+    seconds (None: it runs).
 
-
-def _inheritable_fds() -> list[int]:
-    found = []
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        try:
-            if os.get_inheritable(fd):
-                found.append(fd)
-        except OSError:  # the listing's own descriptor, closed by now
-            continue
-    return found
-
-
-def exit_code(pid: int) -> int | None:
-    """The exit code of our own child ``pid`` if it has ended (collecting it), else None (-N: killed by signal N)."""
-    try:
-        done, status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return None
-    return os.waitstatus_to_exitcode(status) if done == pid else None
+    The ``Popen`` is let go on purpose while the daemon runs: ``subprocess`` keeps it and collects the daemon
+    once it ends (at its next start of any process), so a stopped daemon leaves no zombie. Letting go of a running
+    Popen also raises "subprocess N is still running" (a ResourceWarning) — which says what is meant here, so it
+    is silenced for this one object (CPython frees it at the ``del``)."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(argv, executable=exe, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                env=dict(env), start_new_session=True, close_fds=True)
+    deadline = time.monotonic() + settle
+    while (code := proc.poll()) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pid = proc.pid
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        del proc
+    return pid, code

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -71,20 +72,26 @@ class SandboxFactory:
         return self._cache[key]
 
     def close(self) -> None:
-        errors = []
-        for sb in self._cache.values():
-            # what admitted users submitted ends through Slurm first, like the owner's own jobs at down()
-            for user in sb.admitted:
-                with contextlib.suppress(Exception):
-                    sb.runner(timeout=15).run(["scancel", "--user", user], check=False)
-            try:
-                sb.down()
-            except SandboxError as exc:
-                errors.append(str(exc))
+        # the session's sandboxes stop side by side: each down() mostly waits for its own daemons to end
+        with ThreadPoolExecutor(max_workers=max(1, len(self._cache)), thread_name_prefix="sandbox-down") as pool:
+            errors = [e for e in pool.map(_stop, list(self._cache.values())) if e is not None]
         self._cache.clear()
         shutil.rmtree(self.base, ignore_errors=True)
         if errors:
             raise SandboxError("some sandboxes did not stop:\n" + "\n".join(errors))
+
+
+def _stop(sb: Sandbox) -> str | None:
+    """Stop ``sb``; what went wrong, or None."""
+    # what admitted users submitted ends through Slurm first, like the owner's own jobs at down()
+    for user in sb.admitted:
+        with contextlib.suppress(Exception):
+            sb.runner(timeout=15).run(["scancel", "--user", user], check=False)
+    try:
+        sb.down()
+    except SandboxError as exc:
+        return str(exc)
+    return None
 
 
 def new_base() -> Path:

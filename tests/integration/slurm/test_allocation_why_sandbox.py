@@ -6,7 +6,6 @@ cancels the old one. A held job's why says `scontrol release`."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -108,27 +107,15 @@ def test_a_held_jobs_why_says_scontrol_release(sandbox: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def accounted() -> Iterator[Any]:
-    """A seed sandbox (2 nodes × 4 GPUs) with accounting: QOS normal caps each user at 4 GPUs."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from slurmlab.sandbox.control import Sandbox
+def accounted(sandbox_factory: Any) -> Any:
+    """A seed sandbox (2 nodes × 4 GPUs) with accounting: QOS normal caps each user at 4 GPUs. The session's
+    (shared with the sidebar's recent-jobs test, which only reads accounting): one start less."""
     from slurmlab.testing.sandbox_fixtures import accounting_missing_reason
 
     missing = accounting_missing_reason()
     if missing:
         pytest.skip(missing)
-    base = Path(tempfile.mkdtemp(prefix="slsb-why-", dir="/tmp"))
-    base.chmod(0o711)
-    sb = Sandbox.up(profile="seed", nodes=2, directory=base / "sb", accounting=True)
-    try:
-        yield sb
-    finally:
-        if (base / "sb" / "state.json").exists():
-            sb.down()
-        shutil.rmtree(base, ignore_errors=True)
+    return sandbox_factory("seed", 2, accounting=True)
 
 
 def test_a_job_over_the_qos_gpu_limit_gets_the_limit_named_with_the_users_usage(accounted: Any) -> None:
