@@ -102,14 +102,8 @@ def running_lab(base: Path, env: Mapping[str, str], *, ready_path: str = "api/st
 def chromium_page(width: int = 1400, height: int = 900) -> Iterator[Any]:
     """Debian's headless chromium with one page, closed when the block ends. Playwright's sync API runs its
     own event loop: open it per test (or per module), never across pytest-jupyter's per-test loops."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser.new_page(viewport={"width": width, "height": height})
-        finally:
-            browser.close()
+    with chromium_browser() as browser, fresh_page(browser, width, height) as page:
+        yield page
 
 
 @contextmanager
