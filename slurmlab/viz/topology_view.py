@@ -5,15 +5,13 @@ grows with the bonded link count; a switched fabric (NVSwitch, see :mod:`slurmla
 one NVSwitch node in the middle with a spoke from every GPU, since its NV# are paths through the switch, not
 cables. GPUs with inactive or slow links (``nvidia-smi nvlink -s``) get a red dashed ring and a label such as
 "2 of 18 links inactive". PCIe relations between GPUs appear on demand; NICs sit outside the ring next to their
-closest GPUs; below, one bar per NUMA group shows its CPUs with the task CPU sets coloured in. Renderers carry
-names (``gpus``, ``nvlinks``, ``nvswitch``, ``link_faults``, ``pcie``, ``nics``, ``nic_links``, ``numa_groups``,
-``cpus``, ``task_keys``, ``labels``) so their data can be inspected. The NVLink layer is drawn by
-:mod:`.topology_nvlink_view`.
+closest GPUs; below, one bar per NUMA group shows its CPUs with the task CPU sets coloured in. The NVLink layer
+is drawn by :mod:`.topology_nvlink_view`.
 
-Why it is built from Bokeh's models, not ``bokeh.plotting``'s glyph methods: each of those makes five glyph models
-(normal, selection, nonselection, hover, muted) and ``figure()`` makes axes and grids this view would hide; a renderer
-per kind of thing with its data in ColumnDataSource columns, and every text in one Text glyph whose style is
-per row, draw the same figure in a third of the time.
+Five renderers draw it all (see :mod:`.glyphs` for why so few): ``numa_groups`` (sectors), ``links`` (rows of kind
+``pcie``, ``nvlinks``, ``nic_links``), ``nodes`` (``nvswitch``, ``nics``, ``link_faults``, ``gpus``,
+``task_keys``), ``cpus`` and ``labels``. ``slurmlab.viz.glyphs.drawn(fig, "gpus")`` reads back the data of one
+kind, whichever renderer holds it.
 """
 
 from __future__ import annotations
@@ -24,14 +22,8 @@ from typing import Any
 
 from slurmlab.core.gpu.topology import LinkKind, NvlinkFabric, Topology, format_cpu_list
 from slurmlab.viz._bokeh import HIGHLIGHT, PALETTE, bokeh
-from slurmlab.viz.topology_nvlink_view import (
-    Labels,
-    add_glyph,
-    col,
-    draw_link_faults,
-    draw_nvlinks,
-    draw_switch,
-)
+from slurmlab.viz.glyphs import Labels, Layer, add_glyph, col
+from slurmlab.viz.topology_nvlink_view import draw_link_faults, draw_nvlinks, draw_switch
 
 __all__ = ["layout_positions", "topology_figure"]
 
@@ -136,19 +128,32 @@ def topology_figure(
     cpu_rows = 0.3 + 0.5 * len(groups) + 0.3 * len(tasks) if show_cpus else 0.0
     fig, y_top = _blank_figure(plotting, topo, fabric, title, width, key, cpu_rows)
     labels = Labels()
+    links = Layer({"colour": "#8A8A8A", "width": 1.2, "alpha": 1.0, "dash": "solid"})
+    nodes = Layer({"marker": "circle", "size": 11, "fill": "#FFFFFF", "fill_alpha": 1.0, "line": "#FFFFFF",
+                   "line_alpha": 1.0, "lw": 2.0, "dash": "solid"})
 
     _draw_numa_sectors(fig, models, lay, groups, group_cpus, labels)
     if show_pcie:
-        _draw_pcie(fig, models, topo, gpu_pos)
+        _draw_pcie(links, topo, gpu_pos)
     if fabric.switched:
-        draw_switch(fig, models, topo, fabric, gpu_pos, highlight, labels)
+        draw_switch(links, nodes, topo, fabric, gpu_pos, highlight, labels)
     else:
-        draw_nvlinks(fig, models, topo, fabric, gpu_pos, highlight)
-    _draw_nics(fig, models, topo, gpu_pos, labels)
-    draw_link_faults(fig, models, topo, gpu_pos, labels)
-    _draw_gpus(fig, models, topo, fabric, gpu_pos, highlight, groups, labels)
-    if show_cpus:
-        _cpu_bars(fig, models, groups, group_cpus, tasks, labels)
+        draw_nvlinks(links, topo, fabric, gpu_pos, highlight)
+    _draw_nics(links, nodes, topo, gpu_pos, labels)
+    draw_link_faults(nodes, topo, gpu_pos, labels)
+    _draw_gpus(nodes, topo, fabric, gpu_pos, highlight, groups, labels)
+    cpu_bars = _cpu_bars(nodes, groups, group_cpus, tasks, labels) if show_cpus else None
+    links.draw(fig, models, "MultiLine", name="links", line_policy="interp", xs=col("xs"), ys=col("ys"),
+               line_color=col("colour"), line_width=col("width"), line_alpha=col("alpha"), line_dash=col("dash"))
+    nodes.draw(fig, models, "Scatter", name="nodes", x=col("x"), y=col("y"), marker=col("marker"), size=col("size"),
+               fill_color=col("fill"), fill_alpha=col("fill_alpha"), line_color=col("line"),
+               line_alpha=col("line_alpha"), line_width=col("lw"), line_dash=col("dash"))
+    if cpu_bars is not None:
+        r = add_glyph(fig, models, "Rect", cpu_bars, name="cpus", x=col("x"), y=col("y"), width=col("w"),
+                      height=0.28, fill_color=col("fill"), line_color="#FFFFFF",
+                      line_width=0.3 if len(cpu_bars["x"]) > 100 else 1)
+        fig.add_tools(models.HoverTool(renderers=[r], tooltips=[("CPU", "@cpu"), ("group", "@group"),
+                                                                ("task", "@task")]))
     for i, line in enumerate(key):
         labels.add(-2.3, y_top - 0.05 - 0.13 * i, line, colour="#555555", baseline="top")
     labels.draw(fig, models)
@@ -241,99 +246,70 @@ def _draw_numa_sectors(
             labels.add(tx, ty, label, size="13px", style="bold", align="center")
 
 
-def _draw_pcie(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]) -> None:
+def _draw_pcie(links: Layer, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]) -> None:
     """Dashed curves for the GPU pairs that have no NVLink, coloured by PCIe path."""
-    pc: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "a", "b", "kind", "colour", "desc")}
     for link in topo.gpu_links():
         if link.is_nvlink:
             continue
         (x0, y0, _), (x1, y1, _) = gpu_pos[link.a], gpu_pos[link.b]
         # bow towards the centre so PCIe curves stay apart from NVLink chords
-        pc["xs"].append([x0, (x0 + x1) * 0.3, x1])
-        pc["ys"].append([y0, (y0 + y1) * 0.3, y1])
-        pc["a"].append(link.a)
-        pc["b"].append(link.b)
-        pc["kind"].append(link.label)
-        pc["colour"].append(_PCIE_COLOURS.get(link.kind, "#999999"))
-        pc["desc"].append(link.kind.description)
-    pcie_r = add_glyph(fig, models, "MultiLine", pc, name="pcie", xs=col("xs"), ys=col("ys"),
-                       line_color=col("colour"), line_dash="dashed", line_width=1.6, line_alpha=0.8)
-    fig.add_tools(models.HoverTool(renderers=[pcie_r], tooltips=[("link", "@a – @b: @kind"), ("", "@desc")]))
+        links.add("pcie", f"{link.a} – {link.b}: {link.label}", [("", link.kind.description)],
+                  xs=[x0, (x0 + x1) * 0.3, x1], ys=[y0, (y0 + y1) * 0.3, y1], a=link.a, b=link.b, path=link.label,
+                  colour=_PCIE_COLOURS.get(link.kind, "#999999"), desc=link.kind.description, width=1.6,
+                  alpha=0.8, dash="dashed")
 
 
-def _draw_nics(fig: Any, models: Any, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]],
+def _draw_nics(links: Layer, nodes: Layer, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]],
                labels: Labels) -> None:
     """NICs outside the ring, with dotted lines to their closest GPUs (none when every path crosses NUMA)."""
     nic_pos = _nic_positions(topo, gpu_pos)
-    nl: dict[str, list[Any]] = {k: [] for k in ("xs", "ys", "nic", "gpu", "kind")}
-    ni: dict[str, list[Any]] = {k: [] for k in ("x", "y", "name", "device", "closest")}
     for nic in topo.nics:
         x, y = nic_pos[nic.name]
         best, close = _closest_gpus(topo, nic.name)
         if best is not None and best is not LinkKind.SYS:
             for gname in close:
                 gx, gy, _ = gpu_pos[gname]
-                nl["xs"].append([x, gx])
-                nl["ys"].append([y, gy])
-                nl["nic"].append(nic.name)
-                nl["gpu"].append(gname)
-                nl["kind"].append(best.value)
-        ni["x"].append(x)
-        ni["y"].append(y)
-        ni["name"].append(nic.name)
-        ni["device"].append(nic.device)
-        ni["closest"].append(f"{', '.join(close)} ({best.value})" if best is not None else "unknown")
+                links.add("nic_links", f"{nic.device} – {gname}: {best.value}", [("", best.description)],
+                          xs=[x, gx], ys=[y, gy], nic=nic.name, gpu=gname, path=best.value, dash="dotted")
+        closest = f"{', '.join(close)} ({best.value})" if best is not None else "unknown"
+        nodes.add("nics", f"{nic.name} = {nic.device}", [("closest GPUs", closest)], x=x, y=y, name=nic.name,
+                  device=nic.device, closest=closest, marker="square", size=15, line="#555555", lw=1.5)
         labels.add(x, y - 0.13, nic.device, size="10px", colour="#333333", align="center", baseline="top")
-    if topo.nics:
-        add_glyph(fig, models, "MultiLine", nl, name="nic_links", xs=col("xs"), ys=col("ys"), line_color="#8A8A8A",
-                  line_width=1.2, line_dash="dotted")
-        nic_r = add_glyph(fig, models, "Scatter", ni, name="nics", x=col("x"), y=col("y"), marker="square", size=15,
-                          fill_color="#FFFFFF", line_color="#555555", line_width=1.5)
-        fig.add_tools(models.HoverTool(renderers=[nic_r], tooltips=[("NIC", "@name = @device"),
-                                                                    ("closest GPUs", "@closest")]))
 
 
 def _draw_gpus(
-    fig: Any, models: Any, topo: Topology, fabric: NvlinkFabric, gpu_pos: dict[str, tuple[float, float, float]],
+    nodes: Layer, topo: Topology, fabric: NvlinkFabric, gpu_pos: dict[str, tuple[float, float, float]],
     highlight: set[int], groups: dict[str, tuple[int, ...]], labels: Labels,
 ) -> None:
     """GPU circles on the ring, coloured by NUMA group, with what a person asks about them on hover."""
     group_colour = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(groups)}
-    gp: dict[str, list[Any]] = {k: [] for k in (
-        "x", "y", "name", "index", "numa", "cpus", "gpu_numa", "nvlinks", "link_state", "nics", "fill", "line",
-        "lw", "highlighted")}
+    size = max(34, min(48, 360 // max(len(topo.gpus), 1)))
     for g in topo.gpus:
         x, y, _ = gpu_pos[g.name]
-        gp["x"].append(x)
-        gp["y"].append(y)
-        gp["name"].append(g.name)
-        gp["index"].append(g.index)
-        gp["numa"].append(g.numa_label)
-        gp["cpus"].append(format_cpu_list(g.cpu_affinity) if g.cpu_affinity else "not shown")
-        gp["gpu_numa"].append("-" if g.gpu_numa_id is None else str(g.gpu_numa_id))
-        # the links the GPU has (into the switch, or to its peers), never a sum over switched paths
-        gp["nvlinks"].append(fabric.gpu_links(g.index))
         state = topo.link_state(g.index)
-        gp["link_state"].append("not read" if state is None else (state.fault_label() or "all links up"))
         near = topo.closest_nics(g.index)
         top = [n.device for n, lk in near if lk.kind is near[0][1].kind] if near else []
-        gp["nics"].append(f"{', '.join(top)} ({near[0][1].kind.value})" if near else "-")
         hot = g.index in highlight
-        gp["highlighted"].append(hot)
-        gp["fill"].append(HIGHLIGHT if hot else group_colour[g.numa_label])
-        gp["line"].append("#000000" if hot else "#FFFFFF")
-        gp["lw"].append(4 if hot else 2)
+        facts = {
+            "numa": g.numa_label,
+            "cpus": format_cpu_list(g.cpu_affinity) if g.cpu_affinity else "not shown",
+            "gpu_numa": "-" if g.gpu_numa_id is None else str(g.gpu_numa_id),
+            # the links the GPU has (into the switch, or to its peers), never a sum over switched paths
+            "nvlinks": fabric.gpu_links(g.index),
+            "link_state": "not read" if state is None else (state.fault_label() or "all links up"),
+            "nics": f"{', '.join(top)} ({near[0][1].kind.value})" if near else "-",
+        }
+        tip = [("NUMA", facts["numa"]), ("CPU affinity", facts["cpus"]), ("GPU NUMA ID", facts["gpu_numa"]),
+               ("NVLinks", facts["nvlinks"]), ("link state", facts["link_state"]), ("closest NICs", facts["nics"])]
+        nodes.add("gpus", g.name, tip, x=x, y=y, name=g.name, index=g.index, highlighted=hot, **facts,
+                  marker="circle", size=size, fill=HIGHLIGHT if hot else group_colour[g.numa_label],
+                  line="#000000" if hot else "#FFFFFF", lw=4 if hot else 2)
         labels.add(x, y, g.name, style="bold", colour="#FFFFFF", align="center")
-    gpu_r = add_glyph(fig, models, "Scatter", gp, name="gpus", x=col("x"), y=col("y"), marker="circle",
-                      size=max(34, min(48, 360 // max(len(topo.gpus), 1))), fill_color=col("fill"),
-                      line_color=col("line"), line_width=col("lw"))
-    fig.add_tools(models.HoverTool(renderers=[gpu_r], tooltips=[
-        ("GPU", "@name"), ("NUMA", "@numa"), ("CPU affinity", "@cpus"), ("GPU NUMA ID", "@gpu_numa"),
-        ("NVLinks", "@nvlinks"), ("link state", "@link_state"), ("closest NICs", "@nics")]))
 
 
-def _cpu_bars(fig: Any, models: Any, groups: dict[str, tuple[int, ...]], group_cpus: dict[str, frozenset[int]],
-              tasks: dict[str, frozenset[int]], labels: Labels) -> None:
+def _cpu_bars(nodes: Layer, groups: dict[str, tuple[int, ...]], group_cpus: dict[str, frozenset[int]],
+              tasks: dict[str, frozenset[int]], labels: Labels) -> dict[str, list[Any]]:
+    """The cells of the CPU bars (one per CPU, for renderer ``cpus``); the task keys go into ``nodes``."""
     task_colour = {t: PALETTE[(i + 10) % len(PALETTE)] for i, t in enumerate(tasks)}
     cells: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "cpu", "group", "task", "fill")}
     y = -2.3
@@ -347,26 +323,17 @@ def _cpu_bars(fig: Any, models: Any, groups: dict[str, tuple[int, ...]], group_c
         labels.add(x0, y + 0.2, f"CPUs {format_cpu_list(cpus)}", size="10px")
         for k, cpu in enumerate(cpus):
             owner = next((t for t, s in tasks.items() if cpu in s), "")
-            cells["x"].append(x0 + w * (k + 0.5))
-            cells["y"].append(y)
-            cells["w"].append(w)
-            cells["cpu"].append(cpu)
-            cells["group"].append(label)
-            cells["task"].append(owner or "-")
-            cells["fill"].append(task_colour[owner] if owner else "#E4E4E4")
+            for column, value in zip(cells, (x0 + w * (k + 0.5), y, w, cpu, label, owner or "-",
+                                             task_colour[owner] if owner else "#E4E4E4"), strict=True):
+                cells[column].append(value)
         y -= 0.5
-    r = add_glyph(fig, models, "Rect", cells, name="cpus", x=col("x"), y=col("y"), width=col("w"), height=0.28,
-                  fill_color=col("fill"), line_color="#FFFFFF", line_width=0.3 if len(cells["x"]) > 100 else 1)
-    fig.add_tools(models.HoverTool(renderers=[r], tooltips=[("CPU", "@cpu"), ("group", "@group"), ("task", "@task")]))
     local: frozenset[int] = frozenset().union(*group_cpus.values()) if group_cpus else frozenset()
-    keys: dict[str, list[Any]] = {"x": [], "y": [], "task": [], "fill": []}
     for t, task_set in tasks.items():
         outside = sorted(task_set - local)
         note = f" — {format_cpu_list(outside)} outside the GPUs' CPU affinity" if outside else ""
-        for column, value in zip(keys, (-2.2, y, t, task_colour[t]), strict=True):
-            keys[column].append(value)
-        labels.add(-2.1, y, f"{t}: CPUs {format_cpu_list(task_set) or '-'}{note}", colour="#333333")
+        text = f"{t}: CPUs {format_cpu_list(task_set) or '-'}{note}"
+        nodes.add("task_keys", t, [("", text)], x=-2.2, y=y, task=t, marker="square", size=11,
+                  fill=task_colour[t], line_alpha=0.0, lw=0.0)
+        labels.add(-2.1, y, text, colour="#333333")
         y -= 0.3
-    if tasks:
-        add_glyph(fig, models, "Scatter", keys, name="task_keys", x=col("x"), y=col("y"), marker="square", size=11,
-                  fill_color=col("fill"), line_color=None)
+    return cells

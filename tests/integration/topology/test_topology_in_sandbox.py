@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import pytest
+from figure_data import renderer_data as _data
 
 from slurmlab import explain_binding, node_mig, node_topology
 from slurmlab.core.gpu.binding import HONOURED
@@ -31,12 +32,6 @@ def _scontrol_records(runner: Any, job_id: str) -> dict[str, tuple[frozenset[int
             out[node] = (idx, parse_cpu_list(m.group(2)))
     assert out, f"no per-node detail in:\n{text}"
     return out
-
-
-def _data(fig: Any, name: str) -> dict[str, list[Any]]:
-    renderer = fig.select_one({"name": name})
-    assert renderer is not None, f"no renderer named {name}"
-    return dict(renderer.data_source.data)
 
 
 def test_closest_binding_is_explained_and_drawn(dgx: Any) -> None:

@@ -46,8 +46,15 @@ def _columns(node: Any) -> Iterator[dict[str, Any]]:
 
 
 def _gpu_columns(html: str) -> list[dict[str, Any]]:
-    """The data of each topology figure's GPU circles (name, index, highlighted), in figure order."""
-    return [c for doc in _docs(html) for c in _columns(doc) if "highlighted" in c and "numa" in c]
+    """The data of each topology figure's GPU circles (name, index, highlighted), in figure order: the rows of kind
+    ``gpus`` of its ``nodes`` layer."""
+    out = []
+    for doc in _docs(html):
+        for c in _columns(doc):
+            if "gpus" in c.get("kind", ()):
+                keep = [i for i, k in enumerate(c["kind"]) if k == "gpus"]
+                out.append({key: [values[i] for i in keep] for key, values in c.items()})
+    return out
 
 
 def _titles(html: str) -> list[str]:

@@ -9,6 +9,8 @@ import pytest
 from figure_data import renderer_data as data
 from shared_paths import smi_capture as read
 
+from slurmlab.viz.glyphs import drawn
+
 pytest.importorskip("bokeh", reason="the viz extra (bokeh) is not installed")
 
 from slurmlab.core.gpu.smi_parse import parse_nvlink_status, parse_topo_matrix
@@ -33,7 +35,7 @@ def test_switched_fabric_is_one_switch_with_a_spoke_per_gpu() -> None:
     # each GPU's hover says 18 links, not the 126 the pair cells add up to
     assert data(fig, "gpus")["nvlinks"] == [18] * 8
     assert "via NVSwitch" in fig.title.text
-    assert fig.select_one({"name": "link_faults"}) is None
+    assert drawn(fig, "link_faults") is None
 
 
 def test_direct_mesh_keeps_its_pair_chords() -> None:
@@ -41,7 +43,7 @@ def test_direct_mesh_keeps_its_pair_chords() -> None:
     chords = data(fig, "nvlinks")
     assert len(chords["a"]) == 6 and "NVSwitch" not in chords["b"]
     assert all(b.startswith("150 GB/s per direction") for b in chords["bw"])
-    assert fig.select_one({"name": "nvswitch"}) is None and data(fig, "gpus")["nvlinks"] == [18] * 4
+    assert drawn(fig, "nvswitch") is None and data(fig, "gpus")["nvlinks"] == [18] * 4
 
 
 def test_a_degraded_gpu_is_marked_and_labelled() -> None:

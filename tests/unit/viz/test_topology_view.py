@@ -9,6 +9,8 @@ import pytest
 from figure_data import renderer_data as data
 from shared_paths import require_shared
 
+from slurmlab.viz.glyphs import drawn
+
 pytest.importorskip("bokeh", reason="the viz extra (bokeh) is not installed")
 
 from slurmlab.core.gpu.smi_parse import SmiParseWarning, parse_topo_matrix
@@ -34,7 +36,7 @@ def test_dgx1_edges_widths_and_highlight() -> None:
     assert gpus["name"] == [f"GPU{i}" for i in range(8)]
     assert [n for n, h in zip(gpus["name"], gpus["highlighted"], strict=True) if h] == ["GPU0", "GPU3"]
     assert "50 GB/s per direction" in nv["bw"][nv["links"].index(2)]
-    assert fig.select_one({"name": "pcie"}) is None  # only on demand
+    assert drawn(fig, "pcie") is None  # only on demand
     nics = data(fig, "nics")
     assert nics["device"] == ["mlx5_0", "mlx5_2", "mlx5_1", "mlx5_3"]
     links = data(fig, "nic_links")
@@ -44,9 +46,9 @@ def test_dgx1_edges_widths_and_highlight() -> None:
 def test_pcie_relations_on_demand() -> None:
     t = topo("topo-dgx1-v100-8gpu-4mlx5-tabs.txt")
     pc = data(topology_figure(t, show_pcie=True), "pcie")
-    assert len(pc["a"]) == 28 - 16 and set(pc["kind"]) == {"SYS"}
+    assert len(pc["a"]) == 28 - 16 and set(pc["path"]) == {"SYS"}
     mp = topo("topo-mp-dgx1-pcie-only-matrix.txt")
-    kinds = data(topology_figure(mp, show_pcie=True), "pcie")["kind"]
+    kinds = data(topology_figure(mp, show_pcie=True), "pcie")["path"]
     assert sorted(set(kinds)) == ["PHB", "PIX", "SYS"] and len(kinds) == 28
 
 

@@ -6,16 +6,12 @@ import itertools
 import shlex
 
 import pytest
+from figure_data import highlighted_gpus
 
 pytest.importorskip("ipywidgets")
 pytest.importorskip("bokeh")
 
 from slurmlab.widgets.explorer import STEERING_NOTE, ExplorerModel, NodeChoice, TopologyExplorer
-
-
-def _gpus_renderer_highlight(fig: object) -> set[int]:
-    data = fig.select_one({"name": "gpus"}).data_source.data  # type: ignore[attr-defined]
-    return {i for i, h in zip(data["index"], data["highlighted"], strict=True) if h}
 
 
 def test_n4_on_dgx_h100_is_one_numa_node_all_nvlink_with_a_salloc_line() -> None:
@@ -32,10 +28,10 @@ def test_n4_on_dgx_h100_is_one_numa_node_all_nvlink_with_a_salloc_line() -> None
     # -N 1: -w alone lets Slurm spread --gpus=N over nodes; one socket's GPUs: enforce-binding (sandbox-checked)
     assert "salloc --no-shell --nodes=1 --gpus=h100:4 --gres-flags=enforce-binding" in ex.info.value
     assert "Links=" in ex.info.value
-    assert _gpus_renderer_highlight(ex.figures[0]) == set(sel.best.gpus)
+    assert highlighted_gpus(ex.figures[0]) == set(sel.best.gpus)
     # back to 0: nothing chosen, nothing highlighted
     sel = ex.select(n=0)
-    assert sel.best is None and sel.salloc is None and _gpus_renderer_highlight(ex.figures[0]) == set()
+    assert sel.best is None and sel.salloc is None and highlighted_gpus(ex.figures[0]) == set()
 
 
 def test_mig_profile_offers_only_whole_gpus_and_shows_the_mig_view() -> None:

@@ -7,6 +7,7 @@ import shlex
 
 import pytest
 from fake_slurm import golden_path
+from figure_data import highlighted_gpus
 
 pytest.importorskip("ipywidgets")
 pytest.importorskip("bokeh")
@@ -19,10 +20,6 @@ def _recorded_nodes() -> dict[str, object]:
     text = golden_path("22.05", "s08_scontrol_show_node_d.txt").read_text()
     return {n.name: n for n in parse_scontrol_nodes(text)}
 
-
-def _gpus_renderer_highlight(fig: object) -> set[int]:
-    data = fig.select_one({"name": "gpus"}).data_source.data  # type: ignore[attr-defined]
-    return {i for i, h in zip(data["index"], data["highlighted"], strict=True) if h}
 
 
 def _dgx_node(name: str) -> NodeChoice:
@@ -45,7 +42,7 @@ def test_the_best_free_gpus_and_what_the_taken_ones_cost() -> None:
     assert argv == ["salloc", "--no-shell", "--nodes=1", "--gpus=h100:3", "--gres-flags=enforce-binding",
                     "--nodelist=node2"]
     assert "indices" in ex.info.value and "enforce-binding: Slurm gives only GPUs" in ex.info.value
-    assert _gpus_renderer_highlight(ex.figures[0]) == set(sel.best.gpus)
+    assert highlighted_gpus(ex.figures[0]) == set(sel.best.gpus)
 
 
 def test_asking_for_more_than_are_free_is_a_message_not_a_traceback() -> None:
