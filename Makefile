@@ -40,14 +40,18 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-# Every test, in two runs: those that need no Slurm and no browser on both cores (pytest-xdist), then the
-# sandbox, browser and timing (`serial`) tests one at a time (they share one sandbox, or measure the cores).
-# A run that selects no test (PYTEST_ARGS naming files of the other kind) is not a failure.
+# Every test, in three runs: those that need no Slurm and no browser on both cores (pytest-xdist); the sandbox
+# and browser tests on two workers too, a test file to a worker (each worker starts the session's sandboxes of its
+# own: most of their time is waiting on Slurm and on the browser, not on the cores); then the timing (`serial`)
+# tests alone, since they measure the cores. A run that selects no test (PYTEST_ARGS naming files of another
+# kind) is not a failure.
 test: setup lint typecheck
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal \
 	    -m "not sandbox and not browser and not serial" $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist loadfile \
+	    -m "(sandbox or browser) and not serial" --durations=25 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider \
-	    -m "sandbox or browser or serial" --durations=25 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
+	    -m serial --durations=5 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
 
 # the fast tier: no Slurm, no browser, both cores (pytest-xdist); HYPOTHESIS_PROFILE=dev
 test-fast: venv

@@ -187,10 +187,11 @@ def find_clusters(own_conf: str | None, base: Path | None = None) -> list[Cluste
 
 def _told_apart(views: list[ClusterView]) -> list[ClusterView]:
     """Two sandboxes of one profile (one in the default place, one beside the server's own) would read alike in
-    the picker: such labels name their folder."""
+    the picker: such labels name their folder. The server's own cluster keeps its label: it is the one the
+    sidebar opens on, and the others, named by folder, no longer read like it."""
     counts = Counter(v["label"] for v in views)
     for view in views:
-        if counts[view["label"]] > 1 and view["conf"]:
+        if counts[view["label"]] > 1 and view["conf"] and not view["own"]:
             view["label"] = f"{view['label']} in {Path(view['conf']).parent}"
     return views
 

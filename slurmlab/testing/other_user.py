@@ -21,6 +21,7 @@ __all__ = ["OTHER_USER", "admit", "as_user", "ensure_user", "submit_as"]
 
 OTHER_USER = "slurmlabother"
 _SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
+_USER_EXISTS = 9  # useradd(8): "username already in use"
 
 
 def _tool(name: str) -> str:
@@ -30,17 +31,20 @@ def _tool(name: str) -> str:
     return found
 
 
-def ensure_user(name: str = OTHER_USER) -> str:
-    """The Unix user ``name``, created without a home or a login shell when missing; skips without root."""
+def ensure_user(name: str = OTHER_USER, *, home: bool = False) -> str:
+    """The Unix user ``name``, created when missing (with a home when ``home``, else without a home or a login
+    shell); skips without root. Two test processes may ask at once: a user the other one just made is found."""
     try:
         pwd.getpwnam(name)
         return name
     except KeyError:
         pass
     if os.geteuid() != 0:
-        pytest.skip(f"needs root (useradd) to create the second user {name}")
-    subprocess.run([_tool("useradd"), "-M", "-s", "/usr/sbin/nologin", name], check=True,
-                   capture_output=True, timeout=30)
+        pytest.skip(f"needs root (useradd) to create the user {name}")
+    flags = ["-m"] if home else ["-M", "-s", "/usr/sbin/nologin"]
+    made = subprocess.run([_tool("useradd"), *flags, name], capture_output=True, text=True, timeout=30)
+    if made.returncode not in (0, _USER_EXISTS):
+        raise RuntimeError(f"useradd {name} failed ({made.returncode}): {made.stderr.strip()}")
     return name
 
 

@@ -155,12 +155,14 @@ def test_sidebar_names_its_cluster(page: Any, slurm_sandbox: Any) -> None:
 def test_picker_follows_a_sandbox_started_later(page: Any, slurm_sandbox: Any, sandbox_factory: Any) -> None:
     was_running = (sandbox_factory.base / "h200-mig-1n" / "state.json").exists()  # another test's
     mig = sandbox_factory("h200-mig", 1)  # where `%slurm sandbox up` would put it, for this lab
+    # its label; where another test of this session runs an h200-mig too, the label names the folder
+    mig_label = ["sandbox h200-mig", f"sandbox h200-mig in {mig.directory}"]
     picker = page.locator("#slurmlab-sidebar select.slurmlab-ClusterPicker")
     # the sidebar asks for the list at every refresh: one refresh, plus slack
     try:
         found = page.wait_for_function(
-            "() => [...document.querySelectorAll('#slurmlab-sidebar select.slurmlab-ClusterPicker option')]"
-            ".find(o => o.textContent.endsWith('sandbox h200-mig'))?.value",
+            "ends => [...document.querySelectorAll('#slurmlab-sidebar select.slurmlab-ClusterPicker option')]"
+            ".find(o => ends.some(e => o.textContent.endsWith(e)))?.value", arg=mig_label,
             timeout=(SIDEBAR_REFRESH_S + 5) * 1000)
     except Exception:
         page.screenshot(path=str(SHOTS / "sidebar-picker-failed.png"))
@@ -179,7 +181,7 @@ def test_picker_follows_a_sandbox_started_later(page: Any, slurm_sandbox: Any, s
         " && document.querySelectorAll('#slurmlab-sidebar .slurmlab-Gpu.slurmlab-mod-mig').length > 0; }",
         arg=list(mig.nodes), timeout=15_000)
     name = page.locator("#slurmlab-sidebar .slurmlab-ClusterName")
-    assert name.inner_text().endswith("sandbox h200-mig")
+    assert name.inner_text().endswith(tuple(mig_label))
     mig_cell = page.locator("#slurmlab-sidebar .slurmlab-Gpu.slurmlab-mod-mig").first
     assert re.fullmatch(r"\d+g", mig_cell.locator(".slurmlab-MigSlice").inner_text())
     assert "MIG slice" in (mig_cell.get_attribute("title") or "")
@@ -188,8 +190,8 @@ def test_picker_follows_a_sandbox_started_later(page: Any, slurm_sandbox: Any, s
     # the choice lasts for the browser session: a reload keeps it
     page.reload()
     page.wait_for_selector("#slurmlab-sidebar .slurmlab-NodeRow", timeout=30_000)
-    page.wait_for_function("() => (document.querySelector('#slurmlab-sidebar .slurmlab-ClusterName') || {})"
-                           ".textContent?.endsWith('sandbox h200-mig')", timeout=15_000)
+    page.wait_for_function("ends => ends.some(e => (document.querySelector('#slurmlab-sidebar "
+                           ".slurmlab-ClusterName') || {}).textContent?.endsWith(e))", arg=mig_label, timeout=15_000)
     # and back to the first one
     picker.select_option(label=f"sandbox · sandbox {slurm_sandbox.profile_name}")
     page.wait_for_function(

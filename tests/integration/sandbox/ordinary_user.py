@@ -12,6 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurmlab.testing.other_user import ensure_user
+
 REPO = Path(__file__).resolve().parents[3]
 TEST_USER = "slurmlabtest"
 
@@ -40,11 +42,7 @@ def _user_python(home: Path) -> list[str]:
 
 def ordinary_user(prefix: str) -> OrdinaryUser:
     """The test user (created if missing) with a fresh folder of its own; needs root."""
-    try:
-        pwd.getpwnam(TEST_USER)
-    except KeyError:
-        subprocess.run(["useradd", "-m", TEST_USER], check=True)
-    user = pwd.getpwnam(TEST_USER)
+    user = pwd.getpwnam(ensure_user(TEST_USER, home=True))
     base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     os.chown(base, user.pw_uid, user.pw_gid)
     as_user = ["runuser", "-u", TEST_USER, "--"]

@@ -6,7 +6,6 @@ when missing, as root)."""
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import signal
 import stat
@@ -22,6 +21,7 @@ import pytest
 from slurmlab.errors import SandboxError
 from slurmlab.sandbox import Sandbox
 from slurmlab.sandbox.processes import alive
+from slurmlab.testing.other_user import ensure_user
 from slurmlab.testing.sandbox_fixtures import slurm_missing_reason
 
 REPO = Path(__file__).resolve().parents[3]
@@ -36,18 +36,10 @@ pytestmark = [
 ]
 
 
-def ensure_user(name: str, *flags: str) -> str:
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(["useradd", *flags, name], check=True)
-    return name
-
-
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    ensure_user(GUEST, "-m")
-    ensure_user(OUTSIDER, "-M", "-s", "/usr/sbin/nologin")
+    ensure_user(GUEST, home=True)
+    ensure_user(OUTSIDER)
     base = Path(tempfile.mkdtemp(prefix="slsb-acc-", dir="/tmp"))
     base.chmod(0o755)  # others may pass on the way; the munge folder itself stays closed
     sb = Sandbox.up(profile="seed", nodes=1, directory=base / "sb", admit=[GUEST], accounting=False)

@@ -37,10 +37,11 @@ def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return runtime / "slurmlab" / "sandbox"
 
 
-def make_sandbox(base: Path, profile: str, pid: int, cluster: str = "sandbox") -> Path:
-    """A sandbox folder as ``Sandbox.up`` leaves it: slurm.conf and state.json (written by the sandbox's own
-    writer)."""
-    folder = base / profile
+def make_sandbox(base: Path, profile: str, pid: int, cluster: str = "sandbox", *, folder_name: str | None = None
+                 ) -> Path:
+    """A sandbox folder (named ``folder_name``, default the profile) as ``Sandbox.up`` leaves it: slurm.conf and
+    state.json (written by the sandbox's own writer)."""
+    folder = base / (folder_name or profile)
     folder.mkdir(parents=True)
     conf = folder / "slurm.conf"
     conf.write_text(f"# slurmlab sandbox\nClusterName={cluster}\nSlurmctldHost=vm\n")

@@ -112,6 +112,11 @@ def test_a_sandbox_started_beside_the_servers_own_is_found(tmp_path: Path, base:
     assert [c["label"] for c in views] == [
         "sandbox · sandbox dgx-h100", f"sandbox · sandbox h200-mig in {base / 'h200-mig'}",
         f"sandbox · sandbox h200-mig in {family / 'h200-mig'}"]
+    # a sandbox of the server's own profile: the own one keeps its label, the other names its folder
+    twin = make_sandbox(family, "dgx-h100", slurmctld, folder_name="dgx-h100-2n")
+    labels = {c["conf"]: c["label"] for c in find_clusters(str(own_conf))}
+    assert labels[str(own_conf)] == "sandbox · sandbox dgx-h100"
+    assert labels[str(twin)] == f"sandbox · sandbox dgx-h100 in {twin.parent}"
     # a folder that is not a sandbox's is not a family: nothing beside a plain slurm.conf is searched
     plain = tmp_path / "etc" / "slurm.conf"
     plain.parent.mkdir()
