@@ -200,8 +200,10 @@ if [[ $# -eq 0 ]]; then
   "${in_root[@]}" 9>&-   # an interactive shell keeps the terminal
 else
   # In the background and waited for, so that a SIGTERM to this script is handled at once (passed on, then
-  # the cleanup), not after the command ends by itself.
-  "${in_root[@]}" 9>&- &
+  # the cleanup), not after the command ends by itself. A background command of a shell without job control
+  # starts with SIGINT ignored: env --default-signal gives it back, so the INT passed on below (and a test's
+  # simulated Ctrl-C) reach Python as KeyboardInterrupt.
+  env --default-signal=INT,QUIT "${in_root[@]}" 9>&- &
   child=$!
   trap 'kill -TERM $child 2>/dev/null; exit 143' TERM
   trap 'kill -INT $child 2>/dev/null; exit 130' INT
