@@ -72,12 +72,12 @@ lab: setup
 # ${SLURMLAB_ROOTS:-~/.cache/slurmlab/roots}), entered with chroot (scripts/in-slurm-root.sh). Needs root.
 SLURM ?=
 # the lessons are left to the demo, which executes every one of them on that Slurm (not twice)
-SLURM_PYTEST ?= -n 2 --dist loadfile -m "sandbox and not browser and not lessons and not serial"
+SLURM_PYTEST ?= -m "sandbox and not browser and not lessons"
 slurm-root:
 	@[[ -n "$(SLURM)" ]] || { echo "which Slurm? make $@ SLURM=24.11 (or 26.05)" >&2; exit 2; }
 	@bash scripts/slurm-root.sh $(SLURM)
 
-# The sandbox-marked tests (two workers, a file to each, as in `make test`), the magics' argument parsing on the root's own Python (argparse changes between
+# The sandbox-marked tests, the magics' argument parsing on the root's own Python (argparse changes between
 # versions: 3.13 in trixie and sid), then the demo (the course, into build/demo-slurm-VERSION; any lesson error
 # fails it); each run must leave nothing running.
 test-slurm: slurm-root
