@@ -43,7 +43,10 @@ class Layer:
     def __init__(self, looks: Mapping[str, Any]) -> None:
         self._looks = dict(looks)
         self.data: dict[str, list[Any]] = {"kind": [], "title": [], "tip": [], **{k: [] for k in looks}}
-        self._rows = 0
+
+    @property
+    def _rows(self) -> int:
+        return len(self.data["kind"])
 
     def add(self, kind: str, title: str, tip: Iterable[tuple[str, object]] = (), **values: Any) -> None:
         """One row of ``kind``: hover text ``title`` and ``label: value`` lines, its looks and its facts."""
@@ -53,10 +56,6 @@ class Layer:
                "tip": "\n".join(f"{label}: {value}" if label else str(value) for label, value in tip)}
         for key, column in self.data.items():
             column.append(row.get(key))
-        self._rows += 1
-
-    def kinds(self) -> set[str]:
-        return set(self.data["kind"])
 
     def draw(self, fig: Any, models: Any, glyph: str, *, name: str, line_policy: str | None = None,
              **props: Any) -> Any:
