@@ -141,7 +141,7 @@ def handle_topo(args: argparse.Namespace) -> int:
 
 
 def handle_mig(args: argparse.Namespace) -> int:
-    from slurmlab.core.gpu.captures import read_mig_capture
+    from slurmlab.core.gpu import captures
     from slurmlab.core.gpu.mig import MigCatalogue, MigLayout
     from slurmlab.slurm.hardware_files import mig_from_profile
 
@@ -153,7 +153,12 @@ def handle_mig(args: argparse.Namespace) -> int:
         if source is None:
             layout = mig_from_profile(args.profile).layout
         else:
-            capture = read_mig_capture(*source, model=args.model)
+            try:
+                capture = captures.read_mig_capture(*source, model=args.model)
+            except (ParseError, RequestError):
+                raise
+            except (ValueError, IndexError, KeyError) as exc:  # a reader's slip on odd text: an error, no traceback
+                raise ParseError(f"MIG output in {source[1]}", str(exc), hint="not a capture slurmlab can read") from None
             layout = capture.layout
             catalogue = capture.catalogue() if layout is None else None
             for line in capture.lines():

@@ -18,6 +18,7 @@ import socket
 import uuid
 from collections.abc import Iterable
 from datetime import datetime, timezone
+from pathlib import Path
 
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.squeue_brief import BRIEF_FORMAT, JobBrief, parse_squeue_brief
@@ -184,10 +185,21 @@ def live_jobs(runner: Runner | None = None) -> list[JobBrief]:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs; a zombie (exited, not reaped yet: state Z or X in /proc) counts as gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
+    except OverflowError:
+        return True  # as before: not a pid this host can name, never judged gone
+    except PermissionError:
+        pass  # someone else's process: alive unless /proc says it is a zombie
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False  # gone between the two looks
+    except OSError:
+        return True  # no /proc to ask: os.kill found it
+    # the command name may hold spaces and parentheses: the state is the field after the last ')'
+    fields = raw[raw.rfind(")") + 1 :].split()
+    return not fields or fields[0] not in ("Z", "X")

@@ -29,12 +29,16 @@ def _version_key(runner: Runner) -> tuple[str | None, str | None]:
     return (runner.configuration(), runner.cluster)
 
 
+# the numbers lead; a build's suffix follows them (24.11.0-0rc1, 23.02.7-vendor, 25.11.0rc1, 24.05.4.1)
+_VERSION_NUMBERS = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
 def _parse_version_tuple(result: RunResult) -> tuple[int, ...]:
     text = parse_version(result.stdout)
-    try:
-        return tuple(int(p) for p in text.split(".")[:3])
-    except ValueError as exc:
-        raise ParseError("Slurm version", result.stdout, hint="expected `slurm 22.05.8`") from exc
+    m = _VERSION_NUMBERS.match(text)
+    if m is None:
+        raise ParseError("Slurm version", result.stdout, hint="expected `slurm 22.05.8`")
+    return tuple(int(p) for p in m.groups())
 
 
 _VERSION_QUERY: Query[tuple[int, ...]] = Query(("sinfo", "--version"), _parse_version_tuple)

@@ -27,7 +27,7 @@ from slurmlab.slurm.controller import (
 from slurmlab.slurm.identity import uid_of
 from slurmlab.slurm.node_queries import alist_nodes, list_nodes
 from slurmlab.slurm.owners import ajob_owners, check_mine, job_owners
-from slurmlab.slurm.query import JobList, Query, arun_query, read_json, run_query
+from slurmlab.slurm.query import JobList, Listing, Query, arun_query, read_json, run_query
 from slurmlab.slurm.runner import Runner, RunResult, get_runner
 
 __all__ = [
@@ -173,14 +173,21 @@ def list_jobs(
 
     "This user's" is decided by uid from ``squeue`` (:func:`~slurmlab.slurm.owners.job_owners`), not from the
     records. No jobs from a controller that does not answer raises ControllerDownError, not an empty list.
+    On 22.05's text form the records are held to squeue's list of job ids (see :func:`_held_to_squeue`).
     """
     runner = runner or get_runner()
     version = slurm_version(runner)
     nodes = list_nodes(runner) if _needs_nodes(version) else None
-    jobs = _run_jobs_query(_jobs_query(version, None, nodes), runner)
+    q = _jobs_query(version, None, nodes)
+    jobs = _run_jobs_query(q, runner)
+    text_form = "--json" not in q.argv
+    owners = job_owners(runner) if text_form or not all_users else None
+    if text_form and owners is not None:
+        jobs, again = _held_to_squeue(jobs, owners)
+        jobs = _with_records_read_again(jobs, {jid: _one_text_record(jid, runner) for jid in again})
     if all_users:
         return _filter_jobs(jobs, None, None, active_only)
-    return _filter_jobs(jobs, job_owners(runner), uid_of(user), active_only)
+    return _filter_jobs(jobs, owners, uid_of(user), active_only)
 
 
 async def alist_jobs(
@@ -189,10 +196,70 @@ async def alist_jobs(
     runner = runner or get_runner()
     version = await aslurm_version(runner)
     nodes = await alist_nodes(runner) if _needs_nodes(version) else None
-    jobs = await _arun_jobs_query(_jobs_query(version, None, nodes), runner)
+    q = _jobs_query(version, None, nodes)
+    jobs = await _arun_jobs_query(q, runner)
+    text_form = "--json" not in q.argv
+    owners = await ajob_owners(runner) if text_form or not all_users else None
+    if text_form and owners is not None:
+        jobs, again = _held_to_squeue(jobs, owners)
+        jobs = _with_records_read_again(jobs, {jid: await _aone_text_record(jid, runner) for jid in again})
     if all_users:
         return _filter_jobs(jobs, None, None, active_only)
-    return _filter_jobs(jobs, await ajob_owners(runner), uid_of(user), active_only)
+    return _filter_jobs(jobs, owners, uid_of(user), active_only)
+
+
+# ---- the text form, held to squeue's ids -------------------------------------------------------------
+# A job name may hold a line break, and the text form cannot tell a forged record start (``a\nJobId=V …`` in
+# another user's name) from a real one. squeue's ``%A|%U`` lines hold no free text, so they say which jobs
+# exist: a record of a job squeue does not list is invented and left out; a listed job whose record was lost
+# (printed twice, or swallowed by a neighbour's forged lines) is read again on its own, where only its own
+# fields are printed. At most this many are read again per listing, so a flood of forgeries cannot turn one
+# listing into an RPC storm; the rest stay reported as problems.
+MAX_RECORDS_READ_AGAIN = 8
+
+
+def _held_to_squeue(jobs: JobList, owners: dict[int, int]) -> tuple[JobList, list[str]]:
+    """The records of jobs squeue lists (each id once), the others as problems, and the listed ids to read
+    again: those whose record is missing or was refused."""
+    kept: list[Job] = []
+    problems = list(jobs.problems)
+    for job in jobs:
+        if job.job_id in owners:
+            kept.append(job)
+        else:
+            problems.append(ParseError(
+                "scontrol job record", f"JobId={job.job_id}", record_id=str(job.job_id),
+                hint=f"squeue does not list a job {job.job_id}: the record is a forged line in another job's "
+                "free text (a name or comment), and is left out"))
+    have = {job.job_id for job in kept}
+    refused = {p.record_id for p in jobs.problems if p.record_id}
+    again = sorted((str(jid) for jid in owners if jid not in have and str(jid) in refused), key=int)
+    return Listing(kept, problems), again[:MAX_RECORDS_READ_AGAIN]
+
+
+def _with_records_read_again(jobs: JobList, read: dict[str, Job | None]) -> JobList:
+    """``jobs`` with the records that read cleanly on their own; a problem of such a job is settled."""
+    found = {jid: job for jid, job in read.items() if job is not None}
+    kept = list(jobs) + list(found.values())
+    problems = [p for p in jobs.problems if p.record_id not in found]
+    return Listing(kept, problems)
+
+
+def _one_text_record(jid: str, runner: Runner) -> Job | None:
+    try:
+        jobs = run_query(Query(("scontrol", "show", "job", "-d", jid), lambda r: _read_jobs(r, False)), runner)
+    except (JobNotFoundError, ParseError):
+        return None
+    return next((job for job in jobs if _is_that_job(job, jid)), None)
+
+
+async def _aone_text_record(jid: str, runner: Runner) -> Job | None:
+    try:
+        jobs = await arun_query(Query(("scontrol", "show", "job", "-d", jid), lambda r: _read_jobs(r, False)),
+                                runner)
+    except (JobNotFoundError, ParseError):
+        return None
+    return next((job for job in jobs if _is_that_job(job, jid)), None)
 
 
 def job_ids_by_name(name: str, runner: Runner | None = None) -> list[str]:

@@ -40,8 +40,10 @@ from slurmlab.slurm.munge import (
 )
 
 __all__ = [
+    "DECODE_ERRORS",
     "DEFAULT_MUNGE_SOCKET",
     "DEFAULT_TIMEOUT",
+    "ENCODING",
     "INSTALL_HINT",
     "MUNGE_PROBE_AFTER",
     "MungeProblem",
@@ -55,6 +57,9 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT = 30.0
+# How every byte a Slurm command prints is read (other users write part of it): a byte that is not UTF-8
+# becomes U+FFFD, so it neither takes a listing down nor stops a step's output pump.
+ENCODING, DECODE_ERRORS = "utf-8", "replace"
 # a Slurm command answers in milliseconds when all is well; after this long, find out whether munged is the cause
 MUNGE_PROBE_AFTER = 2.0
 
@@ -249,7 +254,8 @@ class Runner:
                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                text=True,
+                encoding=ENCODING,
+                errors=DECODE_ERRORS,
                 env=environ,
             )
         except FileNotFoundError as exc:
@@ -301,7 +307,8 @@ class Runner:
                 stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-                text=True,
+                encoding=ENCODING,
+                errors=DECODE_ERRORS,
                 bufsize=1,
                 env=self.environ(env),
                 start_new_session=True,
@@ -356,8 +363,7 @@ class Runner:
                 await asyncio.gather(talk, return_exceptions=True)
                 await proc.wait()
         rc = proc.returncode if proc.returncode is not None else -1
-        result = RunResult(tuple(args), rc, out.decode(errors="replace"), err.decode(errors="replace"),
-                           time.monotonic() - start)
+        result = RunResult(tuple(args), rc, _text(out), _text(err), time.monotonic() - start)
         if check and rc != 0:
             raise self._failure(args, rc, result.stderr, environ)
         return result
@@ -367,7 +373,7 @@ def _text(data: str | bytes | None) -> str:
     if data is None:
         return ""
     if isinstance(data, bytes):
-        return data.decode(errors="replace")
+        return data.decode(ENCODING, errors=DECODE_ERRORS)
     return data
 
 

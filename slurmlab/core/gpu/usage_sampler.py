@@ -100,7 +100,8 @@ def run_smi(node, uuids, idx, interval, until):
     argv = ["nvidia-smi", "--query-gpu=" + SMI_QUERY, "--format=csv,noheader,nounits",
             "-lms", str(max(100, int(interval * 1000)))]
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                encoding="utf-8", errors="replace")
     except OSError as exc:
         say({"error": "neither nvidia-ml-py nor nvidia-smi could be used on %s: %s" % (node, exc)})
         return

@@ -160,3 +160,40 @@ def test_every_free_text_field_of_a_batch_job_stays_text(slurm_sandbox: Any) -> 
         for jid in (spaced, injected):
             queries.cancel_job(jid, runner, only_mine=False)
         os.rmdir(workdir)
+
+
+def test_forged_record_starts_neither_hide_nor_invent_jobs(slurm_sandbox: Any, server_jobs: Any) -> None:
+    """Issue 25, points 1 and 2: another user's held jobs named ``a\\nJobId=<my job> …``, ``a\\nJobId=<no such
+    job> …`` and ``bad\\xff`` (a byte that is not UTF-8). My job stays listed as mine, with its own name, no
+    job is invented, and the listings (library and ``%squeue``) answer."""
+    from slurmlab.testing.other_user import OTHER_USER, submit_as
+
+    runner = slurm_sandbox.runner()
+    mine = server_jobs.submit(slurm_sandbox, "-n1", name="victim")
+    invented = "987650"
+    names = [f"a\nJobId={mine} JobName=x", f"a\nJobId={invented} JobName=fake", "bad\udcff"]
+    held = [submit_as(slurm_sandbox, OTHER_USER, ["sbatch", "--parsable", "-H", "-n1", "-t", "5", "-J", name,
+                                                  "--wrap", "sleep 60"]).stdout.strip().split(";")[0]
+            for name in names]
+    try:
+        for listing in (queries.list_jobs(runner), queries.list_jobs(runner, all_users=True)):
+            read = {str(j.job_id): j for j in listing}
+            assert mine in read, f"my job {mine} is hidden: {listing.problems}"
+            assert read[mine].name == "victim" and read[mine].user != OTHER_USER
+            assert invented not in read
+        everyone = queries.list_jobs(runner, all_users=True)
+        read = {str(j.job_id): j for j in everyone}
+        assert read[held[2]].name == "bad\ufffd" and read[held[2]].user == OTHER_USER
+        shown = {str(j.job_id) for j in everyone} | {p.record_id for p in everyone.problems}
+        assert set(held) <= shown, "another user's job is neither listed nor reported"
+        from IPython.testing.globalipapp import get_ipython
+
+        ip = get_ipython()
+        ip.run_line_magic("load_ext", "slurmlab.magics")
+        try:
+            ip.run_line_magic("squeue", "--all")  # raises (UnicodeDecodeError) on the old runner
+        finally:
+            ip.run_line_magic("unload_ext", "slurmlab.magics")
+    finally:
+        for jid in [mine, *held]:
+            queries.cancel_job(jid, runner, only_mine=False)

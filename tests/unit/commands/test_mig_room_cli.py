@@ -91,3 +91,36 @@ def test_lgipp_with_a_model_of_other_placements_is_refused(capsys: pytest.Captur
     assert main(["mig", path("mig-lgipp-a100-40gb-migguide.txt"), "--model", "A30"]) == 2
     err = capsys.readouterr().err
     assert "not those of A30-24GB" in err and "A100-40GB" in err and "Traceback" not in err
+
+
+def test_lgipp_with_a_tab_in_the_braces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "lgipp.txt"
+    f.write_text("GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,\t6}:1\nGPU  0 Profile ID 14 Placements: {0,\t}:2\n")
+    assert main(["mig", str(f)]) == 0
+
+
+@pytest.mark.parametrize("failure", [ValueError("invalid literal for int()"), IndexError("list index"),
+                                     KeyError("x")])
+def test_any_parse_failure_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch, failure: Exception) -> None:
+    def broken(*_a: object, **_k: object) -> None:
+        raise failure
+
+    monkeypatch.setattr("slurmlab.core.gpu.captures.read_mig_capture", broken)
+    f = tmp_path / "lgipp.txt"
+    f.write_text("GPU  0 Profile ID 14 Placements: {0,2,4}:2\n")
+    assert main(["mig", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("slurmlab: error: cannot parse") and str(f) in err and "Traceback" not in err
+
+
+def test_a_tab_in_lgipp_braces_leaves_no_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    f = tmp_path / "lgipp.txt"
+    f.write_text("GPU  0 Profile ID 14 Placements: {\t}:2\n")
+    done = subprocess.run([sys.executable, "-m", "slurmlab", "mig", str(f)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0].startswith("slurmlab: error: cannot parse nvidia-smi mig -lgipp")

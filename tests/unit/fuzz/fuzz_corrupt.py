@@ -2,7 +2,8 @@
 
 Text mutations: byte flips, truncation at a byte / line / token boundary, lines duplicated,
 deleted and swapped, junk / NUL / control characters / forged ``KEY=`` text injected, and
-invalid UTF-8 (decoded the way slurmlab reads files, with replacement, or kept as lone
+hostile free text (line and record separators, key-like text, bytes that are not UTF-8) in
+the free-text fields, invalid UTF-8 (decoded the way slurmlab reads files, with replacement, or kept as lone
 surrogates). JSON mutations: a value at a random path replaced by a wrong type (a list for a
 dict, a string for a number, null, …), a huge or non-finite number, or deep nesting.
 """
@@ -23,6 +24,46 @@ JUNK = [
     "1e999", "nan", "-1", "NaN", "Infinity", "N/A", "(null)", "UNLIMITED", "4294967294",
     "\nJobId=999 JobName=x\n", "\n\n", "IDX:0-99999999", "gpu:h100:99999999999999999999(IDX:0-7)",
 ]
+# What a user can put in a free-text field (a job name, comment, work dir, node reason …): every line and record
+# separator Python's splitlines() and Slurm's readers know of, bytes that are not UTF-8 (as the runner reads
+# them: U+FFFD, or kept as lone surrogates by a file reader), and text that looks like the start of a record
+SEPARATORS = ["\n", "\r", "\r\n", "\u2028", "\u2029", "\x1c", "\x1d", "\x1e", "\x85", "\x0b", "\x0c", "\n\n"]
+KEY_LIKE = ["JobId=5000 JobName=fake", "   UserId=root(0) GroupId=root(0)", "NodeName=node9 Arch=x86_64",
+            "PartitionName=fake", "     Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)", "StepId=1.0",
+            "JobState=COMPLETED Reason=None", "1|0", '"job_id": 5000']
+NOT_UTF8 = ["\ufffd", "\udcff", "\udc80\udcc3", "bad\ufffd\ufffd"]
+FREE_TEXT_KEYS = ("JobName=", "Comment=", "WorkDir=", "StdOut=", "StdErr=", "StdIn=", "Reason=", "Command=",
+                  "MailUser=", "AdminComment=", "SystemComment=", "OS=", "Features=", '"name": "', '"comment": "',
+                  '"reason": "', '"current_working_directory": "')
+
+
+def hostile_free_text(rng: random.Random) -> str:
+    """One value a hostile user could write into a free-text field."""
+    parts = [rng.choice(["a", "", "x y"])]
+    for _ in range(rng.randint(1, 3)):
+        parts.append(rng.choice(SEPARATORS) + rng.choice(KEY_LIKE) if rng.random() < 0.6 else rng.choice(NOT_UTF8))
+    return "".join(parts)
+
+
+def inject_free_text(text: str, rng: random.Random) -> str:
+    """``text`` with a hostile value written into the start of one of its free-text fields (where a real
+    record has one), else at a random place."""
+    spots = [i + len(key) for key in FREE_TEXT_KEYS for i in _find_all(text, key)]
+    pos = rng.choice(spots) if spots else rng.randint(0, len(text))
+    value = hostile_free_text(rng)
+    if text[max(pos - 1, 0):pos] == '"':  # inside a JSON string: written the way JSON would escape it
+        value = json.dumps(value.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))[1:-1]
+    return text[:pos] + value + text[pos:]
+
+
+def _find_all(text: str, key: str) -> list[int]:
+    found, start = [], text.find(key)
+    while start != -1 and len(found) < 200:
+        found.append(start)
+        start = text.find(key, start + 1)
+    return found
+
+
 WRONG_TYPES: list[Any] = [
     None, "", "x", "12", "1e999", -1, 0, 10**400, 1.5, float("nan"), float("inf"), True, [], [1, "a"], {},
     {"set": True, "infinite": False, "number": "x"}, {"set": True, "number": 10**30}, {"number": None},
@@ -51,6 +92,12 @@ def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
     doc[path[-1]] = value
 
 
+def _get(doc: Any, path: tuple[Any, ...]) -> Any:
+    for k in path:
+        doc = doc[k]
+    return doc
+
+
 def _deep(depth: int) -> Any:
     value: Any = 1
     for i in range(depth):
@@ -68,7 +115,9 @@ def mutate_json(doc: Any, rng: random.Random) -> str:
         path = rng.choice(paths)
         roll = rng.random()
         try:
-            if roll < 0.75:
+            if roll < 0.15 and isinstance(_get(doc, path), str):
+                _set(doc, path, hostile_free_text(rng).encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+            elif roll < 0.75:
                 _set(doc, path, copy.deepcopy(rng.choice(WRONG_TYPES)))
             elif roll < 0.85:
                 _set(doc, path, _deep(rng.choice([50, 400, 5000])))
@@ -84,7 +133,9 @@ def mutate_json(doc: Any, rng: random.Random) -> str:
 
 def mutate_text(text: str, rng: random.Random) -> str:
     """One corrupted variant of ``text``."""
-    op = rng.randrange(10)
+    op = rng.randrange(12)
+    if op >= 10:  # a hostile value in a free-text field: separators, key-like text, bytes that are not UTF-8
+        return inject_free_text(text, rng)
     if op == 0:  # byte flips, read back the way slurmlab reads a file
         raw = bytearray(text.encode("utf-8", "surrogateescape"))
         for _ in range(rng.randint(1, 8)):

@@ -13,6 +13,7 @@ import sys
 import time
 import types
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -347,6 +348,32 @@ def test_find_leftovers_keeps_this_notebooks_dead_kernels_jobs(monkeypatch: pyte
     assert [j.job_id for j in lo.find_leftovers(notebook=here, exclude=["1"])] == [4]
     assert [j.job_id for j in lo.find_leftovers()] == [1, 3, 4]
     assert [j.job_id for j in lo.find_leftovers(include_alive=True)] == [1, 2, 3, 4]
+
+
+def test_a_zombie_kernel_counts_as_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that exited but was not reaped yet (state Z in /proc) left its jobs: they are listed."""
+    import subprocess
+
+    from slurmlab.slurm import allocation_leftovers as lo
+
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # exits at once; not reaped until wait()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            stat = Path(f"/proc/{zombie.pid}/stat").read_text()
+            if stat.rsplit(")", 1)[1].split()[0] == "Z":
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail("the child did not exit")
+        host = socket.gethostname()
+        _listed(monkeypatch, [
+            _job(1, f"slurmlab:{host}:{zombie.pid}:aaaa1111"),   # kernel a zombie: gone
+            _job(2, f"slurmlab:{host}:{os.getpid()}:bbbb2222"),  # this process: alive
+        ])
+        assert [j.job_id for j in lo.find_leftovers()] == [1]
+    finally:
+        zombie.wait()
 
 
 def test_the_tag_listing_is_one_cheap_squeue(fake_runner: FakeRunner) -> None:

@@ -49,3 +49,19 @@ def test_the_status_line_shows_the_padded_month(monkeypatch: pytest.MonkeyPatch)
         assert "controller: answering (Slurm 22.05.8)" in status.slurm_status()
     finally:
         fake.close()
+
+
+@pytest.mark.parametrize(("said", "numbers"), [
+    ("slurm 24.11.0-0rc1", (24, 11, 0)),
+    ("slurm 23.02.7-vendor", (23, 2, 7)),
+    ("slurm-wlm 22.05.8", (22, 5, 8)),
+    ("slurm 25.11.0rc1", (25, 11, 0)),
+    ("slurm 24.05.4.1", (24, 5, 4)),
+])
+def test_a_version_with_a_build_suffix_still_reads(said: str, numbers: tuple[int, int, int]) -> None:
+    fake = FakeRunner()
+    fake.on(["sinfo", "--version"], stdout=said + "\n")
+    try:
+        assert slurm_version(fake) == numbers
+    finally:
+        fake.close()

@@ -187,6 +187,8 @@ SIGNALLED = textwrap.dedent("""
         def poke(self): pass
 
     mode = sys.argv[3]
+    # the disposition each case relies on, whatever this child inherited (under `nohup`, SIGHUP comes ignored)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     if mode == "chained":
         signal.signal(signal.SIGHUP, lambda *a: print("previous handler ran", flush=True))
     if mode == "nohup":

@@ -120,7 +120,11 @@ def parse_mig_lgipp(text: str) -> dict[int, dict[int, tuple[tuple[int, ...], int
         if m is None:
             raise ParseError("nvidia-smi mig -lgipp line", s,
                              hint="expected 'GPU <n> Profile ID <id> Placements: {0,2,4}:2'")
-        starts = tuple(int(x) for x in m.group(3).replace(" ", "").split(",") if x)
+        # any whitespace (a tab too) may sit around the commas; two numbers without a comma are no placement
+        parts = [x.strip() for x in m.group(3).split(",")]
+        if not all(x.isdecimal() for x in parts if x):
+            raise ParseError("nvidia-smi mig -lgipp placements", s, hint="expected starts separated by commas")
+        starts = tuple(int(x) for x in parts if x)
         if not starts:
             raise ParseError("nvidia-smi mig -lgipp placements", s, hint="no placement start listed")
         out.setdefault(int(m.group(1)), {})[int(m.group(2))] = (starts, int(m.group(4)))

@@ -35,6 +35,9 @@ def cluster(*, controller_up: bool = True) -> FakeRunner:
     fake.on(["scontrol", "show", "config"], stdout=read("show_config.txt"))
     fake.on(["sinfo", "-R", "-N", "-h", "-o", ANY], stdout=read("sinfo_reasons.txt"))
     fake.on(["scontrol", "show", "job", "-d"], stdout=read("show_job_d_all.txt"))
+    # every job of that recording, as `squeue -h -t all -o '%A|%U'` prints them (a listing of the text form is
+    # held to squeue's ids: slurmlab.slurm.job_queries)
+    fake.on(["squeue", "-h", "-t", "all", "-o", "%A|%U"], stdout=read("squeue_owners.txt"))
     for jid, name in (("16", "pending"), ("17", "held"), ("14", "running")):
         fake.on(["scontrol", "show", "job", "-d", jid], stdout=read(f"show_job_d_{name}.txt"))
     fake.on(["squeue", "--start", "-h", "-j", ANY, "-o", ANY], stdout="")

@@ -76,6 +76,18 @@ def test_lgipp_a30() -> None:
         assert prof is not None and (prof.starts, prof.memory_slices) == (starts, size)
 
 
+@pytest.mark.parametrize("inside", ["0,\t", "\t0", "0,\t2 ,4\t", "\t0 ,\t 2,4,\t"])
+def test_lgipp_whitespace_inside_the_braces(inside: str) -> None:
+    got = parse_mig_lgipp(f"GPU 0 Profile ID 14 Placements: {{{inside}}}:2\n")
+    assert got == {0: {14: (tuple(int(x) for x in inside.replace(",", " ").split()), 2)}}
+
+
+@pytest.mark.parametrize("inside", ["0 2", "\t", "0,x"])
+def test_lgipp_bad_braces_are_a_parse_error(inside: str) -> None:
+    with pytest.raises(ParseError):
+        parse_mig_lgipp(f"GPU 0 Profile ID 14 Placements: {{{inside}}}:2\n")
+
+
 def test_lgi_instances_and_placements() -> None:
     lay = parse_mig_lgi(read("mig-lgi-a100-40gb-2-1-1-1-1-1-migguide-r450fmt.txt"))
     g0 = lay.gpu(0)
