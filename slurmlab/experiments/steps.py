@@ -15,8 +15,10 @@ on this host (a sandbox), and a folder under ``$HOME`` otherwise (home is shared
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -119,7 +121,8 @@ class StepLauncher:
 
 
 def runs_on_this_host(allocation: ExperimentAllocation) -> bool:
-    """True when the allocation's nodes are this machine (the sandbox: ``NodeAddr=127.0.0.1``).
+    """True when the allocation's nodes are this machine (the sandbox: every ``NodeAddr`` a loopback address,
+    127.0.0.1, or 127.0.1.1 where the host name resolves there).
 
     Judged from the Slurm config the runner points at (a sandbox sets ``SLURM_CONF`` to its own
     folder) and, failing that, from the node names: a real cluster's nodes are other hosts.
@@ -132,14 +135,27 @@ def runs_on_this_host(allocation: ExperimentAllocation) -> bool:
     conf = conf or os.environ.get("SLURM_CONF")
     if conf:
         try:
-            text = Path(conf).read_text()
+            text = Path(conf).read_text(errors="replace")
         except OSError:
             text = ""
-        if "NodeAddr=127.0.0.1" in text or "NodeAddr=localhost" in text:
+        addresses = _NODE_ADDR.findall(text)
+        if addresses and all(_is_loopback(a) for a in addresses):
             return True
     nodes = list(getattr(allocation, "nodes", []) or [])
     host = socket.gethostname().split(".")[0]
     return bool(nodes) and all(n.split(".")[0] == host for n in nodes)
+
+
+_NODE_ADDR = re.compile(r"^\s*NodeName=\S+.*?\bNodeAddr=(\S+)", re.MULTILINE)
+
+
+def _is_loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 def default_sync_root(allocation: ExperimentAllocation) -> Path | None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from slurmlab.sandbox.ports import LOOPBACK
+
 __all__ = ["ACCOUNTS", "JOB_ACCT_GATHER", "DATABASE", "GPU_QOS_LIMIT", "QOS", "AccountingContext", "accounting_tres",
            "render_slurmdbd_conf", "setup_after_ctld", "setup_before_ctld", "slurm_conf_lines", "users_to_add"]
 
@@ -48,9 +50,12 @@ class AccountingContext:
 
     directory: str  # the sandbox folder (logs, pid files)
     user: str  # SlurmUser of slurmdbd and the MariaDB user it connects as (unix_socket authentication)
-    port: int  # DbdPort on 127.0.0.1
+    port: int  # DbdPort
     munge_socket: str
     database: str = DATABASE
+    # the loopback address slurmdbd binds by name, as the other daemons (render.RenderContext.bind_address);
+    # None: it binds every address
+    bind_address: str | None = LOOPBACK
 
 
 def _plain(value: str, what: str) -> str:
@@ -62,7 +67,11 @@ def _plain(value: str, what: str) -> str:
 
 def render_slurmdbd_conf(ctx: AccountingContext) -> str:
     """slurmdbd.conf: loopback only, the sandbox's munge, MariaDB through its socket (no password: the
-    MariaDB account of ``ctx.user`` authenticates by the Unix user of the connection)."""
+    MariaDB account of ``ctx.user`` authenticates by the Unix user of the connection).
+
+    ``DbdAddr`` is only the address others are told to connect to: slurmdbd binds every address unless
+    ``NoInAddrAny``, which it reads from this file (not from slurm.conf), makes it bind what the host name
+    resolves to."""
     if not 1024 <= ctx.port <= 65535:
         raise ValueError(f"DbdPort {ctx.port} is out of range 1024-65535")
     d = ctx.directory
@@ -72,8 +81,9 @@ def render_slurmdbd_conf(ctx: AccountingContext) -> str:
         f"AuthInfo=socket={_plain(ctx.munge_socket, 'munge socket')}",
         # slurmdbd refuses to start unless DbdHost names this machine or is "localhost"
         "DbdHost=localhost",
-        "DbdAddr=127.0.0.1",
+        f"DbdAddr={ctx.bind_address or LOOPBACK}",
         f"DbdPort={ctx.port}",
+        *(["CommunicationParameters=NoInAddrAny"] if ctx.bind_address else []),
         f"SlurmUser={_plain(ctx.user, 'user')}",
         f"LogFile={_plain(d, 'folder')}/log/slurmdbd.log",
         f"PidFile={d}/run/slurmdbd.pid",
@@ -95,11 +105,12 @@ def accounting_tres(gres_types: Iterable[str], version: tuple[int, int]) -> str:
     return ",".join(tres)
 
 
-def slurm_conf_lines(port: int, tres: str, munge_socket: str) -> list[str]:
-    """The lines of slurm.conf that turn accounting on (they replace the ``none`` plugins)."""
+def slurm_conf_lines(port: int, tres: str, munge_socket: str, host: str = LOOPBACK) -> list[str]:
+    """The lines of slurm.conf that turn accounting on (they replace the ``none`` plugins); slurmdbd listens on
+    ``host``."""
     return [
         "AccountingStorageType=accounting_storage/slurmdbd",
-        "AccountingStorageHost=127.0.0.1",
+        f"AccountingStorageHost={host}",
         f"AccountingStoragePort={port}",
         # for slurmdbd this names the munge socket: without it, slurmctld and sacctmgr ask the system's munged
         f"AccountingStoragePass={_plain(munge_socket, 'munge socket')}",

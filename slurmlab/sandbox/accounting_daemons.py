@@ -21,7 +21,7 @@ from slurmlab.errors import SandboxError, SlurmError
 from slurmlab.sandbox import accounting, mariadb, processes
 from slurmlab.sandbox.daemons import accepts, log_tail, wait_for
 from slurmlab.sandbox.mariadb import APT_LINE, MariaDbFiles
-from slurmlab.sandbox.ports import is_listening
+from slurmlab.sandbox.ports import LOOPBACK, is_listening
 from slurmlab.slurm.identity import current_user
 from slurmlab.slurm.runner import Runner
 
@@ -141,7 +141,7 @@ def _start_slurmdbd(files: MariaDbFiles, progs: Programs, state: Mapping[str, ob
     port = int(str(_mapping(state["ports"])["slurmdbd"]))
     # which socket the MySQL client library uses for host "localhost"
     run_start(progs["slurmdbd"], [progs["slurmdbd"], "-D"], "slurmdbd", {"MYSQL_UNIX_PORT": str(files.socket)})
-    _wait_up("slurmdbd", state, lambda: is_listening(port), timeout, f"listen on port {port}",
+    _wait_up("slurmdbd", state, lambda: is_listening(port, _address(state)), timeout, f"listen on port {port}",
              files.directory / "log" / "slurmdbd.log")
 
 
@@ -189,6 +189,18 @@ def _create_database(files: MariaDbFiles, progs: Programs, user: str, log_dir: P
     if done.returncode != 0:
         raise SandboxError(f"cannot create the accounting database: {(done.stdout + done.stderr).strip()}",
                            hint=f"read {files.log} and {log_dir}")
+
+
+def _bind_address(state: Mapping[str, object]) -> str | None:
+    """The loopback address the sandbox's daemons bind (None: every address); a state written before it was
+    recorded had them bind 127.0.0.1."""
+    value = state.get("bind_address", LOOPBACK)
+    return None if value is None else str(value)
+
+
+def _address(state: Mapping[str, object]) -> str:
+    """Where slurmdbd answers."""
+    return _bind_address(state) or LOOPBACK
 
 
 def _mapping(value: object) -> Mapping[str, object]:
@@ -266,7 +278,7 @@ def describe(directory: Path, state: Mapping[str, object], procs: Mapping[str, t
     files = MariaDbFiles(directory)
     alive = {name: ok for name, (_, ok) in procs.items()}
     port = _mapping(state.get("ports", {})).get("slurmdbd")
-    dbd = alive.get("slurmdbd", False) and isinstance(port, int) and is_listening(port)
+    dbd = alive.get("slurmdbd", False) and isinstance(port, int) and is_listening(port, _address(state))
     db = alive.get("mariadbd", False) and accepts(files.socket)
     return (f"on (slurmdbd {'answers' if dbd else 'DOES NOT ANSWER'} on port {port}; "
             f"mariadbd {'answers' if db else 'DOES NOT ANSWER'} on {files.socket})")
@@ -279,7 +291,8 @@ def bring_up(directory: Path, state: Mapping[str, object], run_start: Start, run
     progs = programs()
     user = str(state["user"])
     port = int(str(_mapping(state["ports"])["slurmdbd"]))
-    ctx = accounting.AccountingContext(str(directory), user, port, str(state["munge_socket"]))
+    ctx = accounting.AccountingContext(str(directory), user, port, str(state["munge_socket"]),
+                                       bind_address=_bind_address(state))
     prepare(directory, ctx, progs)
     guests = state.get("admit", [])
     start(directory, state, progs, run_start, runner, [str(g) for g in guests] if isinstance(guests, list) else [],

@@ -30,7 +30,7 @@ from slurmlab.sandbox.folder import (
     write_configuration,
 )
 from slurmlab.sandbox.installed import APT_INSTALL, client, daemon, detect_release, detect_version
-from slurmlab.sandbox.ports import free_ports, is_listening
+from slurmlab.sandbox.ports import LOOPBACK, free_ports, is_listening
 from slurmlab.sandbox.profile import Profile, load_profile
 from slurmlab.sandbox.render import RenderContext
 from slurmlab.sandbox.state_file import STATE_FILE, read_state, reread_state, write_state
@@ -93,6 +93,12 @@ class Sandbox:
     @property
     def pids(self) -> dict[str, int]:
         return {str(k): int(v) for k, v in self.state["pids"].items()}
+
+    @property
+    def address(self) -> str:
+        """The address its daemons answer on: the loopback address they bind (127.0.0.1 on most machines), or
+        127.0.0.1 where they bind every address (``notes`` say why)."""
+        return str(self.state.get("bind_address") or LOOPBACK)
 
     @property
     def munge_socket(self) -> Path:
@@ -221,7 +227,8 @@ class Sandbox:
         state: dict[str, Any] = {
             "profile": prof.name, "nodes": prof.nodes, "node_names": list(prof.node_names), "conf_path": str(conf),
             "version": list(ctx.version), "release": release, "notes": list(settings.notes), "user": ctx.user,
-            "hostname": ctx.hostname, "accounting": accounting, **accounting_state, "cluster": ctx.cluster_name,
+            "hostname": ctx.hostname, "bind_address": ctx.bind_address, "accounting": accounting,
+            **accounting_state, "cluster": ctx.cluster_name,
             "ports": {"slurmctld": ctx.ctld_port,
                       **{f"slurmd:{n}": p for n, p in zip(prof.node_names, ctx.node_ports, strict=True)},
                       **({"slurmdbd": ctx.accounting_port} if accounting else {})},
@@ -294,7 +301,7 @@ class Sandbox:
 
     def _wait_listening(self) -> None:
         port = self.ports["slurmctld"]
-        wait_for(lambda: is_listening(port), 15,
+        wait_for(lambda: is_listening(port, self.address), 15,
                   lambda: self._failure(f"slurmctld does not listen on port {port}", "slurmctld"))
 
     # ---- admitting other users ------------------------------------------------------------------------
@@ -382,12 +389,12 @@ def _context(folder: Path, prof: Profile, version: tuple[int, int], port: int | 
     settings = machine.sandbox_settings(machine.inspect(), version)
     root = os.geteuid() == 0
     sock = munge_socket_in(folder)
-    ports = free_ports(1 + prof.nodes + accounting, first=port)
+    ports = free_ports(1 + prof.nodes + accounting, first=port, host=settings.bind_address or LOOPBACK)
     ctx = RenderContext(
         directory=str(folder), hostname=socket.gethostname(), user=pwd.getpwuid(os.geteuid()).pw_name,
         ctld_port=ports[0], node_ports=tuple(ports[1:1 + prof.nodes]), munge_socket=str(sock), version=version,
         device_dir=str(folder / "dev") if root else None, slurmd_timeout=slurmd_timeout,
-        cgroup_plugin=settings.cgroup_plugin, host_resolves=settings.host_resolves,
-        accounting_port=ports[-1] if accounting else None,
+        cgroup_plugin=settings.cgroup_plugin, accounting_port=ports[-1] if accounting else None,
+        bind_address=settings.bind_address,
     )
     return ctx, settings

@@ -7,20 +7,30 @@ Two things differ between machines that a Slurm started by hand trips over:
   can use; outside systemd a pure cgroup v2 needs dbus to make its scope. The sandbox tracks processes through
   /proc and binds with task/affinity, so it needs no cgroup: where Slurm could not use the machine's, it writes
   ``CgroupPlugin=disabled`` (a value Slurm knows from 23.11 on). 22.05 loads no cgroup plugin here.
-- the host name. With ``NoCtldInAddrAny``/``NoInAddrAny`` slurmctld and slurmd look the machine's host name up
-  to bind it (not the configured address) and die ("Unable to resolve") where it does not resolve; the sandbox
-  then leaves both out, so its daemons listen on every address (they answer only munge-authenticated requests)
-  while every address in slurm.conf stays 127.0.0.1.
+- the host name. Slurm has no setting for the address a daemon binds: by default slurmctld, slurmd and slurmdbd
+  bind every address (``DbdAddr``, ``NodeAddr`` and ``SlurmctldHost``'s address are what others connect to),
+  and with ``NoCtldInAddrAny`` (slurmctld) and ``NoInAddrAny`` (every other daemon and client; slurmdbd reads it
+  from slurmdbd.conf) each binds the first IPv4 address its host name resolves to, as ``gethostname()`` says
+  it, whatever the configuration names (``slurm_setup_addr`` in Slurm 22.05 to 26.05). So the sandbox binds by
+  name where the name resolves to a loopback address (127.0.0.1; 127.0.1.1 on Debian's usual /etc/hosts) and
+  names that address in every file. Where it resolves to another address, binding by name would put the
+  daemons there, and where it does not resolve they die ("Unable to resolve"): the sandbox then leaves both
+  settings out, so its daemons listen on every address (they answer only munge-authenticated requests) while
+  every address in its files stays 127.0.0.1, and says so in a note.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import threading
 from dataclasses import dataclass
 
-__all__ = ["MachineFacts", "cgroup_kind", "explain_failure", "host_resolves", "inspect", "sandbox_settings"]
+from slurmlab.sandbox.ports import LOOPBACK
+
+__all__ = ["MachineFacts", "bind_address", "cgroup_kind", "explain_failure", "host_address", "inspect",
+           "sandbox_settings"]
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 CGROUP_ENV = "SLURMLAB_SANDBOX_CGROUP"  # "disabled": never let Slurm use the machine's cgroups
@@ -34,7 +44,7 @@ class MachineFacts:
     (the user said ``SLURMLAB_SANDBOX_CGROUP=disabled``)."""
 
     hostname: str
-    host_resolves: bool
+    host_address: str | None  # the address Slurm's daemons bind by name (:func:`host_address`); None: unresolved
     cgroup: str
 
 
@@ -68,28 +78,40 @@ def _read(path: str) -> str:
         return ""
 
 
-def host_resolves(name: str, timeout: float = 3.0) -> bool:
-    """True when ``name`` resolves within ``timeout`` seconds (a name that only times out counts as not)."""
-    answer: list[bool] = []
+def host_address(name: str, timeout: float = 3.0) -> str | None:
+    """The address a Slurm daemon binds under ``NoInAddrAny`` on a host called ``name``: the first answer to the
+    lookup Slurm makes (``get_addr_info``: IPv4 only, as Slurm has IPv6 off unless told, with its flags), or
+    None when ``name`` does not resolve within ``timeout`` seconds (a name that only times out counts as not)."""
+    answer: list[str | None] = []
+    flags = socket.AI_ADDRCONFIG | socket.AI_NUMERICSERV | socket.AI_PASSIVE | socket.AI_CANONNAME
 
     def look() -> None:
         try:
-            answer.append(bool(socket.getaddrinfo(name, None)))
+            found = socket.getaddrinfo(name, "0", socket.AF_INET, socket.SOCK_STREAM, 0, flags)
+            answer.append(str(found[0][4][0]) if found else None)
         except (OSError, UnicodeError):
-            answer.append(False)
+            answer.append(None)
 
     worker = threading.Thread(target=look, daemon=True)
     worker.start()
     worker.join(timeout)
-    return bool(answer and answer[0])
+    return answer[0] if answer else None
+
+
+def bind_address(facts: MachineFacts) -> str | None:
+    """The loopback address the sandbox's daemons bind by name on this machine, or None when binding by name
+    would not give one (they then bind every address)."""
+    if facts.host_address is None:
+        return None
+    return facts.host_address if ipaddress.ip_address(facts.host_address).is_loopback else None
 
 
 def inspect(hostname: str | None = None) -> MachineFacts:
     name = hostname or socket.gethostname()
     if os.environ.get(CGROUP_ENV) == "disabled":
-        return MachineFacts(hostname=name, host_resolves=host_resolves(name), cgroup="refused")
+        return MachineFacts(hostname=name, host_address=host_address(name), cgroup="refused")
     kind = cgroup_kind(_read("/proc/self/mounts"), _read("/proc/self/cgroup"), os.path.isdir("/run/systemd/system"))
-    return MachineFacts(hostname=name, host_resolves=host_resolves(name), cgroup=kind)
+    return MachineFacts(hostname=name, host_address=host_address(name), cgroup=kind)
 
 
 @dataclass(frozen=True)
@@ -97,7 +119,7 @@ class SandboxSettings:
     """What the rendering takes from the machine, and a line for each choice made because of it."""
 
     cgroup_plugin: str | None  # cgroup.conf's CgroupPlugin; None: no cgroup.conf (Slurm's default)
-    host_resolves: bool
+    bind_address: str | None  # what :func:`bind_address` says
     notes: tuple[str, ...]
 
 
@@ -113,10 +135,18 @@ def sandbox_settings(facts: MachineFacts, version: tuple[int, int]) -> SandboxSe
             "refused": f"{CGROUP_ENV}=disabled",
         }[facts.cgroup]
         notes.append(f"{why}: cgroup.conf says CgroupPlugin=disabled (processes are tracked through /proc)")
-    if not facts.host_resolves:
-        notes.append(f"the host name {facts.hostname!r} does not resolve: the daemons listen on every address, "
-                     "not 127.0.0.1 alone (they answer only munge-authenticated requests)")
-    return SandboxSettings(plugin, facts.host_resolves, tuple(notes))
+    bound = bind_address(facts)
+    every = (f"the daemons listen on every address, not {LOOPBACK} alone (they answer only munge-authenticated "
+             f"requests); to keep them on loopback, name the host on the {LOOPBACK} line of /etc/hosts")
+    if facts.host_address is None:
+        notes.append(f"the host name {facts.hostname!r} does not resolve: {every}")
+    elif bound is None:
+        notes.append(f"the host name {facts.hostname!r} resolves to {facts.host_address}, not to a loopback "
+                     f"address: {every}")
+    elif bound != LOOPBACK:
+        notes.append(f"the host name {facts.hostname!r} resolves to {bound}: the daemons listen on that loopback "
+                     "address")
+    return SandboxSettings(plugin, bound, tuple(notes))
 
 
 # (words in a daemon's log, what they mean, the next step); the first match wins

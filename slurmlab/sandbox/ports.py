@@ -1,4 +1,4 @@
-"""Free TCP ports on 127.0.0.1 for the sandbox's daemons."""
+"""Free TCP ports on the loopback address of the sandbox's daemons."""
 
 from __future__ import annotations
 
@@ -6,30 +6,33 @@ import socket
 
 from slurmlab.errors import SandboxError
 
-__all__ = ["free_ports", "is_listening", "port_is_free"]
+__all__ = ["LOOPBACK", "free_ports", "is_listening", "port_is_free"]
+
+LOOPBACK = "127.0.0.1"
 
 
-def port_is_free(port: int) -> bool:
-    """True when nothing listens on 127.0.0.1:port (nor on the wildcard address) and it can be bound."""
-    if is_listening(port):
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    """True when nothing listens on host:port (nor on the wildcard address) and it can be bound."""
+    if is_listening(port, host):
         return False
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((host, port))
         except OSError:
             return False
     return True
 
 
-def is_listening(port: int, host: str = "127.0.0.1") -> bool:
+def is_listening(port: int, host: str = LOOPBACK) -> bool:
     """True when a TCP connect to host:port succeeds."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
         return s.connect_ex((host, port)) == 0
 
 
-def free_ports(count: int, *, first: int | None = None) -> list[int]:
-    """``count`` distinct free ports: from ``first`` on (checked, each must be free) or chosen by the kernel."""
+def free_ports(count: int, *, first: int | None = None, host: str = LOOPBACK) -> list[int]:
+    """``count`` distinct ports free on ``host``: from ``first`` on (checked, each must be free) or chosen by the
+    kernel."""
     if first is not None:
         wanted = list(range(first, first + count))
         if first < 1024 or wanted[-1] > 65535:
@@ -37,10 +40,10 @@ def free_ports(count: int, *, first: int | None = None) -> list[int]:
                 f"ports {first}-{wanted[-1]} are out of range",
                 hint="choose a base port between 1024 and 65535 (or leave it out to pick free ports)",
             )
-        taken = [p for p in wanted if not port_is_free(p)]
+        taken = [p for p in wanted if not port_is_free(p, host)]
         if taken:
             raise SandboxError(
-                f"port(s) {', '.join(map(str, taken))} on 127.0.0.1 are already in use",
+                f"port(s) {', '.join(map(str, taken))} on {host} are already in use",
                 hint="choose another --port, or leave it out so that free ports are picked",
             )
         return wanted
@@ -51,9 +54,9 @@ def free_ports(count: int, *, first: int | None = None) -> list[int]:
         while len(ports) < count:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             held.append(s)
-            s.bind(("127.0.0.1", 0))
+            s.bind((host, 0))
             port = int(s.getsockname()[1])
-            if not is_listening(port):
+            if not is_listening(port, host):
                 ports.append(port)
         return ports
     finally:

@@ -6,10 +6,13 @@ What differs by Slurm version:
   23.x on each GPU's cores are widened to the whole sockets they touch (as in
   shared/fixtures/slurm/24.11/gres.conf); 22.05 gets the profile's exact cores.
 
-Everything listens on 127.0.0.1: ``SlurmctldHost=<host>(127.0.0.1)``, ``NodeAddr=127.0.0.1`` and
-``CommunicationParameters=NoCtldInAddrAny,NoInAddrAny`` so the daemons bind that address, not every interface;
-where the host name does not resolve, the daemons cannot bind it by name (they bind the machine's host name, not
-an address), so both settings are left out and they listen on every address (see :mod:`.machine`). ``cgroup.conf`` is written only where the machine's cgroups are unusable to Slurm.
+Everything listens on loopback: ``CommunicationParameters=NoCtldInAddrAny,NoInAddrAny`` makes the daemons bind
+the address the host name resolves to, not every interface, and every file names that address
+(``SlurmctldHost=<host>(<address>)``, ``NodeAddr``, ``AccountingStorageHost``; 127.0.0.1 on most machines).
+Where the host name does not resolve to a loopback address the daemons cannot bind one by name (Slurm binds
+what the machine's host name resolves to, never a configured address), so both settings are left out, they
+listen on every address and the files name 127.0.0.1 (see :mod:`.machine`). ``cgroup.conf`` is written only
+where the machine's cgroups are unusable to Slurm.
 
 Beside them goes the hardware file (:data:`~slurmlab.core.gpu.hardware_profile.HARDWARE_FILE`): the profile and
 what each GRES index stands for, so that whoever holds the ``SLURM_CONF`` learns the hardware without this room.
@@ -22,6 +25,7 @@ from dataclasses import asdict, dataclass
 
 from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE, render_hardware
 from slurmlab.sandbox.accounting import JOB_ACCT_GATHER, accounting_tres, slurm_conf_lines
+from slurmlab.sandbox.ports import LOOPBACK
 from slurmlab.sandbox.profile import Gpu, Profile, format_ranges
 from slurmlab.sandbox.standin import TASK_PROLOG
 
@@ -46,8 +50,15 @@ class RenderContext:
     # slurmd NOT_RESPONDING ("*") after a failed ping (seen: 14-21 s at 15, about 70 s at 120)
     slurmd_timeout: int = 120
     cgroup_plugin: str | None = None  # cgroup.conf's CgroupPlugin; None: no cgroup.conf, Slurm's default
-    host_resolves: bool = True  # False: no daemon may look the host name up to bind it
     accounting_port: int | None = None  # slurmdbd's port; None: no accounting (the plugins are "none")
+    # the loopback address the host name resolves to, which the daemons bind by name (machine.bind_address);
+    # None: there is none, so no daemon may look the host name up to bind it
+    bind_address: str | None = LOOPBACK
+
+    @property
+    def address(self) -> str:
+        """The address every file names for every daemon."""
+        return self.bind_address or LOOPBACK
 
 
 @dataclass(frozen=True)
@@ -142,10 +153,10 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
     lines = [
         f"# slurmlab sandbox, profile {profile.name}, for Slurm {ctx.version[0]}.{ctx.version[1]:02d}",
         f"ClusterName={ctx.cluster_name}",
-        f"SlurmctldHost={ctx.hostname}(127.0.0.1)",
+        f"SlurmctldHost={ctx.hostname}({ctx.address})",
         f"SlurmctldPort={ctx.ctld_port}",
         f"SlurmdPort={ctx.node_ports[0]}",
-        *(["CommunicationParameters=NoCtldInAddrAny,NoInAddrAny"] if ctx.host_resolves else []),
+        *(["CommunicationParameters=NoCtldInAddrAny,NoInAddrAny"] if ctx.bind_address else []),
         "AuthType=auth/munge",
         "CredType=cred/munge",
         f"AuthInfo=socket={ctx.munge_socket}",
@@ -175,7 +186,7 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
         *JOB_ACCT_GATHER,
         *(["AccountingStorageType=accounting_storage/none"] if ctx.accounting_port is None else
           slurm_conf_lines(ctx.accounting_port, accounting_tres(profile.gres_types, ctx.version),
-                           ctx.munge_socket)),
+                           ctx.munge_socket, ctx.address)),
         "JobCompType=jobcomp/none",
         "MailProg=/bin/true",
         "KillWait=5",
@@ -187,7 +198,7 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
     features = f" Features={','.join(profile.features)}" if profile.features else ""
     for name, port in zip(profile.node_names, ctx.node_ports, strict=True):
         lines.append(
-            f"NodeName={name} NodeHostname={ctx.hostname} NodeAddr=127.0.0.1 Port={port} CPUs={cpu.cpus} "
+            f"NodeName={name} NodeHostname={ctx.hostname} NodeAddr={ctx.address} Port={port} CPUs={cpu.cpus} "
             f"Sockets={cpu.sockets} CoresPerSocket={cpu.cores_per_socket} ThreadsPerCore={cpu.threads_per_core} "
             f"RealMemory={profile.memory_mb} Gres={gres}{features} State=UNKNOWN"
         )

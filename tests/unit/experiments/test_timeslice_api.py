@@ -162,6 +162,13 @@ def test_sync_root_is_under_home_when_the_nodes_are_other_hosts(tmp_path: Any, m
 
     assert runs_on_this_host(Sandbox()) and default_sync_root(Sandbox()) is None
 
+    # a host name on Debian's 127.0.1.1: the sandbox's nodes are bound there, still this machine
+    conf.write_text("NodeName=node1 NodeAddr=127.0.1.1 CPUs=4\nNodeName=node2 NodeAddr=127.0.1.1 CPUs=4\n")
+    assert runs_on_this_host(Sandbox())
+    # one node elsewhere: not all of them are this machine
+    conf.write_text("NodeName=node1 NodeAddr=127.0.1.1 CPUs=4\nNodeName=node2 NodeAddr=10.0.0.7 CPUs=4\n")
+    assert not runs_on_this_host(Sandbox())
+
 
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")

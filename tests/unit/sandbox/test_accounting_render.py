@@ -57,6 +57,18 @@ def test_slurmdbd_listens_on_loopback_with_the_sandboxs_munge_and_a_database_of_
     assert conf["LogFile"].startswith("/srv/sb/log/") and conf["PidFile"].startswith("/srv/sb/run/")
 
 
+def test_slurmdbd_binds_the_address_it_is_called_on_not_every_address() -> None:
+    """DbdAddr only tells others where to call: slurmdbd binds every address unless its own file says
+    NoInAddrAny (it does not read slurm.conf's CommunicationParameters), then the host name's address."""
+    conf = conf_map(render_slurmdbd_conf(ctx()))
+    assert conf["CommunicationParameters"] == "NoInAddrAny"
+    debian = conf_map(render_slurmdbd_conf(AccountingContext("/srv/sb", "alice", 6819, SOCK, bind_address="127.0.1.1")))
+    assert debian["DbdAddr"] == "127.0.1.1" and debian["CommunicationParameters"] == "NoInAddrAny"
+    # a host name that resolves to no loopback address: binding by name would leave the address called on
+    anywhere = conf_map(render_slurmdbd_conf(AccountingContext("/srv/sb", "alice", 6819, SOCK, bind_address=None)))
+    assert anywhere["DbdAddr"] == "127.0.0.1" and "CommunicationParameters" not in anywhere
+
+
 @pytest.mark.parametrize("bad", ["alice bob", "a#b", "x\ny", ""])
 def test_a_value_that_would_change_slurmdbd_conf_is_refused(bad: str) -> None:
     with pytest.raises(ValueError):
@@ -100,6 +112,9 @@ def test_slurm_conf_without_accounting_is_unchanged_and_with_it_points_at_slurmd
     assert on["JobAcctGatherType"] == "jobacct_gather/linux"
     assert {k: v for k, v in on.items() if k in plain and v != plain[k]}.keys() == {"AccountingStorageType"}
     assert not any(x.startswith("AccountingStorageTRES") for x in slurm_conf_lines(6819, "", SOCK))
+    debian = conf_map(render_slurm_conf(prof, RenderContext(**{**base.__dict__, "accounting_port": 6819,
+                                                                "bind_address": "127.0.1.1"})))
+    assert debian["AccountingStorageHost"] == "127.0.1.1"
 
 
 def test_setup_makes_cluster_accounts_users_and_debug_qos_in_that_order() -> None:

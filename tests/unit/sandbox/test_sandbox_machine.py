@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from slurmlab.sandbox import Sandbox
-from slurmlab.sandbox.machine import MachineFacts, cgroup_kind, explain_failure, sandbox_settings
+from slurmlab.sandbox.machine import (
+    MachineFacts,
+    cgroup_kind,
+    explain_failure,
+    host_address,
+    sandbox_settings,
+)
 from slurmlab.sandbox.profile import load_profile
 from slurmlab.sandbox.render import RenderContext, render_cgroup_conf, render_slurm_conf
 
@@ -35,33 +41,59 @@ def test_cgroup_kind(mounts: str, member: str, systemd: bool, kind: str) -> None
 
 @pytest.mark.parametrize("kind", ["none", "hybrid-v2", "v2-bare", "refused"])
 def test_unusable_cgroups_are_disabled_from_23_11_and_said(kind: str) -> None:
-    settings = sandbox_settings(MachineFacts("vm", True, kind), (24, 11))
+    settings = sandbox_settings(MachineFacts("vm", "127.0.0.1", kind), (24, 11))
     assert settings.cgroup_plugin == "disabled"
     assert len(settings.notes) == 1 and "CgroupPlugin=disabled" in settings.notes[0]
     # 22.05 loads no cgroup plugin with linuxproc/affinity, and knows no "disabled": nothing changes there
-    old = sandbox_settings(MachineFacts("vm", True, kind), (22, 5))
+    old = sandbox_settings(MachineFacts("vm", "127.0.0.1", kind), (22, 5))
     assert old.cgroup_plugin is None and old.notes == ()
 
 
 @pytest.mark.parametrize("kind", ["v1", "v2"])
 def test_usable_cgroups_keep_slurms_default(kind: str) -> None:
-    settings = sandbox_settings(MachineFacts("vm", True, kind), (26, 5))
-    assert settings.cgroup_plugin is None and settings.notes == () and settings.host_resolves
+    settings = sandbox_settings(MachineFacts("vm", "127.0.0.1", kind), (26, 5))
+    assert settings.cgroup_plugin is None and settings.notes == () and settings.bind_address == "127.0.0.1"
 
 
 def _ctx(**kw: object) -> RenderContext:
-    return RenderContext(directory="/srv/sb", hostname="vm", user="root", ctld_port=6817, node_ports=(7001,),
+    kw = {"node_ports": (7001,), **kw}
+    return RenderContext(directory="/srv/sb", hostname="vm", user="root", ctld_port=6817,
                          munge_socket="/srv/sb/munge/munged.sock", version=(24, 11), **kw)  # type: ignore[arg-type]
 
 
 def test_unresolvable_host_name_drops_binding_by_name_but_keeps_loopback_addresses() -> None:
-    settings = sandbox_settings(MachineFacts("nowhere", False, "v1"), (24, 11))
-    assert not settings.host_resolves and "'nowhere' does not resolve" in settings.notes[0]
+    settings = sandbox_settings(MachineFacts("nowhere", None, "v1"), (24, 11))
+    assert settings.bind_address is None and "'nowhere' does not resolve" in settings.notes[0]
     profile = load_profile("seed").scaled(1)
-    conf = render_slurm_conf(profile, _ctx(host_resolves=False))
+    conf = render_slurm_conf(profile, _ctx(bind_address=None))
     assert "InAddrAny" not in conf  # both daemons would look the host name up to bind it
     assert "SlurmctldHost=vm(127.0.0.1)" in conf and "NodeAddr=127.0.0.1" in conf
     assert "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny" in render_slurm_conf(profile, _ctx())
+
+
+def test_a_host_name_on_another_loopback_address_is_bound_and_named_everywhere() -> None:
+    """Debian's /etc/hosts names the machine on 127.0.1.1: binding by name binds there, so every file names it
+    (slurm.conf said 127.0.0.1, where nothing listened, and the sandbox did not start)."""
+    settings = sandbox_settings(MachineFacts("vm", "127.0.1.1", "v1"), (22, 5))
+    assert settings.bind_address == "127.0.1.1" and "resolves to 127.0.1.1" in settings.notes[0]
+    conf = render_slurm_conf(load_profile("seed").scaled(2), _ctx(bind_address="127.0.1.1", node_ports=(7001, 7002)))
+    assert "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny" in conf
+    assert "SlurmctldHost=vm(127.0.1.1)" in conf and conf.count("NodeAddr=127.0.1.1 ") == 2
+    assert "127.0.0.1" not in conf
+
+
+def test_a_host_name_on_a_network_address_is_not_bound_by_name() -> None:
+    """Binding by name would put the daemons on the network address, where slurm.conf does not call them: they
+    listen on every address instead, and the note says so and how to keep them on loopback."""
+    settings = sandbox_settings(MachineFacts("vm", "10.1.2.3", "v1"), (24, 11))
+    assert settings.bind_address is None
+    assert "resolves to 10.1.2.3, not to a loopback address" in settings.notes[0]
+    assert "listen on every address" in settings.notes[0] and "127.0.0.1 line of /etc/hosts" in settings.notes[0]
+
+
+def test_host_address_is_the_first_ipv4_answer_as_slurm_asks() -> None:
+    assert host_address("127.0.1.1") == "127.0.1.1" and host_address("localhost") == "127.0.0.1"
+    assert host_address("name-that-does-not-exist.invalid") is None
 
 
 def test_cgroup_conf_only_where_needed() -> None:
