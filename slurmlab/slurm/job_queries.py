@@ -62,7 +62,8 @@ def brief_states(ids: Sequence[str | int], runner: Runner | None = None) -> dict
         return {}
     from slurmlab.slurm import pyslurm_backend
 
-    if pyslurm_backend.selected():
+    # pyslurm answers only for the Slurm it was imported with; a sandbox or a replaying runner keeps squeue
+    if pyslurm_backend.selected() and pyslurm_backend.serves(runner):
         return pyslurm_backend.brief_states(wanted, runner)
     try:
         return run_query(_brief_query(wanted), runner)
