@@ -175,17 +175,7 @@ def resolve_visible(visible: Sequence[str] | None, step: Sequence[int], names: N
     out: list[SeenGpu] = []
     for k, token in enumerate(visible):
         if numbers:
-            own = names.by_uuid.get(listed[vis[k]]) if len(listed) == len(vis) and max(vis) < len(listed) else None
-            if step and set(vis) <= set(step):
-                idx: int | None = vis[k]
-            elif own is not None and own.idx is not None:
-                out.append(SeenGpu(k, token, own))  # the task's own cgroup: its -L names the device
-                continue
-            elif step and max(vis) < len(step):
-                idx = step[vis[k]]
-            else:
-                idx = None
-            out.append(SeenGpu(k, token, _named(idx, names, to_gpu) if idx is not None else GpuName(None, None, None, None)))
+            out.append(SeenGpu(k, token, _named_by_number(vis, k, step, names, to_gpu, listed)))
             continue
         found = names.by_uuid.get(token)
         if found is not None and found.idx is None and len(visible) == len(step):
@@ -207,6 +197,19 @@ def resolve_visible(visible: Sequence[str] | None, step: Sequence[int], names: N
                      f"SLURM_STEP_GPUS={','.join(map(str, step)) or '-'}; taking the step's GPUs")
         return [SeenGpu(None, None, _named(i, names, to_gpu)) for i in step], notes
     return out, notes
+
+
+def _named_by_number(vis: tuple[int, ...], k: int, step: tuple[int, ...], names: NodeNames,
+                     to_gpu: Callable[[int], int], listed: Sequence[str]) -> GpuName:
+    """The names of the ``k``-th of numeric CUDA_VISIBLE_DEVICES entries ``vis`` (see :func:`resolve_visible`)."""
+    if step and set(vis) <= set(step):
+        return _named(vis[k], names, to_gpu)
+    own = names.by_uuid.get(listed[vis[k]]) if len(listed) == len(vis) and max(vis) < len(listed) else None
+    if own is not None and own.idx is not None:
+        return own  # the task's own cgroup: its -L names the device
+    if step and max(vis) < len(step):
+        return _named(step[vis[k]], names, to_gpu)
+    return GpuName(None, None, None, None)
 
 
 def _named(idx: int, names: NodeNames, to_gpu: Callable[[int], int]) -> GpuName:

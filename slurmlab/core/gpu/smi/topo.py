@@ -33,6 +33,14 @@ def _parse_header(line: str) -> _Header:
     positions = sorted((line.find(name), name) for name in _TRAILING if line.find(name) >= 0)
     cut = positions[0][0] if positions else len(line)
     devices = tuple(line[:cut].split())
+    _check_device_columns(devices, line)
+    trailing, offsets = _trailing_columns(line[cut:], cut)
+    if len(set(trailing)) != len(trailing):
+        raise ParseError("nvidia-smi topo -m header", line, hint="an affinity column appears twice")
+    return _Header(devices, trailing, offsets)
+
+
+def _check_device_columns(devices: tuple[str, ...], line: str) -> None:
     if not devices:
         raise ParseError("nvidia-smi topo -m header", line, hint="expected device columns such as GPU0 GPU1 ...")
     for d in devices:
@@ -42,30 +50,26 @@ def _parse_header(line: str) -> _Header:
         raise ParseError("nvidia-smi topo -m header", line, hint="the first column should be GPU0")
     if len(set(devices)) != len(devices):
         raise ParseError("nvidia-smi topo -m header", line, hint="a column name appears twice")
-    # what follows the device columns must be exactly the known affinity columns
-    rest = line[cut:]
+
+
+def _trailing_columns(rest: str, cut: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The affinity columns after the device columns (``rest`` starts at offset ``cut`` of the header) and their
+    offsets: what follows the devices must be exactly known affinity columns."""
     trailing: list[str] = []
     offsets: list[int] = []
     pos = 0
-    while True:
-        stripped = rest[pos:].lstrip()
-        if not stripped:
-            break
+    while stripped := rest[pos:].lstrip():
         pos = len(rest) - len(stripped)
-        for name in _TRAILING:
-            if stripped.startswith(name):
-                trailing.append(name)
-                offsets.append(cut + pos)
-                pos += len(name)
-                break
-        else:
+        name = next((n for n in _TRAILING if stripped.startswith(n)), None)
+        if name is None:
             raise ParseError(
                 "nvidia-smi topo -m header", stripped.split()[0],
                 hint="after the device columns only 'CPU Affinity', 'NUMA Affinity' and 'GPU NUMA ID' are known",
             )
-    if len(set(trailing)) != len(trailing):
-        raise ParseError("nvidia-smi topo -m header", line, hint="an affinity column appears twice")
-    return _Header(devices, tuple(trailing), tuple(offsets))
+        trailing.append(name)
+        offsets.append(cut + pos)
+        pos += len(name)
+    return tuple(trailing), tuple(offsets)
 
 
 def _row_cells(line: str) -> tuple[list[str], list[int]]:
@@ -322,22 +326,28 @@ def parse_topo_p2p(text: str) -> dict[tuple[int, int], str]:
         cells = line.split()
         if cells[0] == "Legend:":
             break
-        if not _GPU_RE.match(cells[0]) or cells[0] not in cols or len(cells) != len(cols) + 1:
-            raise ParseError("nvidia-smi topo -p2p row", line.strip(), hint=f"expected a label and {len(cols)} cells")
-        a = int(cells[0][3:])
-        for col, cell in zip(cols, cells[1:], strict=True):
-            b = int(col[3:])
-            if a == b:
-                if cell != "X":
-                    raise ParseError(f"nvidia-smi topo -p2p cell {cells[0]}/{col}", cell, hint="diagonal must be X")
-                continue
-            if cell not in _P2P_STATUS:
-                raise ParseError(f"nvidia-smi topo -p2p cell {cells[0]}/{col}", cell,
-                                 hint=f"known codes: {', '.join(_P2P_STATUS)}")
-            out[(a, b)] = cell
+        out.update(_p2p_row(cells, cols, line))
     if not out:
         raise ParseError("nvidia-smi topo -p2p output", text, hint="no rows found")
     return out
+
+
+def _p2p_row(cells: list[str], cols: list[str], line: str) -> dict[tuple[int, int], str]:
+    if not _GPU_RE.match(cells[0]) or cells[0] not in cols or len(cells) != len(cols) + 1:
+        raise ParseError("nvidia-smi topo -p2p row", line.strip(), hint=f"expected a label and {len(cols)} cells")
+    a = int(cells[0][3:])
+    row: dict[tuple[int, int], str] = {}
+    for col, cell in zip(cols, cells[1:], strict=True):
+        b = int(col[3:])
+        if a == b:
+            if cell != "X":
+                raise ParseError(f"nvidia-smi topo -p2p cell {cells[0]}/{col}", cell, hint="diagonal must be X")
+            continue
+        if cell not in _P2P_STATUS:
+            raise ParseError(f"nvidia-smi topo -p2p cell {cells[0]}/{col}", cell,
+                             hint=f"known codes: {', '.join(_P2P_STATUS)}")
+        row[(a, b)] = cell
+    return row
 
 
 def parse_topo_cpu(text: str) -> tuple[int, tuple[int, ...]]:
