@@ -7,7 +7,7 @@
   simulated clock for 75 s of no change; then the job starts. The latency is the wait the poller had chosen
   (a change may land just after a round: it waits that long to be asked about) plus the measured cost of the
   round that sees it (brief squeue parse + detail fetch and parse). Slurm's own time for the two commands
-  (5-40 ms for the brief squeue, DESIGN §2) is Slurm's delay, not counted. Baseline: the same with the
+  (5-40 ms for the brief squeue) is Slurm's delay, not counted. Baseline: the same with the
   poller's former policy, which backed off x1.5 per quiet round to 10 s whatever the watched job's state.
 - **``%salloc`` check at 1,000 nodes.** What ``%salloc`` does before it submits (the request checked against
   the cluster, the partition's time limit looked up for the note), with the node and partition lists of

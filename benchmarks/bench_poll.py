@@ -5,8 +5,8 @@
 Starts a sandbox (seed profile) with N held jobs queued, then times, per call:
 ``squeue -h -t all -j ID -o BRIEF`` (what the shared poller sends), ``squeue --json`` (whole
 queue), ``squeue --json --jobs=ID`` and ``scontrol show job -d ID`` (the detail fetched only on a
-change). Prints seconds and bytes per call and the ratios to the brief form (DESIGN §2 expects
-the brief form to be about 10x cheaper than JSON on 22.05, where --jobs does not filter JSON).
+change). Prints seconds and bytes per call and the ratios to the brief form (the brief form is
+expected to be about 10x cheaper than JSON on 22.05, where --jobs does not filter JSON).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``slurmlab timeslice`` and ``slurmlab isolation``: the experiments of DESIGN §5 from a shell."""
+"""``slurmlab timeslice`` and ``slurmlab isolation``: the time-slicing and isolation experiments from a shell."""
 
 from __future__ import annotations
 

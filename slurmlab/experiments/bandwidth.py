@@ -1,8 +1,8 @@
 """Measured copy / peer-to-peer bandwidth against what the hardware should give.
 
 The expectations are the per-link NVLink speeds that ``nvidia-smi nvlink -s`` reports, from slurmlab's one
-table of NVLink facts per model (:data:`slurmlab.core.gpu.nvlink.NVLINK_MODELS`), and the device-copy anchor of
-DESIGN §5. The comparison is pure; the measurements come from the workers (their ``copy`` report, see
+table of NVLink facts per model (:data:`slurmlab.core.gpu.nvlink.NVLINK_MODELS`), and the device-copy anchor
+per model. The comparison is pure; the measurements come from the workers (their ``copy`` report, see
 :mod:`.node.worker`).
 """
 

@@ -1,4 +1,4 @@
-"""Isolation checks I1–I10 (DESIGN §5): what each task really got against what Slurm granted.
+"""Isolation checks I1–I10: what each task really got against what Slurm granted.
 
 Pure functions over the JSON reports of the workers (one per task, see :mod:`.node.worker` and
 :mod:`.node.gpu_worker`) and a :class:`~.isolation_result.Grant`. Each check returns PASS, FAIL,

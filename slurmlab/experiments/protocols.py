@@ -1,6 +1,6 @@
 """What the experiments need of an allocation, as typing Protocols.
 
-The experiments room does not import ``slurmlab.slurm`` (DESIGN §1); it states here the part of
+The experiments room does not import ``slurmlab.slurm`` (README, Layout); it states here the part of
 :class:`slurmlab.slurm.allocation.Allocation` it uses, and an Allocation satisfies it as it is. So do
 the small stand-ins the tests build. Only what the orchestration really touches is listed.
 """

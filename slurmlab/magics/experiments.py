@@ -1,4 +1,5 @@
-"""``%gpu_timeslice`` and ``%gpu_isolation``: the experiments of DESIGN §5 in the notebook's allocation.
+"""``%gpu_timeslice`` and ``%gpu_isolation``: the time-slicing and isolation experiments in the notebook's
+allocation.
 
 Both run in ``--jobid`` or the notebook's newest live ``%salloc`` allocation and return an object that
 displays itself (a TimesliceResult with its measured table, a VerifyReport with its checks); the

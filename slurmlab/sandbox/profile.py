@@ -55,7 +55,8 @@ __all__ = [
     "parse_profile",
 ]
 
-# MIG placements (start memory slices) per compute-slice count, and the memory slices each takes (DESIGN §4)
+# MIG placements (start memory slices) per compute-slice count, and the memory slices each takes (NVIDIA's MIG
+# User Guide: the placement grid of the H100/H200 profiles)
 _MIG_PLACEMENTS: dict[str, tuple[tuple[int, ...], int]] = {
     "1g": ((0, 1, 2, 3, 4, 5, 6), 1),
     "2g": ((0, 2, 4), 2),

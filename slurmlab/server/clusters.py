@@ -1,7 +1,7 @@
 """The clusters this server can show: the Slurm of its own environment (``SLURM_CONF``) and the slurmlab
 sandboxes of this user running on this machine.
 
-The server may not import the sandbox room (DESIGN §1), so the sandboxes are found the way every other
+The server may not import the sandbox room (README, Layout), so the sandboxes are found the way every other
 process finds them: by the files a sandbox writes for others to read — ``state.json`` in its folder under
 the default place (``$XDG_RUNTIME_DIR/slurmlab/sandbox/<profile>``, else ``~/.cache/slurmlab/sandbox/…``,
 where ``%slurm sandbox up`` puts it) and the ``slurm.conf`` it names. A test holds :func:`sandbox_base` and

@@ -63,7 +63,7 @@ def fetch_inventory(runner: Runner, clock: Callable[[], float] = time.monotonic)
     partitions = list_partitions(runner)
     problems = list(partitions.problems)
     found = list(partitions)
-    # JSON of 24.11+ may carry no partition flags: unknown is not "no default" (DESIGN §2)
+    # JSON of 24.11+ may carry no partition flags: unknown is not "no default"
     if not any(p.default for p in found) and any(p.default is None for p in found):
         name = default_partition(runner)
         found = [replace(p, default=p.name == name) for p in found]

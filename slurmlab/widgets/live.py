@@ -1,4 +1,4 @@
-"""The ONE thread that changes widgets (DESIGN §6).
+"""The ONE thread that changes widgets.
 
 ipykernel delivers widget updates sent from a background thread, but only reliably when one
 owned thread assigns traits (earlier ipykernel 7 releases had threading bugs; ``with out:``

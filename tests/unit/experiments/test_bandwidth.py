@@ -1,4 +1,4 @@
-"""Measured bandwidth against the NVLink and device-copy figures of DESIGN §4/§5."""
+"""Measured bandwidth against the NVLink and device-copy figures per GPU model."""
 
 from __future__ import annotations
 
