@@ -38,3 +38,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(export, name)
     raise AttributeError(f"module 'slurmlab.viz' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # the figures load on first use (above), and dir() offers them before that
+    return sorted({*globals(), *__all__})

@@ -3,7 +3,7 @@ choose N to see the best-connected set of N GPUs and the ``salloc`` line that as
 the best set is chosen among the GPUs that were free when the explorer opened (``scontrol show node -d``), and
 the explorer says what the taken ones cost.
 
-    from slurmlab.widgets.explorer import TopologyExplorer
+    from slurmlab import TopologyExplorer
     TopologyExplorer(profiles=["dgx-h100"])            # a built-in profile, no cluster needed
     TopologyExplorer.from_cluster()                    # the nodes of the cluster the runner talks to
 

@@ -31,7 +31,7 @@ PKG = Path(__file__).resolve().parents[2] / "slurmlab"
 _BASE = {"errors", "_extras"}
 _CORE = {"core", "core.slurm", "core.gpu", "core.request", "core.diagnosis"}
 _LIBRARY = _BASE | _CORE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets", "magics",
-                            "server"}
+                            "server", "teach"}
 
 # room -> the other rooms it may import (directly or through any module in between)
 ALLOWED: dict[str, set[str]] = {
@@ -52,6 +52,8 @@ ALLOWED: dict[str, set[str]] = {
     "server": _CORE | _BASE | {"slurm"},
     "magics": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets"},
     "commands": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node"},
+    # the teacher's helpers (public, beside the front door): what the lessons use from the rooms below
+    "teach": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets", "magics"},
     "testing": _CORE | _BASE | {"slurm", "sandbox"},
     # the top-level modules: the front door (``slurmlab/__init__.py``, lazy exports of every library room) and
     # the programs

@@ -167,7 +167,7 @@ def _sharing(lesson: Lesson, sandbox: Any) -> None:
     assert len(whole_gpus) == 1
     shards = {(node, int(idx)) for _, node, whole, _, idx in shown if not whole}
     assert not shards & whole_gpus, (shards, whole_gpus)
-    gpu = cell_text(lesson.cell("from slurmlab.experiments.steps import probe_node"))
+    gpu = cell_text(lesson.cell("from slurmlab.teach import probe_node"))
     if "measured here" not in gpu:  # no GPU: it says why, and what it shows is labelled as recorded
         assert "GPU measurement skipped" in gpu and "Recorded, not measured here" in gpu and "DESIGN.md" in gpu
 
@@ -201,9 +201,9 @@ def _topology(lesson: Lesson, sandbox: Any) -> None:
 
 
 def _mig(lesson: Lesson, sandbox: Any) -> None:
-    profiles = cell_text(lesson.cell("from slurmlab.core.gpu.mig import MigLayout"))
+    profiles = cell_text(lesson.cell("from slurmlab import MigLayout"))
     assert len(re.findall(r"^  \S+\s+\d compute, \d memory slices", profiles, re.M)) >= 6, profiles
-    switch = cell_text(lesson.cell("from slurmlab.core.gpu.mig import is_mig_type"))
+    switch = cell_text(lesson.cell("import slurmlab\nfrom slurmlab.teach import is_mig_type"))
     started = "sandbox h200-mig started" in switch
     # the slice Slurm granted is of a MIG type, and the job's own slice is the one the layout outlines
     job, granted = _granted_in(lesson, lesson.cell("sl = None"))

@@ -131,7 +131,7 @@ def test_lesson_07_multi_node_places_ranks_on_the_granted_gpus(
     assert len(granted) == 2 and all(len(v) == 4 for v in granted.values()), granted
     mpi = slurm_sandbox.runner().run(["srun", "--mpi=list"], check=False)
     has_pmi2 = "pmi2" in (mpi.stdout + mpi.stderr).split()
-    assert f"pmi2 available: {has_pmi2}" in cell_text(lesson.cell("from slurmlab.slurm.runner import get_runner"))
+    assert f"pmi2 available: {has_pmi2}" in cell_text(lesson.cell("from slurmlab import get_runner"))
     table = cell_text(lesson.cell("import re"))
     rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(node\S*)\s+(\d+)\s", table, re.M)
     assert len(rows) == 8, table

@@ -38,6 +38,7 @@ PARSER_HOMES = {PIPELINE, "core/request/request.py"}
 PARSE_ONLY = {
     "magics/args.py": "srun options of a step (%srun): parsed to argv, never an allocation request",
     "demo.py": "the demo's fixed request explained in words; it is submitted as tokens through the pipeline",
+    "__init__.py": "the front door names parse_request for type checkers (imported under TYPE_CHECKING only)",
 }
 
 
