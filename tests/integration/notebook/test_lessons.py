@@ -169,7 +169,7 @@ def _sharing(lesson: Lesson, sandbox: Any) -> None:
     assert not shards & whole_gpus, (shards, whole_gpus)
     gpu = cell_text(lesson.cell("from slurmlab.teach import probe_node"))
     if "measured here" not in gpu:  # no GPU: it says why, and what it shows is labelled as recorded
-        assert "GPU measurement skipped" in gpu and "Recorded, not measured here" in gpu and "DESIGN.md" in gpu
+        assert "GPU measurement skipped" in gpu and "Recorded, not measured here" in gpu and "device_check.sh" in gpu
 
 
 def _topology(lesson: Lesson, sandbox: Any) -> None:

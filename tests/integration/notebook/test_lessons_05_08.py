@@ -80,7 +80,7 @@ def test_lesson_05_time_slicing_measures_and_reads_the_gantt_chart(
     # no GPU on the sandbox: the GPU run says why it skips and shows labelled recorded figures, not a measurement
     gpu = cell_text(lesson.cell("probe = ts.meta"))
     assert "GPU run skipped" in gpu and "Recorded, not measured here" in gpu, gpu
-    assert "1024 µs" in gpu and "DESIGN.md §5" in gpu
+    assert "1024 µs" in gpu and "device_check.sh" in gpu and "0.466 of solo" in gpu
 
 
 def test_lesson_06_isolation_checks_exclusive_and_shared_gpus(
