@@ -1,6 +1,7 @@
 """Why a pending allocation waits, gathered from Slurm: the reason in plain words, the QOS/association limit
-with the usage and the cap, the running jobs that hold what it needs and when they end, Slurm's expected start,
-and the changes ``sbatch --test-only`` says would start it sooner — and the switch to one of them.
+with the usage and the cap and which change lifts it, the running jobs that hold what it needs and when they end,
+Slurm's expected start, and the changes that would start it sooner — ``sbatch --test-only`` says when, and no
+QOS, association or partition limit would hold them (``--test-only`` applies none) — and the switch to one.
 
 The judgement is the doctor's (:mod:`slurmlab.core.diagnosis.job_checks`, :mod:`.pending_alternatives`); this
 module only gathers for one allocation. :func:`why` blocks (several Slurm commands, each with a timeout): the
@@ -30,32 +31,19 @@ from slurmlab.core.diagnosis.job_checks import (
     judge_pending,
     usable_nodes,
 )
-from slurmlab.core.diagnosis.pending_limits import (
-    ASSOC_FIELDS,
-    QOS_FIELDS,
-    LimitAsk,
-    RunningUse,
-    judge_limit,
-    limit_ask,
-    parse_rows,
-    usage_of,
-)
+from slurmlab.core.diagnosis.pending_limits import limit_ask
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.states import HOLDING
-from slurmlab.errors import AllocationError, SlurmlabError
+from slurmlab.errors import AllocationError
 from slurmlab.slurm.job_queries import job_detail, list_jobs
 from slurmlab.slurm.node_queries import list_nodes, list_partitions
-from slurmlab.slurm.pending_alternatives import pending_alternatives
+from slurmlab.slurm.pending_alternatives import LimitContext, limit_finding, pending_alternatives
 from slurmlab.slurm.runner import Runner, get_runner
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
 
 __all__ = ["NO_ALTERNATIVES", "PendingWhy", "resubmit", "resubmit_allocation", "why", "why_pending"]
-
-# sacctmgr answers from slurmdbd, which a busy site's database can slow: bounded like every other call
-_SACCTMGR_TIMEOUT = 10.0
-
 
 @dataclass(frozen=True)
 class PendingWhy:
@@ -100,73 +88,6 @@ def _job_id(target: Allocation | Job | str | int) -> str:
     return target.job_id
 
 
-def _who(job: Job, runner: Runner) -> tuple[str, str, str]:
-    """(user, account, QOS) of the job: ``squeue %u|%a|%q`` (the Job record carries neither account nor QOS)."""
-    out = runner.run(["squeue", "-h", "-j", str(job.job_id), "-o", "%u|%a|%q"], timeout=10).stdout.strip()
-    parts = (out.splitlines() or [""])[0].split("|")
-    user, account, qos = (parts + ["", "", ""])[:3]
-    return user.strip() or (job.user or ""), account.strip(), qos.strip()
-
-
-def _running(runner: Runner, jobs: Sequence[Job]) -> list[RunningUse]:
-    """Who holds what now: owner, account and QOS from ``squeue``, the TRES from the jobs' records."""
-    out = runner.run(["squeue", "-h", "-t", "RUNNING,COMPLETING", "-o", "%i|%u|%a|%q"], timeout=10).stdout
-    by_id = {str(j.job_id): j for j in jobs}
-    found = []
-    for line in out.splitlines():
-        parts = line.split("|")
-        if len(parts) == 4:
-            jid, user, account, qos = (p.strip() for p in parts)
-            job = by_id.get(jid)
-            found.append(RunningUse(jid, user, account, qos, job.tres_alloc if job else None, _gpus_held(job)))
-    return found
-
-
-def _gpus_held(job: Job | None) -> float | None:
-    held = sum(g.amount for a in job.gpu_allocs for g in a.items if g.name == "gpu") if job else 0
-    return float(held) if held else None
-
-
-def _gpus_asked(job: Job) -> float | None:
-    nodes = job.num_nodes or 1
-    asked = (sum(g.amount for g in job.tres_per_job if g.name == "gpu")
-             + nodes * sum(g.amount for g in job.tres_per_node if g.name == "gpu")
-             + (job.num_tasks or 1) * sum(g.amount for g in job.tres_per_task if g.name == "gpu"))
-    return float(asked) if asked else None
-
-
-def _wants(job: Job, ask: LimitAsk) -> float | None:
-    if ask.key is None:
-        return None
-    probe = RunningUse("", "", "", "", job.tres_req, _gpus_asked(job))
-    return usage_of(LimitAsk(ask.reason, ask.table, ask.field, ask.key, "qos"), [probe], user="", account="",
-                    qos="") or None
-
-
-def _limit(job: Job, ask: LimitAsk, jobs: Sequence[Job], runner: Runner) -> Finding:
-    subject = f"job {job.display_id}"
-    user, account, qos = _who(job, runner)
-    name = qos if ask.table == "qos" else f"{account}/{user}"
-    if ask.table == "qos":
-        argv = ["sacctmgr", "-nP", "show", "qos", "where", f"name={qos}", f"format={','.join(QOS_FIELDS)}"]
-        fields = QOS_FIELDS
-    else:
-        argv = ["sacctmgr", "-nP", "show", "assoc", "where", f"user={user}", f"account={account}",
-                f"format={','.join(ASSOC_FIELDS)}"]
-        fields = ASSOC_FIELDS
-    try:
-        result = runner.run(argv, check=False, timeout=_SACCTMGR_TIMEOUT)
-        if result.returncode != 0:
-            said = (result.stderr or result.stdout).strip().splitlines()
-            raise AllocationError(said[-1] if said else f"sacctmgr exit code {result.returncode}")
-        rows = parse_rows(result.stdout, fields)
-    except SlurmlabError as exc:  # accounting off or unreachable: name the limit from Slurm's words alone
-        return judge_limit(ask, None, None, None, subject=subject, name=name,
-                           why_no_numbers=f"accounting could not be asked: {exc.message}")
-    used = usage_of(ask, _running(runner, jobs), user=user, account=account, qos=qos)
-    return judge_limit(ask, rows, used, _wants(job, ask), subject=subject, name=name)
-
-
 def _pending(job: Job, runner: Runner, now: datetime,
              alternatives: bool) -> tuple[list[Finding], list[Alternative], list[Alternative]]:
     subject = f"job {job.display_id}"
@@ -182,18 +103,20 @@ def _pending(job: Job, runner: Runner, now: datetime,
         return [judge_blockers(job, blockers(job, jobs, usable_nodes(job, nodes, partitions)), now)]
 
     out += guarded("job.blockers", "what holds its GPUs", subject, held_by, verdict=Verdict.WARN)
+    # asked once for both the limit and the alternatives: the queue and the accounting database's limits
+    limits = LimitContext(job, runner, jobs, partitions)
     ask = limit_ask(job.reason)
     if ask is not None:
-        out += guarded("job.limit", "which limit holds it", subject, lambda: [_limit(job, ask, jobs, runner)],
+        out += guarded("job.limit", "which limit holds it", subject, lambda: [limit_finding(job, ask, limits)],
                        verdict=Verdict.WARN)
     sooner: list[Alternative] = []
     rest: list[Alternative] = []
     if alternatives and not (job.reason or "").startswith(NO_ALTERNATIVES):
         def changes() -> list[Finding]:
-            s, r = pending_alternatives(job, runner, nodes=nodes, partitions=partitions)
+            s, r = pending_alternatives(job, runner, nodes=nodes, partitions=partitions, limits=limits)
             sooner.extend(s)
             rest.extend(r)
-            return [judge_alternatives(job, s, r)]
+            return [judge_alternatives(job, s, r, unchecked=limits.known().why_unknown, compared=limits.compared)]
 
         out += guarded("job.alternatives", "what would start it sooner", subject, changes, verdict=Verdict.WARN)
     return out, sooner, rest
@@ -239,8 +162,10 @@ def resubmit(alloc: Allocation, alternative: Alternative | None = None, *, parti
                                   hint="e.g. alloc.resubmit(gpus=2) or alloc.resubmit(alloc.why().sooner[0])")
         job = job_detail(_job_id(alloc), alloc.runner)
         options = changed_options(job, partition=partition, gpus=gpus, gpu_type=gpu_type, minutes=minutes)
-    # what the job record cannot give back (--signal, --gpu-bind, account ...) and the name come from the request
-    carried = kept_options(getattr(alloc, "request_argv", ()))
+    # what the job record cannot give back (--signal, --gpu-bind, account ...) and the name come from the request;
+    # an account or QOS the alternative names itself replaces the request's (the last one given would win)
+    replaced = [o.partition("=")[0] for o in options if o.startswith(("--qos=", "--account="))]
+    carried = kept_options(getattr(alloc, "request_argv", ()), replaced)
     new = Allocation.submit([*options, *carried], runner=alloc.runner, poller=alloc.poller, validate=validate,
                             release_at_exit=alloc.release_at_exit, name=getattr(alloc, "name", None))
     alloc.replaced_by = new  # before the cancel: its update tells a panel to follow the new job

@@ -1,10 +1,10 @@
 """``slurmlab doctor``: the field guide's troubleshooting as checks, run against the cluster the runner talks to.
 
 Order: the controller first (every later check SKIPs with "controller down" when it does not answer); the GRES
-configuration; with ``job``, why it is pending (held, blockers, changes ``sbatch --test-only`` says would start
-it sooner) or how it runs (its nodes, steps, time left, then the GPU-node checks of
-:mod:`slurmlab.slurm.doctor_gpu`); the drained or down nodes (``node``, those of the job's partition, or the
-whole cluster's). Every Slurm call goes through the runner with a timeout; the judgement is pure
+configuration; with ``job``, why it is pending (held, blockers, the QOS/association limit that holds it and
+which change lifts it, changes ``sbatch --test-only`` says would start it sooner and no limit would hold) or how
+it runs (its nodes, steps, time left, then the GPU-node checks of :mod:`slurmlab.slurm.doctor_gpu`); the drained
+or down nodes (``node``, those of the job's partition, or the whole cluster's). Every Slurm call goes through the runner with a timeout; the judgement is pure
 (:mod:`slurmlab.core.diagnosis`). An ordinary user gets every check; fixes only admins can apply say so.
 
 API::
@@ -39,6 +39,7 @@ from slurmlab.core.diagnosis.job_checks import (
     judge_running,
     usable_nodes,
 )
+from slurmlab.core.diagnosis.pending_limits import limit_ask
 from slurmlab.core.slurm.jobid import check_job_id
 from slurmlab.core.slurm.models import Job, Node, Partition
 from slurmlab.core.slurm.states import HOLDING
@@ -47,7 +48,7 @@ from slurmlab.slurm.doctor_evidence import gres_types, job_steps, node_reasons, 
 from slurmlab.slurm.failures import classify_failure
 from slurmlab.slurm.job_queries import job_detail, list_jobs
 from slurmlab.slurm.node_queries import list_nodes, list_partitions
-from slurmlab.slurm.pending_alternatives import pending_alternatives
+from slurmlab.slurm.pending_alternatives import LimitContext, limit_finding, pending_alternatives
 from slurmlab.slurm.runner import Runner, get_runner
 
 __all__ = ["doctor"]
@@ -89,11 +90,25 @@ def _pending(runner: Runner, job: Job, nodes: list[Node], partitions: list[Parti
         planned = None  # the job record's StartTime still says when
     out = [judge_pending(job, now, planned)]
     usable = usable_nodes(job, nodes, partitions)
-    out += _guarded("job.blockers", "what holds its GPUs", f"job {job.display_id}", lambda: [
-        judge_blockers(job, blockers(job, list_jobs(runner, all_users=True), usable), now)])
+    subject = f"job {job.display_id}"
+    jobs: list[Job] = []
+
+    def held_by() -> list[Finding]:
+        jobs.extend(list_jobs(runner, all_users=True))
+        return [judge_blockers(job, blockers(job, jobs, usable), now)]
+
+    out += _guarded("job.blockers", "what holds its GPUs", subject, held_by)
+    # the same limits and alternatives as alloc.why(): the queue and the accounting limits asked once for both
+    limits = LimitContext(job, runner, jobs, partitions)
+    ask = limit_ask(job.reason)
+    if ask is not None:
+        out += _guarded("job.limit", "which limit holds it", subject, lambda: [limit_finding(job, ask, limits)],
+                        verdict=Verdict.WARN)
     if not (job.reason or "").startswith(NO_ALTERNATIVES):
-        out += _guarded("job.alternatives", "what would start it sooner", f"job {job.display_id}", lambda: [
-            judge_alternatives(job, *pending_alternatives(job, runner, nodes=nodes, partitions=partitions))])
+        out += _guarded("job.alternatives", "what would start it sooner", subject, lambda: [
+            judge_alternatives(job, *pending_alternatives(job, runner, nodes=nodes, partitions=partitions,
+                                                          limits=limits), unchecked=limits.known().why_unknown,
+                               compared=limits.compared)])
     return out
 
 

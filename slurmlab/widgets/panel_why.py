@@ -93,7 +93,7 @@ def why_html(worker: WhyWorker) -> str:
     parts = []
     if worker.computing:
         parts.append("<div class='slurmlab-why-computing' style='color:#666'>asking Slurm why it waits and what "
-                     "would start it sooner (sbatch --test-only)…</div>")
+                     "would start it sooner (sbatch --test-only, and your QOS and association limits)…</div>")
     if worker.error:
         parts.append(f"<div class='slurmlab-why-error' style='color:#dc3545'>could not ask why it waits: "
                      f"{esc(worker.error)}</div>")

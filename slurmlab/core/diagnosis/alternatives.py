@@ -6,6 +6,10 @@ The variants are built from the job's record, never from what its owner typed, s
 anyone's job. ``sbatch --test-only`` answers on stderr (22.05, 24.11, 26.05) with
 ``sbatch: Job 4 to start at 2026-12-01T08:16:18 using 1 processors on nodes node2 in partition gpu``; a
 refusal ends with a non-zero exit and Slurm's reason, which is kept word for word.
+
+``--test-only`` applies no QOS or association limit: each variant also carries what it changes (GPUs, type,
+time, partition, QOS, account), so that :mod:`.limit_rules` can check it against them; one a limit would hold
+is kept as such (:attr:`Alternative.held_by`), never offered as sooner.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from slurmlab.core.slurm.models import Job, Node, Partition
 from slurmlab.core.slurm.timefmt import parse_timestamp
 from slurmlab.errors import ParseError
 
-__all__ = ["NO_ALTERNATIVES", "Alternative", "StartEstimate", "Variant", "base_options", "changed_options", "kept_options", "parse_test_only",
-           "rank", "variants"]
+__all__ = ["NO_ALTERNATIVES", "Alternative", "StartEstimate", "Variant", "base_options", "changed_options",
+           "gpu_option", "gpu_request", "kept_options", "MAX_VARIANTS", "parse_test_only", "rank", "variants"]
 
 # pending reasons no other request cures: the job waits on something else than resources
 NO_ALTERNATIVES = ("Dependency", "BeginTime", "DependencyNeverSatisfied", "JobHeld")
@@ -32,7 +36,7 @@ NO_ALTERNATIVES = ("Dependency", "BeginTime", "DependencyNeverSatisfied", "JobHe
 _WILL_START = re.compile(r"Job\s+\d+\s+to\s+start\s+at\s+(?P<when>\S+)(?:\s+\S+)*?\s+using\s+(?P<cpus>\d+)\s+"
                          r"processors?\s+on\s+nodes?\s+(?P<nodes>\S+)(?:\s+in\s+partition\s+(?P<part>\S+))?")
 # the order in which equally good alternatives are listed: the smallest change to the request first
-_KINDS = ("time", "gpus", "type", "partition")
+_KINDS = ("time", "gpus", "type", "partition", "qos", "account")
 MAX_VARIANTS = 10
 
 
@@ -40,9 +44,16 @@ MAX_VARIANTS = 10
 class Variant:
     """One change to the job's request: ``options`` are sbatch/salloc options for the whole changed request."""
 
-    kind: str  # gpus / type / partition / time
+    kind: str  # gpus / type / partition / time / qos / account
     change: str  # "2 GPUs instead of 8"
     options: tuple[str, ...]
+    # what it changes (None: as the job asked); the limits are checked on these, --test-only on the options
+    gpus: int | None = None  # the count in the job's own GPU option (--gpus, --gpus-per-node …)
+    gpu_type: str | None = None
+    minutes: int | None = None
+    partition: str | None = None
+    qos: str | None = None
+    account: str | None = None
 
     @property
     def salloc_line(self) -> str:
@@ -62,11 +73,22 @@ class StartEstimate:
 
 @dataclass(frozen=True)
 class Alternative:
+    """One variant with Slurm's answer. ``held_by``: the limits that would hold it once submitted (then it was
+    not asked of ``--test-only``, which applies none of them, and is never offered)."""
+
     variant: Variant
     answer: StartEstimate
+    held_by: tuple[str, ...] = ()
+
+    @property
+    def offered(self) -> bool:
+        return not self.held_by and self.answer.starts is not None and not self.answer.refused
 
     def line(self) -> str:
         a = self.answer
+        if self.held_by:
+            more = f" (and {len(self.held_by) - 1} more)" if len(self.held_by) > 1 else ""
+            return f"{self.variant.change}: not offered: {self.held_by[0]}{more}"
         if a.refused:
             return f"{self.variant.change}: {'no answer' if a.unreadable else 'refused by Slurm'}: {a.refused}"
         when = a.starts.strftime("%Y-%m-%d %H:%M:%S") if a.starts else "?"
@@ -88,7 +110,7 @@ def parse_test_only(output: str, returncode: int, tz: tzinfo | None = None) -> S
                      "processors on nodes NODES'; run the command by hand to see what this Slurm prints")
 
 
-def _gpu_item(job: Job) -> tuple[str, GresItem] | None:
+def gpu_request(job: Job) -> tuple[str, GresItem] | None:
     """The job's one GPU request as (sbatch option, item); None when it asks no GPU or several kinds."""
     found = [(opt, g) for opt, items in (("--gpus", job.tres_per_job), ("--gpus-per-node", job.tres_per_node),
                                          ("--gpus-per-task", job.tres_per_task))
@@ -96,7 +118,7 @@ def _gpu_item(job: Job) -> tuple[str, GresItem] | None:
     return found[0] if len(found) == 1 else None
 
 
-def _gpu_option(option: str, gpu_type: str | None, count: int) -> str:
+def gpu_option(option: str, gpu_type: str | None, count: int) -> str:
     return f"{option}={gpu_type + ':' if gpu_type else ''}{count}"
 
 
@@ -122,11 +144,11 @@ def base_options(job: Job, *, partition: str | None = None, gpus: str | None = N
     mem = job.tres_req.mem_mb if job.tres_req else None
     if mem:
         out.append(f"--mem={max(1, mem // (job.num_nodes or 1))}M")
-    asked = _gpu_item(job)
+    asked = gpu_request(job)
     if gpus is not None:
         out.append(gpus)
     elif asked is not None:
-        out.append(_gpu_option(asked[0], asked[1].type, asked[1].amount))
+        out.append(gpu_option(asked[0], asked[1].type, asked[1].amount))
     time = minutes or (_minutes(job.time_limit) if job.time_limit else None)
     if time:
         out += ["-t", time]
@@ -139,10 +161,10 @@ def changed_options(job: Job, *, partition: str | None = None, gpus: int | None 
     job's own form (--gpus, --gpus-per-node …), and its type unless ``gpu_type`` replaces it."""
     gpu = None
     if gpus is not None or gpu_type is not None:
-        asked = _gpu_item(job)
+        asked = gpu_request(job)
         option, item = asked if asked is not None else ("--gpus", None)
         count = gpus if gpus is not None else (item.amount if item is not None else 1)
-        gpu = _gpu_option(option, gpu_type or (item.type if item is not None else None), count)
+        gpu = gpu_option(option, gpu_type or (item.type if item is not None else None), count)
     return base_options(job, partition=partition, gpus=gpu, minutes=str(minutes) if minutes else None)
 
 
@@ -154,10 +176,11 @@ _KEPT_SHORT = {"-A": "--account", "-q": "--qos", "-C": "--constraint", "-L": "--
 _FLAG_ALONE = ("--exclusive",)
 
 
-def kept_options(request: Sequence[str]) -> list[str]:
+def kept_options(request: Sequence[str], replaced: Sequence[str] = ()) -> list[str]:
     """The options of ``request`` (salloc's, as given) that :func:`base_options` cannot rebuild from the job's
     record (``--signal``, ``--gpu-bind``, ``--gres-flags``, account, QOS, constraint, mail, ``--exclusive``
-    ...), in their order, each with its value."""
+    ...), in their order, each with its value; but those ``replaced`` names (``--qos``, ``--account``: set by
+    the variant itself, and the last one given would win)."""
     out: list[str] = []
     items = [str(t) for t in request]
     i = 0
@@ -166,6 +189,9 @@ def kept_options(request: Sequence[str]) -> list[str]:
         name, eq, _ = token.partition("=")
         joined = name[:2] in _KEPT_SHORT and len(name) > 2 and not name.startswith("--")  # -Aproj
         long = _KEPT_SHORT.get(name[:2], name) if not name.startswith("--") else name
+        if long in _KEPT_LONG and long in replaced:
+            i += 1 if eq or joined or long in _FLAG_ALONE else 2
+            continue
         if long in _KEPT_LONG:
             if eq or joined or long in _FLAG_ALONE:
                 out.append(token)
@@ -198,34 +224,34 @@ def variants(job: Job, nodes: Sequence[Node], partitions: Sequence[Partition]) -
             shorter = job.time_limit // part
             if shorter >= 60:
                 out.append(Variant("time", f"-t {_minutes(shorter)} (minutes) instead of {_minutes(job.time_limit)}",
-                                   tuple(base_options(job, minutes=_minutes(shorter)))))
-    asked = _gpu_item(job)
+                                   tuple(base_options(job, minutes=_minutes(shorter))), minutes=int(_minutes(shorter))))
+    asked = gpu_request(job)
     if asked is not None:
         option, item = asked
         for n in _fewer(item.amount):
             out.append(Variant("gpus", f"{n} GPU(s) ({option}) instead of {item.amount}",
-                               tuple(base_options(job, gpus=_gpu_option(option, item.type, n)))))
+                               tuple(base_options(job, gpus=gpu_option(option, item.type, n))), gpus=n))
         mine = set((job.partition or "").split(","))
         here = [n for p in partitions if p.name in mine for n in _usable(nodes, p)] or list(nodes)
         types = sorted({t for n in here for t in n.gpu_types() if t} - {item.type or ""})
         for t in types if item.type else ():
             out.append(Variant("type", f"GPU type {t} instead of {item.type}",
-                               tuple(base_options(job, gpus=_gpu_option(option, t, item.amount)))))
+                               tuple(base_options(job, gpus=gpu_option(option, t, item.amount))), gpu_type=t))
         for p in partitions:
             if p.name not in mine and any(n.gpu_total for n in _usable(nodes, p)):
                 out.append(Variant("partition", f"partition {p.name} instead of {job.partition}",
-                                   tuple(base_options(job, partition=p.name))))
+                                   tuple(base_options(job, partition=p.name)), partition=p.name))
     return out[:MAX_VARIANTS]
 
 
 def rank(found: Sequence[Alternative], expected: datetime | None) -> tuple[list[Alternative], list[Alternative]]:
-    """(those that start sooner than ``expected``, best first; the rest: later, refused or unknown).
-    With no expected start every alternative Slurm would start counts as sooner."""
+    """(those offered that start before ``expected``, best first; the rest: later, refused, held by a limit or
+    unknown). ``expected`` None: the job never starts as it is, so every start counts as sooner."""
     sooner: list[Alternative] = []
     rest: list[Alternative] = []
     for alt in found:
         s = alt.answer.starts
-        if s is not None and not alt.answer.refused and (expected is None or s < expected):
+        if alt.offered and s is not None and (expected is None or s < expected):
             sooner.append(alt)
         else:
             rest.append(alt)

@@ -3,7 +3,7 @@ sooner), held, or stuck running (its nodes, its steps, its time left).
 
 Checks (ids): ``job.held``; ``job.pending`` the reason in plain words and Slurm's expected start;
 ``job.blockers`` the running jobs on the nodes it may use that hold GPUs of its type; ``job.alternatives``
-changes ``sbatch --test-only`` says would start sooner; ``job.running``; ``job.ended``.
+changes ``sbatch --test-only`` says would start sooner and no limit would hold; ``job.running``; ``job.ended``.
 """
 
 from __future__ import annotations
@@ -142,22 +142,31 @@ def judge_blockers(job: Job, found: Sequence[tuple[Job, list[str]]], now: dateti
                    "wait for them, or take a change below", subject, lines)
 
 
-def judge_alternatives(job: Job, sooner: Sequence[Alternative], rest: Sequence[Alternative]) -> Finding:
+def judge_alternatives(job: Job, sooner: Sequence[Alternative], rest: Sequence[Alternative],
+                       unchecked: str = "", compared: str = "") -> Finding:
+    """The changes that start sooner: each one `sbatch --test-only` says starts sooner *and* no QOS,
+    association or partition limit would hold (--test-only applies none); the others follow, each saying why
+    not. ``unchecked``: why the limits could not be read (said beside what is offered); ``compared``: what
+    "sooner" was measured against."""
     subject = f"job {job.display_id}"
     others = tuple(f"(not sooner) {a.line()}" for a in rest)
+    caveat = ((f"the QOS and association limits could not be checked ({unchecked}): one may still hold a change",)
+              if unchecked else ()) + ((f"sooner means: {compared}",) if compared and rest else ())
     if not sooner and not rest:
         return Finding("job.alternatives", "what would start it sooner", Verdict.SKIP,
                        "no change to try: it asks for no GPU, and its time limit is already short", subject=subject)
     if not sooner:
+        held = sum(1 for a in rest if a.held_by)
+        why = f" ({held} held back by the limits)" if held else ""
         return Finding("job.alternatives", "what would start it sooner", Verdict.OK,
-                       f"none of {len(rest)} change(s) `sbatch --test-only` checked would start sooner: waiting is "
-                       "the fastest", subject=subject, details=others)
+                       f"none of {len(rest)} change(s) checked would start sooner{why}: waiting is the fastest",
+                       subject=subject, details=caveat + others)
     best = sooner[0]
     return Finding("job.alternatives", "what would start it sooner", Verdict.WARN,
-                   f"{len(sooner)} change(s) would start sooner (checked with `sbatch --test-only`); best: "
-                   f"{best.variant.change}",
+                   f"{len(sooner)} change(s) would start sooner (checked with `sbatch --test-only` and the "
+                   f"QOS/association limits); best: {best.variant.change}",
                    f"`%scancel {job.display_id}` then `{best.variant.salloc_line}`", subject,
-                   tuple(a.line() for a in sooner) + others)
+                   caveat + tuple(a.line() for a in sooner) + others)
 
 
 def judge_running(job: Job, nodes: Sequence[Node], steps: Sequence[Step], now: datetime) -> Finding:

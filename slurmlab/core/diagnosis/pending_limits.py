@@ -1,7 +1,8 @@
 """Which QOS or association limit holds a pending job, with the owner's usage and the cap, as pure logic.
 
 Slurm names the limit in the reason (``QOSMaxGRESPerUser``, ``AssocGrpCpuLimit`` …); the cap is in the
-accounting database (``sacctmgr show qos`` / ``show assoc``, one ``|``-separated line per row) and the usage is
+accounting database (``sacctmgr show qos`` / ``show assoc``, one ``|``-separated line per row, in the fields of
+:mod:`.limit_rules`, which checks every limit of a request where this module names the one Slurm gave) and the usage is
 what the running jobs of the user (or account, or QOS) hold now (their ``tres-alloc``). Where accounting is off
 or ``sacctmgr`` cannot be asked, :func:`judge_limit` still names the limit from Slurm's words, without numbers.
 """
@@ -16,13 +17,9 @@ from slurmlab.core.slurm.reasons import limit_parts, plain_reason
 from slurmlab.core.slurm.tres import Tres
 from slurmlab.errors import ParseError
 
-__all__ = ["QOS_FIELDS", "ASSOC_FIELDS", "LimitAsk", "RunningUse", "judge_limit", "limit_ask", "parse_rows",
+__all__ = ["LimitAsk", "RunningUse", "judge_limit", "limit_ask", "parse_rows",
            "usage_of"]
 
-QOS_FIELDS = ("Name", "GrpTRES", "MaxTRES", "MaxTRESPerNode", "MaxTRESPU", "MaxTRESPA", "GrpJobs", "MaxJobsPU",
-              "MaxSubmitPU")
-ASSOC_FIELDS = ("Account", "User", "Partition", "GrpTRES", "MaxTRES", "MaxTRESPerNode", "GrpJobs", "MaxJobs",
-                "MaxSubmit")
 # the resource word of a reason -> the TRES key
 _TRES_KEY = {"GRES": "gres/gpu", "Cpu": "cpu", "CPU": "cpu", "Mem": "mem", "Memory": "mem", "Node": "node",
              "Billing": "billing"}
@@ -48,7 +45,7 @@ class RunningUse:
     user: str
     account: str
     qos: str
-    tres: Tres | None
+    tres: Tres | Mapping[str, float] | None  # a Tres, or its amounts by key (limit_rules.amounts)
     gpus: float | None = None  # counted from its GRES detail, for a TRES that leaves gres/gpu out (no accounting)
 
 
@@ -63,6 +60,8 @@ def limit_ask(reason: str | None) -> LimitAsk | None:
     scope = {"PerUser": "user", "PerAccount": "account", "PerJob": "job", "PerNode": "job"}.get(
         per, "account" if table == "assoc" else "qos")
     if res in ("Jobs", "SubmitJob", "SubmitJobs"):
+        if table == "assoc" and kind == "Max":  # an association's MaxJobs/MaxSubmit: the user's jobs in it
+            scope = "user"
         submit = res != "Jobs"
         if table == "assoc":
             field = ("GrpJobs" if kind == "Grp" else "MaxSubmit" if submit else "MaxJobs")
@@ -98,9 +97,11 @@ def parse_rows(text: str, fields: Sequence[str]) -> list[dict[str, str]]:
     return rows
 
 
-def _amount(tres: Tres | None, key: str) -> float | None:
+def _amount(tres: Tres | Mapping[str, float] | None, key: str) -> float | None:
     if tres is None:
         return None
+    if not isinstance(tres, Tres):
+        return tres.get(key)
     if key == "gres/gpu":
         gpus = tres.gpus if tres.gpus is not None else sum(g.amount for g in tres.gres if g.name == "gpu")
         return float(gpus) if gpus else None
@@ -124,7 +125,7 @@ def usage_of(ask: LimitAsk, running: Sequence[RunningUse], *, user: str, account
     """What the running jobs that count towards the limit hold now (jobs, or the TRES of ``ask.key``)."""
     def counts(j: RunningUse) -> bool:
         if ask.scope == "user":
-            return j.user == user and (ask.table == "assoc" or j.qos == qos)
+            return j.user == user and (j.account == account if ask.table == "assoc" else j.qos == qos)
         if ask.scope == "account":
             return j.account == account and (ask.table == "assoc" or j.qos == qos)
         return j.qos == qos if ask.scope == "qos" else False
@@ -141,22 +142,33 @@ def _unit(key: str | None, value: float) -> str:
 
 
 def judge_limit(ask: LimitAsk, rows: Sequence[Mapping[str, str]] | None, used: float | None, wants: float | None,
-                *, subject: str, name: str, why_no_numbers: str = "") -> Finding:
-    """The ``job.limit`` finding: the limit named, the usage and the cap where they are known."""
-    named = f"{ask.table.upper() if ask.table == 'qos' else 'association'} {name} limit {ask.field}".strip()
+                *, subject: str, name: str, why_no_numbers: str = "", lifts: Sequence[str] = (),
+                also: Sequence[str] = ()) -> Finding:
+    """The ``job.limit`` finding: the limit named, the usage and the cap where they are known, and which
+    change lifts it (``lifts``, in words: :func:`slurmlab.core.diagnosis.limit_changes.lifts`); ``also``: the
+    other limits that would hold it too."""
+    named = " ".join(w for w in ("QOS" if ask.table == "qos" else "association", name, "limit", ask.field) if w)
     caps = [c for c in (_cap(r, ask) for r in rows or ()) if c is not None]
+    lifted = "; or ".join(lifts)
     if not caps:
         said = why_no_numbers or "the accounting database shows no such cap"
         return Finding("job.limit", "which limit holds it", Verdict.WARN,
                        f"{plain_reason(ask.reason)} — {named}; usage and cap unknown ({said})",
-                       "`sacctmgr show qos` and `sacctmgr show assoc user=$USER` show the limits", subject)
+                       (f"lifts it: {lifted}" if lifted else
+                        "`sacctmgr show qos` and `sacctmgr show assoc user=$USER` show the limits"), subject,
+                       tuple(f"also held by {a}" for a in also))
     cap = min(caps)
     details: tuple[str, ...] = (f"the {ask.scope}'s running jobs hold {_unit(ask.key, used or 0)} of {_unit(ask.key, cap)}",)
     if wants is not None:
         details += (f"this job asks for {_unit(ask.key, wants)}",)
-    fix = ("it starts once enough of those jobs end; cancel one of yours, or ask for less"
-           if wants is None or wants <= cap else f"it can never start: it alone asks for more than the cap "
-           f"({_unit(ask.key, wants)} > {_unit(ask.key, cap)}): cancel it and ask for less")
+    details += tuple(f"also held by {a}" for a in also)
+    if wants is not None and wants > cap:
+        fix = (f"it can never start: it alone asks for more than the cap ({_unit(ask.key, wants)} > "
+               f"{_unit(ask.key, cap)}): cancel it and ask for less" + (f"; lifts it: {lifted}" if lifted else ""))
+    elif lifted:
+        fix = f"lifts it: {lifted}"
+    else:
+        fix = "it starts once enough of those jobs end; cancel one of yours, or ask for less"
     return Finding("job.limit", "which limit holds it", Verdict.WARN,
                    f"{named}: {_unit(ask.key, used or 0)} in use of {_unit(ask.key, cap)} allowed", fix, subject,
                    details)

@@ -12,8 +12,9 @@ import pytest
 
 from slurmlab.core.diagnosis.findings import Verdict
 from slurmlab.slurm.allocation import Allocation
+from slurmlab.slurm.allocation_why import why
 from slurmlab.slurm.poller import JobPoller
-from tests.integration.sandbox_jobs import squeue, submit, wait_for
+from tests.integration.sandbox_jobs import clear_queue, squeue, submit, wait_for
 
 pytestmark = pytest.mark.sandbox
 
@@ -136,3 +137,36 @@ def test_a_job_over_the_qos_gpu_limit_gets_the_limit_named_with_the_users_usage(
     assert "4 GPU(s) in use of 4 GPU(s) allowed" in limit.evidence, limit
     assert "this job asks for 2 GPU(s)" in limit.details
     r.run(["scancel", first, over], check=False)
+
+
+def test_at_the_qos_gpu_cap_every_change_offered_starts_when_taken(accounted: Any) -> None:
+    """Issue 25, point 8: `sbatch --test-only` applies no QOS limit, so a shorter time or fewer GPUs "would start
+    at once" while the user's QOS cap holds them as it holds the job. Nothing offered may wait for a limit:
+    every change why() offers is taken for real here and must run; the held ones name the cap; the finding
+    names the limit and what lifts it (ending the user's own job, or QOS debug: a cap of its own)."""
+    r = accounted.runner()
+    clear_queue(r)
+    first = submit(r, "--gpus=4", "-t", "30", "-J", "at-the-cap")  # QOS normal: 4 GPUs per user, all in use
+    wait_for(lambda: squeue(r, first, "%T") == "RUNNING" or None, 60, "the first job running")
+    over = submit(r, "--gpus=2", "-t", "10", "-J", "over-the-cap")
+    wait_for(lambda: squeue(r, over, "%r").startswith("QOS") or None, 60, "the second job held by its QOS")
+    taken: list[str] = []
+    try:
+        got = why(over, r)
+        assert got.sooner, got.text()
+        for alt in got.sooner:  # the strong check: what is offered starts when taken
+            jid = submit(r, *alt.variant.options)
+            taken.append(jid)
+            said = wait_for(lambda jid=jid: (lambda s: s if s.startswith("RUNNING") or not s.endswith(
+                ("|None", "|Priority")) else None)(squeue(r, jid, "%T|%r")), 30, f"a verdict on {alt.line()}")
+            assert said.startswith("RUNNING"), f"offered, yet it waits when taken ({said}): {alt.line()}"
+            r.run(["scancel", jid], check=False)
+        held = [a for a in got.rest if a.held_by]
+        assert {"time", "gpus"} <= {a.variant.kind for a in held}, got.text()  # what --test-only alone offered
+        assert all("MaxTRESPU" in a.held_by[0] for a in held if a.variant.kind in ("time", "gpus"))
+        limit = got.finding("job.limit")
+        assert limit is not None and "MaxTRESPU" in limit.evidence, got.text()
+        assert "4 GPU(s) in use of 4 GPU(s) allowed" in limit.evidence
+        assert f"end your job {first}" in limit.fix and "QOS debug instead of normal" in limit.fix, limit.fix
+    finally:
+        r.run(["scancel", first, over, *taken], check=False)

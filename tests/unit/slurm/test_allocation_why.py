@@ -1,7 +1,13 @@
 """``why()`` of a pending allocation gathered from what a real Slurm 22.05 printed (the doctor's recording: job 16
-waits for 8 GPUs behind jobs 14 and 15, job 17 is held): the reason in words, the blockers, the limit with
-usage and cap (or the names alone without accounting), the changes `sbatch --test-only` says start sooner; and
-``resubmit`` cancelling the old job only once the new one was accepted."""
+waits for 8 GPUs behind jobs 14 and 15, job 17 is held): the reason in words, the blockers, the changes
+`sbatch --test-only` says start sooner; and ``resubmit`` cancelling the old job only once the new one was
+accepted.
+
+Issue 25, point 8 (``tests/data/slurm/22.05/limits``, each scene every command ``why()`` ran, as a real Slurm
+answered it): with the user at the QOS GPU cap, ``--test-only`` would start a shorter time or fewer GPUs at
+once, yet the cap holds them as it holds the job: they are not offered, the limit is named with the usage, the
+cap and what lifts it, and the change offered (QOS debug) ran when taken; an association's MaxJobs likewise;
+with slurmdbd down nothing is offered blind; without accounting only the partitions' limits count."""
 
 from __future__ import annotations
 
@@ -16,8 +22,9 @@ from slurmlab.errors import AllocationError, ControllerDownError
 from slurmlab.slurm import allocation_why
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.allocation_why import resubmit, why
-from slurmlab.testing import ANY, FakeRunner
-from tests.unit.core.diagnosis.fake_cluster import cluster, read
+from slurmlab.testing import FakeRunner, recorded
+from tests.unit.core.diagnosis.fake_cluster import cluster
+from tests.unit.core.diagnosis.limit_scenes import LIMITS, scene_job, scene_names, scene_running
 
 
 @pytest.fixture
@@ -40,7 +47,9 @@ def test_a_job_pending_for_resources_says_why_who_holds_it_and_what_starts_soone
     assert all(a.answer.starts is not None for a in got.sooner)
     assert any(a.answer.refused for a in got.rest)  # the refused variants are kept, with Slurm's words
     assert "would start" in got.text() and "slurmlab-why" in got._repr_html_()
-    assert not any(argv[0] == "sacctmgr" for argv in fake.history)  # no limit: accounting is not asked
+    # the limits: accounting asked once, found off (that sandbox kept none), and nothing more asked for them
+    assert [argv[:4] for argv in fake.history if argv[0] == "sacctmgr"] == [["sacctmgr", "-nP", "show", "qos"]]
+    assert not any(argv[:2] == ["squeue", "-h"] and "-r" in argv for argv in fake.history)
 
 
 def test_without_alternatives_no_test_only_runs(fake: FakeRunner) -> None:
@@ -62,36 +71,84 @@ def test_a_running_job_no_longer_waits(fake: FakeRunner) -> None:
     assert not got.pending and got.state == "RUNNING" and got.findings[0].check == "job.state"
 
 
-def _over_limit(fake: FakeRunner, reason: str = "QOSMaxGRESPerUser") -> None:
-    text = read("show_job_d_pending.txt").replace("Reason=Resources", f"Reason={reason}")
-    fake.on(["scontrol", "show", "job", "-d", "16"], stdout=text)
-    fake.on(["squeue", "-h", "-j", "16", "-o", "%u|%a|%q"], stdout="alice|research|normal\n")
-    fake.on(["squeue", "-h", "-t", "RUNNING,COMPLETING", "-o", "%i|%u|%a|%q"],
-            stdout="14|alice|research|normal\n15|bob|research|normal\ngarbage line\n")
+def _scene(prefix: str) -> FakeRunner:
+    """A FakeRunner answering every command ``why()`` ran in one recorded scene, as Slurm answered it."""
+    fake = FakeRunner()
+    fake.replay(*(f"{LIMITS}/{n}" for n in scene_names(prefix)))
+    return fake
 
 
-def test_a_qos_limit_is_named_with_the_users_usage_and_the_cap(fake: FakeRunner) -> None:
-    _over_limit(fake)
-    fake.on(["sacctmgr", "-nP", "show", "qos", "where", "name=normal", ANY], stdout="normal||||gres/gpu=4||||\n")
-    got = why("16", fake, alternatives=False)
+def _recorded_options(prefix: str) -> list[list[str]]:
+    """The options of each `sbatch --test-only … --wrap=true` the scene ran, in order."""
+    return [list(args[args.index("/dev/null") + 1:-1]) for args in scene_names(prefix).values()
+            if args[:2] == ("sbatch", "--test-only")]
+
+
+def _test_only_calls(fake: FakeRunner) -> list[list[str]]:
+    return [a for a in fake.history if a[:2] == ["sbatch", "--test-only"]]
+
+
+def test_at_the_qos_gpu_cap_only_a_change_that_lifts_the_cap_is_offered() -> None:
+    with _scene("q") as fake:
+        got = why(scene_job("q"), fake)
+    assert [f.check for f in got.findings] == ["job.pending", "job.blockers", "job.limit", "job.alternatives"]
     limit = got.finding("job.limit")
     assert limit is not None, got.text()
-    # job 14 (alice's) holds 4 GPUs; job 15 is bob's and does not count towards alice's cap
     assert limit.evidence == "QOS normal limit MaxTRESPU: 4 GPU(s) in use of 4 GPU(s) allowed"
-    assert "this job asks for 8 GPU(s)" in limit.details and "can never start" in limit.fix
+    assert "this job asks for 2 GPU(s)" in limit.details
+    # which change lifts it: ending the user's own job (4 GPUs), or QOS debug (its own cap, none used there)
+    first = scene_running("q")
+    assert limit.fix.startswith(f"lifts it: end your job {first}, 4 GPU(s), ends ") and f"`%scancel {first}`" in limit.fix
+    assert "QOS debug instead of normal (`%salloc --account=research" in limit.fix
+    # --test-only would start a shorter time, or 1 GPU, at once (qx01): the cap holds them, they are not offered
+    assert [a.variant.kind for a in got.sooner] == ["qos"]
+    assert [list(got.sooner[0].variant.options)] == _recorded_options("q")
+    held = {a.variant.kind: a for a in got.rest if a.held_by}
+    assert {"time", "gpus"} <= set(held) and "account" in held
+    assert held["time"].line().endswith("not offered: it would wait for QOS normal MaxTRESPU (per user): 4 GPU(s) "
+                                        "in use + 2 GPU(s) asked > 4 GPU(s) allowed")
+    assert len(_test_only_calls(fake)) == 1  # a change the limits hold costs no --test-only call
+    assert recorded(f"{LIMITS}/qt01_taken_state.txt").stdout.startswith("RUNNING")  # taken, it ran
+    alternatives = got.finding("job.alternatives")
+    assert alternatives is not None and "sooner means: before its limit can lift" in alternatives.details
 
 
-@pytest.mark.parametrize(("stdout", "stderr", "code", "said"), [
-    ("", "sacctmgr: error: Problem talking to the database: Connection refused\n", 1, "Connection refused"),
-    ("normal|gres/gpu=4\n", "", 0, "sacctmgr output"),  # garbage of another width
-])
-def test_without_accounting_the_limit_is_named_alone(fake: FakeRunner, stdout: str, stderr: str, code: int,
-                                                     said: str) -> None:
-    _over_limit(fake)
-    fake.on(["sacctmgr", ...], stdout=stdout, stderr=stderr, returncode=code)
-    limit = why("16", fake, alternatives=False).finding("job.limit")
-    assert limit is not None and "QOSMaxGRESPerUser" in limit.evidence and "usage and cap unknown" in limit.evidence
-    assert said in limit.evidence and "\n" not in limit.evidence
+def test_an_associations_max_jobs_is_lifted_by_another_qos_or_account() -> None:
+    with _scene("a") as fake:
+        got = why(scene_job("a"), fake)
+    limit = got.finding("job.limit")
+    assert limit is not None, got.text()
+    assert limit.evidence == "association research/root limit MaxJobs: 1 job(s) in use of 1 job(s) allowed"
+    assert f"end your job {scene_running('a')}" in limit.fix and "account teaching instead of research" in limit.fix
+    assert [(a.variant.kind, a.variant.qos, a.variant.account) for a in got.sooner] == [
+        ("qos", "debug", None), ("account", "normal", "teaching"), ("account", "normal", "root")]
+    assert [list(a.variant.options) for a in got.sooner] == _recorded_options("a")
+    assert all(a.held_by for a in got.rest)  # every other change waits for the same MaxJobs
+    for n in ("at01", "at02", "at03"):  # each one offered was taken for real and ran
+        assert recorded(f"{LIMITS}/{n}_taken_state.txt").stdout.startswith("RUNNING")
+
+
+def test_with_the_accounting_database_down_nothing_is_offered_blind() -> None:
+    with _scene("d") as fake:
+        got = why(scene_job("d"), fake)
+    limit = got.finding("job.limit")
+    assert limit is not None and "usage and cap unknown" in limit.evidence and "Connection refused" in limit.evidence
+    assert "QOSMaxGRESPerUser" in limit.evidence and "\n" not in limit.evidence
+    assert got.sooner == () and got.rest and all("limits could not be read" in a.held_by[0] for a in got.rest)
+    assert _test_only_calls(fake) == []
+    alternatives = got.finding("job.alternatives")
+    assert alternatives is not None and "could not be checked" in alternatives.details[0]
+
+
+def test_without_accounting_a_change_is_offered_only_if_it_starts_before_the_job() -> None:
+    with _scene("o") as fake:
+        got = why(scene_job("o"), fake)
+    assert got.finding("job.limit") is None
+    # --test-only answered every change, each after the job's own expected start: waiting is the fastest
+    assert got.sooner == () and len(got.rest) == 3 and all(a.answer.starts for a in got.rest)
+    alternatives = got.finding("job.alternatives")
+    assert alternatives is not None and alternatives.verdict is Verdict.OK
+    assert "sooner means: before the job's own expected start" in alternatives.details
 
 
 def test_a_down_controller_is_one_clear_error() -> None:
@@ -160,3 +217,33 @@ def test_resubmit_needs_a_change_and_a_live_allocation(fake: FakeRunner) -> None
     ended.ended, ended.state = True, "CANCELLED"
     with pytest.raises(AllocationError, match="has ended"):
         resubmit(ended, gpus=1)
+
+
+def test_switching_to_another_qos_drops_the_requests_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The request's own ``-q normal`` would come last and win over the change's ``--qos=debug``: the switch
+    would then wait for the very cap it was to avoid."""
+    with _scene("q") as fake:
+        best = why(scene_job("q"), fake).sooner[0]
+    asked: list[list[str]] = []
+    monkeypatch.setattr(Allocation, "submit", lambda options, **kw: asked.append(list(options)) or object())
+    old = _old(fake)
+    old.request_argv = ("--gpus=2", "-q", "normal", "-A", "research", "--signal=USR1@60", "-t", "10")
+    resubmit(old, best)
+    assert asked[-1] == [*best.variant.options, "--signal=USR1@60"]
+    assert asked[-1].count("--qos=debug") == 1 and "normal" not in asked[-1]
+
+
+def test_a_limit_slurm_names_but_slurmlab_cannot_reproduce_offers_nothing() -> None:
+    """A TRES-minutes budget (QOSGrpGRESRunMinutes) is not in the numbers slurmlab reads: a change might wait
+    for it as the job does, so none is offered, and none costs a --test-only call."""
+    from dataclasses import replace
+
+    from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
+    from slurmlab.slurm.pending_alternatives import pending_alternatives
+
+    jid = scene_job("q")
+    with _scene("q") as fake:
+        job = parse_scontrol_jobs(fake.run(["scontrol", "show", "job", "-d", jid]).stdout)[0]
+        sooner, rest = pending_alternatives(replace(job, reason="QOSGrpGRESRunMinutes"), fake)
+    assert sooner == [] and rest and all("cannot check" in a.held_by[0] for a in rest)
+    assert _test_only_calls(fake) == []

@@ -4,6 +4,8 @@ The recording (dgx-h100 profile, 2 nodes × 8 H100): job 14 "train" runs with 4 
 4 GPUs on node2 under the hostile name ``x UserId=root(0) JobState=RUNNING``, job 16 "big" waits for 8 GPUs on
 one node (Resources), job 17 is held by its user, node2 is drained ("fan failure"). ``sbatch --test-only``
 answers: 4 GPUs would start at 08:05:39, 8 GPUs for 10 minutes at 08:35:35 (the job itself expects 08:25:35).
+That sandbox kept no accounting: ``sacctmgr`` answers as a 22.05 sandbox without accounting did (recorded by
+``tests/data/slurm/record_limits.py``), so no QOS or association limit is looked up.
 ``squeue --start`` of job 16 (``squeue_start_pending.txt``) is written to match: the same StartTime (squeue reads
 the job's own field) and the one node of its partition that is not drained as the planned node.
 """
@@ -43,6 +45,7 @@ def cluster(*, controller_up: bool = True) -> FakeRunner:
     fake.on(["squeue", "--start", "-h", "-j", ANY, "-o", ANY], stdout="")
     fake.on(["squeue", "--start", "-h", "-j", "16", "-o", ANY], stdout=read("squeue_start_pending.txt"))
     fake.on(["scontrol", "show", "step", "14"], stdout=read("show_step_running.txt"))
+    fake.replay("22.05/limits/o08_sacctmgr_nP_show.txt")  # accounting is off: no QOS/association limit
     fake.on(["sbatch", "--test-only", ...], stderr=read("test_only_refused.txt"), returncode=1)
     fake.on(["sbatch", "--test-only", ..., "--gpus=4", ...], stderr=read("test_only_4gpus.txt"))
     fake.on(["sbatch", "--test-only", ..., "--gpus=8", "-t", ANY, "--wrap=true"],

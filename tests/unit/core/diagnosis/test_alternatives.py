@@ -137,6 +137,14 @@ def test_rank_keeps_only_sooner_best_first() -> None:
     assert "refused by Slurm: refused" in rest[1].line()
     everything, _ = rank([alt("gpus", 100)], None)
     assert len(everything) == 1
+    # a change a limit would hold is never offered, whatever --test-only said (it applies no such limit)
+    held = Alternative(Variant("time", "-t 5 (minutes) instead of 10", ()), StartEstimate(now, "n1", "gpu"),
+                       ("it would wait for QOS normal MaxTRESPU (per user): 4 GPU(s) in use + 2 GPU(s) asked > 4 "
+                        "GPU(s) allowed",))
+    sooner, rest = rank([held], None)
+    assert sooner == [] and rest == [held] and not held.offered
+    assert held.line() == ("-t 5 (minutes) instead of 10: not offered: it would wait for QOS normal MaxTRESPU (per "
+                           "user): 4 GPU(s) in use + 2 GPU(s) asked > 4 GPU(s) allowed")
 
 
 @pytest.mark.parametrize(("request_argv", "kept"), [
@@ -149,3 +157,13 @@ def test_rank_keeps_only_sooner_best_first() -> None:
 ])
 def test_kept_options_carry_what_a_job_record_cannot_give_back(request_argv: list[str], kept: list[str]) -> None:
     assert kept_options(request_argv) == kept
+
+
+@pytest.mark.parametrize(("request_argv", "kept"), [
+    (["-A", "proj", "--qos", "normal", "--signal=USR1@60"], ["--signal=USR1@60"]),
+    (["-Aproj", "-qnormal", "--gpu-bind=closest"], ["--gpu-bind=closest"]),
+    (["--account=proj", "--qos=normal", "--exclusive"], ["--exclusive"]),
+])
+def test_an_account_or_qos_the_change_sets_replaces_the_requests(request_argv: list[str], kept: list[str]) -> None:
+    """salloc takes the last of two --qos: the request's own, carried after the change's, would win."""
+    assert kept_options(request_argv, ("--account", "--qos")) == kept
