@@ -21,9 +21,9 @@ def register(subparsers: Any) -> None:
         "doctor",
         help="check the cluster, a job or a node, and say what is wrong and what to do",
         description="Troubleshooting as checks: controller reachable, GRES configuration, a job stuck pending "
-        "(its reason, the jobs holding what it needs, changes `sbatch --test-only` says would start it sooner and no QOS or association limit would hold) "
-        "or running (its nodes, steps, the GPU-node checks), drained or down nodes. Exit code 1 when a check "
-        "fails.",
+        "(its reason, the jobs holding what it needs, changes `sbatch --test-only` says would start it sooner "
+        "and no QOS or association limit would hold) or running (its nodes, steps, the GPU-node checks), drained "
+        "or down nodes. Exit code 1 when a check fails.",
     )
     p.add_argument("--job", "-j", metavar="ID", help="a job to diagnose (pending, held or running)")
     p.add_argument("--node", "-n", metavar="NAME", help="a node to diagnose (drained, down ...)")
