@@ -208,8 +208,12 @@ class StepMagics(Magics):
         if result.interrupted:
             print(f"step ended after --timeout {ns.timeout:g} s", file=sys.stderr)
         elif result.returncode != 0:
-            print(f"step exited with code {result.returncode}", file=sys.stderr)
-            hint = _refusal_hint(alloc, result.stderr)
+            # srun's words are in the cell already; a step srun could not run (munge, the controller) gets the
+            # runner's reading of them and its hint, as every other path to Slurm does
+            failure = result.failure
+            print(f"step exited with code {result.returncode}" + (f": {failure.message}" if failure else ""),
+                  file=sys.stderr)
+            hint = failure.hint if failure is not None else _refusal_hint(alloc, result.stderr)
             if hint:
                 print(f"-> {hint}", file=sys.stderr)
 

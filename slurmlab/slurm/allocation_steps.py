@@ -101,4 +101,4 @@ def launch(alloc: Allocation, command: Sequence[str], *, args: Iterable[str], ov
         raise TypeError("command must be an argv list")
     argv = step_argv(alloc.job_id, [str(a) for a in args], [str(c) for c in command], label=False,
                      overlap=overlap)
-    return RunningStep(argv, alloc.runner.popen(argv))
+    return RunningStep(argv, alloc.runner.popen(argv), alloc.runner)

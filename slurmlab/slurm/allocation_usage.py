@@ -183,17 +183,23 @@ class UsageSampler:
         argv = step_argv(str(alloc.job_id), extra, sampler_command(self.interval, seconds, gpus),
                          label=True, overlap=True)
         self._proc = proc = alloc.runner.popen(argv, merge_stderr=True)
+        heard = threading.Event()
+        watch = alloc.runner.watch(proc, argv, answered=heard.is_set)  # the runner's munge probe, as every step's
         said: list[str] = []
         try:
             assert proc.stdout is not None
             for line in proc.stdout:
+                heard.set()
                 if self._done():
                     break
                 self._read_line(line.rstrip("\n"), said)
         finally:
+            watch.cancel()
             if proc.poll() is None:
                 end_step(proc)
             close_quietly(proc.stdout)
+        if watch.error is not None:
+            raise watch.error  # the table's error, in the runner's words
         if self.error is None and not self._samples and not self._done():
             tail = " / ".join(said[-3:]) or f"exit {proc.returncode}"
             self.error = f"the sampler step on {', '.join(gpus)} printed no sample: {tail[-400:]}"

@@ -14,11 +14,14 @@ from slurmlab.errors import (
     SlurmError,
     SlurmNotConfiguredError,
     SlurmNotFoundError,
+    SlurmTimeoutError,
 )
 
-__all__ = ["INSTALL_HINT", "NOT_CONFIGURED_HINT", "classify_failure", "not_installed"]
+__all__ = ["CONTROLLER_HINT", "INSTALL_HINT", "NOT_CONFIGURED_HINT", "classify_failure", "missing_configuration",
+           "not_installed", "refusal_hint", "timed_out"]
 
 INSTALL_HINT = "sudo apt-get install slurm-client   (or load your site's Slurm module: module load slurm)"
+CONTROLLER_HINT = "check that slurmctld is up (`scontrol ping`); for the sandbox run `slurmlab sandbox status`"
 
 NOT_CONFIGURED_HINT = ("no Slurm cluster is configured for this machine: start a local one with `%slurm sandbox up` "
                        "(terminal: `slurmlab sandbox up`), or point at a cluster's config with "
@@ -58,15 +61,39 @@ def not_installed(argv: Sequence[str]) -> SlurmNotFoundError:
     )
 
 
-def classify_failure(argv: Sequence[str], returncode: int, stderr: str) -> SlurmError:
-    """Map a failed command to the right exception, keeping Slurm's message verbatim."""
+def missing_configuration(conf: str, argv: Sequence[str]) -> SlurmNotConfiguredError:
+    """The error for a ``SLURM_CONF`` that names no file."""
+    return SlurmNotConfiguredError(
+        f"SLURM_CONF points to {conf}, which does not exist",
+        argv=argv,
+        hint="unset SLURM_CONF to use the cluster's own configuration, or start a local Slurm: "
+        "`%slurm sandbox up` in a notebook, `slurmlab sandbox up` then `eval \"$(slurmlab sandbox env)\"` "
+        "in a terminal",
+    )
+
+
+def timed_out(argv: Sequence[str], limit: float, stderr: str = "") -> SlurmTimeoutError:
+    """The error for a command that ran past its timeout of ``limit`` seconds."""
+    return SlurmTimeoutError(
+        f"{argv[0]} did not answer within {limit:g} s: the Slurm controller is not responding",
+        argv=argv,
+        stderr=stderr,
+        hint="check that slurmctld is up (`scontrol ping`); retry later or raise the timeout",
+    )
+
+
+def classify_failure(argv: Sequence[str], returncode: int, stderr: str, *, quote: bool = True) -> SlurmError:
+    """Map a failed command to the right exception, keeping Slurm's message verbatim.
+
+    ``quote=False`` leaves Slurm's words out of the message (they stay in ``stderr``): for a step, whose words
+    the cell already shows as they came."""
     text = stderr.strip() or f"exit code {returncode}, no message"
     low = text.lower()
     cmd = argv[0] if argv else "slurm"
-    shown = f"{cmd} failed: {text}"
+    shown = f"{cmd} failed: {text}" if quote else f"{cmd} failed"
     if any(f in low for f in _MUNGE_FRAGMENTS):
         return MungeError(
-            shown,
+            shown if quote else f"{cmd} failed: munge (Slurm's authentication) gave no credential",
             argv=argv,
             returncode=returncode,
             stderr=stderr,
@@ -79,16 +106,18 @@ def classify_failure(argv: Sequence[str], returncode: int, stderr: str) -> Slurm
                                        returncode=returncode, stderr=stderr, hint=NOT_CONFIGURED_HINT)
     if "invalid job id" in low or "invalid job step id" in low:
         return JobNotFoundError(
-            shown, argv=argv, returncode=returncode, stderr=stderr,
+            shown if quote else f"{cmd} failed: Slurm does not know the job",
+            argv=argv, returncode=returncode, stderr=stderr,
             hint="the job ended and was purged, or the id is wrong: check `squeue --me`",
         )
     if any(f in low for f in _CONTROLLER_FRAGMENTS):
         return ControllerDownError(
-            f"the Slurm controller is not responding ({cmd}: {text})",
+            f"the Slurm controller is not responding ({cmd}: {text})" if quote
+            else f"{cmd} failed: the Slurm controller is not responding",
             argv=argv,
             returncode=returncode,
             stderr=stderr,
-            hint="check that slurmctld is up (`scontrol ping`); for the sandbox run `slurmlab sandbox status`",
+            hint=CONTROLLER_HINT,
         )
     hint = refusal_hint(low)
     return SlurmError(shown, argv=argv, returncode=returncode, stderr=stderr, hint=hint)

@@ -23,6 +23,7 @@ __all__ = [
     "munge_kind",
     "munge_socket",
     "probe_munge",
+    "sandbox_folder",
 ]
 
 MUNGE_PROBE_TIMEOUT = 2.0
@@ -85,6 +86,10 @@ def probe_munge(path: str, *, timeout: float = MUNGE_PROBE_TIMEOUT) -> MungeProb
             return MungeProblem(path, "stopped", f"munged is not running (its socket {path}: {exc.strerror})")
         except PermissionError:
             return MungeProblem(path, "denied", f"you may not use munged's socket {path} (permission denied)")
+        except BlockingIOError:
+            # its queue of connections is full: a munged frozen for a while (every daemon keeps asking it)
+            return MungeProblem(path, "frozen", f"munged's socket {path} takes no more connections "
+                                                "(munged frozen or overloaded?)")
         except TimeoutError:
             return MungeProblem(path, "frozen", f"munged's socket {path} accepts no connection (munged frozen?)")
         except OSError as exc:
@@ -105,7 +110,7 @@ def probe_munge(path: str, *, timeout: float = MUNGE_PROBE_TIMEOUT) -> MungeProb
     return None
 
 
-def _sandbox_folder(slurm_conf: str | None) -> Path | None:
+def sandbox_folder(slurm_conf: str | None) -> Path | None:
     """The sandbox folder when ``slurm_conf`` is one a slurmlab sandbox rendered."""
     if not slurm_conf:
         return None
@@ -119,7 +124,7 @@ def _sandbox_folder(slurm_conf: str | None) -> Path | None:
 
 def munge_hint(slurm_conf: str | None, kind: str) -> str:
     """The next step for a munge problem of ``kind``: in a sandbox its own command, elsewhere the admins."""
-    folder = _sandbox_folder(slurm_conf)
+    folder = sandbox_folder(slurm_conf)
     if kind == "denied":
         if folder is not None:
             return (f"this sandbox lets in only its owner and the users it admits; its owner can add you: "

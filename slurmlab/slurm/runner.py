@@ -5,12 +5,12 @@ controller cannot hang the caller, and honours ``SLURM_CONF`` and cluster select
 Failures become :mod:`slurmlab.errors` exceptions that keep Slurm's own message
 (:mod:`slurmlab.slurm.failures` reads it).
 
-A stopped or frozen munged makes every Slurm command wait (for its whole timeout) as if the
-controller were down. So a command that has not answered after ``munge_probe_after`` seconds
-(2 s) has the munge socket of its configuration probed (a connect, then ``munge -n`` with a short
-timeout, :mod:`slurmlab.slurm.munge`); when munged does not answer, the command is stopped and
-:class:`MungeError` says so.
-A command that answers in time costs nothing more.
+A command that has not answered after ``munge_probe_after`` seconds (2 s) is asked about once: when munged
+does not work, or (for a command that asks slurmctld alone) ``scontrol ping`` finds no controller up, the
+command is stopped and :class:`MungeError` or :class:`ControllerDownError` says so
+(:mod:`slurmlab.slurm.stall`); a command that answers in time costs nothing more. Processes started in the
+background (:meth:`Runner.popen`: salloc, steps) get the same munge probe and words from :meth:`Runner.watch`,
+and :meth:`Runner.failure` gives any failed command's words the runner's hint.
 """
 
 from __future__ import annotations
@@ -21,23 +21,23 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
 from slurmlab.core.jsontypes import JSONObject
-from slurmlab.errors import MungeError, SlurmError, SlurmNotConfiguredError, SlurmTimeoutError
+from slurmlab.errors import SlurmError
+from slurmlab.slurm import failures, stall
 from slurmlab.slurm.failures import INSTALL_HINT, classify_failure, not_installed
 from slurmlab.slurm.munge import (
     DEFAULT_MUNGE_SOCKET,
     MUNGE_PROBE_TIMEOUT,
     MungeProblem,
-    munge_hint,
-    munge_kind,
     munge_socket,
     probe_munge,
 )
+from slurmlab.slurm.stall import StallWatch
 
 __all__ = [
     "DECODE_ERRORS",
@@ -49,6 +49,7 @@ __all__ = [
     "MungeProblem",
     "RunResult",
     "Runner",
+    "StallWatch",
     "classify_failure",
     "get_runner",
     "munge_socket",
@@ -148,12 +149,9 @@ class Runner:
         """What selects this runner's Slurm, as JSON values, for a process that runs it later from elsewhere
         (the allocation guardian runs from "/", and this process's environment may change)."""
         conf = self.configuration()
-        return {
-            "conf": os.path.abspath(conf) if conf else None,
-            "cluster": self.cluster or os.environ.get("SLURM_CLUSTERS"),
-            "env": dict(_flatten_env(self.env).items()),
-            "timeout": self.timeout,
-        }
+        return {"conf": os.path.abspath(conf) if conf else None,
+                "cluster": self.cluster or os.environ.get("SLURM_CLUSTERS"),
+                "env": dict(_flatten_env(self.env).items()), "timeout": self.timeout}
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, object]) -> Runner:
@@ -173,62 +171,65 @@ class Runner:
             raise TypeError("argv must be a non-empty list of strings, never a shell string")
         out = [str(a) for a in argv]
         conf = self.configuration()
-        if conf and not os.path.exists(conf):
-            # Slurm's commands retry a missing configuration file for 60 s before they fail
-            raise SlurmNotConfiguredError(
-                f"SLURM_CONF points to {conf}, which does not exist",
-                argv=out,
-                hint="unset SLURM_CONF to use the cluster's own configuration, or start a local Slurm: "
-                "`%slurm sandbox up` in a notebook, `slurmlab sandbox up` then `eval \"$(slurmlab sandbox env)\"` "
-                "in a terminal",
-            )
+        if conf and not os.path.exists(conf):  # Slurm's commands retry a missing file for 60 s before they fail
+            raise failures.missing_configuration(conf, out)
         with self._lock:
             self.calls += 1
         return out
 
-    # ---- munge ---------------------------------------------------------------------------------
+    # ---- a command that does not answer: munged, or a dead controller (slurmlab.slurm.stall) -------------
     def _probe_after(self, limit: float) -> float | None:
-        if self.munge_probe_after <= 0:
-            return None
-        return min(self.munge_probe_after, limit / 2)
+        return None if self.munge_probe_after <= 0 else min(self.munge_probe_after, limit / 2)
 
     def _munge_problem(self, env: Mapping[str, str], remaining: float) -> MungeProblem | None:
         path = munge_socket(env.get("SLURM_CONF"))
-        if path is None:
-            return None
         # never so short that a healthy but loaded munged is taken for a frozen one
-        return probe_munge(path, timeout=min(MUNGE_PROBE_TIMEOUT, max(remaining, 1.0)))
+        return None if path is None else probe_munge(path, timeout=min(MUNGE_PROBE_TIMEOUT, max(remaining, 1.0)))
 
-    def _munge_failure(self, args: list[str], problem: MungeProblem, waited: float, env: Mapping[str, str],
-                       stderr: str = "") -> MungeError:
-        return MungeError(
-            f"{args[0]} got no answer in {waited:.0f} s because munge does not work: {problem.detail}",
-            argv=args, stderr=stderr, hint=munge_hint(env.get("SLURM_CONF"), problem.kind),
-        )
+    def _stall(self, args: list[str], env: Mapping[str, str], start: float, limit: float, stderr: str = ""
+               ) -> SlurmError | None:
+        """Why ``args`` (started at ``start``) has not answered yet: munged, or a controller that ``scontrol ping``
+        finds down (see :mod:`slurmlab.slurm.stall`); None when neither, and it is left to run."""
+        conf = env.get("SLURM_CONF")
+        problem = self._munge_problem(env, limit - (time.monotonic() - start))
+        if problem is not None:
+            return stall.munge_failure(args, problem, time.monotonic() - start, conf, stderr)
+        remaining = limit - (time.monotonic() - start)
+        if remaining <= 0 or not stall.asks_controller(args, env):
+            return None
+        said = self._ping(env, min(stall.STALL_PING_TIMEOUT, remaining))
+        return None if said is None else stall.controller_failure(args, said, time.monotonic() - start, conf, stderr)
 
-    def _failure(self, args: list[str], returncode: int, stderr: str, env: Mapping[str, str]) -> SlurmError:
-        err = classify_failure(args, returncode, stderr)
-        if isinstance(err, MungeError):
-            # Slurm's own words ("Munge encode failed …") do not say why; the socket does, in
-            # milliseconds when munged is stopped. The hint is the one next step that fits.
-            said = munge_kind(stderr)
-            problem = None if said == "denied" else self._munge_problem(env, 1.0)
-            kind = problem.kind if problem is not None else said
-            words = stderr.strip()
-            message = err.message if problem is None else (
-                f"{args[0]} failed because munge does not work: {problem.detail}"
-                + (f" (Slurm said: {words if len(words) <= 300 else words[:300] + '…'})" if words else ""))
-            err = MungeError(message, argv=args, returncode=returncode, stderr=stderr,
-                             hint=munge_hint(env.get("SLURM_CONF"), kind))
-        return err
+    def _ping(self, env: Mapping[str, str], timeout: float) -> str | None:
+        """``scontrol ping``'s words when it finds every controller down; None when one is up or it proves nothing."""
+        with self._lock:
+            self.calls += 1
+        try:
+            proc = subprocess.run(list(stall.PING_ARGV), stdin=subprocess.DEVNULL, capture_output=True,
+                                  encoding=ENCODING, errors=DECODE_ERRORS, env=dict(env), timeout=timeout)
+        except (subprocess.TimeoutExpired, OSError):
+            return None  # busy, frozen or missing: the command's own timeout decides
+        return stall.down_words(proc.stdout)
 
-    def _timeout(self, args: list[str], limit: float, stderr: str = "") -> SlurmTimeoutError:
-        return SlurmTimeoutError(
-            f"{args[0]} did not answer within {limit:g} s: the Slurm controller is not responding",
-            argv=args,
-            stderr=stderr,
-            hint="check that slurmctld is up (`scontrol ping`); retry later or raise the timeout",
-        )
+    def failure(self, argv: Sequence[str], returncode: int, stderr: str, *, env: Mapping[str, str] | None = None,
+                quote: bool = True) -> SlurmError:
+        """What a failed command means, in the runner's words: Slurm's message classified, a munge failure named
+        by a probe of the socket, and the hint that fits this runner's configuration (a sandbox's own command,
+        with its ``--dir``). ``quote=False``: Slurm's words stay out of the message (a step showed them)."""
+        environ = self.environ() if env is None else env
+        args = [str(a) for a in argv]
+        return stall.explain_failure(args, returncode, stderr, environ.get("SLURM_CONF"),
+                                     lambda: self._munge_problem(environ, 1.0), quote=quote)
+
+    def watch(self, proc: subprocess.Popen[str], argv: Sequence[str], *, answered: Callable[[], bool],
+              on_error: Callable[[SlurmError], None] | None = None,
+              env: Mapping[str, str] | None = None) -> StallWatch:
+        """The munge probe of :meth:`run` for ``proc`` from :meth:`popen` (salloc, a step), which has answered when
+        ``answered()`` says so: when munged does not work, the process is stopped and the watch's ``error`` (also
+        handed to ``on_error``) says why in the words of :meth:`run`. Call ``cancel()`` once it has answered."""
+        environ = self.environ(env)
+        return StallWatch(proc, [str(a) for a in argv], environ.get("SLURM_CONF"), self._probe_after(float("inf")),
+                          lambda: self._munge_problem(environ, MUNGE_PROBE_TIMEOUT), answered, on_error)
 
     def _prepare(self, argv: Sequence[str], timeout: float | None, env: Mapping[str, str] | None
                  ) -> tuple[list[str], float, dict[str, str], float]:
@@ -266,14 +267,14 @@ class Runner:
             except subprocess.TimeoutExpired as exc:
                 proc.kill()
                 proc.wait()
-                raise self._timeout(args, limit, _text(exc.stderr)) from exc
+                raise failures.timed_out(args, limit, _text(exc.stderr)) from exc
             except BaseException:
                 proc.kill()
                 proc.wait()
                 raise
         result = RunResult(tuple(args), proc.returncode, out, err, time.monotonic() - start)
         if check and proc.returncode != 0:
-            raise self._failure(args, proc.returncode, err, environ)
+            raise self.failure(args, proc.returncode, err, env=environ)
         return result
 
     def _communicate(self, proc: subprocess.Popen[str], args: list[str], input: str | None, limit: float,
@@ -285,9 +286,9 @@ class Runner:
             return proc.communicate(input, timeout=after)
         except subprocess.TimeoutExpired as exc:
             partial = _text(exc.stderr)
-        problem = self._munge_problem(env, limit - (time.monotonic() - start))
-        if problem is not None and proc.poll() is None:
-            raise self._munge_failure(args, problem, time.monotonic() - start, env, partial)
+        trouble = self._stall(args, env, start, limit, partial)
+        if trouble is not None and proc.poll() is None:
+            raise trouble
         # retrying communicate() loses no output (and sends the input only once)
         return proc.communicate(timeout=max(limit - (time.monotonic() - start), 0.01))
 
@@ -344,16 +345,15 @@ class Runner:
             if after is not None:
                 done, _ = await asyncio.wait({talk}, timeout=after)
                 if not done:
-                    remaining = limit - (time.monotonic() - start)
                     loop = asyncio.get_running_loop()
-                    problem = await loop.run_in_executor(None, self._munge_problem, environ, remaining)
-                    if problem is not None and not talk.done():
-                        raise self._munge_failure(args, problem, time.monotonic() - start, environ)
+                    trouble = await loop.run_in_executor(None, self._stall, args, environ, start, limit)
+                    if trouble is not None and not talk.done():
+                        raise trouble
             remaining = max(limit - (time.monotonic() - start), 0.01)
             try:
                 out, err = await asyncio.wait_for(asyncio.shield(talk), timeout=remaining)
             except asyncio.TimeoutError as exc:
-                raise self._timeout(args, limit) from exc
+                raise failures.timed_out(args, limit) from exc
         finally:
             if not talk.done():
                 if proc.returncode is None:
@@ -365,7 +365,7 @@ class Runner:
         rc = proc.returncode if proc.returncode is not None else -1
         result = RunResult(tuple(args), rc, _text(out), _text(err), time.monotonic() - start)
         if check and rc != 0:
-            raise self._failure(args, rc, result.stderr, environ)
+            raise self.failure(args, rc, result.stderr, env=environ)
         return result
 
 

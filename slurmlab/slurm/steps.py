@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import queue
+import select
 import signal
 import subprocess
 import sys
@@ -19,10 +20,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import IO
 
-from slurmlab.slurm.runner import Runner
+from slurmlab.errors import ControllerDownError, JobNotFoundError, MungeError, SlurmError
+from slurmlab.slurm.runner import Runner, StallWatch
 
 __all__ = ["OutputCallback", "RunningStep", "StepResult", "callable_argv", "end_step", "overlap_refused",
-           "print_output", "step_argv", "stream_step"]
+           "print_output", "srun_failure", "step_argv", "stream_step"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,9 @@ class StepResult:
     stderr: list[str] = field(default_factory=list)
     interrupted: bool = False
     duration: float = 0.0
+    # why srun could not run the step, when its own words say munge, the controller or a job Slurm does not know:
+    # the runner's error for them, with its hint (Slurm's words are in stderr)
+    failure: SlurmError | None = None
 
     @property
     def ok(self) -> bool:
@@ -49,23 +54,43 @@ class StepResult:
 
 
 class RunningStep:
-    """A step started by :meth:`Allocation.launch`; collect it with :meth:`wait`."""
+    """A step started by :meth:`Allocation.launch`; collect it with :meth:`wait`.
 
-    def __init__(self, argv: list[str], proc: subprocess.Popen[str]) -> None:
+    Given the ``runner`` that started it, the step gets the runner's munge probe until it prints (a step that
+    printed nothing while munged does not work is ended, and :meth:`wait` raises the MungeError), and a failed
+    step's ``failure`` (:func:`srun_failure`)."""
+
+    def __init__(self, argv: list[str], proc: subprocess.Popen[str], runner: Runner | None = None) -> None:
         self.argv = argv
         self.proc = proc
         self._start = time.monotonic()
         self._result: StepResult | None = None
+        self._runner = runner
+        self._heard = False
+        self._watch: StallWatch | None = None if runner is None else runner.watch(proc, argv, answered=self._printed)
+
+    def _printed(self) -> bool:
+        """Whether the step has printed anything yet, without reading it (nothing reads it before :meth:`wait`)."""
+        if not self._heard:
+            pipes = [p for p in (self.proc.stdout, self.proc.stderr) if p is not None and not p.closed]
+            with contextlib.suppress(OSError, ValueError):
+                self._heard = bool(pipes) and bool(select.select(pipes, [], [], 0)[0])
+        return self._heard
 
     def wait(self, timeout: float | None = None) -> StepResult:
-        """What the step printed and its exit code; after ``timeout`` seconds the step is ended (``interrupted``)."""
-        if self._result is not None:
-            return self._result
-        try:
-            out, err = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return self._end(interrupted=True)
-        return self._done(out, err, False)
+        """What the step printed and its exit code; after ``timeout`` seconds the step is ended (``interrupted``).
+        Raises the runner's MungeError when the step was ended because munged does not work."""
+        result = self._result
+        if result is None:
+            try:
+                out, err = self.proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                result = self._end(interrupted=True)
+            else:
+                result = self._done(out, err, False)
+        if self._watch is not None and self._watch.error is not None:
+            raise self._watch.error
+        return result
 
     def stop(self) -> None:
         """End the step. What it printed is kept for ``wait``, and its pipes are closed here: left to the
@@ -89,10 +114,24 @@ class RunningStep:
         return self._done(out, err, interrupted)
 
     def _done(self, out: str, err: str, interrupted: bool) -> StepResult:
+        if self._watch is not None:
+            self._watch.cancel()
         rc = self.proc.returncode if self.proc.returncode is not None else -1
-        self._result = StepResult(tuple(self.argv), rc, out.splitlines(), err.splitlines(), interrupted,
-                                  time.monotonic() - self._start)
+        lines = err.splitlines()
+        failure = None if self._runner is None or interrupted else srun_failure(self._runner, self.argv, rc, lines)
+        self._result = StepResult(tuple(self.argv), rc, out.splitlines(), lines, interrupted,
+                                  time.monotonic() - self._start, failure)
         return self._result
+
+
+def srun_failure(runner: Runner, argv: list[str], returncode: int, stderr: list[str]) -> SlurmError | None:
+    """Why srun could not run a step, in the runner's words and with its hint, when srun's own lines
+    (``srun: error: …``; the others are the program's) say munge, the controller or a job Slurm does not know."""
+    own = [line for line in stderr if line.startswith("srun: ")]
+    if returncode == 0 or not own:
+        return None
+    err = runner.failure(argv, returncode, "\n".join(own[-20:]), quote=False)
+    return err if isinstance(err, (MungeError, ControllerDownError, JobNotFoundError)) else None
 
 
 def close_quietly(*streams: IO[str] | Iterable[str] | None) -> None:
@@ -116,17 +155,23 @@ def step_argv(job_id: str, extra: list[str], command: list[str], *, label: bool,
 
 
 def stream_step(runner: Runner, argv: list[str], on_output: OutputCallback, timeout: float | None) -> StepResult:
-    """Run a step, handing each line to ``on_output`` as it comes; Ctrl-C or ``timeout`` end the step."""
+    """Run a step, handing each line to ``on_output`` as it comes; Ctrl-C or ``timeout`` end the step.
+
+    Until it prints, the step has the runner's munge probe: one stuck on a munged that does not work is ended,
+    and the runner's MungeError raised. A step srun could not run says why in ``failure``."""
     start = time.monotonic()
     proc = runner.popen(argv)
     out: list[str] = []
     err: list[str] = []
     lines: queue.Queue[tuple[str, str] | None] = queue.Queue()
     held: list[str] = []
+    heard = threading.Event()
+    watch = runner.watch(proc, argv, answered=heard.is_set)
 
     def pump(stream: Iterable[str], name: str) -> None:
         try:
             for raw in stream:
+                heard.set()
                 lines.put((name, raw.rstrip("\n")))
         finally:
             close_quietly(stream)  # read to its end (or broken): closed here, not left to a ResourceWarning
@@ -173,8 +218,13 @@ def stream_step(runner: Runner, argv: list[str], on_output: OutputCallback, time
                 break
             if item is not None:
                 (out if item[0] == "stdout" else err).append(item[1])
-    result = StepResult(tuple(argv), proc.returncode if proc.returncode is not None else -1,
-                        out, err, interrupted, time.monotonic() - start)
+    finally:
+        watch.cancel()
+    if watch.error is not None:
+        raise watch.error
+    rc = proc.returncode if proc.returncode is not None else -1
+    result = StepResult(tuple(argv), rc, out, err, interrupted, time.monotonic() - start,
+                        None if interrupted else srun_failure(runner, argv, rc, err))
     if held and not overlap_refused(result):
         for line in held:
             on_output("stderr", line)

@@ -186,7 +186,7 @@ class FakeRunner(Runner):
                                     "(held replies are for popen)")
         result = RunResult(tuple(args), reply.returncode, reply.stdout, reply.stderr, 0.0)
         if check and reply.returncode != 0:
-            raise self._failure(args, reply.returncode, reply.stderr, self.environ(env))
+            raise self.failure(args, reply.returncode, reply.stderr, env=self.environ(env))
         return result
 
     async def arun(self, argv: Sequence[str], *, timeout: float | None = None, check: bool = True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import sys
@@ -287,3 +288,157 @@ def test_a_step_larger_than_its_allocation_gets_a_next_step() -> None:
                                         "than permitted")
     assert "More processors requested than permitted" in str(err)
     assert err.hint and "fewer tasks" in err.hint and "%salloc" in err.hint
+
+
+# ---- every path to Slurm gets the same probe and words (issue 25, points 5 and 9) ------------------------
+def _after_because(message: str) -> str:
+    """A stall message without the command and the seconds it waited: what every path says alike."""
+    return message.split(" because ", 1)[1]
+
+
+def test_a_step_stuck_on_a_frozen_munged_ends_within_seconds_in_the_runners_words(
+    monkeypatch: pytest.MonkeyPatch, short_dir: Path, silent_munged: Path
+) -> None:
+    """%srun sat out a whole munged freeze (45 s of 45 s) and said only Slurm's 'Unexpected missing socket
+    error': streamed steps skipped the runner's probe. A step that has printed nothing while munged does not
+    answer is ended, with the words run() uses."""
+    from slurmlab.slurm.steps import RunningStep, stream_step
+
+    monkeypatch.setattr(runner_mod, "MUNGE_PROBE_TIMEOUT", 0.5)
+    conf = conf_with_socket(short_dir, silent_munged, sandbox=True)
+    r = Runner(slurm_conf=str(conf), timeout=20, munge_probe_after=0.3)
+    with pytest.raises(MungeError) as ran:
+        r.run(SLOW)
+    seen: list[str] = []
+    t0 = time.monotonic()
+    with pytest.raises(MungeError) as streamed:
+        stream_step(r, SLOW, lambda stream, line: seen.append(line), None)
+    assert time.monotonic() - t0 < 6, "the step waited for munged instead of the probe"
+    assert seen == []
+    launched = RunningStep(SLOW, r.popen(SLOW), r)  # a step started beside others (Allocation.launch)
+    t0 = time.monotonic()
+    with pytest.raises(MungeError) as waited:
+        launched.wait(timeout=20)
+    assert time.monotonic() - t0 < 6 and launched.proc.returncode is not None
+    for err in (streamed.value, waited.value):
+        assert "frozen" in err.message and err.message.startswith(f"{SLOW[0]} got no answer in ")
+        assert _after_because(err.message) == _after_because(ran.value.message)
+        assert err.hint == ran.value.hint == f"bring munged back, keeping every job: slurmlab sandbox restart --dir {short_dir}"
+
+
+def test_a_step_that_has_answered_is_left_to_run_while_munged_is_probed(
+    monkeypatch: pytest.MonkeyPatch, short_dir: Path, silent_munged: Path
+) -> None:
+    """The probe is for a step that has not started: one that printed runs to its end (no probe, no kill)."""
+    from slurmlab.slurm.steps import stream_step
+
+    probes: list[str] = []
+    monkeypatch.setattr(runner_mod, "probe_munge", lambda path, timeout: probes.append(path))
+    conf = conf_with_socket(short_dir, silent_munged, sandbox=True)
+    r = Runner(slurm_conf=str(conf), timeout=20, munge_probe_after=0.3)
+    talks = [sys.executable, "-c", "import time; print('started', flush=True); time.sleep(1.2); print('done')"]
+    seen: list[str] = []
+    result = stream_step(r, talks, lambda stream, line: seen.append(line), None)
+    assert result.returncode == 0 and seen == ["started", "done"] and result.failure is None
+    assert probes == []
+
+
+# what `scontrol ping` and `squeue` do against a killed slurmctld: the ping answers at once (recorded), squeue
+# retries its connection for about 18 s (22.05, seen); stand-ins on PATH play both
+PING_DOWN = (REPO / "tests/data/slurm/22.05/l21_scontrol_ping_controller_down.txt").read_text()
+PING_UP = (REPO / "tests/data/slurm/22.05/s23_scontrol_ping.txt").read_text()
+
+
+def stand_ins(folder: Path, ping: str, *, ping_rc: int = 1, ping_sleeps: float = 0.0,
+              squeue_sleeps: float = 8.0) -> tuple[dict[str, str], Path]:
+    """A PATH with a stand-in ``scontrol`` (prints ``ping``, logs each call) and slow ``squeue``/``sacct``."""
+    tools = folder / "bin"
+    tools.mkdir()
+    log = folder / "pings.log"
+    (tools / "scontrol").write_text(
+        f"#!{sys.executable}\nimport sys, time\nopen({str(log)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+        f"time.sleep({ping_sleeps})\nsys.stdout.write({ping!r})\nsys.exit({ping_rc})\n")
+    slow = f"#!{sys.executable}\nimport time\ntime.sleep({squeue_sleeps})\nprint('JOBID')\n"
+    for name in ("squeue", "sacct"):
+        (tools / name).write_text(slow)
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    return {"PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"}, log
+
+
+def auth_slurm_conf(folder: Path, *, sandbox: bool) -> Path:
+    """A configuration without munge (AuthType=auth/slurm), so only the controller is asked about."""
+    conf = folder / "slurm.conf"
+    head = "# slurmlab sandbox, profile seed, for Slurm 22.05\n" if sandbox else "# site config\n"
+    conf.write_text(head + "ClusterName=c\nAuthType=auth/slurm\n")
+    return conf
+
+
+def pings(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "cluster"])
+def test_a_query_to_a_dead_controller_fails_within_seconds_with_the_pings_words(short_dir: Path,
+                                                                               sandbox: bool) -> None:
+    """The panel needed 18 s to notice a dead controller (squeue -j retries that long); `scontrol ping` says DOWN
+    in milliseconds. A controller query that has not answered in 2 s gets one ping, and DOWN ends it."""
+    env, log = stand_ins(short_dir, PING_DOWN)
+    r = Runner(slurm_conf=str(auth_slurm_conf(short_dir, sandbox=sandbox)), env=env, timeout=20,
+               munge_probe_after=0.3)
+    for call in (lambda: r.run(["squeue", "-h", "-j", "5"]), lambda: asyncio.run(r.arun(["squeue", "-h"]))):
+        t0 = time.monotonic()
+        with pytest.raises(ControllerDownError) as info:
+            call()
+        assert time.monotonic() - t0 < 5, "the query waited out squeue's own retries"
+        err = info.value
+        assert not isinstance(err, SlurmTimeoutError)
+        assert err.message.startswith("squeue got no answer in ") and "controller is not responding" in err.message
+        assert "(`scontrol ping` says: Slurmctld(primary) at vm is DOWN)" in err.message and "***" not in err.message
+        if sandbox:
+            assert err.hint == f"bring slurmctld back, keeping every job: slurmlab sandbox restart --dir {short_dir}"
+        else:
+            assert err.hint is not None and "scontrol ping" in err.hint and "--dir" not in err.hint
+    assert pings(log) == 2 and log.read_text().split("\n")[0] == "ping"
+
+
+def test_the_controller_is_pinged_only_for_a_slow_controller_query(short_dir: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ping while queries answer in time, none for slurmdbd's commands or another cluster's; a controller
+    that answers the ping (UP) or does not answer it in time (busy, frozen) leaves the query to its own end."""
+    conf = str(auth_slurm_conf(short_dir, sandbox=True))
+    env, log = stand_ins(short_dir, PING_DOWN, squeue_sleeps=0.8)
+    r = Runner(slurm_conf=conf, env=env, timeout=20, munge_probe_after=0.3)
+    assert r.run([sys.executable, "-c", "print('quick')"]).ok and pings(log) == 0
+    assert r.run(["sacct"]).stdout.strip() == "JOBID" and pings(log) == 0  # slurmdbd's: the ping proves nothing
+    other = Runner(slurm_conf=conf, env=env, cluster="other", timeout=20, munge_probe_after=0.3)
+    assert other.run(["squeue"]).ok and pings(log) == 0  # scontrol ping asks this configuration's controllers
+    up_dir = short_dir / "up"
+    up_dir.mkdir()
+    env, log = stand_ins(up_dir, PING_UP, ping_rc=0, squeue_sleeps=0.8)
+    r = Runner(slurm_conf=conf, env=env, timeout=20, munge_probe_after=0.3)
+    calls = r.calls
+    assert r.run(["squeue"]).stdout.strip() == "JOBID" and pings(log) == 1
+    assert r.calls == calls + 2  # the ping counts as a call (an RPC), the query too
+    from slurmlab.slurm import stall
+
+    monkeypatch.setattr(stall, "STALL_PING_TIMEOUT", 0.3)
+    hung_dir = short_dir / "hung"
+    hung_dir.mkdir()
+    env, log = stand_ins(hung_dir, PING_DOWN, ping_sleeps=5, squeue_sleeps=8)
+    with pytest.raises(SlurmTimeoutError):
+        Runner(slurm_conf=conf, env=env, timeout=1.5, munge_probe_after=0.3).run(["squeue"])
+    assert pings(log) == 1
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_down_words_read_the_recorded_ping_of_every_version(version: str) -> None:
+    from slurmlab.slurm.stall import down_words
+
+    folder = REPO / "tests/data/slurm" / version
+    assert down_words((folder / "l21_scontrol_ping_controller_down.txt").read_text()) == \
+        "Slurmctld(primary) at vm is DOWN"
+    assert down_words((folder / "s23_scontrol_ping.txt").read_text()) is None
+    # with a backup: one UP answers every query (the lines as 22.05 prints them, one per controller)
+    assert down_words("Slurmctld(primary) at vm is DOWN\nSlurmctld(backup) at vm2 is UP\n") is None
+    assert down_words("") is None and down_words("scontrol: error: something else") is None
