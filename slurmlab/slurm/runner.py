@@ -16,11 +16,13 @@ and :meth:`Runner.failure` gives any failed command's words the runner's hint.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import shutil
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -63,6 +65,18 @@ DEFAULT_TIMEOUT = 30.0
 ENCODING, DECODE_ERRORS = "utf-8", "replace"
 # a Slurm command answers in milliseconds when all is well; after this long, find out whether munged is the cause
 MUNGE_PROBE_AFTER = 2.0
+
+# The commands :meth:`Runner.run` is waiting for. A background thread's command (a poll round that asked a dead
+# controller, which Slurm's client retries for 18 s) must not outlive the process that asked: at exit, the
+# interpreter stops waiting for daemon threads, and what they started is killed here.
+_running: weakref.WeakSet[subprocess.Popen[str]] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_running() -> None:
+    for proc in list(_running):
+        if proc.poll() is None:
+            proc.kill()
 
 
 def _flatten_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -261,6 +275,7 @@ class Runner:
             )
         except FileNotFoundError as exc:
             raise not_installed(args) from exc
+        _running.add(proc)
         with proc:
             try:
                 out, err = self._communicate(proc, args, input, limit, start, environ)
@@ -272,6 +287,8 @@ class Runner:
                 proc.kill()
                 proc.wait()
                 raise
+            finally:
+                _running.discard(proc)
         result = RunResult(tuple(args), proc.returncode, out, err, time.monotonic() - start)
         if check and proc.returncode != 0:
             raise self.failure(args, proc.returncode, err, env=environ)

@@ -6,6 +6,7 @@ import asyncio
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -24,6 +25,7 @@ from slurmlab.errors import (
     SlurmNotFoundError,
     SlurmTimeoutError,
 )
+from slurmlab.sandbox.processes import alive
 from slurmlab.slurm import runner as runner_mod
 from slurmlab.slurm.runner import Runner, classify_failure, munge_socket, probe_munge
 
@@ -442,3 +444,31 @@ def test_down_words_read_the_recorded_ping_of_every_version(version: str) -> Non
     # with a backup: one UP answers every query (the lines as 22.05 prints them, one per controller)
     assert down_words("Slurmctld(primary) at vm is DOWN\nSlurmctld(backup) at vm2 is UP\n") is None
     assert down_words("") is None and down_words("scontrol: error: something else") is None
+
+
+def test_a_command_a_background_thread_waits_for_does_not_outlive_the_process(short_dir: Path) -> None:
+    """A poll round in a daemon thread can be waiting for a Slurm command (a dead controller: squeue retries for
+    18 s) when the kernel exits; the interpreter stops waiting for that thread, and the command must go too."""
+    tools = short_dir / "bin"
+    tools.mkdir()
+    pid_file = short_dir / "squeue.pid"
+    (tools / "squeue").write_text(
+        f"#!{sys.executable}\nimport os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(60)\n")
+    (tools / "squeue").chmod(0o755)
+    program = (
+        "import os, sys, threading, time\n"
+        "from slurmlab.slurm.runner import Runner\n"
+        f"r = Runner(env={{'PATH': {str(tools)!r} + os.pathsep + os.environ['PATH']}}, timeout=50,"
+        " munge_probe_after=0)\n"
+        "threading.Thread(target=r.run, args=(['squeue', '-h'],), daemon=True).start()\n"
+        f"while not os.path.exists({str(pid_file)!r}):\n"
+        "    time.sleep(0.05)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], timeout=30, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and alive(pid):
+        time.sleep(0.05)
+    assert not alive(pid), "the squeue of a daemon thread outlived the Python process that started it"
