@@ -6,12 +6,13 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup system venv labextension lab lint typecheck test test-fast demo clean help slurm-root test-slurm bench
+.PHONY: setup system venv labextension lab lint typecheck docs test test-fast demo clean help slurm-root test-slurm bench
 
 help:
 	@echo "make demo   set up this machine, start the Slurm sandbox, execute the workshop lessons and write them"
 	@echo "            as HTML: build/demo/index.html (DEMO_ARGS='--lessons 00,03' for a few; --help for more)"
-	@echo "make test   set up this machine, lint, type-check and run every test"
+	@echo "make test   set up this machine, lint, type-check, build the docs and run every test"
+	@echo "make docs   the documentation site, from docs/ and the docstrings: build/docs/index.html"
 	@echo "make lab    set up, start the sandbox and JupyterLab on the workshop notebooks; Ctrl-C stops both"
 	@echo "            (SLURMLAB_PROFILE=h200-mig, SLURMLAB_LAB_IP=0.0.0.0, SLURMLAB_LAB_PORT=8899 change it)"
 	@echo "make test-slurm SLURM=24.11|26.05   the sandbox tests, the no-Slurm tests (on the root's Python) and the demo on another Slurm (root)"
@@ -35,17 +36,27 @@ labextension: venv
 	@bash scripts/build-labextension.sh $(PY)
 
 lint: venv
-	$(VENV)/bin/ruff check slurmlab tests benchmarks scripts
+	$(VENV)/bin/ruff check slurmlab tests benchmarks scripts docs
+	@bash scripts/build-labextension.sh $(PY) lint
 
 typecheck: venv
 	$(VENV)/bin/mypy
+
+# The documentation site (Sphinx, Markdown pages with MyST; the magics, command-line and API references written
+# from the code's own help and docstrings) into build/docs. Every warning fails it (-W; docs/conf.py is nitpicky,
+# so a reference that leads nowhere is one); -E reads every page again, since an unchanged page would not repeat
+# its warnings. tests/unit/test_project_files.py builds it with a planted broken reference of each kind.
+DOCS_OUT ?= build/docs
+docs: venv
+	$(PY) -m sphinx -b html -E -W --keep-going -q docs $(DOCS_OUT)
+	@echo "docs: $(DOCS_OUT)/index.html"
 
 # Every test, in three runs: those that need no Slurm and no browser on both cores (pytest-xdist); the sandbox
 # and browser tests on two workers too, a test file to a worker (each worker starts the session's sandboxes of its
 # own: most of their time is waiting on Slurm and on the browser, not on the cores); then the timing (`serial`)
 # tests alone, since they measure the cores. A run that selects no test (PYTEST_ARGS naming files of another
 # kind) is not a failure.
-test: setup lint typecheck
+test: setup lint typecheck docs
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal \
 	    -m "not sandbox and not browser and not serial" $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist loadfile \

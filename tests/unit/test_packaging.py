@@ -1,5 +1,5 @@
 """Packaging contracts: environment.yml agrees with pyproject, import slurmlab is light, the wheel carries the
-workshop notebooks."""
+workshop notebooks, ``py.typed``, the license and the one version."""
 
 from __future__ import annotations
 
@@ -84,15 +84,41 @@ def test_all_is_curated_and_importable() -> None:
     assert "errors" in public
 
 
-@pytest.mark.slow
-def test_the_wheel_carries_the_notebooks_and_slurmlab_notebooks_copies_them_from_it(tmp_path: Path) -> None:
-    """A `pip install` user has no repository: the workshop notebooks must come from the wheel itself."""
-    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(REPO), "-w", str(tmp_path)],
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel `pip wheel` builds from this checkout (once for the module's tests)."""
+    folder = tmp_path_factory.mktemp("wheel")
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(REPO), "-w", str(folder)],
                          capture_output=True, text=True, timeout=300)
     if res.returncode != 0 and ("No matching distribution" in res.stderr or "Could not find a version" in res.stderr):
         pytest.skip(f"pip could not fetch the build requirements (offline?): {res.stderr.strip()[-300:]}")
     assert res.returncode == 0, res.stderr
-    (wheel,) = tmp_path.glob("slurmlab-*.whl")
+    (built,) = folder.glob("slurmlab-*.whl")
+    return built
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_py_typed_the_license_and_the_one_version(wheel: Path) -> None:
+    """Type checkers read slurmlab's annotations (PEP 561), the license travels with the code, and the wheel's
+    version is slurmlab.__version__ (hatch reads it from slurmlab/__init__.py)."""
+    import slurmlab
+
+    assert wheel.name.startswith(f"slurmlab-{slurmlab.__version__}-"), wheel.name
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        assert "slurmlab/py.typed" in names
+        dist_info = f"slurmlab-{slurmlab.__version__}.dist-info"
+        assert zf.read(f"{dist_info}/licenses/LICENSE") == (REPO / "LICENSE").read_bytes()
+        metadata = zf.read(f"{dist_info}/METADATA").decode()
+    assert f"\nVersion: {slurmlab.__version__}\n" in metadata
+    assert "\nLicense-Expression: BSD-3-Clause\n" in metadata
+    assert "\nLicense-File: LICENSE\n" in metadata
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_notebooks_and_slurmlab_notebooks_copies_them_from_it(wheel: Path,
+                                                                                     tmp_path: Path) -> None:
+    """A `pip install` user has no repository: the workshop notebooks must come from the wheel itself."""
     source = {p.name: p.read_bytes() for p in (REPO / "notebooks").glob("*.ipynb")}
     assert source
     with zipfile.ZipFile(wheel) as zf:

@@ -186,7 +186,10 @@ export function currentCluster(): string | null {
 }
 
 /** `path` with the chosen cluster as its `cluster` query parameter. */
-export function withCluster(path: string, cluster: string | null = chosenCluster): string {
+export function withCluster(
+  path: string,
+  cluster: string | null = chosenCluster
+): string {
   if (!cluster) {
     return path;
   }
@@ -215,7 +218,8 @@ async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
   if (!response.ok) {
     const error = body as Partial<IErrorBody> | null;
     const message =
-      (error && (error.message || error.reason)) || `${response.status} ${response.statusText}`;
+      (error && (error.message || error.reason)) ||
+      `${response.status} ${response.statusText}`;
     throw new ApiError(response.status, message);
   }
   // The server stamps every answer with when Slurm last confirmed it; a 304 revalidation
@@ -251,10 +255,13 @@ export function getJob(jobId: string): Promise<IJobDetail> {
 }
 
 export function cancelJob(jobId: string): Promise<ICancelled> {
-  return call<ICancelled>(withCluster(`jobs/${encodeURIComponent(jobId)}/cancel`), {
-    method: 'POST',
-    body: '{}'
-  });
+  return call<ICancelled>(
+    withCluster(`jobs/${encodeURIComponent(jobId)}/cancel`),
+    {
+      method: 'POST',
+      body: '{}'
+    }
+  );
 }
 
 export function getRecentJobs(): Promise<IRecentJobs> {

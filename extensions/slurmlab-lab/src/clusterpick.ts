@@ -44,7 +44,8 @@ export function resolveChoice(
   choice: string | null,
   answer: IClusters
 ): { cluster: ICluster; note: string | null } {
-  const own = answer.clusters.find(c => c.id === answer.default) || answer.clusters[0];
+  const own =
+    answer.clusters.find(c => c.id === answer.default) || answer.clusters[0];
   if (!choice || choice === 'default') {
     return { cluster: own, note: null };
   }
@@ -59,16 +60,26 @@ export function resolveChoice(
 }
 
 /** Fill the picker with the server's clusters, `selected` chosen (kept as it is when nothing changed). */
-export function fillPicker(picker: HTMLSelectElement, clusters: ICluster[], selected: string): void {
+export function fillPicker(
+  picker: HTMLSelectElement,
+  clusters: ICluster[],
+  selected: string
+): void {
   const same =
     picker.options.length === clusters.length &&
-    clusters.every((c, i) => picker.options[i].value === c.id && picker.options[i].textContent === c.label);
+    clusters.every(
+      (c, i) =>
+        picker.options[i].value === c.id &&
+        picker.options[i].textContent === c.label
+    );
   if (!same) {
     picker.replaceChildren();
     for (const cluster of clusters) {
       const option = el('option', undefined, cluster.label);
       option.value = cluster.id;
-      option.title = cluster.conf ? `${cluster.label} (${cluster.conf})` : cluster.label;
+      option.title = cluster.conf
+        ? `${cluster.label} (${cluster.conf})`
+        : cluster.label;
       picker.appendChild(option);
     }
   }

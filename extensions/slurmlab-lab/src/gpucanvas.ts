@@ -30,25 +30,48 @@ interface ICellDraw {
   colour: string | null;
 }
 
-function cssColour(target: HTMLElement, name: string, fallback: string): string {
+function cssColour(
+  target: HTMLElement,
+  name: string,
+  fallback: string
+): string {
   const value = getComputedStyle(target).getPropertyValue(name).trim();
   return value || fallback;
 }
 
 /** Where each node's block goes: blocks of the widest node, as many per line as the width allows. */
-function layout(nodes: INode[], width: number): { perLine: number; blockW: number; lineH: number } {
+function layout(
+  nodes: INode[],
+  width: number
+): { perLine: number; blockW: number; lineH: number } {
   const widest = Math.max(1, ...nodes.map(n => n.gpus.length));
   const blockW = widest * (CELL + GAP) + NODE_GAP;
-  return { perLine: Math.max(1, Math.floor(width / blockW)), blockW, lineH: CELL + LINE_GAP };
+  return {
+    perLine: Math.max(1, Math.floor(width / blockW)),
+    blockW,
+    lineH: CELL + LINE_GAP
+  };
 }
 
 /** Draw `nodes` on a canvas in `target`; fills `seen` for the legend as the small map does. */
-export function renderCanvasMap(target: HTMLElement, nodes: INode[], ctx: IMapContext, seen: IMapSeen): void {
+export function renderCanvasMap(
+  target: HTMLElement,
+  nodes: INode[],
+  ctx: IMapContext,
+  seen: IMapSeen
+): void {
   const cells: ICellDraw[][] = nodes.map(node => {
     const down = nodeIsDown(node.state);
     return node.gpus.map(gpu => {
       const { state, listed, busy } = cellState(gpu, ctx, down, seen);
-      return { node, gpu, down, busy, state, colour: listed.length ? ctx.palette.colour(listed[0]) : null };
+      return {
+        node,
+        gpu,
+        down,
+        busy,
+        state,
+        colour: listed.length ? ctx.palette.colour(listed[0]) : null
+      };
     });
   });
   const flat = cells.flat();
@@ -58,7 +81,9 @@ export function renderCanvasMap(target: HTMLElement, nodes: INode[], ctx: IMapCo
     'div',
     'slurmlab-MapSummary',
     `${nodes.length} nodes · ${flat.length} GPUs · ${used} in use · ${flat.length - used} free` +
-      (downNodes ? ` · ${downNodes} node${downNodes === 1 ? '' : 's'} down or drained` : '') +
+      (downNodes
+        ? ` · ${downNodes} node${downNodes === 1 ? '' : 's'} down or drained`
+        : '') +
       ' (point at a square for its node, GPU and job)'
   );
   const canvas = el('canvas', 'slurmlab-GpuCanvas');
@@ -94,7 +119,11 @@ export function renderCanvasMap(target: HTMLElement, nodes: INode[], ctx: IMapCo
   const jobs = new Map<string, number[]>();
   const crosses: number[] = [];
   const borders: number[] = [];
-  const add = (layer: Map<string, number[]>, colour: string, ...rect: number[]): void => {
+  const add = (
+    layer: Map<string, number[]>,
+    colour: string,
+    ...rect: number[]
+  ): void => {
     const list = layer.get(colour);
     if (list) {
       list.push(...rect);
@@ -109,8 +138,14 @@ export function renderCanvasMap(target: HTMLElement, nodes: INode[], ctx: IMapCo
       const x = x0 + k * (CELL + GAP);
       add(squares, c.state === 'other' ? other : free, x, y0, CELL, CELL);
       if (c.colour) {
-        const shared = c.gpu.shards_total > 0 && c.gpu.shards_used > 0 && !c.gpu.whole;
-        const h = shared ? Math.max(1, Math.round((CELL * c.gpu.shards_used) / c.gpu.shards_total)) : CELL;
+        const shared =
+          c.gpu.shards_total > 0 && c.gpu.shards_used > 0 && !c.gpu.whole;
+        const h = shared
+          ? Math.max(
+              1,
+              Math.round((CELL * c.gpu.shards_used) / c.gpu.shards_total)
+            )
+          : CELL;
         add(jobs, c.colour, x, y0 + CELL - h, CELL, h);
       }
       if (c.state === 'down') {
@@ -155,7 +190,10 @@ export function renderCanvasMap(target: HTMLElement, nodes: INode[], ctx: IMapCo
     const col = Math.floor(x / blockW);
     const index = Math.floor(y / lineH) * perLine + col;
     const k = Math.floor((x - col * blockW) / (CELL + GAP));
-    const c = col < perLine && index >= 0 && index < cells.length ? cells[index][k] : undefined;
+    const c =
+      col < perLine && index >= 0 && index < cells.length
+        ? cells[index][k]
+        : undefined;
     canvas.title = c ? cellTitle(c.node, c.gpu, ctx, c.down, c.busy) : '';
   });
 }

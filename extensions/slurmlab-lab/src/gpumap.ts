@@ -59,7 +59,13 @@ export function cellState(
 ): { state: string; listed: string[]; busy: boolean } {
   const listed = gpu.jobs.filter(j => ctx.jobs.has(j));
   const busy = gpu.whole || gpu.shards_used > 0 || gpu.jobs.length > 0;
-  const state = busy ? (listed.length ? 'job' : 'other') : down ? 'down' : 'free';
+  const state = busy
+    ? listed.length
+      ? 'job'
+      : 'other'
+    : down
+      ? 'down'
+      : 'free';
   seen.other ||= state === 'other';
   seen.down ||= state === 'down';
   seen.mig ||= gpu.mig;
@@ -73,7 +79,13 @@ export function cellState(
 }
 
 /** A GPU in words: the node, the index, its kind, who holds it, its shards. */
-export function cellTitle(node: INode, gpu: IGpuSlot, ctx: IMapContext, down: boolean, busy: boolean): string {
+export function cellTitle(
+  node: INode,
+  gpu: IGpuSlot,
+  ctx: IMapContext,
+  down: boolean,
+  busy: boolean
+): string {
   const what = gpu.mig ? `MIG slice ${gpu.type || '?'}` : gpu.type || 'gpu';
   const who = gpu.jobs.length
     ? gpu.jobs.map(j => jobWords(j, ctx)).join(', ')
@@ -82,11 +94,19 @@ export function cellTitle(node: INode, gpu: IGpuSlot, ctx: IMapContext, down: bo
       : down
         ? `free, but the node is ${node.state.toLowerCase()}`
         : 'free';
-  const shards = gpu.shards_total ? ` · shards ${gpu.shards_used}/${gpu.shards_total}` : '';
+  const shards = gpu.shards_total
+    ? ` · shards ${gpu.shards_used}/${gpu.shards_total}`
+    : '';
   return `${node.name} GPU ${gpu.index} (${what}) · ${who}${shards}`;
 }
 
-function gpuCell(node: INode, gpu: IGpuSlot, ctx: IMapContext, down: boolean, seen: IMapSeen): HTMLElement {
+function gpuCell(
+  node: INode,
+  gpu: IGpuSlot,
+  ctx: IMapContext,
+  down: boolean,
+  seen: IMapSeen
+): HTMLElement {
   const cell = el('div', 'slurmlab-Gpu');
   cell.dataset.gpu = String(gpu.index);
   cell.dataset.jobs = gpu.jobs.join(',');
@@ -104,7 +124,9 @@ function gpuCell(node: INode, gpu: IGpuSlot, ctx: IMapContext, down: boolean, se
     const pct = Math.round((100 * gpu.shards_used) / gpu.shards_total);
     const fill = colour || 'var(--jp-border-color1)';
     cell.style.background = `linear-gradient(to top, ${fill} ${pct}%, transparent ${pct}%)`;
-    cell.appendChild(el('span', 'slurmlab-Shards', `${gpu.shards_used}/${gpu.shards_total}`));
+    cell.appendChild(
+      el('span', 'slurmlab-Shards', `${gpu.shards_used}/${gpu.shards_total}`)
+    );
   } else if (colour) {
     cell.style.background = colour;
     cell.style.color = textOn(colour);
@@ -120,7 +142,13 @@ export function renderMap(
   ctx: IMapContext,
   canvasAbove: number = LARGE_MAP_GPUS
 ): IMapSeen {
-  const seen: IMapSeen = { jobs: [], other: false, down: false, mig: false, shared: false };
+  const seen: IMapSeen = {
+    jobs: [],
+    other: false,
+    down: false,
+    mig: false,
+    shared: false
+  };
   target.replaceChildren();
   if (!nodes.length) {
     target.appendChild(el('div', 'slurmlab-Empty', 'no nodes'));
@@ -139,8 +167,12 @@ export function renderMap(
     // name and state stacked, so that the GPU cells keep the width of a narrow sidebar
     const label = el('div', 'slurmlab-NodeLabel');
     label.appendChild(el('div', 'slurmlab-NodeName', node.name));
-    label.appendChild(el('div', 'slurmlab-NodeState', node.state.toLowerCase()));
-    label.title = `${node.name}: ${node.state} (${node.partitions.join(', ')})` + (node.reason ? ` · ${node.reason}` : '');
+    label.appendChild(
+      el('div', 'slurmlab-NodeState', node.state.toLowerCase())
+    );
+    label.title =
+      `${node.name}: ${node.state} (${node.partitions.join(', ')})` +
+      (node.reason ? ` · ${node.reason}` : '');
     row.appendChild(label);
     const cells = el('div', 'slurmlab-GpuCells');
     if (!node.gpus.length) {
@@ -156,7 +188,11 @@ export function renderMap(
   return seen;
 }
 
-function legendItem(kind: string, text: string, title?: string): { item: HTMLElement; swatch: HTMLElement } {
+function legendItem(
+  kind: string,
+  text: string,
+  title?: string
+): { item: HTMLElement; swatch: HTMLElement } {
   const item = el('div', 'slurmlab-LegendItem');
   item.dataset.legend = kind;
   const swatch = el('span', `slurmlab-LegendSwatch slurmlab-mod-${kind}`);
@@ -168,7 +204,11 @@ function legendItem(kind: string, text: string, title?: string): { item: HTMLEle
 }
 
 /** The legend: the kinds of cells, then each listed job on the map (colour -> id and name). */
-export function renderLegend(target: HTMLElement, seen: IMapSeen, ctx: IMapContext): void {
+export function renderLegend(
+  target: HTMLElement,
+  seen: IMapSeen,
+  ctx: IMapContext
+): void {
   target.replaceChildren();
   const kinds = el('div', 'slurmlab-LegendKinds');
   kinds.appendChild(legendItem('free', 'free').item);
@@ -178,7 +218,9 @@ export function renderLegend(target: HTMLElement, seen: IMapSeen, ctx: IMapConte
     kinds.appendChild(legendItem('mig', 'MIG slice (dashed)').item);
   }
   if (seen.shared) {
-    kinds.appendChild(legendItem('shared', 'shared GPU: shards used/total').item);
+    kinds.appendChild(
+      legendItem('shared', 'shared GPU: shards used/total').item
+    );
   }
   target.appendChild(kinds);
   if (!seen.jobs.length) {
@@ -189,14 +231,24 @@ export function renderLegend(target: HTMLElement, seen: IMapSeen, ctx: IMapConte
   for (const id of seen.jobs.slice(0, LEGEND_JOBS)) {
     const job = ctx.jobs.get(id);
     const name = job ? job.name : '';
-    const { item, swatch } = legendItem('job', `${job ? job.display_id : id} ${name}`, jobWords(id, ctx));
+    const { item, swatch } = legendItem(
+      'job',
+      `${job ? job.display_id : id} ${name}`,
+      jobWords(id, ctx)
+    );
     item.dataset.jobId = id;
     swatch.style.background = ctx.palette.colour(id);
     jobs.appendChild(item);
   }
   if (seen.jobs.length > LEGEND_JOBS) {
     const more = seen.jobs.length - LEGEND_JOBS;
-    jobs.appendChild(el('div', 'slurmlab-LegendMore', `and ${more} more job${more === 1 ? '' : 's'}`));
+    jobs.appendChild(
+      el(
+        'div',
+        'slurmlab-LegendMore',
+        `and ${more} more job${more === 1 ? '' : 's'}`
+      )
+    );
   }
   target.appendChild(jobs);
 }

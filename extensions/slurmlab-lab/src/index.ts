@@ -2,14 +2,22 @@
  * slurmlab's JupyterLab plugins: the "Slurm GPUs" panel in the left sidebar (following the refresh
  * interval of its settings), and widget outputs that show their saved fallback once the widget is gone.
  */
-import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMime, IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { WIDGET_VIEW_MIMETYPE } from './savedoutput';
+// Both are needed at activation: the panel goes into the shell (and the layout restorer) at start, and
+// every notebook opened from then on gets the saved-output renderers.
+// eslint-disable-next-line jupyter/prefer-lazy-imports
 import { DEFAULT_REFRESH_S, SlurmSidebar } from './sidebar';
+// eslint-disable-next-line jupyter/prefer-lazy-imports
 import { installSavedOutputs } from './widgetfallback';
 
 const PLUGIN_ID = 'slurmlab-lab:plugin';
@@ -42,7 +50,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .load(PLUGIN_ID)
         .then(loaded => {
           const apply = () => {
-            sidebar.refreshInterval = loaded.get('refreshInterval').composite as number;
+            sidebar.refreshInterval = loaded.get('refreshInterval')
+              .composite as number;
           };
           apply();
           loaded.changed.connect(apply);
@@ -53,6 +62,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
     app.commands.addCommand('slurmlab:refresh', {
       label: 'Refresh Slurm GPUs',
+      describedBy: { args: { type: 'object', properties: {} } },
       execute: () => sidebar.refresh()
     });
   }
@@ -65,15 +75,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
  */
 const savedOutputs: JupyterFrontEndPlugin<void> = {
   id: 'slurmlab-lab:saved-outputs',
-  description: 'Widget outputs whose widget is gone show their saved fallback, not "model not found".',
+  description:
+    'Widget outputs whose widget is gone show their saved fallback, not "model not found".',
   autoStart: true,
   requires: [INotebookTracker, IRenderMimeRegistry],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, rendermime: IRenderMimeRegistry) => {
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    rendermime: IRenderMimeRegistry
+  ) => {
     // each notebook's registry is a clone of the app's: the app's widget factory is the manager's
     // placeholder, shared by identity until the notebook's own manager replaces it
     const isPlaceholder = (factory: IRenderMime.IRendererFactory) =>
       factory === rendermime.getFactory(WIDGET_VIEW_MIMETYPE);
-    const hook = (panel: NotebookPanel) => installSavedOutputs(panel.content.rendermime, isPlaceholder);
+    const hook = (panel: NotebookPanel) =>
+      installSavedOutputs(panel.content.rendermime, isPlaceholder);
     tracker.forEach(hook);
     tracker.widgetAdded.connect((_, panel) => hook(panel));
   }

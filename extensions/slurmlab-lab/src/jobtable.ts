@@ -34,7 +34,9 @@ export class JobTable {
     private readonly _rows: (job: IJob) => HTMLElement[]
   ) {
     this.node.appendChild(this._table);
-    this.node.addEventListener('scroll', () => this._schedule(), { passive: true });
+    this.node.addEventListener('scroll', () => this._schedule(), {
+      passive: true
+    });
   }
 
   /** Show these jobs (a new answer), scrolled to `scrollTop` (the place the last answer was read at). */
@@ -73,7 +75,10 @@ export class JobTable {
     const count = this._jobs.length;
     const height = this.node.clientHeight || window.innerHeight * 0.6;
     const first = Math.max(0, Math.floor(at / this._perJob) - OVERSCAN);
-    const last = Math.min(count, Math.ceil((at + height) / this._perJob) + OVERSCAN);
+    const last = Math.min(
+      count,
+      Math.ceil((at + height) / this._perJob) + OVERSCAN
+    );
     return [Math.min(first, Math.max(0, last - 1)), last];
   }
 
@@ -107,7 +112,11 @@ export class JobTable {
     // spacers; laid out again when the guess was off by more than a pixel
     this._measured = true;
     const built = bottom.offsetTop - (top.offsetTop + top.offsetHeight);
-    if (last > first && built > 0 && Math.abs(built / (last - first) - this._perJob) > 1) {
+    if (
+      last > first &&
+      built > 0 &&
+      Math.abs(built / (last - first) - this._perJob) > 1
+    ) {
       this._perJob = built / (last - first);
       this._shown = [-1, -1];
       this._schedule();

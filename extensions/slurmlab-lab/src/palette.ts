@@ -34,7 +34,10 @@ export const PALETTE: readonly string[] = [
 ];
 
 /** The slot a job id prefers: its number (an array task's job id), so consecutive jobs differ. */
-export function preferredSlot(jobId: string, size: number = PALETTE.length): number {
+export function preferredSlot(
+  jobId: string,
+  size: number = PALETTE.length
+): number {
   const digits = /^\d+/.exec(jobId);
   if (digits) {
     return Number(BigInt(digits[0]) % BigInt(size));

@@ -48,7 +48,9 @@ const FAMILY_COLOUR: Record<string, string> = {
 /** "00:10:02 of 00:10:00": how long it ran against its limit. */
 export function elapsedText(job: IRecentJob): string {
   const ran = formatSeconds(job.elapsed_s);
-  return job.time_limit_s === null ? ran : `${ran} of ${formatSeconds(job.time_limit_s)}`;
+  return job.time_limit_s === null
+    ? ran
+    : `${ran} of ${formatSeconds(job.time_limit_s)}`;
 }
 
 function recentRow(job: IRecentJob): HTMLElement {
@@ -60,12 +62,21 @@ function recentRow(job: IRecentJob): HTMLElement {
   row.style.margin = '0 0 6px 0';
   // one line: id, name (cut with an ellipsis, whole in the tooltip), state at the right
   const head = el('div', 'slurmlab-RecentLine');
-  Object.assign(head.style, { display: 'flex', gap: '0.5em', alignItems: 'baseline' });
+  Object.assign(head.style, {
+    display: 'flex',
+    gap: '0.5em',
+    alignItems: 'baseline'
+  });
   head.appendChild(el('span', 'slurmlab-JobNumber', job.job_id));
   const name = el('span', 'slurmlab-JobName', job.name);
   name.title = job.name;
-  Object.assign(name.style, { flex: '1', minWidth: '0', overflow: 'hidden', textOverflow: 'ellipsis',
-    whiteSpace: 'nowrap' });
+  Object.assign(name.style, {
+    flex: '1',
+    minWidth: '0',
+    overflow: 'hidden',
+    textOverflow: 'ellipsis',
+    whiteSpace: 'nowrap'
+  });
   head.appendChild(name);
   const state = el('span', 'slurmlab-RecentState', job.state);
   state.style.color = FAMILY_COLOUR[family];
@@ -73,14 +84,25 @@ function recentRow(job: IRecentJob): HTMLElement {
   state.title = job.state_words;
   head.appendChild(state);
   row.appendChild(head);
-  const exit = job.exit_code !== null && (job.exit_code !== 0 || job.signal) ? ` · exit ${job.exit_code}` : '';
+  const exit =
+    job.exit_code !== null && (job.exit_code !== 0 || job.signal)
+      ? ` · exit ${job.exit_code}`
+      : '';
   const sig = job.signal ? ` (signal ${job.signal})` : '';
   const gpus = job.gpus ? ` · ${job.gpus} GPU${job.gpus === 1 ? '' : 's'}` : '';
   row.appendChild(
-    el('div', 'slurmlab-RecentWords', `${job.state_words} · ${elapsedText(job)}${gpus}${exit}${sig}`)
+    el(
+      'div',
+      'slurmlab-RecentWords',
+      `${job.state_words} · ${elapsedText(job)}${gpus}${exit}${sig}`
+    )
   );
   if (job.efficiency) {
-    const eff = el('div', 'slurmlab-RecentEfficiency', job.efficiency.replace(/^Efficiency of job \S+: /, ''));
+    const eff = el(
+      'div',
+      'slurmlab-RecentEfficiency',
+      job.efficiency.replace(/^Efficiency of job \S+: /, '')
+    );
     eff.title = job.efficiency;
     eff.style.opacity = '0.75';
     row.appendChild(eff);
@@ -98,7 +120,13 @@ export function renderRecent(into: HTMLElement, answer: IRecentJobs): void {
     return;
   }
   if (!answer.jobs.length) {
-    into.appendChild(el('div', 'slurmlab-Empty', `no jobs of ${answer.user} in the last ${answer.since_hours} h`));
+    into.appendChild(
+      el(
+        'div',
+        'slurmlab-Empty',
+        `no jobs of ${answer.user} in the last ${answer.since_hours} h`
+      )
+    );
     return;
   }
   for (const job of answer.jobs) {
@@ -134,7 +162,11 @@ export class RecentJobsSection {
       renderRecent(this._list, await getRecentJobs());
     } catch (error) {
       this._list.replaceChildren(
-        el('div', 'slurmlab-RecentMessage', error instanceof ApiError ? error.message : String(error))
+        el(
+          'div',
+          'slurmlab-RecentMessage',
+          error instanceof ApiError ? error.message : String(error)
+        )
       );
     } finally {
       this._busy = false;

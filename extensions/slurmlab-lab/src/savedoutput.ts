@@ -11,7 +11,8 @@
 export const WIDGET_VIEW_MIMETYPE = 'application/vnd.jupyter.widget-view+json';
 
 /** Shown above a saved fallback that is not slurmlab's (slurmlab's own already say "as of … re-run"). */
-export const SAVED_NOTE = 'Saved output: this widget is not live. Re-run the cell to reconnect.';
+export const SAVED_NOTE =
+  'Saved output: this widget is not live. Re-run the cell to reconnect.';
 
 /** A `class` attribute naming a `slurmlab-…` class: the fallback is slurmlab's own dated text. */
 const SLURMLAB_CLASS = /class\s*=\s*["'][^"']*\bslurmlab-/;
@@ -66,7 +67,10 @@ export type WidgetOutcome = 'widget' | 'failed' | 'pending';
  * What the widget manager's renderer has come to, from its node: a view is an element it adds;
  * "Loading widget..." and the error messages are plain text it sets.
  */
-export function widgetOutcome(elementChildren: number, text: string | null): WidgetOutcome {
+export function widgetOutcome(
+  elementChildren: number,
+  text: string | null
+): WidgetOutcome {
   if (elementChildren > 0) {
     return 'widget';
   }

@@ -8,6 +8,7 @@
  * rebuilt from each answer, which is small (one row per node and per job).
  */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { IPoll, Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
 import {
@@ -23,7 +24,12 @@ import {
   IStatus,
   setCluster
 } from './api';
-import { fillPicker, resolveChoice, storeChoice, storedChoice } from './clusterpick';
+import {
+  fillPicker,
+  resolveChoice,
+  storeChoice,
+  storedChoice
+} from './clusterpick';
 import { el } from './dom';
 import { IMapContext, renderLegend, renderMap } from './gpumap';
 import { JobTable } from './jobtable';
@@ -31,9 +37,27 @@ import { JobPalette } from './palette';
 import { RecentJobsSection } from './recentjobs';
 
 export const DEFAULT_REFRESH_S = 5;
+/** The longest wait between two requests while the server does not answer. */
+export const MAX_BACKOFF_S = 30;
+
+/**
+ * Every `seconds`; after a failed request Lumino's backoff waits up to three times longer each time,
+ * at most MAX_BACKOFF_S (or the interval, when that is longer).
+ */
+export function pollFrequency(seconds: number): IPoll.Frequency {
+  const interval = Math.max(1, seconds) * 1000;
+  return {
+    interval,
+    backoff: true,
+    max: Math.max(interval, MAX_BACKOFF_S * 1000)
+  };
+}
 
 /** Seconds from now until an ISO time (null when there is none). */
-export function secondsUntil(iso: string | null, now: number = Date.now()): number | null {
+export function secondsUntil(
+  iso: string | null,
+  now: number = Date.now()
+): number | null {
   if (!iso) {
     return null;
   }
@@ -42,7 +66,10 @@ export function secondsUntil(iso: string | null, now: number = Date.now()): numb
 }
 
 /** Seconds since an ISO time (null when there is none). */
-export function secondsSince(iso: string | null, now: number = Date.now()): number | null {
+export function secondsSince(
+  iso: string | null,
+  now: number = Date.now()
+): number | null {
   if (!iso) {
     return null;
   }
@@ -79,11 +106,19 @@ export function gpuSummary(job: IJob): string {
   for (const g of job.gpus) {
     const parts = perNode.get(g.node) || [];
     const where = g.index === null ? '?' : String(g.index);
-    parts.push(g.kind === 'gpu' ? where : `${where} ${g.kind}×${g.count ?? '?'}`);
+    parts.push(
+      g.kind === 'gpu' ? where : `${where} ${g.kind}×${g.count ?? '?'}`
+    );
     perNode.set(g.node, parts);
   }
-  const types = [...new Set(job.gpus.filter(g => g.kind === 'gpu' && g.type).map(g => g.type))];
-  const nodes = [...perNode.entries()].map(([node, parts]) => `${node}: ${parts.join(',')}`);
+  const types = [
+    ...new Set(
+      job.gpus.filter(g => g.kind === 'gpu' && g.type).map(g => g.type)
+    )
+  ];
+  const nodes = [...perNode.entries()].map(
+    ([node, parts]) => `${node}: ${parts.join(',')}`
+  );
   return nodes.join(' · ') + (types.length ? ` (${types.join(', ')})` : '');
 }
 
@@ -101,8 +136,14 @@ export function clockTime(iso: string, now: Date = new Date()): string {
  * and the expected start once Slurm has one. */
 function pendingBlock(job: IJob): HTMLElement {
   const box = el('div', 'slurmlab-Pending');
-  const words = el('div', 'slurmlab-Reason', job.reason_words || 'submitted: Slurm has not looked at it yet');
-  words.title = job.reason_words ? `Slurm's reason: ${job.reason}` : "Slurm's reason: none yet";
+  const words = el(
+    'div',
+    'slurmlab-Reason',
+    job.reason_words || 'submitted: Slurm has not looked at it yet'
+  );
+  words.title = job.reason_words
+    ? `Slurm's reason: ${job.reason}`
+    : "Slurm's reason: none yet";
   box.appendChild(words);
   if (job.reason_hint) {
     box.appendChild(el('div', 'slurmlab-ReasonHint', `→ ${job.reason_hint}`));
@@ -110,7 +151,11 @@ function pendingBlock(job: IJob): HTMLElement {
   const waited = secondsSince(job.submit_time);
   const times = el('div', 'slurmlab-PendingTimes');
   times.appendChild(
-    el('span', 'slurmlab-PendingFor', waited === null ? 'pending' : `pending for ${formatSeconds(waited)}`)
+    el(
+      'span',
+      'slurmlab-PendingFor',
+      waited === null ? 'pending' : `pending for ${formatSeconds(waited)}`
+    )
   );
   const start = job.expected_start;
   const expected = start
@@ -125,11 +170,11 @@ function pendingBlock(job: IJob): HTMLElement {
 }
 
 export class SlurmSidebar extends Widget {
-  private _refreshMs = DEFAULT_REFRESH_S * 1000;
-  private _timer: number | null = null;
   private _scope: 'mine' | 'all' = 'mine';
-  private _busy = false;
+  /** The round under way, and whether a click or a pick asked for one more while it ran. */
+  private _running: Promise<void> | null = null;
   private _again = false;
+  private readonly _poll: Poll;
   private _choice: string | null = storedChoice();
   private _palette = new JobPalette();
   /** Ids of the clusters the server listed, and those that appeared since the sidebar first asked. */
@@ -151,6 +196,14 @@ export class SlurmSidebar extends Widget {
 
   constructor() {
     super();
+    this._poll = new Poll({
+      auto: false,
+      factory: () => this._round(),
+      frequency: pollFrequency(DEFAULT_REFRESH_S),
+      name: 'slurmlab-lab:sidebar',
+      // The panel collapsed: nothing to draw. The tab hidden: Lumino's own standby (after one tick).
+      standby: () => (this.isVisible ? 'when-hidden' : true)
+    });
     this.id = 'slurmlab-sidebar';
     this.addClass('slurmlab-Sidebar');
     this.title.caption = 'Slurm GPUs';
@@ -190,7 +243,11 @@ export class SlurmSidebar extends Widget {
     jobsHeader.appendChild(el('h3', 'slurmlab-Section', 'Jobs'));
     const scope = el('select', 'slurmlab-Scope');
     for (const value of ['mine', 'all']) {
-      const option = el('option', undefined, value === 'mine' ? 'my jobs' : 'all jobs');
+      const option = el(
+        'option',
+        undefined,
+        value === 'mine' ? 'my jobs' : 'all jobs'
+      );
       option.value = value;
       scope.appendChild(option);
     }
@@ -207,40 +264,35 @@ export class SlurmSidebar extends Widget {
 
   /** Seconds between refreshes (from the settings). */
   set refreshInterval(seconds: number) {
-    this._refreshMs = Math.max(1, seconds) * 1000;
-    if (this._timer !== null) {
-      this._startTimer();
+    const before = this._poll.frequency.interval;
+    this._poll.frequency = pollFrequency(seconds);
+    // a new interval counts from now, not from the end of the old one (an hour, say)
+    if (this._poll.frequency.interval !== before && this.isAttached) {
+      void this.refresh();
     }
   }
 
   protected onAfterAttach(): void {
-    this._startTimer();
-    void this.refresh();
+    void this._poll.start();
   }
 
   protected onBeforeDetach(): void {
-    this._stopTimer();
+    void this._poll.stop();
+  }
+
+  /** The panel opened again: what it shows may be an interval old. */
+  protected onAfterShow(): void {
+    if (this.isAttached) {
+      void this.refresh();
+    }
   }
 
   dispose(): void {
-    this._stopTimer();
-    super.dispose();
-  }
-
-  private _startTimer(): void {
-    this._stopTimer();
-    this._timer = window.setInterval(() => {
-      if (this.isVisible) {
-        void this.refresh();
-      }
-    }, this._refreshMs);
-  }
-
-  private _stopTimer(): void {
-    if (this._timer !== null) {
-      window.clearInterval(this._timer);
-      this._timer = null;
+    if (this.isDisposed) {
+      return;
     }
+    this._poll.dispose();
+    super.dispose();
   }
 
   /** Show another cluster: remembered for this browser session, shown at once. */
@@ -252,21 +304,34 @@ export class SlurmSidebar extends Widget {
     void this.refresh();
   }
 
+  /** Ask the server now (a click, a pick, the command); the interval then counts from this round. */
   async refresh(): Promise<void> {
-    if (this._busy) {
-      this._again = true; // a pick or a click while a refresh runs: one more when it is done
-      return;
+    if (!this.isAttached) {
+      return; // not in the page: nothing to draw, and the poll starts when it is
     }
-    this._busy = true;
-    try {
-      await this._refreshOnce();
-    } finally {
-      this._busy = false;
+    if (this._running) {
+      this._again = true; // a pick or a click while a round runs: one more when it is done
+      return this._running.catch(() => undefined);
     }
-    if (this._again) {
-      this._again = false;
-      void this.refresh();
-    }
+    await this._poll.refresh();
+    await this._poll.tick.catch(() => undefined);
+  }
+
+  /**
+   * The poll's request: one round, and one more when a click or a pick came while it ran (however
+   * many came). Rejects when the server did not answer, so that the poll waits longer before the next.
+   */
+  private _round(): Promise<void> {
+    const run = async () => {
+      do {
+        this._again = false;
+        await this._refreshOnce();
+      } while (this._again);
+    };
+    this._running = run().finally(() => {
+      this._running = null;
+    });
+    return this._running;
   }
 
   private async _refreshOnce(): Promise<void> {
@@ -276,18 +341,31 @@ export class SlurmSidebar extends Widget {
       setCluster(cluster.own ? null : cluster.id);
       fillPicker(this._picker, clusters.clusters, cluster.id);
       const fresh = this._freshClusters(clusters.clusters, cluster);
-      const told = note || (fresh.length ? `${fresh.join(', ')} is running now: pick it above to see it` : null);
+      const told =
+        note ||
+        (fresh.length
+          ? `${fresh.join(', ')} is running now: pick it above to see it`
+          : null);
       this._clusterNote.hidden = told === null;
       this._clusterNote.textContent = told || '';
-      this._clusterNote.dataset.kind = note ? 'gone' : fresh.length ? 'new' : '';
+      this._clusterNote.dataset.kind = note
+        ? 'gone'
+        : fresh.length
+          ? 'new'
+          : '';
       this._renderCluster(cluster);
       const status = await getStatus();
       this._renderStatus(status);
       if (!status.reachable) {
-        this._showError(status.error || 'the Slurm controller is not reachable');
+        this._showError(
+          status.error || 'the Slurm controller is not reachable'
+        );
         return;
       }
-      const [nodes, queue] = await Promise.all([getNodes(), getQueue(this._scope)]);
+      const [nodes, queue] = await Promise.all([
+        getNodes(),
+        getQueue(this._scope)
+      ]);
       this._showError(null);
       this._renderStatus(status, queue.age_s ?? 0);
       const ctx: IMapContext = {
@@ -296,7 +374,9 @@ export class SlurmSidebar extends Widget {
       };
       this._palette.keep(ctx.jobs.keys());
       // colours in id order, so that the slots follow the jobs' ids
-      for (const id of [...ctx.jobs.keys()].sort((a, b) => a.length - b.length || a.localeCompare(b))) {
+      for (const id of [...ctx.jobs.keys()].sort(
+        (a, b) => a.length - b.length || a.localeCompare(b)
+      )) {
         this._palette.colour(id);
       }
       const seen = renderMap(this._map, nodes.nodes, ctx);
@@ -304,7 +384,10 @@ export class SlurmSidebar extends Widget {
       this._renderJobs(queue);
       void this._recent.refresh(cluster.own ? null : cluster.id);
     } catch (error) {
-      this._showError(error instanceof ApiError ? error.message : String(error));
+      this._showError(
+        error instanceof ApiError ? error.message : String(error)
+      );
+      throw error;
     }
   }
 
@@ -320,7 +403,9 @@ export class SlurmSidebar extends Widget {
       }
     }
     this._seenClusters = ids;
-    return clusters.filter(c => this._newClusters.has(c.id) && c.id !== shown.id).map(c => c.label);
+    return clusters
+      .filter(c => this._newClusters.has(c.id) && c.id !== shown.id)
+      .map(c => c.label);
   }
 
   private _showError(message: string | null): void {
@@ -334,8 +419,12 @@ export class SlurmSidebar extends Widget {
     this._clusterName.dataset.sandbox = cluster.sandbox || '';
     this._clusterName.title =
       `cluster ${cluster.name || '?'}` +
-      (cluster.sandbox ? `, a slurmlab sandbox of profile ${cluster.sandbox}` : '') +
-      (cluster.conf ? ` (${cluster.conf})` : " (this server's Slurm configuration)");
+      (cluster.sandbox
+        ? `, a slurmlab sandbox of profile ${cluster.sandbox}`
+        : '') +
+      (cluster.conf
+        ? ` (${cluster.conf})`
+        : " (this server's Slurm configuration)");
   }
 
   private _renderStatus(status: IStatus, dataAge = 0): void {
@@ -346,7 +435,10 @@ export class SlurmSidebar extends Widget {
     const version = status.version ? `Slurm ${status.version}` : 'Slurm ?';
     // Data older than two intervals means Slurm did not answer the last polls: say how old.
     const age = dataAge;
-    const stale = age > 2 * status.poll_interval_s ? ` · data ${formatSeconds(age)} old` : '';
+    const stale =
+      age > 2 * status.poll_interval_s
+        ? ` · data ${formatSeconds(age)} old`
+        : '';
     this._statusLine.textContent = `${state} · ${version} · user ${status.user} · every ${status.poll_interval_s}s${stale}`;
     this._statusLine.dataset.stale = String(stale !== '');
     this._statusLine.dataset.reachable = String(status.reachable);
@@ -368,7 +460,11 @@ export class SlurmSidebar extends Widget {
     }
     if (!queue.jobs.length) {
       this._jobs.appendChild(
-        el('div', 'slurmlab-Empty', queue.scope === 'mine' ? `no jobs of ${queue.user}` : 'no jobs')
+        el(
+          'div',
+          'slurmlab-Empty',
+          queue.scope === 'mine' ? `no jobs of ${queue.user}` : 'no jobs'
+        )
       );
       return;
     }
@@ -396,7 +492,8 @@ export class SlurmSidebar extends Widget {
     if (job.state === 'PENDING') {
       const more = el('tr', 'slurmlab-PendingRow');
       more.dataset.jobId = job.job_id;
-      more.appendChild(el('td', 'slurmlab-Swatch')).style.background = this._palette.colour(job.job_id);
+      more.appendChild(el('td', 'slurmlab-Swatch')).style.background =
+        this._palette.colour(job.job_id);
       const cell = el('td');
       cell.colSpan = 4;
       cell.appendChild(pendingBlock(job));
@@ -458,7 +555,9 @@ export class SlurmSidebar extends Widget {
     try {
       await cancelJob(job.job_id);
     } catch (error) {
-      this._showError(error instanceof ApiError ? error.message : String(error));
+      this._showError(
+        error instanceof ApiError ? error.message : String(error)
+      );
     }
     await this.refresh();
   }

@@ -57,12 +57,17 @@ export function installSavedOutputs(
   const renderers = new Set<WidgetOrSavedOutput>();
 
   const adopt = (factory: IRenderMime.IRendererFactory, rank?: number) => {
-    const current: IHook = { inner: factory, live: !isPlaceholder(factory), renderers };
+    const current: IHook = {
+      inner: factory,
+      live: !isPlaceholder(factory),
+      renderers
+    };
     const wrapper: IRenderMime.IRendererFactory = {
       safe: factory.safe,
       mimeTypes: [WIDGET_VIEW_MIMETYPE],
       defaultRank: factory.defaultRank,
-      createRenderer: options => new WidgetOrSavedOutput(options, rendermime, current)
+      createRenderer: options =>
+        new WidgetOrSavedOutput(options, rendermime, current)
     };
     wrappers.add(wrapper);
     addFactory(wrapper, rank);
@@ -72,8 +77,13 @@ export function installSavedOutputs(
     }
   };
 
-  rendermime.addFactory = (factory: IRenderMime.IRendererFactory, rank?: number) => {
-    const widgetOnly = factory.mimeTypes.length === 1 && factory.mimeTypes[0] === WIDGET_VIEW_MIMETYPE;
+  rendermime.addFactory = (
+    factory: IRenderMime.IRendererFactory,
+    rank?: number
+  ) => {
+    const widgetOnly =
+      factory.mimeTypes.length === 1 &&
+      factory.mimeTypes[0] === WIDGET_VIEW_MIMETYPE;
     if (widgetOnly && !wrappers.has(factory)) {
       adopt(factory, rank);
     } else {
@@ -92,7 +102,10 @@ export function installSavedOutputs(
  * cannot. With a placeholder factory (no kernel yet, or none at all) the fallback shows at once and
  * the widget replaces it if the manager finds the model later.
  */
-export class WidgetOrSavedOutput extends Panel implements IRenderMime.IRenderer {
+export class WidgetOrSavedOutput
+  extends Panel
+  implements IRenderMime.IRenderer
+{
   constructor(
     private readonly _options: IRenderMime.IRendererOptions,
     private readonly _rendermime: IRenderMimeRegistry,
@@ -110,9 +123,13 @@ export class WidgetOrSavedOutput extends Panel implements IRenderMime.IRenderer 
     this._clear();
     this._model = model;
     this._fallback = fallbackMimeType(model.data, bundle =>
-      this._rendermime.preferredMimeType(bundle as JSONBundle, model.trusted ? 'any' : 'ensure')
+      this._rendermime.preferredMimeType(
+        bundle as JSONBundle,
+        model.trusted ? 'any' : 'ensure'
+      )
     );
-    const source = model.data[this.mimeType] as { model_id?: string } | undefined;
+    const source = model.data[this.mimeType] as
+      { model_id?: string } | undefined;
     if (!this._fallback || source?.model_id === '') {
       // nothing better than the manager's own words; an empty id is a closed view, which hides
       this._fallback = null;
@@ -127,7 +144,11 @@ export class WidgetOrSavedOutput extends Panel implements IRenderMime.IRenderer 
   /** The registry has a new widget-manager factory: outputs not showing a live widget try it. */
   factoryChanged(hook: IHook): void {
     this._hook = hook;
-    if (!this._model || this._outcome === 'widget' || this._attemptFactory === hook.inner) {
+    if (
+      !this._model ||
+      this._outcome === 'widget' ||
+      this._attemptFactory === hook.inner
+    ) {
       return;
     }
     this._dropAttempt();
@@ -178,7 +199,10 @@ export class WidgetOrSavedOutput extends Panel implements IRenderMime.IRenderer 
     if (inner !== this._inner || this._outcome !== 'pending') {
       return;
     }
-    const outcome = widgetOutcome(inner.node.childElementCount, inner.node.textContent);
+    const outcome = widgetOutcome(
+      inner.node.childElementCount,
+      inner.node.textContent
+    );
     if (outcome === 'pending') {
       return;
     }
