@@ -42,6 +42,7 @@ from slurmlab.slurm.allocation_submit import (
     find_id_by_name,
     kill_salloc,
     known_version,
+    may_still_be_made,
     not_created,
     request_to_submit,
     salloc_argv,
@@ -116,6 +117,10 @@ class Allocation(AllocationProbes):
         self._lookup_error: SlurmError | None = None
         self.warnings: list[str] = []  # what validation noticed but let through
         self.replaced_by: Allocation | None = None  # set by resubmit: the panel follows the new job
+        # what slurmlab did that Slurm's state alone does not say (a cancel a controller restart lost, redone)
+        self.note: str | None = None
+        self.released_at: float | None = None  # when this process last asked Slurm to cancel the job
+        self._following_release = False  # the release is looked at until Slurm has saved it
         self._salloc: subprocess.Popen[str] | None = None
         self._watch: Watch | None = None
         self._subscribers: list[Subscriber] = []
@@ -162,8 +167,10 @@ class Allocation(AllocationProbes):
             find_id_by_name(alloc)
         if alloc.job_id is None:
             kill_salloc(alloc._salloc)
-            if alloc.state == "REJECTED":
-                alloc._unguard()  # salloc ended without a job: nothing to watch
+            if may_still_be_made(alloc):
+                allocation_release.follow_given_up(alloc)  # a job made late is cancelled, not left running
+            else:
+                alloc._unguard()  # Slurm refused the request: there will be no job
             raise not_created(alloc) from alloc._lookup_error
         return alloc
 
@@ -191,6 +198,12 @@ class Allocation(AllocationProbes):
     def _start_watch(self) -> None:
         if self._watch is None and self.job_id is not None:
             self._watch = self.poller.watch(self.job_id, self._on_update)
+
+    def _resume_watch(self) -> None:
+        """Follow the job's state again after its watch ended (the job came back after a controller restart)."""
+        if self._watch is not None and not self._watch.active:
+            self._watch = None
+        self._start_watch()
 
     # ---- state ---------------------------------------------------------------------------------
     def _on_update(self, update: JobUpdate) -> None:
@@ -226,6 +239,17 @@ class Allocation(AllocationProbes):
     @property
     def running(self) -> bool:
         return self.state == "RUNNING"
+
+    @property
+    def following_release(self) -> bool:
+        """This process cancelled the job and still looks at it, until Slurm has saved the cancel (a controller
+        restart before then brings the job back; it is then cancelled again)."""
+        return self._following_release
+
+    @property
+    def settled(self) -> bool:
+        """Ended, and nothing slurmlab knows of can bring it back: a view of it may stop following."""
+        return self.ended and not self._following_release
 
     @property
     def view(self) -> JobView | None:

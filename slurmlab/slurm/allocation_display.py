@@ -50,6 +50,8 @@ def _parts(alloc: Allocation, state: str, left: str | None) -> list[str]:
         parts.append(left)
     if alloc.error:
         parts.append(f"error: {alloc.error}")
+    if alloc.note:
+        parts.append(f"note: {alloc.note}")
     return parts
 
 

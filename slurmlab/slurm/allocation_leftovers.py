@@ -125,7 +125,8 @@ def find_leftovers(
     runner: Runner | None = None, *, include_alive: bool = False, notebook: str | None = None,
     exclude: Iterable[str] = (),
 ) -> Leftovers:
-    """Jobs this user left from earlier kernels (tag ``slurmlab:``) whose process is gone.
+    """Jobs this user left from earlier kernels (tag ``slurmlab:``) whose process is gone, and jobs this process
+    cancelled that hold or wait for resources again (a controller restart lost the cancel): nobody follows either.
 
     ``notebook`` (a :func:`notebook_key`) keeps only that notebook's jobs and those whose tag predates
     notebooks; ``exclude`` leaves out job ids (those this kernel already follows). Returns a
@@ -134,9 +135,12 @@ def find_leftovers(
     """
     from slurmlab.errors import JobNotFoundError, ParseError, RequestError
     from slurmlab.slurm import queries
+    from slurmlab.slurm.allocation_release import released_tags
+    from slurmlab.slurm.guardian import BACK_STATES
 
     runner = runner or get_runner()
     skip = {str(j) for j in exclude}
+    released = released_tags()
     found = Leftovers()
     host = socket.gethostname()
     for job_id, comment in tagged_jobs(runner):
@@ -146,15 +150,20 @@ def find_leftovers(
         if notebook is not None and tag.notebook not in (None, notebook):
             continue
         alive = tag.host == host and tag.pid is not None and _pid_alive(tag.pid)
-        if include_alive or not alive:
+        # its kernel lives, but asked for its cancel: the job is alive only because Slurm lost that cancel
+        released_but_back = alive and comment in released
+        if include_alive or not alive or released_but_back:
             try:
                 job = queries.job_detail(job_id, runner)
             except JobNotFoundError:  # ended between the two calls
                 continue
             except (RequestError, ParseError):  # not a job id, or a record that does not read: not ours to list
                 continue
-            if job.comment == comment:  # the very job squeue named, not a line a comment forged
-                found.append(job)
+            if job.comment != comment:  # not the very job squeue named, but a line a comment forged
+                continue
+            if released_but_back and not include_alive and job.state not in BACK_STATES.split(","):
+                continue  # the cancel still completing
+            found.append(job)
     return found
 
 

@@ -1,8 +1,16 @@
-"""Releasing allocations: cancel, the guardian, and the release when the process ends.
+"""Releasing allocations: cancel, the guardian, the release when the process ends, and making a release stick.
 
 Three layers make sure a job dies with the kernel that owns it: :func:`release_all` at exit, the TERM/HUP
 handlers that run it before the signal ends the process, and the guardian (:mod:`slurmlab.slurm.guardian`), a
 separate process that cancels what is still registered when this one dies without a word (SIGKILL, a crash).
+
+A cancel is not final when ``scancel`` returns: slurmctld writes it to its StateSaveLocation only with its periodic
+state save (every 300 s, compiled in as PERIODIC_CHECKPOINT; a cancel does not ask for an earlier one), and a
+slurmctld killed before then starts again from the older state, where the job is RUNNING and holds its GPUs. So
+every job this process cancelled is followed (:class:`ReleaseFollower`, one ``squeue`` per round for all of them)
+until the controller has answered for :data:`RELEASE_SETTLE` seconds after the cancel; one that comes back is
+cancelled again, and its allocation shows it (its state, and a note saying what happened). The guardian keeps the
+released entries meanwhile and looks at them once more if the kernel dies.
 """
 
 from __future__ import annotations
@@ -13,25 +21,37 @@ import os
 import signal
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from slurmlab.errors import JobNotFoundError
+from slurmlab.errors import JobNotFoundError, SlurmError
 from slurmlab.slurm.allocation_submit import kill_salloc
-from slurmlab.slurm.guardian import get_guardian
+from slurmlab.slurm.guardian import RELEASE_SETTLE, get_guardian, live_jobs_of, scancel_mine
+from slurmlab.slurm.identity import current_user
+from slurmlab.slurm.loop_thread import LoopThread
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
+    from slurmlab.slurm.runner import Runner
 
-__all__ = ["RELEASE_DEADLINE", "RELEASE_SIGNALS", "cancel", "guard", "register", "release_all", "unguard"]
+__all__ = ["FOLLOW_INTERVAL", "RELEASE_DEADLINE", "RELEASE_SETTLE", "RELEASE_SIGNALS", "ReleaseFollower", "cancel",
+           "follow_given_up", "get_follower", "guard", "register", "release_all", "released_tags", "unguard"]
 
 # the logger of Allocation as a whole, which users may already filter on
 log = logging.getLogger("slurmlab.slurm.allocation")
 
+# How often released jobs are looked at (one squeue for all of a cluster's): a job a restarted controller brought
+# back holds its GPUs at most this long before it is cancelled again.
+FOLLOW_INTERVAL = 10.0
+
 _live: weakref.WeakSet[Allocation] = weakref.WeakSet()
 _live_lock = threading.Lock()
+# the tags (comments) of the jobs this process asked Slurm to cancel: find_leftovers lists one that is still alive
+_released_tags: set[str] = set()
 
 
 def register(alloc: Allocation) -> None:
@@ -41,21 +61,62 @@ def register(alloc: Allocation) -> None:
     _ensure_exit_hooks()
 
 
+def released_tags() -> frozenset[str]:
+    """The comments of the jobs this process cancelled (a slurmlab tag, or the comment an attached job had)."""
+    with _live_lock:
+        return frozenset(_released_tags)
+
+
 def cancel(alloc: Allocation) -> None:
-    """Release the allocation (withdraw salloc, scancel); safe to call twice."""
+    """Release the allocation (withdraw salloc, scancel); safe to call twice. The release is followed until Slurm
+    has saved it (see the module's docstring)."""
     kill_salloc(alloc._salloc)
+    asked = False
     if alloc.job_id is not None and not alloc.ended:
         from slurmlab.slurm import queries
 
         try:
             # a job this process submitted is ours; one attached by id is checked first
             queries.cancel_job(alloc.job_id, alloc.runner, only_mine=alloc.tag is None)
+            asked = True
         except JobNotFoundError:
             pass
         alloc.poller.poke()
-    unguard(alloc)  # only once scancel went through: otherwise the guardian still owes it
+    if asked:
+        _follow_release(alloc)
+    elif not alloc.following_release:
+        unguard(alloc)  # only once scancel went through: otherwise the guardian still owes it
     with _live_lock:
         _live.discard(alloc)
+
+
+def _follow_release(alloc: Allocation) -> None:
+    alloc.released_at = time.time()
+    comment = alloc.tag or (alloc.job.comment if alloc.job is not None else None)
+    with _live_lock:
+        if comment:
+            _released_tags.add(comment)
+    if not getattr(alloc.runner, "guarded", False) or os.getpid() != alloc._owner_pid:
+        unguard(alloc)  # a replaying runner has no cluster that could bring the job back
+        return
+    if alloc.release_at_exit:
+        try:
+            get_guardian().released(alloc._guard_key)
+        except OSError as exc:
+            log.warning("slurmlab: could not reach the allocation guardian: %s", exc)
+    get_follower().follow(alloc)
+
+
+def follow_given_up(alloc: Allocation) -> None:
+    """A submission given up before salloc said the job's id (see :func:`.allocation_submit.may_still_be_made`):
+    a job the controller makes from it later is found by its tag and cancelled; the guardian keeps looking for
+    it by name and tag if this process dies first."""
+    with _live_lock:
+        if alloc.tag:
+            _released_tags.add(alloc.tag)
+    if not getattr(alloc.runner, "guarded", False) or os.getpid() != alloc._owner_pid:
+        return
+    get_follower().follow(alloc)
 
 
 # ---- the guardian: cancels what is registered if this process dies without releasing ---------
@@ -72,12 +133,187 @@ def guard(alloc: Allocation, salloc_pid: int | None = None) -> None:
 
 def unguard(alloc: Allocation) -> None:
     """Take ``alloc`` off the guardian's list (released, or kept on purpose)."""
-    if os.getpid() != alloc._owner_pid or not alloc.runner.guarded:
+    if os.getpid() != alloc._owner_pid or not getattr(alloc.runner, "guarded", False):
         return
     try:
         get_guardian().drop(alloc._guard_key)
     except OSError as exc:
         log.warning("slurmlab: could not reach the allocation guardian: %s", exc)
+
+
+# ---- making a release stick --------------------------------------------------------------------
+@dataclass
+class _Released:
+    alloc: Allocation
+    job_id: str | None  # None: a submission given up before salloc said the job's id (found by its tag)
+    comment: str | None  # the job's tag: a reused job id of another job is never taken for it
+    asked_at: float  # clock() of the latest cancel
+
+
+def _clock_text(wall: float | None) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(wall)) if wall is not None else "?"
+
+
+class ReleaseFollower:
+    """Looks at the jobs this process cancelled until Slurm has saved each cancel; cancels again one that a
+    controller restart brought back, and puts the truth in its allocation. One thread, started on demand, ends
+    when nothing is left to follow."""
+
+    def __init__(self, *, interval: float = FOLLOW_INTERVAL, settle: float = RELEASE_SETTLE,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = interval
+        self.settle = settle
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._jobs: dict[tuple[str | None, str | None, str], _Released] = {}
+        self._wake = threading.Event()
+        self._loop = LoopThread(self._run, name="slurmlab-release-follow", lock=self._lock)
+        self.rounds = 0  # squeue calls made, for tests
+        self._pid = os.getpid()
+
+    def follow(self, alloc: Allocation, *, start: bool = True) -> None:
+        """Follow ``alloc``'s job from now (a second cancel starts its wait again). An allocation without a job id
+        is a submission given up while salloc waited: a controller that reads its request late still makes the
+        job, which is then found by the allocation's tag."""
+        comment = alloc.tag or (alloc.job.comment if alloc.job is not None else None)
+        if alloc.job_id is None and not comment:
+            return
+        key = (alloc.runner.configuration(), alloc.runner.cluster, alloc.job_id or f"tag:{comment}")
+        with self._lock:
+            self._after_fork()
+            self._jobs[key] = _Released(alloc, alloc.job_id, comment or None, self.clock())
+            alloc._following_release = True
+        if start:
+            try:
+                self._loop.ensure_running()
+            except RuntimeError:  # the interpreter is shutting down (release_all at exit): the guardian checks it
+                log.debug("slurmlab: released jobs not followed: the interpreter is shutting down")
+
+    def following(self) -> list[str]:
+        """The job ids followed (a submission given up: ``tag:<its tag>``)."""
+        with self._lock:
+            return [key[2] for key in self._jobs]
+
+    def stop(self) -> None:
+        self._loop.stop(self._wake, timeout=5)
+
+    def _after_fork(self) -> None:
+        if self._pid != os.getpid():  # a forked child: its parent's releases are not its own
+            self._jobs.clear()
+            self._pid = os.getpid()
+
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            with self._lock:
+                if not self._jobs:
+                    stop.set()  # under the lock: a follow() now sees this thread ending and starts one
+                    return
+            try:
+                self.check_once()
+            except Exception:  # the thread must outlive any round
+                log.exception("slurmlab: following released jobs failed; it goes on")
+
+    def check_once(self) -> None:
+        """One round: per cluster, one squeue of this user's live jobs; a released job among them is back."""
+        with self._lock:
+            self._after_fork()
+            groups: dict[tuple[str | None, str | None], list[_Released]] = {}
+            for (conf, cluster, _), rel in self._jobs.items():
+                groups.setdefault((conf, cluster), []).append(rel)
+        user = current_user()
+        for group in groups.values():
+            runner = group[0].alloc.runner
+            self.rounds += 1
+            try:
+                alive = live_jobs_of(runner, user)
+            except SlurmError as exc:  # down or restarting: nothing is settled until it answers again
+                log.info("slurmlab: released jobs not checked: %s", exc.message)
+                continue
+            now = self.clock()
+            for rel in group:
+                if rel.job_id is None:
+                    late = [(job_id, seen[0]) for job_id, seen in alive.items() if seen[1] == rel.comment]
+                    for job_id, state in late:
+                        self._made_late(rel, job_id, state, runner, user)
+                    if not late and now - rel.asked_at >= self.settle:
+                        self._settled(rel)
+                    continue
+                seen = alive.get(rel.job_id)
+                if seen is not None and (rel.comment is None or seen[1] == rel.comment):
+                    self._came_back(rel, rel.job_id, seen[0], runner, user)
+                elif now - rel.asked_at >= self.settle:
+                    self._settled(rel)
+
+    def _key(self, rel: _Released) -> tuple[str | None, str | None, str]:
+        runner = rel.alloc.runner
+        return runner.configuration(), runner.cluster, rel.job_id or f"tag:{rel.comment}"
+
+    def _settled(self, rel: _Released) -> None:
+        alloc = rel.alloc
+        with self._lock:
+            self._jobs.pop(self._key(rel), None)
+            alloc._following_release = False
+        unguard(alloc)  # Slurm has saved the cancel: the guardian has nothing more to check
+        alloc._notify()
+
+    def _made_late(self, rel: _Released, job_id: str, state: str, runner: Runner, user: str) -> None:
+        """The controller made the job of a submission slurmlab gave up (it read salloc's request late)."""
+        try:
+            scancel_mine(runner, user, job_id)
+        except SlurmError as exc:
+            log.warning("slurmlab: job %s (%s) was made after its submission was given up; cancelling it failed: "
+                        "%s; cancel it yourself: scancel %s", job_id, rel.comment, exc.message, job_id)
+            return
+        log.warning("slurmlab: job %s (%s) was made after its submission was given up (the controller read the "
+                    "request late); cancelled it", job_id, rel.comment)
+        rel.asked_at = self.clock()
+        alloc = rel.alloc
+        with alloc._cond:
+            alloc.note = (f"job {job_id} was made {state} after this submission was given up (the controller "
+                          f"read salloc's request late); slurmlab cancelled it at {_clock_text(time.time())}")
+            alloc._cond.notify_all()
+        alloc._notify()
+
+    def _came_back(self, rel: _Released, job_id: str, state: str, runner: Runner, user: str) -> None:
+        alloc = rel.alloc
+        lost = _clock_text(alloc.released_at)
+        log.warning("slurmlab: job %s is %s again: a controller restart lost its cancel; cancelling it again",
+                    job_id, state)
+        try:
+            scancel_mine(runner, user, job_id)
+            done = f"slurmlab cancelled it again at {_clock_text(time.time())}"
+        except SlurmError as exc:
+            done = (f"cancelling it again failed ({exc.message}); slurmlab tries again every {self.interval:g} s, "
+                    f"or cancel it yourself: scancel {job_id}")
+        else:
+            rel.asked_at = self.clock()
+            alloc.released_at = time.time()
+            if alloc.release_at_exit and os.getpid() == alloc._owner_pid:
+                try:
+                    get_guardian().released(alloc._guard_key)
+                except OSError as exc:
+                    log.warning("slurmlab: could not reach the allocation guardian: %s", exc)
+        note = (f"job {job_id} came back {state} after the Slurm controller restarted: the cancel sent at {lost} "
+                f"was lost (slurmctld had not saved it yet); {done}")
+        with alloc._cond:
+            alloc.state, alloc.reason, alloc.note = state, None, note
+            alloc._cond.notify_all()
+        alloc._notify()
+        alloc._resume_watch()  # the shared poller follows the job's state again, the cancel included
+
+
+_follower: ReleaseFollower | None = None
+
+
+def get_follower() -> ReleaseFollower:
+    """This process's follower of released jobs."""
+    global _follower
+    with _live_lock:
+        if _follower is None:
+            _follower = ReleaseFollower()
+        return _follower
 
 
 # ---- at exit -----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from slurmlab.core.request.request import GpuRequest
 from slurmlab.errors import AllocationError, ControllerDownError, MungeError, ParseError, SlurmError
-from slurmlab.slurm.runner import Runner, classify_failure, get_runner
+from slurmlab.slurm.runner import Runner, get_runner
 from slurmlab.slurm.steps import close_quietly
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ __all__ = [
     "find_id_by_name",
     "kill_salloc",
     "known_version",
+    "may_still_be_made",
     "not_created",
     "options_and_name",
     "request_to_submit",
@@ -129,9 +130,16 @@ def options_and_name(request: GpuRequest) -> tuple[list[str], str | None]:
 # ---- the salloc process ------------------------------------------------------------------------
 def start_salloc(alloc: Allocation) -> None:
     """Run ``salloc --no-shell`` for ``alloc`` and read what it says in a thread of its own."""
-    proc = alloc.runner.popen(salloc_argv(alloc.request_argv, name=alloc.name, tag=alloc.tag))
+    argv = salloc_argv(alloc.request_argv, name=alloc.name, tag=alloc.tag)
+    proc = alloc.runner.popen(argv)
     alloc._salloc = proc
     alloc._guard(salloc_pid=proc.pid)
+
+    def stuck_on_munge(exc: SlurmError) -> None:
+        alloc._lookup_error = exc  # what not_created says, in the runner's words
+
+    # the runner's munge probe, as for every command: a salloc stuck on munged is stopped within seconds
+    alloc.runner.watch(proc, argv, answered=alloc._id_known.is_set, on_error=stuck_on_munge)
     threading.Thread(target=_read_salloc, args=(alloc, proc), name="slurmlab-salloc", daemon=True).start()
 
 
@@ -201,6 +209,17 @@ def kill_salloc(proc: subprocess.Popen[str] | None) -> None:
                 proc.wait(timeout=5)
 
 
+def may_still_be_made(alloc: Allocation) -> bool:
+    """Whether the controller may still make the job of a submission given up before salloc said its id: salloc
+    was stopped while it waited, or gave up on a controller that did not answer. Its request can sit unread in a
+    frozen controller's socket and be read later (a refusal, or a munge failure before sending, makes nothing)."""
+    from slurmlab.slurm.failures import classify_failure
+
+    if alloc.state != "REJECTED":
+        return True
+    return isinstance(classify_failure(["salloc"], 1, alloc.error or ""), ControllerDownError)
+
+
 def not_created(alloc: Allocation) -> AllocationError:
     """Why no job came out, with the one hint that fits the cause.
 
@@ -209,7 +228,7 @@ def not_created(alloc: Allocation) -> AllocationError:
     """
     cause = alloc._lookup_error
     if cause is None and alloc.error is not None:
-        cause = classify_failure(["salloc"], 1, alloc.error)
+        cause = alloc.runner.failure(["salloc"], 1, alloc.error)  # with the hint that fits (a sandbox's --dir)
     if isinstance(cause, (MungeError, ControllerDownError)):
         return AllocationError(f"the allocation was not created: {cause.message}", hint=cause.hint)
     if cause is None:

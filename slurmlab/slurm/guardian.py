@@ -5,16 +5,27 @@ kills the kernel's process group. So the first allocation of a process starts on
 (``python -m slurmlab.slurm.guardian``) in its own session: killing the kernel or its group does
 not kill it. The kernel writes JSON lines to a pipe whose write end only the kernel holds (not
 inherited by its subprocesses, closed in forked children): ``guard`` an allocation (its job id once
-known, its unique name and tag before), ``drop`` one that was released or detached. When the pipe
+known, its unique name and tag before; ``released`` once the kernel asked for its cancel), ``drop``
+one that was detached, or released long enough ago that Slurm has saved the cancel. When the pipe
 reaches end of file the kernel is gone: the guardian cancels what is still registered, through the
 Runner (``scancel`` argv, the kernel runner's SLURM_CONF/cluster), and exits. It never cancels a
 job it was not given: every ``scancel`` names the job id and is filtered by this user; a job whose
-id was not known yet is looked up by its unique name and exact tag (``--comment``).
+id was not known yet is looked up by its unique name and exact tag (``--comment``) among this
+user's jobs (``squeue -u``: the uid Slurm recorded, which no other user can forge).
+
+A job whose id was not known yet may not exist yet either: salloc's request can sit unread in a
+frozen or restarting controller, and ``salloc --no-shell`` interrupted while it waits still leaves the
+job behind once the controller reads the request. So the guardian keeps looking while that salloc
+lives, and for a grace after it is gone, counted in time the controller answered (a modest back-off:
+a handful of ``squeue`` calls). A job the kernel released shortly before it died is looked at once:
+slurmctld saves a cancel only with its periodic state save, and one that crashed before then brings
+the job back RUNNING.
 
 Kernel side::
 
     guardian = get_guardian()
     guardian.guard(key, runner, job_id=None, name=..., tag=..., salloc_pid=...)   # upsert
+    guardian.released(key)                                                        # cancel asked for
     guardian.drop(key)
 
 ``SLURMLAB_GUARDIAN_LOG=<path>`` makes the guardian log what it does there (default: nowhere).
@@ -40,7 +51,7 @@ from slurmlab.errors import ControllerDownError, MungeError, SlurmError
 from slurmlab.slurm.identity import current_user
 from slurmlab.slurm.runner import Runner
 
-__all__ = ["Guardian", "cancel_entries", "get_guardian", "main"]
+__all__ = ["BACK_STATES", "RELEASE_SETTLE", "Guardian", "cancel_entries", "get_guardian", "live_jobs_of", "main", "scancel_mine"]
 
 log = logging.getLogger(__name__)
 
@@ -88,18 +99,29 @@ class Guardian:
             "name": name,
             "tag": tag,
             "salloc_pid": salloc_pid,
+            "released": None,
             **runner.settings(),  # conf, cluster, env, timeout: the watcher runs the same Slurm from "/"
         }
         with self._lock:
             old = self._entries.get(key, {})
-            for field in ("job", "name", "tag", "salloc_pid"):
+            for field in ("job", "name", "tag", "salloc_pid", "released"):
                 if entry[field] is None and old.get(field) is not None:
                     entry[field] = old[field]
             self._entries[key] = entry
             self._send(entry)
 
+    def released(self, key: str) -> None:
+        """The kernel asked Slurm to cancel this allocation: at the kernel's end the watcher checks it once more
+        (a controller that crashed before saving the cancel brings the job back) instead of cancelling it."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return
+            entry["released"] = time.time()  # wall clock: the watcher compares it with its own
+            self._send(entry)
+
     def drop(self, key: str) -> None:
-        """The allocation was released or detached: the watcher must leave it alone."""
+        """The allocation was detached, or released long enough ago: the watcher must leave it alone."""
         with self._lock:
             if self._entries.pop(key, None) is not None:
                 self._send({"op": "drop", "key": key})
@@ -221,6 +243,7 @@ def _withdraw_salloc(pid: object) -> None:
 
 
 def _ids_by_tag(runner: Runner, user: str, name: str, tag: str) -> list[str]:
+    # -u: Slurm's own record of the owner (a uid), so another user's job of that name and tag is never listed
     out = runner.run(["squeue", "-h", "-u", user, "-n", name, "-o", "%i|%k"]).stdout
     ids = []
     for line in out.splitlines():
@@ -230,64 +253,239 @@ def _ids_by_tag(runner: Runner, user: str, name: str, tag: str) -> list[str]:
     return ids
 
 
-def _cancel_one(entry: Mapping[str, object], user: str) -> bool:
-    """Cancel one registered allocation. True when done (or nothing is left to do)."""
-    conf = entry.get("conf")
-    if isinstance(conf, str) and conf and not os.path.exists(conf):
-        # the cluster's configuration is gone (a sandbox that was stopped and removed): there is no
-        # controller left to ask, and waiting GIVE_UP_AFTER for one would leave this process behind
-        log.info("job %s: its cluster's configuration %s is gone; nothing to cancel", entry.get("job"), conf)
-        return True
-    runner = Runner.from_settings(entry)
-    job, name, tag = entry.get("job"), entry.get("name"), entry.get("tag")
-    if job is None:
-        _withdraw_salloc(entry.get("salloc_pid"))
-        if not (isinstance(name, str) and name and isinstance(tag, str) and tag):
-            return True
-        jobs = _ids_by_tag(runner, user, name, tag)
-    else:
-        jobs = [str(job)]
-    for job_id in jobs:
-        if not job_id.replace("_", "").isdigit():
-            log.warning("not a job id, skipped: %r", job_id)
-            continue
+# The states a job comes back in when a restarted controller lost its cancel: it holds or waits for resources.
+# Not COMPLETING: a job that was just cancelled is still completing, and that is no return.
+BACK_STATES = "PENDING,CONFIGURING,RUNNING,SUSPENDED,REQUEUED,RESIZING"
+
+
+def live_jobs_of(runner: Runner, user: str) -> dict[str, tuple[str, str]]:
+    """{job id: (state, comment)} of ``user``'s jobs that hold or wait for resources, in one ``squeue``."""
+    out = runner.run(["squeue", "-h", "-u", user, "-t", BACK_STATES, "-o", "%i|%T|%k"]).stdout
+    jobs = {}
+    for line in out.splitlines():
+        job, sep, rest = line.partition("|")
+        state, sep2, comment = rest.partition("|")  # the comment last: its own "|" cannot shift the id
+        if sep and sep2 and job.strip().isdigit():
+            jobs[job.strip()] = (state.strip(), comment)
+    return jobs
+
+
+def scancel_mine(runner: Runner, user: str, job_id: str) -> None:
+    """scancel one job of ``user``; one that ended or was purged already is not an error."""
+    if not job_id.replace("_", "").isdigit():
+        log.warning("not a job id, skipped: %r", job_id)
+        return
+    try:
+        # --user filters: a job id that is (no longer) this user's is left alone
+        runner.run(["scancel", f"--user={user}", job_id])
+        log.info("cancelled job %s", job_id)
+    except (ControllerDownError, MungeError):
+        raise
+    except SlurmError as exc:  # ended already, purged: nothing left to release
+        log.info("job %s: %s", job_id, exc.message)
+
+
+# Looking for a job whose id the kernel never learnt: how often /proc is read to see whether its salloc still
+# runs (free), the longest wait between two squeue calls, and the grace after salloc is gone: how long the
+# controller must have answered, from the first answer after salloc's end, before "no such job" is believed.
+# A request salloc sent stays in the controller's socket until the controller reads it (after a freeze, a
+# restart of the process that holds the socket); once it answers again it creates the job within moments.
+SALLOC_CHECK = 0.5
+LOOKUP_MAX_DELAY = 8.0
+SEARCH_GRACE = 10.0
+RETRY_MAX_DELAY = 30.0
+
+
+class _Work:
+    """What the guardian still owes for some entries; :meth:`step` runs when ``due`` and says when it is done."""
+
+    def __init__(self, entries: Sequence[Mapping[str, object]], runner: Runner) -> None:
+        self.entries = list(entries)
+        self.runner = runner
+        self.due = 0.0
+        self.retry_delay = 1.0
+
+    def step(self, user: str, now: float) -> bool:
+        raise NotImplementedError
+
+    def _retry(self, now: float, exc: ControllerDownError | MungeError) -> bool:
+        log.warning("%s: %s; will retry", self, exc.message)
+        self.due = now + self.retry_delay
+        self.retry_delay = min(self.retry_delay * 2, RETRY_MAX_DELAY)
+        return False
+
+
+class _CancelJob(_Work):
+    """A job whose id is known: one scancel, retried while the controller does not answer."""
+
+    def __str__(self) -> str:
+        return f"job {self.entries[0].get('job')}"
+
+    def step(self, user: str, now: float) -> bool:
         try:
-            # --user filters: a job id that is (no longer) this user's is left alone
-            runner.run(["scancel", f"--user={user}", job_id])
-            log.info("cancelled job %s", job_id)
-        except (ControllerDownError, MungeError):
-            raise
-        except SlurmError as exc:  # ended already, purged: nothing left to release
-            log.info("job %s: %s", job_id, exc.message)
-    return True
+            scancel_mine(self.runner, user, str(self.entries[0].get("job")))
+        except (ControllerDownError, MungeError) as exc:
+            return self._retry(now, exc)
+        return True
+
+
+class _FindJob(_Work):
+    """A job whose id the kernel never learnt (it died while salloc waited for the controller).
+
+    Its salloc is told to withdraw the request; then the job is looked for by name and tag while salloc runs
+    and for :data:`SEARCH_GRACE` of answered time after, and every match is cancelled."""
+
+    def __init__(self, entry: Mapping[str, object], runner: Runner, grace: float) -> None:
+        super().__init__([entry], runner)
+        pid = entry.get("salloc_pid")
+        self.salloc_pid = pid if isinstance(pid, int) and pid > 1 else None
+        self.name, self.tag = str(entry.get("name")), str(entry.get("tag"))
+        self.grace = grace
+        self.withdrawn = False
+        self.salloc_alive = self.salloc_pid is not None
+        self.next_lookup = 0.0
+        self.lookup_delay = 1.0
+        self.quiet_since: float | None = None  # the first answered lookup after salloc's end
+        self.last_answer: float | None = None
+        self.lookups = 0
+        self.found: list[str] = []
+        self.cancelled: set[str] = set()
+
+    def __str__(self) -> str:
+        return f"the job named {self.name}"
+
+    def step(self, user: str, now: float) -> bool:
+        if not self.withdrawn:
+            _withdraw_salloc(self.salloc_pid)
+            self.withdrawn = True
+        if self.salloc_alive and not (self.salloc_pid is not None and _is_salloc(self.salloc_pid)):
+            self.salloc_alive = False  # it just ended: whatever it submitted is in the controller's hands now
+            self.next_lookup, self.lookup_delay = now, 1.0
+            log.info("%s: its salloc (pid %s) is gone", self, self.salloc_pid)
+        if now >= self.next_lookup and not self._lookup(user, now):
+            return False
+        for job_id in [j for j in self.found if j not in self.cancelled]:
+            try:
+                scancel_mine(self.runner, user, job_id)
+            except (ControllerDownError, MungeError) as exc:
+                return self._retry(now, exc)
+            self.cancelled.add(job_id)
+        # one salloc makes one job: once it is gone, its job cancelled or not made in the grace, all is done
+        if not self.salloc_alive and (self.cancelled or (
+                self.quiet_since is not None and self.last_answer is not None
+                and self.last_answer - self.quiet_since >= self.grace)):
+            log.info("%s: %s after %d lookup(s)", self,
+                     f"cancelled {', '.join(sorted(self.cancelled))}" if self.cancelled else "never created",
+                     self.lookups)
+            return True
+        self.due = min(self.next_lookup, now + SALLOC_CHECK) if self.salloc_alive else self.next_lookup
+        return False
+
+    def _lookup(self, user: str, now: float) -> bool:
+        """One squeue for the job; False when the controller did not answer (retried later)."""
+        self.lookups += 1
+        self.next_lookup = now + self.lookup_delay
+        self.lookup_delay = min(self.lookup_delay * 2, LOOKUP_MAX_DELAY)
+        try:
+            ids = _ids_by_tag(self.runner, user, self.name, self.tag)
+        except (ControllerDownError, MungeError) as exc:
+            log.warning("%s: lookup %d: %s; will look again", self, self.lookups, exc.message)
+            self.quiet_since = None  # the controller may have been down: the grace starts again
+            self.due = min(self.next_lookup, now + SALLOC_CHECK) if self.salloc_alive else self.next_lookup
+            return False
+        log.info("%s: lookup %d: %s", self, self.lookups, ", ".join(ids) if ids else "not there")
+        self.found += [j for j in ids if j not in self.found]
+        if not self.salloc_alive:
+            self.last_answer = now
+            if self.quiet_since is None:
+                self.quiet_since = now
+        return True
+
+
+class _Recheck(_Work):
+    """Jobs the kernel released shortly before it died: one squeue says whether a controller restart brought any
+    back (see :data:`RELEASE_SETTLE`), and those are cancelled again."""
+
+    def __str__(self) -> str:
+        return "released job(s) " + ", ".join(str(e.get("job")) for e in self.entries)
+
+    def step(self, user: str, now: float) -> bool:
+        try:
+            alive = live_jobs_of(self.runner, user)
+            for entry in self.entries:
+                job_id, tag = str(entry.get("job")), entry.get("tag")
+                if job_id in alive and (not isinstance(tag, str) or alive[job_id][1] == tag):
+                    log.info("job %s was released but is back (a controller restart lost its cancel)", job_id)
+                    scancel_mine(self.runner, user, job_id)
+        except (ControllerDownError, MungeError) as exc:
+            return self._retry(now, exc)
+        return True
+
+
+# slurmctld writes a cancel to its StateSaveLocation only with its periodic state save (every 300 s, compiled in as
+# PERIODIC_CHECKPOINT; a cancel does not ask for an earlier one): one killed before then starts from the older state,
+# where the job RUNS. So a release is looked at until this long after it (the kernel, every few seconds; the
+# guardian, once, if the kernel dies meanwhile); an older one is saved and costs no call.
+RELEASE_SETTLE = 330.0
+
+
+def _plan(entries: Sequence[Mapping[str, object]], wall_now: float, grace: float) -> list[_Work]:
+    """The work each entry needs; the released ones of one cluster share one lookup."""
+    works: list[_Work] = []
+    released: dict[str, tuple[Runner, list[Mapping[str, object]]]] = {}
+    for entry in entries:
+        conf = entry.get("conf")
+        if isinstance(conf, str) and conf and not os.path.exists(conf):
+            # the cluster's configuration is gone (a sandbox that was stopped and removed): there is no
+            # controller left to ask, and waiting GIVE_UP_AFTER for one would leave this process behind
+            log.info("job %s: its cluster's configuration %s is gone; nothing to cancel", entry.get("job"), conf)
+            continue
+        runner = Runner.from_settings(entry)
+        job, name, tag, when = entry.get("job"), entry.get("name"), entry.get("tag"), entry.get("released")
+        if isinstance(when, (int, float)) and job is not None:
+            if wall_now - when < RELEASE_SETTLE:
+                key = json.dumps([runner.slurm_conf, runner.cluster, dict(runner.env)], sort_keys=True)
+                released.setdefault(key, (runner, []))[1].append(entry)
+        elif job is not None:
+            works.append(_CancelJob([entry], runner))
+        elif isinstance(name, str) and name and isinstance(tag, str) and tag:
+            works.append(_FindJob(entry, runner, grace))
+        else:
+            _withdraw_salloc(entry.get("salloc_pid"))  # nothing to look the job up by: withdraw the request only
+    works += [_Recheck(group, runner) for runner, group in released.values()]
+    return works
 
 
 def cancel_entries(
     entries: Sequence[Mapping[str, object]], *, give_up_after: float = GIVE_UP_AFTER,
-    sleep: Callable[[float], object] = time.sleep,
+    sleep: Callable[[float], object] = time.sleep, clock: Callable[[], float] = time.monotonic,
+    grace: float = SEARCH_GRACE,
 ) -> list[Mapping[str, object]]:
     """Cancel every entry, retrying those the controller could not take; returns what was left."""
     user = current_user()  # the one "who am I": the effective uid
-    left = list(entries)
-    deadline = time.monotonic() + give_up_after
-    delay = 1.0
-    while left:
-        retry = []
-        for entry in left:
+    works = _plan(entries, time.time(), grace)
+    deadline = clock() + give_up_after
+    while works:
+        for work in list(works):
+            now = clock()
+            if work.due > now:
+                continue
             try:
-                _cancel_one(entry, user)
-            except (ControllerDownError, MungeError) as exc:
-                log.warning("job %s: %s; will retry", entry.get("job"), exc.message)
-                retry.append(entry)
+                done = work.step(user, now)
             except Exception:  # one bad entry must not keep the others from being cancelled
-                log.exception("job %s: could not cancel", entry.get("job"))
-        left = retry
-        if not left or time.monotonic() + delay > deadline:
+                log.exception("%s: could not cancel", work)
+                done = True
+            if done:
+                works.remove(work)
+        if not works:
             break
-        sleep(delay)
-        delay = min(delay * 2, 30.0)
+        wake = min(work.due for work in works)
+        if wake > deadline:
+            break
+        sleep(max(0.0, wake - clock()))
+    left = [entry for work in works for entry in work.entries]
     for entry in left:
-        log.error("gave up on job %s after %.0f s", entry.get("job"), give_up_after)
+        log.error("gave up on job %s after %.0f s", entry.get("job") or entry.get("name"), give_up_after)
     return left
 
 

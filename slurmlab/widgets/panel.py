@@ -179,6 +179,8 @@ def panel_html(alloc: Allocation, now: float | None = None) -> str:
         lines.append(f"<div style='color:#666'>asked for: <code>{esc(' '.join(alloc.request_argv))}</code></div>")
     if alloc.error:
         lines.append(f"<div class='slurmlab-error' style='color:{_FAILED}'>{esc(str(alloc.error))}</div>")
+    if alloc.note:  # what slurmlab did that the state alone does not say (a lost cancel, redone)
+        lines.append(f"<div class='slurmlab-note' style='color:{AMBER}'>{esc(alloc.note)}</div>")
     return "".join(lines)
 
 
@@ -292,8 +294,8 @@ class AllocationPanel:
         if self.status.value != status:
             self.status.value = status
         told = self.ended.render(alloc, self.output)  # False while it asks how it ended
-        if alloc.ended and not self._done and told:
-            # final state shown: stop following
+        if alloc.settled and not self._done and told:
+            # final state shown, and no lost cancel can bring the job back: stop following
             self._done = True
             self._unsubscribe()
             self.updater.remove(self)

@@ -40,6 +40,21 @@ def _fake_slurm(tmp_path: Path, scripts: dict[str, str]) -> Runner:
     return Runner(slurm_conf=str(conf), env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}, timeout=10)
 
 
+class FakeClock:
+    """The guardian's sense of time, moved only by its own sleeps: waits are exact and cost nothing."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
 def _calls(tmp_path: Path) -> list[str]:
     log = tmp_path / "calls.log"
     return log.read_text().splitlines() if log.exists() else []
@@ -79,11 +94,105 @@ def test_a_job_without_id_yet_is_found_by_name_and_exact_tag(tmp_path: Path) -> 
         # the same user's other jobs of that name: another tag, a tag that only starts the same
         "squeue": f"printf '7|slurmlab:h:2:ffff\\n8|{tag}\\n9|{tag}x\\n'",
     })
+    clock = FakeClock()
     left = cancel_entries([{"job": None, "name": "slurmlab-abcd", "tag": tag, "conf": runner.slurm_conf,
-                            "env": dict(runner.env)}])
+                            "env": dict(runner.env)}], sleep=clock.sleep, clock=clock)
     assert left == []
     cancelled = [c.split()[2] for c in _calls(tmp_path) if c.startswith("scancel")]
-    assert cancelled == ["8"]
+    assert cancelled == ["8"]  # once, however often the lookups see it
+
+
+# ---- a job whose id the kernel never learnt (issue 25, point 4) --------------------------------------
+_DOWN = "echo 'squeue: error: Unable to contact slurm controller (connect failure)' >&2; exit 1"
+
+
+def _counting_squeue(tmp_path: Path, body: str) -> str:
+    """A stand-in squeue that knows how often it was called ($n, from 1) before running ``body``."""
+    count = tmp_path / "squeue.count"
+    return f'n=$(cat {count} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {count}\n{body}'
+
+
+def _stand_in_salloc() -> subprocess.Popen[bytes]:
+    """A process named salloc that, like salloc blocked in its request to a frozen controller, outlives SIGINT."""
+    return subprocess.Popen(["bash", "-c", "trap '' INT; exec -a salloc sleep 60"])
+
+
+def _search(runner: Runner, clock: FakeClock, **entry: object) -> list[Any]:
+    return cancel_entries([{"job": None, "name": "slurmlab-abcd", "tag": "slurmlab:h:1:abcd",
+                            "conf": runner.slurm_conf, "env": dict(runner.env), **entry}],
+                          sleep=clock.sleep, clock=clock)
+
+
+def test_a_job_the_controller_creates_while_salloc_waits_is_found_and_cancelled(tmp_path: Path) -> None:
+    """The kernel died while salloc waited for a frozen controller: the first lookups find nothing, the job
+    appears once the controller reads the request; the guardian keeps looking while salloc lives."""
+    salloc = _stand_in_salloc()
+    (tmp_path / "salloc.pid").write_text(str(salloc.pid))
+    try:
+        runner = _fake_slurm(tmp_path, {"scancel": "exit 0", "squeue": _counting_squeue(tmp_path, (
+            # the third lookup: the controller has read the request (job 8), and salloc, answered, exits
+            f'if [ "$n" -ge 3 ]; then kill $(cat {tmp_path}/salloc.pid); printf "8|slurmlab:h:1:abcd\\n"; fi'))})
+        clock = FakeClock()
+        assert _search(runner, clock, salloc_pid=salloc.pid) == []
+    finally:
+        salloc.kill()
+        salloc.wait()
+    calls = _calls(tmp_path)
+    assert [c.split()[2] for c in calls if c.startswith("scancel")] == ["8"]
+    lookups = [c for c in calls if c.startswith("squeue")]
+    assert all(c.split()[1:6] == ["-h", "-u", getpass.getuser(), "-n", "slurmlab-abcd"] for c in lookups)
+    # a modest back-off: a handful of calls, and done within the grace after salloc's end
+    assert 3 <= len(lookups) <= 10, lookups
+    assert clock.now < 60
+
+
+def test_a_job_created_after_salloc_gave_up_is_found_once_the_controller_answers(tmp_path: Path) -> None:
+    """salloc timed out and is gone; the controller, frozen, reads its request only when it resumes, and its
+    first answers come before the job exists: the guardian believes "no such job" only after a grace."""
+    runner = _fake_slurm(tmp_path, {"scancel": "exit 0", "squeue": _counting_squeue(tmp_path, (
+        f'if [ "$n" -le 3 ]; then {_DOWN}; fi\n'
+        'if [ "$n" -ge 5 ]; then printf "9|slurmlab:h:1:abcd\\n"; fi'))})
+    clock = FakeClock()
+    assert _search(runner, clock) == []
+    assert [c.split()[2] for c in _calls(tmp_path) if c.startswith("scancel")] == ["9"]
+
+
+def test_a_job_never_created_costs_a_few_lookups_then_the_guardian_ends(tmp_path: Path) -> None:
+    runner = _fake_slurm(tmp_path, {"scancel": "exit 0", "squeue": "exit 0"})
+    clock = FakeClock()
+    assert _search(runner, clock, salloc_pid=None) == []
+    lookups = [c for c in _calls(tmp_path) if c.startswith("squeue")]
+    assert 2 <= len(lookups) <= 6 and clock.now <= 30, (lookups, clock.now)
+    assert not [c for c in _calls(tmp_path) if c.startswith("scancel")]
+
+
+def test_the_search_gives_up_when_the_controller_never_answers(tmp_path: Path) -> None:
+    entry_runner = _fake_slurm(tmp_path, {"scancel": "exit 0", "squeue": _DOWN})
+    clock = FakeClock()
+    left = cancel_entries([{"job": None, "name": "slurmlab-abcd", "tag": "slurmlab:h:1:abcd",
+                            "conf": entry_runner.slurm_conf, "env": dict(entry_runner.env)}],
+                          give_up_after=120, sleep=clock.sleep, clock=clock)
+    assert len(left) == 1 and clock.now <= 120
+    assert len([c for c in _calls(tmp_path) if c.startswith("squeue")]) <= 20
+
+
+# ---- jobs the kernel released shortly before it died (issue 25, point 7) -----------------------------
+def test_released_jobs_are_checked_once_and_only_those_back_are_cancelled(tmp_path: Path) -> None:
+    runner = _fake_slurm(tmp_path, {
+        "scancel": "exit 0",
+        # 71 came back (its cancel lost); 72 is another job of this user with the id a restart reused
+        "squeue": "printf '71|RUNNING|slurmlab:h:1:a\\n72|RUNNING|slurmlab:h:1:other\\n'"})
+    now = time.time()
+    base = {"conf": runner.slurm_conf, "env": dict(runner.env)}
+    entries = [{**base, "job": "71", "tag": "slurmlab:h:1:a", "released": now - 20},
+               {**base, "job": "72", "tag": "slurmlab:h:1:b", "released": now - 20},
+               {**base, "job": "73", "tag": "slurmlab:h:1:c", "released": now - 3600}]  # saved by Slurm long ago
+    clock = FakeClock()
+    assert cancel_entries(entries, sleep=clock.sleep, clock=clock) == []
+    calls = _calls(tmp_path)
+    assert [c.split()[:6] for c in calls if c.startswith("squeue")] == [
+        ["squeue", "-h", "-u", getpass.getuser(), "-t", "PENDING,CONFIGURING,RUNNING,SUSPENDED,REQUEUED,RESIZING"]]
+    assert [c.split()[2] for c in calls if c.startswith("scancel")] == ["71"]
 
 
 def test_retries_while_the_controller_is_down_then_cancels(tmp_path: Path) -> None:
@@ -92,23 +201,23 @@ def test_retries_while_the_controller_is_down_then_cancels(tmp_path: Path) -> No
         n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}
         if [ "$n" -lt 2 ]; then echo 'scancel: error: Unable to contact slurm controller (connect failure)' >&2; exit 1; fi
         exit 0""")})
-    sleeps: list[float] = []
+    clock = FakeClock()
     entry = {"job": "55", "conf": runner.slurm_conf, "env": dict(runner.env)}
-    assert cancel_entries([entry], sleep=sleeps.append) == []
-    assert len(_calls(tmp_path)) == 3 and sleeps == [1.0, 2.0]
+    assert cancel_entries([entry], sleep=clock.sleep, clock=clock) == []
+    assert len(_calls(tmp_path)) == 3 and clock.sleeps == [1.0, 2.0]
     # and it gives up in the end instead of waiting for ever
     count.write_text("-1000\n")
-    assert cancel_entries([entry], give_up_after=3.0, sleep=sleeps.append) == [entry]
+    assert cancel_entries([entry], give_up_after=3.0, sleep=clock.sleep, clock=clock) == [entry]
 
 
 def test_a_cluster_whose_configuration_is_gone_is_not_waited_for(tmp_path: Path) -> None:
     # a sandbox stopped and removed before the kernel's guardian got to it: no controller will come back
     runner = _fake_slurm(tmp_path, {"scancel": "echo 'scancel: error: Unable to contact slurm controller' >&2; exit 1"})
     Path(str(runner.slurm_conf)).unlink()
-    sleeps: list[float] = []
+    clock = FakeClock()
     entry = {"job": "56", "conf": runner.slurm_conf, "env": dict(runner.env)}
-    assert cancel_entries([entry], sleep=sleeps.append) == []
-    assert _calls(tmp_path) == [] and sleeps == []
+    assert cancel_entries([entry], sleep=clock.sleep, clock=clock) == []
+    assert _calls(tmp_path) == [] and clock.sleeps == []
 
 
 def test_a_job_that_already_ended_is_not_an_error(tmp_path: Path) -> None:
@@ -255,6 +364,18 @@ def test_a_forked_child_killed_by_term_releases_nothing_of_its_parent(tmp_path: 
 
 
 # ---- one hint, the one that fits the cause (issue 10, point 8) -------------------------------------
+@pytest.fixture(autouse=True)
+def _own_follower(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A submission given up is followed for minutes (a job made late is cancelled): here by a follower of this
+    test alone, stopped with it, never the session's."""
+    from slurmlab.slurm import allocation_release
+
+    follower = allocation_release.ReleaseFollower(interval=3600)
+    monkeypatch.setattr(allocation_release, "_follower", follower)
+    yield follower
+    follower.stop()
+
+
 class _Poller:
     def poke(self) -> None:
         pass
