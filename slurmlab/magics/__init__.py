@@ -1,53 +1,96 @@
 """IPython magics: ``%salloc``, ``%srun``/``%%srun``, ``%squeue``, ``%sinfo``, ``%scancel``, ``%slurm``,
 ``%gpu_timeslice``, ``%gpu_isolation``, ``%sacct``, ``%sshare``.
 
-Load with ``%load_ext slurmlab`` (or ``%load_ext slurmlab.magics``). Nothing registers at import, and loading
-imports only what registering the magics needs: the Slurm layer, the widgets and the request language load
-on first use (``tests/unit/magics/test_load_ext_imports.py`` holds the list). Loading
-also makes slurmlab's expected errors, from magics and plain calls alike (``a.mig()``), show as one line with
-the fix instead of a traceback (:mod:`slurmlab.magics.error_display`; ``%slurm debug on`` for the full one).
+Load with ``%load_ext slurmlab`` (or ``%load_ext slurmlab.magics``). Nothing registers at import. Loading
+declares every magic with IPython's lazy registration (``MagicsManager.register_lazy``, as IPython declares
+its own): the module that defines a magic is imported the first time one of its magics is used, so loading
+imports none of the Slurm layer, the widgets or the request language
+(``tests/unit/magics/test_load_ext_imports.py`` holds the list). An IPython without lazy registration of a
+magics class gets them registered at once, as before. Each magic module is a leaf: what the magics share
+lives in the kernel's :class:`~slurmlab.magics.session.Session` and the operations on it in
+:mod:`slurmlab.magics.kernel`. Loading also makes slurmlab's expected errors, from magics and plain calls
+alike (``a.mig()``), show as one line with the fix instead of a traceback (:mod:`slurmlab.magics.error_display`;
+``%slurm debug on`` for the full one).
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 from typing import Any
+
+from IPython.core import magic as ipython_magic
+
+from slurmlab.magics import error_display
+from slurmlab.magics.session import Session
+
+# the hook list, without the Slurm layer: %load_ext must not import the allocation machinery (asyncio, the
+# poller, the queries), only what registering the magics needs
+from slurmlab.slurm.allocation_display import DISPLAY_HOOKS
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
+# (module, Magics class, {kind: its magics}), in the order the magics are documented
+_MAGICS: tuple[tuple[str, str, dict[str, tuple[str, ...]]], ...] = (
+    ("slurmlab.magics.allocate", "AllocateMagics", {"line": ("salloc", "scancel")}),
+    ("slurmlab.magics.steps", "StepMagics", {"line": ("srun",), "cell": ("srun",)}),
+    ("slurmlab.magics.status", "StatusMagics", {"line": ("squeue", "sinfo", "slurm")}),
+    ("slurmlab.magics.experiments", "ExperimentMagics", {"line": ("gpu_timeslice", "gpu_isolation")}),
+    ("slurmlab.magics.accounting", "AccountingMagics", {"line": ("sacct", "sshare")}),
+)
+
 _MAGIC_NAMES = {
-    "line": ("salloc", "scancel", "squeue", "sinfo", "slurm", "srun", "gpu_timeslice", "gpu_isolation", "sacct",
-             "sshare"),
-    "cell": ("srun",),
+    kind: tuple(name for _, _, names in _MAGICS for name in names.get(kind, ()))
+    for kind in ("line", "cell")
 }
 
 
 def load_ipython_extension(ip: Any) -> None:
-    from slurmlab.magics import error_display
-    from slurmlab.magics.accounting import AccountingMagics
-    from slurmlab.magics.allocate import AllocateMagics
-    from slurmlab.magics.experiments import ExperimentMagics
-    from slurmlab.magics.status import StatusMagics
-    from slurmlab.magics.steps import StepMagics
-
-    for cls in (AllocateMagics, StepMagics, StatusMagics, ExperimentMagics, AccountingMagics):
-        ip.register_magics(cls)
-    error_display.install(ip)  # slurmlab's expected errors: one line with the fix, not a traceback
-    hooks, hook = _display_hooks()
-    if hook not in hooks:
-        hooks.append(hook)  # an Allocation now displays as its live panel
+    manager = ip.magics_manager
+    # LazyMagic is the placeholder of an IPython that declares "module:Class" lazily; without it, register at once
+    lazy = getattr(ipython_magic, "LazyMagic", None) is not None
+    for module, cls, names in _MAGICS:
+        if not lazy or module in sys.modules:
+            # already imported (a second load after unload_ext): IPython would not import it again for the
+            # declaration, and registering it costs nothing now
+            ip.register_magics(getattr(importlib.import_module(module), cls))
+            continue
+        for kind in ("line", "cell"):
+            for name in names.get(kind, ()):
+                both = kind == "line" and name in names.get("cell", ())
+                if kind == "cell" and name in names.get("line", ()):
+                    continue  # declared with its line magic
+                manager.register_lazy(name, f"{module}:{cls}", "line_cell" if both else kind)
+    error_display.install(ip, debug=lambda: Session.of(ip).debug, offer=_offer_sandbox)
+    if _panel_bundle not in DISPLAY_HOOKS:
+        DISPLAY_HOOKS.append(_panel_bundle)  # an Allocation now displays as its live panel
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    from slurmlab.magics import error_display
-
     error_display.uninstall(ip)
-    hooks, hook = _display_hooks()
-    while hook in hooks:
-        hooks.remove(hook)
-    magics = ip.magics_manager.magics
+    while _panel_bundle in DISPLAY_HOOKS:
+        DISPLAY_HOOKS.remove(_panel_bundle)
+    manager = ip.magics_manager
+    magics = manager.magics
     for kind, names in _MAGIC_NAMES.items():
         for name in names:
             magics[kind].pop(name, None)
+    lazy_magics = getattr(manager, "lazy_magics", {})
+    ours = {f"{module}:{cls}" for module, cls, _ in _MAGICS}
+    for name in [n for n, spec in lazy_magics.items() if spec in ours]:
+        del lazy_magics[name]  # a magic used after unload_ext must not bring the extension back
+
+
+def _offer_sandbox() -> object:
+    """The sandbox picker under the message of a magic that found no Slurm; Start runs ``%slurm sandbox up``."""
+    return error_display.offer_sandbox(_start_sandbox)
+
+
+def _start_sandbox(profile: str) -> str:
+    # the sandbox module is imported when someone presses Start, as the magic that uses it is
+    from slurmlab.magics.sandbox import start_sandbox
+
+    return start_sandbox(profile)
 
 
 def _panel_bundle(alloc: Any) -> dict[str, object] | None:
@@ -55,11 +98,3 @@ def _panel_bundle(alloc: Any) -> dict[str, object] | None:
     from slurmlab.widgets.panel import display_bundle
 
     return display_bundle(alloc)
-
-
-def _display_hooks() -> tuple[list[Any], Any]:
-    # allocation_display holds the hook list without the Slurm layer: %load_ext must not import the
-    # allocation machinery (asyncio, the poller, the queries), only what registering the magics needs
-    from slurmlab.slurm.allocation_display import DISPLAY_HOOKS
-
-    return DISPLAY_HOOKS, _panel_bundle

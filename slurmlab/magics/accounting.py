@@ -1,24 +1,29 @@
 """``%sacct`` and ``%sshare``: my recent jobs and my fair-share, from Slurm accounting, in plain words.
 
-Loaded by ``%load_ext slurmlab``: only IPython and the line parsing load here; the accounting queries, the
-parsers and the tables load on first use.
+``%load_ext slurmlab`` declares these magics lazily: this module, with the accounting queries, the parsers and
+the tables, loads on the first ``%sacct`` or ``%sshare``.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
+from slurmlab.core.diagnosis.ended import explain_end
+from slurmlab.core.diagnosis.fairshare import ShareExplained, owned_by
+from slurmlab.core.slurm.sacct import SacctRecord
+from slurmlab.core.slurm.states import ENDED
+from slurmlab.errors import ParseError
 from slurmlab.magics.args import argument, expand_line, job_id_option, magic_arguments, raw_line, split_line
 from slurmlab.magics.session import EXPANSION_HELP, user_errors
-
-if TYPE_CHECKING:
-    from slurmlab.core.slurm.sacct import SacctRecord
-    from slurmlab.widgets.accounting_tables import AccountingTable
+from slurmlab.slurm import identity
+from slurmlab.slurm.accounting_queries import job_records, recent_records
+from slurmlab.slurm.share_queries import my_shares
+from slurmlab.widgets.accounting_tables import AccountingTable, job_table, share_table, steps_table
 
 __all__ = ["AccountingMagics", "parse_since", "recent_jobs", "job_detail", "my_fairshare"]
 
@@ -53,23 +58,16 @@ def parse_since(text: str, now: datetime | None = None) -> float:
 
 def _names(records: list[SacctRecord]) -> dict[int, str]:
     """uid -> login name of whoever cancelled a job (sacct prints ``CANCELLED by <uid>``)."""
-    from slurmlab.slurm.identity import user_name
-
-    return {uid: user_name(uid) for uid in {r.cancelled_by for r in records if r.cancelled_by is not None}}
+    return {uid: identity.user_name(uid) for uid in {r.cancelled_by for r in records if r.cancelled_by is not None}}
 
 
 def recent_jobs(*, since_hours: float = DEFAULT_SINCE_HOURS, count: int = DEFAULT_COUNT,
                 all_states: bool = False) -> AccountingTable:
     """My jobs of the last ``since_hours`` (the ``count`` most recent), with the efficiency of each; without
     ``all_states``, the jobs that never started (still pending, cancelled while pending) are left out."""
-    from slurmlab.core.diagnosis.fairshare import owned_by
-    from slurmlab.slurm.accounting_queries import recent_records
-    from slurmlab.slurm.identity import current_uid, current_user
-    from slurmlab.widgets.accounting_tables import job_table
-
     records = recent_records(None, since_hours=since_hours, limit=count if all_states else max(count * 4, 50))
     # sacct -u selects by name; keep what the effective uid owns (a job's uid is Slurm's, not a name field)
-    records = owned_by(records, current_uid())
+    records = owned_by(records, identity.current_uid())
     hidden = 0
     if not all_states:
         started = {r.job_id for r in records if r.is_job and r.start is not None}
@@ -80,40 +78,28 @@ def recent_jobs(*, since_hours: float = DEFAULT_SINCE_HOURS, count: int = DEFAUL
     records = [r for r in records if r.job_id in keep]
     span = f"{since_hours:g} h" if since_hours < 48 else f"{since_hours / 24:g} days"
     note = f"{hidden} job(s) that never started are not shown: %sacct --all-states" if hidden else ""
-    return job_table(records, title=f"jobs of {current_user()} in the last {span}", names=_names(records),
+    return job_table(records, title=f"jobs of {identity.current_user()} in the last {span}", names=_names(records),
                      note=note)
 
 
 def job_detail(job_id: str) -> AccountingTable:
     """One job and its steps: how it ended and what to change next time (once it has), and its efficiency."""
-    from slurmlab.core.diagnosis.ended import explain_end
-    from slurmlab.core.slurm.states import ENDED
-    from slurmlab.slurm.accounting_queries import job_records
-    from slurmlab.slurm.identity import current_uid
-    from slurmlab.widgets.accounting_tables import steps_table
-
     records = job_records(None, job_id)
     names = _names(records)
     table = steps_table(records, job_id, names=names)
     job = next((r for r in records if r.is_job), None)
     if job is not None and job.state in ENDED:
         # how it ended and what to change next time (the panel's "ended" words), above the efficiency line
-        ended = explain_end(records, me=current_uid(), names=names)
+        ended = explain_end(records, me=identity.current_uid(), names=names)
         table.notes[:0] = [ended.headline, *(f"-> {a}" for a in ended.advice)]
     return table
 
 
 def my_fairshare() -> AccountingTable:
     """My fair-share in each account I can charge, with what it means in words."""
-    from slurmlab.core.diagnosis.fairshare import ShareExplained
-    from slurmlab.errors import ParseError
-    from slurmlab.slurm.identity import current_user
-    from slurmlab.slurm.share_queries import my_shares
-    from slurmlab.widgets.accounting_tables import share_table
-
     problems: list[ParseError] = []
     shares: list[ShareExplained] = my_shares(problems=problems)
-    table = share_table(shares, title=f"fair-share of {current_user()}")
+    table = share_table(shares, title=f"fair-share of {identity.current_user()}")
     if problems:
         table.notes.insert(0, f"warning: {len(problems)} sshare line(s) could not be read: {problems[0].message}")
     return table

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import shlex
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from slurmlab.core.diagnosis.time_warnings import signal_note
+from slurmlab.core.palette import INK_SOFT, WARN
+from slurmlab.core.request.explain import explain
+from slurmlab.core.request.pipeline import CommandInRequest
+from slurmlab.core.request.request import GpuRequest
 from slurmlab.core.slurm.jobid import is_job_id
+from slurmlab.errors import SlurmlabError
 from slurmlab.magics.args import (
     argument,
     expand_line,
@@ -20,6 +26,7 @@ from slurmlab.magics.args import (
     raw_line,
     split_line,
 )
+from slurmlab.magics.kernel import attach_as_default, no_allocation_message
 from slurmlab.magics.rerun import Origin, current_origin, find_rerun, rerun_warning
 from slurmlab.magics.salloc_checks import (
     asks_for_gpu,
@@ -28,13 +35,11 @@ from slurmlab.magics.salloc_checks import (
     time_limit_note,
     unlimited,
 )
-from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
-from slurmlab.magics.steps import attach_as_default, no_allocation_message
-
-if TYPE_CHECKING:
-    from slurmlab.core.request.request import GpuRequest
-    from slurmlab.slurm.allocation import Allocation
-    from slurmlab.slurm.runner import Runner
+from slurmlab.magics.session import EXPANSION_HELP, Session, user_errors
+from slurmlab.slurm import queries
+from slurmlab.slurm.allocation import ENDED_STATES, Allocation, check_request, salloc_argv
+from slurmlab.slurm.inventory import cluster_inventory
+from slurmlab.slurm.runner import Runner, get_runner
 
 __all__ = ["AllocateMagics", "DryRun", "prepare_request"]
 
@@ -50,8 +55,6 @@ class DryRun:
 
     @property
     def command(self) -> str:
-        import shlex
-
         return shlex.join(self.argv)
 
     def text(self) -> str:
@@ -66,8 +69,8 @@ class DryRun:
 
     def _repr_html_(self) -> str:
         esc = html.escape
-        warn = "".join(f"<div style='color:#a66'>warning: {esc(w)}</div>" for w in self.warnings)
-        checked = f"<div style='color:#666'>{esc(self.checked_against)}</div>" if self.checked_against else ""
+        warn = "".join(f"<div style='color:{WARN}'>warning: {esc(w)}</div>" for w in self.warnings)
+        checked = f"<div style='color:{INK_SOFT}'>{esc(self.checked_against)}</div>" if self.checked_against else ""
         return (f"<div class='slurmlab-dryrun'><pre style='margin:0'>{esc(self.command)}</pre>"
                 f"<div><b>What it asks for:</b> {esc(self.explanation)}</div>{checked}{warn}</div>")
 
@@ -79,9 +82,6 @@ def prepare_request(tokens: list[str], runner: Runner | None = None, *,
     With ``need_cluster`` a controller that does not answer is an error; without (dry run) the
     static checks still run and the note says the cluster was not asked.
     """
-    from slurmlab.core.request.pipeline import CommandInRequest
-    from slurmlab.slurm.allocation import check_request
-
     try:
         req = check_request(tokens, runner, need_cluster=need_cluster)
     except CommandInRequest as exc:
@@ -94,9 +94,6 @@ def prepare_request(tokens: list[str], runner: Runner | None = None, *,
 
 def _time_note(req: GpuRequest) -> str | None:
     """The one line about a request without a time limit; the partition's limits when the cluster says them."""
-    from slurmlab.errors import SlurmlabError
-    from slurmlab.slurm.inventory import cluster_inventory
-
     if not unlimited(req):
         return None
     if req.checked is None or not req.checked.against_cluster:  # a dry run that could not ask: do not wait twice
@@ -142,15 +139,13 @@ class AllocateMagics(Magics):
         ``%salloc --gres=shard:2``, ``%salloc --dry-run --gres=gpu:1g.18gb:1``.
         Options %salloc does not know pass to Slurm unchanged (with a warning).
         """
-        from slurmlab.slurm.allocation import Allocation
-
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "salloc", line)
         if command:
             raise UsageError("%salloc takes no command after --: run commands with %srun")
         if ns.replace and ns.new:
             raise UsageError("--replace cancels the cell's earlier allocation and --new keeps it: give one")
-        session = get_session()
+        session = Session.of(self.shell)
         if ns.form:
             if rest:
                 raise UsageError("--form takes no salloc options: choose them in the form")
@@ -161,16 +156,13 @@ class AllocateMagics(Magics):
         if ns.attach is not None:
             if rest:
                 raise UsageError("--attach takes only a job id; it cannot be combined with salloc options")
-            return attach_as_default(job_id_option(ns.attach, "--attach"))
+            return attach_as_default(job_id_option(ns.attach, "--attach"), session)
         with user_errors("cannot submit this request"):
             req, note = prepare_request(rest, need_cluster=not ns.dry_run)
         if ns.no_gpu and asks_for_gpu(req):
             raise UsageError("--no-gpu says a CPU-only job is meant, but the request asks for GPUs: drop one of them")
         no_gpu = None if ns.no_gpu or asks_for_gpu(req) else no_gpu_message(req)
         if ns.dry_run:
-            from slurmlab.core.request.explain import explain
-            from slurmlab.slurm.allocation import salloc_argv
-
             extra = tuple(w.removeprefix("note: ") for w in (no_gpu, _time_note(req)) if w)
             said = explain(req) + (f". {n}" if (n := signal_note(req.extra)) else "")  # --signal in words
             return DryRun(tuple(salloc_argv(req)), said, tuple(req.warnings) + extra, note)
@@ -195,7 +187,7 @@ class AllocateMagics(Magics):
         """The earlier allocation of this cell to return instead of submitting (after saying so), or None.
 
         With ``replace`` the earlier one is cancelled and None returned, so that the request is submitted."""
-        session = get_session()
+        session = Session.of(self.shell)
         made = [(a, session.origins[id(a)]) for a in reversed(session.live()) if id(a) in session.origins]
         earlier = find_rerun(origin, made)
         if earlier is None:
@@ -220,14 +212,10 @@ class AllocateMagics(Magics):
     @line_magic
     def scancel(self, line: str, local_ns: dict[str, Any] | None = None) -> None:
         """Cancel jobs: ``%scancel`` (the newest live allocation) or ``%scancel 12 13``."""
-        from slurmlab.slurm import queries
-        from slurmlab.slurm.allocation import ENDED_STATES
-        from slurmlab.slurm.runner import get_runner
-
         line = expand_line(self, line, local_ns)
         ns, rest, _ = split_line(self, "scancel", line)
         ids = [*ns.job_ids, *rest]
-        session = get_session()
+        session = Session.of(self.shell)
         bad = [i for i in ids if not is_job_id(i)]
         if bad:
             shown = ", ".join(b if len(b) <= 40 else b[:40] + "…" for b in bad[:5])
@@ -237,7 +225,7 @@ class AllocateMagics(Magics):
         if not ids:
             if session.default is None:
                 raise UsageError(no_allocation_message("no live allocation to cancel in this notebook",
-                                                       "give a job id, e.g. %scancel 42"))
+                                                       "give a job id, e.g. %scancel 42", session))
             if session.default.job_id is None:  # salloc has not heard back: withdraw the request
                 with user_errors("cannot withdraw the request"):
                     session.default.cancel()

@@ -23,6 +23,9 @@ from IPython.core.magic import needs_local_scope, no_var_expand
 from IPython.utils._process_common import arg_split
 from IPython.utils.text import DollarFormatter
 
+from slurmlab.core.slurm.jobid import check_job_id
+from slurmlab.errors import RequestError
+
 __all__ = [
     "MAX_ARG_BYTES",
     "MAX_EXPAND_CHARS",
@@ -229,9 +232,6 @@ def split_line(magics: Any, name: str, line: str) -> tuple[argparse.Namespace, l
 
 def job_id_option(value: str, option: str = "--jobid") -> str:
     """``value`` as a checked job id, or UsageError saying what a job id looks like."""
-    from slurmlab.core.slurm.jobid import check_job_id
-    from slurmlab.errors import RequestError
-
     try:
         return check_job_id(value)
     except RequestError as exc:

@@ -13,6 +13,8 @@ from IPython.core.error import UsageError
 
 from slurmlab.magics.args import job_id_option
 from slurmlab.magics.session import user_errors
+from slurmlab.slurm.doctor import doctor
+from slurmlab.slurm.runner import get_runner
 
 __all__ = ["DoctorJson", "doctor_magic"]
 
@@ -39,9 +41,6 @@ class DoctorJson(str):
 
 def doctor_magic(tokens: list[str]) -> Any:
     """The doctor's Report (``--json``: its JSON text) for the tokens after ``%slurm doctor``."""
-    from slurmlab.slurm.doctor import doctor
-    from slurmlab.slurm.runner import get_runner
-
     ns, extra = _parser().parse_known_args(tokens)
     if extra:
         raise UsageError(f"%slurm doctor does not take {' '.join(extra)!r}: use [--job ID] [--node NAME] [--json]")

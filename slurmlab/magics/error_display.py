@@ -7,6 +7,9 @@ IPython shows a traceback for every exception a cell raises but ``UsageError``; 
 ``%srun``) and for :class:`NotConfiguredUsage` (a magic that found no Slurm, which offers the sandbox picker
 under its message). ``%slurm debug on`` (or ``%xmode Verbose``) brings the full traceback back. A handler
 another extension set before stays in place for the exceptions it was set for.
+
+This module is loaded by ``%load_ext`` and imports no other module of the magics: what the handler needs of
+the kernel (whether ``%slurm debug`` is on, how to start the sandbox) comes in as callbacks.
 """
 
 from __future__ import annotations
@@ -38,15 +41,18 @@ _OURS: tuple[type[BaseException], ...] = (SlurmlabError, StepInterrupted, NotCon
 _previous: dict[int, tuple[tuple[type[BaseException], ...], Any]] = {}
 
 
-def install(shell: Any) -> None:
-    """Register the one-line handler on ``shell`` (again on a second load: never stacked twice)."""
+def install(shell: Any, *, debug: Callable[[], bool], offer: Callable[[], object]) -> None:
+    """Register the one-line handler on ``shell`` (again on a second load: never stacked twice).
+
+    ``debug`` says whether ``%slurm debug on`` asked for full tracebacks; ``offer`` shows the sandbox picker
+    under the message of a magic that found no Slurm."""
     if id(shell) in _previous:
         return
     before = tuple(getattr(shell, "custom_exceptions", ()) or ())
     old_handler = getattr(shell, "CustomTB", None) if before else None
     _previous[id(shell)] = (before, old_handler)
     others = tuple(e for e in before if e not in _OURS)
-    shell.set_custom_exc(_OURS + others, _make_handler(old_handler, others))
+    shell.set_custom_exc(_OURS + others, _make_handler(old_handler, others, debug, offer))
 
 
 def uninstall(shell: Any) -> None:
@@ -64,17 +70,18 @@ def uninstall(shell: Any) -> None:
 Handler = Callable[..., Any]
 
 
-def _make_handler(old_handler: Handler | None, others: tuple[type[BaseException], ...]) -> Handler:
+def _make_handler(old_handler: Handler | None, others: tuple[type[BaseException], ...], debug: Callable[[], bool],
+                  offer: Callable[[], object]) -> Handler:
     def handler(shell: Any, etype: type[BaseException], value: BaseException, tb: TracebackType | None,
                 tb_offset: int | None = None) -> list[str]:
         if old_handler is not None and others and isinstance(value, others) and not isinstance(value, _OURS):
             return list(old_handler(etype, value, tb, tb_offset) or [])
-        if _wants_traceback(shell):
+        if debug() or getattr(getattr(shell, "InteractiveTB", None), "mode", "") == "Verbose":
             shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
             return []
         print(one_line(value), file=sys.stderr, flush=True)
         if isinstance(value, (NotConfiguredUsage, SlurmNotConfiguredError)):
-            offer_sandbox()
+            offer()
         return []
 
     return handler
@@ -89,26 +96,17 @@ def one_line(value: BaseException) -> str:
     return f"{type(value).__name__}: {value}  ({DEBUG_HINT})"
 
 
-def _wants_traceback(shell: Any) -> bool:
-    from slurmlab.magics.session import get_session
-
-    mode = getattr(getattr(shell, "InteractiveTB", None), "mode", "")
-    return get_session().debug or mode == "Verbose"
-
-
-def offer_sandbox() -> Any:
+def offer_sandbox(start: Callable[[str], str]) -> Any:
     """Display the sandbox picker (a profile and a Start button) when ipywidgets is there; return it, or None.
 
-    Start does what ``%slurm sandbox up --profile NAME`` does in this kernel."""
+    Start calls ``start(profile)``: the kernel's ``%slurm sandbox up --profile NAME``."""
     try:
         import ipywidgets  # noqa: F401  (the picker is a widget: nothing to offer without it)
 
         from slurmlab.widgets.sandbox_picker import sandbox_picker
     except ImportError:
         return None
-    from slurmlab.magics.sandbox import start_sandbox
-
-    picker = sandbox_picker(start_sandbox)
+    picker = sandbox_picker(start)
     show(picker)
     return picker
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -27,11 +27,14 @@ from slurmlab.magics.args import (
     split_line,
 )
 from slurmlab.magics.error_display import StepInterrupted
-from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
-from slurmlab.magics.steps import ended_message, no_allocation_message, resolve_allocation, wait_until_started
-
-if TYPE_CHECKING:
-    from slurmlab.slurm.allocation import Allocation
+from slurmlab.magics.kernel import (
+    ended_message,
+    no_allocation_message,
+    resolve_allocation,
+    wait_until_started,
+)
+from slurmlab.magics.session import EXPANSION_HELP, Session, user_errors
+from slurmlab.slurm.allocation import Allocation
 
 __all__ = ["ExperimentMagics"]
 
@@ -41,14 +44,15 @@ MAX_DURATION_S = 3600.0
 MAX_TASKS = 1024
 
 
-def _running(alloc: Allocation) -> Allocation:
+def _running(alloc: Allocation, session: Session | None = None) -> Allocation:
     # typed: mypy checks here that an Allocation is what the experiments' protocols ask for
     wait_until_started(alloc)
     if alloc.state != "RUNNING":
         if alloc.ended:
-            raise UsageError(ended_message(alloc))
+            raise UsageError(ended_message(alloc, session))
         raise UsageError(no_allocation_message(f"allocation {alloc.job_id} is {alloc.state}, not running",
-                                               "wait for it, or make a new one with %salloc --gpus=1 -t 30"))
+                                               "wait for it, or make a new one with %salloc --gpus=1 -t 30",
+                                               session))
     return alloc
 
 
@@ -97,7 +101,7 @@ class ExperimentMagics(Magics):
         one GPU (cupy) or one core (cpu), with a common start, and shows shares, slices, overlap,
         fairness and the classification (time-sliced / concurrent / mixed) with a Gantt chart.
         """
-        from slurmlab.experiments.timeslice import TimeslicePlan, run
+        from slurmlab.experiments.timeslice import TimeslicePlan, run  # numpy: loaded when an experiment runs
 
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "gpu_timeslice", line)
@@ -113,9 +117,10 @@ class ExperimentMagics(Magics):
         if cores is not None and cores.isascii() and cores.isdigit() and len(cores) <= 4:
             cores = int(cores)
         alloc: Allocation | None = None
+        session = Session.of(self.shell)
         # once this notebook has allocated, "none live" is a mistake to name, not a reason to run locally
-        if not ns.local and (ns.jobid is not None or get_session().allocations):
-            alloc = _running(resolve_allocation(ns.jobid))
+        if not ns.local and (ns.jobid is not None or session.allocations):
+            alloc = _running(resolve_allocation(ns.jobid, session), session)
         elif not ns.local:
             print(
                 "no allocation: the workers run here as local processes (%salloc first for a GPU)",
@@ -140,7 +145,7 @@ class ExperimentMagics(Magics):
         Slurm granted, and says whether the tasks' GPUs are isolated or shared. Extra srun options
         after ``--`` replace the derived ones (``%gpu_isolation -- -n2 --gpus-per-task=1``).
         """
-        from slurmlab.experiments.verify import verify
+        from slurmlab.experiments.verify import verify  # numpy: loaded when an experiment runs
 
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "gpu_isolation", line)
@@ -149,7 +154,8 @@ class ExperimentMagics(Magics):
         if ns.jobid is not None:
             job_id_option(ns.jobid)
         check_range(ns.tasks, "--tasks", 1, MAX_TASKS)
-        alloc = _running(resolve_allocation(ns.jobid))
+        session = Session.of(self.shell)
+        alloc = _running(resolve_allocation(ns.jobid, session), session)
         with _interrupted("the isolation check", alloc), user_errors("the isolation check failed"):
             return verify(
                 alloc,

@@ -6,8 +6,14 @@ user who would rather click. Without ipywidgets there are no buttons, and nothin
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
+from IPython.core.error import UsageError
+
+from slurmlab.errors import SlurmlabError
+from slurmlab.magics.kernel import attach_as_default
+from slurmlab.slurm import queries
 from slurmlab.slurm.allocation_leftovers import Leftovers
 
 __all__ = ["leftover_buttons"]
@@ -36,16 +42,10 @@ def leftover_buttons(leftovers: Leftovers) -> Any:
 
 
 def _say(html_widget: Any, text: str) -> None:
-    import html
-
     html_widget.value = f"<span class='slurmlab-leftover-result'>{html.escape(text)}</span>"
 
 
 def _attach(jid: str) -> str:
-    from IPython.core.error import UsageError
-
-    from slurmlab.magics.steps import attach_as_default
-
     try:
         alloc = attach_as_default(jid)
     except UsageError as exc:
@@ -54,9 +54,6 @@ def _attach(jid: str) -> str:
 
 
 def _cancel(jid: str) -> str:
-    from slurmlab.errors import SlurmlabError
-    from slurmlab.slurm import queries
-
     try:
         queries.cancel_job(jid)
     except SlurmlabError as exc:

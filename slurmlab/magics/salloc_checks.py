@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from slurmlab.core.slurm.timefmt import format_duration
 
-if TYPE_CHECKING:  # %load_ext imports this module: the request language and the models load on first use
+if TYPE_CHECKING:  # types only: the checks read what the request and the partitions hold
     from slurmlab.core.request.request import GpuRequest
     from slurmlab.core.slurm.models import Partition
 

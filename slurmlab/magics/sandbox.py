@@ -14,35 +14,21 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
-from slurmlab.magics.session import get_session, user_errors
-
-if TYPE_CHECKING:
-    from slurmlab.sandbox.control import Sandbox
-    from slurmlab.slurm.runner import Runner
+from slurmlab.errors import SandboxError
+from slurmlab.magics.kernel import slurm_status
+from slurmlab.magics.session import Before, Session, user_errors
+from slurmlab.sandbox.control import DEFAULT_PROFILE, Sandbox
+from slurmlab.sandbox.state_file import STATE_FILE
+from slurmlab.slurm.controller import ping
+from slurmlab.slurm.runner import Runner, get_runner, set_runner
 
 __all__ = ["sandbox_command", "sandbox_in_use", "start_sandbox", "use_conf"]
 
 USAGE = ("%slurm sandbox up [PROFILE] [--if-needed] | down [PROFILE] | leave [PROFILE] | status [PROFILE]")
-
-
-@dataclass
-class _Before:
-    """What this kernel used before ``%slurm sandbox up`` switched it to a sandbox, and whether it started it."""
-
-    runner: Runner
-    sandbox: Sandbox | None
-    started: bool
-
-
-# sandbox folder -> what to return to when it is left or stopped (one kernel, one process: module state is
-# the session's)
-_before: dict[str, _Before] = {}
 
 
 def start_sandbox(profile: str) -> str:
@@ -79,12 +65,7 @@ def sandbox_in_use() -> Sandbox | None:
     """The sandbox this kernel talks to: the one ``%slurm sandbox up`` chose, else the one whose slurm.conf the
     runner (or ``SLURM_CONF``) names — a sandbox another process started, such as the test suite's. None on a
     real cluster or with no Slurm at all."""
-    from slurmlab.errors import SandboxError
-    from slurmlab.sandbox.control import Sandbox
-    from slurmlab.sandbox.state_file import STATE_FILE
-    from slurmlab.slurm.runner import get_runner
-
-    session = get_session()
+    session = Session.of()
     if session.sandbox is not None:
         return session.sandbox
     conf = get_runner().configuration()
@@ -102,10 +83,6 @@ def sandbox_in_use() -> Sandbox | None:
 def _configured_slurm() -> str | None:
     """``up --if-needed``: the status of the Slurm configured here when it answers; None when none is configured
     (then the sandbox starts); a UsageError when one is configured but silent (a sandbox would hide that)."""
-    from slurmlab.magics.status import slurm_status
-    from slurmlab.slurm.controller import ping
-    from slurmlab.slurm.runner import get_runner
-
     runner = get_runner()
     if shutil.which("scontrol") is None:
         return None  # no Slurm client here: the sandbox's start says which packages it needs
@@ -123,18 +100,14 @@ def _configured_slurm() -> str | None:
 
 
 def _up(profile: str | None, nodes: int | None, directory: str | None, accounting: bool | None = None) -> str:
-    from slurmlab.magics.status import slurm_status
-    from slurmlab.sandbox.control import DEFAULT_PROFILE, Sandbox
-    from slurmlab.slurm.runner import get_runner, set_runner
-
-    session = get_session()
+    session = Session.of()
     name = profile or DEFAULT_PROFILE
     current = sandbox_in_use()
     runner_before = get_runner()
     sb = Sandbox.up(name, nodes, directory if directory is not None else _beside(current, name), accounting=accounting)
     key = str(sb.directory)
     if current is None or current.directory != sb.directory:
-        _before.setdefault(key, _Before(runner_before, session.sandbox, not sb.reused))
+        session.before.setdefault(key, Before(runner_before, session.sandbox, not sb.reused))
     session.sandbox = sb
     set_runner(sb.runner())
     return (f"sandbox {sb.profile_name} {'reused' if sb.reused else 'started'} in {sb.directory}; this kernel now "
@@ -152,16 +125,14 @@ def _beside(current: Sandbox | None, profile: str) -> str | None:
 def _named(profile: str | None, directory: str | None) -> Sandbox:
     """The sandbox ``down``/``leave``/``status`` mean: by folder, else the one in use, else by profile — one
     this kernel started or switched to first, then the profile's default place."""
-    from slurmlab.sandbox.control import Sandbox
-
-    session = get_session()
+    session = Session.of()
     if directory is not None:
         return Sandbox.find(directory)
     if profile is None and session.sandbox is not None:
         return session.sandbox
     if session.sandbox is not None and session.sandbox.profile_name == profile:
         return session.sandbox
-    for folder in reversed(list(_before)):
+    for folder in reversed(list(session.before)):
         if Path(folder).name == profile or profile is None:
             return Sandbox.find(folder)
     return Sandbox.find(profile)
@@ -169,10 +140,8 @@ def _named(profile: str | None, directory: str | None) -> Sandbox:
 
 def _switch_back(sb: Sandbox) -> str:
     """Point this kernel back at what it used before ``sb`` (when it uses ``sb``); the words saying so."""
-    from slurmlab.slurm.runner import Runner, set_runner
-
-    session = get_session()
-    before = _before.pop(str(sb.directory), None)
+    session = Session.of()
+    before = session.before.pop(str(sb.directory), None)
     uses_it = session.sandbox is not None and session.sandbox.directory == sb.directory
     if not uses_it:
         return ""
@@ -188,7 +157,7 @@ def _switch_back(sb: Sandbox) -> str:
 
 def _leave(sb: Sandbox) -> str:
     """``leave``: back to the Slurm used before; stop ``sb`` only when this kernel started it."""
-    started = (before := _before.get(str(sb.directory))) is not None and before.started
+    started = (before := Session.of().before.get(str(sb.directory))) is not None and before.started
     back = _switch_back(sb)
     if not started:
         return (f"sandbox {sb.profile_name} left running (this kernel did not start it: stop it with "
@@ -199,14 +168,11 @@ def _leave(sb: Sandbox) -> str:
 
 def use_conf(args: list[str]) -> str:
     """``%slurm use /path/slurm.conf``."""
-    from slurmlab.magics.status import slurm_status
-    from slurmlab.slurm.runner import Runner, set_runner
-
     if len(args) != 1:
         raise UsageError("give one slurm.conf path: %slurm use /etc/slurm/slurm.conf")
     path = os.path.abspath(os.path.expanduser(args[0]))
     if not os.path.isfile(path):
         raise UsageError(f"no slurm.conf at {path}")
     set_runner(Runner(slurm_conf=path))
-    get_session().sandbox = None
+    Session.of().sandbox = None
     return f"now using {path}\n" + slurm_status()

@@ -1,4 +1,10 @@
-"""What the magics of one kernel share: the default allocation, the runner in use, errors as UsageError.
+"""What the magics of one kernel share: one :class:`Session` per IPython shell, kept on the shell.
+
+The session holds the kernel's allocations (which one is the default, which cell made each), the sandbox
+switch (the sandbox in use and what the kernel used before it), the latest step and ``%slurm debug``. A magic
+finds it with ``Session.of(self.shell)``; a function called without a shell (a widget's button, a helper)
+with ``Session.of()``, the session of the running shell. Without IPython there is no kernel and nothing to
+share: ``Session.of()`` is then a new, empty session. A test builds its own with ``Session(shell)``.
 
 ``$var`` expansion (decided here, tested in tests/unit/magics, shown in every magic's help): the
 magics keep IPython's expansion of the *line*, so ``%salloc --gpus=$n`` asks for ``n`` GPUs and
@@ -15,20 +21,24 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from IPython import get_ipython
 from IPython.core.error import UsageError
 
 from slurmlab.errors import SlurmlabError, SlurmNotConfiguredError
 from slurmlab.magics.args import MAX_EXPAND_CHARS
+from slurmlab.magics.error_display import NotConfiguredUsage
 
-if TYPE_CHECKING:  # imported where used: %load_ext must not pull in the sandbox or start the poller
+if TYPE_CHECKING:  # %load_ext imports this module: the Slurm layer and the sandbox load on first use
     from slurmlab.magics.rerun import Origin
     from slurmlab.sandbox.control import Sandbox
     from slurmlab.slurm.allocation import Allocation
+    from slurmlab.slurm.runner import Runner
     from slurmlab.slurm.steps import StepResult
 
-__all__ = ["EXPANSION_HELP", "Session", "get_session", "is_live", "user_errors"]
+__all__ = ["EXPANSION_HELP", "Before", "Session", "get_session", "is_live", "user_errors"]
 
 EXPANSION_HELP = (
     "$var: IPython expands $name and {expr} in the line before the magic runs (%salloc --gpus=$n). "
@@ -39,21 +49,52 @@ EXPANSION_HELP = (
     "would take minutes)."
 )
 
+# the attribute of the IPython shell that holds its session
+SHELL_ATTRIBUTE = "slurmlab_session"
+
+
+@dataclass
+class Before:
+    """What this kernel used before ``%slurm sandbox up`` switched it to a sandbox, and whether it started it."""
+
+    runner: Runner
+    sandbox: Sandbox | None
+    started: bool
+
 
 class Session:
-    """State of the magics in one kernel (one per process).
+    """State of the magics in one kernel (one per IPython shell).
 
     ``default`` (where ``%srun``, ``%gpu_timeslice`` and ``%gpu_isolation`` run without ``--jobid``) is the
     newest *live* allocation, made or attached: one that has ended never stays the default while an older one
     still runs. ``origins`` says which cell made each allocation, so that re-running the cell is noticed.
+    ``Session(shell)`` becomes the session of ``shell`` (replacing the one it had).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shell: Any = None) -> None:
         self.allocations: list[Allocation] = []  # in the order they were made or last attached
         self.origins: dict[int, Origin] = {}  # id(allocation) -> the cell and line that made it
         self.sandbox: Sandbox | None = None  # the sandbox that %slurm sandbox up started or found
+        # sandbox folder -> what to return to when it is left or stopped
+        self.before: dict[str, Before] = {}
         self.last_step: StepResult | None = None  # what the latest %srun gave
         self.debug = False  # %slurm debug on: full tracebacks instead of one-line errors
+        if shell is not None:
+            self.install(shell)
+
+    @classmethod
+    def of(cls, shell: Any = None) -> Session:
+        """The session of ``shell`` (default: the running IPython shell), made on first use."""
+        if shell is None:
+            shell = get_ipython()
+            if shell is None:  # no IPython, no kernel: nothing is shared
+                return cls()
+        found = getattr(shell, SHELL_ATTRIBUTE, None)
+        return found if isinstance(found, Session) else cls(shell)
+
+    def install(self, shell: Any) -> None:
+        """Make this the session of ``shell``."""
+        setattr(shell, SHELL_ATTRIBUTE, self)
 
     def remember(self, alloc: Allocation, origin: Origin | None = None) -> None:
         """Take ``alloc`` in as the newest allocation (so the default while it lives)."""
@@ -92,16 +133,12 @@ class Session:
 
 def is_live(alloc: Allocation) -> bool:
     """Pending or running (or not heard of yet): not ended, not rejected, not forgotten by Slurm."""
-    from slurmlab.slurm.allocation import ENDED_STATES
-
-    return alloc.state not in ENDED_STATES
-
-
-_session = Session()
+    return not alloc.ended
 
 
 def get_session() -> Session:
-    return _session
+    """The session of the running shell: ``Session.of()``."""
+    return Session.of()
 
 
 @contextlib.contextmanager
@@ -110,8 +147,6 @@ def user_errors(what: str) -> Iterator[None]:
 
     No Slurm at all becomes a :class:`~slurmlab.magics.error_display.NotConfiguredUsage`, which the handler
     ``%load_ext slurmlab`` installs shows with the sandbox picker under it."""
-    from slurmlab.magics.error_display import NotConfiguredUsage
-
     try:
         yield
     except UsageError:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import os
-from typing import TYPE_CHECKING, Any
+import html
+import pwd
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
+from slurmlab.core.palette import WARN
+from slurmlab.errors import SlurmlabError
+from slurmlab.magics import error_display
 from slurmlab.magics.args import (
     argument,
     expand_line,
@@ -18,21 +22,21 @@ from slurmlab.magics.args import (
     raw_line,
     split_line,
 )
-from slurmlab.magics.session import EXPANSION_HELP, get_session, user_errors
-from slurmlab.magics.steps import attach_as_default
-from slurmlab.slurm.failures import NOT_CONFIGURED_HINT
+from slurmlab.magics.doctor import doctor_magic
+from slurmlab.magics.kernel import attach_as_default, read_status
+from slurmlab.magics.leftover_buttons import leftover_buttons
+from slurmlab.magics.sandbox import sandbox_command, start_sandbox, use_conf
+from slurmlab.magics.session import EXPANSION_HELP, Session, user_errors
+from slurmlab.slurm import identity, queries
+from slurmlab.slurm.allocation_leftovers import Leftovers, find_leftovers, notebook_key
+from slurmlab.slurm.runner import Runner, get_runner
 from slurmlab.widgets.rows import JOB_COLUMNS, NODE_COLUMNS, Table, job_row, node_row
 
-if TYPE_CHECKING:
-    from slurmlab.slurm.allocation_leftovers import Leftovers
-
-__all__ = ["NotedTable", "StatusMagics", "StatusText", "problems_note", "slurm_status", "status_report"]
+__all__ = ["NotedTable", "StatusMagics", "StatusText", "problems_note", "status_report"]
 
 
 def _check_user(user: str) -> None:
     """UsageError unless ``user`` names a Unix user here or is a numeric uid."""
-    import pwd
-
     if user.isascii() and user.isdigit():
         return
     try:
@@ -43,68 +47,19 @@ def _check_user(user: str) -> None:
                          "`id NAME` knows, a numeric uid, or --all") from None
 
 
-def slurm_status() -> str:
-    """Which Slurm this kernel uses, whether it answers, and the notebook's allocations."""
-    return str(status_report(leftovers=False))
+def status_report(*, leftovers: bool = True, session: Session | None = None) -> StatusText:
+    """What ``%slurm`` shows: which Slurm the kernel uses (:func:`~slurmlab.magics.kernel.slurm_status`), then
+    (with ``leftovers``) the jobs earlier kernels of this notebook left, with Attach/Cancel buttons under the
+    text where ipywidgets is installed."""
+    session = session or Session.of()
+    status = read_status(session)
+    left = _leftovers(status.runner, status.lines, session) if leftovers and status.answers else None
+    return StatusText("\n".join(status.lines), leftovers=left, no_slurm=status.no_slurm)
 
 
-def status_report(*, leftovers: bool = True) -> StatusText:
-    """What ``%slurm`` shows: :func:`slurm_status`, then (with ``leftovers``) the jobs earlier kernels of this
-    notebook left, with Attach/Cancel buttons under the text where ipywidgets is installed."""
-    from slurmlab.slurm import queries
-    from slurmlab.slurm.runner import get_runner
-
-    runner = get_runner()
-    session = get_session()
-    conf = runner.slurm_conf or os.environ.get("SLURM_CONF") or "Slurm's default (/etc/slurm/slurm.conf)"
-    lines = [f"Slurm config: {conf}" + (f", cluster {runner.cluster}" if runner.cluster else "")]
-    if session.sandbox is not None:
-        lines.append(f"sandbox: {session.sandbox.profile_name} ({len(session.sandbox.nodes)} nodes) "
-                     f"in {session.sandbox.directory}")
-    answer = queries.ping(runner)
-    no_slurm = False
-    if answer.get("ok"):
-        lines.append(f"controller: answering (Slurm {answer.get('version')})")
-    else:
-        lines.append(f"controller: NOT answering — {answer.get('message')}")
-        no_slurm = _not_configured(runner, str(answer.get("message") or ""))
-        if no_slurm and NOT_CONFIGURED_HINT not in lines[-1]:
-            lines.append(NOT_CONFIGURED_HINT)
-    default = session.default
-    if session.allocations:
-        lines.append("allocations of this notebook:")
-        lines += [f"  {a.summary()}" + ("  (default for %srun)" if a is default else "")
-                  for a in reversed(session.allocations)]
-        if default is None:
-            lines.append("none of them is live: %salloc --gpus=1 -t 30 for a new one")
-    else:
-        lines.append("no allocation yet: %salloc --gpus=1 -t 30")
-    left = _leftovers(runner, lines) if leftovers and answer.get("ok") else None
-    return StatusText("\n".join(lines), leftovers=left, no_slurm=no_slurm)
-
-
-def _not_configured(runner: Any, message: str) -> bool:
-    """Whether the controller's silence is "no Slurm configured here" (then the sandbox picker is offered):
-    the runner refuses a SLURM_CONF that is not there, or Slurm said it found no configuration source."""
-    from slurmlab.errors import SlurmlabError, SlurmNotConfiguredError
-    from slurmlab.slurm import queries
-    from slurmlab.slurm.runner import classify_failure
-
-    try:
-        queries.slurm_version(runner)
-    except SlurmNotConfiguredError:
-        return True
-    except SlurmlabError:
-        pass
-    return isinstance(classify_failure([], 1, message), SlurmNotConfiguredError)
-
-
-def _leftovers(runner: Any, lines: list[str]) -> Leftovers | None:
+def _leftovers(runner: Runner, lines: list[str], session: Session) -> Leftovers | None:
     """The jobs earlier kernels of this notebook left, added to ``lines``; None when there are none."""
-    from slurmlab.errors import SlurmlabError
-    from slurmlab.slurm.allocation_leftovers import find_leftovers, notebook_key
-
-    mine = [str(a.job_id) for a in get_session().allocations if a.job_id is not None]
+    mine = [str(a.job_id) for a in session.allocations if a.job_id is not None]
     try:
         left = find_leftovers(runner, notebook=notebook_key(), exclude=mine)
     except SlurmlabError as exc:
@@ -144,11 +99,10 @@ class NotedTable(Table):
         return super().text() + (f"\nwarning: {self.note}" if self.note else "")
 
     def html(self) -> str:
-        import html
-
         if not self.note:
             return super().html()
-        return super().html() + f"<div class='slurmlab-note' style='color:#a66'>warning: {html.escape(self.note)}</div>"
+        return (super().html()
+                + f"<div class='slurmlab-note' style='color:{WARN}'>warning: {html.escape(self.note)}</div>")
 
 
 class StatusText(str):
@@ -168,19 +122,13 @@ class StatusText(str):
         return str(self)
 
     def _ipython_display_(self) -> None:
-        from slurmlab.magics.error_display import show
-
-        show({"text/plain": str(self)}, raw=True)
+        error_display.show({"text/plain": str(self)}, raw=True)
         if self.no_slurm:
-            from slurmlab.magics.error_display import offer_sandbox
-
-            offer_sandbox()
+            error_display.offer_sandbox(start_sandbox)
         if self.leftovers:
-            from slurmlab.magics.leftover_buttons import leftover_buttons
-
             buttons = leftover_buttons(self.leftovers)
             if buttons is not None:
-                show(buttons)
+                error_display.show(buttons)
 
 
 @magics_class
@@ -198,9 +146,6 @@ class StatusMagics(Magics):
         ``%squeue`` shows my jobs, ``%squeue --all`` everyone's, ``%squeue -u alice`` one user's;
         ``%squeue --watch`` a live monitor.
         """
-        from slurmlab.slurm import identity, queries
-        from slurmlab.slurm.runner import get_runner
-
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "squeue", line)
         if rest or command:
@@ -228,9 +173,6 @@ class StatusMagics(Magics):
     @line_magic
     def sinfo(self, line: str, local_ns: dict[str, Any] | None = None) -> NotedTable:
         """Nodes with their GPUs: type, used/total, which indices are in use, shards used per GPU, state."""
-        from slurmlab.slurm import queries
-        from slurmlab.slurm.runner import get_runner
-
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "sinfo", line)
         if rest or command:
@@ -273,13 +215,9 @@ class StatusMagics(Magics):
         ``%slurm use /path/slurm.conf`` · ``%slurm debug on|off`` full tracebacks instead of one-line errors ·
         ``%slurm doctor [--job ID] [--node NAME] [--json]`` what is wrong with the cluster, a job or a node.
         """
-        from slurmlab.magics.sandbox import sandbox_command, use_conf
-
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "slurm", line)
         if ns.action == "doctor" and not command:
-            from slurmlab.magics.doctor import doctor_magic
-
             # its own tokens, in the order given: %slurm's parser would move a value (`--job 4`) among its
             # positionals on Python 3.12+ (parse_known_args takes intermixed positionals there)
             tokens = line_tokens(line)
@@ -290,20 +228,21 @@ class StatusMagics(Magics):
         if ns.action == "status":
             if ns.args:
                 raise UsageError("%slurm status takes no arguments")
-            return status_report()
+            return status_report(session=Session.of(self.shell))
         if ns.action == "use":
             return StatusText(use_conf(ns.args))
         if ns.action == "attach":
             if len(ns.args) != 1:
                 raise UsageError("give one job id: %slurm attach 42 (see yours with %slurm or %squeue)")
-            alloc = attach_as_default(job_id_option(ns.args[0], "%slurm attach"))
+            alloc = attach_as_default(job_id_option(ns.args[0], "%slurm attach"), Session.of(self.shell))
             print(f"attached to job {alloc.job_id}: it is the default allocation now (%srun runs there)")
             return alloc
         if ns.action == "debug":
             if ns.args not in (["on"], ["off"]):
                 raise UsageError("%slurm debug on (full tracebacks) or %slurm debug off (one-line errors)")
-            get_session().debug = ns.args == ["on"]
-            return StatusText("full tracebacks on: %slurm debug off for one-line errors" if get_session().debug
+            session = Session.of(self.shell)
+            session.debug = ns.args == ["on"]
+            return StatusText("full tracebacks on: %slurm debug off for one-line errors" if session.debug
                               else "one-line errors (full tracebacks: %slurm debug on)")
         args = list(ns.args)
         if ns.profile is not None:

@@ -41,7 +41,7 @@ def nb(slurm_sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """An IPython shell with slurmlab loaded, a fresh session, and a stand-in kernel saying which cell runs."""
     from IPython.testing.globalipapp import get_ipython
 
-    from slurmlab.magics import session
+    from slurmlab.magics.session import Session
     from slurmlab.slurm.allocation_leftovers import NOTEBOOK_ENV
 
     monkeypatch.setenv(NOTEBOOK_ENV, NOTEBOOK)
@@ -49,16 +49,16 @@ def nb(slurm_sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     shell.run_line_magic("load_ext", "slurmlab")
     kernel = _Kernel()
     monkeypatch.setattr(shell, "kernel", kernel, raising=False)
-    old, session._session = session._session, session.Session()
+    old, session = Session.of(shell), Session(shell)
     try:
         yield shell
     finally:
-        for alloc in session._session.allocations:
+        for alloc in session.allocations:
             try:
                 alloc.cancel()
             except Exception:  # already ended
                 pass
-        session._session = old
+        old.install(shell)
         shell.run_line_magic("unload_ext", "slurmlab")
 
 

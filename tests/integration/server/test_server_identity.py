@@ -46,16 +46,16 @@ def fake() -> Iterator[FakeRunner]:
 def shell() -> Iterator[Any]:
     from IPython.testing.globalipapp import get_ipython
 
-    from slurmlab.magics import session
+    from slurmlab.magics.session import Session
 
     ip = get_ipython()
     ip.run_line_magic("load_ext", "slurmlab.magics")
-    old = session._session
-    session._session = session.Session()
+    old = Session.of(ip)
+    Session(ip)
     try:
         yield ip
     finally:
-        session._session = old
+        old.install(ip)
         ip.run_line_magic("unload_ext", "slurmlab.magics")
 
 

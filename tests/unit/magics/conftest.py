@@ -12,21 +12,21 @@ def ip() -> Iterator[Any]:
     """An IPython shell with the slurmlab magics loaded and a fresh magics session."""
     from IPython.testing.globalipapp import get_ipython
 
-    from slurmlab.magics import session
+    from slurmlab.magics.session import Session
 
     shell = get_ipython()
     shell.run_line_magic("load_ext", "slurmlab.magics")
-    old = session._session
-    session._session = session.Session()
+    old = Session.of(shell)
+    session = Session(shell)
     try:
         yield shell
     finally:
-        for alloc in session._session.allocations:
+        for alloc in session.allocations:
             try:
                 alloc.cancel()
             except Exception:  # the test already ended it, or the controller is gone
                 pass
-        session._session = old
+        old.install(shell)
         shell.run_line_magic("unload_ext", "slurmlab.magics")
 
 

@@ -30,6 +30,13 @@ NOT_AT_LOAD = (
     ("slurmlab.core.gpu.mig", "the MIG profile tables"),
     ("slurmlab.widgets.panel", "the live panel, loaded when the first Allocation displays"),
     ("slurmlab.sandbox", "the sandbox"),
+    # each magic module is declared with IPython's register_lazy and imported when one of its magics is used
+    ("slurmlab.magics.allocate", "%salloc and %scancel, imported by their first use"),
+    ("slurmlab.magics.steps", "%srun, imported by its first use"),
+    ("slurmlab.magics.status", "%squeue, %sinfo and %slurm, imported by their first use"),
+    ("slurmlab.magics.experiments", "%gpu_timeslice and %gpu_isolation, imported by their first use"),
+    ("slurmlab.magics.accounting", "%sacct and %sshare, imported by their first use"),
+    ("slurmlab.magics.kernel", "the operations on the kernel's session, imported with the first magic"),
     ("ipywidgets", "heavy: only the widgets import it"),
     ("bokeh", "heavy: only the figures import it"),
     ("cupy", "heavy: only the experiments import it"),
@@ -45,9 +52,19 @@ _PROBE = textwrap.dedent("""
     loaded = sorted(set(sys.modules) - before)
     magics = sorted(ip.magics_manager.magics["line"])
     first_use = None
+    if "--reload" in sys.argv:  # unloaded before any use, then loaded again: the magics still resolve
+        ip.run_line_magic("unload_ext", "slurmlab")
+        gone = ip.find_line_magic("salloc") is None
+        ip.run_line_magic("load_ext", "slurmlab")
+        assert gone, "%salloc still there after %unload_ext slurmlab"
     if "--use" in sys.argv:  # the deferred imports resolve on first use: a dry run with no cluster
         dry = ip.run_line_magic("salloc", "--dry-run --gpus=1 -t 10")
-        first_use = [dry.command, "slurmlab.core.request.request" in sys.modules]
+        first_use = [dry.command, "slurmlab.core.request.request" in sys.modules,
+                     sorted(m for m in sys.modules if m.startswith("slurmlab.magics."))]
+        if "--reload" in sys.argv:  # used, unloaded and loaded again: the imported module registers at once
+            ip.run_line_magic("unload_ext", "slurmlab")
+            ip.run_line_magic("load_ext", "slurmlab")
+            first_use.append(ip.run_line_magic("salloc", "--dry-run --gpus=2 -t 10").command)
     print(json.dumps({"loaded": loaded, "magics": magics, "first_use": first_use}))
 """)
 
@@ -87,6 +104,16 @@ def test_what_load_ext_defers_loads_on_first_use() -> None:
     result = _probe("--use")
     first_use = result["first_use"]
     assert isinstance(first_use, list)
-    command, request_loaded = first_use
+    command, request_loaded, magic_modules = first_use
     assert isinstance(command, str) and command.startswith("salloc --no-shell") and "--gpus=1" in command
     assert request_loaded is True
+    # the first %salloc imports its own magic module, and no other magic module with it
+    assert "slurmlab.magics.allocate" in magic_modules
+    assert not {"slurmlab.magics.steps", "slurmlab.magics.status", "slurmlab.magics.experiments",
+                "slurmlab.magics.accounting"} & set(magic_modules), magic_modules
+
+
+def test_the_magics_resolve_after_unload_and_load_again() -> None:
+    first_use = _probe("--reload", "--use")["first_use"]
+    assert isinstance(first_use, list)
+    assert first_use[0].startswith("salloc --no-shell") and "--gpus=2" in first_use[-1]

@@ -209,8 +209,8 @@ def no_other_jobs(fake_runner: FakeRunner) -> FakeRunner:
 
 
 def test_the_default_is_the_newest_live_allocation(ip: Any, no_other_jobs: FakeRunner) -> None:
+    from slurmlab.magics.kernel import resolve_allocation
     from slurmlab.magics.session import get_session
-    from slurmlab.magics.steps import resolve_allocation
 
     session = get_session()
     older, newer = _Alloc("4", "RUNNING"), _Alloc("5", "PENDING")
@@ -229,8 +229,8 @@ def test_the_default_is_the_newest_live_allocation(ip: Any, no_other_jobs: FakeR
 
 def test_the_no_allocation_message_lists_the_users_live_jobs(ip: Any, fake_runner: FakeRunner) -> None:
     from slurmlab.core.slurm.squeue_brief import BRIEF_FORMAT
+    from slurmlab.magics.kernel import resolve_allocation
     from slurmlab.magics.session import get_session
-    from slurmlab.magics.steps import resolve_allocation
 
     # two live jobs of this user in Slurm, in squeue's brief text; this notebook's only allocation ended
     fake_runner.replay("22.05/l06_squeue_brief_running.txt")
@@ -244,8 +244,8 @@ def test_the_no_allocation_message_lists_the_users_live_jobs(ip: Any, fake_runne
 
 
 def test_an_ended_jobid_is_named_with_the_live_ones(ip: Any, no_other_jobs: FakeRunner) -> None:
+    from slurmlab.magics.kernel import resolve_allocation
     from slurmlab.magics.session import get_session
-    from slurmlab.magics.steps import resolve_allocation
 
     session = get_session()
     session.remember(_Alloc("4", "RUNNING"))  # type: ignore[arg-type]
@@ -559,7 +559,7 @@ def test_slurm_status_with_no_slurm_offers_the_picker_too(ip: Any, tmp_path: Any
     from slurmlab.slurm.runner import Runner, set_runner
 
     offered: list[bool] = []
-    monkeypatch.setattr(error_display, "offer_sandbox", lambda: offered.append(True))
+    monkeypatch.setattr(error_display, "offer_sandbox", lambda start: offered.append(True))
     monkeypatch.setattr(error_display, "show", lambda obj, raw=False: None)
     old = set_runner(Runner(slurm_conf=str(tmp_path / "nowhere.conf")))
     try:
@@ -579,7 +579,7 @@ def test_the_real_picker_starts_what_slurm_sandbox_up_starts(monkeypatch: pytest
     monkeypatch.setattr(error_display, "show", lambda obj, raw=False: shown.append(obj))
     calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr(sandbox, "sandbox_command", lambda *a: calls.append(a) or "sandbox dgx-h100 started")
-    picker = error_display.offer_sandbox()
+    picker = error_display.offer_sandbox(sandbox.start_sandbox)
     assert shown == [picker] and "slurmlab-sandbox-picker" in picker._dom_classes
     button = next(c for row in picker.children for c in getattr(row, "children", ()) if hasattr(c, "on_click"))
     button.click()

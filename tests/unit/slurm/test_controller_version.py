@@ -39,15 +39,17 @@ def test_a_backup_that_is_up_answers(said: str, code: int, ok: bool) -> None:
         fake.close()
 
 
-def test_the_status_line_shows_the_padded_month(monkeypatch: pytest.MonkeyPatch) -> None:
-    from slurmlab.magics import status
+def test_the_status_line_shows_the_padded_month() -> None:
+    from slurmlab.magics import kernel
+    from slurmlab.slurm.runner import set_runner
 
     fake = FakeRunner()
     fake.replay("22.05/00_sinfo_version.txt", "22.05/s23_scontrol_ping.txt")
-    monkeypatch.setattr("slurmlab.slurm.runner.get_runner", lambda: fake)
+    old = set_runner(fake)
     try:
-        assert "controller: answering (Slurm 22.05.8)" in status.slurm_status()
+        assert "controller: answering (Slurm 22.05.8)" in kernel.slurm_status()
     finally:
+        set_runner(old)
         fake.close()
 
 

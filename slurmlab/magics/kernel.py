@@ -1,0 +1,194 @@
+"""What the magics do to the kernel's session: find the allocation a magic means, follow (attach) a job, wait
+for one to start, say which Slurm the kernel uses.
+
+Every magic module reaches these here, never through another magic module; so each magic module is a leaf
+that ``%load_ext`` declares lazily and IPython imports on the first use of one of its magics. A function
+without ``session`` works on the running shell's (``Session.of()``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+
+from IPython.core.error import UsageError
+
+from slurmlab.errors import JobNotFoundError, SlurmlabError, SlurmNotConfiguredError
+from slurmlab.magics.args import job_id_option
+from slurmlab.magics.error_display import StepInterrupted
+from slurmlab.magics.session import Session, is_live, user_errors
+from slurmlab.slurm import queries
+from slurmlab.slurm.allocation import Allocation
+from slurmlab.slurm.allocation_leftovers import live_jobs
+from slurmlab.slurm.failures import NOT_CONFIGURED_HINT
+from slurmlab.slurm.runner import Runner, classify_failure, get_runner
+
+__all__ = [
+    "SlurmStatus",
+    "attach_as_default",
+    "attach_job",
+    "ended_message",
+    "no_allocation_message",
+    "read_status",
+    "resolve_allocation",
+    "slurm_status",
+    "stop_following",
+    "wait_until_started",
+]
+
+
+def resolve_allocation(job_id: str | None, session: Session | None = None) -> Allocation:
+    """The allocation a step goes to: ``--jobid`` (checked, and yours) or this notebook's newest live one."""
+    session = session or Session.of()
+    if job_id is not None:
+        jid = job_id_option(job_id)
+        alloc = next((a for a in reversed(session.allocations) if str(a.job_id) == jid), None)
+        if alloc is None:
+            alloc = attach_job(jid, "use")
+            if alloc.state == "GONE":
+                stop_following(alloc)
+                raise UsageError(no_allocation_message(f"cannot use job {jid}: it is unknown to Slurm (any more)",
+                                                       "see your jobs with %squeue", session))
+        if alloc.ended:
+            raise UsageError(ended_message(alloc, session))
+        return alloc
+    alloc = session.default
+    if alloc is None:
+        raise UsageError(no_allocation_message("no live allocation in this notebook",
+                                               "run %salloc first, e.g. %salloc --gpus=1 -t 30", session))
+    return alloc
+
+
+def ended_message(alloc: Allocation, session: Session | None = None) -> str:
+    """``allocation 5 has ended (TIMEOUT)``, the live ones and how to use one."""
+    return no_allocation_message(f"allocation {alloc.job_id} has ended ({alloc.state})",
+                                 "make a new one with %salloc --gpus=1 -t 30", session)
+
+
+def no_allocation_message(what: str, fix: str, session: Session | None = None) -> str:
+    """``what``, then the live allocations (this notebook's and the user's other live jobs) with ``--jobid``,
+    then ``fix``. The user's jobs come from one cheap squeue; when it fails they are left out."""
+    session = session or Session.of()
+    ended = [a for a in reversed(session.allocations) if not is_live(a) and a.job_id is not None]
+    if ended and "has ended" not in what:
+        what += f" (the latest, {ended[0].job_id}, has ended: {ended[0].state})"
+    try:
+        others: list[tuple[str, str]] | None = [(str(b.job_id), b.state) for b in live_jobs()]
+    except SlurmlabError:
+        others = None  # not known: say nothing about them
+    live = session.live_note(others or ())
+    if live:
+        return f"{what}. {live}; or {fix}"
+    if others is None:
+        return f"{what}: {fix}, or give --jobid ID to use a live job of yours (see %squeue)"
+    return f"{what}, and no job of yours is pending or running: {fix} (--jobid ID uses a live job)"
+
+
+def attach_as_default(jid: str, session: Session | None = None) -> Allocation:
+    """``%salloc --attach ID`` / ``%slurm attach ID``: follow job ``jid`` and make it the default allocation."""
+    alloc = attach_job(jid, "attach to")
+    if alloc.state == "GONE" or alloc.ended:
+        stop_following(alloc)
+        raise UsageError(f"cannot attach to job {jid}: it is "
+                         f"{'unknown to Slurm' if alloc.state == 'GONE' else 'over (' + alloc.state + ')'}; "
+                         "see your jobs with %squeue")
+    (session or Session.of()).remember(alloc)
+    return alloc
+
+
+def attach_job(jid: str, verb: str) -> Allocation:
+    """Follow job ``jid`` (a checked id) after Slurm confirmed, by uid, that it is this user's.
+
+    The owner check comes first so that a wrong or foreign id never joins the kernel's shared poller.
+    ``verb`` says what the user asked for in the messages ("use", "attach to").
+    """
+    with user_errors(f"cannot {verb} job {jid}"):
+        try:
+            queries.check_mine(jid)
+        except JobNotFoundError:
+            raise UsageError(f"cannot {verb} job {jid}: it is unknown to Slurm (a wrong id, or it ended "
+                             "long ago); see your jobs with %squeue") from None
+        alloc = Allocation.attach(jid)
+        try:
+            alloc.refresh()
+        except BaseException:
+            stop_following(alloc)
+            raise
+    return alloc
+
+
+def stop_following(alloc: Allocation) -> None:
+    """Take an attached allocation off the shared poller without cancelling the job."""
+    alloc.forget()
+
+
+def wait_until_started(alloc: Allocation) -> None:
+    """Wait for a pending allocation to run (saying so); Ctrl-C stops the wait in one line, not the job."""
+    if alloc.state not in ("SUBMITTING", "PENDING", "CONFIGURING"):
+        return
+    print(f"waiting for allocation {alloc.job_id} to start ({alloc.state})…", file=sys.stderr, flush=True)
+    try:
+        with user_errors(f"allocation {alloc.job_id} did not start"):
+            alloc.wait("RUNNING")
+    except KeyboardInterrupt:
+        raise StepInterrupted(f"interrupted: stopped waiting; allocation {alloc.job_id} is still "
+                              f"{alloc.state.lower()}") from None
+
+
+@dataclass
+class SlurmStatus:
+    """Which Slurm the kernel uses, whether its controller answers, and the notebook's allocations, in lines."""
+
+    runner: Runner
+    lines: list[str] = field(default_factory=list)
+    answers: bool = False  # the controller answered the ping
+    no_slurm: bool = False  # no Slurm configured here at all: the sandbox picker is the way on
+
+
+def read_status(session: Session | None = None) -> SlurmStatus:
+    """What ``%slurm`` says before the jobs earlier kernels left: one ping of the controller."""
+    session = session or Session.of()
+    runner = get_runner()
+    conf = runner.slurm_conf or os.environ.get("SLURM_CONF") or "Slurm's default (/etc/slurm/slurm.conf)"
+    status = SlurmStatus(runner, [f"Slurm config: {conf}" + (f", cluster {runner.cluster}" if runner.cluster else "")])
+    lines = status.lines
+    if session.sandbox is not None:
+        lines.append(f"sandbox: {session.sandbox.profile_name} ({len(session.sandbox.nodes)} nodes) "
+                     f"in {session.sandbox.directory}")
+    answer = queries.ping(runner)
+    status.answers = bool(answer.get("ok"))
+    if status.answers:
+        lines.append(f"controller: answering (Slurm {answer.get('version')})")
+    else:
+        lines.append(f"controller: NOT answering — {answer.get('message')}")
+        status.no_slurm = _not_configured(runner, str(answer.get("message") or ""))
+        if status.no_slurm and NOT_CONFIGURED_HINT not in lines[-1]:
+            lines.append(NOT_CONFIGURED_HINT)
+    default = session.default
+    if session.allocations:
+        lines.append("allocations of this notebook:")
+        lines += [f"  {a.summary()}" + ("  (default for %srun)" if a is default else "")
+                  for a in reversed(session.allocations)]
+        if default is None:
+            lines.append("none of them is live: %salloc --gpus=1 -t 30 for a new one")
+    else:
+        lines.append("no allocation yet: %salloc --gpus=1 -t 30")
+    return status
+
+
+def slurm_status(session: Session | None = None) -> str:
+    """Which Slurm this kernel uses, whether it answers, and the notebook's allocations."""
+    return "\n".join(read_status(session).lines)
+
+
+def _not_configured(runner: Runner, message: str) -> bool:
+    """Whether the controller's silence is "no Slurm configured here" (then the sandbox picker is offered):
+    the runner refuses a SLURM_CONF that is not there, or Slurm said it found no configuration source."""
+    try:
+        queries.slurm_version(runner)
+    except SlurmNotConfiguredError:
+        return True
+    except SlurmlabError:
+        pass
+    return isinstance(classify_failure([], 1, message), SlurmNotConfiguredError)
