@@ -36,7 +36,7 @@ def _shared_capture() -> Path | None:
 
 
 def _cases() -> list[tuple[str, dict[str, Any]]]:
-    from slurmlab.core.gpu.smi_parse import parse_topo_matrix
+    from slurmlab.core.gpu.smi import parse_topo_matrix
     from slurmlab.slurm.hardware_files import topology_from_profile
 
     profile = topology_from_profile("dgx-h100").topology

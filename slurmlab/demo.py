@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from slurmlab._extras import require
-from slurmlab.core.gpu.topology import format_cpu_list
+from slurmlab.core.gpu.devices import format_cpu_list
 from slurmlab.core.request.explain import explain
 from slurmlab.core.request.request import parse_request
 from slurmlab.course import Lesson, build_course, discover, parse_selection, select

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from slurmlab.core.palette import FAILED
 from slurmlab.course.execute import Execution, run_lesson
 from slurmlab.course.lessons import Lesson
 from slurmlab.course.pages import lesson_html
@@ -43,7 +44,7 @@ class CourseBuild:
 def _error_page(lesson: Lesson, error: str) -> str:
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(lesson.title)}"
             f"</title></head><body><p><a href='{INDEX}'>&larr; the course</a></p><h1>{html.escape(lesson.title)}"
-            f"</h1><p style='color:#b00020'>{html.escape(error)}</p></body></html>")
+            f"</h1><p style='color:{FAILED}'>{html.escape(error)}</p></body></html>")
 
 
 def _write_page(execution: Execution, out: Path) -> LessonResult:

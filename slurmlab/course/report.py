@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from slurmlab.core.palette import FAILED, INK, INK_SOFT, MUTED, OK, RULE
 from slurmlab.course.lessons import Lesson
 
 __all__ = ["BuildInfo", "LessonResult", "course_json", "one_line", "render_index", "summary_line"]
@@ -62,15 +63,15 @@ def summary_line(result: LessonResult) -> str:
 
 _STATUS_CLASS = {"ok": "ok", "FAIL": "fail", "interrupted": "fail", "not run": "skip"}
 
-_STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 60em;
-       color: #222; padding: 0 1em; }
-table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: .35em .7em; border-bottom: 1px solid #ddd; vertical-align: top; }
-td.num { text-align: right; white-space: nowrap; }
-.ok { color: #17692c; font-weight: 600; } .fail { color: #b00020; font-weight: 600; } .skip { color: #777; }
-.error { font-family: monospace; font-size: .9em; color: #b00020; }
-p.meta, p.note { color: #555; }
+_STYLE = f"""
+body {{ font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 60em;
+       color: {INK}; padding: 0 1em; }}
+table {{ border-collapse: collapse; width: 100%; }}
+th, td {{ text-align: left; padding: .35em .7em; border-bottom: 1px solid {RULE}; vertical-align: top; }}
+td.num {{ text-align: right; white-space: nowrap; }}
+.ok {{ color: {OK}; font-weight: 600; }} .fail {{ color: {FAILED}; font-weight: 600; }} .skip {{ color: {MUTED}; }}
+.error {{ font-family: monospace; font-size: .9em; color: {FAILED}; }}
+p.meta, p.note {{ color: {INK_SOFT}; }}
 """
 
 

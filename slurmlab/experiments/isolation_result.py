@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from slurmlab.core import palette
+
 __all__ = [
     "EXCLUSIVE",
     "FAIL",
@@ -105,7 +107,7 @@ class IsolationReport:
         return self.summary()
 
     def _repr_html_(self) -> str:
-        colour = {PASS: "#2ca02c", FAIL: "#d62728", SKIP: "#7f7f7f", INFO: "#1f77b4"}
+        colour = {PASS: palette.OK, FAIL: palette.FAILED, SKIP: palette.MUTED, INFO: palette.INFO}
         rows = "".join(
             f"<tr><td>{c.id}</td><td style='color:{colour[c.status]}'><b>{c.status}</b></td>"
             f"<td>{html.escape(c.title)}</td><td>{html.escape(c.reason)}</td>"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from slurmlab.core.gpu.topology import format_cpu_list, parse_cpu_list
+from slurmlab.core.gpu.devices import format_cpu_list, parse_cpu_list
 from slurmlab.errors import ExperimentError
 
 __all__ = ["BACKENDS", "WORKER_MODULE", "TimeslicePlan", "WorkerPlan", "choose_cores", "pins_for"]

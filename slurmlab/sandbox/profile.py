@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
-from slurmlab.core.gpu.topology import format_cpu_list
+from slurmlab.core.gpu.devices import format_cpu_list
 from slurmlab.core.slurm.ranges import parse_index_list
 from slurmlab.errors import SandboxError
 

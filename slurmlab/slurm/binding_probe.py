@@ -19,10 +19,10 @@ from slurmlab.core.gpu.binding import (
     BindingTable,
     NodeNames,
     explain,
+    names_from_hardware,
     node_records,
     parse_task_reports,
 )
-from slurmlab.core.gpu.binding_identity import names_from_hardware
 from slurmlab.core.request.step_request import step_args_for
 from slurmlab.core.slurm.models import Job
 from slurmlab.errors import AllocationError, ParseError, SlurmError

@@ -1,7 +1,7 @@
 """The doctor's GPU-node checks: one overlapping step on a GPU node of a running job, then pure judgement.
 
 The step (``srun --jobid=J --overlap -w NODE -N1 -n1 /bin/sh -c PROBE``) runs a small POSIX shell script that prints
-sections (:mod:`slurmlab.core.gpu.smi_health` reads them): nvidia-smi's ``--query-gpu`` and ``--query-compute-apps``
+sections (:mod:`slurmlab.core.gpu.smi.health` reads them): nvidia-smi's ``--query-gpu`` and ``--query-compute-apps``
 CSV and its header, each under its own ``timeout`` so a hung GPU shows as a timeout instead of hanging the doctor;
 the CUDA runtime the step's ``python3`` would load (cupy, the nvidia-cuda-runtime wheel or libcudart); the job's
 PIDs (``scontrol listpids``); the ``/dev/nvidiaN`` files the step can open; ``CUDA_VISIBLE_DEVICES`` and
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from slurmlab.core.diagnosis.findings import Finding, Verdict
 from slurmlab.core.diagnosis.gpu_checks import judge_gpu_probe, skip_all
-from slurmlab.core.gpu.smi_health import MARK, read_probe
+from slurmlab.core.gpu.smi import MARK, read_probe
 from slurmlab.errors import ParseError, SlurmlabError
 from slurmlab.slurm.job_queries import job_detail
 from slurmlab.slurm.runner import Runner

@@ -30,9 +30,9 @@ from slurmlab.core.gpu.captures import (
 from slurmlab.core.gpu.hardware_profile import SandboxHardware
 from slurmlab.core.gpu.job_hardware import JobMig, JobTopology
 from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
+from slurmlab.core.gpu.smi import parse_smi_list, parse_topo_matrix
 from slurmlab.core.gpu.smi.nvlink import read_nvlink_status
-from slurmlab.core.gpu.smi_parse import parse_smi_list, parse_topo_matrix
-from slurmlab.core.gpu.smi_standin import STANDIN_MARK
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError, RequestError, SlurmlabError, SourceUnavailable
 from slurmlab.slurm.hardware_files import sandbox_hardware

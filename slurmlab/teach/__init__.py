@@ -31,14 +31,13 @@ _LAZY = {
     "parse_cpu_list": "slurmlab.core.gpu.devices",
     "probe_node": "slurmlab.experiments.steps",
     "sandbox_in_use": "slurmlab.magics.sandbox",
-    "table_for_model": "slurmlab.core.gpu.mig_tables",
+    "table_for_model": "slurmlab.core.gpu.mig",
 }
 _RENAMED: dict[str, str] = {}
 
 if _typing.TYPE_CHECKING:  # what type checkers and editors see: the same names from the same modules as _LAZY
     from slurmlab.core.gpu.devices import parse_cpu_list
-    from slurmlab.core.gpu.mig import is_mig_type
-    from slurmlab.core.gpu.mig_tables import table_for_model
+    from slurmlab.core.gpu.mig import is_mig_type, table_for_model
     from slurmlab.experiments.steps import probe_node
     from slurmlab.experiments.timeslice_result import fmt_ns
     from slurmlab.magics.sandbox import sandbox_in_use

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from slurmlab.viz._bokeh import PALETTE, bokeh
+from slurmlab.core.palette import CATEGORICAL
+from slurmlab.viz._bokeh import bokeh
 from slurmlab.viz.export import figure_html
 
 __all__ = ["RunLog", "ensure_available", "gantt_figure", "timeslice_page"]
@@ -71,7 +72,7 @@ def gantt_figure(result: RunLog, *, max_runs_per_process: int = 20000, width: in
                 "length": (shown[:, 1] - shown[:, 0]) / 1e3,
             }
         )
-        fig.hbar(y="label", left="left", right="right", height=0.7, source=src, color=PALETTE[i % len(PALETTE)])
+        fig.hbar(y="label", left="left", right="right", height=0.7, source=src, color=CATEGORICAL[i % len(CATEGORICAL)])
     return fig
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from slurmlab.core.palette import INK
+
 __all__ = ["Labels", "Layer", "add_glyph", "col", "drawn"]
 
 # the hover text of a layer's row: its title, then its lines. Bokeh escapes both fields (no {safe}): a device
 # name or a reason read from nvidia-smi or Slurm is text, never markup
 _TIP = ('<div style="font-weight:bold">@title</div>'
-        '<div style="white-space:pre-line;max-width:420px;color:#444">@tip</div>')
+        f'<div style="white-space:pre-line;max-width:420px;color:{INK}">@tip</div>')
 
 
 def col(name: str) -> dict[str, str]:
@@ -78,7 +80,7 @@ class Labels:
         self.data: dict[str, list[Any]] = {k: [] for k in self._KEYS}
 
     def add(self, x: float, y: float, text: str, *, size: str = "11px", style: str = "normal",
-            colour: str = "#444444", align: str = "left", baseline: str = "middle") -> None:
+            colour: str = INK, align: str = "left", baseline: str = "middle") -> None:
         for key, value in zip(self._KEYS, (x, y, text, size, style, colour, align, baseline), strict=True):
             self.data[key].append(value)
 

@@ -14,7 +14,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from slurmlab.core.gpu.mig import GpuInstance, MigCatalogue, MigLayout, ProfileRoom
-from slurmlab.viz._bokeh import PALETTE, bokeh
+from slurmlab.core.palette import (
+    BACKGROUND,
+    BLACK,
+    CATEGORICAL,
+    INK,
+    INK_FAINT,
+    INK_SOFT,
+    MIG_FREE,
+    MIG_TAKEN,
+    MIG_UNKNOWN,
+    OUTLINE,
+    WHITE,
+)
+from slurmlab.viz._bokeh import bokeh
 
 __all__ = ["mig_catalogue_figure", "mig_figure"]
 
@@ -56,10 +69,10 @@ def mig_figure(layout: MigLayout, highlight: Iterable[Any] = (), *, title: str |
     room = [(g.index, -row * _GPU_H - 2.08, " ".join(layout.room_lines(g.index)[1:]).strip())
             for row, g in enumerate(layout.gpus)]
     fig.text(x=[-2.1] * len(room), y=[y for _g, y, _t in room], text=[t for _g, _y, t in room],
-             text_font_size="11px", text_color="#333333", text_baseline="middle", name="room")
+             text_font_size="11px", text_color=INK, text_baseline="middle", name="room")
     if notes:
         fig.text(x=[-2.1] * len(notes), y=[y_top - 0.2 - 0.3 * i for i in range(len(notes))], text=notes,
-                 text_font_size="11px", text_color="#666666", text_baseline="middle")
+                 text_font_size="11px", text_color=INK_SOFT, text_baseline="middle")
     return fig
 
 
@@ -120,7 +133,7 @@ class _Columns:
         without a placement is not drawn)."""
         if inst.start is None or inst.size is None:
             return
-        fill = self.colour.setdefault(inst.profile, PALETTE[len(self.colour) % len(PALETTE)])
+        fill = self.colour.setdefault(inst.profile, CATEGORICAL[len(self.colour) % len(CATEGORICAL)])
         y_c, y_m = _rows(top)
         comp = inst.compute_range(n_c)
         cis = ", ".join(
@@ -137,7 +150,7 @@ class _Columns:
             blocks["w"].append(size - 0.08)
             blocks["h"].append(_ROW_H - 0.1)
             blocks["fill"].append(fill)
-            blocks["line"].append("#111111" if hot else "#FFFFFF")
+            blocks["line"].append(BLACK if hot else WHITE)
             blocks["lw"].append(5 if hot else 1.5)
             blocks["hatch"].append("/" if inst.placement_inferred else " ")
             blocks["gpu"].append(gpu)
@@ -166,20 +179,20 @@ class _Columns:
 
 def _draw(fig: Any, models: Any, cols: _Columns, n_m: int) -> None:
     """The grid, the instance blocks and their labels, the row titles and the slice numbers, with hover."""
-    fig.rect(x="x", y="y", width="w", height=_ROW_H - 0.1, fill_color="#F2F2F2", line_color="#CCCCCC",
+    fig.rect(x="x", y="y", width="w", height=_ROW_H - 0.1, fill_color=BACKGROUND, line_color=OUTLINE,
              source=models.ColumnDataSource(cols.slots), name="slots")
     r = fig.rect(x="x", y="y", width="w", height="h", fill_color="fill", line_color="line", line_width="lw",
-                 hatch_pattern="hatch", hatch_color="#FFFFFF", hatch_alpha=0.3,
+                 hatch_pattern="hatch", hatch_color=WHITE, hatch_alpha=0.3,
                  source=models.ColumnDataSource(cols.blocks), name="instances")
     fig.text(x="x", y="y", text="text", text_font_size="size", source=models.ColumnDataSource(cols.labels),
-             text_align="center", text_baseline="middle", text_color="#FFFFFF", text_font_style="bold",
+             text_align="center", text_baseline="middle", text_color=WHITE, text_font_style="bold",
              name="labels")
     fig.text(x="x", y="y", text="text", source=models.ColumnDataSource(cols.side), text_baseline="middle",
-             text_font_size="12px", text_color="#333333", text_align="left")
+             text_font_size="12px", text_color=INK, text_align="left")
     fig.text(x=[s + 0.5 for s in range(n_m)], y=[0.52] * n_m, text=[str(s) for s in range(n_m)],
-             text_align="center", text_baseline="middle", text_font_size="10px", text_color="#888888")
+             text_align="center", text_baseline="middle", text_font_size="10px", text_color=INK_FAINT)
     fig.text(x=[-2.1], y=[0.52], text=["slice"], text_baseline="middle", text_font_size="10px",
-             text_color="#888888")
+             text_color=INK_FAINT)
     hover = fig.select_one(models.HoverTool)
     hover.renderers = [r]
     hover.tooltips = [("slice", "@slice"), ("GPU instance", "@gi (@profile)"), ("placement", "@placement"),
@@ -191,9 +204,6 @@ def _draw(fig: Any, models: Any, cols: _Columns, n_m: int) -> None:
 _LABEL_X = -9.0
 _BOX_STEP = 0.55
 _STRIP_X = 5.0
-_FREE = "#009E73"
-_TAKEN = "#BBBBBB"
-_UNKNOWN = "#56B4E9"
 
 
 def mig_catalogue_figure(catalogue: MigCatalogue, *, title: str | None = None, width: int = 1000) -> Any:
@@ -237,20 +247,20 @@ def mig_catalogue_figure(catalogue: MigCatalogue, *, title: str | None = None, w
         for r in catalogue.of(gpu):
             y -= 1
             _catalogue_row(r, y, counts, places, rows)
-    fig.rect(x="x", y="y", width=_BOX_STEP - 0.1, height=0.7, fill_color="fill", line_color="#FFFFFF",
+    fig.rect(x="x", y="y", width=_BOX_STEP - 0.1, height=0.7, fill_color="fill", line_color=WHITE,
              source=models.ColumnDataSource(counts), name="counts")
-    strip = fig.rect(x="x", y="y", width="w", height=0.7, fill_color="fill", line_color="#FFFFFF",
+    strip = fig.rect(x="x", y="y", width="w", height=0.7, fill_color="fill", line_color=WHITE,
                      source=models.ColumnDataSource(places), name="placements")
     fig.text(x="x", y="y", text="text", text_font_style="style", source=models.ColumnDataSource(rows),
-             text_baseline="middle", text_font_size="12px", text_color="#333333", name="rows")
+             text_baseline="middle", text_font_size="12px", text_color=INK, name="rows")
     n_m = catalogue.memory_slices
     fig.text(x=[_STRIP_X + s + 0.5 for s in range(n_m)], y=[-0.35] * n_m, text=[str(s) for s in range(n_m)],
-             text_align="center", text_baseline="middle", text_font_size="10px", text_color="#888888")
+             text_align="center", text_baseline="middle", text_font_size="10px", text_color=INK_FAINT)
     fig.text(x=[0.0, _STRIP_X], y=[0.15, 0.15], text=["instances (filled = free)", "placements on memory slices"],
-             text_baseline="middle", text_font_size="11px", text_color="#555555")
+             text_baseline="middle", text_font_size="11px", text_color=INK_SOFT)
     if notes:
         fig.text(x=[_LABEL_X] * len(notes), y=[top - 0.35 - 0.4 * i for i in range(len(notes))], text=notes,
-                 text_font_size="11px", text_color="#666666", text_baseline="middle")
+                 text_font_size="11px", text_color=INK_SOFT, text_baseline="middle")
     hover = fig.select_one(models.HoverTool)
     hover.renderers = [strip]
     hover.tooltips = [("GPU", "@gpu"), ("profile", "@profile"), ("placement", "@placement"), ("now", "@state")]
@@ -271,7 +281,7 @@ def _catalogue_row(r: ProfileRoom, y: float, counts: dict[str, list[Any]], place
         state = "unknown" if r.free is None else ("free" if k < r.free else "taken")
         counts["x"].append(k * _BOX_STEP + _BOX_STEP / 2)
         counts["y"].append(y)
-        counts["fill"].append({"free": _FREE, "taken": _TAKEN, "unknown": _UNKNOWN}[state])
+        counts["fill"].append({"free": MIG_FREE, "taken": MIG_TAKEN, "unknown": MIG_UNKNOWN}[state])
         counts["gpu"].append(r.gpu)
         counts["profile"].append(r.profile)
         counts["state"].append(state)
@@ -281,7 +291,7 @@ def _catalogue_row(r: ProfileRoom, y: float, counts: dict[str, list[Any]], place
         places["x"].append(_STRIP_X + start + size / 2)
         places["y"].append(y)
         places["w"].append(size - 0.12)
-        places["fill"].append({"free": _FREE, "taken": _TAKEN, "unknown": _UNKNOWN}[state])
+        places["fill"].append({"free": MIG_FREE, "taken": MIG_TAKEN, "unknown": MIG_UNKNOWN}[state])
         places["gpu"].append(r.gpu)
         places["profile"].append(r.profile)
         places["placement"].append(f"{start}:{size}")

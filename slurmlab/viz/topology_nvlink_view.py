@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 
-from slurmlab.core.gpu.topology import NvlinkFabric, Topology
-from slurmlab.viz._bokeh import HIGHLIGHT
+from slurmlab.core.gpu.nvlink import NvlinkFabric
+from slurmlab.core.gpu.topology import Topology
+from slurmlab.core.palette import FAILED, HIGHLIGHT, NVLINK, NVSWITCH, WHITE
 from slurmlab.viz.glyphs import Labels, Layer
 
 __all__ = ["draw_link_faults", "draw_nvlinks", "draw_switch"]
 
-_FAULT = "#D62728"
-_NVLINK = "#2F6B3A"
 
 
 def _bw_text(fabric: NvlinkFabric, gbps: float | None) -> str:
@@ -44,11 +43,11 @@ def draw_switch(
         links.add("nvlinks", f"{name} – NVSwitch: {label}", [("bandwidth", bw)],
                   xs=[x0, 0.0], ys=[y0, 0.0], a=name, b="NVSwitch", links=count,
                   width=1.5 + 6.5 * count / max(full, 1), label=label, bw=bw,
-                  colour=_FAULT if fault else (HIGHLIGHT if g in highlight else _NVLINK),
+                  colour=FAILED if fault else (HIGHLIGHT if g in highlight else NVLINK),
                   dash="dashed" if fault else "solid", alpha=0.6)
     nodes.add("nvswitch", "NVSwitch", [("why switched", fabric.reason)], x=0.0, y=0.0, name="NVSwitch",
-              why=fabric.reason, marker="square", size=52, fill="#4D4D4D")
-    labels.add(0.0, 0.0, "NVSwitch", size="8px", style="bold", colour="#FFFFFF", align="center")
+              why=fabric.reason, marker="square", size=52, fill=NVSWITCH)
+    labels.add(0.0, 0.0, "NVSwitch", size="8px", style="bold", colour=WHITE, align="center")
 
 
 def draw_link_faults(nodes: Layer, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]],
@@ -61,10 +60,10 @@ def draw_link_faults(nodes: Layer, topo: Topology, gpu_pos: dict[str, tuple[floa
         label, detail = s.fault_label() or "", s.detail()
         nodes.add("link_faults", f"GPU{s.gpu}", [("NVLink", label), ("", detail)], x=x, y=y, gpu=f"GPU{s.gpu}",
                   label=label, detail=detail, inactive=list(s.inactive), slow=[n for n, _ in s.slow],
-                  marker="circle", size=62, fill_alpha=0.0, line=_FAULT, lw=3, dash="dashed")
+                  marker="circle", size=62, fill_alpha=0.0, line=FAILED, lw=3, dash="dashed")
         # the label sits just outside the ring, beside its GPU
         labels.add(x + 0.33 * math.cos(angle), y + 0.33 * math.sin(angle), label, size="10px", style="bold",
-                   colour=_FAULT, align="center")
+                   colour=FAILED, align="center")
 
 
 def draw_nvlinks(
@@ -81,4 +80,4 @@ def draw_nvlinks(
         hot = int(link.a[3:]) in highlight and int(link.b[3:]) in highlight
         links.add("nvlinks", f"{link.a} – {link.b}: {link.label}", [("bandwidth", bw)], xs=[x0, x1], ys=[y0, y1],
                   a=link.a, b=link.b, links=link.nvlinks, width=1.5 + 6.5 * link.nvlinks / most, label=link.label,
-                  bw=bw, colour=HIGHLIGHT if hot else _NVLINK, alpha=0.55)
+                  bw=bw, colour=HIGHLIGHT if hot else NVLINK, alpha=0.55)

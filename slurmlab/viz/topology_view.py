@@ -1,7 +1,7 @@
 """Bokeh view of a node's GPU topology.
 
 GPUs sit on a ring, grouped by NUMA node (shaded sectors). A direct NVLink mesh is drawn as chords whose width
-grows with the bonded link count; a switched fabric (NVSwitch, see :mod:`slurmlab.core.gpu.nvlink_fabric`) as
+grows with the bonded link count; a switched fabric (NVSwitch, see :mod:`slurmlab.core.gpu.nvlink.fabric`) as
 one NVSwitch node in the middle with a spoke from every GPU, since its NV# are paths through the switch, not
 cables. GPUs with inactive or slow links (``nvidia-smi nvlink -s``) get a red dashed ring and a label such as
 "2 of 18 links inactive". PCIe relations between GPUs appear on demand; NICs sit outside the ring next to their
@@ -20,21 +20,30 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from slurmlab.core.gpu.topology import LinkKind, NvlinkFabric, Topology, format_cpu_list
-from slurmlab.viz._bokeh import HIGHLIGHT, PALETTE, bokeh
+from slurmlab.core.gpu.devices import format_cpu_list
+from slurmlab.core.gpu.links import LinkKind
+from slurmlab.core.gpu.nvlink import NvlinkFabric
+from slurmlab.core.gpu.topology import Topology
+from slurmlab.core.palette import (
+    BLACK,
+    CATEGORICAL,
+    EDGE,
+    EMPTY,
+    HIGHLIGHT,
+    INK,
+    INK_SOFT,
+    LINK_KIND_COLOURS,
+    NUMA_FILLS,
+    OUTLINE,
+    UNKNOWN_LINK,
+    WHITE,
+)
+from slurmlab.viz._bokeh import bokeh
 from slurmlab.viz.glyphs import Labels, Layer, add_glyph, col
 from slurmlab.viz.topology_nvlink_view import draw_link_faults, draw_nvlinks, draw_switch
 
 __all__ = ["layout_positions", "topology_figure"]
 
-_PCIE_COLOURS = {
-    LinkKind.PIX: "#009E73",
-    LinkKind.PXB: "#56B4E9",
-    LinkKind.PHB: "#CC79A7",
-    LinkKind.NODE: "#E69F00",
-    LinkKind.SYS: "#999999",
-}
-_GROUP_FILLS = ("#DCEAF7", "#FBE8CC", "#D8F0E6", "#F3DDEA", "#E6E6E6", "#FFF6C8", "#E0E0F8", "#F8E0E0")
 _R = 1.0
 
 
@@ -128,8 +137,8 @@ def topology_figure(
     cpu_rows = 0.3 + 0.5 * len(groups) + 0.3 * len(tasks) if show_cpus else 0.0
     fig, y_top = _blank_figure(plotting, topo, fabric, title, width, key, cpu_rows)
     labels = Labels()
-    links = Layer({"colour": "#8A8A8A", "width": 1.2, "alpha": 1.0, "dash": "solid"})
-    nodes = Layer({"marker": "circle", "size": 11, "fill": "#FFFFFF", "fill_alpha": 1.0, "line": "#FFFFFF",
+    links = Layer({"colour": EDGE, "width": 1.2, "alpha": 1.0, "dash": "solid"})
+    nodes = Layer({"marker": "circle", "size": 11, "fill": WHITE, "fill_alpha": 1.0, "line": WHITE,
                    "line_alpha": 1.0, "lw": 2.0, "dash": "solid"})
 
     _draw_numa_sectors(fig, models, lay, groups, group_cpus, labels)
@@ -150,12 +159,12 @@ def topology_figure(
                line_alpha=col("line_alpha"), line_width=col("lw"), line_dash=col("dash"))
     if cpu_bars is not None:
         r = add_glyph(fig, models, "Rect", cpu_bars, name="cpus", x=col("x"), y=col("y"), width=col("w"),
-                      height=0.28, fill_color=col("fill"), line_color="#FFFFFF",
+                      height=0.28, fill_color=col("fill"), line_color=WHITE,
                       line_width=0.3 if len(cpu_bars["x"]) > 100 else 1)
         fig.add_tools(models.HoverTool(renderers=[r], tooltips=[("CPU", "@cpu"), ("group", "@group"),
                                                                 ("task", "@task")]))
     for i, line in enumerate(key):
-        labels.add(-2.3, y_top - 0.05 - 0.13 * i, line, colour="#555555", baseline="top")
+        labels.add(-2.3, y_top - 0.05 - 0.13 * i, line, colour=INK_SOFT, baseline="top")
     labels.draw(fig, models)
     return fig
 
@@ -232,7 +241,7 @@ def _draw_numa_sectors(
         mid = (lo + hi) / 2
         sec["start"].append(lo - step * 0.48)
         sec["end"].append(hi + step * 0.48)
-        sec["fill"].append(_GROUP_FILLS[list(groups).index(label) % len(_GROUP_FILLS)])
+        sec["fill"].append(NUMA_FILLS[list(groups).index(label) % len(NUMA_FILLS)])
         sec["label"].append(label)
         cpus = group_cpus[label]
         sec["cpus"].append(format_cpu_list(cpus) if cpus else "not shown")
@@ -241,7 +250,7 @@ def _draw_numa_sectors(
     if len(groups) > 1 or next(iter(groups), "") != "NUMA ?":
         add_glyph(fig, models, "AnnularWedge", sec, name="numa_groups", x=0, y=0, inner_radius=0.55,
                   outer_radius=1.27, start_angle=col("start"), end_angle=col("end"), fill_color=col("fill"),
-                  line_color="#BBBBBB", fill_alpha=0.8)
+                  line_color=OUTLINE, fill_alpha=0.8)
         for tx, ty, label in zip(sec["tx"], sec["ty"], sec["label"], strict=True):
             labels.add(tx, ty, label, size="13px", style="bold", align="center")
 
@@ -255,7 +264,7 @@ def _draw_pcie(links: Layer, topo: Topology, gpu_pos: dict[str, tuple[float, flo
         # bow towards the centre so PCIe curves stay apart from NVLink chords
         links.add("pcie", f"{link.a} – {link.b}: {link.label}", [("", link.kind.description)],
                   xs=[x0, (x0 + x1) * 0.3, x1], ys=[y0, (y0 + y1) * 0.3, y1], a=link.a, b=link.b, path=link.label,
-                  colour=_PCIE_COLOURS.get(link.kind, "#999999"), desc=link.kind.description, width=1.6,
+                  colour=LINK_KIND_COLOURS.get(link.kind.value, UNKNOWN_LINK), desc=link.kind.description, width=1.6,
                   alpha=0.8, dash="dashed")
 
 
@@ -273,8 +282,8 @@ def _draw_nics(links: Layer, nodes: Layer, topo: Topology, gpu_pos: dict[str, tu
                           xs=[x, gx], ys=[y, gy], nic=nic.name, gpu=gname, path=best.value, dash="dotted")
         closest = f"{', '.join(close)} ({best.value})" if best is not None else "unknown"
         nodes.add("nics", f"{nic.name} = {nic.device}", [("closest GPUs", closest)], x=x, y=y, name=nic.name,
-                  device=nic.device, closest=closest, marker="square", size=15, line="#555555", lw=1.5)
-        labels.add(x, y - 0.13, nic.device, size="10px", colour="#333333", align="center", baseline="top")
+                  device=nic.device, closest=closest, marker="square", size=15, line=INK_SOFT, lw=1.5)
+        labels.add(x, y - 0.13, nic.device, size="10px", colour=INK, align="center", baseline="top")
 
 
 def _draw_gpus(
@@ -282,7 +291,7 @@ def _draw_gpus(
     highlight: set[int], groups: dict[str, tuple[int, ...]], labels: Labels,
 ) -> None:
     """GPU circles on the ring, coloured by NUMA group, with what a person asks about them on hover."""
-    group_colour = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(groups)}
+    group_colour = {label: CATEGORICAL[i % len(CATEGORICAL)] for i, label in enumerate(groups)}
     size = max(34, min(48, 360 // max(len(topo.gpus), 1)))
     for g in topo.gpus:
         x, y, _ = gpu_pos[g.name]
@@ -303,14 +312,14 @@ def _draw_gpus(
                ("NVLinks", facts["nvlinks"]), ("link state", facts["link_state"]), ("closest NICs", facts["nics"])]
         nodes.add("gpus", g.name, tip, x=x, y=y, name=g.name, index=g.index, highlighted=hot, **facts,
                   marker="circle", size=size, fill=HIGHLIGHT if hot else group_colour[g.numa_label],
-                  line="#000000" if hot else "#FFFFFF", lw=4 if hot else 2)
-        labels.add(x, y, g.name, style="bold", colour="#FFFFFF", align="center")
+                  line=BLACK if hot else WHITE, lw=4 if hot else 2)
+        labels.add(x, y, g.name, style="bold", colour=WHITE, align="center")
 
 
 def _cpu_bars(nodes: Layer, groups: dict[str, tuple[int, ...]], group_cpus: dict[str, frozenset[int]],
               tasks: dict[str, frozenset[int]], labels: Labels) -> dict[str, list[Any]]:
     """The cells of the CPU bars (one per CPU, for renderer ``cpus``); the task keys go into ``nodes``."""
-    task_colour = {t: PALETTE[(i + 10) % len(PALETTE)] for i, t in enumerate(tasks)}
+    task_colour = {t: CATEGORICAL[(i + 10) % len(CATEGORICAL)] for i, t in enumerate(tasks)}
     cells: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "cpu", "group", "task", "fill")}
     y = -2.3
     x0, span = -1.6, 3.8
@@ -324,7 +333,7 @@ def _cpu_bars(nodes: Layer, groups: dict[str, tuple[int, ...]], group_cpus: dict
         for k, cpu in enumerate(cpus):
             owner = next((t for t, s in tasks.items() if cpu in s), "")
             for column, value in zip(cells, (x0 + w * (k + 0.5), y, w, cpu, label, owner or "-",
-                                             task_colour[owner] if owner else "#E4E4E4"), strict=True):
+                                             task_colour[owner] if owner else EMPTY), strict=True):
                 cells[column].append(value)
         y -= 0.5
     local: frozenset[int] = frozenset().union(*group_cpus.values()) if group_cpus else frozenset()
@@ -334,6 +343,6 @@ def _cpu_bars(nodes: Layer, groups: dict[str, tuple[int, ...]], group_cpus: dict
         text = f"{t}: CPUs {format_cpu_list(task_set) or '-'}{note}"
         nodes.add("task_keys", t, [("", text)], x=-2.2, y=y, task=t, marker="square", size=11,
                   fill=task_colour[t], line_alpha=0.0, lw=0.0)
-        labels.add(-2.1, y, text, colour="#333333")
+        labels.add(-2.1, y, text, colour=INK)
         y -= 0.3
     return cells

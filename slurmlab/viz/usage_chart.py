@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from slurmlab.core.gpu.usage import UsageTable
-from slurmlab.viz._bokeh import PALETTE, bokeh
+from slurmlab.core.palette import CATEGORICAL
+from slurmlab.viz._bokeh import bokeh
 
 __all__ = ["ROLLOVER", "UsageChart"]
 
@@ -42,7 +43,7 @@ class UsageChart:
     def _line(self, series: str) -> Any:
         models = bokeh("models", "the usage chart")
         source = models.ColumnDataSource(data={"t": [], "util": [], "mem": [], "series": []})
-        colour = PALETTE[len(self.sources) % len(PALETTE)]
+        colour = CATEGORICAL[len(self.sources) % len(CATEGORICAL)]
         self.figure.line("t", "util", source=source, color=colour, line_width=2, legend_label=series)
         self.sources[series] = source
         self._drawn[series] = float("-inf")

@@ -21,7 +21,8 @@ from typing import Any
 
 from slurmlab._extras import require
 from slurmlab.core.gpu.placement import GpuChoice, best_gpus
-from slurmlab.core.gpu.placement_request import INDICES_NOTE, LINKS_NOTE, salloc_advice, taken_on_node
+from slurmlab.core.gpu.placement.request import INDICES_NOTE, LINKS_NOTE, salloc_advice, taken_on_node
+from slurmlab.core.palette import INK_SOFT, WARN
 from slurmlab.errors import RequestError, SlurmlabError
 
 __all__ = ["ExplorerModel", "NodeChoice", "Selection", "TopologyExplorer"]
@@ -288,11 +289,11 @@ def info_html(sel: Selection) -> str:
     if sel.taken:
         parts.append(f"<div>{html.escape(sel.taken)}</div>")
     if sel.message:
-        parts.append(f"<div style='color:#8a6d3b'>{html.escape(sel.message)}</div>")
+        parts.append(f"<div style='color:{WARN}'>{html.escape(sel.message)}</div>")
     if sel.best is not None:
         parts.append(f"<div>best {sel.n}: {html.escape(sel.best.explain()).replace(chr(10), '<br>')}</div>")
     if sel.salloc_line:
         parts.append(f"<pre>{html.escape(sel.salloc_line)}</pre>"
-                     f"<div style='color:#555'>{html.escape(STEERING_NOTE)}</div>")
-        parts += [f"<div style='color:#555'>{html.escape(note)}</div>" for note in sel.notes]
+                     f"<div style='color:{INK_SOFT}'>{html.escape(STEERING_NOTE)}</div>")
+        parts += [f"<div style='color:{INK_SOFT}'>{html.escape(note)}</div>" for note in sel.notes]
     return "".join(parts)

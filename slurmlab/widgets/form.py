@@ -17,6 +17,7 @@ from typing import Any
 
 from slurmlab._extras import require
 from slurmlab.core.gpu.mig import is_mig_type
+from slurmlab.core.palette import FAILED, WARN
 from slurmlab.errors import SlurmlabError
 from slurmlab.widgets.live import LiveUpdater, get_updater
 
@@ -168,16 +169,16 @@ class RequestForm:
             req = self.check()
         except SlurmlabError as exc:
             self.request, self.problem = None, str(exc)
-            text = ("<div class='slurmlab-form-problem' style='color:#dc3545;white-space:pre-wrap'>"
+            text = (f"<div class='slurmlab-form-problem' style='color:{FAILED};white-space:pre-wrap'>"
                     f"{esc(str(exc))}</div>")
         else:
             self.request, self.problem = req, None
             line = shlex.join(salloc_argv(req))
-            warn = "".join(f"<div style='color:#a66'>warning: {esc(x)}</div>" for x in req.warnings)
+            warn = "".join(f"<div style='color:{WARN}'>warning: {esc(x)}</div>" for x in req.warnings)
             text = (f"<pre class='slurmlab-form-command' style='margin:0'>{esc(line)}</pre>"
                     f"<div><b>What it asks for:</b> {esc(explain(req))}</div>{warn}")
         if self.submit_error:
-            text += f"<div style='color:#dc3545'>{esc(self.submit_error)}</div>"
+            text += f"<div style='color:{FAILED}'>{esc(self.submit_error)}</div>"
         if self.command.value != text:
             self.command.value = text
         disabled = self.request is None or self._submitting

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from slurmlab._extras import require
+from slurmlab.core.palette import FAILED
 from slurmlab.errors import SlurmlabError
 from slurmlab.widgets.live import LiveUpdater, get_updater
 from slurmlab.widgets.rows import JOB_COLUMNS, Table, job_row
@@ -120,7 +121,7 @@ class QueueMonitor:
         if self.tick is None:
             status += " (not refreshing)"
         if self.error:
-            status = f"<span style='color:#dc3545'>{html.escape(self.error)}</span> (showing {status})"
+            status = f"<span style='color:{FAILED}'>{html.escape(self.error)}</span> (showing {status})"
         if self.status.value != status:
             self.status.value = status
 

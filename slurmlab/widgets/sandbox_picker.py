@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slurmlab._extras import require
+from slurmlab.core.palette import FAILED, OK
 from slurmlab.errors import SlurmlabError
 from slurmlab.widgets.live import LiveUpdater, get_updater
 
@@ -173,7 +174,7 @@ class SandboxPicker:
                 self.status.remove_class(f"slurmlab-sandbox-{self._shown}")
             self.status.add_class(f"slurmlab-sandbox-{model.state}")
             self._shown = model.state
-        colour = {"failed": "#dc3545", "ready": "#198754"}.get(model.state)
+        colour = {"failed": FAILED, "ready": OK}.get(model.state)
         text = html.escape(model.text())
         self.status.value = f"<span style='color:{colour}'>{text}</span>" if colour and text else text
         if not starting and model.state != "idle":

@@ -85,7 +85,7 @@ def test_a_gpu_shows_its_facts_on_hover(browser: Any, tmp_path: Path) -> None:
 
 
 def test_a_hostile_nic_name_is_shown_as_text(browser: Any, tmp_path: Path) -> None:
-    from slurmlab.core.gpu.smi_parse import parse_topo_matrix
+    from slurmlab.core.gpu.smi import parse_topo_matrix
     from slurmlab.viz.topology_view import topology_figure
 
     topo = parse_topo_matrix(require_shared("nvidia-smi", "topo-dgx1-v100-8gpu-4mlx5-tabs.txt").read_text())

@@ -129,7 +129,7 @@ VOCABULARY = [
         ("experiments/node/worker.py", "runs on compute nodes, importing no room of slurmlab "
                                        "(experiments/node/__init__.py); CPU lists only"),
     )),
-    Item("MIG profile-name regex", "core/gpu/mig.py", mig_name_regexes),
+    Item("MIG profile-name regex", "core/gpu/mig/layout.py", mig_name_regexes),
     Item("GRES item class", "core/slurm/gres.py", gres_item_classes),
     Item("who am I", "slurm/identity.py", identities, exempt=(
         ("sandbox/control.py", "names the sandbox's SlurmUser in slurm.conf: whoever starts the daemons"),

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from slurmlab.core.diagnosis.findings import Finding, Verdict
-from slurmlab.core.gpu.smi_health import GpuProbe, GpuRow, Section, parse_version
-from slurmlab.core.gpu.smi_standin_model import STANDIN_MARK
+from slurmlab.core.gpu.smi import GpuProbe, GpuRow, Section, parse_version
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 
 __all__ = ["GPU_CHECKS", "MINOR_COMPAT_DRIVER", "TOOLKIT_DRIVER", "judge_gpu_probe", "skip_all"]
 

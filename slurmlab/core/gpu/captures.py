@@ -18,11 +18,13 @@ from slurmlab.core.gpu.mig import (
     MigProfileTable,
     ProfileRoom,
     choose_table,
+    layouts_with_room,
     parse_profile_name,
+    room_left,
+    room_sentence,
 )
-from slurmlab.core.gpu.mig_placement import layouts_with_room, room_left, room_sentence
 from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
-from slurmlab.core.gpu.smi_parse import (
+from slurmlab.core.gpu.smi import (
     MigProfileRow,
     SmiDevice,
     parse_mig_cgi_log,

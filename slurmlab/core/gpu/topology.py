@@ -1,12 +1,12 @@
 """GPU topology of one node: GPUs, NICs, NUMA/CPU affinity and the links between them.
 
-The model is what ``nvidia-smi topo -m`` shows (parsed in :mod:`slurmlab.core.gpu.smi_parse`) or what a sandbox
+The model is what ``nvidia-smi topo -m`` shows (parsed in :mod:`slurmlab.core.gpu.smi`) or what a sandbox
 hardware profile declares (:meth:`Topology.from_profile`). Pure data, no I/O.
 
-Its parts live in their own modules and are importable from here too: the devices and CPU lists
-(:mod:`.devices`), the links (:mod:`.links`), the NVLink facts per model and generation (:mod:`.nvlink`); the
-kind of fabric and its bandwidth are judged in :mod:`.nvlink_fabric`, each link's state (``nvidia-smi nvlink
--s``) in :mod:`.nvlink_state`; a profile is read by :mod:`.topology_profile`.
+Its parts live in their own modules: the devices and CPU lists (:mod:`.devices`), the links (:mod:`.links`), the
+NVLink facts per model and generation (:mod:`.nvlink.models`); the kind of fabric and its bandwidth are judged in
+:mod:`.nvlink.fabric`, each link's state (``nvidia-smi nvlink -s``) in :mod:`.nvlink.state`; a profile is read by
+:mod:`.topology_profile`.
 """
 
 from __future__ import annotations
@@ -16,16 +16,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from slurmlab.core.gpu.devices import Gpu, Nic, format_cpu_list, parse_cpu_list
-from slurmlab.core.gpu.links import Link, LinkKind
+from slurmlab.core.gpu.devices import Gpu, Nic, format_cpu_list
+from slurmlab.core.gpu.links import Link
 from slurmlab.core.gpu.nvlink import (
     NVLINK_GENERATIONS,
+    GpuLinkState,
+    NvlinkFabric,
     NvlinkGeneration,
+    link_state_lines,
+    link_states,
+    nvlink_fabric,
     nvlink_generation_for_model,
     nvlink_model_for,
 )
-from slurmlab.core.gpu.nvlink_fabric import FabricKind, NvlinkFabric, nvlink_fabric
-from slurmlab.core.gpu.nvlink_state import GpuLinkState, link_state_lines, link_states
 from slurmlab.core.gpu.quoting import quoted
 from slurmlab.core.gpu.topology_profile import read_profile
 from slurmlab.errors import ParseError
@@ -33,21 +36,7 @@ from slurmlab.errors import ParseError
 if TYPE_CHECKING:
     from slurmlab.core.gpu.smi.nvlink import NvlinkStatus
 
-__all__ = [
-    "NVLINK_GENERATIONS",
-    "FabricKind",
-    "Gpu",
-    "GpuLinkState",
-    "Link",
-    "LinkKind",
-    "Nic",
-    "NvlinkFabric",
-    "NvlinkGeneration",
-    "Topology",
-    "format_cpu_list",
-    "nvlink_generation_for_model",
-    "parse_cpu_list",
-]
+__all__ = ["Topology"]
 
 
 @dataclass(frozen=True)

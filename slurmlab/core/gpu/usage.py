@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from slurmlab.core.jsontypes import JSONObject
+from slurmlab.core.palette import INK_SOFT
 from slurmlab.core.slurm.sstat import SstatRecord
 from slurmlab.errors import ParseError
 
@@ -214,7 +215,7 @@ class UsageTable:
 
     def _repr_html_(self) -> str:
         esc = html.escape
-        said = "".join(f"<div style='color:#666'>{esc(x)}</div>" for x in self._lines()[1:])
+        said = "".join(f"<div style='color:{INK_SOFT}'>{esc(x)}</div>" for x in self._lines()[1:])
         rows = "".join(
             f"<tr><td>{esc(r.series)}</td><td>{r.mean_util:.0f} %</td><td>{r.peak_util:.0f} %</td>"
             f"<td>{esc(_mem_text(r.mem_used_mb, r.mem_total_mb))}</td><td>{r.samples}</td></tr>" for r in self.rows

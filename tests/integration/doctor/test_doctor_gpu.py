@@ -11,7 +11,7 @@ import pytest
 
 from slurmlab.core.diagnosis.findings import Verdict
 from slurmlab.core.diagnosis.gpu_checks import GPU_CHECKS
-from slurmlab.core.gpu.smi_standin_model import STANDIN_MARK
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.doctor_gpu import gpu_checks
 from tests.integration.sandbox_jobs import clear_queue

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from slurmlab.core.gpu.sandbox_limits import NO_DEVICE_CGROUP
-from slurmlab.core.gpu.smi_parse import parse_smi_list, parse_topo_matrix
-from slurmlab.core.gpu.smi_standin import STANDIN_MARK
+from slurmlab.core.gpu.smi import parse_smi_list, parse_topo_matrix
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 
 pytestmark = pytest.mark.sandbox
 

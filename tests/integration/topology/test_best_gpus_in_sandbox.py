@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from slurmlab.cli import main
-from slurmlab.core.gpu.topology import parse_cpu_list
+from slurmlab.core.gpu.devices import parse_cpu_list
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.hardware_files import sandbox_hardware
 from slurmlab.widgets.explorer import TopologyExplorer

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from slurmlab.core.gpu.binding_traps import PER_TASK_GPUS
+from slurmlab.core.gpu.binding import PER_TASK_GPUS
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.hardware_files import sandbox_hardware
 from slurmlab.slurm.poller import JobPoller

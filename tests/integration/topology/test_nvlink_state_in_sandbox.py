@@ -10,7 +10,7 @@ import pytest
 from slurmlab import node_topology
 from slurmlab.core.gpu.nvlink import nvlink_model_for
 from slurmlab.core.gpu.smi.nvlink import parse_nvlink_status
-from slurmlab.core.gpu.smi_standin import STANDIN_MARK
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 from slurmlab.slurm.allocation import Allocation
 
 pytestmark = pytest.mark.sandbox

@@ -10,7 +10,7 @@ from figure_data import renderer_data as _data
 
 from slurmlab import explain_binding, node_mig, node_topology
 from slurmlab.core.gpu.binding import HONOURED
-from slurmlab.core.gpu.topology import parse_cpu_list
+from slurmlab.core.gpu.devices import parse_cpu_list
 from slurmlab.core.slurm import hostlist
 from slurmlab.errors import RequestError
 from slurmlab.slurm.allocation import Allocation

@@ -30,7 +30,7 @@ def test_a_resource_warning_from_elsewhere_is_not_told_as_the_capture_s(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import warnings
 
-    from slurmlab.commands import topo
+    from slurmlab.commands.topo import command as topo
 
     def collected_meanwhile(found: object, args: object) -> object:
         # what the garbage collector says of another thread's unclosed pipe while the capture is read

@@ -16,7 +16,8 @@ import pytest
 
 from slurmlab.core.gpu.binding import HONOURED, NOT_HONOURED, UNKNOWN, TaskReport, explain
 from slurmlab.core.gpu.binding import node_records as _records
-from slurmlab.core.gpu.topology import Gpu, Topology, parse_cpu_list
+from slurmlab.core.gpu.devices import Gpu, parse_cpu_list
+from slurmlab.core.gpu.topology import Topology
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.parse_json import load_json, parse_jobs_json, parse_nodes_json
 from slurmlab.core.slurm.parse_text import parse_scontrol_jobs

@@ -22,9 +22,10 @@ from fuzz_corrupt import mutate_text, variants
 from profiles import profile, sample, scaled
 from shared_paths import REPO, list_shared
 
-from slurmlab.core.gpu import smi_parse as sp
+from slurmlab.core.gpu import smi as sp
+from slurmlab.core.gpu.devices import parse_cpu_list
 from slurmlab.core.gpu.mig import MigLayout
-from slurmlab.core.gpu.topology import Topology, parse_cpu_list
+from slurmlab.core.gpu.topology import Topology
 from slurmlab.core.slurm import parse_json as pj
 from slurmlab.core.slurm import parse_text as pt
 from slurmlab.core.slurm.detect import detect_and_parse

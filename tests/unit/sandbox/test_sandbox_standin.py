@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
-from slurmlab.core.gpu.smi_parse import parse_smi_list
-from slurmlab.core.gpu.smi_standin import STANDIN_MARK
+from slurmlab.core.gpu.sandbox_limits import SANDBOX_ENV
+from slurmlab.core.gpu.smi import parse_smi_list
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 from slurmlab.sandbox.folder import write_standins
 from slurmlab.sandbox.profile import load_profile
 from slurmlab.sandbox.render import render_hardware_file
-from slurmlab.sandbox.standin import SANDBOX_ENV
 from slurmlab.slurm.runner import Runner
 
 

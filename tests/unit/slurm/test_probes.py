@@ -14,8 +14,8 @@ from shared_paths import smi_capture
 
 from slurmlab.core.gpu.binding import parse_task_reports
 from slurmlab.core.gpu.nvlink import nvlink_model_for
+from slurmlab.core.gpu.smi import parse_topo_matrix
 from slurmlab.core.gpu.smi.nvlink import parse_nvlink_status
-from slurmlab.core.gpu.smi_parse import parse_topo_matrix
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.binding_probe import TASK_PROBE
 from slurmlab.slurm.poller import JobPoller

@@ -10,7 +10,7 @@ pytest.importorskip("bokeh", reason="the viz extra (bokeh) is not installed")
 
 from slurmlab.core.gpu.captures import read_mig_capture
 from slurmlab.core.gpu.mig import MigLayout
-from slurmlab.core.gpu.smi_parse import parse_mig_cgi_log, parse_smi_list
+from slurmlab.core.gpu.smi import parse_mig_cgi_log, parse_smi_list
 from slurmlab.viz.mig_view import mig_catalogue_figure, mig_figure
 
 

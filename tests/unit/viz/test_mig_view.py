@@ -11,7 +11,7 @@ from shared_paths import require_shared
 pytest.importorskip("bokeh", reason="the viz extra (bokeh) is not installed")
 
 from slurmlab.core.gpu.mig import MigLayout
-from slurmlab.core.gpu.smi_parse import parse_mig_lgi, parse_smi_list
+from slurmlab.core.gpu.smi import parse_mig_lgi, parse_smi_list
 from slurmlab.viz.mig_view import mig_figure
 
 

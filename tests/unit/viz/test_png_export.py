@@ -11,7 +11,7 @@ from shared_paths import require_shared
 pytest.importorskip("bokeh", reason="the viz extra (bokeh) is not installed")
 
 from slurmlab.core.gpu.mig import MigLayout
-from slurmlab.core.gpu.smi_parse import parse_topo_matrix
+from slurmlab.core.gpu.smi import parse_topo_matrix
 from slurmlab.errors import SlurmlabError
 from slurmlab.viz.export import chromium_path, export_png, save_html
 from slurmlab.viz.mig_view import mig_figure

@@ -13,7 +13,7 @@ from slurmlab.viz.glyphs import drawn
 
 pytest.importorskip("bokeh", reason="the viz extra (bokeh) is not installed")
 
-from slurmlab.core.gpu.smi_parse import parse_nvlink_status, parse_topo_matrix
+from slurmlab.core.gpu.smi import parse_nvlink_status, parse_topo_matrix
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.viz.topology_view import topology_figure
 

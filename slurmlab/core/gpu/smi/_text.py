@@ -6,7 +6,7 @@ import re
 import warnings
 from collections.abc import Iterator
 
-from slurmlab.core.gpu.smi_standin import STANDIN_MARK
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 from slurmlab.errors import ParseError
 
 

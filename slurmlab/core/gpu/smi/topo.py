@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from slurmlab.core.gpu.devices import Gpu, Nic, parse_cpu_list
+from slurmlab.core.gpu.links import Link, LinkKind
 from slurmlab.core.gpu.smi._text import GPU_RE as _GPU_RE
 from slurmlab.core.gpu.smi._text import clean as _clean
 from slurmlab.core.gpu.smi._text import nonblank_lines as _nonblank_lines
 from slurmlab.core.gpu.smi._text import warn as _warn
-from slurmlab.core.gpu.topology import Gpu, Link, LinkKind, Nic, Topology, parse_cpu_list
+from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError
 
 __all__ = ["parse_topo_cpu", "parse_topo_matrix", "parse_topo_p2p"]

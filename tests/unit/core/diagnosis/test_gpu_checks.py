@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from slurmlab.core.diagnosis.findings import Finding, Verdict
 from slurmlab.core.diagnosis.gpu_checks import GPU_CHECKS, judge_gpu_probe
-from slurmlab.core.gpu.smi_health import MARK, read_probe
-from slurmlab.core.gpu.smi_standin_model import STANDIN_MARK
+from slurmlab.core.gpu.smi import MARK, read_probe
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 
 SUBJECT = "job 77 on gpu-a01"
 STEP_PIDS = (51001, 51002, 51003, 51004, 51005, 51006, 51007, 51008)

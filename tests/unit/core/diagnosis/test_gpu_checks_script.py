@@ -11,7 +11,7 @@ import pytest
 
 from slurmlab.core.diagnosis.findings import Verdict
 from slurmlab.core.diagnosis.gpu_checks import judge_gpu_probe
-from slurmlab.core.gpu.smi_health import read_probe
+from slurmlab.core.gpu.smi import read_probe
 from slurmlab.slurm import doctor_gpu
 
 ROW = "{i}, GPU-{i}, NVIDIA H100 80GB HBM3, 550.54.15, 5, 5, {w}, 16, 600, 81559, 0, Enabled"

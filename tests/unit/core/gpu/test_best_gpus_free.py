@@ -15,8 +15,8 @@ from shared_paths import list_shared, require_shared
 
 import slurmlab
 from slurmlab.core.gpu.devices import format_cpu_list
-from slurmlab.core.gpu.placement import best_gpus, link_score
-from slurmlab.core.gpu.smi_parse import parse_topo_matrix
+from slurmlab.core.gpu.placement.choice import best_gpus, link_score
+from slurmlab.core.gpu.smi import parse_topo_matrix
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import RequestError
 

@@ -17,6 +17,7 @@ from slurmlab.core.gpu.binding import (
     gpu_bind_value,
     parse_task_reports,
 )
+from slurmlab.core.palette import FAILED
 from slurmlab.errors import ParseError
 from slurmlab.slurm.hardware_files import topology_from_profile
 
@@ -49,7 +50,7 @@ def test_closest_not_honoured_when_a_task_gets_the_far_gpu() -> None:
     assert table.closest == NOT_HONOURED
     assert "nearest GPU(s) 0" in table.rows[0].why[0]
     assert "NOT honoured" in table.text()
-    assert "color:#B00020" in table._repr_html_()
+    assert f"color:{FAILED}" in table._repr_html_()  # the palette's failure red
 
 
 def test_a_task_seeing_every_gpu_while_one_is_near_is_not_closest() -> None:

@@ -10,8 +10,15 @@ from types import SimpleNamespace
 import pytest
 from shared_paths import require_shared
 
-from slurmlab.core.gpu.binding import NodeRecord, TaskReport, explain
-from slurmlab.core.gpu.binding_traps import FAR_SOCKET, NO_NVLINK, PER_TASK_GPUS, SPLIT_NUMA
+from slurmlab.core.gpu.binding import (
+    FAR_SOCKET,
+    NO_NVLINK,
+    PER_TASK_GPUS,
+    SPLIT_NUMA,
+    NodeRecord,
+    TaskReport,
+    explain,
+)
 from slurmlab.core.gpu.devices import Gpu
 from slurmlab.core.gpu.node_models import NodeTopology
 from slurmlab.core.gpu.smi.topo import parse_topo_matrix

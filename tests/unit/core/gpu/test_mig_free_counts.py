@@ -19,9 +19,16 @@ import pytest
 from shared_paths import list_shared
 from shared_paths import smi_capture as read
 
-from slurmlab.core.gpu.mig import MIG_PROFILE_TABLES, GpuInstance, GpuMig, MigLayout, table_for_model
-from slurmlab.core.gpu.mig_placement import layouts_with_room, room_left
-from slurmlab.core.gpu.smi_parse import (
+from slurmlab.core.gpu.mig import (
+    MIG_PROFILE_TABLES,
+    GpuInstance,
+    GpuMig,
+    MigLayout,
+    layouts_with_room,
+    room_left,
+    table_for_model,
+)
+from slurmlab.core.gpu.smi import (
     parse_mig_cgi_log,
     parse_mig_lgi,
     parse_mig_lgip,

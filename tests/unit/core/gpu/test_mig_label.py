@@ -8,7 +8,7 @@ from shared_paths import require_shared
 from slurmlab.core.gpu.hardware_profile import SandboxHardware
 from slurmlab.core.gpu.mig import MigLayout, mig_slice_label
 from slurmlab.core.gpu.node_models import NodeMig
-from slurmlab.core.gpu.smi_parse import parse_mig_lgi, parse_smi_list
+from slurmlab.core.gpu.smi import parse_mig_lgi, parse_smi_list
 from slurmlab.slurm.hardware_files import profile_data
 
 

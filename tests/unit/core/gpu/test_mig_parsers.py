@@ -8,7 +8,7 @@ import pytest
 from shared_paths import smi_capture as read
 
 from slurmlab.core.gpu.mig import MIG_PROFILE_TABLES, MigLayout, parse_profile_name, table_for_model
-from slurmlab.core.gpu.smi_parse import (
+from slurmlab.core.gpu.smi import (
     SmiParseWarning,
     parse_mig_cgi_log,
     parse_mig_devices,

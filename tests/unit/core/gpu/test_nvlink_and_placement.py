@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from shared_paths import smi_capture as read
 
+from slurmlab.core.gpu.nvlink import NVLINK_GENERATIONS, nvlink_generation_for_model
 from slurmlab.core.gpu.placement import best_gpus
-from slurmlab.core.gpu.smi_parse import parse_nvlink_capabilities, parse_nvlink_status, parse_topo_matrix
-from slurmlab.core.gpu.topology import NVLINK_GENERATIONS, Topology, nvlink_generation_for_model
+from slurmlab.core.gpu.smi import parse_nvlink_capabilities, parse_nvlink_status, parse_topo_matrix
+from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError, RequestError
 
 
@@ -97,7 +98,7 @@ def test_best_gpus_greedy_on_a_large_topology() -> None:
 
 
 def test_gpu_details_from_a_listing() -> None:
-    from slurmlab.core.gpu.smi_parse import parse_smi_list
+    from slurmlab.core.gpu.smi import parse_smi_list
 
     t = parse_topo_matrix(read("topo-2x-rtx3090-nvlink-bridge-nv4.txt"))
     status = parse_nvlink_status(read("nvlink-status-2x-rtx3090-nv4.txt"))

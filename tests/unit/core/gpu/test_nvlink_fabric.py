@@ -27,8 +27,9 @@ import warnings
 import pytest
 from shared_paths import list_shared, require_shared
 
-from slurmlab.core.gpu.smi_parse import parse_topo_matrix
-from slurmlab.core.gpu.topology import FabricKind, Topology
+from slurmlab.core.gpu.nvlink import FabricKind
+from slurmlab.core.gpu.smi import parse_topo_matrix
+from slurmlab.core.gpu.topology import Topology
 
 SWITCHED, DIRECT, PCIE = FabricKind.SWITCHED, FabricKind.DIRECT, FabricKind.PCIE
 H100, A100, V100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM3-32GB"

@@ -10,9 +10,9 @@ import pytest
 from shared_paths import require_shared
 from shared_paths import smi_capture as read
 
-from slurmlab.core.gpu.nvlink_state import link_states
+from slurmlab.core.gpu.nvlink import link_states
+from slurmlab.core.gpu.smi import parse_nvlink_status, parse_topo_matrix
 from slurmlab.core.gpu.smi.nvlink import read_nvlink_status
-from slurmlab.core.gpu.smi_parse import parse_nvlink_status, parse_topo_matrix
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError
 from slurmlab.slurm.hardware_files import topology_from_file

@@ -9,8 +9,7 @@ import re
 import pytest
 from fake_slurm import GOLDEN_VERSIONS, golden_path
 
-from slurmlab.core.gpu.placement import best_gpus
-from slurmlab.core.gpu.placement_request import INDICES_NOTE, salloc_advice, taken_on_node
+from slurmlab.core.gpu.placement import INDICES_NOTE, best_gpus, salloc_advice, taken_on_node
 from slurmlab.core.slurm.models import Node
 from slurmlab.core.slurm.parse_json import parse_nodes_json
 from slurmlab.core.slurm.parse_text import parse_scontrol_nodes

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shared_paths import list_shared
 
-from slurmlab.core.gpu import smi_parse as sp
+from slurmlab.core.gpu import smi as sp
 from slurmlab.errors import ParseError
 
 PARSERS: dict[str, Callable[[str], Any]] = {

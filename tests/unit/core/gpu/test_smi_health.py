@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from slurmlab.core.gpu.smi_health import (
+from slurmlab.core.gpu.smi import (
     MARK,
     parse_compute_apps,
     parse_query_gpu,

@@ -7,14 +7,16 @@ import warnings
 import pytest
 from shared_paths import list_shared, require_shared
 
-from slurmlab.core.gpu.smi_parse import (
+from slurmlab.core.gpu.devices import parse_cpu_list
+from slurmlab.core.gpu.links import LinkKind
+from slurmlab.core.gpu.smi import (
     SmiParseWarning,
     parse_topo_cpu,
     parse_topo_matrix,
     parse_topo_p2p,
     sniff,
 )
-from slurmlab.core.gpu.topology import LinkKind, Topology, parse_cpu_list
+from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError
 
 TOPO_FILES = [p for p in list_shared("nvidia-smi", pattern="topo-*.txt")

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from slurmlab.core.gpu.links import LinkKind
 from slurmlab.core.gpu.mig import MigLayout
-from slurmlab.core.gpu.topology import LinkKind, Topology
+from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError, RequestError
 
 PROFILES = Path(__file__).resolve().parents[4] / "slurmlab" / "sandbox" / "profiles"

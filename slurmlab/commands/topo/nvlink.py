@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from slurmlab.core.gpu.nvlink_state import link_state_lines, link_states
+from slurmlab.core.gpu.nvlink import link_state_lines, link_states
 from slurmlab.core.gpu.smi.nvlink import read_nvlink_status
 from slurmlab.core.gpu.smi.sniff import sniff
 from slurmlab.core.gpu.topology import Topology

@@ -15,9 +15,11 @@ import sys
 import warnings
 from typing import Any
 
-from slurmlab.commands.topo_best import add_best_args, best_report, check_best_args, node_only_topology
-from slurmlab.commands.topo_nvlink import add_nvlink_arg, apply_nvlink, topology_source
+from slurmlab.commands.topo.best import add_best_args, best_report, check_best_args, node_only_topology
+from slurmlab.commands.topo.nvlink import add_nvlink_arg, apply_nvlink, topology_source
 from slurmlab.errors import ParseError, RequestError
+
+__all__ = ["handle_mig", "handle_topo", "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -32,7 +34,7 @@ def register(subparsers: Any) -> None:
     add_best_args(t)  # --best N [--node NAME] [--taken GPUS]: commands/topo_best.py
     t.add_argument("--highlight", metavar="GPUS", help="GPU indices to highlight, e.g. 0,1,2,3")
     t.add_argument("--pcie", action="store_true", help="draw PCIe relations between GPUs too")
-    add_nvlink_arg(t)  # --nvlink FILE (nvidia-smi nvlink -s): commands/topo_nvlink.py
+    add_nvlink_arg(t)  # --nvlink FILE (nvidia-smi nvlink -s): commands/topo/nvlink.py
     _output_args(t)
     t.set_defaults(func=handle_topo)
 
@@ -80,7 +82,7 @@ def _source(args: argparse.Namespace) -> tuple[str, str] | None:
 def _indices(text: str | None) -> list[int]:
     if not text:
         return []
-    from slurmlab.core.gpu.topology import parse_cpu_list
+    from slurmlab.core.gpu.devices import parse_cpu_list
 
     return sorted(parse_cpu_list(text, what="GPU list"))
 

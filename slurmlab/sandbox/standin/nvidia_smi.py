@@ -4,19 +4,21 @@ A slurmlab sandbox has no GPU, so a step that runs ``nvidia-smi`` would find non
 sandbox therefore puts a stand-in on its nodes' PATH that answers from the hardware profile it was built from
 (:data:`~slurmlab.core.gpu.hardware_profile.HARDWARE_FILE`), for the GPUs the step can see: ``-L``, ``topo -m``,
 ``nvlink -s``, ``mig -lgi``, ``mig -lgip`` and the default summary, in nvidia-smi's own formats so that slurmlab's
-parsers (:mod:`slurmlab.core.gpu.smi`) read them. Its first and last lines begin with :data:`STANDIN_MARK`, so a reader
-can tell it from the real tool and the parsers skip them.
+parsers (:mod:`slurmlab.core.gpu.smi`) read them. Its first and last lines begin with
+:data:`~slurmlab.core.gpu.standin_names.STANDIN_MARK`, so a reader can tell it from the real tool and the parsers
+skip them.
 
 The GPUs a step sees are numbered from 0, in the order Slurm lists them, as nvidia-smi numbers them on a real
 cluster under ``ConstrainDevices``; the last line says which of the node's GPUs (Slurm's GRES index) they are,
 since the sandbox's own ``CUDA_VISIBLE_DEVICES`` keeps the node's numbering (no device cgroup there).
 
-Why these modules import nothing else of slurmlab: the sandbox copies them verbatim into ``<sandbox>/bin/nvidia-smi``
-(see :mod:`slurmlab.sandbox.standin`), run by the nodes' ``python3``, where slurmlab may not be installed. So it
-uses the standard library only besides its data side (:mod:`.smi_standin_model`, copied in first) and slurmlab's
-one table of NVLink facts (:mod:`slurmlab.core.gpu.nvlink`, standard library only, copied in after it: the links
-``nvlink -s`` prints per GPU and their speed are that table's); the names it shares with the rest of slurmlab (the
-MIG slice label, the MIG profile ids) are checked equal by the tests.
+Why these modules import nothing else of slurmlab: the sandbox copies them into ``<sandbox>/bin/nvidia-smi``
+(:mod:`.scripts`), run by the nodes' ``python3``, where slurmlab may not be installed. So it uses the standard
+library only besides the names it shares with slurmlab's readers (:mod:`slurmlab.core.gpu.standin_names`: the mark,
+the made-up UUIDs), slurmlab's one table of NVLink facts (:mod:`slurmlab.core.gpu.nvlink.models`: the links
+``nvlink -s`` prints per GPU and their speed are that table's) and its data side (:mod:`.devices`), all standard
+library only and copied in before it, without their imports of each other; the names the data side repeats from
+the rest of slurmlab (the MIG slice label, the MIG profile ids) are checked equal by the tests.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from slurmlab.core.gpu.nvlink import nvlink_model_for
-from slurmlab.core.gpu.smi_standin_model import (
+from slurmlab.core.gpu.nvlink.models import nvlink_model_for
+from slurmlab.core.gpu.standin_names import STANDIN_MARK, made_up_uuid
+from slurmlab.sandbox.standin.devices import (
     GRID,
     MEMORY_SLICES,
-    STANDIN_MARK,
     SUPPORTED,
     GridRow,
     StandinDevice,
@@ -38,19 +40,12 @@ from slurmlab.core.gpu.smi_standin_model import (
     gb_names,
     gi_ids,
     grid_row,
-    made_up_uuid,
     mig_slice_label,
     parents_of,
     visible_devices,
 )
 
-__all__ = ["STANDIN_MARK", "SUPPORTED", "StandinDevice", "StandinGpu", "StandinHardware", "StandinMig", "answer",
-           "mig_slice_label", "visible_devices"]
-
-# the sandbox's bin/nvidia-smi holds smi_standin_model.py, nvlink.py, then this module from here on (its imports
-# above are those modules' names, already defined there)
-# ---- stand-in: rendering ----
-
+__all__ = ["answer"]
 
 
 # ---- the outputs ------------------------------------------------------------------------------------

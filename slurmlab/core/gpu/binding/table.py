@@ -9,11 +9,12 @@ import html
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from slurmlab.core.gpu.binding_evidence import NodeRecord
+from slurmlab.core.gpu.binding.evidence import NodeRecord
 from slurmlab.core.gpu.devices import format_cpu_list
 from slurmlab.core.gpu.figure_display import mime_bundle
 from slurmlab.core.gpu.node_models import NodeTopology, TopologyFigureArgs
 from slurmlab.core.gpu.topology import Topology
+from slurmlab.core.palette import FAILED, FLAGGED_BACKGROUND, OK
 
 __all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "UNKNOWN", "BindingFigureArgs", "BindingTable", "GpuRow",
            "TaskBinding", "Trap"]
@@ -189,9 +190,9 @@ class BindingTable:
         body = ""
         for g in self.gpu_rows:
             flagged = bool(self.traps_of(g))
-            style = ' style="background:#FDECEA"' if flagged else ""
+            style = f' style="background:{FLAGGED_BACKGROUND}"' if flagged else ""
             body += f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._gpu_cells(g)) + "</tr>"
-        traps = "".join(f"<li class='slurmlab-trap' style='color:#B00020'><b>{html.escape(t.kind)}</b>: "
+        traps = "".join(f"<li class='slurmlab-trap' style='color:{FAILED}'><b>{html.escape(t.kind)}</b>: "
                         f"{html.escape(t.why)}. <i>Fix:</i> {html.escape(t.fix)}</li>" for t in self.traps)
         return (f"<b>GPU map of job {html.escape(str(self.job_id))}: per task, per GPU</b>"
                 f"<table class='slurmlab-gpu-map'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -206,9 +207,9 @@ class BindingTable:
             for i, c in enumerate(cells):
                 style = ""
                 if i >= 7 and c == NOT_HONOURED:
-                    style = ' style="color:#B00020;font-weight:bold"'
+                    style = f' style="color:{FAILED};font-weight:bold"'
                 elif i >= 7 and c == HONOURED:
-                    style = ' style="color:#1B7F3B"'
+                    style = f' style="color:{OK}"'
                 tds.append(f"<td{style}>{html.escape(c)}</td>")
             body += "<tr>" + "".join(tds) + "</tr>"
         # a sandbox's limits stand out where a reader would take the table for a real cluster's

@@ -1,6 +1,6 @@
 """The binding of an allocation, judged: per task and per GPU every name of that GPU (Slurm IDX, the index the task
 sees, UUID, PCI bus id), its NUMA node, the task's CPU mask and the GPU's NVLink peers in the allocation, with the
-known traps flagged (:mod:`.binding_traps`); per task whether ``--gpu-bind=closest`` and
+known traps flagged (:mod:`.traps`); per task whether ``--gpu-bind=closest`` and
 ``--gres-flags=enforce-binding`` were honoured.
 
 The evidence comes from two places and the table keeps both: what a step's tasks really got (``SLURM_STEP_GPUS``,
@@ -14,9 +14,9 @@ The controller's records read the same on every Slurm: CPU_IDs from the text for
 has no SLURM_STEP_GPUS; its GPU is the one holding the job's shards). Where a fact is missing the verdict is
 "unknown" and the row's ``why`` names the fact, never a guess.
 
-``CUDA_VISIBLE_DEVICES`` may hold numbers, GPU UUIDs (Slurm 26.05 ``env_uuid``) or MIG UUIDs; :mod:`.binding_identity`
-resolves each entry to the node's GPU. The evidence lives in :mod:`.binding_evidence` and the table in
-:mod:`.binding_table`; their public names are importable from here too.
+``CUDA_VISIBLE_DEVICES`` may hold numbers, GPU UUIDs (Slurm 26.05 ``env_uuid``) or MIG UUIDs; :mod:`.identity`
+resolves each entry to the node's GPU. The evidence lives in :mod:`.evidence` and the table in :mod:`.table`; the
+package (:mod:`slurmlab.core.gpu.binding`) offers the public names of all of them.
 """
 
 from __future__ import annotations
@@ -24,16 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from slurmlab.core.gpu.binding_evidence import (
-    TASK_DEVICE_PREFIX,
-    TASK_REPORT_PREFIX,
+from slurmlab.core.gpu.binding.evidence import (
     NodeRecord,
     TaskReport,
     gpu_bind_value,
-    node_records,
-    parse_task_reports,
 )
-from slurmlab.core.gpu.binding_identity import (
+from slurmlab.core.gpu.binding.identity import (
     NodeNames,
     SeenGpu,
     idx_to_gpu_map,
@@ -41,26 +37,22 @@ from slurmlab.core.gpu.binding_identity import (
     names_from_tasks,
     resolve_visible,
 )
-from slurmlab.core.gpu.binding_table import (
+from slurmlab.core.gpu.binding.table import (
     HONOURED,
     NOT_HONOURED,
     NOT_REQUESTED,
     UNKNOWN,
-    BindingFigureArgs,
     BindingTable,
     GpuRow,
     TaskBinding,
-    Trap,
 )
-from slurmlab.core.gpu.binding_traps import find_traps
+from slurmlab.core.gpu.binding.traps import find_traps
 from slurmlab.core.gpu.devices import format_cpu_list
 from slurmlab.core.gpu.node_models import NodeTopology
 from slurmlab.core.gpu.sandbox_limits import sandbox_notes
 from slurmlab.core.gpu.topology import Topology
 
-__all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "TASK_DEVICE_PREFIX", "TASK_REPORT_PREFIX", "UNKNOWN",
-           "BindingFigureArgs", "BindingTable", "GpuRow", "NodeNames", "NodeRecord", "TaskBinding", "TaskReport", "Trap",
-           "explain", "gpu_bind_value", "node_records", "parse_task_reports"]
+__all__ = ["explain"]
 
 
 def explain(

@@ -22,8 +22,9 @@ _PAIRS_LISTED = 6  # non-NVLink pairs named before "…"
 
 
 def is_switched(topo: Topology) -> bool:
-    """True when the GPUs reach each other through an NVSwitch fabric (judged by :mod:`.nvlink_fabric`): then
-    ``topo -m`` shows each GPU's whole link count towards every peer, and every set of GPUs is linked alike."""
+    """True when the GPUs reach each other through an NVSwitch fabric (judged by
+    :mod:`slurmlab.core.gpu.nvlink.fabric`): then ``topo -m`` shows each GPU's whole link count towards every peer,
+    and every set of GPUs is linked alike."""
     return topo.fabric().switched
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from slurmlab.core.gpu.smi_standin_model import STANDIN_MARK
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 from slurmlab.errors import ParseError
 
 __all__ = ["MARK", "TIMED_OUT", "ComputeApp", "GpuProbe", "GpuRow", "Section", "parse_compute_apps",

@@ -5,9 +5,9 @@ A MIG-capable GPU has 7 compute slices and 8 memory slices (A30: 4 and 4). A GPU
 Facts from NVIDIA's MIG user guide and real ``nvidia-smi mig -lgip/-lgipp`` captures (FACTS-mig-nvlink.md).
 Pure data, no I/O.
 
-The profile tables live in :mod:`.mig_tables`, the instances in :mod:`.mig_instances`, and the inference of
-placements and the room left per profile (what can still be carved) in :mod:`.mig_placement`; their public names
-are importable from here too.
+The profile tables live in :mod:`.tables`, the instances in :mod:`.instances`, and the inference of placements and
+the room left per profile (what can still be carved) in :mod:`.placement`; the package
+(:mod:`slurmlab.core.gpu.mig`) offers the public names of all of them.
 """
 
 from __future__ import annotations
@@ -16,47 +16,24 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from slurmlab.core.gpu.mig_instances import ComputeInstance, GpuInstance, GpuMig, mig_slice_label
-from slurmlab.core.gpu.mig_placement import (
+from slurmlab.core.gpu.mig.instances import GpuInstance, GpuMig
+from slurmlab.core.gpu.mig.placement import (
     MigCatalogue,
     ProfileRoom,
     infer_placements,
     room_left,
     room_sentence,
 )
-from slurmlab.core.gpu.mig_tables import (
+from slurmlab.core.gpu.mig.tables import (
     MIG_PROFILE_TABLES,
-    MigProfile,
     MigProfileTable,
-    TableChoice,
-    choose_table,
     table_for_model,
     table_for_profile_names,
-    tables_for_profile_names,
 )
 from slurmlab.core.gpu.quoting import quoted
 from slurmlab.errors import ParseError, RequestError
 
-__all__ = [
-    "MIG_PROFILE_TABLES",
-    "ComputeInstance",
-    "GpuInstance",
-    "GpuMig",
-    "MigCatalogue",
-    "MigLayout",
-    "MigProfile",
-    "MigProfileTable",
-    "ProfileRoom",
-    "TableChoice",
-    "choose_table",
-    "is_mig_type",
-    "mig_memory_gb",
-    "mig_slice_label",
-    "parse_profile_name",
-    "table_for_model",
-    "table_for_profile_names",
-    "tables_for_profile_names",
-]
+__all__ = ["MigLayout", "is_mig_type", "mig_memory_gb", "parse_profile_name"]
 
 _NAME_RE = re.compile(r"^(?:(\d+)c\.)?(\d+)g\.(\d+)gb(\+me)?$")
 

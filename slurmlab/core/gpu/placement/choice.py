@@ -7,7 +7,7 @@ every set of GPUs has the same links, so there the NUMA node decides.
 
 GPUs that other jobs hold (``taken=``, e.g. from ``GresUsed=gpu:h100:3(IDX:0,2-3)`` of ``scontrol show node
 -d``) are left out, and the choice says what they cost against the best set of an idle node
-(:mod:`.placement_loss`).
+(:mod:`.loss`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from slurmlab.core.gpu.devices import format_cpu_list
 from slurmlab.core.gpu.links import LinkKind
-from slurmlab.core.gpu.placement_loss import is_switched, links_phrase, what_is_lost
+from slurmlab.core.gpu.placement.loss import is_switched, links_phrase, what_is_lost
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import RequestError
 

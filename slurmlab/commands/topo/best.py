@@ -60,9 +60,8 @@ def best_report(topo: Any, args: argparse.Namespace, node_topo: Any = None, runn
     """(the text to print, the choice) for ``--best N``; asks Slurm which GPUs are taken when --node is given.
 
     ``node_topo``: the NodeTopology the topology came from, when it maps Slurm's IDX to its GPU indices."""
-    from slurmlab.commands.topo import _indices
-    from slurmlab.core.gpu.placement import best_gpus
-    from slurmlab.core.gpu.placement_request import salloc_advice, taken_on_node
+    from slurmlab.commands.topo.command import _indices
+    from slurmlab.core.gpu.placement import best_gpus, salloc_advice, taken_on_node
     from slurmlab.core.request.pipeline import read_request
     from slurmlab.slurm.allocation import salloc_argv
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from slurmlab.core.gpu.mig_instances import GpuInstance, GpuMig
-from slurmlab.core.gpu.mig_tables import MigProfile, MigProfileTable
+from slurmlab.core.gpu.mig.instances import GpuInstance, GpuMig
+from slurmlab.core.gpu.mig.tables import MigProfile, MigProfileTable
 from slurmlab.errors import RequestError
 
 __all__ = ["MigCatalogue", "ProfileRoom", "infer_placements", "layouts_with_room", "room_left", "room_sentence"]

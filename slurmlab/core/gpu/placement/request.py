@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from slurmlab.core.gpu.devices import format_cpu_list
 from slurmlab.core.gpu.mig import is_mig_type
-from slurmlab.core.gpu.placement import GpuChoice
+from slurmlab.core.gpu.placement.choice import GpuChoice
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.core.slurm.models import Node
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from slurmlab.core.gpu.nvlink import nvlink_model_for
+from slurmlab.core.gpu.nvlink.models import nvlink_model_for
 
 if TYPE_CHECKING:
     from slurmlab.core.gpu.smi.nvlink import NvlinkStatus

@@ -18,7 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from slurmlab.core.gpu.nvlink import NVLINK_GENERATIONS, NvlinkGeneration, NvlinkModel, nvlink_model_for
+from slurmlab.core.gpu.nvlink.models import (
+    NVLINK_GENERATIONS,
+    NvlinkGeneration,
+    NvlinkModel,
+    nvlink_model_for,
+)
 
 if TYPE_CHECKING:
     from slurmlab.core.gpu.topology import Topology

@@ -1,7 +1,8 @@
-"""The stand-in tools a sandbox puts on its nodes (pure: the texts of the files; :mod:`.folder` writes them).
+"""The stand-in tools a sandbox puts on its nodes (pure: the texts of the files; :mod:`slurmlab.sandbox.folder`
+writes them).
 
-``<sandbox>/bin/nvidia-smi`` answers from the sandbox's hardware file (see
-:mod:`slurmlab.core.gpu.smi_standin` and its data side, copied in: the nodes' ``python3`` may not have slurmlab).
+``<sandbox>/bin/nvidia-smi`` answers from the sandbox's hardware file (see :mod:`.nvidia_smi` and its data side,
+copied in: the nodes' ``python3`` may not have slurmlab).
 
 How it gets on a step's PATH, on every Slurm the sandbox runs (22.05, 24.11, 26.05):
 
@@ -16,15 +17,16 @@ How it gets on a step's PATH, on every Slurm the sandbox runs (22.05, 24.11, 26.
 
 from __future__ import annotations
 
+import ast
 import shlex
 from importlib import resources
 
 from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
 from slurmlab.core.gpu.sandbox_limits import SANDBOX_ENV
-from slurmlab.core.gpu.smi_standin import STANDIN_MARK
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 from slurmlab.errors import SandboxError
 
-__all__ = ["SANDBOX_ENV", "STANDIN_DIR", "TASK_PROLOG", "nvidia_smi_script", "task_prolog_script"]
+__all__ = ["STANDIN_DIR", "TASK_PROLOG", "nvidia_smi_script", "task_prolog_script"]
 
 STANDIN_DIR = "bin"  # beside slurm.conf
 TASK_PROLOG = f"{STANDIN_DIR}/task-prolog"
@@ -57,23 +59,36 @@ if __name__ == "__main__":
 '''
 
 
-_RENDERING = "# ---- stand-in: rendering ----"
+# what bin/nvidia-smi holds, in this order (package, file): the names shared with slurmlab's readers, the NVLink
+# table `nvlink -s` answers from, the stand-in's data side, then its rendering; each standard library only but for
+# its imports of the ones before it, which the script leaves out (their names are defined above them there)
+_PARTS = (("slurmlab.core.gpu", "standin_names.py"), ("slurmlab.core.gpu.nvlink", "models.py"),
+          ("slurmlab.sandbox.standin", "devices.py"), ("slurmlab.sandbox.standin", "nvidia_smi.py"))
+
+
+def _without_imports(name: str, text: str) -> str:
+    """A part's text without its ``__future__`` import (the script opens with it) and its imports of slurmlab."""
+    try:
+        tree = ast.parse(text, filename=name)
+    except SyntaxError as exc:
+        raise SandboxError(f"slurmlab's {name} cannot be read: {exc}",
+                           hint="reinstall slurmlab: the sandbox's stand-in nvidia-smi is built from it") from exc
+    drop: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module == "__future__"
+                                                 or (node.module or "").split(".")[0] == "slurmlab"):
+            drop.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return "".join(line for i, line in enumerate(text.splitlines(keepends=True), 1) if i not in drop)
 
 
 def nvidia_smi_script() -> str:
-    """The text of ``bin/nvidia-smi``: the stand-in's data module, slurmlab's NVLink table, the stand-in's rendering
-    (from the line after its imports of those modules' names) and a main that feeds them the hardware file and the
-    environment."""
-    folder = resources.files("slurmlab.core.gpu")
-    model = (folder / "smi_standin_model.py").read_text(encoding="utf-8")
-    # the NVLink table `nvlink -s` answers from; its __future__ import may only open the file, as the model's does
-    facts = (folder / "nvlink.py").read_text(encoding="utf-8").replace("from __future__ import annotations\n", "", 1)
-    rendering = (folder / "smi_standin.py").read_text(encoding="utf-8")
-    if _RENDERING not in rendering:
-        raise SandboxError(f"slurmlab/core/gpu/smi_standin.py lacks its {_RENDERING!r} line",
-                           hint="reinstall slurmlab: the sandbox's stand-in nvidia-smi is built from it")
+    """The text of ``bin/nvidia-smi``: the names the stand-in shares with slurmlab's readers, slurmlab's NVLink
+    table, the stand-in's data side and its rendering (each without its imports of the others), and a main that
+    feeds them the hardware file and the environment."""
+    parts = [_without_imports(name, (resources.files(package) / name).read_text(encoding="utf-8"))
+             for package, name in _PARTS]
     return ("#!/usr/bin/env python3\n# " + STANDIN_MARK + ": written by slurmlab when the sandbox started\n"
-            + model + "\n" + facts + "\n" + rendering.split(_RENDERING, 1)[1] + _MAIN)
+            + "from __future__ import annotations\n" + "\n".join(parts) + _MAIN)
 
 
 def task_prolog_script(folder: str) -> str:

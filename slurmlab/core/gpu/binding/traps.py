@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 
-from slurmlab.core.gpu.binding_table import GpuRow, TaskBinding, Trap
+from slurmlab.core.gpu.binding.table import GpuRow, TaskBinding, Trap
 from slurmlab.core.gpu.devices import format_cpu_list
 from slurmlab.core.gpu.topology import Topology
 

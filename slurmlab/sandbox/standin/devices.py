@@ -1,21 +1,18 @@
-"""The data side of the sandbox's stand-in ``nvidia-smi`` (see :mod:`.smi_standin`): the hardware file read into
+"""The data side of the sandbox's stand-in ``nvidia-smi`` (see :mod:`.nvidia_smi`): the hardware file read into
 small models, which devices a step sees, the names and the MIG grid the answers use.
 
-Standard library only and no slurmlab import, like :mod:`.smi_standin`: the sandbox copies both into its
-``bin/nvidia-smi`` (this one first), run by the nodes' ``python3``, where slurmlab may not be installed.
+Standard library only and no slurmlab import: the sandbox copies it into its ``bin/nvidia-smi`` (:mod:`.scripts`),
+run by the nodes' ``python3``, where slurmlab may not be installed.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["GRID", "MEMORY_SLICES", "STANDIN_MARK", "SUPPORTED", "GridRow", "StandinDevice", "StandinGpu",
-           "StandinHardware", "StandinMig", "gb_names", "gi_ids", "grid_row", "made_up_uuid", "mig_slice_label",
-           "parents_of", "visible_devices"]
+__all__ = ["GRID", "MEMORY_SLICES", "SUPPORTED", "GridRow", "StandinDevice", "StandinGpu", "StandinHardware",
+           "StandinMig", "gb_names", "gi_ids", "grid_row", "mig_slice_label", "parents_of", "visible_devices"]
 
-STANDIN_MARK = "slurmlab sandbox stand-in"
 SUPPORTED = "-L, topo -m, nvlink -s, mig -lgi, mig -lgip, and no option (the summary)"
 
 # GPU-instance profiles of the 7 compute x 8 memory slice grid (A100/H100/H200/B200): compute slices, memory
@@ -172,14 +169,8 @@ def parents_of(devices: Sequence[StandinDevice]) -> list[StandinGpu]:
 # ---- names ------------------------------------------------------------------------------------------
 
 
-def made_up_uuid(*parts: object) -> str:
-    """A stable made-up UUID for one device of one node of one profile (distinct across nodes)."""
-    h = hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
-
-
 def mig_slice_label(gpu: int, profile: str, start: int | None, size: int | None, gi_id: int | None = None) -> str:
-    """The one name of a MIG slice in slurmlab's outputs (the same as ``slurmlab.core.gpu.mig_instances``'s)."""
+    """The one name of a MIG slice in slurmlab's outputs (the same as ``slurmlab.core.gpu.mig.instances``'s)."""
     where = "?" if start is None else f"{start}:{size}"
     return f"GPU {gpu} · {profile} @ {where}" + ("" if gi_id is None else f" · GI {gi_id}")
 
@@ -211,7 +202,7 @@ def gi_ids(hw: StandinHardware) -> dict[int, int]:
 
 
 # GB in the names of the 1g, 1g (2 memory slices), 2g, 3g, 4g and 7g profiles, by the GPU's memory in MiB
-# (the names of slurmlab.core.gpu.mig_tables: A100-40GB, A100/H100-80GB, H100-94GB, H200-141GB, B200-180GB)
+# (the names of slurmlab.core.gpu.mig.tables: A100-40GB, A100/H100-80GB, H100-94GB, H200-141GB, B200-180GB)
 _NAME_GB: tuple[tuple[int, tuple[int, ...]], ...] = (
     (40960, (5, 10, 10, 20, 20, 40)),
     (81559, (10, 20, 20, 40, 40, 80)),

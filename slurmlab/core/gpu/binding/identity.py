@@ -18,9 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from slurmlab.core.gpu.hardware_profile import SandboxHardware
+from slurmlab.core.gpu.mig.instances import mig_slice_label
 from slurmlab.core.gpu.node_models import NodeTopology
 from slurmlab.core.gpu.smi.listing import parse_smi_list
-from slurmlab.core.gpu.smi_standin_model import made_up_uuid, mig_slice_label
+from slurmlab.core.gpu.standin_names import made_up_uuid
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError
 
@@ -107,7 +108,7 @@ def names_from_tasks(node: str, reports: Sequence[object], entry: NodeTopology |
     """The names of a real node's devices: GPU UUIDs from its topology (``nvidia-smi -L`` in the topology probe),
     MIG UUIDs and their parent GPUs from the tasks' own ``-L``, PCI bus ids from the tasks' ``--query-gpu``.
 
-    ``reports`` are the node's :class:`~slurmlab.core.gpu.binding_evidence.TaskReport`; ``step_idx`` the IDX of
+    ``reports`` are the node's :class:`~slurmlab.core.gpu.binding.evidence.TaskReport`; ``step_idx`` the IDX of
     the allocation's GPUs there (they give a topology GPU its IDX)."""
     topo = entry.topology if isinstance(entry, NodeTopology) else entry
     to_gpu = idx_to_gpu_map(entry)

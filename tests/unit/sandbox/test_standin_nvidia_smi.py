@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from slurmlab.core.gpu import nvlink, smi_standin, smi_standin_model
+from slurmlab.core.gpu import standin_names
 from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
-from slurmlab.core.gpu.mig_instances import mig_slice_label
-from slurmlab.core.gpu.mig_tables import MIG_PROFILE_TABLES
+from slurmlab.core.gpu.mig import MIG_PROFILE_TABLES, mig_slice_label
+from slurmlab.core.gpu.nvlink import models as nvlink_models
 from slurmlab.core.gpu.nvlink import nvlink_model_for
-from slurmlab.core.gpu.smi.nvlink import parse_nvlink_status
-from slurmlab.core.gpu.smi_parse import (
+from slurmlab.core.gpu.smi import (
     parse_mig_devices,
     parse_mig_lgi,
     parse_mig_lgip,
@@ -24,10 +23,14 @@ from slurmlab.core.gpu.smi_parse import (
     parse_topo_matrix,
     sniff,
 )
-from slurmlab.core.gpu.smi_standin import STANDIN_MARK, answer
+from slurmlab.core.gpu.smi.nvlink import parse_nvlink_status
+from slurmlab.core.gpu.standin_names import STANDIN_MARK
 from slurmlab.sandbox.folder import write_standins
 from slurmlab.sandbox.profile import load_profile
 from slurmlab.sandbox.render import render_hardware_file
+from slurmlab.sandbox.standin import devices as standin_devices
+from slurmlab.sandbox.standin import nvidia_smi
+from slurmlab.sandbox.standin.nvidia_smi import answer
 
 
 def _doc(profile: str) -> dict[str, object]:
@@ -150,26 +153,27 @@ def test_the_summary_shows_each_gpu_and_no_driver() -> None:
 
 def test_names_shared_with_slurmlab_are_the_same() -> None:
     for gpu, profile, start, size, gi in ((0, "3g.71gb", 4, 4, 2), (1, "1g.18gb", None, None, None)):
-        assert smi_standin_model.mig_slice_label(gpu, profile, start, size, gi) == mig_slice_label(gpu, profile, start, size, gi)
-    grid = {(r[0], r[1], r[2]): r for r in smi_standin_model.GRID}
+        assert standin_devices.mig_slice_label(gpu, profile, start, size, gi) == mig_slice_label(gpu, profile, start, size, gi)
+    grid = {(r[0], r[1], r[2]): r for r in standin_devices.GRID}
     for key, size_gb in ((81559, "H100-80GB"), (143771, "H200-141GB"), (40960, "A100-40GB")):
         table = MIG_PROFILE_TABLES[size_gb]
-        gpu = smi_standin_model.StandinGpu(0, "x", 0, "0", "0", key)
-        names = smi_standin_model.gb_names(gpu, ())
+        gpu = standin_devices.StandinGpu(0, "x", 0, "0", "0", key)
+        names = standin_devices.gb_names(gpu, ())
         for p in table.profiles:
             row = grid[(p.compute_slices, p.memory_slices, p.name.endswith("+me"))]
             assert (row[3], row[4], row[5]) == (p.profile_id, p.max_instances, p.starts), p
             assert names[(p.compute_slices, p.memory_slices)] + ("+me" if p.name.endswith("+me") else "") == p.name
 
 
-@pytest.mark.parametrize("module", [smi_standin, smi_standin_model, nvlink])
+@pytest.mark.parametrize("module", [nvidia_smi, standin_devices, nvlink_models, standin_names])
 def test_the_modules_are_stdlib_only_so_the_sandbox_can_copy_them(module: object) -> None:
     tree = ast.parse(Path(str(getattr(module, "__file__", ""))).read_text())
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     stdlib = {"__future__", "hashlib", "collections.abc", "dataclasses", "re"}
-    # the two copied in before the rendering (sandbox/standin.py): their names are defined in the script
-    assert imported - stdlib <= {"slurmlab.core.gpu.smi_standin_model", "slurmlab.core.gpu.nvlink"}, imported
+    # the ones copied in before it (sandbox/standin/scripts.py): their names are defined in the script
+    assert imported - stdlib <= {"slurmlab.core.gpu.standin_names", "slurmlab.core.gpu.nvlink.models",
+                                 "slurmlab.sandbox.standin.devices"}, imported
 
 
 @pytest.mark.parametrize("argv", [["-L"], ["topo", "-m"], ["nvlink", "-s"], ["mig", "-lgi"], ["mig", "-lgip"], []])
