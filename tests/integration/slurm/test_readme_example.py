@@ -16,7 +16,7 @@ README = Path(__file__).resolve().parents[3] / "README.md"
 
 def _example() -> str:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    found = [b for b in blocks if "Allocation.submit(" in b and "from slurmlab.slurm.allocation" in b]
+    found = [b for b in blocks if "Allocation.submit(" in b and "from slurmlab import Allocation" in b]
     assert found, "the README lost its Python example"
     # the one line that names a script the reader has: run a command every node has instead
     return found[0].replace('["python", "train.py"]', '["hostname"]')
