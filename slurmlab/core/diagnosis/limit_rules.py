@@ -189,7 +189,10 @@ def _caps(raw: str) -> dict[str, float] | None:
 
 
 def _count(raw: str) -> float | None:
-    return float(raw) if raw.strip().isdigit() else None
+    # str.strip() takes away separators float() refuses (\x1c-\x1f), and isdigit() admits digits float() refuses
+    # ('²'): only the stripped ASCII digits are a count
+    value = raw.strip()
+    return float(value) if value.isascii() and value.isdigit() else None
 
 
 @dataclass(frozen=True)
