@@ -143,7 +143,7 @@ def _salloc_check_former(fake: Any) -> None:
     from slurmlab.core.request import pipeline
     from slurmlab.magics.salloc_checks import partition_for, time_limit_note
     from slurmlab.slurm import queries
-    from slurmlab.slurm.allocation_submit import known_version
+    from slurmlab.slurm.allocation.request import known_version
 
     req = pipeline.check_request(list(_REQUEST), queries.inventory(fake), version=known_version(fake))
     partitions = list(queries.list_partitions(fake))

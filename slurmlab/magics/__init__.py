@@ -26,7 +26,7 @@ from slurmlab.magics.session import Session
 
 # the hook list, without the Slurm layer: %load_ext must not import the allocation machinery (asyncio, the
 # poller, the queries), only what registering the magics needs
-from slurmlab.slurm.allocation_display import DISPLAY_HOOKS
+from slurmlab.slurm.display_hooks import DISPLAY_HOOKS
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 

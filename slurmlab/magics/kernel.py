@@ -20,7 +20,7 @@ from slurmlab.magics.error_display import StepInterrupted
 from slurmlab.magics.session import Session, is_live, user_errors
 from slurmlab.slurm import queries
 from slurmlab.slurm.allocation import Allocation
-from slurmlab.slurm.allocation_leftovers import live_jobs
+from slurmlab.slurm.allocation.leftovers import live_jobs
 from slurmlab.slurm.failures import NOT_CONFIGURED_HINT
 from slurmlab.slurm.runner import Runner, classify_failure, get_runner
 

@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 from slurmlab.errors import SlurmlabError
 from slurmlab.magics.kernel import attach_as_default
 from slurmlab.slurm import queries
-from slurmlab.slurm.allocation_leftovers import Leftovers
+from slurmlab.slurm.allocation.leftovers import Leftovers
 
 __all__ = ["leftover_buttons"]
 

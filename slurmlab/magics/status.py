@@ -28,7 +28,7 @@ from slurmlab.magics.leftover_buttons import leftover_buttons
 from slurmlab.magics.sandbox import sandbox_command, start_sandbox, use_conf
 from slurmlab.magics.session import EXPANSION_HELP, Session, user_errors
 from slurmlab.slurm import identity, queries
-from slurmlab.slurm.allocation_leftovers import Leftovers, find_leftovers, notebook_key
+from slurmlab.slurm.allocation.leftovers import Leftovers, find_leftovers, notebook_key
 from slurmlab.slurm.runner import Runner, get_runner
 from slurmlab.widgets.rows import JOB_COLUMNS, NODE_COLUMNS, Table, job_row, node_row
 

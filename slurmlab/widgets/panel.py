@@ -21,7 +21,7 @@ from slurmlab.core.diagnosis.time_warnings import crossed, time_warning
 from slurmlab.core.gpu.mig import is_mig_type
 from slurmlab.core.slurm.reasons import explain_reason
 from slurmlab.core.slurm.states import HOLDING
-from slurmlab.slurm.allocation_display import saved_html, saved_text
+from slurmlab.slurm.allocation.display import saved_html, saved_text
 from slurmlab.widgets.live import LiveUpdater, get_updater
 from slurmlab.widgets.panel_ended import EndedSection
 from slurmlab.widgets.panel_usage import UsageSection

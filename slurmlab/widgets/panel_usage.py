@@ -1,6 +1,6 @@
 """The allocation panel's usage section: a live chart of utilisation per GPU (or the job's tasks on the sandbox).
 
-While the allocation runs, the section starts its sampler (:mod:`slurmlab.slurm.allocation_usage`, a worker
+While the allocation runs, the section starts its sampler (:mod:`slurmlab.slurm.allocation.sampler`, a worker
 thread: nothing waits in the kernel) and, on each render of the panel (the one widget thread), streams the new
 samples into the chart (:mod:`slurmlab.viz.usage_chart`) and rewrites the summary line. Without bokeh or
 jupyter_bokeh the section shows the summary table alone. The sampler stops with the allocation, when the panel
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from slurmlab._extras import require
 from slurmlab.core.gpu.usage import UsageTable
 from slurmlab.errors import MissingExtraError
-from slurmlab.slurm.allocation_usage import UsageSampler, sampler_for
+from slurmlab.slurm.allocation.sampler import UsageSampler, sampler_for
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation

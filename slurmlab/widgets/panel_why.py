@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from slurmlab.core.diagnosis.alternatives import Alternative
 from slurmlab.core.diagnosis.time_warnings import TimeWarning, time_warning
-from slurmlab.slurm.allocation_why import PendingWhy
+from slurmlab.slurm.allocation.pending import PendingWhy
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation

@@ -26,7 +26,6 @@ PACKAGE = Path(slurmlab.__file__).resolve().parent
 
 # folder/head (relative to the package) -> why the family is not a package yet
 FAMILIES_TO_CUT: dict[str, str] = {
-    "slurm/allocation": "issue 26 point 2 makes it slurm/allocation/, one class with real collaborators",
     "slurm/doctor": "doctor_evidence, doctor_gpu: being edited beside point 2's work; not cut in point 4",
     "widgets/panel": "panel_ended, panel_usage, panel_why: being edited beside point 2's work; not cut in point 4",
 }
@@ -43,9 +42,6 @@ REEXPORTS_TO_CUT: dict[str, str] = {
     "sandbox/control.py": "APT_INSTALL, SandboxStatus, default_directory, detect_release, detect_version",
     "sandbox/render.py": "HARDWARE_FILE",
     "server/data.py": "the job and node views",
-    "slurm/allocation.py": "issue 26 point 2",
-    "slurm/allocation_release.py": "issue 26 point 2",
-    "slurm/allocation_why.py": "issue 26 point 2",
     "slurm/poller.py": "node_trouble",
     "slurm/queries.py": "every query of the slurm room (it defines nothing)",
     "slurm/runner.py": "the munge probe and the failure classifier",

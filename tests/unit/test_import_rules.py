@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -480,3 +481,217 @@ def test_only_slurm_room_runs_slurm_commands() -> None:
                 if isinstance(first, ast.Constant) and first.value in clients:
                     offenders.append(f"{name}:{node.lineno} builds a {first.value} argv")
     assert not offenders, "\n".join(offenders)
+
+
+# ---- no module circle inside a room (issue 26) ----------------------------------------------------------
+# The imports that count are the ones a module makes at its top: at module level (in an ``if``, ``try``, ``with`` or
+# a class body too) and under ``if TYPE_CHECKING:`` (it names the other module in the module's own signatures: the
+# two are one design, whatever runs first). An import inside a function counts not: it is a use, made once every
+# module is loaded (the allocation's features are imported so, by the one-line methods that reach them).
+
+# the modules of a circle (sorted, joined by " ") -> why it is not cut yet; the list only shrinks
+MODULE_CIRCLES_TO_CUT: dict[str, str] = {
+    "slurmlab.core.gpu.nvlink slurmlab.core.gpu.nvlink.fabric slurmlab.core.gpu.topology":
+        "topology builds its NVLink fabric, and fabric names GpuTopology in its signatures (TYPE_CHECKING)",
+}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _module_level_imports(tree: ast.Module, *, type_checking: bool = True) -> Iterator[ast.Import | ast.ImportFrom]:
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If):
+            if type_checking or not _is_type_checking(node.test):
+                todo.extend(node.body)
+            todo.extend(node.orelse)
+        elif isinstance(node, ast.Try | ast.TryStar):
+            todo.extend([*node.body, *(s for h in node.handlers for s in h.body), *node.orelse, *node.finalbody])
+        elif isinstance(node, ast.With | ast.ClassDef):
+            todo.extend(node.body)
+
+
+def import_time_graph(modules: Mapping[str, Source], *, type_checking: bool = True) -> dict[str, set[str]]:
+    """module -> the modules of the package it imports at its top (``type_checking``: those under
+    ``if TYPE_CHECKING:`` too)."""
+    graph: dict[str, set[str]] = {}
+    for name, source in modules.items():
+        package = name if source.is_package else name.rpartition(".")[0]
+        targets = graph.setdefault(name, set())
+        for node in _module_level_imports(ast.parse(source.text, filename=name), type_checking=type_checking):
+            if isinstance(node, ast.Import):
+                candidates = [(alias.name,) for alias in node.names]
+            else:
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                candidates = [(f"{base}.{alias.name}", base) for alias in node.names]
+            for names in candidates:
+                found = next((c for c in names if c in modules), None)
+                if found is None and names[0].startswith("slurmlab."):
+                    found = _own_module(names[0], modules)
+                if found is not None and found in modules and found != name:
+                    targets.add(found)
+    return graph
+
+
+def module_circles(modules: Mapping[str, Source], *, type_checking: bool = True) -> list[str]:
+    """The circles of top-level imports (strongly connected components of two modules or more), each as its
+    sorted modules joined by spaces."""
+    graph = import_time_graph(modules, type_checking=type_checking)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[str] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm; the package is a few hundred modules deep at most
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(" ".join(sorted(component)))
+
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 10 * len(graph) + 100))
+    try:
+        for node in sorted(graph):
+            if node not in index:
+                visit(node)
+    finally:
+        sys.setrecursionlimit(old_limit)
+    return sorted(found)
+
+
+def test_no_module_circle_inside_a_room() -> None:
+    circles = [c for c in module_circles(_real()) if c not in MODULE_CIRCLES_TO_CUT]
+    assert not circles, "modules that import each other at their top:\n" + "\n".join(circles)
+
+
+def test_the_circles_left_to_cut_are_still_there() -> None:
+    gone = set(MODULE_CIRCLES_TO_CUT) - set(module_circles(_real()))
+    assert not gone, f"cut: take them off MODULE_CIRCLES_TO_CUT: {sorted(gone)}"
+
+
+def test_a_planted_module_circle_is_caught() -> None:
+    # the allocation's features name the class in their signatures and the class imports them where it uses them:
+    # the class importing one at its top closes a circle
+    lifecycle = _real()["slurmlab.slurm.allocation.lifecycle"].text
+    assert "if TYPE_CHECKING:\n    from slurmlab.slurm.allocation.lifecycle import Allocation" in (
+        _real()["slurmlab.slurm.allocation.display"].text)
+    planted = lifecycle.replace("\nimport logging\n", "\nimport logging\n\nfrom slurmlab.slurm.allocation import display\n")
+    assert planted != lifecycle
+    modules = dict(_real())
+    modules["slurmlab.slurm.allocation.lifecycle"] = Source(planted)
+    assert any({"slurmlab.slurm.allocation.display", "slurmlab.slurm.allocation.lifecycle"} <= set(c.split())
+               for c in module_circles(modules))
+    # under TYPE_CHECKING on one side it is a circle still; inside a function it is not
+    typed = _plant(slurm___a="from slurmlab.slurm import _b\n",
+                   slurm___b="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from slurmlab.slurm import _a\n")
+    assert "slurmlab.slurm._a slurmlab.slurm._b" in module_circles(typed)
+    assert not [c for c in module_circles(typed, type_checking=False) if "_a" in c]
+    used = _plant(slurm___a="from slurmlab.slurm import _b\n", slurm___b="def f():\n    from slurmlab.slurm import _a\n")
+    assert not [c for c in module_circles(used) if "_a" in c]
+
+
+# ---- no access to another module's private attributes (issue 26) ----------------------------------------
+# ``x._name`` is a foreign private access unless ``x`` is ``self``, ``cls`` or ``super()``, or ``_name`` is
+# defined in the same module (a method, a class attribute, an attribute assigned as ``self._name``, a module
+# name): a module may reach into its own classes' instances, never into another module's. Dunders are public.
+# Names the standard library documents with a leading underscore are public too, and so is IPython's display
+# protocol (``_repr_html_``, ``_repr_mimebundle_`` …).
+DOCUMENTED_UNDERSCORE = {"_exit", "_getframe", "_replace", "_asdict", "_fields", "_make", "_field_defaults",
+                         "_current_frames"}
+_DISPLAY_PROTOCOL = re.compile(r"_repr_\w+_|_ipython_display_")
+# module -> why it still reaches into another module's private attributes; the list only shrinks
+PRIVATE_ACCESS_TO_CUT: dict[str, str] = {
+    "slurmlab.commands.notebooks": "argparse has no public name for the type of add_subparsers()",
+    "slurmlab.commands.sandbox": "argparse has no public name for the type of add_subparsers()",
+    "slurmlab.course.execute": "nbclient's kernel clean-up after a failed start has no public method",
+    "slurmlab.server.recent": "reads and resets server.poll_worker's pools (_POOLS, _settings_key)",
+    "slurmlab.testing.fake_runner": "resets slurm.poller's registry of pollers (_pollers, _poller_lock)",
+}
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)  # self._name = …, also cls._name = …
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def _is_own(value: ast.expr) -> bool:
+    if isinstance(value, ast.Name):
+        return value.id in {"self", "cls"}
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super"
+
+
+def foreign_private_access(text: str) -> list[str]:
+    """``line N: x._name`` for each access to a private attribute this module does not define."""
+    tree = ast.parse(text)
+    own = _defined_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        attr = node.attr
+        if not attr.startswith("_") or (attr.startswith("__") and attr.endswith("__")):
+            continue
+        if _is_own(node.value) or attr in own or attr in DOCUMENTED_UNDERSCORE or _DISPLAY_PROTOCOL.fullmatch(attr):
+            continue
+        found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_reaches_into_another_modules_private_attributes() -> None:
+    found = {name: hits for name, source in _real().items()
+             if name not in PRIVATE_ACCESS_TO_CUT and (hits := foreign_private_access(source.text))}
+    assert not found, "\n".join(f"{name}: {'; '.join(hits)}" for name, hits in sorted(found.items()))
+
+
+def test_the_private_accesses_left_to_cut_are_still_there() -> None:
+    gone = [name for name in PRIVATE_ACCESS_TO_CUT
+            if name not in _real() or not foreign_private_access(_real()[name].text)]
+    assert not gone, f"cut: take them off PRIVATE_ACCESS_TO_CUT: {gone}"
+
+
+def test_a_planted_private_access_is_caught() -> None:
+    text = ("from slurmlab.slurm.allocation import Allocation\n\n\n"
+            "def f(alloc: Allocation) -> None:\n    alloc._notify()\n    alloc._cond.notify_all()\n")
+    assert foreign_private_access(text) == ["line 5: alloc._notify", "line 6: alloc._cond"]
+    # its own class's instance, self, cls, super() and dunders are fine
+    mine = ("class A:\n    def __init__(self) -> None:\n        self._n = 0\n\n"
+            "    @classmethod\n    def make(cls) -> 'A':\n        a = cls()\n        a._n = cls._k = 1\n"
+            "        return super()._x if a.__class__ else a._repr_html_()\n\n\ndef g(a: A) -> int:\n    return a._n\n")
+    assert foreign_private_access(mine) == []

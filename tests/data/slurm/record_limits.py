@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
 from slurmlab.sandbox import Sandbox  # noqa: E402
-from slurmlab.slurm.allocation_why import why  # noqa: E402
+from slurmlab.slurm.allocation.pending import why  # noqa: E402
 from slurmlab.slurm.doctor import doctor  # noqa: E402
 from slurmlab.slurm.failures import classify_failure  # noqa: E402
 from slurmlab.slurm.runner import Runner, RunResult  # noqa: E402

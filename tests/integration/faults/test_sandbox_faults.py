@@ -339,13 +339,13 @@ def test_a_cancel_lost_in_a_controller_crash_is_sent_again_and_the_allocation_sa
     """slurmctld saves a cancel only with its periodic state save (300 s): killed before then, it comes back
     with the job RUNNING, holding its GPU (3 of 3 in the issue, the panel saying CANCELLED). The allocation must
     follow Slurm's truth, cancel the job again and say what happened."""
-    from slurmlab.slurm import allocation_release
     from slurmlab.slurm.allocation import Allocation
+    from slurmlab.slurm.allocation import release as allocation_release
     from slurmlab.slurm.poller import JobPoller
     from slurmlab.widgets.panel import panel_html
 
     follower = allocation_release.ReleaseFollower(interval=1.0)  # every second here; 10 s by default
-    monkeypatch.setattr(allocation_release, "_follower", follower)
+    monkeypatch.setattr(allocation_release.LIVE, "follower", follower)
     r = sb.runner(timeout=10)
     poller = JobPoller(r, interval=0.5)
     alloc = Allocation.submit(["--gpus=1", "-t", "5"], runner=r, poller=poller, release_at_exit=False)

@@ -42,7 +42,7 @@ def nb(slurm_sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from IPython.testing.globalipapp import get_ipython
 
     from slurmlab.magics.session import Session
-    from slurmlab.slurm.allocation_leftovers import NOTEBOOK_ENV
+    from slurmlab.slurm.allocation.leftovers import NOTEBOOK_ENV
 
     monkeypatch.setenv(NOTEBOOK_ENV, NOTEBOOK)
     shell = get_ipython()

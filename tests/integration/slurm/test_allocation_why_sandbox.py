@@ -12,7 +12,7 @@ import pytest
 
 from slurmlab.core.diagnosis.findings import Verdict
 from slurmlab.slurm.allocation import Allocation
-from slurmlab.slurm.allocation_why import why
+from slurmlab.slurm.allocation.pending import why
 from slurmlab.slurm.poller import JobPoller
 from tests.integration.sandbox_jobs import clear_queue, squeue, submit, wait_for
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from slurmlab.slurm.allocation import Allocation
-from slurmlab.slurm.allocation_usage import sampler_for
+from slurmlab.slurm.allocation.sampler import sampler_for
 from slurmlab.slurm.poller import JobPoller
 
 pytestmark = pytest.mark.sandbox

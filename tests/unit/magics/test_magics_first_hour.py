@@ -304,7 +304,7 @@ def _job(job_id: int, comment: str, state: str = "RUNNING") -> Job:
 
 
 def test_the_tag_names_the_notebook_and_old_tags_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    from slurmlab.slurm.allocation_leftovers import NOTEBOOK_ENV, make_tag, notebook_key, parse_tag
+    from slurmlab.slurm.allocation.leftovers import NOTEBOOK_ENV, make_tag, notebook_key, parse_tag
 
     monkeypatch.setenv(NOTEBOOK_ENV, "/home/u/work/01-first-allocation.ipynb")
     tag = make_tag()
@@ -320,8 +320,8 @@ def test_the_tag_names_the_notebook_and_old_tags_still_read(monkeypatch: pytest.
 def _listed(monkeypatch: pytest.MonkeyPatch, jobs: list[Job]) -> None:
     """Slurm lists ``jobs`` as this user's: the cheap tag listing, then each one's detail."""
     from slurmlab.errors import JobNotFoundError
-    from slurmlab.slurm import allocation_leftovers as lo
     from slurmlab.slurm import queries
+    from slurmlab.slurm.allocation import leftovers as lo
 
     by_id = {str(j.job_id): j for j in jobs}
     monkeypatch.setattr(lo, "tagged_jobs", lambda runner=None: [(str(j.job_id), j.comment) for j in jobs])
@@ -335,7 +335,7 @@ def _listed(monkeypatch: pytest.MonkeyPatch, jobs: list[Job]) -> None:
 
 
 def test_find_leftovers_keeps_this_notebooks_dead_kernels_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from slurmlab.slurm import allocation_leftovers as lo
+    from slurmlab.slurm.allocation import leftovers as lo
 
     host, dead, here = socket.gethostname(), _dead_pid(), notebook_key_for(monkeypatch, "/nb/a.ipynb")
     _listed(monkeypatch, [
@@ -354,7 +354,7 @@ def test_a_zombie_kernel_counts_as_gone(monkeypatch: pytest.MonkeyPatch) -> None
     """A kernel that exited but was not reaped yet (state Z in /proc) left its jobs: they are listed."""
     import subprocess
 
-    from slurmlab.slurm import allocation_leftovers as lo
+    from slurmlab.slurm.allocation import leftovers as lo
 
     zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # exits at once; not reaped until wait()
     try:
@@ -377,7 +377,7 @@ def test_a_zombie_kernel_counts_as_gone(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_the_tag_listing_is_one_cheap_squeue(fake_runner: FakeRunner) -> None:
-    from slurmlab.slurm.allocation_leftovers import tagged_jobs
+    from slurmlab.slurm.allocation.leftovers import tagged_jobs
 
     fake_runner.on(["squeue", "-h", "--me", ...],
                    stdout="12 slurmlab:h:1:nb:aaaa1111\n13 my own comment\n14 \n15 slurmlab:h:2:bbbb2222\n")
@@ -387,14 +387,14 @@ def test_the_tag_listing_is_one_cheap_squeue(fake_runner: FakeRunner) -> None:
 
 
 def notebook_key_for(monkeypatch: pytest.MonkeyPatch, path: str) -> str:
-    from slurmlab.slurm.allocation_leftovers import NOTEBOOK_ENV, notebook_key
+    from slurmlab.slurm.allocation.leftovers import NOTEBOOK_ENV, notebook_key
 
     monkeypatch.setenv(NOTEBOOK_ENV, path)
     return notebook_key()
 
 
 def test_leftovers_show_as_a_short_table() -> None:
-    from slurmlab.slurm.allocation_leftovers import Leftovers
+    from slurmlab.slurm.allocation.leftovers import Leftovers
 
     left = Leftovers([_job(41, "slurmlab:h:1:x:y"), _job(42, "slurmlab:h:1:x:z", "PENDING")])
     text = repr(left)
@@ -424,7 +424,7 @@ def test_leftover_buttons_attach_and_cancel(shell: Any, fake_runner: FakeRunner)
     pytest.importorskip("ipywidgets")
     from slurmlab.magics.leftover_buttons import leftover_buttons
     from slurmlab.magics.session import get_session
-    from slurmlab.slurm.allocation_leftovers import Leftovers
+    from slurmlab.slurm.allocation.leftovers import Leftovers
 
     job_in(fake_runner, "running")
     box = leftover_buttons(Leftovers([_job(int(JOB), "slurmlab:h:1:x:y")]))

@@ -14,7 +14,8 @@ from IPython.core.error import UsageError
 def cluster(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, Any]]]:
     """A hand-built cluster answers for the controller; Allocation.submit records what it was given."""
     from slurmlab.core.request.inventory import ClusterInventory, NodeInventory
-    from slurmlab.slurm import allocation, allocation_submit, inventory, queries
+    from slurmlab.slurm import allocation, inventory, queries
+    from slurmlab.slurm.allocation import request as allocation_submit
 
     inv = ClusterInventory.build(
         nodes=[NodeInventory("node1", cpus=48, memory_mb=64000, sockets=2, gpus={"h100": 4}, shards=16)],

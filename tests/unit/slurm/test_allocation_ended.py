@@ -6,7 +6,7 @@ import pytest
 
 from slurmlab.errors import AllocationError
 from slurmlab.slurm.accounting_queries import sacct_argv
-from slurmlab.slurm.allocation_ended import outcome
+from slurmlab.slurm.allocation.how_ended import outcome
 from slurmlab.testing import FakeRunner, recorded
 
 

@@ -148,7 +148,7 @@ def test_a_step_streams_what_srun_printed(fake: FakeRunner, poller: JobPoller) -
 def test_a_replayed_allocation_starts_no_guardian(fake: FakeRunner, poller: JobPoller,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # a guardian process would outlive the test and try to cancel a recorded job on no cluster
-    from slurmlab.slurm import allocation_release
+    from slurmlab.slurm.allocation import release as allocation_release
 
     def no_guardian() -> None:
         raise AssertionError("a FakeRunner allocation must not start the guardian")

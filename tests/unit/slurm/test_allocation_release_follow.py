@@ -26,9 +26,9 @@ import pytest
 
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.squeue_brief import JobBrief
-from slurmlab.slurm import allocation_release
 from slurmlab.slurm.allocation import Allocation
-from slurmlab.slurm.allocation_release import ReleaseFollower
+from slurmlab.slurm.allocation import release as allocation_release
+from slurmlab.slurm.allocation.release import ReleaseFollower
 from slurmlab.slurm.poller import JobUpdate
 from slurmlab.slurm.runner import Runner
 from slurmlab.widgets.panel import panel_html
@@ -102,7 +102,7 @@ def _brief(state: str) -> JobBrief:
 def follower(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReleaseFollower]:
     """This process's follower, driven by hand: its thread waits an hour between rounds, its clock is the test's."""
     mine = ReleaseFollower(interval=3600, clock=FakeClock())
-    monkeypatch.setattr(allocation_release, "_follower", mine)
+    monkeypatch.setattr(allocation_release.LIVE, "follower", mine)
     yield mine
     mine.stop()
 
@@ -230,7 +230,7 @@ def test_a_job_made_after_its_submission_was_given_up_is_cancelled(tmp_path: Pat
     alloc = Allocation(None, runner=_stand_ins(tmp_path), poller=_Poller(), name="slurmlab-abcd1234",  # type: ignore[arg-type]
                        tag=TAG, release_at_exit=False)
     alloc.state, alloc.error = "REJECTED", "Job submit/allocate failed: Socket timed out on send/recv operation"
-    allocation_release.follow_given_up(alloc)
+    allocation_release.LIVE.follow_given_up(alloc)
     assert follower.following() == [f"tag:{TAG}"]
     (tmp_path / "squeue.out").write_text(f"778|PENDING|slurmlab:h:1:other\n777|RUNNING|{TAG}\n")
     follower.check_once()
@@ -250,7 +250,7 @@ def test_a_job_made_after_its_submission_was_given_up_is_cancelled(tmp_path: Pat
     ('Munge encode failed: Failed to access "/run/munge/munge.socket.2": No such file or directory', False),
 ])
 def test_which_given_up_submissions_may_still_make_a_job(said: str, may: bool) -> None:
-    from slurmlab.slurm.allocation_submit import may_still_be_made
+    from slurmlab.slurm.allocation.salloc import may_still_be_made
 
     alloc = Allocation(None, runner=object(), poller=_Poller(), release_at_exit=False)  # type: ignore[arg-type]
     assert may_still_be_made(alloc)  # salloc stopped while it waited: its request may be in the controller's hands
@@ -266,8 +266,8 @@ def _job(job_id: int, comment: str, state: str = "RUNNING") -> Job:
 
 def test_find_leftovers_lists_a_job_this_kernel_released_that_is_alive_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from slurmlab.slurm import allocation_leftovers as lo
     from slurmlab.slurm import queries
+    from slurmlab.slurm.allocation import leftovers as lo
 
     here = f"slurmlab:{socket.gethostname()}:{os.getpid()}"
     jobs = [_job(1, f"{here}::aaaa1111"),                 # released by this kernel, RUNNING again: nobody follows it
@@ -277,7 +277,7 @@ def test_find_leftovers_lists_a_job_this_kernel_released_that_is_alive_again(
     monkeypatch.setattr(lo, "tagged_jobs", lambda runner=None: [(str(j.job_id), j.comment) for j in jobs])
     monkeypatch.setattr(queries, "job_detail", lambda job_id, runner=None: by_id[job_id])
     assert lo.find_leftovers(runner=object()) == []  # type: ignore[arg-type]
-    monkeypatch.setattr(allocation_release, "_released_tags", {f"{here}::aaaa1111", f"{here}::cccc3333"})
+    monkeypatch.setattr(allocation_release.LIVE, "released", {f"{here}::aaaa1111", f"{here}::cccc3333"})
     assert [j.job_id for j in lo.find_leftovers(runner=object())] == [1]  # type: ignore[arg-type]
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from slurmlab.core.gpu.usage import SAMPLE_PREFIX
 from slurmlab.core.slurm.sstat import SSTAT_FIELDS
-from slurmlab.slurm import allocation_usage
-from slurmlab.slurm.allocation_usage import UsageSampler, sampler_for, sstat_argv, usage_of
+from slurmlab.slurm.allocation import sampler as allocation_usage
+from slurmlab.slurm.allocation.sampler import UsageSampler, sampler_for, sstat_argv, usage_of
 from slurmlab.testing import FakeRunner, golden
 from slurmlab.testing.scripted import ANY
 

@@ -19,9 +19,9 @@ import pytest
 
 from slurmlab.core.diagnosis.findings import Verdict
 from slurmlab.errors import AllocationError, ControllerDownError
-from slurmlab.slurm import allocation_why
 from slurmlab.slurm.allocation import Allocation
-from slurmlab.slurm.allocation_why import resubmit, why
+from slurmlab.slurm.allocation.pending import why
+from slurmlab.slurm.allocation.switch import resubmit
 from slurmlab.testing import FakeRunner, recorded
 from tests.unit.core.diagnosis.fake_cluster import cluster
 from tests.unit.core.diagnosis.limit_scenes import LIMITS, scene_job, scene_names, scene_running
@@ -189,7 +189,7 @@ def test_resubmit_switches_only_once_the_new_job_is_accepted(fake: FakeRunner,
     assert "--gpus=4" in asked[0] and asked[0][asked[0].index("-t") + 1] == "10" and "-p" in asked[0]
     best = why("16", fake).sooner[0]
     old2 = _old(fake)
-    assert allocation_why.resubmit(old2, best) is new and asked[-1] == list(best.variant.options)
+    assert resubmit(old2, best) is new and asked[-1] == list(best.variant.options)
     # the request's own --signal, --gpu-bind and name go with the switch: the job record does not hold them
     named: list[dict[str, object]] = []
     monkeypatch.setattr(Allocation, "submit", lambda options, **kw: named.append(kw) or accepted(options))

@@ -368,10 +368,10 @@ def test_a_forked_child_killed_by_term_releases_nothing_of_its_parent(tmp_path: 
 def _own_follower(monkeypatch: pytest.MonkeyPatch) -> Any:
     """A submission given up is followed for minutes (a job made late is cancelled): here by a follower of this
     test alone, stopped with it, never the session's."""
-    from slurmlab.slurm import allocation_release
+    from slurmlab.slurm.allocation import release as allocation_release
 
     follower = allocation_release.ReleaseFollower(interval=3600)
-    monkeypatch.setattr(allocation_release, "_follower", follower)
+    monkeypatch.setattr(allocation_release.LIVE, "follower", follower)
     yield follower
     follower.stop()
 

@@ -168,7 +168,7 @@ def test_the_shared_poller_refreshes_a_stale_inventory_after_its_rounds(monkeypa
 def test_fetched_from_recorded_slurm_output_then_no_slurm_call_per_check() -> None:
     """The real queries through the one Runner (24.11's JSON, with sinfo naming the default partition that
     24.11's partition JSON leaves out): the first check asks Slurm, the next ones do not."""
-    from slurmlab.slurm.allocation_submit import check_request
+    from slurmlab.slurm.allocation.request import check_request
 
     fake = FakeRunner()
     fake.replay_cluster("24.11")

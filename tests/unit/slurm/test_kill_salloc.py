@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from slurmlab.sandbox.processes import alive
-from slurmlab.slurm.allocation_submit import kill_salloc
+from slurmlab.slurm.allocation.salloc import kill_salloc
 from slurmlab.slurm.runner import Runner
 
 

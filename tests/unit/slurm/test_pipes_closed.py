@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
-from slurmlab.slurm.allocation_submit import _read_salloc
+from slurmlab.slurm.allocation.salloc import SallocProcess
 from slurmlab.slurm.runner import Runner
 from slurmlab.slurm.steps import stream_step
 
@@ -44,14 +42,15 @@ def test_the_salloc_reader_closes_both_pipes_and_keeps_the_error() -> None:
     runner = _Keeping()
     script = "import sys; print('salloc: error: Invalid generic resource (gres) specification', file=sys.stderr); sys.exit(1)"
     proc = runner.popen([sys.executable, "-c", script])
-    states: list[str] = []
-    alloc = SimpleNamespace(salloc_messages=[], job_id=None, error=None, _id_known=threading.Event(),
-                            _set_state=states.append, _guard=lambda **_: None, _start_watch=lambda: None,
-                            poller=SimpleNamespace(poke=lambda: None))
-    _read_salloc(alloc, proc)  # type: ignore[arg-type]
+    errors: list[str] = []
+    exits: list[int] = []
+    salloc = SallocProcess(runner, [sys.executable, "-c", script], on_job_id=lambda job_id, state: None,
+                           on_error=errors.append, on_exit=exits.append, on_stuck=lambda exc: None,
+                           answered=lambda: False)
+    salloc.read(proc)
     assert proc.stdout is not None and proc.stdout.closed
     assert proc.stderr is not None and proc.stderr.closed
-    assert alloc.error == "Invalid generic resource (gres) specification" and states == ["REJECTED"]
+    assert errors == ["Invalid generic resource (gres) specification"] and exits == [1]
 
 
 def test_a_stopped_step_keeps_what_it_printed_and_closes_its_pipes(tmp_path: Any) -> None:

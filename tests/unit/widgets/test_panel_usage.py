@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from slurmlab.core.gpu.usage import UsageSample, UsageTable
-from slurmlab.slurm import allocation_usage
+from slurmlab.slurm.allocation import sampler as allocation_usage
 from slurmlab.testing import FakeRunner, golden
 from slurmlab.testing.scripted import ANY
 

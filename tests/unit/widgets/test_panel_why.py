@@ -17,7 +17,7 @@ from slurmlab.core.diagnosis.findings import Finding, Verdict
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.slurm.allocation import Allocation
-from slurmlab.slurm.allocation_why import PendingWhy
+from slurmlab.slurm.allocation.pending import PendingWhy
 from slurmlab.slurm.poller import JobPoller, JobUpdate
 from slurmlab.widgets.panel import panel_html
 from slurmlab.widgets.panel_why import WhyWorker, why_html

@@ -11,8 +11,8 @@ import pytest
 
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.squeue_brief import JobBrief
-from slurmlab.slurm import allocation_display
 from slurmlab.slurm.allocation import Allocation
+from slurmlab.slurm.allocation import display as allocation_display
 from slurmlab.slurm.poller import JobPoller, JobUpdate
 from slurmlab.widgets.panel import panel_html
 from slurmlab.widgets.rows import JOB_COLUMNS, Table, expected_start_text, job_row, pending_text, waited_text

@@ -26,7 +26,7 @@ from slurmlab.slurm.job_queries import job_detail
 from slurmlab.slurm.runner import Runner, get_runner
 
 if TYPE_CHECKING:
-    from slurmlab.slurm.allocation import Allocation
+    from slurmlab.slurm.allocation.lifecycle import Allocation
 
 __all__ = ["outcome"]
 

@@ -1,6 +1,7 @@
 """How an allocation shows itself: a one-line summary, and the mime bundle a notebook displays.
 
-The Slurm room never imports ipywidgets: the widgets room registers its live panel in :data:`DISPLAY_HOOKS`
+The Slurm room never imports ipywidgets: the widgets room registers its live panel in
+:data:`slurmlab.slurm.display_hooks.DISPLAY_HOOKS`
 (it does on ``%load_ext slurmlab``), and without one an allocation is its summary as text and HTML.
 
 Text and HTML in a notebook are frozen the moment they are shown, and they are what a saved notebook shows
@@ -13,22 +14,20 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from slurmlab.core.slurm.timefmt import format_duration
+from slurmlab.slurm.display_hooks import DISPLAY_HOOKS
 
 if TYPE_CHECKING:
-    from slurmlab.slurm.allocation import Allocation
+    from slurmlab.slurm.allocation.lifecycle import Allocation
 
-__all__ = ["DISPLAY_HOOKS", "RECONNECT", "as_of", "mime_bundle", "saved_html", "saved_text", "summary",
+__all__ = ["RECONNECT", "as_of", "mime_bundle", "saved_html", "saved_text", "summary",
            "summary_html"]
 
 RECONNECT = "re-run the cell to reconnect"
 
-# Renderers registered by the widgets room: each returns a mime bundle or None.
-DISPLAY_HOOKS: list[Callable[[Allocation], dict[str, object] | None]] = []
 
 
 def summary(alloc: Allocation) -> str:

@@ -135,12 +135,12 @@ def find_leftovers(
     """
     from slurmlab.errors import JobNotFoundError, ParseError, RequestError
     from slurmlab.slurm import queries
-    from slurmlab.slurm.allocation_release import released_tags
+    from slurmlab.slurm.allocation.release import LIVE
     from slurmlab.slurm.guardian import BACK_STATES
 
     runner = runner or get_runner()
     skip = {str(j) for j in exclude}
-    released = released_tags()
+    released = LIVE.released_tags()
     found = Leftovers()
     host = socket.gethostname()
     for job_id, comment in tagged_jobs(runner):

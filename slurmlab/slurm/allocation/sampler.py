@@ -31,7 +31,7 @@ from slurmlab.slurm.hardware_files import sandbox_hardware
 from slurmlab.slurm.steps import close_quietly, end_step, step_argv
 
 if TYPE_CHECKING:
-    from slurmlab.slurm.allocation import Allocation
+    from slurmlab.slurm.allocation.lifecycle import Allocation
 
 __all__ = ["MAX_SAMPLES", "UsageSampler", "sampler_for", "sstat_argv", "usage_of"]
 

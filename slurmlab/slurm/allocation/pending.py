@@ -10,17 +10,15 @@ panel calls it from a worker thread, never from the kernel's.
 API::
 
     why(alloc_or_job_id, runner=None, *, alternatives=True) -> PendingWhy
-    resubmit(alloc, alternative=None, **changes) -> Allocation     submit the new one, then cancel the old
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from slurmlab.core.diagnosis.alternatives import NO_ALTERNATIVES, Alternative, changed_options, kept_options
+from slurmlab.core.diagnosis.alternatives import NO_ALTERNATIVES, Alternative
 from slurmlab.core.diagnosis.findings import Finding, Report, Verdict, guarded
 from slurmlab.core.diagnosis.job_checks import (
     blockers,
@@ -40,10 +38,19 @@ from slurmlab.slurm.node_queries import list_nodes, list_partitions
 from slurmlab.slurm.pending_alternatives import LimitContext, limit_finding, pending_alternatives
 from slurmlab.slurm.runner import Runner, get_runner
 
-if TYPE_CHECKING:
-    from slurmlab.slurm.allocation import Allocation
+__all__ = ["HasJob", "PendingWhy", "job_id_of", "why"]
 
-__all__ = ["NO_ALTERNATIVES", "PendingWhy", "resubmit", "resubmit_allocation", "why", "why_pending"]
+
+class HasJob(Protocol):
+    """What :func:`why` asks of an allocation (an :class:`~slurmlab.slurm.allocation.Allocation`): its job id and
+    the runner that reaches its cluster."""
+
+    @property
+    def job_id(self) -> str | None: ...
+
+    @property
+    def runner(self) -> Runner: ...
+
 
 @dataclass(frozen=True)
 class PendingWhy:
@@ -78,7 +85,7 @@ class PendingWhy:
         return f"<div class='slurmlab-why'>{Report(self.findings)._repr_html_()}</div>"
 
 
-def _job_id(target: Allocation | Job | str | int) -> str:
+def job_id_of(target: HasJob | Job | str | int) -> str:
     if isinstance(target, (str, int)):
         return str(target)
     if isinstance(target, Job):
@@ -122,13 +129,13 @@ def _pending(job: Job, runner: Runner, now: datetime,
     return out, sooner, rest
 
 
-def why(target: Allocation | Job | str | int, runner: Runner | None = None, *,
+def why(target: HasJob | Job | str | int, runner: Runner | None = None, *,
         alternatives: bool = True) -> PendingWhy:
     """Why the job waits, asked of Slurm now (blocks for a few seconds: one ``sbatch --test-only`` per change
     tried). ``alternatives=False`` skips the changes. A job that no longer waits says its state."""
     runner = runner or (target.runner if not isinstance(target, (str, int, Job)) else None) or get_runner()
     now = datetime.now(timezone.utc)
-    job = job_detail(_job_id(target), runner)
+    job = job_detail(job_id_of(target), runner)
     if job.state == "PENDING":
         found, sooner, rest = _pending(job, runner, now, alternatives)
         return PendingWhy(str(job.job_id), job.state, tuple(found), tuple(sooner), tuple(rest), job, now)
@@ -138,41 +145,3 @@ def why(target: Allocation | Job | str | int, runner: Runner | None = None, *,
     else:
         said = judge_ended(job)
     return PendingWhy(str(job.job_id), job.state, (said,), job=job, checked_at=now)
-
-
-def resubmit(alloc: Allocation, alternative: Alternative | None = None, *, partition: str | None = None,
-             gpus: int | None = None, gpu_type: str | None = None, minutes: int | None = None,
-             validate: bool = True) -> Allocation:
-    """Submit the changed request as a new allocation and, once Slurm accepted it, cancel ``alloc``.
-
-    ``alternative``: one of :func:`why`'s (its options as ``sbatch --test-only`` checked them); otherwise the
-    allocation's own request with ``partition``/``gpus``/``gpu_type``/``minutes`` changed. A refusal raises
-    AllocationError and leaves ``alloc`` untouched."""
-    from slurmlab.slurm.allocation import Allocation
-
-    if alloc.ended:
-        raise AllocationError(f"allocation {alloc.job_id} has ended ({alloc.state}): nothing to switch",
-                              hint="use %salloc for a new one")
-    if alternative is not None:
-        options: Sequence[str] = alternative.variant.options
-        validate = False  # Slurm itself checked these options with --test-only
-    else:
-        if partition is None and gpus is None and gpu_type is None and minutes is None:
-            raise AllocationError("resubmit needs an alternative or a change",
-                                  hint="e.g. alloc.resubmit(gpus=2) or alloc.resubmit(alloc.why().sooner[0])")
-        job = job_detail(_job_id(alloc), alloc.runner)
-        options = changed_options(job, partition=partition, gpus=gpus, gpu_type=gpu_type, minutes=minutes)
-    # what the job record cannot give back (--signal, --gpu-bind, account ...) and the name come from the request;
-    # an account or QOS the alternative names itself replaces the request's (the last one given would win)
-    replaced = [o.partition("=")[0] for o in options if o.startswith(("--qos=", "--account="))]
-    carried = kept_options(getattr(alloc, "request_argv", ()), replaced)
-    new = Allocation.submit([*options, *carried], runner=alloc.runner, poller=alloc.poller, validate=validate,
-                            release_at_exit=alloc.release_at_exit, name=getattr(alloc, "name", None))
-    alloc.replaced_by = new  # before the cancel: its update tells a panel to follow the new job
-    alloc.cancel()
-    return new
-
-
-# the names Allocation's methods call (a method named like the function it calls reads as recursion)
-why_pending = why
-resubmit_allocation = resubmit
