@@ -37,6 +37,7 @@ labextension: venv
 
 lint: venv
 	$(VENV)/bin/ruff check slurmlab tests benchmarks scripts docs
+	$(VENV)/bin/ruff format --check slurmlab tests benchmarks scripts docs
 	@bash scripts/build-labextension.sh $(PY) lint
 
 typecheck: venv

@@ -53,8 +53,9 @@ def median_time(fn: Callable[[], object], repeat: int = 5, warmup: int = 1) -> f
     return statistics.median(times)
 
 
-def paired_times(fn: Callable[[], object], baseline: Callable[[], object], repeat: int = 5,
-                 warmup: int = 1) -> tuple[float, float]:
+def paired_times(
+    fn: Callable[[], object], baseline: Callable[[], object], repeat: int = 5, warmup: int = 1
+) -> tuple[float, float]:
     """Medians of ``fn()`` and ``baseline()`` timed in alternation, so that a busy machine slows both alike
     (the ratio of two medians taken minutes apart would measure the neighbours, not the code)."""
     for _ in range(warmup):

@@ -40,10 +40,21 @@ def measure(quick: bool = False) -> list[Row]:
     """The analysis of 10^6 runs (quick: 10^4) against its 1 s target."""
     n = 10_000 if quick else 1_000_000
     runs, window = build(n, 4)
-    secs = median_time(lambda: analyse(runs, window, merge_below_ns=1_000), repeat=1 if quick else 5,
-                       warmup=0 if quick else 1)
-    return [Row("time-slicing analysis", "analyse() of 4 processes' runs", secs, "s", target=TARGET_S,
-                size=f"{n:,} runs")]
+    secs = median_time(
+        lambda: analyse(runs, window, merge_below_ns=1_000),
+        repeat=1 if quick else 5,
+        warmup=0 if quick else 1,
+    )
+    return [
+        Row(
+            "time-slicing analysis",
+            "analyse() of 4 processes' runs",
+            secs,
+            "s",
+            target=TARGET_S,
+            size=f"{n:,} runs",
+        )
+    ]
 
 
 def main() -> int:

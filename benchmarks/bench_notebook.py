@@ -53,6 +53,7 @@ class _SimClock:
 def _former_policy(poller: Any) -> None:
     """Give ``poller`` the back-off it had before issue 14: x1.5 per quiet round once quiet for
     ``quiet_after``, up to ``max_interval``, whether or not a watched job was pending or running."""
+
     def choose(changed: bool) -> float:
         now = poller.clock()
         if poller._failed:
@@ -77,8 +78,11 @@ def _state_change_latency(former: bool, quiet: float = 75.0) -> tuple[float, flo
 
     fake = FakeRunner()
     try:
-        fake.replay(f"{GOLDEN}/00_sinfo_version.txt", f"{GOLDEN}/l02_squeue_brief_pending.txt",
-                    f"{GOLDEN}/l02_scontrol_json_show_job_d_pending.json")
+        fake.replay(
+            f"{GOLDEN}/00_sinfo_version.txt",
+            f"{GOLDEN}/l02_squeue_brief_pending.txt",
+            f"{GOLDEN}/l02_scontrol_json_show_job_d_pending.json",
+        )
         clock = _SimClock()
         poller = JobPoller(fake, clock=clock, interval=1.0, max_interval=10.0, quiet_after=60.0)
         poller.poke = lambda: None  # type: ignore[method-assign]  # rounds are driven here, not by the thread
@@ -89,8 +93,11 @@ def _state_change_latency(former: bool, quiet: float = 75.0) -> tuple[float, flo
         while clock.now < quiet:
             wait = poller.step()
             clock.now += wait
-        fake.replay(f"{GOLDEN}/l06_squeue_brief_running.txt", f"{GOLDEN}/l06_scontrol_json_show_job_d_running.json",
-                    f"{GOLDEN}/l07_sinfo_node_states.txt")
+        fake.replay(
+            f"{GOLDEN}/l06_squeue_brief_running.txt",
+            f"{GOLDEN}/l06_scontrol_json_show_job_d_running.json",
+            f"{GOLDEN}/l07_sinfo_node_states.txt",
+        )
         t0 = time.perf_counter()
         poller.step()
         cost = time.perf_counter() - t0
@@ -106,11 +113,20 @@ def _latency_rows(repeat: int) -> list[Row]:
     before = [_state_change_latency(former=True) for _ in range(repeat)]
     value, wait, cost = (statistics.median(r[i] for r in runs) for i in range(3))
     base = statistics.median(r[0] for r in before)
-    return [Row("state change -> allocation knows it, after a quiet minute", "watched pending job starts after 75 s "
-                "quiet (worst case: change just after a round)", round(value, 3), "s", 1.5, round(base, 3),
-                "former poller back-off (x1.5 to 10 s)", size="1 watched job",
-                note=f"wait chosen {wait:.2f} s + round that sees it {cost * 1000:.1f} ms (plus Slurm's own "
-                     f"5-40 ms per squeue)")]
+    return [
+        Row(
+            "state change -> allocation knows it, after a quiet minute",
+            "watched pending job starts after 75 s quiet (worst case: change just after a round)",
+            round(value, 3),
+            "s",
+            1.5,
+            round(base, 3),
+            "former poller back-off (x1.5 to 10 s)",
+            size="1 watched job",
+            note=f"wait chosen {wait:.2f} s + round that sees it {cost * 1000:.1f} ms (plus Slurm's own "
+            f"5-40 ms per squeue)",
+        )
+    ]
 
 
 # ---- %salloc check at 1,000 nodes ---------------------------------------------------------------------
@@ -122,8 +138,11 @@ def _replicated_cluster(fake: Any, nodes: int) -> None:
     model = node_doc["nodes"][0]
     node_doc["nodes"] = [{**model, "name": f"node{i}", "hostname": f"node{i}"} for i in range(1, nodes + 1)]
     part_doc = json.loads(golden(f"{GOLDEN}/s09_scontrol_json_show_partition.json"))
-    part_doc["partitions"][0]["nodes"] = {**part_doc["partitions"][0]["nodes"], "configured": f"node[1-{nodes}]",
-                                         "total": nodes}
+    part_doc["partitions"][0]["nodes"] = {
+        **part_doc["partitions"][0]["nodes"],
+        "configured": f"node[1-{nodes}]",
+        "total": nodes,
+    }
     fake.replay_cluster(GOLDEN)
     fake.on(["scontrol", "--json", "show", "node"], stdout=json.dumps(node_doc))
     fake.on(["scontrol", "--json", "show", "partition"], stdout=json.dumps(part_doc))
@@ -170,11 +189,20 @@ def _salloc_rows(repeat: int) -> list[Row]:
     finally:
         set_runner(old)
         fake.close()
-    return [Row("%salloc check at 1,000 nodes", "%salloc's checks before submit, cached inventory",
-                round(value * 1000, 2), "ms", 200.0, round(base * 1000, 2),
-                "fetch + parse nodes and partitions every time", size=f"{NODES} nodes x 8 GPUs",
-                note=f"Slurm calls per %salloc: {now_calls} (former {former_calls}); a refusal re-checks "
-                     "against a fresh fetch")]
+    return [
+        Row(
+            "%salloc check at 1,000 nodes",
+            "%salloc's checks before submit, cached inventory",
+            round(value * 1000, 2),
+            "ms",
+            200.0,
+            round(base * 1000, 2),
+            "fetch + parse nodes and partitions every time",
+            size=f"{NODES} nodes x 8 GPUs",
+            note=f"Slurm calls per %salloc: {now_calls} (former {former_calls}); a refusal re-checks "
+            "against a fresh fetch",
+        )
+    ]
 
 
 # ---- %load_ext over bare IPython ----------------------------------------------------------------------
@@ -201,10 +229,18 @@ def _load_ext_rows(repeat: int) -> list[Row]:
     now = [_load_ext_once(False) for _ in range(repeat)]
     before = [_load_ext_once(True) for _ in range(repeat)]
     value, base = statistics.median(now), statistics.median(before)
-    return [Row("%load_ext slurmlab over bare IPython", "%load_ext slurmlab (fresh interpreter, .pyc warm)",
-                round(value * 1000, 1), "ms", 100.0, round(base * 1000, 1),
-                "with the Slurm layer, panel and request language imported at load (before)",
-                note="tests/unit/magics/test_load_ext_imports.py lists what it must not import")]
+    return [
+        Row(
+            "%load_ext slurmlab over bare IPython",
+            "%load_ext slurmlab (fresh interpreter, .pyc warm)",
+            round(value * 1000, 1),
+            "ms",
+            100.0,
+            round(base * 1000, 1),
+            "with the Slurm layer, panel and request language imported at load (before)",
+            note="tests/unit/magics/test_load_ext_imports.py lists what it must not import",
+        )
+    ]
 
 
 def measure(quick: bool = False) -> list[Row]:
@@ -216,8 +252,10 @@ def main() -> int:
     rows = measure(quick="--quick" in sys.argv[1:])
     for r in rows:
         verdict = "ok" if r.ok else "MISSED"
-        print(f"{r.group}: {r.value:g} {r.unit} (target <= {r.target:g}) | {r.baseline_name}: {r.baseline:g} "
-              f"{r.unit} | {r.note} | {verdict}")
+        print(
+            f"{r.group}: {r.value:g} {r.unit} (target <= {r.target:g}) | {r.baseline_name}: {r.baseline:g} "
+            f"{r.unit} | {r.note} | {verdict}"
+        )
     return 0 if all(r.ok for r in rows) else 1
 
 

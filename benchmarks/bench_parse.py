@@ -40,10 +40,23 @@ def _object(doc: object) -> dict[str, object]:
 
 
 def _parse_row(text: str, version: str, size: str, repeat: int, warmup: int) -> tuple[Row, float]:
-    ours, loads = paired_times(lambda: parse_jobs_json(_object(load_json(text))), lambda: json.loads(text),
-                               repeat=repeat, warmup=warmup)
-    row = Row(GROUP_PARSE, f"{version} layout, x json.loads", ours / loads, "x", target=2.0, baseline=loads,
-              baseline_name="json.loads (s)", size=size, note=f"parse {ours:.3f} s, {len(text) / 1e6:.1f} MB")
+    ours, loads = paired_times(
+        lambda: parse_jobs_json(_object(load_json(text))),
+        lambda: json.loads(text),
+        repeat=repeat,
+        warmup=warmup,
+    )
+    row = Row(
+        GROUP_PARSE,
+        f"{version} layout, x json.loads",
+        ours / loads,
+        "x",
+        target=2.0,
+        baseline=loads,
+        baseline_name="json.loads (s)",
+        size=size,
+        note=f"parse {ours:.3f} s, {len(text) / 1e6:.1f} MB",
+    )
     return row, ours
 
 
@@ -60,10 +73,23 @@ def _run(argv: list[str]) -> None:
 
 def _cli_row(path: Path, version: str, size: str, repeat: int, warmup: int) -> Row:
     base_argv, base_name = _cli_baseline(path)
-    ours, base = paired_times(lambda: _run([sys.executable, "-m", "slurmlab", "parse", str(path)]),
-                              lambda: _run(base_argv), repeat=repeat, warmup=warmup)
-    return Row(GROUP_CLI, f"{version} squeue --json, x {base_name}", ours / base, "x", target=1.0, baseline=base,
-               baseline_name=f"{base_name} (s)", size=size, note=f"slurmlab parse {ours:.2f} s")
+    ours, base = paired_times(
+        lambda: _run([sys.executable, "-m", "slurmlab", "parse", str(path)]),
+        lambda: _run(base_argv),
+        repeat=repeat,
+        warmup=warmup,
+    )
+    return Row(
+        GROUP_CLI,
+        f"{version} squeue --json, x {base_name}",
+        ours / base,
+        "x",
+        target=1.0,
+        baseline=base,
+        baseline_name=f"{base_name} (s)",
+        size=size,
+        note=f"slurmlab parse {ours:.2f} s",
+    )
 
 
 def measure(quick: bool = False) -> list[Row]:
@@ -81,8 +107,9 @@ def measure(quick: bool = False) -> list[Row]:
     for n, jobs in ((nodes, small), (nodes, big // 2), (nodes // 4, small), (nodes // 2, small)):
         inputs = scale_inputs(n, jobs, "24.11")
         text = inputs.text("squeue_json")
-        seconds = median_time(lambda text=text: parse_jobs_json(_object(load_json(text))), repeat=repeat,
-                              warmup=warmup)
+        seconds = median_time(
+            lambda text=text: parse_jobs_json(_object(load_json(text))), repeat=repeat, warmup=warmup
+        )
         rows.append(Row(GROUP_PARSE, "24.11 parse time", seconds, "s", size=inputs.size))
     # 24.11 prints 2.5x the bytes per job of 22.05: its jq baseline alone takes ~9 s at 10k jobs
     for version, jobs in (("22.05", big), ("24.11", big // 2)):
@@ -98,4 +125,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--quick", action="store_true")
     for r in measure(ap.parse_args().quick):
-        print(f"{r.group:<22} {r.name:<40} {r.size:<24} {r.value:9.3f} {r.unit:<2} target {r.target} {r.note}")
+        print(
+            f"{r.group:<22} {r.name:<40} {r.size:<24} {r.value:9.3f} {r.unit:<2} target {r.target} {r.note}"
+        )

@@ -55,7 +55,9 @@ def run(jobs: int, rounds: int) -> tuple[str, list[tuple[str, float, int]]]:
             runner = sb.runner(timeout=120)
             ids = []
             for _ in range(jobs):
-                out = runner.run(["sbatch", "--parsable", "-H", "-t", "5", "-o", "/dev/null", "--wrap", "true"])
+                out = runner.run(
+                    ["sbatch", "--parsable", "-H", "-t", "5", "-o", "/dev/null", "--wrap", "true"]
+                )
                 ids.append(out.stdout.strip().split(";")[0])
             results = [(name, *timed(runner, argv, rounds)) for name, argv in _queries(ids)]
             return f"{sb.version[0]}.{sb.version[1]:02d}", results
@@ -66,12 +68,25 @@ def run(jobs: int, rounds: int) -> tuple[str, list[tuple[str, float, int]]]:
 def measure(quick: bool = False) -> list[Row]:
     """The poll's brief query beside the JSON forms, on a real sandbox (skipped in --quick: no Slurm there)."""
     if quick:
-        return [Row("poll cost (sandbox)", "skipped in --quick (starts a real Slurm)", 0.0, "", note="skipped")]
+        return [
+            Row("poll cost (sandbox)", "skipped in --quick (starts a real Slurm)", 0.0, "", note="skipped")
+        ]
     jobs = 200
     version, results = run(jobs, rounds=5)
     whole = next(secs for name, secs, _ in results if name.startswith("squeue --json, whole"))
-    return [Row("poll cost (sandbox)", name, secs, "s", baseline=whole, baseline_name="squeue --json, whole queue",
-                size=f"{jobs} jobs queued, Slurm {version}", note=f"{size} bytes") for name, secs, size in results]
+    return [
+        Row(
+            "poll cost (sandbox)",
+            name,
+            secs,
+            "s",
+            baseline=whole,
+            baseline_name="squeue --json, whole queue",
+            size=f"{jobs} jobs queued, Slurm {version}",
+            note=f"{size} bytes",
+        )
+        for name, secs, size in results
+    ]
 
 
 def main() -> int:

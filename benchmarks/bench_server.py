@@ -86,15 +86,20 @@ def _job_text(jobs: int, nodes: int, holding: int | None = None) -> tuple[str, s
     holding = min(jobs // 3 if holding is None else holding, nodes * GPUS_PER_NODE // 2)
     n_ended = jobs // 5
     out, owners, brief = [], [], []
-    lines = {line.split("|", 1)[0]: line for line in (GOLDEN / "s21_squeue_brief.txt").read_text().splitlines()}
+    lines = {
+        line.split("|", 1)[0]: line for line in (GOLDEN / "s21_squeue_brief.txt").read_text().splitlines()
+    }
     for k in range(jobs):
         jid = 1000 + k
         if k < holding:
             node, slot = f"gpu{k // 4:04d}", (k % 4) * 2
-            rec = (running.replace("JobId=1 ", f"JobId={jid} ", 1).replace("NodeList=node1", f"NodeList={node}")
-                   .replace("BatchHost=node1", f"BatchHost={node}")
-                   .replace("Nodes=node1 ", f"Nodes={node} ")
-                   .replace("GRES=gpu:h100:2(IDX:0,3)", f"GRES=gpu:h100:2(IDX:{slot}-{slot + 1})"))
+            rec = (
+                running.replace("JobId=1 ", f"JobId={jid} ", 1)
+                .replace("NodeList=node1", f"NodeList={node}")
+                .replace("BatchHost=node1", f"BatchHost={node}")
+                .replace("Nodes=node1 ", f"Nodes={node} ")
+                .replace("GRES=gpu:h100:2(IDX:0,3)", f"GRES=gpu:h100:2(IDX:{slot}-{slot + 1})")
+            )
             line = lines["1"].replace("|node1|", f"|{node}|")
         elif k < holding + n_ended:
             rec, line = ended.replace("JobId=6 ", f"JobId={jid} ", 1), lines["6"]
@@ -113,8 +118,10 @@ def _node_brief(node_text: str) -> str:
         words = dict(w.split("=", 1) for w in block.split() if "=" in w)
         if "NodeName" in words:
             alloc, total = int(words.get("CPUAlloc", 0)), int(words.get("CPUTot", 0))
-            out.append(f"{words['NodeName']}|{words.get('State', '?').split('+')[0].lower()}|"
-                       f"{alloc}/{total - alloc}/0/{total}\n")
+            out.append(
+                f"{words['NodeName']}|{words.get('State', '?').split('+')[0].lower()}|"
+                f"{alloc}/{total - alloc}/0/{total}\n"
+            )
     return "".join(out)
 
 
@@ -124,9 +131,14 @@ def scale_outputs(nodes: int, jobs: int, holding: int | None = None) -> dict[str
 
     job_text, owners, brief = _job_text(jobs, nodes, holding)
     node_text = _node_text(nodes)
-    return {VERSION_ARGV: (GOLDEN / "00_sinfo_version.txt").read_text(), NODES_ARGV: node_text,
-            JOBS_ARGV: job_text, OWNERS_ARGV: owners, _brief_argv(): brief,
-            " ".join(NODE_BRIEF_ARGV): _node_brief(node_text)}
+    return {
+        VERSION_ARGV: (GOLDEN / "00_sinfo_version.txt").read_text(),
+        NODES_ARGV: node_text,
+        JOBS_ARGV: job_text,
+        OWNERS_ARGV: owners,
+        _brief_argv(): brief,
+        " ".join(NODE_BRIEF_ARGV): _node_brief(node_text),
+    }
 
 
 class ReplayRunner:
@@ -232,8 +244,14 @@ def _fake_slurm_bin(folder: Path, outputs: dict[str, str]) -> Path:
     return bin_dir
 
 
-def _serve(mode: str, runner: Any, stop: threading.Event, ready: threading.Event, port: list[int],
-           polls: list[tuple[float, float]]) -> None:
+def _serve(
+    mode: str,
+    runner: Any,
+    stop: threading.Event,
+    ready: threading.Event,
+    port: list[int],
+    polls: list[tuple[float, float]],
+) -> None:
     """A Tornado server with one trivial route, its slurmlab poller polling back to back (``mode``: process,
     thread, loop = on the event loop as before, or paused)."""
     from tornado import httpserver, netutil, web
@@ -257,7 +275,9 @@ def _serve(mode: str, runner: Any, stop: threading.Event, ready: threading.Event
         port.append(sockets[0].getsockname()[1])
         server = httpserver.HTTPServer(web.Application([(r"/ping", Ping)]))
         server.add_sockets(sockets)
-        worker = OnLoop("thread") if mode == "loop" else PollWorker("thread" if mode == "thread" else "process")
+        worker = (
+            OnLoop("thread") if mode == "loop" else PollWorker("thread" if mode == "thread" else "process")
+        )
         poller = ClusterPoller(ClusterSource(runner, user="alice", worker=worker), interval=60)
         await poller.refresh()  # the worker started and the first poll made before the clock runs
         ready.set()
@@ -286,7 +306,9 @@ def _longest_request(mode: str, runner: Any, requests: int, polls_wanted: int = 
     url = f"http://127.0.0.1:{port[0]}/ping"
     sent: list[tuple[float, float]] = []  # (start, seconds)
     deadline = time.monotonic() + 90
-    while len(sent) < requests or (mode != "paused" and len(polls) < polls_wanted and time.monotonic() < deadline):
+    while len(sent) < requests or (
+        mode != "paused" and len(polls) < polls_wanted and time.monotonic() < deadline
+    ):
         t0 = time.perf_counter()
         with urllib.request.urlopen(url, timeout=60) as answer:
             answer.read()
@@ -296,7 +318,9 @@ def _longest_request(mode: str, runner: Any, requests: int, polls_wanted: int = 
     thread.join(120)
     if mode == "paused" or not polls:
         first = sent[0][0]
-        windows = [(first + 0.5 * k, first + 0.5 * (k + 1)) for k in range(int((sent[-1][0] - first) / 0.5) + 1)]
+        windows = [
+            (first + 0.5 * k, first + 0.5 * (k + 1)) for k in range(int((sent[-1][0] - first) / 0.5) + 1)
+        ]
     else:
         windows = list(polls)
     longest = [max((secs for t, secs in sent if a <= t + secs and t <= b), default=None) for a, b in windows]
@@ -312,37 +336,75 @@ def _latency_rows(jobs: int, requests: int) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="slurmlab-bench-server-") as d:
         bin_dir = _fake_slurm_bin(Path(d), scale_outputs(NODES, jobs))
         (Path(d) / "slurm.conf").write_text("ClusterName=bench\n")
-        runner = Runner(env={"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"},
-                        slurm_conf=str(Path(d) / "slurm.conf"))
+        runner = Runner(
+            env={"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"},
+            slurm_conf=str(Path(d) / "slurm.conf"),
+        )
         base, _ = _longest_request("paused", runner, requests)
         worst, polls = _longest_request("process", runner, requests)
         on_loop, _ = _longest_request("loop", runner, 20, polls_wanted=1)
         shutdown()
-    return [Row("request while polling", "longest request while polling / poller paused", worst / base, "x",
-                target=2.0, baseline=base, baseline_name="poller paused (s)", size=size,
-                note=f"longest request during a poll (median over {polls} polls in the worker process) "
-                     f"{worst * 1000:.1f} ms vs {base * 1000:.1f} ms paused; "
-                     f"the same poll on the event loop (no worker): {on_loop * 1000:.0f} ms")]
+    return [
+        Row(
+            "request while polling",
+            "longest request while polling / poller paused",
+            worst / base,
+            "x",
+            target=2.0,
+            baseline=base,
+            baseline_name="poller paused (s)",
+            size=size,
+            note=f"longest request during a poll (median over {polls} polls in the worker process) "
+            f"{worst * 1000:.1f} ms vs {base * 1000:.1f} ms paused; "
+            f"the same poll on the event loop (no worker): {on_loop * 1000:.0f} ms",
+        )
+    ]
 
 
 def measure(quick: bool = False) -> list[Row]:
     repeat = 3 if quick else 5
     rows = []
-    sizes = [(1000, "24.11"), (10000, "24.11")] if quick else [
-        (1000, "24.11"), (5000, "24.11"), (10000, "24.11"), (10000, "22.05")]
+    sizes = (
+        [(1000, "24.11"), (10000, "24.11")]
+        if quick
+        else [(1000, "24.11"), (5000, "24.11"), (10000, "24.11"), (10000, "22.05")]
+    )
     for jobs, version in sizes:
         secs, first, second = _poll_cpu(jobs, repeat, version)
-        rows.append(Row("server poll CPU", f"one poll, Slurm {version}, {NODES} nodes x {jobs} jobs", secs, "s",
-                        target=1.0 if jobs == 10000 else None, size=f"{NODES} nodes x {jobs} jobs",
-                        note=f"CPU s: ask + parse + views + encode, median of {repeat}; nodes and jobs brief, "
-                             "detail only of what changed"))
-        rows.append(Row("server first view", f"first poll, Slurm {version}, {NODES} nodes x {jobs} jobs", first,
-                        "s", size=f"{NODES} nodes x {jobs} jobs",
-                        note=f"CPU s until the sidebar has a first view (brief lines past 500 jobs); the "
-                             f"poll that follows at once brings every job's detail: {second:.2f} s"))
+        rows.append(
+            Row(
+                "server poll CPU",
+                f"one poll, Slurm {version}, {NODES} nodes x {jobs} jobs",
+                secs,
+                "s",
+                target=1.0 if jobs == 10000 else None,
+                size=f"{NODES} nodes x {jobs} jobs",
+                note=f"CPU s: ask + parse + views + encode, median of {repeat}; nodes and jobs brief, "
+                "detail only of what changed",
+            )
+        )
+        rows.append(
+            Row(
+                "server first view",
+                f"first poll, Slurm {version}, {NODES} nodes x {jobs} jobs",
+                first,
+                "s",
+                size=f"{NODES} nodes x {jobs} jobs",
+                note=f"CPU s until the sidebar has a first view (brief lines past 500 jobs); the "
+                f"poll that follows at once brings every job's detail: {second:.2f} s",
+            )
+        )
     secs, gpus = _gpu_map(repeat)
-    rows.append(Row("cluster GPU map", f"nodes answer: {gpus} GPUs, 3121 jobs, build + serialise", secs, "s",
-                    target=1.0, size=f"{NODES} nodes x {GPUS_PER_NODE} GPUs"))
+    rows.append(
+        Row(
+            "cluster GPU map",
+            f"nodes answer: {gpus} GPUs, 3121 jobs, build + serialise",
+            secs,
+            "s",
+            target=1.0,
+            size=f"{NODES} nodes x {GPUS_PER_NODE} GPUs",
+        )
+    )
     # the issue's measurement: a poll at about 2,000 jobs stalled every route
     rows.extend(_latency_rows(2000, 100 if quick else 200))
     return rows
@@ -355,7 +417,9 @@ def main(argv: list[str]) -> int:
     for row in rows:
         verdict = "" if row.ok is None else ("ok" if row.ok else "MISSED")
         target = "" if row.target is None else f"<= {row.target:g}"
-        print(f"{row.group:<24} {row.name:<58} {row.value:>9.3f} {row.unit:<2} {target:<8} {verdict:<6} {row.note}")
+        print(
+            f"{row.group:<24} {row.name:<58} {row.value:>9.3f} {row.unit:<2} {target:<8} {verdict:<6} {row.note}"
+        )
     print(f"({time.perf_counter() - t0:.0f} s; {shlex.join(['python', *argv]) if argv else ''})")
     print(json.dumps([r.to_dict() for r in rows]) if "--json" in argv else "", end="")
     return 0

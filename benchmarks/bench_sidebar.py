@@ -65,10 +65,29 @@ def _nodes() -> list[dict[str, Any]]:
         for i in range(PER_NODE):
             k = n * PER_NODE + i
             held = [str(100000 + k)] if k < JOBS else []
-            gpus.append({"index": i, "type": "h100", "mig": False, "jobs": held, "shards_used": 0,
-                         "shards_total": 0, "whole": bool(held)})
-        out.append({"name": f"gpu{n:04d}", "state": "MIXED", "partitions": ["gpu"], "cpus": 112,
-                    "alloc_cpus": 8, "gres": None, "reason": None, "gpus": gpus})
+            gpus.append(
+                {
+                    "index": i,
+                    "type": "h100",
+                    "mig": False,
+                    "jobs": held,
+                    "shards_used": 0,
+                    "shards_total": 0,
+                    "whole": bool(held),
+                }
+            )
+        out.append(
+            {
+                "name": f"gpu{n:04d}",
+                "state": "MIXED",
+                "partitions": ["gpu"],
+                "cpus": 112,
+                "alloc_cpus": 8,
+                "gres": None,
+                "reason": None,
+                "gpus": gpus,
+            }
+        )
     return out
 
 
@@ -87,7 +106,9 @@ def _serve(folder: Path) -> http.server.ThreadingHTTPServer:
 def measure(quick: bool = False) -> list[Row]:
     missing = [m for m in MODULES if not (LIB / f"{m}.js").exists()]
     if missing or not Path(CHROMIUM).exists():
-        print(f"bench_sidebar: skipped (built modules missing: {missing}; chromium: {Path(CHROMIUM).exists()})")
+        print(
+            f"bench_sidebar: skipped (built modules missing: {missing}; chromium: {Path(CHROMIUM).exists()})"
+        )
         return []
     try:
         from playwright.sync_api import sync_playwright
@@ -116,12 +137,24 @@ def measure(quick: bool = False) -> list[Row]:
         finally:
             server.shutdown()
     size = f"{NODES} nodes x {PER_NODE} GPUs, {JOBS} jobs"
-    return [Row("cluster GPU map", "sidebar draws the map (canvas), to the next frame", canvas_ms, "ms",
-                target=50.0, baseline=dom_ms, baseline_name="one DOM cell per GPU (ms)", size=size,
-                note=f"canvas {canvas_ms:.0f} ms vs DOM cells {dom_ms:.0f} ms, medians in headless chromium")]
+    return [
+        Row(
+            "cluster GPU map",
+            "sidebar draws the map (canvas), to the next frame",
+            canvas_ms,
+            "ms",
+            target=50.0,
+            baseline=dom_ms,
+            baseline_name="one DOM cell per GPU (ms)",
+            size=size,
+            note=f"canvas {canvas_ms:.0f} ms vs DOM cells {dom_ms:.0f} ms, medians in headless chromium",
+        )
+    ]
 
 
 if __name__ == "__main__":
     for row in measure("--quick" in sys.argv):
-        print(f"{row.group:<18} {row.name:<52} {row.value:>8.1f} {row.unit} (target <= {row.target:g}; "
-              f"{'ok' if row.ok else 'MISSED'}) {row.note}")
+        print(
+            f"{row.group:<18} {row.name:<52} {row.value:>8.1f} {row.unit} (target <= {row.target:g}; "
+            f"{'ok' if row.ok else 'MISSED'}) {row.note}"
+        )

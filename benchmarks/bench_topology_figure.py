@@ -41,8 +41,16 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
 
     profile = topology_from_profile("dgx-h100").topology
     cpus = sorted(profile.gpu(0).cpu_affinity or ())
-    cases = [("dgx-h100 profile", {"topo": profile, "highlight_gpus": [0, 1],
-                                   "task_cpus": {"task 0": cpus[:4], "task 1": cpus[4:8]}})]
+    cases = [
+        (
+            "dgx-h100 profile",
+            {
+                "topo": profile,
+                "highlight_gpus": [0, 1],
+                "task_cpus": {"task 0": cpus[:4], "task 1": cpus[4:8]},
+            },
+        )
+    ]
     capture = _shared_capture()
     if capture is not None:
         real = parse_topo_matrix(capture.read_text(), gpu_model="NVIDIA H100 80GB HBM3")
@@ -61,8 +69,14 @@ def _plain(fig_items: dict[str, int]) -> object:
     fig.multi_line(xs=[[0.0, x] for x in range(fig_items["links"])], ys=[[0.0, 1.0]] * fig_items["links"])
     fig.text(x=xs, y=xs, text=[f"GPU{i}" for i in range(n)])
     if fig_items["groups"]:
-        fig.annular_wedge(x=0, y=0, inner_radius=0.5, outer_radius=1.2, start_angle=list(range(fig_items["groups"])),
-                          end_angle=[a + 0.5 for a in range(fig_items["groups"])])
+        fig.annular_wedge(
+            x=0,
+            y=0,
+            inner_radius=0.5,
+            outer_radius=1.2,
+            start_angle=list(range(fig_items["groups"])),
+            end_angle=[a + 0.5 for a in range(fig_items["groups"])],
+        )
     if fig_items["cpus"]:
         cells = [float(c) for c in range(fig_items["cpus"])]
         fig.rect(x=cells, y=[0.0] * len(cells), width=1.0, height=0.3)
@@ -77,8 +91,13 @@ def _items(args: dict[str, Any]) -> dict[str, int]:
     groups = topo.numa_groups()
     cpus = set().union(*(g.cpu_affinity or () for g in topo.gpus))
     links = len(fabric.nvlink_gpus()) if fabric.switched else len(topo.nvlink_edges())
-    return {"gpus": len(topo.gpus), "links": links, "groups": len(groups), "cpus": len(cpus),
-            "nics": len(topo.nics)}
+    return {
+        "gpus": len(topo.gpus),
+        "links": links,
+        "groups": len(groups),
+        "cpus": len(cpus),
+        "nics": len(topo.nics),
+    }
 
 
 def _calls(build: Callable[[], object]) -> int:
@@ -106,10 +125,20 @@ def measure(quick: bool = False) -> list[Row]:
         base = median_time(lambda i=items: _plain(i), repeat=repeat, warmup=2) * 1000
         calls = _calls(lambda a=args: topology_figure(**a))
         base_calls = _calls(lambda i=items: _plain(i))
-        rows.append(Row(GROUP, f"topology_figure, {name}", round(value, 2), "ms", TARGET_MS, round(base, 2),
-                        "plain Bokeh figure, same items", size=f"{items['gpus']} GPUs",
-                        note=f"{value / base:.2f}x the plain figure; function calls {calls / 1000:.1f}k vs "
-                             f"{base_calls / 1000:.1f}k ({calls / base_calls:.2f}x)"))
+        rows.append(
+            Row(
+                GROUP,
+                f"topology_figure, {name}",
+                round(value, 2),
+                "ms",
+                TARGET_MS,
+                round(base, 2),
+                "plain Bokeh figure, same items",
+                size=f"{items['gpus']} GPUs",
+                note=f"{value / base:.2f}x the plain figure; function calls {calls / 1000:.1f}k vs "
+                f"{base_calls / 1000:.1f}k ({calls / base_calls:.2f}x)",
+            )
+        )
     return rows
 
 
@@ -117,8 +146,10 @@ def main() -> int:
     rows = measure(quick="--quick" in sys.argv[1:])
     for r in rows:
         verdict = "ok" if r.ok else "MISSED"
-        print(f"{r.name}: {r.value:.1f} {r.unit} (target < {r.target:g}) | {r.baseline_name}: {r.baseline:.1f} "
-              f"{r.unit} | {r.note} | {verdict}")
+        print(
+            f"{r.name}: {r.value:.1f} {r.unit} (target < {r.target:g}) | {r.baseline_name}: {r.baseline:.1f} "
+            f"{r.unit} | {r.note} | {verdict}"
+        )
     return 0 if all(r.ok for r in rows) else 1
 
 

@@ -81,8 +81,20 @@ def run_module(name: str, quick: bool, folder: Path = BENCH_DIR) -> list[dict[st
 
 
 def _error_row(name: str, error: str) -> dict[str, Any]:
-    return {"group": name, "name": "module failed", "module": name, "value": None, "unit": "", "target": None,
-            "baseline": None, "baseline_name": "", "size": "", "note": error, "ok": False, "error": error}
+    return {
+        "group": name,
+        "name": "module failed",
+        "module": name,
+        "value": None,
+        "unit": "",
+        "target": None,
+        "baseline": None,
+        "baseline_name": "",
+        "size": "",
+        "note": error,
+        "ok": False,
+        "error": error,
+    }
 
 
 def run_in_child(name: str, quick: bool, folder: Path = BENCH_DIR) -> tuple[list[dict[str, Any]], float]:
@@ -100,7 +112,7 @@ def run_in_child(name: str, quick: bool, folder: Path = BENCH_DIR) -> tuple[list
     if done.returncode != 0 or not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return [_error_row(name, f"exit {done.returncode}: {tail}")], took
-    rows: list[dict[str, Any]] = json.loads(lines[-1][len("BENCH-ROWS "):])
+    rows: list[dict[str, Any]] = json.loads(lines[-1][len("BENCH-ROWS ") :])
     return rows, took
 
 
@@ -135,12 +147,19 @@ def growth(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         unit = rs[0]["unit"]
         points = [(int(_sized(r) or 0), float(r["value"])) for r in rs]
         k = fit_exponent(points)
-        out.append({
-            "group": group, "name": name, "unit": unit, "exponent": k,
-            "ok": None if k is None else k <= LINEAR_MAX,
-            "points": [{"size": r["size"], "nodes_plus_jobs": n, "value": v,
-                        "per_1000": v / n * 1000} for r, (n, v) in zip(rs, points, strict=True)],
-        })
+        out.append(
+            {
+                "group": group,
+                "name": name,
+                "unit": unit,
+                "exponent": k,
+                "ok": None if k is None else k <= LINEAR_MAX,
+                "points": [
+                    {"size": r["size"], "nodes_plus_jobs": n, "value": v, "per_1000": v / n * 1000}
+                    for r, (n, v) in zip(rs, points, strict=True)
+                ],
+            }
+        )
     return out
 
 
@@ -163,13 +182,28 @@ def table(rows: list[dict[str, Any]]) -> str:
     body = []
     for r in rows:
         base = r.get("baseline")
-        ratio = r["value"] if r.get("unit") == "x" else (
-            r["value"] / base if isinstance(base, (int, float)) and base and isinstance(r.get("value"), (int, float))
-            else None)
+        ratio = (
+            r["value"]
+            if r.get("unit") == "x"
+            else (
+                r["value"] / base
+                if isinstance(base, (int, float)) and base and isinstance(r.get("value"), (int, float))
+                else None
+            )
+        )
         base_txt = f"{_fmt(base)} {r.get('baseline_name') or ''}".strip() if base is not None else "-"
-        body.append((r["group"], r["name"], r.get("size") or "", _fmt(r.get("value"), r.get("unit") or ""),
-                     base_txt, _fmt(ratio, "x") if ratio is not None else "-",
-                     _fmt(r.get("target"), r.get("unit") or ""), verdict(r)))
+        body.append(
+            (
+                r["group"],
+                r["name"],
+                r.get("size") or "",
+                _fmt(r.get("value"), r.get("unit") or ""),
+                base_txt,
+                _fmt(ratio, "x") if ratio is not None else "-",
+                _fmt(r.get("target"), r.get("unit") or ""),
+                verdict(r),
+            )
+        )
     return _columns(head, body)
 
 
@@ -185,10 +219,18 @@ def growth_text(tables: list[dict[str, Any]]) -> str:
     for g in tables:
         k = g["exponent"]
         state = "linear" if g["ok"] else "SUPERLINEAR" if g["ok"] is False else "?"
-        out.append(f"\n{g['group']} / {g['name']}: fitted exponent {_fmt(k)} ({state}; <= {LINEAR_MAX} is linear)")
-        out.append(_columns(("size", "nodes+jobs", "measured", f"per 1000 ({g['unit']})"),
-                            [(p["size"], str(p["nodes_plus_jobs"]), _fmt(p["value"], g["unit"]),
-                              _fmt(p["per_1000"])) for p in g["points"]]))
+        out.append(
+            f"\n{g['group']} / {g['name']}: fitted exponent {_fmt(k)} ({state}; <= {LINEAR_MAX} is linear)"
+        )
+        out.append(
+            _columns(
+                ("size", "nodes+jobs", "measured", f"per 1000 ({g['unit']})"),
+                [
+                    (p["size"], str(p["nodes_plus_jobs"]), _fmt(p["value"], g["unit"]), _fmt(p["per_1000"]))
+                    for p in g["points"]
+                ],
+            )
+        )
     return "\n".join(out)
 
 
@@ -224,16 +266,26 @@ def main(argv: list[str] | None = None) -> int:
     superlinear = [g for g in tables if g["ok"] is False]
     total = time.perf_counter() - t0
     report = {
-        "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "quick": args.quick, "seconds": total,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "module_seconds": timings, "rows": rows, "growth": tables,
-        "missed": [f"{r['group']}: {r['name']}" for r in missed] + [f"growth {g['group']}: {g['name']}"
-                                                                   for g in superlinear],
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "quick": args.quick,
+        "seconds": total,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "module_seconds": timings,
+        "rows": rows,
+        "growth": tables,
+        "missed": [f"{r['group']}: {r['name']}" for r in missed]
+        + [f"growth {g['group']}: {g['name']}" for g in superlinear],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"\n{len(rows)} rows, {len(missed)} missed or failed, {len(superlinear)} superlinear; "
-          f"{total:.0f} s; wrote {args.out}")
+    print(
+        f"\n{len(rows)} rows, {len(missed)} missed or failed, {len(superlinear)} superlinear; "
+        f"{total:.0f} s; wrote {args.out}"
+    )
     if args.quick:
         print("(--quick: small inputs and one repeat; the verdicts say nothing about speed)")
         return 0

@@ -75,10 +75,16 @@ def _render(p: Plan, version: str) -> dict[str, str]:
         "squeue_brief": "".join(scale_text.brief_line(j, p, old) + "\n" for j in p.jobs),
         "squeue_owners": "".join(f"{j.job_id}|{j.uid}\n" for j in p.jobs),
         "squeue_json": json.dumps(scale_json.jobs_doc(p, squeue)),
-        "sinfo_json": json.dumps(scale_json.sinfo_doc(p, json.loads(_recorded(version, "s04_sinfo_nodes.json")))),
+        "sinfo_json": json.dumps(
+            scale_json.sinfo_doc(p, json.loads(_recorded(version, "s04_sinfo_nodes.json")))
+        ),
         "scontrol_job_text": scale_text.jobs_text(p, _recorded(version, "s06_scontrol_show_job_d.txt"), old),
-        "scontrol_node_text": scale_text.nodes_text(p, _recorded(version, "s08_scontrol_show_node_d.txt"), old),
-        "scontrol_partition_text": scale_text.partition_text(p, _recorded(version, "s16_scontrol_show_partition.txt")),
+        "scontrol_node_text": scale_text.nodes_text(
+            p, _recorded(version, "s08_scontrol_show_node_d.txt"), old
+        ),
+        "scontrol_partition_text": scale_text.partition_text(
+            p, _recorded(version, "s16_scontrol_show_partition.txt")
+        ),
     }
     if not old:
         jobs = json.loads(_recorded(version, "s05_scontrol_json_show_job_d.json"))
@@ -116,7 +122,9 @@ class ScaleInputs:
         if key not in self._index:
             if key in ("squeue_brief", "squeue_owners"):
                 lines = self.texts[key].splitlines()
-                self._index[key] = {ln.split("|", 2)[1 if key == "squeue_brief" else 0]: ln + "\n" for ln in lines}
+                self._index[key] = {
+                    ln.split("|", 2)[1 if key == "squeue_brief" else 0]: ln + "\n" for ln in lines
+                }
             elif key in ("scontrol_job_json", "scontrol_node_json"):
                 doc = json.loads(self.texts[key])
                 what, name = ("jobs", "job_id") if key == "scontrol_job_json" else ("nodes", "name")
@@ -137,9 +145,12 @@ class ScaleRunner(FakeRunner):
         self.inputs = inputs
         t = inputs.texts
         static = {
-            ("sinfo", "--version"): "sinfo_version", ("scontrol", "ping"): "scontrol_ping",
-            ("sinfo", "-h", "-o", "%P"): "sinfo_partitions", ("squeue", "--json"): "squeue_json",
-            ("sinfo", "--json"): "sinfo_json", ("scontrol", "show", "partition"): "scontrol_partition_text",
+            ("sinfo", "--version"): "sinfo_version",
+            ("scontrol", "ping"): "scontrol_ping",
+            ("sinfo", "-h", "-o", "%P"): "sinfo_partitions",
+            ("squeue", "--json"): "squeue_json",
+            ("sinfo", "--json"): "sinfo_json",
+            ("scontrol", "show", "partition"): "scontrol_partition_text",
             ("scontrol", "--json", "show", "partition"): "scontrol_partition_json",
             ("scontrol", "--json", "show", "node"): "scontrol_node_json",
             ("scontrol", "--json", "show", "job", "-d"): "scontrol_job_json",
@@ -159,7 +170,9 @@ class ScaleRunner(FakeRunner):
         if a[:1] == ["squeue"] and "-j" in a and "-o" in a:
             ids = a[a.index("-j") + 1].split(",")
             fmt = a[a.index("-o") + 1]
-            key = "squeue_brief" if fmt == BRIEF_FORMAT else "squeue_owners" if fmt == _OWNERS_FORMAT else None
+            key = (
+                "squeue_brief" if fmt == BRIEF_FORMAT else "squeue_owners" if fmt == _OWNERS_FORMAT else None
+            )
             if key is None:
                 return None
             index = self.inputs.index(key)
@@ -168,11 +181,14 @@ class ScaleRunner(FakeRunner):
             names = set(expand(a[a.index("-n") + 1])) if "-n" in a else None
             recs = self.inputs.index("scontrol_node_text")
             cpus = a[-1].endswith("%C")
-            return "".join(f"{n}|{_state(r)}{'|' + _cpus(r) if cpus else ''}\n" for n, r in recs.items()
-                           if names is None or n in names)
+            return "".join(
+                f"{n}|{_state(r)}{'|' + _cpus(r) if cpus else ''}\n"
+                for n, r in recs.items()
+                if names is None or n in names
+            )
         if a[:1] != ["scontrol"] or "show" not in a:
             return None
-        rest = [x for x in a[a.index("show") + 1:] if x != "-d"]
+        rest = [x for x in a[a.index("show") + 1 :] if x != "-d"]
         json_form = "--json" in a
         if len(rest) != 2 or rest[0] not in ("job", "node"):
             return None
@@ -209,8 +225,9 @@ def _state(record: str) -> str:
     return "unknown"
 
 
-def scale_inputs(nodes: int = 1000, jobs: int = 10000, version: str = "24.11", *,
-                 cache: Path | None = CACHE) -> ScaleInputs:
+def scale_inputs(
+    nodes: int = 1000, jobs: int = 10000, version: str = "24.11", *, cache: Path | None = CACHE
+) -> ScaleInputs:
     """The scaled cluster's texts for this size and Slurm version, cached under ``cache`` (build/bench-inputs/;
     None: not cached)."""
     if version not in VERSIONS:

@@ -42,6 +42,7 @@ def state(template: object, value: str) -> object:
 
 def job_templates(jobs: list[JSONDict]) -> dict[str, JSONDict]:
     """The recorded job of each kind (the sandbox's workload has them all)."""
+
     def first(pred: Any) -> JSONDict:
         return next(j for j in jobs if pred(j))
 
@@ -50,8 +51,13 @@ def job_templates(jobs: list[JSONDict]) -> dict[str, JSONDict]:
         return "RUNNING" in (st if isinstance(st, list) else [st])
 
     return {
-        "gpu": first(lambda j: running(j) and len(j.get("gres_detail") or []) == 1
-                     and str(j["gres_detail"][0]).startswith("gpu:")),
+        "gpu": first(
+            lambda j: (
+                running(j)
+                and len(j.get("gres_detail") or []) == 1
+                and str(j["gres_detail"][0]).startswith("gpu:")
+            )
+        ),
         "multi": first(lambda j: running(j) and len(j.get("gres_detail") or []) > 1),
         "shard": first(lambda j: running(j) and str((j.get("gres_detail") or [""])[0]).startswith("shard:")),
         "pending": first(lambda j: not running(j) and "PENDING" in str(j["job_state"])),
@@ -62,7 +68,9 @@ def gres_detail(job: Job, p_shard_gpu: int | None, gpus: tuple[int, ...], count:
     if job.kind == "shard":
         if old:
             return f"shard:{GPU_TYPE}:{count}(IDX:{p_shard_gpu})"
-        per_gpu = ",".join(f"{count if g == p_shard_gpu else 0}/{SHARDS_PER_GPU}" for g in range(GPUS_PER_NODE))
+        per_gpu = ",".join(
+            f"{count if g == p_shard_gpu else 0}/{SHARDS_PER_GPU}" for g in range(GPUS_PER_NODE)
+        )
         return f"shard:{GPU_TYPE}:{count}({per_gpu})"
     return f"gpu:{GPU_TYPE}:{len(gpus)}(IDX:{render_index_list(gpus)})"
 
@@ -82,12 +90,39 @@ def _resources(tmpl: Any, job: Job, plan: Plan) -> object:
         allocation = []
         for i, p in enumerate(job.placements):
             per_socket = CPUS_PER_NODE // 2
-            sockets = [{"index": s, "cores": [
-                {"index": c, "status": ["ALLOCATED" if p.cpu_first <= s * per_socket + c < p.cpu_first + p.cpus
-                                        else "UNALLOCATED"]} for c in range(per_socket)]} for s in range(2)]
-            allocation.append({**alloc_t, "index": i, "name": names[i], "cpus": {"count": p.cpus, "used": 0},
-                               "memory": {"used": 0, "allocated": p.cpus * MEM_PER_CPU}, "sockets": sockets})
-        res["nodes"] = {**tmpl["nodes"], "count": len(names), "list": compress(names), "allocation": allocation}
+            sockets = [
+                {
+                    "index": s,
+                    "cores": [
+                        {
+                            "index": c,
+                            "status": [
+                                "ALLOCATED"
+                                if p.cpu_first <= s * per_socket + c < p.cpu_first + p.cpus
+                                else "UNALLOCATED"
+                            ],
+                        }
+                        for c in range(per_socket)
+                    ],
+                }
+                for s in range(2)
+            ]
+            allocation.append(
+                {
+                    **alloc_t,
+                    "index": i,
+                    "name": names[i],
+                    "cpus": {"count": p.cpus, "used": 0},
+                    "memory": {"used": 0, "allocated": p.cpus * MEM_PER_CPU},
+                    "sockets": sockets,
+                }
+            )
+        res["nodes"] = {
+            **tmpl["nodes"],
+            "count": len(names),
+            "list": compress(names),
+            "allocation": allocation,
+        }
         return res
     alloc_t = tmpl["allocated_nodes"][0]  # 22.05: allocated_nodes[] with sockets {"0": {"cores": {"3": ...}}}
     nodes = []
@@ -95,10 +130,20 @@ def _resources(tmpl: Any, job: Job, plan: Plan) -> object:
         per_socket = CPUS_PER_NODE // 2
         old_sockets: dict[str, dict[str, dict[str, str]]] = {}
         for cpu in range(p.cpu_first, p.cpu_first + p.cpus):
-            old_sockets.setdefault(str(cpu // per_socket), {"cores": {}})["cores"][str(cpu % per_socket)] = "allocated"
-        nodes.append({**alloc_t, "sockets": old_sockets, "nodename": names[i],
-                      "memory_allocated": p.cpus * MEM_PER_CPU})
-    res.update(nodes=compress(names), allocated_cores=job.cpus, allocated_hosts=len(names), allocated_nodes=nodes)
+            old_sockets.setdefault(str(cpu // per_socket), {"cores": {}})["cores"][str(cpu % per_socket)] = (
+                "allocated"
+            )
+        nodes.append(
+            {
+                **alloc_t,
+                "sockets": old_sockets,
+                "nodename": names[i],
+                "memory_allocated": p.cpus * MEM_PER_CPU,
+            }
+        )
+    res.update(
+        nodes=compress(names), allocated_cores=job.cpus, allocated_hosts=len(names), allocated_nodes=nodes
+    )
     return res
 
 
@@ -112,16 +157,26 @@ def job_json(job: Job, plan: Plan, templates: dict[str, JSONDict]) -> JSONDict:
     gres = f"gres{sep}{'shard' if job.kind == 'shard' else 'gpu'}"
     per_node = job.kind == "multi" or job.kind == "shard"
     out.update(
-        job_id=job.job_id, name=job.name, user_name=job.user, user_id=job.uid, group_name=job.user,
-        group_id=job.uid, job_state=state(t["job_state"], job.state), state_reason=job.reason,
-        nodes=compress(names) if names else "", batch_host=names[0] if names else "",
-        node_count=num(t["node_count"], job.node_count), cpus=num(t["cpus"], job.cpus),
+        job_id=job.job_id,
+        name=job.name,
+        user_name=job.user,
+        user_id=job.uid,
+        group_name=job.user,
+        group_id=job.uid,
+        job_state=state(t["job_state"], job.state),
+        state_reason=job.reason,
+        nodes=compress(names) if names else "",
+        batch_host=names[0] if names else "",
+        node_count=num(t["node_count"], job.node_count),
+        cpus=num(t["cpus"], job.cpus),
         tasks=num(t["tasks"], job.node_count),
         gres_detail=[gres_detail(job, p.shard_gpu, p.gpus, p.shards, old) for p in job.placements],
         tres_per_job="" if per_node else f"{gres}:{job.count}",
         tres_per_node=(f"{gres}:{GPU_TYPE}:{job.count}" if job.kind == "multi" else f"{gres}:{job.count}")
-        if per_node else "",
-        tres_req_str=_tres(job, job.cpus), tres_alloc_str=_tres(job, job.cpus) if running else "",
+        if per_node
+        else "",
+        tres_req_str=_tres(job, job.cpus),
+        tres_alloc_str=_tres(job, job.cpus) if running else "",
         job_resources=_resources(t.get("job_resources"), job, plan),
     )
     if isinstance(t.get("array_job_id"), dict) or "array_job_id" in t:
@@ -156,8 +211,14 @@ def node_json(node: Node, plan: Plan, t: JSONDict) -> JSONDict:
     old = not isinstance(t["state"], list)
     out = dict(t)
     used = node.cpus_used
-    out.update(name=plan.node_name(node.index), gres_used=gres_used(node, old), state=state(t["state"], node_state(node)),
-               alloc_cpus=used, alloc_memory=used * MEM_PER_CPU, tres_used=f"cpu={used},mem={used * MEM_PER_CPU}M")
+    out.update(
+        name=plan.node_name(node.index),
+        gres_used=gres_used(node, old),
+        state=state(t["state"], node_state(node)),
+        alloc_cpus=used,
+        alloc_memory=used * MEM_PER_CPU,
+        tres_used=f"cpu={used},mem={used * MEM_PER_CPU}M",
+    )
     out["alloc_idle_cpus" if "alloc_idle_cpus" in t else "idle_cpus"] = CPUS_PER_NODE - used
     if "state_flags" in t:
         out["state_flags"] = []
@@ -180,11 +241,21 @@ def sinfo_doc(plan: Plan, recorded: JSONDict) -> JSONDict:
     entries = []
     for n in plan.nodes:
         used = n.cpus_used
-        entries.append({**t, "node": {"state": [node_state(n)]},
-                        "nodes": {**t["nodes"], "nodes": [plan.node_name(n.index)], "allocated": int(used > 0),
-                                  "idle": int(used == 0)},
-                        "cpus": {**t["cpus"], "allocated": used, "idle": CPUS_PER_NODE - used},
-                        "gres": {**t["gres"], "used": gres_used(n, False)}, "partition": partition})
+        entries.append(
+            {
+                **t,
+                "node": {"state": [node_state(n)]},
+                "nodes": {
+                    **t["nodes"],
+                    "nodes": [plan.node_name(n.index)],
+                    "allocated": int(used > 0),
+                    "idle": int(used == 0),
+                },
+                "cpus": {**t["cpus"], "allocated": used, "idle": CPUS_PER_NODE - used},
+                "gres": {**t["gres"], "used": gres_used(n, False)},
+                "partition": partition,
+            }
+        )
     return {**recorded, "sinfo": entries}
 
 

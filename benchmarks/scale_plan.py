@@ -121,7 +121,9 @@ class _Placer:
                     continue
                 for g in gpus:
                     node.gpu_free[g] = False
-                job.placements = [Placement(node.index, tuple(gpus), None, 0, node.take_cpus(job.cpus), job.cpus)]
+                job.placements = [
+                    Placement(node.index, tuple(gpus), None, 0, node.take_cpus(job.cpus), job.cpus)
+                ]
             self.cursor = node.index
             return True
         self.cursor = (self.cursor + self.WINDOW) % len(self.nodes)
@@ -142,8 +144,9 @@ class _Placer:
         for node, gpus in chosen:
             for g in gpus:
                 node.gpu_free[g] = False
-            job.placements.append(Placement(node.index, tuple(gpus), None, 0, node.take_cpus(per_node_cpus),
-                                            per_node_cpus))
+            job.placements.append(
+                Placement(node.index, tuple(gpus), None, 0, node.take_cpus(per_node_cpus), per_node_cpus)
+            )
         self.cursor = chosen[-1][0].index
         return True
 
@@ -158,9 +161,18 @@ def _new_job(rng: random.Random, i: int) -> Job:
     else:
         kind, count, node_count = "gpu", rng.choice(GPU_COUNTS), 1
     cpus = (1 if kind == "shard" else 4 * count) * node_count
-    return Job(job_id=FIRST_JOB_ID + i, name=f"{kind}-{rng.choice(('train', 'eval', 'nb', 'sweep'))}-{i}",
-               user=USERS[user_no], uid=1001 + user_no, kind=kind, state="PENDING",
-               reason=rng.choice(PENDING_REASONS), count=count, node_count=node_count, cpus=cpus)
+    return Job(
+        job_id=FIRST_JOB_ID + i,
+        name=f"{kind}-{rng.choice(('train', 'eval', 'nb', 'sweep'))}-{i}",
+        user=USERS[user_no],
+        uid=1001 + user_no,
+        kind=kind,
+        state="PENDING",
+        reason=rng.choice(PENDING_REASONS),
+        count=count,
+        node_count=node_count,
+        cpus=cpus,
+    )
 
 
 def plan(nodes: int, jobs: int, seed: int = 14) -> Plan:

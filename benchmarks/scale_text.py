@@ -24,8 +24,9 @@ def records(text: str) -> list[str]:
 
 def sub(record: str, key: str, value: str) -> str:
     """``record`` with the first ``Key=word`` set to ``value`` (keys are whole words: ``NodeList`` ≠ ``Nodes``)."""
-    return re.sub(rf"(^|\s){re.escape(key)}=\S*", lambda m: f"{m.group(1)}{key}={value}", record, count=1,
-                  flags=re.M)
+    return re.sub(
+        rf"(^|\s){re.escape(key)}=\S*", lambda m: f"{m.group(1)}{key}={value}", record, count=1, flags=re.M
+    )
 
 
 def job_templates(text: str) -> dict[str, str]:
@@ -76,10 +77,12 @@ def job_text(job: Job, plan: Plan, templates: dict[str, str], old: bool) -> str:
             line = sub(line, "Mem", str(p.cpus * MEM_PER_CPU))
             lines.append(sub(line, "GRES", gres_detail(job, p.shard_gpu, p.gpus, p.shards, old)))
         spans = [m.span() for m in _DETAIL.finditer(r)]
-        r = r[: spans[0][0]] + "\n".join(lines) + r[spans[-1][1]:]
+        r = r[: spans[0][0]] + "\n".join(lines) + r[spans[-1][1] :]
     else:
         r = sub(r, "NumNodes", f"{job.node_count}-{job.node_count}")
-    r = re.sub(r"(^|\s)TresPer(?:Job|Node)=\S+", lambda m: m.group(1) + _tres_per(job, old), r, count=1, flags=re.M)
+    r = re.sub(
+        r"(^|\s)TresPer(?:Job|Node)=\S+", lambda m: m.group(1) + _tres_per(job, old), r, count=1, flags=re.M
+    )
     return re.sub(r"(Std(?:Err|Out)=\S*/)\d+(\.out)", rf"\g<1>{job.job_id}\2", r)
 
 
@@ -128,8 +131,15 @@ def brief_line(job: Job, plan: Plan, old: bool) -> str:
     start, end = ("2026-12-01T01:27:40", "2026-12-01T02:27:40") if running else ("N/A", "N/A")
     sep = ":" if old else "/"
     what = "shard" if job.kind == "shard" else "gpu"
-    per_node = (f"gres{sep}{what}:{GPU_TYPE}:{job.count}" if job.kind == "multi"
-                else f"gres{sep}{what}:{job.count}" if job.kind == "shard" else "N/A")
+    per_node = (
+        f"gres{sep}{what}:{GPU_TYPE}:{job.count}"
+        if job.kind == "multi"
+        else f"gres{sep}{what}:{job.count}"
+        if job.kind == "shard"
+        else "N/A"
+    )
     left, used = ("59:26", "0:34") if running else ("1:00:00", "0:00")
-    return (f"{job.job_id}|{job.job_id}|{job.job_id}|N/A|{job.state}|{job.reason}|{start}|{end}|1:00:00|{left}|"
-            f"{used}|{job.node_count}|{names}|{PARTITION}|{job.user}|{per_node}")
+    return (
+        f"{job.job_id}|{job.job_id}|{job.job_id}|N/A|{job.state}|{job.reason}|{start}|{end}|1:00:00|{left}|"
+        f"{used}|{job.node_count}|{names}|{PARTITION}|{job.user}|{per_node}"
+    )

@@ -58,18 +58,29 @@ def render(report: dict[str, Any]) -> str:
     for r in rows:
         if r.get("target") is None and not r.get("baseline") and _sized(r):
             continue  # a point of a growth table, shown there
-        base = f"{_num(r.get('baseline'))} {r.get('baseline_name') or ''}".strip() if r.get("baseline") else "–"
+        base = (
+            f"{_num(r.get('baseline'))} {r.get('baseline_name') or ''}".strip() if r.get("baseline") else "–"
+        )
         measured = _num(r.get("value"), r.get("unit") or "") if not r.get("error") else _cell(r.get("error"))
-        lines.append(f"| {_cell(r['group'])}: {_cell(r['name'])} | {_cell(r.get('size') or '')} | {measured} | "
-                     f"{_cell(base)} | {_num(r.get('target'), r.get('unit') or '')} | {_verdict(r)} |")
+        lines.append(
+            f"| {_cell(r['group'])}: {_cell(r['name'])} | {_cell(r.get('size') or '')} | {measured} | "
+            f"{_cell(base)} | {_num(r.get('target'), r.get('unit') or '')} | {_verdict(r)} |"
+        )
     for g in report.get("growth") or []:
         state = "linear" if g.get("ok") else "superlinear" if g.get("ok") is False else "?"
-        lines += ["", f"Growth of **{_cell(g['group'])}: {_cell(g['name'])}** — fitted exponent "
-                  f"{_num(g.get('exponent'))} in nodes + jobs ({state}):", "",
-                  "| size | nodes + jobs | measured | per 1,000 (nodes + jobs) |", "|---|---|---|---|"]
+        lines += [
+            "",
+            f"Growth of **{_cell(g['group'])}: {_cell(g['name'])}** — fitted exponent "
+            f"{_num(g.get('exponent'))} in nodes + jobs ({state}):",
+            "",
+            "| size | nodes + jobs | measured | per 1,000 (nodes + jobs) |",
+            "|---|---|---|---|",
+        ]
         for p in g.get("points") or []:
-            lines.append(f"| {_cell(p['size'])} | {p['nodes_plus_jobs']:,} | {_num(p['value'], g['unit'])} | "
-                         f"{_num(p['per_1000'], g['unit'])} |")
+            lines.append(
+                f"| {_cell(p['size'])} | {p['nodes_plus_jobs']:,} | {_num(p['value'], g['unit'])} | "
+                f"{_num(p['per_1000'], g['unit'])} |"
+            )
     missed = report.get("missed") or []
     lines += ["", f"Missed: {', '.join(missed)}." if missed else "Every target met."]
     return "\n".join(lines)

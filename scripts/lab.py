@@ -67,9 +67,17 @@ class LabPlan:
 
     def jupyter_argv(self) -> list[str]:
         # the token travels in JUPYTER_TOKEN (the environment is the owner's alone), not on the command line
-        argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--ServerApp.ip={self.ip}",
-                f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-                f"--ServerApp.root_dir={self.notebook_dir}"]
+        argv = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            f"--ServerApp.ip={self.ip}",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={self.notebook_dir}",
+        ]
         # the sandbox runs as root too (containers, CI machines); JupyterLab refuses root unless told
         return [*argv, "--allow-root"] if os.geteuid() == 0 else argv
 
@@ -90,49 +98,75 @@ def port_is_free(ip: str, port: int) -> bool:
 def choose_port(ip: str, asked: int | None) -> int:
     if asked is not None:
         if not port_is_free(ip, asked):
-            raise SlurmlabError(f"port {asked} on {ip} is in use",
-                                hint="choose another: SLURMLAB_LAB_PORT=8899 make lab (or leave it unset for a "
-                                     "free one)")
+            raise SlurmlabError(
+                f"port {asked} on {ip} is in use",
+                hint="choose another: SLURMLAB_LAB_PORT=8899 make lab (or leave it unset for a free one)",
+            )
         return asked
     for port in range(FIRST_PORT, FIRST_PORT + 100):
         if port_is_free(ip, port):
             return port
-    raise SlurmlabError(f"no free port from {FIRST_PORT} to {FIRST_PORT + 99} on {ip}",
-                        hint="name one: SLURMLAB_LAB_PORT=PORT make lab")
+    raise SlurmlabError(
+        f"no free port from {FIRST_PORT} to {FIRST_PORT + 99} on {ip}",
+        hint="name one: SLURMLAB_LAB_PORT=PORT make lab",
+    )
 
 
 def make_plan(argv: Sequence[str] | None, environ: Mapping[str, str]) -> tuple[LabPlan, bool]:
     parser = argparse.ArgumentParser(prog="make lab", description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--profile", default=environ.get("SLURMLAB_PROFILE") or DEFAULT_PROFILE,
-                        help="sandbox hardware profile (env SLURMLAB_PROFILE; `slurmlab sandbox profiles`)")
-    parser.add_argument("--sandbox-dir", default=environ.get("SLURMLAB_SANDBOX_DIR") or None,
-                        help="the sandbox's folder (env SLURMLAB_SANDBOX_DIR)")
-    parser.add_argument("--dir", default=environ.get("SLURMLAB_LAB_DIR") or str(REPO / "build" / "lab"),
-                        help="where the notebooks are copied and JupyterLab opens (env SLURMLAB_LAB_DIR)")
-    parser.add_argument("--ip", default=environ.get("SLURMLAB_LAB_IP") or "127.0.0.1",
-                        help="address JupyterLab listens on (env SLURMLAB_LAB_IP; 0.0.0.0 lets others in)")
-    parser.add_argument("--port", type=int, default=int(environ["SLURMLAB_LAB_PORT"])
-                        if environ.get("SLURMLAB_LAB_PORT", "").isdigit() else None,
-                        help="its port (env SLURMLAB_LAB_PORT; default the first free one from 8888)")
+    parser.add_argument(
+        "--profile",
+        default=environ.get("SLURMLAB_PROFILE") or DEFAULT_PROFILE,
+        help="sandbox hardware profile (env SLURMLAB_PROFILE; `slurmlab sandbox profiles`)",
+    )
+    parser.add_argument(
+        "--sandbox-dir",
+        default=environ.get("SLURMLAB_SANDBOX_DIR") or None,
+        help="the sandbox's folder (env SLURMLAB_SANDBOX_DIR)",
+    )
+    parser.add_argument(
+        "--dir",
+        default=environ.get("SLURMLAB_LAB_DIR") or str(REPO / "build" / "lab"),
+        help="where the notebooks are copied and JupyterLab opens (env SLURMLAB_LAB_DIR)",
+    )
+    parser.add_argument(
+        "--ip",
+        default=environ.get("SLURMLAB_LAB_IP") or "127.0.0.1",
+        help="address JupyterLab listens on (env SLURMLAB_LAB_IP; 0.0.0.0 lets others in)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=int(environ["SLURMLAB_LAB_PORT"]) if environ.get("SLURMLAB_LAB_PORT", "").isdigit() else None,
+        help="its port (env SLURMLAB_LAB_PORT; default the first free one from 8888)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="say what it would do and start nothing")
     args = parser.parse_args(argv)
     load_profile(args.profile)  # a misspelt profile is named, with the known ones, before anything starts
     sandbox_dir = Path(args.sandbox_dir) if args.sandbox_dir else default_directory(args.profile)
-    plan = LabPlan(args.profile, sandbox_dir.absolute(), Path(args.dir).expanduser().absolute(), args.ip,
-                   choose_port(args.ip, args.port), secrets.token_hex(24))
+    plan = LabPlan(
+        args.profile,
+        sandbox_dir.absolute(),
+        Path(args.dir).expanduser().absolute(),
+        args.ip,
+        choose_port(args.ip, args.port),
+        secrets.token_hex(24),
+    )
     return plan, args.dry_run
 
 
 def describe(plan: LabPlan) -> str:
-    return "\n".join([
-        "make lab would:",
-        f"  copy the workshop notebooks to {plan.notebook_dir} (keeping any you changed there)",
-        f"  start the sandbox {plan.profile} in {plan.sandbox_dir} (or reuse it if it runs)",
-        f"  start JupyterLab with SLURM_CONF={plan.sandbox_dir / 'slurm.conf'}:",
-        f"    {shlex.join(plan.jupyter_argv())}",
-        f"  print its URL: {plan.url.replace(plan.token, '<token>')}",
-        "  on Ctrl-C: stop JupyterLab and its kernels, then the sandbox; nothing is left running",
-    ])
+    return "\n".join(
+        [
+            "make lab would:",
+            f"  copy the workshop notebooks to {plan.notebook_dir} (keeping any you changed there)",
+            f"  start the sandbox {plan.profile} in {plan.sandbox_dir} (or reuse it if it runs)",
+            f"  start JupyterLab with SLURM_CONF={plan.sandbox_dir / 'slurm.conf'}:",
+            f"    {shlex.join(plan.jupyter_argv())}",
+            f"  print its URL: {plan.url.replace(plan.token, '<token>')}",
+            "  on Ctrl-C: stop JupyterLab and its kernels, then the sandbox; nothing is left running",
+        ]
+    )
 
 
 class Interrupted(Exception):
@@ -157,15 +191,18 @@ def wait_ready(plan: LabPlan, proc: subprocess.Popen[bytes], log: Path) -> None:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             tail = log.read_text(errors="replace").strip().splitlines()[-8:]
-            raise SlurmlabError("JupyterLab exited at start:\n    " + "\n    ".join(tail),
-                                hint=f"the whole log is {log}")
+            raise SlurmlabError(
+                "JupyterLab exited at start:\n    " + "\n    ".join(tail), hint=f"the whole log is {log}"
+            )
         with contextlib.suppress(urllib.error.URLError, OSError):
             with urllib.request.urlopen(plan.probe_url, timeout=2) as answer:
                 if answer.status == 200:
                     return
         time.sleep(0.3)
-    raise SlurmlabError(f"JupyterLab did not answer on port {plan.port} within {READY_TIMEOUT:.0f} s",
-                        hint=f"see its log: {log}")
+    raise SlurmlabError(
+        f"JupyterLab did not answer on port {plan.port} within {READY_TIMEOUT:.0f} s",
+        hint=f"see its log: {log}",
+    )
 
 
 def stop_jupyter(proc: subprocess.Popen[bytes]) -> list[int]:
@@ -193,29 +230,43 @@ def serve(plan: LabPlan) -> int:
         print(f"notebooks: the repository's own, in {plan.notebook_dir}: commit them without outputs")
     else:
         copied = copy_notebooks(shipped_notebooks(), plan.notebook_dir, keep_changed=True)
-        print(f"notebooks: {plan.notebook_dir} ({len(copied.writes(False))} copied, {len(copied.same)} already "
-              "there)")
+        print(
+            f"notebooks: {plan.notebook_dir} ({len(copied.writes(False))} copied, {len(copied.same)} already "
+            "there)"
+        )
         for name in copied.changed:
             print(f"  kept your changed {name} (delete it to get the shipped one back)")
     print(f"starting the sandbox {plan.profile} (usually 15-70 s) …", flush=True)
     sb = Sandbox.up(profile=plan.profile, directory=plan.sandbox_dir)
-    print(f"sandbox {sb.profile_name}: {len(sb.nodes)} nodes ({', '.join(sb.nodes)}), Slurm {sb.release}, "
-          f"SLURM_CONF={sb.conf_path}" + (" (it was already running: left running at the end)" if sb.reused else ""))
+    print(
+        f"sandbox {sb.profile_name}: {len(sb.nodes)} nodes ({', '.join(sb.nodes)}), Slurm {sb.release}, "
+        f"SLURM_CONF={sb.conf_path}"
+        + (" (it was already running: left running at the end)" if sb.reused else "")
+    )
     log = plan.notebook_dir / ".jupyterlab.log"  # hidden: JupyterLab's file browser lists the notebooks only
     proc: subprocess.Popen[bytes] | None = None
     code = 0
     try:
         with open(log, "wb") as out:
             # its own session: the terminal's Ctrl-C reaches this script only, which stops JupyterLab in order
-            proc = subprocess.Popen(plan.jupyter_argv(), cwd=plan.notebook_dir, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                    preexec_fn=_die_with_parent,
-                                    env=plan.jupyter_env(sb.env(), os.environ))
+            proc = subprocess.Popen(
+                plan.jupyter_argv(),
+                cwd=plan.notebook_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+                env=plan.jupyter_env(sb.env(), os.environ),
+            )
         print(f"JupyterLab (pid {proc.pid}) is starting; its log: {log}", flush=True)
         wait_ready(plan, proc, log)
-        print(f"\nopen JupyterLab: {plan.url}\n"
-              f"  notebooks in {plan.notebook_dir}; %salloc in them uses the sandbox {sb.profile_name}\n"
-              "  press Ctrl-C here to stop JupyterLab and the sandbox\n", flush=True)
+        print(
+            f"\nopen JupyterLab: {plan.url}\n"
+            f"  notebooks in {plan.notebook_dir}; %salloc in them uses the sandbox {sb.profile_name}\n"
+            "  press Ctrl-C here to stop JupyterLab and the sandbox\n",
+            flush=True,
+        )
         code = proc.wait()
         print(f"JupyterLab exited ({code})")
     except (KeyboardInterrupt, Interrupted) as exc:
@@ -230,12 +281,20 @@ def serve(plan: LabPlan) -> int:
         if not sb.reused:
             sb.down()
         if left:
-            print(f"make lab: still running after the stop: pids {', '.join(map(str, left))}", file=sys.stderr)
+            print(
+                f"make lab: still running after the stop: pids {', '.join(map(str, left))}", file=sys.stderr
+            )
             code = code or 1
         else:
-            print("JupyterLab " + ("stopped; the sandbox was left running, as it was before"
-                                   if sb.reused else f"and the sandbox {sb.profile_name} stopped") +
-                  "; nothing of this run is left running")
+            print(
+                "JupyterLab "
+                + (
+                    "stopped; the sandbox was left running, as it was before"
+                    if sb.reused
+                    else f"and the sandbox {sb.profile_name} stopped"
+                )
+                + "; nothing of this run is left running"
+            )
     return code
 
 
@@ -251,7 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         return serve(plan)
     except (KeyboardInterrupt, Interrupted):
-        print("\nstopped before JupyterLab started; nothing is left running")  # Sandbox.up cleans up after itself
+        print(
+            "\nstopped before JupyterLab started; nothing is left running"
+        )  # Sandbox.up cleans up after itself
         return 130
     except SlurmlabError as exc:
         print(f"make lab: {exc}", file=sys.stderr)

@@ -78,7 +78,9 @@ class Recorder:
             (self.out / name).write_text(self._clean(text))
         if err.strip():
             (self.out / f"{stem}.stderr").write_text(self._clean(err))
-        self.lines.append(f"{name}\trc={rc}\t{self._clean(shlex.join(argv))}" + (f"\t# {note}" if note else ""))
+        self.lines.append(
+            f"{name}\trc={rc}\t{self._clean(shlex.join(argv))}" + (f"\t# {note}" if note else "")
+        )
 
     def _clean(self, text: str) -> str:
         for old, new in self.rewrites:
@@ -102,7 +104,9 @@ class Recorder:
 
 
 def _job_id(stdout: str, stderr: str) -> str | None:
-    m = re.search(r"(?:Submitted batch job|Granted job allocation|Pending job allocation) ([0-9]+)", stdout + stderr)
+    m = re.search(
+        r"(?:Submitted batch job|Granted job allocation|Pending job allocation) ([0-9]+)", stdout + stderr
+    )
     return m.group(1) if m else None
 
 
@@ -120,28 +124,106 @@ def _workload(rec: Recorder, runner: Runner, jobout: Path) -> tuple[list[subproc
     out = str(jobout)
     rec.note("## --- workload ---")
     r("w01_salloc_gpus2.txt", ["salloc", "--no-shell", "-J", "gpus2", "-t", "60", "--gpus=2"])
-    _, o, e = r("w02_salloc_gpn_closest_enforce.txt",
-                ["salloc", "--no-shell", "-J", "gpn2", "-t", "60", "-N", "2", "--ntasks-per-node=2",
-                 "--gpus-per-node=h100:1", "--gpu-bind=closest", "--gres-flags=enforce-binding"])
+    _, o, e = r(
+        "w02_salloc_gpn_closest_enforce.txt",
+        [
+            "salloc",
+            "--no-shell",
+            "-J",
+            "gpn2",
+            "-t",
+            "60",
+            "-N",
+            "2",
+            "--ntasks-per-node=2",
+            "--gpus-per-node=h100:1",
+            "--gpu-bind=closest",
+            "--gres-flags=enforce-binding",
+        ],
+    )
     two_node = _job_id(o, e)
     r("w03_salloc_shard4.txt", ["salloc", "--no-shell", "-J", "shard4", "-t", "60", "--gres=shard:4"])
-    _, o, e = r("w06_sbatch_running.txt", ["sbatch", "-J", "batchrun", "-t", "60", "-o", f"{out}/%j.out", "-n", "1",
-                                           "--gpus-per-task=1", "--wrap", "sleep 600"])
+    _, o, e = r(
+        "w06_sbatch_running.txt",
+        [
+            "sbatch",
+            "-J",
+            "batchrun",
+            "-t",
+            "60",
+            "-o",
+            f"{out}/%j.out",
+            "-n",
+            "1",
+            "--gpus-per-task=1",
+            "--wrap",
+            "sleep 600",
+        ],
+    )
     batch = _job_id(o, e)
-    r("w07_sbatch_held.txt", ["sbatch", "-H", "-J", "heldjob", "-t", "30", "-o", f"{out}/%j.out", "--gpus=1",
-                              "--wrap", "sleep 10"])
-    _, o, e = r("w08_sbatch_complete.txt", ["sbatch", "-J", "donejob", "-t", "5", "-o", f"{out}/%j.out",
-                                            "--wrap", "true"])
+    r(
+        "w07_sbatch_held.txt",
+        [
+            "sbatch",
+            "-H",
+            "-J",
+            "heldjob",
+            "-t",
+            "30",
+            "-o",
+            f"{out}/%j.out",
+            "--gpus=1",
+            "--wrap",
+            "sleep 10",
+        ],
+    )
+    _, o, e = r(
+        "w08_sbatch_complete.txt",
+        ["sbatch", "-J", "donejob", "-t", "5", "-o", f"{out}/%j.out", "--wrap", "true"],
+    )
     done = _job_id(o, e)
-    _, o, e = r("w09_sbatch_tocancel.txt", ["sbatch", "-J", "cancelme", "-t", "5", "-o", f"{out}/%j.out", "--gpus=1",
-                                            "--wrap", "sleep 600"])
+    _, o, e = r(
+        "w09_sbatch_tocancel.txt",
+        ["sbatch", "-J", "cancelme", "-t", "5", "-o", f"{out}/%j.out", "--gpus=1", "--wrap", "sleep 600"],
+    )
     cancel = _job_id(o, e)
-    r("w10_sbatch_array.txt", ["sbatch", "-J", "arr", "-t", "60", "-o", f"{out}/%A_%a.out", "--array=0-5%3",
-                               "--gpus=1", "--wrap", "sleep 600"])
-    r("w11_sbatch_pending_resources.txt", ["sbatch", "-J", "bigwait", "-t", "60", "-o", f"{out}/%j.out", "-N", "2",
-                                           "--gpus-per-node=8", "--wrap", "sleep 10"])
-    _, o, e = r("w12_sbatch_fail.txt", ["sbatch", "-J", "failjob", "-t", "5", "-o", f"{out}/%j.out",
-                                        "--wrap", "exit 3"])
+    r(
+        "w10_sbatch_array.txt",
+        [
+            "sbatch",
+            "-J",
+            "arr",
+            "-t",
+            "60",
+            "-o",
+            f"{out}/%A_%a.out",
+            "--array=0-5%3",
+            "--gpus=1",
+            "--wrap",
+            "sleep 600",
+        ],
+    )
+    r(
+        "w11_sbatch_pending_resources.txt",
+        [
+            "sbatch",
+            "-J",
+            "bigwait",
+            "-t",
+            "60",
+            "-o",
+            f"{out}/%j.out",
+            "-N",
+            "2",
+            "--gpus-per-node=8",
+            "--wrap",
+            "sleep 10",
+        ],
+    )
+    _, o, e = r(
+        "w12_sbatch_fail.txt",
+        ["sbatch", "-J", "failjob", "-t", "5", "-o", f"{out}/%j.out", "--wrap", "exit 3"],
+    )
     failed = _job_id(o, e)
     if cancel:
         _wait_state(runner, cancel, {"RUNNING"})
@@ -150,8 +232,10 @@ def _workload(rec: Recorder, runner: Runner, jobout: Path) -> tuple[list[subproc
         if job:
             _wait_state(runner, job, {"COMPLETED", "FAILED", "CANCELLED"})
     steps: list[subprocess.Popen[str]] = []
-    for job, argv in ((batch, ["-J", "stepsleep", "sleep", "300"]),
-                      (two_node, ["-J", "gpustep", "-N", "2", "-n", "2", "--gpus-per-node=1", "sleep", "300"])):
+    for job, argv in (
+        (batch, ["-J", "stepsleep", "sleep", "300"]),
+        (two_node, ["-J", "gpustep", "-N", "2", "-n", "2", "--gpus-per-node=1", "sleep", "300"]),
+    ):
         if job:
             full = ["srun", f"--jobid={job}", "--overlap", *argv]
             rec.note(f"bg\t-\t{rec._clean(shlex.join(full))} &")
@@ -170,12 +254,16 @@ def _captures(rec: Recorder) -> None:
     r("s01_squeue.json", ["squeue", "--json"])
     r("s07_scontrol_json_show_node.json", ["scontrol", "--json", "show", "node"])
     r("s08_scontrol_show_node_d.txt", ["scontrol", "show", "node", "-d"])
-    _, default_parts, _ = r("s09_scontrol_json_show_partition.json", ["scontrol", "--json", "show", "partition"])
+    _, default_parts, _ = r(
+        "s09_scontrol_json_show_partition.json", ["scontrol", "--json", "show", "partition"]
+    )
     r("s04_sinfo_nodes.json", ["sinfo", "--json"])
     r("s03_squeue.yaml", ["squeue", "--yaml"])
     for layout in LAYOUTS:
-        rc, _, _ = r(f"s09_scontrol_json_{layout}_show_partition.json",
-                     ["scontrol", f"--json={layout}", "show", "partition"])
+        rc, _, _ = r(
+            f"s09_scontrol_json_{layout}_show_partition.json",
+            ["scontrol", f"--json={layout}", "show", "partition"],
+        )
         if rc == 0 and layout not in _data_parser(default_parts):
             _layout_captures(rec, layout)
     r("s16_scontrol_show_partition.txt", ["scontrol", "show", "partition"])
@@ -198,14 +286,29 @@ def _other_forms(rec: Recorder) -> None:
     r("s11b_squeue_all_states_o.txt", ["squeue", "-t", "all", "-o", "%i %T %b %R"])
     r("s12b_scontrol_show_config.txt", ["scontrol", "show", "config"])
     r("s14_squeue_steps.txt", ["squeue", "-s"])
-    r("s15_squeue_O_tres.txt", ["squeue", "-O", "JobID:12,ArrayJobID:10,ArrayTaskID:10,StateCompact:6,"
-                                "tres-per-node:30,tres-per-job:20,tres-per-task:20,tres-alloc:60,ReasonList:30"])
+    r(
+        "s15_squeue_O_tres.txt",
+        [
+            "squeue",
+            "-O",
+            "JobID:12,ArrayJobID:10,ArrayTaskID:10,StateCompact:6,"
+            "tres-per-node:30,tres-per-job:20,tres-per-task:20,tres-alloc:60,ReasonList:30",
+        ],
+    )
     r("s19_squeue_all.txt", ["squeue", "-a", "-l"])
     r("t01_scontrol_oneliner_show_node_d.txt", ["scontrol", "-o", "show", "node", "-d"])
     r("t02_sinfo_o_PaDTGN.txt", ["sinfo", "-o", "%P %a %D %T %G %N"])
     r("t03_scontrol_show_hostnames.txt", ["scontrol", "show", "hostnames", "node[1-2]"])
-    r("t04_sinfo_N_O_gpu_fields.txt", ["sinfo", "-N", "-h", "-O", "NodeHost:10,Partition:8,CPUsState:16,Gres:60,"
-                                       "GresUsed:60,StateComplete:30"])
+    r(
+        "t04_sinfo_N_O_gpu_fields.txt",
+        [
+            "sinfo",
+            "-N",
+            "-h",
+            "-O",
+            "NodeHost:10,Partition:8,CPUsState:16,Gres:60,GresUsed:60,StateComplete:30",
+        ],
+    )
     r("t05_scontrol_show_step_d.txt", ["scontrol", "show", "step", "-d"])
 
 
@@ -237,8 +340,10 @@ def _errors(rec: Recorder, runner: Runner) -> None:
         ("e11_sbatch_more_nodes_than_partition.txt", ["sbatch", "-t", "5", "-N", "3", "--wrap", "true"]),
         ("e12_sbatch_more_gpus_than_partition.txt", ["sbatch", "-t", "5", "--gpus=17", "--wrap", "true"]),
         ("e13_salloc_uid.txt", ["salloc", "--no-shell", "--immediate=2", "--uid=nobody", "-t", "5"]),
-        ("e14_salloc_gres_and_gpus_per_node.txt",
-         ["salloc", "--no-shell", "--immediate=2", "-t", "5", "--gres=gpu:1", "--gpus-per-node=1"]),
+        (
+            "e14_salloc_gres_and_gpus_per_node.txt",
+            ["salloc", "--no-shell", "--immediate=2", "-t", "5", "--gres=gpu:1", "--gpus-per-node=1"],
+        ),
     ):
         rc, o, e = r(name, argv, timeout=15)
         job = _job_id(o, e)
@@ -293,14 +398,20 @@ def _wait_reason(runner: Runner, job: str, seconds: float = 20) -> None:
 
 def _blocker(rec: Recorder, name: str) -> str | None:
     """Every GPU of the 2-node sandbox taken, so that the next GPU request pends for Resources."""
-    _, o, e = rec.run(name, ["salloc", "--no-shell", "-J", "blocker", "-t", "60", "-N", "2", "--gpus-per-node=8"])
+    _, o, e = rec.run(
+        name, ["salloc", "--no-shell", "-J", "blocker", "-t", "60", "-N", "2", "--gpus-per-node=8"]
+    )
     return _job_id(o, e)
 
 
 def _job_views(rec: Recorder, prefix: str, job: str, state: str) -> None:
-    rec.run(f"{prefix}_squeue_brief_{state}.txt", ["squeue", "-h", "-t", "all", "-j", job, "-o", BRIEF_FORMAT])
+    rec.run(
+        f"{prefix}_squeue_brief_{state}.txt", ["squeue", "-h", "-t", "all", "-j", job, "-o", BRIEF_FORMAT]
+    )
     rec.run(f"{prefix}_scontrol_show_job_d_{state}.txt", ["scontrol", "show", "job", "-d", job])
-    rec.run(f"{prefix}_scontrol_json_show_job_d_{state}.json", ["scontrol", "--json", "show", "job", "-d", job])
+    rec.run(
+        f"{prefix}_scontrol_json_show_job_d_{state}.json", ["scontrol", "--json", "show", "job", "-d", job]
+    )
 
 
 def _lifecycle(rec: Recorder, runner: Runner, sb: control.Sandbox) -> None:
@@ -308,10 +419,19 @@ def _lifecycle(rec: Recorder, runner: Runner, sb: control.Sandbox) -> None:
     pending one withdrawn by SIGINT, unknown job ids, and a stopped controller (l* files)."""
     r = rec.run
     _end_jobs(runner)
-    rec.note("## --- one allocation's life, as slurmlab submits it (l*); ids in squeue/scontrol are this job's ---")
+    rec.note(
+        "## --- one allocation's life, as slurmlab submits it (l*); ids in squeue/scontrol are this job's ---"
+    )
     blocker = _blocker(rec, "l00_salloc_blocker.txt")
-    argv = ["salloc", "--no-shell", f"--job-name={LIFE_NAMES[0]}", f"--comment={LIFE_TAGS[0]}", "--gpus=2",
-            "-t", "10"]
+    argv = [
+        "salloc",
+        "--no-shell",
+        f"--job-name={LIFE_NAMES[0]}",
+        f"--comment={LIFE_TAGS[0]}",
+        "--gpus=2",
+        "-t",
+        "10",
+    ]
     proc = runner.popen(argv)
     lines = _Lines(proc)
     found = lines.wait_for(r"Pending job allocation (\d+)", 20)
@@ -323,14 +443,29 @@ def _lifecycle(rec: Recorder, runner: Runner, sb: control.Sandbox) -> None:
     head = "".join(lines.lines)
     _wait_reason(runner, job)
     _job_views(rec, "l02", job, "pending")
-    r("l03_squeue_by_name.txt", ["squeue", "-h", "--me", "-t", "all", "-n", LIFE_NAMES[0], "-o", BRIEF_FORMAT])
+    r(
+        "l03_squeue_by_name.txt",
+        ["squeue", "-h", "--me", "-t", "all", "-n", LIFE_NAMES[0], "-o", BRIEF_FORMAT],
+    )
     r("l04_scancel_blocker.txt", ["scancel", blocker])
     rc = proc.wait(timeout=60)
     whole = lines.done()
-    rec.save("l01_salloc_pending.txt", argv, rc, "", head,
-             note="stderr of this background salloc until it pends (the rest: l05)")
-    rec.save("l05_salloc_granted.txt", argv, rc, "", whole[len(head):],
-             note="the same salloc's later stderr, once l04 freed the GPUs; its exit code")
+    rec.save(
+        "l01_salloc_pending.txt",
+        argv,
+        rc,
+        "",
+        head,
+        note="stderr of this background salloc until it pends (the rest: l05)",
+    )
+    rec.save(
+        "l05_salloc_granted.txt",
+        argv,
+        rc,
+        "",
+        whole[len(head) :],
+        note="the same salloc's later stderr, once l04 freed the GPUs; its exit code",
+    )
     _wait_state(runner, job, {"RUNNING"})
     _job_views(rec, "l06", job, "running")
     nodes = runner.run(["squeue", "-h", "-j", job, "-o", "%N"], check=False).stdout.strip()
@@ -344,8 +479,15 @@ def _lifecycle(rec: Recorder, runner: Runner, sb: control.Sandbox) -> None:
     _job_views(rec, "l12", job, "cancelled")
 
     blocker = _blocker(rec, "l13_salloc_blocker.txt")
-    argv = ["salloc", "--no-shell", f"--job-name={LIFE_NAMES[1]}", f"--comment={LIFE_TAGS[1]}", "--gpus=2",
-            "-t", "10"]
+    argv = [
+        "salloc",
+        "--no-shell",
+        f"--job-name={LIFE_NAMES[1]}",
+        f"--comment={LIFE_TAGS[1]}",
+        "--gpus=2",
+        "-t",
+        "10",
+    ]
     proc = runner.popen(argv)
     lines = _Lines(proc)
     found = lines.wait_for(r"Pending job allocation (\d+)", 20)
@@ -353,17 +495,28 @@ def _lifecycle(rec: Recorder, runner: Runner, sb: control.Sandbox) -> None:
     time.sleep(1)
     os.killpg(proc.pid, signal.SIGINT)  # how Allocation.cancel withdraws a pending salloc
     rc = proc.wait(timeout=30)
-    rec.save("l14_salloc_pending_interrupted.txt", argv, rc, "", lines.done(),
-             note="SIGINT to its process group while it pended")
+    rec.save(
+        "l14_salloc_pending_interrupted.txt",
+        argv,
+        rc,
+        "",
+        lines.done(),
+        note="SIGINT to its process group while it pended",
+    )
     if found is not None:
         _wait_state(runner, found.group(1), {"CANCELLED"}, seconds=10)
-        r("l15_squeue_brief_interrupted.txt",
-          ["squeue", "-h", "-t", "all", "-j", found.group(1), "-o", BRIEF_FORMAT])
+        r(
+            "l15_squeue_brief_interrupted.txt",
+            ["squeue", "-h", "-t", "all", "-j", found.group(1), "-o", BRIEF_FORMAT],
+        )
     if blocker:
         runner.run(["scancel", blocker], check=False)
 
     rec.note("## --- a job id the controller does not know ---")
-    r("l16_squeue_brief_unknown_job.txt", ["squeue", "-h", "-t", "all", "-j", UNKNOWN_JOB, "-o", BRIEF_FORMAT])
+    r(
+        "l16_squeue_brief_unknown_job.txt",
+        ["squeue", "-h", "-t", "all", "-j", UNKNOWN_JOB, "-o", BRIEF_FORMAT],
+    )
     r("l17_scontrol_show_job_d_unknown_job.txt", ["scontrol", "show", "job", "-d", UNKNOWN_JOB])
     r("l18_scancel_unknown_job.txt", ["scancel", UNKNOWN_JOB])
 
@@ -373,18 +526,23 @@ def _lifecycle(rec: Recorder, runner: Runner, sb: control.Sandbox) -> None:
     end = time.monotonic() + 30
     while time.monotonic() < end and Path(f"/proc/{pid}").exists() and "Z" not in _proc_state(pid):
         time.sleep(0.2)
-    r("l19_squeue_brief_controller_down.txt", ["squeue", "-h", "-t", "all", "-j", job, "-o", BRIEF_FORMAT],
-      timeout=90)
+    r(
+        "l19_squeue_brief_controller_down.txt",
+        ["squeue", "-h", "-t", "all", "-j", job, "-o", BRIEF_FORMAT],
+        timeout=90,
+    )
     r("l20_scontrol_show_job_d_controller_down.txt", ["scontrol", "show", "job", "-d", job], timeout=90)
     r("l21_scontrol_ping_controller_down.txt", ["scontrol", "ping"], timeout=90)
     r("l22_sinfo_version_controller_down.txt", ["sinfo", "--version"])
     # what %squeue, %sinfo, validation and the server ask of the whole cluster
-    for name, argv in (("l23_scontrol_show_job_d_controller_down.txt", ["scontrol", "show", "job", "-d"]),
-                       ("l24_scontrol_json_show_job_d_controller_down.json", ["scontrol", "--json", "show", "job", "-d"]),
-                       ("l25_scontrol_show_node_d_controller_down.txt", ["scontrol", "show", "node", "-d"]),
-                       ("l26_scontrol_json_show_node_controller_down.json", ["scontrol", "--json", "show", "node"]),
-                       ("l27_scontrol_show_partition_controller_down.txt", ["scontrol", "show", "partition"]),
-                       ("l28_squeue_owners_controller_down.txt", ["squeue", "-h", "-t", "all", "-o", "%A|%U"])):
+    for name, argv in (
+        ("l23_scontrol_show_job_d_controller_down.txt", ["scontrol", "show", "job", "-d"]),
+        ("l24_scontrol_json_show_job_d_controller_down.json", ["scontrol", "--json", "show", "job", "-d"]),
+        ("l25_scontrol_show_node_d_controller_down.txt", ["scontrol", "show", "node", "-d"]),
+        ("l26_scontrol_json_show_node_controller_down.json", ["scontrol", "--json", "show", "node"]),
+        ("l27_scontrol_show_partition_controller_down.txt", ["scontrol", "show", "partition"]),
+        ("l28_squeue_owners_controller_down.txt", ["squeue", "-h", "-t", "all", "-o", "%A|%U"]),
+    ):
         r(name, argv, timeout=90)
     sb.restart()
 
@@ -400,10 +558,24 @@ def _mig_and_threads(rec: Recorder, runner: Runner) -> None:
     r = rec.run
     rec.note("## --- h200-mig, 2 threads per core (x_*) ---")
     r("x01_salloc_mig.txt", ["salloc", "--no-shell", "-J", "migjob", "-t", "60", "--gres=gpu:1g.18gb:2"])
-    r("x02_salloc_mig_3g.txt", ["salloc", "--no-shell", "-J", "mig3g", "-t", "60", "--gpus=3g.71gb:1",
-                                "--cpus-per-gpu=4", "--mem-per-gpu=8G"])
-    r("x03_salloc_cores_socket1.txt", ["salloc", "--no-shell", "-J", "sock1", "-t", "60", "-n", "120",
-                                       "--gpus=1g.18gb:1"])
+    r(
+        "x02_salloc_mig_3g.txt",
+        [
+            "salloc",
+            "--no-shell",
+            "-J",
+            "mig3g",
+            "-t",
+            "60",
+            "--gpus=3g.71gb:1",
+            "--cpus-per-gpu=4",
+            "--mem-per-gpu=8G",
+        ],
+    )
+    r(
+        "x03_salloc_cores_socket1.txt",
+        ["salloc", "--no-shell", "-J", "sock1", "-t", "60", "-n", "120", "--gpus=1g.18gb:1"],
+    )
     r("x05_scontrol_json_show_job_d.json", ["scontrol", "--json", "show", "job", "-d"])
     r("x06_scontrol_show_job_d.txt", ["scontrol", "show", "job", "-d"])
     r("x07_scontrol_json_show_node.json", ["scontrol", "--json", "show", "node"])
@@ -416,7 +588,9 @@ def _end_jobs(runner: Runner, seconds: float = 20) -> None:
         runner.run(["scancel", *sorted(set(ids))], check=False)
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        if not runner.run(["squeue", "-h", "-t", "RUNNING,COMPLETING,SUSPENDED", "-o", "%A"], check=False).stdout.strip():
+        if not runner.run(
+            ["squeue", "-h", "-t", "RUNNING,COMPLETING,SUSPENDED", "-o", "%A"], check=False
+        ).stdout.strip():
             break
         time.sleep(0.5)
     time.sleep(1)  # the step daemons exit just after their job leaves the queue
@@ -430,15 +604,19 @@ HAND_PREFIX = "hostile_"
 def _hand_recorded(out: Path) -> str:
     commands = out / "commands.txt"
     lines = commands.read_text().splitlines(keepends=True) if commands.is_file() else []
-    start = next((i for i, line in enumerate(lines) if line.startswith("## ---") and "recorded by hand" in line),
-                 len(lines))
+    start = next(
+        (i for i, line in enumerate(lines) if line.startswith("## ---") and "recorded by hand" in line),
+        len(lines),
+    )
     return "".join(lines[start:])
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: record-golden.py OUT_DIR   (e.g. tests/data/slurm/24.11, inside that version's root)",
-              file=sys.stderr)
+        print(
+            "usage: record-golden.py OUT_DIR   (e.g. tests/data/slurm/24.11, inside that version's root)",
+            file=sys.stderr,
+        )
         return 2
     out = Path(argv[0]).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -456,8 +634,13 @@ def main(argv: list[str]) -> int:
     try:
         sb = control.Sandbox.up("dgx-h100", nodes=2, directory=work / "a")
         sandboxes.append(sb)
-        rewrites = [(str(work / "a"), "/srv/sandbox"), (str(work / "b"), "/srv/sandbox2"), (str(work), "/home/user"),
-                    (home, "/home/user"), (host, "vm")]
+        rewrites = [
+            (str(work / "a"), "/srv/sandbox"),
+            (str(work / "b"), "/srv/sandbox2"),
+            (str(work), "/home/user"),
+            (home, "/home/user"),
+            (host, "vm"),
+        ]
         rec = Recorder(out, sb.runner(TIMEOUT), rewrites)
         jobout = work / "a" / "jobout"
         jobout.mkdir()

@@ -46,8 +46,9 @@ JOBS = {
 
 
 def run(sb: Sandbox, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(list(argv), capture_output=True, text=True, timeout=60, env={**os.environ, **sb.env()},
-                       cwd="/tmp")
+    r = subprocess.run(
+        list(argv), capture_output=True, text=True, timeout=60, env={**os.environ, **sb.env()}, cwd="/tmp"
+    )
     if check and r.returncode != 0:
         raise SystemExit(f"{argv}: rc={r.returncode}: {r.stderr}")
     return r
@@ -113,7 +114,11 @@ def main() -> int:
     host = socket.gethostname()
     for f in out.iterdir():
         if f.name != "commands.txt":
-            text = f.read_text().replace(str(work / "a"), "/srv/sandbox").replace(str(work / "b"), "/srv/sandbox")
+            text = (
+                f.read_text()
+                .replace(str(work / "a"), "/srv/sandbox")
+                .replace(str(work / "b"), "/srv/sandbox")
+            )
             f.write_text(text.replace(host, "vm"))
     print(f"recorded {len(commands)} commands into {out}")
     return 0

@@ -142,6 +142,7 @@ def unload_ipython_extension(ip: object) -> None:
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "slurmlab"}]
 
+
 __all__ = [
     "AccountingOffError",
     "Allocation",

@@ -59,15 +59,22 @@ def preflight(sb: Sandbox) -> None:
                     gres = ",".join(g.render() for g in a.items)
                     print(f"  Nodes={a.node} CPU_IDs={a.cpu_ids or '-'} Mem={a.mem_mb or '-'} GRES={gres}")
                 print(f"  binding: {job.tres_bind or '-'}, enforce-binding: {job.gres_binding_enforced}")
-            print(f"\n$ srun --jobid={alloc.job_id} --overlap {' '.join(STEP_ARGS)} python3 -c <report GPUs and CPUs>")
+            print(
+                f"\n$ srun --jobid={alloc.job_id} --overlap {' '.join(STEP_ARGS)} python3 -c <report GPUs and CPUs>"
+            )
             result = alloc.srun(["python3", "-c", TASK_REPORT], args=STEP_ARGS, on_output=lambda *_: None)
             if not result.ok:
                 raise SlurmlabError("the step failed: " + " ".join(result.stderr[-3:]))
-            rows = sorted((line.split("|") for line in result.stdout if line.count("|") == 4),
-                          key=lambda r: int(r[0]))
-            print(f"  {'task':>4}  {'node':<6} {'CUDA_VISIBLE_DEVICES':<21} {'SLURM_STEP_GPUS':<16} CPU affinity")
+            rows = sorted(
+                (line.split("|") for line in result.stdout if line.count("|") == 4), key=lambda r: int(r[0])
+            )
+            print(
+                f"  {'task':>4}  {'node':<6} {'CUDA_VISIBLE_DEVICES':<21} {'SLURM_STEP_GPUS':<16} CPU affinity"
+            )
             for rank, node, cvd, gpus, cpus in rows:
-                print(f"  {rank:>4}  {node:<6} {cvd:<21} {gpus:<16} {format_cpu_list(int(c) for c in cpus.split(',') if c)}")
+                print(
+                    f"  {rank:>4}  {node:<6} {cvd:<21} {gpus:<16} {format_cpu_list(int(c) for c in cpus.split(',') if c)}"
+                )
         alloc.wait("ENDED", timeout=30)
         print(f"\nreleased job {alloc.job_id} (scancel): {alloc.state}")
     finally:
@@ -76,33 +83,67 @@ def preflight(sb: Sandbox) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m slurmlab.demo", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="python -m slurmlab.demo",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Build the workshop course: start the Slurm sandbox, execute every lesson\n"
-                    "(notebooks/NN-*.ipynb) in order, each in a fresh kernel, write each as HTML with an\n"
-                    "index.html (build/demo/ by default), stop the sandbox. Exit 0 only when every lesson\n"
-                    "ran without an error. The pages work offline; widgets show the text they saved.",
+        "(notebooks/NN-*.ipynb) in order, each in a fresh kernel, write each as HTML with an\n"
+        "index.html (build/demo/ by default), stop the sandbox. Exit 0 only when every lesson\n"
+        "ran without an error. The pages work offline; widgets show the text they saved.",
         epilog="examples:\n  python -m slurmlab.demo                     the whole course into build/demo/\n"
-               "  python -m slurmlab.demo --lessons 03        one lesson, while preparing it\n"
-               "  python -m slurmlab.demo --keep              leave the sandbox running for `make lab`")
-    parser.add_argument("--profile", default=os.environ.get("SLURMLAB_PROFILE") or DEFAULT_PROFILE,
-                        help="the sandbox's hardware profile (env SLURMLAB_PROFILE; default %(default)s; "
-                             "`slurmlab sandbox profiles` lists them)")
-    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                        help="where the HTML pages and index.html go (default %(default)s)")
-    parser.add_argument("--lessons", metavar="NN,NN", default=None,
-                        help="only these lessons, by number (e.g. 00,03); default: every lesson")
-    parser.add_argument("--notebooks", metavar="DIR", default=None,
-                        help="the folder of the lessons (default: the repository's notebooks/)")
+        "  python -m slurmlab.demo --lessons 03        one lesson, while preparing it\n"
+        "  python -m slurmlab.demo --keep              leave the sandbox running for `make lab`",
+    )
+    parser.add_argument(
+        "--profile",
+        default=os.environ.get("SLURMLAB_PROFILE") or DEFAULT_PROFILE,
+        help="the sandbox's hardware profile (env SLURMLAB_PROFILE; default %(default)s; "
+        "`slurmlab sandbox profiles` lists them)",
+    )
+    parser.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help="where the HTML pages and index.html go (default %(default)s)",
+    )
+    parser.add_argument(
+        "--lessons",
+        metavar="NN,NN",
+        default=None,
+        help="only these lessons, by number (e.g. 00,03); default: every lesson",
+    )
+    parser.add_argument(
+        "--notebooks",
+        metavar="DIR",
+        default=None,
+        help="the folder of the lessons (default: the repository's notebooks/)",
+    )
     parser.add_argument("--keep", action="store_true", help="leave the sandbox running at the end")
-    parser.add_argument("--accounting", action=argparse.BooleanOptionalAction, default=None,
-                        help="Slurm accounting in the sandbox (sacct: the lessons' ended explanations); default: on "
-                             "where slurmdbd and MariaDB are installed; --no-accounting starts a few seconds sooner")
-    parser.add_argument("--dir", dest="directory", default=None, metavar="DIR",
-                        help="the sandbox's folder (default: its usual place for the profile)")
-    parser.add_argument("--no-preflight", action="store_true",
-                        help="skip the 2-node allocation that checks the sandbox before the lessons")
-    parser.add_argument("--cell-timeout", type=float, default=600.0, metavar="S",
-                        help="how long one cell may run (default %(default)s s)")
+    parser.add_argument(
+        "--accounting",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Slurm accounting in the sandbox (sacct: the lessons' ended explanations); default: on "
+        "where slurmdbd and MariaDB are installed; --no-accounting starts a few seconds sooner",
+    )
+    parser.add_argument(
+        "--dir",
+        dest="directory",
+        default=None,
+        metavar="DIR",
+        help="the sandbox's folder (default: its usual place for the profile)",
+    )
+    parser.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the 2-node allocation that checks the sandbox before the lessons",
+    )
+    parser.add_argument(
+        "--cell-timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="how long one cell may run (default %(default)s s)",
+    )
     return parser
 
 
@@ -120,8 +161,10 @@ def _plan(args: argparse.Namespace) -> list[Lesson]:
     if args.lessons is not None:
         lessons = select(lessons, parse_selection(args.lessons))
     if not lessons:
-        raise SlurmlabError(f"no lessons (NN-name.ipynb) in {_lessons_folder(args.notebooks)}",
-                            hint="name the folder with --notebooks DIR")
+        raise SlurmlabError(
+            f"no lessons (NN-name.ipynb) in {_lessons_folder(args.notebooks)}",
+            hint="name the folder with --notebooks DIR",
+        )
     for module in ("nbclient", "nbformat", "nbconvert"):
         require(module, feature="building the course", extra="course")
     return lessons
@@ -134,12 +177,23 @@ def _terminate(signum: int, frame: object) -> None:
 
 def _course(sb: Sandbox, lessons: list[Lesson], args: argparse.Namespace) -> int:
     out = Path(args.out)
-    print(f"\ncourse: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''}, each in a fresh kernel "
-          f"(one line as each ends)")
-    built = build_course(lessons, out, env={**os.environ, **sb.env()}, profile=sb.profile_name,
-                         slurm=sb.release, cell_timeout=args.cell_timeout, echo=_echo)
+    print(
+        f"\ncourse: {len(lessons)} lesson{'s' if len(lessons) != 1 else ''}, each in a fresh kernel "
+        f"(one line as each ends)"
+    )
+    built = build_course(
+        lessons,
+        out,
+        env={**os.environ, **sb.env()},
+        profile=sb.profile_name,
+        slurm=sb.release,
+        cell_timeout=args.cell_timeout,
+        echo=_echo,
+    )
     passed = sum(r.ok for r in built.results)
-    print(f"course: {passed} of {len(built.results)} lessons ran without an error; open {built.index.resolve()}")
+    print(
+        f"course: {passed} of {len(built.results)} lessons ran without an error; open {built.index.resolve()}"
+    )
     return 0 if built.ok else 1
 
 
@@ -163,8 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("demo: interrupted while the sandbox started (it was stopped)", file=sys.stderr)
         return 130
-    print(f"sandbox {sb.profile_name}: Slurm {sb.release}, {len(sb.nodes)} nodes ({', '.join(sb.nodes)}), "
-          f"SLURM_CONF={sb.conf_path}" + (" (reused)" if sb.reused else ""))
+    print(
+        f"sandbox {sb.profile_name}: Slurm {sb.release}, {len(sb.nodes)} nodes ({', '.join(sb.nodes)}), "
+        f"SLURM_CONF={sb.conf_path}" + (" (reused)" if sb.reused else "")
+    )
     code = 0
     try:
         if not args.no_preflight:
@@ -174,8 +230,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"demo failed: {exc}", file=sys.stderr)
         code = 1
     except KeyboardInterrupt:
-        print(f"\ndemo: interrupted; the pages written so far are indexed in {Path(args.out) / 'index.html'}",
-              file=sys.stderr)
+        print(
+            f"\ndemo: interrupted; the pages written so far are indexed in {Path(args.out) / 'index.html'}",
+            file=sys.stderr,
+        )
         code = 130
     finally:
         # an impatient second Ctrl-C must not leave the daemons half stopped

@@ -68,7 +68,9 @@ class ParseError(SlurmlabError, ValueError):
     parser skips that record and reports it, so a listing can say which entry it left out.
     """
 
-    def __init__(self, what: str, text: str, *, hint: str | None = None, record_id: str | None = None) -> None:
+    def __init__(
+        self, what: str, text: str, *, hint: str | None = None, record_id: str | None = None
+    ) -> None:
         self.what = what
         self.text = text
         self.record_id = record_id

@@ -35,8 +35,17 @@ def cluster(fake: FakeRunner) -> FakeRunner:
     owner, node states, step and scancel."""
     fake.replay_cluster(VERSION)
     node_brief(fake, VERSION)
-    fake.replay(*(f"{VERSION}/{n}" for n in ("l07_sinfo_node_states.txt", "l08_squeue_owner.txt",
-                                              "l09_srun_overlap_hostname.txt", "l11_scancel.txt")))
+    fake.replay(
+        *(
+            f"{VERSION}/{n}"
+            for n in (
+                "l07_sinfo_node_states.txt",
+                "l08_squeue_owner.txt",
+                "l09_srun_overlap_hostname.txt",
+                "l11_scancel.txt",
+            )
+        )
+    )
     return fake
 
 
@@ -58,7 +67,9 @@ def node_brief(fake: FakeRunner, version: str) -> None:
 def job_in(fake: FakeRunner, state: str) -> None:
     """squeue and scontrol show job 19 as it was in ``state`` (pending, running or cancelled)."""
     prefix = STATES[state]
-    fake.replay(f"{VERSION}/{prefix}_squeue_brief_{state}.txt", f"{VERSION}/{prefix}_scontrol_show_job_d_{state}.txt")
+    fake.replay(
+        f"{VERSION}/{prefix}_squeue_brief_{state}.txt", f"{VERSION}/{prefix}_scontrol_show_job_d_{state}.txt"
+    )
 
 
 def pending_salloc() -> Reply:
@@ -76,11 +87,21 @@ def granted_salloc() -> Reply:
 
 def controller_down(fake: FakeRunner) -> None:
     """slurmctld stopped: what every recorded query printed then (sinfo --version still answers)."""
-    fake.replay(*(f"{VERSION}/{n}" for n in (
-        "l19_squeue_brief_controller_down.txt", "l20_scontrol_show_job_d_controller_down.txt",
-        "l21_scontrol_ping_controller_down.txt", "l22_sinfo_version_controller_down.txt",
-        "l23_scontrol_show_job_d_controller_down.txt", "l25_scontrol_show_node_d_controller_down.txt",
-        "l27_scontrol_show_partition_controller_down.txt", "l28_squeue_owners_controller_down.txt")))
+    fake.replay(
+        *(
+            f"{VERSION}/{n}"
+            for n in (
+                "l19_squeue_brief_controller_down.txt",
+                "l20_scontrol_show_job_d_controller_down.txt",
+                "l21_scontrol_ping_controller_down.txt",
+                "l22_sinfo_version_controller_down.txt",
+                "l23_scontrol_show_job_d_controller_down.txt",
+                "l25_scontrol_show_node_d_controller_down.txt",
+                "l27_scontrol_show_partition_controller_down.txt",
+                "l28_squeue_owners_controller_down.txt",
+            )
+        )
+    )
 
 
 # ---- the golden files of every Slurm version, for parser tests -------------------------------------
@@ -100,8 +121,12 @@ def golden_path(version: str, name: str) -> Path:
 
 def golden_outputs(*versions: str, pattern: str = "*") -> list[Path]:
     """Every recorded stdout of these versions (not the stderr files, not commands.txt)."""
-    return sorted(p for v in versions or GOLDEN_VERSIONS for p in (golden_dir() / v).glob(pattern)
-                  if p.is_file() and p.suffix != ".stderr" and p.name != "commands.txt")
+    return sorted(
+        p
+        for v in versions or GOLDEN_VERSIONS
+        for p in (golden_dir() / v).glob(pattern)
+        if p.is_file() and p.suffix != ".stderr" and p.name != "commands.txt"
+    )
 
 
 def golden_with(name: str, *versions: str) -> list[str]:
@@ -121,12 +146,18 @@ def golden_inventory(version: str) -> tuple[ClusterInventory, tuple[int, ...]]:
         nodes = parse_scontrol_nodes(golden_path(version, "s08_scontrol_show_node_d.txt").read_text())
         parts = parse_scontrol_partitions(golden_path(version, "s16_scontrol_show_partition.txt").read_text())
     else:
-        nodes = parse_nodes_json(json.loads(golden_path(version, "s07_scontrol_json_show_node.json").read_text()))
+        nodes = parse_nodes_json(
+            json.loads(golden_path(version, "s07_scontrol_json_show_node.json").read_text())
+        )
         parts = parse_partitions_json(
-            json.loads(golden_path(version, "s09_scontrol_json_show_partition.json").read_text()))
+            json.loads(golden_path(version, "s09_scontrol_json_show_partition.json").read_text())
+        )
     if not any(p.default for p in parts):
-        starred = [n[:-1] for n in golden_path(version, "s20_sinfo_partitions.txt").read_text().split()
-                   if n.endswith("*")]
+        starred = [
+            n[:-1]
+            for n in golden_path(version, "s20_sinfo_partitions.txt").read_text().split()
+            if n.endswith("*")
+        ]
         parts = [replace(p, default=p.name in starred) for p in parts]
     said = golden_path(version, "00_sinfo_version.txt").read_text().split()[-1]
     return build_inventory(nodes, parts), tuple(int(x) for x in said.split("."))

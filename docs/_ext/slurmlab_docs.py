@@ -61,12 +61,26 @@ def _help_width(columns: int = 100) -> Iterator[None]:
 # names it or a package above it; "slurmlab" itself is matched exactly (its own functions), never as a prefix.
 API_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Allocations", ("slurmlab.slurm.allocation",)),
-    ("Reading the cluster", ("slurmlab.slurm.queries", "slurmlab.slurm.node_queries", "slurmlab.slurm.job_queries",
-                             "slurmlab.slurm.accounting")),
+    (
+        "Reading the cluster",
+        (
+            "slurmlab.slurm.queries",
+            "slurmlab.slurm.node_queries",
+            "slurmlab.slurm.job_queries",
+            "slurmlab.slurm.accounting",
+        ),
+    ),
     ("Running Slurm commands", ("slurmlab.slurm.runner",)),
     ("Requests", ("slurmlab.core.request",)),
-    ("Topology, MIG and binding", ("slurmlab.core.gpu", "slurmlab.slurm.probes", "slurmlab.slurm.binding_probe",
-                                   "slurmlab.slurm.hardware_files")),
+    (
+        "Topology, MIG and binding",
+        (
+            "slurmlab.core.gpu",
+            "slurmlab.slurm.probes",
+            "slurmlab.slurm.binding_probe",
+            "slurmlab.slurm.hardware_files",
+        ),
+    ),
     ("Widgets", ("slurmlab.widgets",)),
     ("Diagnosis", ("slurmlab.slurm.doctor", "slurmlab.core.diagnosis")),
     ("Experiments", ("slurmlab.experiments",)),
@@ -136,8 +150,14 @@ def _api_text() -> str:
         module = getattr(value, "__module__", None) or "slurmlab"
         group = _group_of(module)
         if group is None:
-            logger.warning("slurmlab.%s comes from %s, which no section of the API page names: add its room to "
-                           "API_GROUPS in docs/_ext/slurmlab_docs.py", name, module, type="slurmlab", subtype="api")
+            logger.warning(
+                "slurmlab.%s comes from %s, which no section of the API page names: add its room to "
+                "API_GROUPS in docs/_ext/slurmlab_docs.py",
+                name,
+                module,
+                type="slurmlab",
+                subtype="api",
+            )
             continue
         grouped[group].append((name, value))
     lines: list[str] = []
@@ -156,7 +176,9 @@ def _api_text() -> str:
             try:
                 value = getattr(module, member)
             except Exception as exc:
-                logger.warning("%s.%s cannot be imported: %s", title, member, exc, type="slurmlab", subtype="api")
+                logger.warning(
+                    "%s.%s cannot be imported: %s", title, member, exc, type="slurmlab", subtype="api"
+                )
                 continue
             lines += _autodoc_lines(f"{title}.{member}", value)
     return "\n".join(lines)
@@ -188,8 +210,9 @@ def _from_a_page(node: nodes.Element, srcdir: Path) -> bool:
     return False
 
 
-def resolve_public(app: Sphinx, env: BuildEnvironment, node: addnodes.pending_xref,
-                   contnode: nodes.TextElement) -> nodes.Element | None:
+def resolve_public(
+    app: Sphinx, env: BuildEnvironment, node: addnodes.pending_xref, contnode: nodes.TextElement
+) -> nodes.Element | None:
     """``missing-reference``: a canonical path leads to its public name's entry; an internal name a docstring
     or a signature mentions stays as code; a page's own unresolved reference stays a warning."""
     if node.get("refdomain") != "py":
@@ -200,8 +223,15 @@ def resolve_public(app: Sphinx, env: BuildEnvironment, node: addnodes.pending_xr
         canonical = env._slurmlab_canonical = _canonical_paths()  # type: ignore[attr-defined]
     for path, public in canonical.items():
         if target == path or target.startswith(path + "."):
-            found = env.get_domain("py").resolve_xref(env, node["refdoc"], app.builder, node["reftype"],
-                                                     public + target[len(path):], node, contnode)
+            found = env.get_domain("py").resolve_xref(
+                env,
+                node["refdoc"],
+                app.builder,
+                node["reftype"],
+                public + target[len(path) :],
+                node,
+                contnode,
+            )
             if found is not None:
                 return found
     if _from_a_page(node, Path(app.srcdir).resolve()):
@@ -251,7 +281,7 @@ def _help_parts(function: Any) -> tuple[str, str, str]:
     if parser is None:
         return "", inspect.cleandoc(doc), ""
     full = parser.format_help()
-    tail = doc[len(full):] if doc.startswith(full) else ""
+    tail = doc[len(full) :] if doc.startswith(full) else ""
     description = parser.description
     parser.description = None  # the parser's own help, less the description (rendered above it instead)
     try:
@@ -273,8 +303,10 @@ def _magics_text() -> str:
         also_line = kind == "cell" and getattr(function, "__func__", function) in line_functions
         if also_line:
             continue  # a line-and-cell magic: its line magic's section says both
-        both = kind == "line" and any(k == "cell" and n == name and getattr(f, "__func__", f) is
-                                      getattr(function, "__func__", function) for k, n, f in found)
+        both = kind == "line" and any(
+            k == "cell" and n == name and getattr(f, "__func__", f) is getattr(function, "__func__", function)
+            for k, n, f in found
+        )
         title = f"%{name} and %%{name}" if both else ("%" if kind == "line" else "%%") + name
         label = f"magic-{name}" if kind == "line" else f"cellmagic-{name}"
         options, description, tail = _help_parts(function)
@@ -303,8 +335,15 @@ class MagicsDirective(SphinxDirective):
             return self.parse_text_to_nodes(_magics_text(), allow_section_headings=True)
 
 
-def machine_free_signature(app: Sphinx, what: str, name: str, obj: object, options: object, signature: str | None,
-                           return_annotation: str | None) -> tuple[str | None, str | None] | None:
+def machine_free_signature(
+    app: Sphinx,
+    what: str,
+    name: str,
+    obj: object,
+    options: object,
+    signature: str | None,
+    return_annotation: str | None,
+) -> tuple[str | None, str | None] | None:
     """``autodoc-process-signature``: a default taken from the machine that builds the docs (a dataclass field
     ``python: str = sys.executable`` shows the path of its venv) is shown as the code spells it; any other path
     of this checkout in a signature is a warning, since the page would publish it."""
@@ -312,14 +351,21 @@ def machine_free_signature(app: Sphinx, what: str, name: str, obj: object, optio
         return None
     signature = signature.replace(repr(sys.executable), "sys.executable")
     if str(Path(app.srcdir).resolve().parent) in signature:
-        logger.warning("the signature of %s holds a path of this machine: %s", name, signature,
-                       type="slurmlab", subtype="api")
+        logger.warning(
+            "the signature of %s holds a path of this machine: %s",
+            name,
+            signature,
+            type="slurmlab",
+            subtype="api",
+        )
     return signature, return_annotation
 
 
 def _commands(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     yield path, parser
-    for action in parser._actions:  # argparse keeps subcommands there; sphinx-argparse reads them the same way
+    for (
+        action
+    ) in parser._actions:  # argparse keeps subcommands there; sphinx-argparse reads them the same way
         if isinstance(action, argparse._SubParsersAction):
             seen: set[int] = set()
             for name, sub in action.choices.items():

@@ -19,7 +19,11 @@ def register(subparsers: Any) -> None:
     ts.add_argument("--backend", choices=("cpu", "cupy"), default="cpu")
     ts.add_argument("--procs", type=int, default=3, help="number of workers (default 3)")
     ts.add_argument("--duration", type=float, default=2.0, help="logging window D in seconds (default 2)")
-    ts.add_argument("--cores", default=None, help="CPUs for the cpu backend, e.g. 0,1 (workers pinned round-robin); default: all on one core")
+    ts.add_argument(
+        "--cores",
+        default=None,
+        help="CPUs for the cpu backend, e.g. 0,1 (workers pinned round-robin); default: all on one core",
+    )
     ts.add_argument("--fma-iters", type=int, default=0, help="fixed work per worker for slowdown (0: none)")
     ts.add_argument("--solo", action="store_true", help="run the fixed work alone first as the baseline")
     ts.add_argument("--threshold-us", type=float, default=None, help="switch threshold (default: calibrated)")

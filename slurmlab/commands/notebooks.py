@@ -26,9 +26,10 @@ MANIFEST = ".slurmlab-notebooks.json"
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "notebooks", help="copy the workshop notebooks into a folder",
+        "notebooks",
+        help="copy the workshop notebooks into a folder",
         description="Copy the workshop notebooks that come with slurmlab into DIR (created if missing). A notebook "
-                    "you changed there is left alone unless you give --force.",
+        "you changed there is left alone unless you give --force.",
     )
     parser.add_argument("directory", metavar="DIR", help="where to put them, e.g. ~/slurmlab-notebooks")
     parser.add_argument("--force", action="store_true", help="overwrite notebooks you changed in DIR")
@@ -45,17 +46,22 @@ def _run(args: argparse.Namespace) -> int:
 def shipped_notebooks() -> dict[str, bytes]:
     """File name -> content of the workshop notebooks in this installation (the wheel's, or a checkout's)."""
     packaged = resources.files("slurmlab").joinpath("notebooks")
-    found = {p.name: p.read_bytes() for p in packaged.iterdir() if p.name.endswith(".ipynb")} \
-        if packaged.is_dir() else {}
+    found = (
+        {p.name: p.read_bytes() for p in packaged.iterdir() if p.name.endswith(".ipynb")}
+        if packaged.is_dir()
+        else {}
+    )
     if not found:
         # an editable install or a source checkout: the package sits beside the repository's notebooks/
         source = Path(str(resources.files("slurmlab"))).parent / "notebooks"
         if source.is_dir():
             found = {p.name: p.read_bytes() for p in source.glob("*.ipynb")}
     if not found:
-        raise SlurmlabError("this installation of slurmlab carries no workshop notebooks",
-                            hint="install slurmlab from its wheel (pip install 'slurmlab[all]'), or take them from "
-                                 "the notebooks/ folder of its repository")
+        raise SlurmlabError(
+            "this installation of slurmlab carries no workshop notebooks",
+            hint="install slurmlab from its wheel (pip install 'slurmlab[all]'), or take them from "
+            "the notebooks/ folder of its repository",
+        )
     return dict(sorted(found.items()))
 
 
@@ -77,22 +83,32 @@ class CopyPlan:
 
     def report(self, target: Path, force: bool = False) -> str:
         kept = "kept: you changed it (--force replaces it)"
-        rows = [(n, "new") for n in self.new] + [(n, "updated") for n in self.updated] + \
-               [(n, "overwritten (--force)" if force else kept) for n in self.changed] + \
-               [(n, "already there, unchanged") for n in self.same]
+        rows = (
+            [(n, "new") for n in self.new]
+            + [(n, "updated") for n in self.updated]
+            + [(n, "overwritten (--force)" if force else kept) for n in self.changed]
+            + [(n, "already there, unchanged") for n in self.same]
+        )
         width = max(len(n) for n, _ in rows)
         where = shlex.quote(str(target))
         lines = [f"copied {len(self.writes(force))} of {len(rows)} workshop notebooks to {target}:"]
         lines += [f"  {name:<{width}}  {what}" for name, what in sorted(rows)]
-        ways = [(f"jupyter lab {where}", "on a cluster's login node (Slurm's commands on PATH)"),
-                ("make lab", "in a slurmlab checkout: a local Slurm sandbox and JupyterLab on it, in one")]
+        ways = [
+            (f"jupyter lab {where}", "on a cluster's login node (Slurm's commands on PATH)"),
+            ("make lab", "in a slurmlab checkout: a local Slurm sandbox and JupyterLab on it, in one"),
+        ]
         width = max(len(cmd) for cmd, _ in ways)
-        lines += ["open them with:", *(f"  {cmd:<{width}}  {what}" for cmd, what in ways),
-                  "in a notebook run `%load_ext slurmlab`; with no cluster, `%slurm sandbox up` starts one here"]
+        lines += [
+            "open them with:",
+            *(f"  {cmd:<{width}}  {what}" for cmd, what in ways),
+            "in a notebook run `%load_ext slurmlab`; with no cluster, `%slurm sandbox up` starts one here",
+        ]
         return "\n".join(lines)
 
 
-def plan_copy(shipped: Mapping[str, bytes], present: Mapping[str, bytes], recorded: Mapping[str, str]) -> CopyPlan:
+def plan_copy(
+    shipped: Mapping[str, bytes], present: Mapping[str, bytes], recorded: Mapping[str, str]
+) -> CopyPlan:
     """Sort each shipped notebook by what is in the folder now (``present``) and what an earlier copy recorded."""
     new: list[str] = []
     updated: list[str] = []
@@ -124,15 +140,18 @@ def _present(folder: Path, names: Iterable[str]) -> dict[str, bytes]:
     for name in names:
         path = folder / name
         if path.is_dir():
-            raise SlurmlabError(f"{path} is a folder, where a workshop notebook would go",
-                                hint="copy the notebooks into another folder")
+            raise SlurmlabError(
+                f"{path} is a folder, where a workshop notebook would go",
+                hint="copy the notebooks into another folder",
+            )
         if path.exists():
             out[name] = path.read_bytes()
     return out
 
 
-def copy_notebooks(shipped: Mapping[str, bytes], target: Path, *, force: bool = False,
-                   keep_changed: bool = False) -> CopyPlan:
+def copy_notebooks(
+    shipped: Mapping[str, bytes], target: Path, *, force: bool = False, keep_changed: bool = False
+) -> CopyPlan:
     """Copy ``shipped`` into ``target``; refuse (copying nothing) when that would overwrite a changed notebook,
     or with ``keep_changed`` copy the others and leave the changed ones as they are (``make lab`` does)."""
     if target.exists() and not target.is_dir():
@@ -148,14 +167,19 @@ def copy_notebooks(shipped: Mapping[str, bytes], target: Path, *, force: bool = 
                 f"{names} in {target} {verb} from what slurmlab ships (you changed or ran it there); "
                 "nothing was copied",
                 hint=f"keep yours and copy into another folder, or overwrite them: "
-                     f"slurmlab notebooks {shlex.quote(str(target))} --force")
+                f"slurmlab notebooks {shlex.quote(str(target))} --force",
+            )
         for name in plan.writes(force):
             (target / name).write_bytes(shipped[name])
-        recorded.update({name: _digest(shipped[name]) for name in shipped
-                         if name not in plan.changed or force})
-        (target / MANIFEST).write_text(json.dumps({"files": recorded}, indent=1, sort_keys=True) + "\n",
-                                       encoding="utf-8")
+        recorded.update(
+            {name: _digest(shipped[name]) for name in shipped if name not in plan.changed or force}
+        )
+        (target / MANIFEST).write_text(
+            json.dumps({"files": recorded}, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+        )
     except OSError as exc:
-        raise SlurmlabError(f"cannot write the notebooks to {target}: {exc.strerror or exc}",
-                            hint="choose a folder you can write to") from exc
+        raise SlurmlabError(
+            f"cannot write the notebooks to {target}: {exc.strerror or exc}",
+            hint="choose a folder you can write to",
+        ) from exc
     return plan

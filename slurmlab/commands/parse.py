@@ -30,8 +30,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("file", help="a file of Slurm output, or - for standard input")
     p.add_argument("--format", choices=("json", "table"), default="json", help="output format (default json)")
-    p.add_argument("--indent", type=int, default=None, metavar="N",
-                   help="indent the JSON by N spaces (default: compact, one item per line)")
+    p.add_argument(
+        "--indent",
+        type=int,
+        default=None,
+        metavar="N",
+        help="indent the JSON by N spaces (default: compact, one item per line)",
+    )
     p.set_defaults(func=handle)
 
 
@@ -149,7 +154,13 @@ def _write_json(header: dict[str, Any], items: Iterator[Any], indent: int | None
         else:
             out.write(sep + body)
         sep = ",\n"
-    out.write("\n" + (" " * indent if indent is not None else "") + "]" + ("\n" if indent is not None else "") + "}\n")
+    out.write(
+        "\n"
+        + (" " * indent if indent is not None else "")
+        + "]"
+        + ("\n" if indent is not None else "")
+        + "}\n"
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -163,8 +174,18 @@ def handle(args: argparse.Namespace) -> int:
             print(render_table({**header, "items": [i.to_dict() for i in items]}))
     except ParseError as exc:
         sys.stdout.flush()
-        return _fail(args.file, exc.message, exc.hint or "check that the file holds one Slurm output, unedited")
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError, OverflowError) as exc:
+        return _fail(
+            args.file, exc.message, exc.hint or "check that the file holds one Slurm output, unedited"
+        )
+    except (
+        ValueError,
+        TypeError,
+        AttributeError,
+        KeyError,
+        IndexError,
+        RecursionError,
+        OverflowError,
+    ) as exc:
         # a parser bug, not the file's fault: still no traceback, and say how to report it
         sys.stdout.flush()
         return _fail(

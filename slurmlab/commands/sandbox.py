@@ -14,37 +14,66 @@ __all__ = ["register"]
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "sandbox", help="start/stop a real local Slurm cluster with fake GPUs",
+        "sandbox",
+        help="start/stop a real local Slurm cluster with fake GPUs",
         description="A real Slurm (munged, slurmctld, one slurmd per node) on 127.0.0.1, built from a hardware "
-                    "profile. Nothing of the system's Slurm or munge is touched.",
+        "profile. Nothing of the system's Slurm or munge is touched.",
     )
     sub = parser.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
 
     def where(p: argparse.ArgumentParser, with_profile_default: bool) -> None:
-        p.add_argument("--profile", default="dgx-h100" if with_profile_default else None,
-                       help="hardware profile (see `slurmlab sandbox profiles`)"
-                            + ("; default dgx-h100" if with_profile_default else ""))
-        p.add_argument("--dir", dest="directory", default=None,
-                       help="sandbox folder (default $XDG_RUNTIME_DIR/slurmlab/sandbox/<profile> "
-                            "or ~/.cache/slurmlab/sandbox/<profile>)")
+        p.add_argument(
+            "--profile",
+            default="dgx-h100" if with_profile_default else None,
+            help="hardware profile (see `slurmlab sandbox profiles`)"
+            + ("; default dgx-h100" if with_profile_default else ""),
+        )
+        p.add_argument(
+            "--dir",
+            dest="directory",
+            default=None,
+            help="sandbox folder (default $XDG_RUNTIME_DIR/slurmlab/sandbox/<profile> "
+            "or ~/.cache/slurmlab/sandbox/<profile>)",
+        )
 
-    up = sub.add_parser("up", help="start the sandbox (or reuse the one running) and wait until nodes are idle")
+    up = sub.add_parser(
+        "up", help="start the sandbox (or reuse the one running) and wait until nodes are idle"
+    )
     where(up, True)
-    up.add_argument("--nodes", type=int, default=None,
-                    help="scale the profile to N nodes (each with the profile's node hardware)")
-    up.add_argument("--port", type=int, default=None,
-                    help="first TCP port (slurmctld; slurmd of node i gets port+i); default: free ports")
-    up.add_argument("--admit", action="append", default=None, metavar="USER",
-                    help="also let this Unix user use the sandbox (repeat for several; by default only the user "
-                         "who starts it may); given to a running sandbox, replaces the users it admits")
-    up.add_argument("--accounting", action=argparse.BooleanOptionalAction, default=None,
-                    help="also run Slurm accounting (slurmdbd with a private MariaDB: sacct, sacctmgr, QOS limits, "
-                         "fair-share); default: on where slurmdbd and MariaDB are installed")
+    up.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help="scale the profile to N nodes (each with the profile's node hardware)",
+    )
+    up.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="first TCP port (slurmctld; slurmd of node i gets port+i); default: free ports",
+    )
+    up.add_argument(
+        "--admit",
+        action="append",
+        default=None,
+        metavar="USER",
+        help="also let this Unix user use the sandbox (repeat for several; by default only the user "
+        "who starts it may); given to a running sandbox, replaces the users it admits",
+    )
+    up.add_argument(
+        "--accounting",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also run Slurm accounting (slurmdbd with a private MariaDB: sacct, sacctmgr, QOS limits, "
+        "fair-share); default: on where slurmdbd and MariaDB are installed",
+    )
     up.set_defaults(func=_up)
-    for name, func, text in (("down", _down, "stop every process of the sandbox"),
-                             ("restart", _restart, "bring back dead or frozen daemons, keeping every job"),
-                             ("status", _status, "tell what runs"),
-                             ("env", _env, "print `export SLURM_CONF=...` for a shell (eval \"$(...)\")")):
+    for name, func, text in (
+        ("down", _down, "stop every process of the sandbox"),
+        ("restart", _restart, "bring back dead or frozen daemons, keeping every job"),
+        ("status", _status, "tell what runs"),
+        ("env", _env, 'print `export SLURM_CONF=...` for a shell (eval "$(...)")'),
+    ):
         p = sub.add_parser(name, help=text)
         where(p, False)
         p.set_defaults(func=func)
@@ -61,8 +90,14 @@ def _find(args: argparse.Namespace) -> Sandbox:
 def _up(args: argparse.Namespace) -> int:
     from slurmlab.sandbox import Sandbox
 
-    sb = Sandbox.up(profile=args.profile, nodes=args.nodes, directory=args.directory, port=args.port,
-                    admit=args.admit, accounting=args.accounting)
+    sb = Sandbox.up(
+        profile=args.profile,
+        nodes=args.nodes,
+        directory=args.directory,
+        port=args.port,
+        admit=args.admit,
+        accounting=args.accounting,
+    )
     word = "already running; reusing it" if sb.reused else "is up"
     print(f"sandbox {sb.profile_name} ({len(sb.nodes)} nodes, Slurm {sb.release}) {word}")
     print(f"  folder: {sb.directory}")
@@ -71,13 +106,17 @@ def _up(args: argparse.Namespace) -> int:
     others = f", and {', '.join(sb.admitted)}" if sb.admitted else ""
     print(f"  may be used by: its owner{others} (and root)")
     if sb.state.get("accounting"):
-        print(f"  accounting: on (slurmdbd on port {sb.ports['slurmdbd']}, MariaDB in {sb.directory / 'db'}): "
-              "sacct, sacctmgr and sshare answer")
+        print(
+            f"  accounting: on (slurmdbd on port {sb.ports['slurmdbd']}, MariaDB in {sb.directory / 'db'}): "
+            "sacct, sacctmgr and sshare answer"
+        )
     else:
-        print(f"  accounting: off ({sb.state.get('accounting_off') or 'this sandbox was started without it'})")
+        print(
+            f"  accounting: off ({sb.state.get('accounting_off') or 'this sandbox was started without it'})"
+        )
     print("point Slurm's commands at it with:")
     print(f"  export SLURM_CONF={shlex.quote(str(sb.conf_path))}")
-    print(f"  (or: eval \"$(slurmlab sandbox env --dir {shlex.quote(str(sb.directory))})\")")
+    print(f'  (or: eval "$(slurmlab sandbox env --dir {shlex.quote(str(sb.directory))})")')
     print(f"stop it with: slurmlab sandbox down --dir {shlex.quote(str(sb.directory))}")
     return 0
 

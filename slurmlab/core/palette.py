@@ -8,15 +8,56 @@ keeps its own job colours (``extensions/slurmlab-lab/src/palette.ts``).
 
 from __future__ import annotations
 
-__all__ = ["BACKGROUND", "BLACK", "BUSY", "CATEGORICAL", "EDGE", "EMPTY", "FAILED", "FLAGGED_BACKGROUND", "HIGHLIGHT",
-           "INFO", "INK", "INK_FAINT", "INK_SOFT", "LINK_KIND_COLOURS", "MIG_FREE", "MIG_TAKEN", "MIG_UNKNOWN", "MUTED",
-           "NUMA_FILLS", "NVLINK", "NVSWITCH", "OK", "OUTLINE", "PENDING", "RULE", "UNKNOWN_LINK", "WARN", "WHITE"]
+__all__ = [
+    "BACKGROUND",
+    "BLACK",
+    "BUSY",
+    "CATEGORICAL",
+    "EDGE",
+    "EMPTY",
+    "FAILED",
+    "FLAGGED_BACKGROUND",
+    "HIGHLIGHT",
+    "INFO",
+    "INK",
+    "INK_FAINT",
+    "INK_SOFT",
+    "LINK_KIND_COLOURS",
+    "MIG_FREE",
+    "MIG_TAKEN",
+    "MIG_UNKNOWN",
+    "MUTED",
+    "NUMA_FILLS",
+    "NVLINK",
+    "NVSWITCH",
+    "OK",
+    "OUTLINE",
+    "PENDING",
+    "RULE",
+    "UNKNOWN_LINK",
+    "WARN",
+    "WHITE",
+]
 
 # colour-blind-friendly categorical palette (Okabe-Ito), then Tableau-like extras: one colour per series, group
 # or task, taken in order
 CATEGORICAL = (
-    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
-    "#4E79A7", "#F28E2B", "#59A14F", "#B07AA1", "#76B7B2", "#EDC948", "#FF9DA7", "#9C755F",
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#56B4E9",
+    "#D55E00",
+    "#F0E442",
+    "#000000",
+    "#4E79A7",
+    "#F28E2B",
+    "#59A14F",
+    "#B07AA1",
+    "#76B7B2",
+    "#EDC948",
+    "#FF9DA7",
+    "#9C755F",
 )
 # what the user pointed at (a GPU, its links), in every figure
 HIGHLIGHT = "#D55E00"
@@ -47,7 +88,13 @@ FLAGGED_BACKGROUND = "#FDECEA"  # a table row with a trap in it
 NVLINK = "#2F6B3A"  # an NVLink chord
 NVSWITCH = "#4D4D4D"  # the switch in the middle of a switched fabric
 # PCIe relations by their ``topo -m`` name (LinkKind's value), best first
-LINK_KIND_COLOURS = {"PIX": "#009E73", "PXB": "#56B4E9", "PHB": "#CC79A7", "NODE": "#E69F00", "SYS": "#999999"}
+LINK_KIND_COLOURS = {
+    "PIX": "#009E73",
+    "PXB": "#56B4E9",
+    "PHB": "#CC79A7",
+    "NODE": "#E69F00",
+    "SYS": "#999999",
+}
 UNKNOWN_LINK = "#999999"
 # the shaded sectors of NUMA groups, in order
 NUMA_FILLS = ("#DCEAF7", "#FBE8CC", "#D8F0E6", "#F3DDEA", "#E6E6E6", "#FFF6C8", "#E0E0F8", "#F8E0E0")

@@ -13,5 +13,15 @@ from slurmlab.course.build import CourseBuild, build_course
 from slurmlab.course.lessons import Lesson, discover, parse_selection, select
 from slurmlab.course.report import BuildInfo, LessonResult, render_index, summary_line
 
-__all__ = ["BuildInfo", "CourseBuild", "Lesson", "LessonResult", "build_course", "discover", "parse_selection",
-           "render_index", "select", "summary_line"]
+__all__ = [
+    "BuildInfo",
+    "CourseBuild",
+    "Lesson",
+    "LessonResult",
+    "build_course",
+    "discover",
+    "parse_selection",
+    "render_index",
+    "select",
+    "summary_line",
+]

@@ -28,7 +28,7 @@ __all__ = ["CourseBuild", "build_course"]
 
 INDEX = "index.html"
 RECORD = "course.json"
-WORK = "work"   # the kernels' working folder: what lessons write (slurm-N.out ...) stays out of the repository
+WORK = "work"  # the kernels' working folder: what lessons write (slurm-N.out ...) stays out of the repository
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,11 @@ class CourseBuild:
 
 
 def _error_page(lesson: Lesson, error: str) -> str:
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(lesson.title)}"
-            f"</title></head><body><p><a href='{INDEX}'>&larr; the course</a></p><h1>{html.escape(lesson.title)}"
-            f"</h1><p style='color:{FAILED}'>{html.escape(error)}</p></body></html>")
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(lesson.title)}"
+        f"</title></head><body><p><a href='{INDEX}'>&larr; the course</a></p><h1>{html.escape(lesson.title)}"
+        f"</h1><p style='color:{FAILED}'>{html.escape(error)}</p></body></html>"
+    )
 
 
 def _write_page(execution: Execution, out: Path) -> LessonResult:
@@ -56,8 +58,9 @@ def _write_page(execution: Execution, out: Path) -> LessonResult:
         target.write_text(_error_page(lesson, result.error or "failed"), encoding="utf-8")
         return result
     try:
-        target.write_text(lesson_html(execution.nb, title=lesson.title, folder=lesson.path.parent),
-                          encoding="utf-8")
+        target.write_text(
+            lesson_html(execution.nb, title=lesson.title, folder=lesson.path.parent), encoding="utf-8"
+        )
     except Exception as exc:  # nbconvert on odd outputs: the lesson's line says so, the others go on
         error = one_line(f"its HTML page could not be written: {type(exc).__name__}: {exc}")
         target.write_text(_error_page(lesson, error), encoding="utf-8")
@@ -76,9 +79,16 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def build_course(lessons: Sequence[Lesson], out: Path, *, env: Mapping[str, str], profile: str = "",
-                 slurm: str = "", cell_timeout: float = 600.0,
-                 echo: Callable[[str], None] = print) -> CourseBuild:
+def build_course(
+    lessons: Sequence[Lesson],
+    out: Path,
+    *,
+    env: Mapping[str, str],
+    profile: str = "",
+    slurm: str = "",
+    cell_timeout: float = 600.0,
+    echo: Callable[[str], None] = print,
+) -> CourseBuild:
     """Run ``lessons`` in order and write the course into ``out``; ``echo`` gets one line per lesson."""
     out.mkdir(parents=True, exist_ok=True)
     _clean(out)

@@ -28,12 +28,12 @@ __all__ = ["Execution", "run_lesson"]
 
 _FEATURE = "executing the course's lessons"
 KERNEL = "python3"
-_GRACE_S = 20.0   # after Ctrl-C: how long the interrupted kernel gets to shut down by itself
+_GRACE_S = 20.0  # after Ctrl-C: how long the interrupted kernel gets to shut down by itself
 
 
 @dataclass
 class Execution:
-    nb: Any | None          # the notebook with the outputs it made (None: the file was not a notebook)
+    nb: Any | None  # the notebook with the outputs it made (None: the file was not a notebook)
     result: LessonResult
 
 
@@ -51,9 +51,9 @@ class _Progress:
             if cell.cell_type == "code":
                 number += 1
                 self.code_number[index] = number
-        self.current: int | None = None   # 1-based among the code cells
-        self.ran = 0                       # code cells that ran to their end
-        self.stopping = False              # Ctrl-C: no further cell starts
+        self.current: int | None = None  # 1-based among the code cells
+        self.ran = 0  # code cells that ran to their end
+        self.stopping = False  # Ctrl-C: no further cell starts
 
     def start(self, cell: Any, cell_index: int, **_: Any) -> None:
         if self.stopping:
@@ -91,16 +91,21 @@ def _note_error(nb: Any, progress: _Progress, text: str) -> None:
     index = next(i for i, n in progress.code_number.items() if n == progress.current)
     cell = nb.cells[index]
     if not any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
-        cell.setdefault("outputs", []).append(nbformat.v4.new_output("error", ename="slurmlab.course",
-                                                                     evalue=text, traceback=[text]))
+        cell.setdefault("outputs", []).append(
+            nbformat.v4.new_output("error", ename="slurmlab.course", evalue=text, traceback=[text])
+        )
 
 
 def _stop(done: threading.Event, client: Any, progress: _Progress) -> None:
     """Ctrl-C: no further cell, the running one interrupted (nbclient then shuts the kernel down gracefully, so
     it releases its allocations); a kernel that does not end in time is killed with its process group."""
     progress.stopping = True
-    print(f"stopping: the running cell is interrupted and its kernel shut down (killed after {_GRACE_S:.0f} s; "
-          "Ctrl-C again kills it now)", file=sys.stderr, flush=True)
+    print(
+        f"stopping: the running cell is interrupted and its kernel shut down (killed after {_GRACE_S:.0f} s; "
+        "Ctrl-C again kills it now)",
+        file=sys.stderr,
+        flush=True,
+    )
     deadline = time.monotonic() + _GRACE_S
     interrupted = False
     try:
@@ -119,12 +124,20 @@ def _stop(done: threading.Event, client: Any, progress: _Progress) -> None:
         if pgid is not None:
             with contextlib.suppress(OSError):
                 os.killpg(pgid, signal.SIGKILL)
-            print(f"stopping: the kernel and what it started were killed ({why})", file=sys.stderr, flush=True)
+            print(
+                f"stopping: the kernel and what it started were killed ({why})", file=sys.stderr, flush=True
+            )
         done.wait(10.0)
 
 
-def run_lesson(lesson: Lesson, *, env: Mapping[str, str], cwd: Path, cell_timeout: float = 600.0,
-               startup_timeout: float = 120.0) -> Execution:
+def run_lesson(
+    lesson: Lesson,
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    cell_timeout: float = 600.0,
+    startup_timeout: float = 120.0,
+) -> Execution:
     """Execute ``lesson`` in ``cwd`` with environment ``env``; errors become the result, Ctrl-C included."""
     nbformat = require("nbformat", feature=_FEATURE, extra="course")
     nbclient = require("nbclient", feature=_FEATURE, extra="course")
@@ -134,9 +147,15 @@ def run_lesson(lesson: Lesson, *, env: Mapping[str, str], cwd: Path, cell_timeou
         return Execution(None, LessonResult(lesson, "FAIL", error=one_line(f"not a notebook: {exc}")))
     progress = _Progress(nb)
     client = nbclient.NotebookClient(
-        nb, kernel_name=KERNEL, timeout=cell_timeout, startup_timeout=startup_timeout, allow_errors=False,
-        resources={"metadata": {"path": str(cwd)}}, on_cell_execute=progress.start,
-        on_cell_executed=progress.complete)
+        nb,
+        kernel_name=KERNEL,
+        timeout=cell_timeout,
+        startup_timeout=startup_timeout,
+        allow_errors=False,
+        resources={"metadata": {"path": str(cwd)}},
+        on_cell_execute=progress.start,
+        on_cell_executed=progress.complete,
+    )
     failure: list[BaseException] = []
 
     # the kernel's own log lines (its warnings, a crash) go beside its work, not into the summary
@@ -177,12 +196,17 @@ def run_lesson(lesson: Lesson, *, env: Mapping[str, str], cwd: Path, cell_timeou
         atexit.unregister(client._cleanup_kernel)
     seconds = time.monotonic() - started
     if interrupted:
-        return Execution(nb, LessonResult(lesson, "interrupted", seconds, progress.ran,
-                                          progress.current, "interrupted (Ctrl-C)", pid))
+        return Execution(
+            nb,
+            LessonResult(
+                lesson, "interrupted", seconds, progress.ran, progress.current, "interrupted (Ctrl-C)", pid
+            ),
+        )
     if failure:
         error = _error_of(failure[0], cell_timeout)
         if type(failure[0]).__name__ != "CellExecutionError":
             _note_error(nb, progress, error)
-        return Execution(nb, LessonResult(lesson, "FAIL", seconds, progress.current or 0, progress.current,
-                                          error, pid))
+        return Execution(
+            nb, LessonResult(lesson, "FAIL", seconds, progress.current or 0, progress.current, error, pid)
+        )
     return Execution(nb, LessonResult(lesson, "ok", seconds, progress.ran, kernel_pid=pid))

@@ -21,9 +21,9 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<text>.+?)\s*#*\s*$")
 @dataclass(frozen=True)
 class Lesson:
     number: str  # "03"
-    name: str    # "03-topology": the file name without .ipynb, and the name of its HTML page
+    name: str  # "03-topology": the file name without .ipynb, and the name of its HTML page
     path: Path
-    title: str   # the notebook's first heading ("Topology of a GPU node"), or its name when it has none
+    title: str  # the notebook's first heading ("Topology of a GPU node"), or its name when it has none
 
     @property
     def html_name(self) -> str:
@@ -60,8 +60,10 @@ def _read_title(path: Path, fallback: str) -> str:
 def discover(folder: Path) -> list[Lesson]:
     """Every ``NN-*.ipynb`` in ``folder``, ordered by number then name."""
     if not folder.is_dir():
-        raise SlurmlabError(f"no lessons folder at {folder}",
-                            hint="run from the repository's root, or name the folder with --notebooks DIR")
+        raise SlurmlabError(
+            f"no lessons folder at {folder}",
+            hint="run from the repository's root, or name the folder with --notebooks DIR",
+        )
     found = []
     for path in folder.iterdir():
         match = _LESSON.match(path.name)
@@ -79,8 +81,10 @@ def parse_selection(text: str) -> list[str]:
         if not part:
             continue
         if not part.isdigit() or len(part) > 2:
-            raise SlurmlabError(f"--lessons takes lesson numbers separated by commas, not {part!r}",
-                                hint="for example --lessons 00,03")
+            raise SlurmlabError(
+                f"--lessons takes lesson numbers separated by commas, not {part!r}",
+                hint="for example --lessons 00,03",
+            )
         numbers.append(part.zfill(2))
     if not numbers:
         raise SlurmlabError("--lessons names no lesson", hint="for example --lessons 00,03")

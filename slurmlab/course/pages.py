@@ -24,9 +24,11 @@ def lesson_html(nb: Any, *, title: str, folder: Path) -> str:
     exporters = require("nbconvert.exporters", feature=_FEATURE, extra="course")
     page = copy.deepcopy(nb)
     page.metadata.pop("widgets", None)
-    exporter = exporters.HTMLExporter(extra_template_basedirs=[str(TEMPLATES)], template_name=_TEMPLATE,
-                                      embed_images=True)
+    exporter = exporters.HTMLExporter(
+        extra_template_basedirs=[str(TEMPLATES)], template_name=_TEMPLATE, embed_images=True
+    )
     body: str
-    body, _resources = exporter.from_notebook_node(page, resources={"metadata": {"name": title,
-                                                                                 "path": str(folder)}})
+    body, _resources = exporter.from_notebook_node(
+        page, resources={"metadata": {"name": title, "path": str(folder)}}
+    )
     return body

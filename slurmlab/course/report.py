@@ -29,9 +29,9 @@ class LessonResult:
     lesson: Lesson
     status: Status
     seconds: float = 0.0
-    cells: int = 0                   # code cells that ran
-    failed_cell: int | None = None   # 1-based among the code cells, as "In [7]" numbers them
-    error: str | None = None         # one line
+    cells: int = 0  # code cells that ran
+    failed_cell: int | None = None  # 1-based among the code cells, as "In [7]" numbers them
+    error: str | None = None  # one line
     kernel_pid: int | None = None
 
     @property
@@ -41,9 +41,9 @@ class LessonResult:
 
 @dataclass(frozen=True)
 class BuildInfo:
-    profile: str          # the sandbox's hardware profile, or "" when the lessons ran on a real cluster
-    slurm: str            # Slurm's release, e.g. "24.11.5"
-    built: str            # when, e.g. "2026-12-01 08:10 UTC"
+    profile: str  # the sandbox's hardware profile, or "" when the lessons ran on a real cluster
+    slurm: str  # Slurm's release, e.g. "24.11.5"
+    built: str  # when, e.g. "2026-12-01 08:10 UTC"
     seconds: float = 0.0  # the whole build
 
 
@@ -78,27 +78,38 @@ p.meta, p.note {{ color: {INK_SOFT}; }}
 def _row(result: LessonResult) -> str:
     lesson = result.lesson
     status = html.escape(result.status)
-    link = (f"<a href='{html.escape(lesson.html_name, quote=True)}'>{html.escape(lesson.title)}</a>"
-            if result.status != "not run" else html.escape(lesson.title))
+    link = (
+        f"<a href='{html.escape(lesson.html_name, quote=True)}'>{html.escape(lesson.title)}</a>"
+        if result.status != "not run"
+        else html.escape(lesson.title)
+    )
     detail = ""
     if result.error:
         where = f"cell {result.failed_cell}: " if result.failed_cell is not None else ""
         detail = f"<div class='error'>{html.escape(where + result.error)}</div>"
     seconds = f"{result.seconds:.1f} s" if result.status != "not run" else ""
     cells = str(result.cells) if result.status != "not run" else ""
-    return (f"<tr><td>{html.escape(lesson.number)}</td><td>{link}<br><small>{html.escape(lesson.name)}</small>"
-            f"{detail}</td><td class='{_STATUS_CLASS[result.status]}'>{status}</td>"
-            f"<td class='num'>{seconds}</td><td class='num'>{cells}</td></tr>")
+    return (
+        f"<tr><td>{html.escape(lesson.number)}</td><td>{link}<br><small>{html.escape(lesson.name)}</small>"
+        f"{detail}</td><td class='{_STATUS_CLASS[result.status]}'>{status}</td>"
+        f"<td class='num'>{seconds}</td><td class='num'>{cells}</td></tr>"
+    )
 
 
 def render_index(results: list[LessonResult], info: BuildInfo) -> str:
     """The course's ``index.html``: every lesson with its status, time and a link to its page."""
     passed = sum(r.ok for r in results)
-    where = (f"the Slurm sandbox (profile <b>{html.escape(info.profile)}</b>)" if info.profile
-             else "a Slurm cluster")
+    where = (
+        f"the Slurm sandbox (profile <b>{html.escape(info.profile)}</b>)"
+        if info.profile
+        else "a Slurm cluster"
+    )
     rows = "\n".join(_row(r) for r in results)
-    verdict = ("every lesson ran without an error" if passed == len(results) and results
-               else f"{passed} of {len(results)} lessons ran without an error")
+    verdict = (
+        "every lesson ran without an error"
+        if passed == len(results) and results
+        else f"{passed} of {len(results)} lessons ran without an error"
+    )
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -129,12 +140,24 @@ them live.</p>
 def course_json(results: list[LessonResult], info: BuildInfo) -> dict[str, object]:
     """The build as data (``course.json`` beside the index), for scripts and tests."""
     return {
-        "profile": info.profile, "slurm": info.slurm, "built": info.built, "seconds": round(info.seconds, 1),
+        "profile": info.profile,
+        "slurm": info.slurm,
+        "built": info.built,
+        "seconds": round(info.seconds, 1),
         "ok": bool(results) and all(r.ok for r in results),
         "lessons": [
-            {"number": r.lesson.number, "name": r.lesson.name, "title": r.lesson.title, "status": r.status,
-             "seconds": round(r.seconds, 2), "cells": r.cells, "failed_cell": r.failed_cell, "error": r.error,
-             "html": r.lesson.html_name if r.status != "not run" else None, "kernel_pid": r.kernel_pid}
+            {
+                "number": r.lesson.number,
+                "name": r.lesson.name,
+                "title": r.lesson.title,
+                "status": r.status,
+                "seconds": round(r.seconds, 2),
+                "cells": r.cells,
+                "failed_cell": r.failed_cell,
+                "error": r.error,
+                "html": r.lesson.html_name if r.status != "not run" else None,
+                "kernel_pid": r.kernel_pid,
+            }
             for r in results
         ],
     }

@@ -45,8 +45,9 @@ def gpu_model(name: str) -> str | None:
 def _row(name: str, what: str) -> NvlinkModel:
     row = nvlink_model_for(name)
     if row is None:
-        raise SlurmlabError(f"no {what} for GPU {name!r}",
-                            hint=f"known models: {', '.join(m.key for m in NVLINK_MODELS)}")
+        raise SlurmlabError(
+            f"no {what} for GPU {name!r}", hint=f"known models: {', '.join(m.key for m in NVLINK_MODELS)}"
+        )
     return row
 
 
@@ -94,4 +95,3 @@ def check_device_copy(name: str, measured_gbps: float) -> BandwidthVerdict | Non
 def check_p2p(name: str, measured_gbps: float, links: int) -> BandwidthVerdict:
     """A one-direction peer copy between two GPUs joined by ``links`` NVLinks (``NV<links>`` in topo -m)."""
     return compare(f"peer copy over NV{links}", measured_gbps, expected_nvlink_gbps(name, links))
-

@@ -143,7 +143,5 @@ class VerifyReport(IsolationReport):
         notes = "".join(f"<p class='slurmlab-sandbox-note'>{html.escape(n)}</p>" for n in self.notes)
         return (
             f"<p class='slurmlab-verdict'><b>verdict: {html.escape(self.verdict)}</b>"
-            f" (identity: {self.identity_source}){html.escape(failed)}</p>"
-            + notes
-            + super()._repr_html_()
+            f" (identity: {self.identity_source}){html.escape(failed)}</p>" + notes + super()._repr_html_()
         )

@@ -180,4 +180,3 @@ class WorkerPlan:
         if plan.nice is not None:
             argv += ["--nice", str(plan.nice)]
         return argv
-

@@ -78,7 +78,13 @@ def _run_in(allocation: ExperimentAllocation, plan: TimeslicePlan) -> TimesliceR
     cores = choose_cores(plan.cores, probe.get("cpus") or []) if backend == "cpu" else None
     sync_root = plan.sync_root if plan.sync_root is not None else default_sync_root(allocation)
     placed = replace(plan, backend=backend, cores=cores, node=node, sync_root=sync_root)
-    args = ["-n1", "-N1", *(["-w", node] if node else []), *step_gpu_args(allocation.job, node), *plan.step_args]
+    args = [
+        "-n1",
+        "-N1",
+        *(["-w", node] if node else []),
+        *step_gpu_args(allocation.job, node),
+        *plan.step_args,
+    ]
     launcher = StepLauncher(allocation, args, new_session=plan.nice is not None)
     result = measure(placed, launcher)
     result.meta.update(

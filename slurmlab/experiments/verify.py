@@ -198,7 +198,12 @@ def in_sandbox(reports: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def _judge(
-    job: Any, reports: list[dict[str, Any]], grant: Grant, ts: TimesliceResult | None, *, sandbox: bool = False
+    job: Any,
+    reports: list[dict[str, Any]],
+    grant: Grant,
+    ts: TimesliceResult | None,
+    *,
+    sandbox: bool = False,
 ) -> tuple[IsolationReport, list[list[Any]], str]:
     """(the checks I1–I10, the devices each task saw, where their identity came from)."""
     checks = run_checks(reports, grant, ts)

@@ -41,8 +41,12 @@ class LocalLauncher:
         return [
             # a session of its own gives each worker its own scheduler autogroup (see --nice)
             subprocess.Popen(
-                list(a), stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8", errors="replace",
-                start_new_session=True
+                list(a),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                encoding="utf-8",
+                errors="replace",
+                start_new_session=True,
             )
             for a in argvs
         ]

@@ -40,8 +40,7 @@ _MAGICS: tuple[tuple[str, str, dict[str, tuple[str, ...]]], ...] = (
 )
 
 _MAGIC_NAMES = {
-    kind: tuple(name for _, _, names in _MAGICS for name in names.get(kind, ()))
-    for kind in ("line", "cell")
+    kind: tuple(name for _, _, names in _MAGICS for name in names.get(kind, ())) for kind in ("line", "cell")
 }
 
 

@@ -45,8 +45,10 @@ def parse_since(text: str, now: datetime | None = None) -> float:
         try:
             when = datetime.fromisoformat(text.strip())
         except ValueError:
-            raise UsageError(f"--since {text[:40]!r}: give a span (90m, 12h, 3d, 1w) or a date "
-                             "(2026-11-30, 2026-11-30T08:00)") from None
+            raise UsageError(
+                f"--since {text[:40]!r}: give a span (90m, 12h, 3d, 1w) or a date "
+                "(2026-11-30, 2026-11-30T08:00)"
+            ) from None
         now = now or datetime.now(when.tzinfo)
         hours = (now - when).total_seconds() / 3600
         if hours <= 0:
@@ -58,11 +60,15 @@ def parse_since(text: str, now: datetime | None = None) -> float:
 
 def _names(records: list[SacctRecord]) -> dict[int, str]:
     """uid -> login name of whoever cancelled a job (sacct prints ``CANCELLED by <uid>``)."""
-    return {uid: identity.user_name(uid) for uid in {r.cancelled_by for r in records if r.cancelled_by is not None}}
+    return {
+        uid: identity.user_name(uid)
+        for uid in {r.cancelled_by for r in records if r.cancelled_by is not None}
+    }
 
 
-def recent_jobs(*, since_hours: float = DEFAULT_SINCE_HOURS, count: int = DEFAULT_COUNT,
-                all_states: bool = False) -> AccountingTable:
+def recent_jobs(
+    *, since_hours: float = DEFAULT_SINCE_HOURS, count: int = DEFAULT_COUNT, all_states: bool = False
+) -> AccountingTable:
     """My jobs of the last ``since_hours`` (the ``count`` most recent), with the efficiency of each; without
     ``all_states``, the jobs that never started (still pending, cancelled while pending) are left out."""
     records = recent_records(None, since_hours=since_hours, limit=count if all_states else max(count * 4, 50))
@@ -78,8 +84,12 @@ def recent_jobs(*, since_hours: float = DEFAULT_SINCE_HOURS, count: int = DEFAUL
     records = [r for r in records if r.job_id in keep]
     span = f"{since_hours:g} h" if since_hours < 48 else f"{since_hours / 24:g} days"
     note = f"{hidden} job(s) that never started are not shown: %sacct --all-states" if hidden else ""
-    return job_table(records, title=f"jobs of {identity.current_user()} in the last {span}", names=_names(records),
-                     note=note)
+    return job_table(
+        records,
+        title=f"jobs of {identity.current_user()} in the last {span}",
+        names=_names(records),
+        note=note,
+    )
 
 
 def job_detail(job_id: str) -> AccountingTable:
@@ -101,7 +111,9 @@ def my_fairshare() -> AccountingTable:
     shares: list[ShareExplained] = my_shares(problems=problems)
     table = share_table(shares, title=f"fair-share of {identity.current_user()}")
     if problems:
-        table.notes.insert(0, f"warning: {len(problems)} sshare line(s) could not be read: {problems[0].message}")
+        table.notes.insert(
+            0, f"warning: {len(problems)} sshare line(s) could not be read: {problems[0].message}"
+        )
     return table
 
 
@@ -124,8 +136,9 @@ class AccountingMagics(Magics):
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "sacct", line)
         if rest or command:
-            raise UsageError(f"%sacct does not take {' '.join(rest + command)!r}: use JOBID, --since, -n, "
-                             "--all-states")
+            raise UsageError(
+                f"%sacct does not take {' '.join(rest + command)!r}: use JOBID, --since, -n, --all-states"
+            )
         if ns.job is not None:
             if ns.since or ns.n is not None or ns.all_states:
                 raise UsageError("%sacct JOBID shows that one job: drop --since, -n and --all-states")

@@ -70,13 +70,18 @@ class DryRun:
     def _repr_html_(self) -> str:
         esc = html.escape
         warn = "".join(f"<div style='color:{WARN}'>warning: {esc(w)}</div>" for w in self.warnings)
-        checked = f"<div style='color:{INK_SOFT}'>{esc(self.checked_against)}</div>" if self.checked_against else ""
-        return (f"<div class='slurmlab-dryrun'><pre style='margin:0'>{esc(self.command)}</pre>"
-                f"<div><b>What it asks for:</b> {esc(self.explanation)}</div>{checked}{warn}</div>")
+        checked = (
+            f"<div style='color:{INK_SOFT}'>{esc(self.checked_against)}</div>" if self.checked_against else ""
+        )
+        return (
+            f"<div class='slurmlab-dryrun'><pre style='margin:0'>{esc(self.command)}</pre>"
+            f"<div><b>What it asks for:</b> {esc(self.explanation)}</div>{checked}{warn}</div>"
+        )
 
 
-def prepare_request(tokens: list[str], runner: Runner | None = None, *,
-                    need_cluster: bool = True) -> tuple[GpuRequest, str]:
+def prepare_request(
+    tokens: list[str], runner: Runner | None = None, *, need_cluster: bool = True
+) -> tuple[GpuRequest, str]:
     """A %salloc line's request through the one pipeline; returns (request, what it was checked against).
 
     With ``need_cluster`` a controller that does not answer is an error; without (dry run) the
@@ -96,7 +101,9 @@ def _time_note(req: GpuRequest) -> str | None:
     """The one line about a request without a time limit; the partition's limits when the cluster says them."""
     if not unlimited(req):
         return None
-    if req.checked is None or not req.checked.against_cluster:  # a dry run that could not ask: do not wait twice
+    if (
+        req.checked is None or not req.checked.against_cluster
+    ):  # a dry run that could not ask: do not wait twice
         return time_limit_note(req, None)
     try:  # the partitions the check just read, cached per cluster (default filled in from sinfo): no Slurm call
         partition = partition_for(req, cluster_inventory().get().partitions, None)
@@ -108,18 +115,36 @@ def _time_note(req: GpuRequest) -> str | None:
 @magics_class
 class AllocateMagics(Magics):
     @magic_arguments()
-    @argument("--dry-run", action="store_true",
-              help="show the exact salloc command and what it asks for, in plain words; submit nothing")
-    @argument("--form", action="store_true",
-              help="show a request form (only what the cluster offers, checked as you type) instead")
-    @argument("--attach", metavar="JOBID",
-              help="follow an existing allocation (e.g. one a previous kernel left) instead of submitting")
-    @argument("--replace", action="store_true",
-              help="re-running a cell whose allocation still lives: cancel that one and submit this request")
-    @argument("--new", action="store_true",
-              help="re-running a cell whose allocation still lives: submit another and keep both")
-    @argument("--no-gpu", action="store_true",
-              help="a CPU-only job is meant (without it, a request with no GPU is refused)")
+    @argument(
+        "--dry-run",
+        action="store_true",
+        help="show the exact salloc command and what it asks for, in plain words; submit nothing",
+    )
+    @argument(
+        "--form",
+        action="store_true",
+        help="show a request form (only what the cluster offers, checked as you type) instead",
+    )
+    @argument(
+        "--attach",
+        metavar="JOBID",
+        help="follow an existing allocation (e.g. one a previous kernel left) instead of submitting",
+    )
+    @argument(
+        "--replace",
+        action="store_true",
+        help="re-running a cell whose allocation still lives: cancel that one and submit this request",
+    )
+    @argument(
+        "--new",
+        action="store_true",
+        help="re-running a cell whose allocation still lives: submit another and keep both",
+    )
+    @argument(
+        "--no-gpu",
+        action="store_true",
+        help="a CPU-only job is meant (without it, a request with no GPU is refused)",
+    )
     @raw_line
     @line_magic
     def salloc(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
@@ -160,7 +185,9 @@ class AllocateMagics(Magics):
         with user_errors("cannot submit this request"):
             req, note = prepare_request(rest, need_cluster=not ns.dry_run)
         if ns.no_gpu and asks_for_gpu(req):
-            raise UsageError("--no-gpu says a CPU-only job is meant, but the request asks for GPUs: drop one of them")
+            raise UsageError(
+                "--no-gpu says a CPU-only job is meant, but the request asks for GPUs: drop one of them"
+            )
         no_gpu = None if ns.no_gpu or asks_for_gpu(req) else no_gpu_message(req)
         if ns.dry_run:
             extra = tuple(w.removeprefix("note: ") for w in (no_gpu, _time_note(req)) if w)
@@ -196,8 +223,10 @@ class AllocateMagics(Magics):
         if replace:
             with user_errors(f"cannot cancel allocation {earlier.job_id}"):
                 earlier.cancel()
-            print(f"cancelled this cell's allocation {earlier.job_id} (--replace); submitting the new request",
-                  file=sys.stderr)
+            print(
+                f"cancelled this cell's allocation {earlier.job_id} (--replace); submitting the new request",
+                file=sys.stderr,
+            )
             return None
         print(rerun_warning(earlier, origin, was), file=sys.stderr, flush=True)
         # this execution has claimed it: a second %salloc line of the same cell run is a request of its own
@@ -206,8 +235,12 @@ class AllocateMagics(Magics):
         return earlier
 
     @magic_arguments()
-    @argument("job_ids", nargs="*", metavar="JOBID",
-              help="jobs to cancel (default: this notebook's newest live allocation)")
+    @argument(
+        "job_ids",
+        nargs="*",
+        metavar="JOBID",
+        help="jobs to cancel (default: this notebook's newest live allocation)",
+    )
     @raw_line
     @line_magic
     def scancel(self, line: str, local_ns: dict[str, Any] | None = None) -> None:
@@ -219,13 +252,20 @@ class AllocateMagics(Magics):
         bad = [i for i in ids if not is_job_id(i)]
         if bad:
             shown = ", ".join(b if len(b) <= 40 else b[:40] + "…" for b in bad[:5])
-            raise UsageError(f"not a job id: {shown} (give numbers like 42 or 42_3, or nothing "
-                             "for the newest live allocation)")
+            raise UsageError(
+                f"not a job id: {shown} (give numbers like 42 or 42_3, or nothing "
+                "for the newest live allocation)"
+            )
         ids = list(dict.fromkeys(ids))  # the same id twice would be cancelled, then reported unknown
         if not ids:
             if session.default is None:
-                raise UsageError(no_allocation_message("no live allocation to cancel in this notebook",
-                                                       "give a job id, e.g. %scancel 42", session))
+                raise UsageError(
+                    no_allocation_message(
+                        "no live allocation to cancel in this notebook",
+                        "give a job id, e.g. %scancel 42",
+                        session,
+                    )
+                )
             if session.default.job_id is None:  # salloc has not heard back: withdraw the request
                 with user_errors("cannot withdraw the request"):
                     session.default.cancel()
@@ -240,8 +280,10 @@ class AllocateMagics(Magics):
             brief = known.get(jid)
             if brief is None:
                 # scancel of an unknown id succeeds silently on some Slurm versions: say it here
-                raise UsageError(f"cannot cancel job {jid}: Slurm does not know it (a wrong id, or it ended "
-                                 "long ago); see your jobs with %squeue")
+                raise UsageError(
+                    f"cannot cancel job {jid}: Slurm does not know it (a wrong id, or it ended "
+                    "long ago); see your jobs with %squeue"
+                )
             if brief.state in ENDED_STATES:
                 print(f"job {jid} already ended ({brief.state})")
                 continue

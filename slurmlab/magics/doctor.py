@@ -43,7 +43,9 @@ def doctor_magic(tokens: list[str]) -> Any:
     """The doctor's Report (``--json``: its JSON text) for the tokens after ``%slurm doctor``."""
     ns, extra = _parser().parse_known_args(tokens)
     if extra:
-        raise UsageError(f"%slurm doctor does not take {' '.join(extra)!r}: use [--job ID] [--node NAME] [--json]")
+        raise UsageError(
+            f"%slurm doctor does not take {' '.join(extra)!r}: use [--job ID] [--node NAME] [--json]"
+        )
     job = job_id_option(ns.job, "--job") if ns.job is not None else None
     with user_errors("the doctor could not run"):
         report = doctor(get_runner(), job=job, node=ns.node)

@@ -23,7 +23,15 @@ from IPython.core.error import UsageError
 
 from slurmlab.errors import SlurmlabError, SlurmNotConfiguredError
 
-__all__ = ["DEBUG_HINT", "NotConfiguredUsage", "StepInterrupted", "install", "offer_sandbox", "show", "uninstall"]
+__all__ = [
+    "DEBUG_HINT",
+    "NotConfiguredUsage",
+    "StepInterrupted",
+    "install",
+    "offer_sandbox",
+    "show",
+    "uninstall",
+]
 
 DEBUG_HINT = "full traceback: %slurm debug on"
 
@@ -70,10 +78,19 @@ def uninstall(shell: Any) -> None:
 Handler = Callable[..., Any]
 
 
-def _make_handler(old_handler: Handler | None, others: tuple[type[BaseException], ...], debug: Callable[[], bool],
-                  offer: Callable[[], object]) -> Handler:
-    def handler(shell: Any, etype: type[BaseException], value: BaseException, tb: TracebackType | None,
-                tb_offset: int | None = None) -> list[str]:
+def _make_handler(
+    old_handler: Handler | None,
+    others: tuple[type[BaseException], ...],
+    debug: Callable[[], bool],
+    offer: Callable[[], object],
+) -> Handler:
+    def handler(
+        shell: Any,
+        etype: type[BaseException],
+        value: BaseException,
+        tb: TracebackType | None,
+        tb_offset: int | None = None,
+    ) -> list[str]:
         if old_handler is not None and others and isinstance(value, others) and not isinstance(value, _OURS):
             return list(old_handler(etype, value, tb, tb_offset) or [])
         if debug() or getattr(getattr(shell, "InteractiveTB", None), "mode", "") == "Verbose":

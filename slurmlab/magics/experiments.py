@@ -50,9 +50,13 @@ def _running(alloc: Allocation, session: Session | None = None) -> Allocation:
     if alloc.state != "RUNNING":
         if alloc.ended:
             raise UsageError(ended_message(alloc, session))
-        raise UsageError(no_allocation_message(f"allocation {alloc.job_id} is {alloc.state}, not running",
-                                               "wait for it, or make a new one with %salloc --gpus=1 -t 30",
-                                               session))
+        raise UsageError(
+            no_allocation_message(
+                f"allocation {alloc.job_id} is {alloc.state}, not running",
+                "wait for it, or make a new one with %salloc --gpus=1 -t 30",
+                session,
+            )
+        )
     return alloc
 
 

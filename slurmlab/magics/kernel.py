@@ -48,22 +48,35 @@ def resolve_allocation(job_id: str | None, session: Session | None = None) -> Al
             alloc = attach_job(jid, "use")
             if alloc.state == "GONE":
                 stop_following(alloc)
-                raise UsageError(no_allocation_message(f"cannot use job {jid}: it is unknown to Slurm (any more)",
-                                                       "see your jobs with %squeue", session))
+                raise UsageError(
+                    no_allocation_message(
+                        f"cannot use job {jid}: it is unknown to Slurm (any more)",
+                        "see your jobs with %squeue",
+                        session,
+                    )
+                )
         if alloc.ended:
             raise UsageError(ended_message(alloc, session))
         return alloc
     alloc = session.default
     if alloc is None:
-        raise UsageError(no_allocation_message("no live allocation in this notebook",
-                                               "run %salloc first, e.g. %salloc --gpus=1 -t 30", session))
+        raise UsageError(
+            no_allocation_message(
+                "no live allocation in this notebook",
+                "run %salloc first, e.g. %salloc --gpus=1 -t 30",
+                session,
+            )
+        )
     return alloc
 
 
 def ended_message(alloc: Allocation, session: Session | None = None) -> str:
     """``allocation 5 has ended (TIMEOUT)``, the live ones and how to use one."""
-    return no_allocation_message(f"allocation {alloc.job_id} has ended ({alloc.state})",
-                                 "make a new one with %salloc --gpus=1 -t 30", session)
+    return no_allocation_message(
+        f"allocation {alloc.job_id} has ended ({alloc.state})",
+        "make a new one with %salloc --gpus=1 -t 30",
+        session,
+    )
 
 
 def no_allocation_message(what: str, fix: str, session: Session | None = None) -> str:
@@ -90,9 +103,11 @@ def attach_as_default(jid: str, session: Session | None = None) -> Allocation:
     alloc = attach_job(jid, "attach to")
     if alloc.state == "GONE" or alloc.ended:
         stop_following(alloc)
-        raise UsageError(f"cannot attach to job {jid}: it is "
-                         f"{'unknown to Slurm' if alloc.state == 'GONE' else 'over (' + alloc.state + ')'}; "
-                         "see your jobs with %squeue")
+        raise UsageError(
+            f"cannot attach to job {jid}: it is "
+            f"{'unknown to Slurm' if alloc.state == 'GONE' else 'over (' + alloc.state + ')'}; "
+            "see your jobs with %squeue"
+        )
     (session or Session.of()).remember(alloc)
     return alloc
 
@@ -107,8 +122,10 @@ def attach_job(jid: str, verb: str) -> Allocation:
         try:
             queries.check_mine(jid)
         except JobNotFoundError:
-            raise UsageError(f"cannot {verb} job {jid}: it is unknown to Slurm (a wrong id, or it ended "
-                             "long ago); see your jobs with %squeue") from None
+            raise UsageError(
+                f"cannot {verb} job {jid}: it is unknown to Slurm (a wrong id, or it ended "
+                "long ago); see your jobs with %squeue"
+            ) from None
         alloc = Allocation.attach(jid)
         try:
             alloc.refresh()
@@ -132,8 +149,9 @@ def wait_until_started(alloc: Allocation) -> None:
         with user_errors(f"allocation {alloc.job_id} did not start"):
             alloc.wait("RUNNING")
     except KeyboardInterrupt:
-        raise StepInterrupted(f"interrupted: stopped waiting; allocation {alloc.job_id} is still "
-                              f"{alloc.state.lower()}") from None
+        raise StepInterrupted(
+            f"interrupted: stopped waiting; allocation {alloc.job_id} is still {alloc.state.lower()}"
+        ) from None
 
 
 @dataclass
@@ -151,11 +169,15 @@ def read_status(session: Session | None = None) -> SlurmStatus:
     session = session or Session.of()
     runner = get_runner()
     conf = runner.slurm_conf or os.environ.get("SLURM_CONF") or "Slurm's default (/etc/slurm/slurm.conf)"
-    status = SlurmStatus(runner, [f"Slurm config: {conf}" + (f", cluster {runner.cluster}" if runner.cluster else "")])
+    status = SlurmStatus(
+        runner, [f"Slurm config: {conf}" + (f", cluster {runner.cluster}" if runner.cluster else "")]
+    )
     lines = status.lines
     if session.sandbox is not None:
-        lines.append(f"sandbox: {session.sandbox.profile_name} ({len(session.sandbox.nodes)} nodes) "
-                     f"in {session.sandbox.directory}")
+        lines.append(
+            f"sandbox: {session.sandbox.profile_name} ({len(session.sandbox.nodes)} nodes) "
+            f"in {session.sandbox.directory}"
+        )
     answer = queries.ping(runner)
     status.answers = bool(answer.get("ok"))
     if status.answers:
@@ -168,8 +190,10 @@ def read_status(session: Session | None = None) -> SlurmStatus:
     default = session.default
     if session.allocations:
         lines.append("allocations of this notebook:")
-        lines += [f"  {a.summary()}" + ("  (default for %srun)" if a is default else "")
-                  for a in reversed(session.allocations)]
+        lines += [
+            f"  {a.summary()}" + ("  (default for %srun)" if a is default else "")
+            for a in reversed(session.allocations)
+        ]
         if default is None:
             lines.append("none of them is live: %salloc --gpus=1 -t 30 for a new one")
     else:

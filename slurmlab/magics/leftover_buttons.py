@@ -29,7 +29,9 @@ def leftover_buttons(leftovers: Leftovers) -> Any:
     rows = []
     for job in leftovers:
         jid = str(job.job_id)
-        attach = w.Button(description=f"Attach {jid}", tooltip=f"%slurm attach {jid}: follow it as the default")
+        attach = w.Button(
+            description=f"Attach {jid}", tooltip=f"%slurm attach {jid}: follow it as the default"
+        )
         cancel = w.Button(description=f"Cancel {jid}", tooltip=f"%scancel {jid}", button_style="danger")
         attach.add_class("slurmlab-leftover-attach")
         cancel.add_class("slurmlab-leftover-cancel")

@@ -60,8 +60,9 @@ def _parent_message(shell: Any) -> Mapping[str, Any]:
     return {}
 
 
-def find_rerun(origin: Origin, made: Iterable[tuple[Allocation, Origin]], claimed: Iterable[Allocation] = ()
-               ) -> Allocation | None:
+def find_rerun(
+    origin: Origin, made: Iterable[tuple[Allocation, Origin]], claimed: Iterable[Allocation] = ()
+) -> Allocation | None:
     """The live allocation an earlier execution of the same cell made (same request first), or None.
 
     ``made`` is (allocation, origin) of this kernel's live allocations, oldest first; ``claimed`` are those
@@ -81,7 +82,12 @@ def find_rerun(origin: Origin, made: Iterable[tuple[Allocation, Origin]], claime
 def rerun_warning(alloc: Allocation, origin: Origin, earlier: Origin) -> str:
     """The one line said instead of submitting a second job."""
     flags = earlier.typed or shlex.join(earlier.request) or "no options"
-    changed = "" if earlier.request == origin.request else \
-        f"; this run asks for {origin.typed or shlex.join(origin.request)!r} instead"
-    return (f"warning: this cell's allocation {alloc.job_id} ({flags}) is still {alloc.state}: reusing it, "
-            f"no second job{changed}. Add --replace to cancel it and submit again, or --new to keep both.")
+    changed = (
+        ""
+        if earlier.request == origin.request
+        else f"; this run asks for {origin.typed or shlex.join(origin.request)!r} instead"
+    )
+    return (
+        f"warning: this cell's allocation {alloc.job_id} ({flags}) is still {alloc.state}: reusing it, "
+        f"no second job{changed}. Add --replace to cancel it and submit again, or --new to keep both."
+    )

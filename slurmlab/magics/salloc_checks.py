@@ -33,9 +33,15 @@ def no_gpu_message(req: GpuRequest) -> str:
     """Why a request without a GPU is refused, and the three ways on."""
     zero = [f"{name}={count.render()}" for name, count in req.gpu_options if not count.count]
     zero += [f"--gres={s.render()}" for s in req.gres if (s.is_gpu or s.is_shared) and not s.amount]
-    what = f"{' '.join(zero)} asks for no GPU" if zero else "this request asks for no GPU (no --gpus, --gres=gpu/shard/mps)"
-    return (f"{what}, so nothing was submitted: ask for one with --gpus=1 (or a GRES such as --gres=shard:1 for "
-            "a share of one), or add --no-gpu if a CPU-only job is meant")
+    what = (
+        f"{' '.join(zero)} asks for no GPU"
+        if zero
+        else "this request asks for no GPU (no --gpus, --gres=gpu/shard/mps)"
+    )
+    return (
+        f"{what}, so nothing was submitted: ask for one with --gpus=1 (or a GRES such as --gres=shard:1 for "
+        "a share of one), or add --no-gpu if a CPU-only job is meant"
+    )
 
 
 def partition_for(req: GpuRequest, partitions: Sequence[Partition], default: str | None) -> Partition | None:

@@ -28,7 +28,7 @@ from slurmlab.slurm.runner import Runner, get_runner, set_runner
 
 __all__ = ["sandbox_command", "sandbox_in_use", "start_sandbox", "use_conf"]
 
-USAGE = ("%slurm sandbox up [PROFILE] [--if-needed] | down [PROFILE] | leave [PROFILE] | status [PROFILE]")
+USAGE = "%slurm sandbox up [PROFILE] [--if-needed] | down [PROFILE] | leave [PROFILE] | status [PROFILE]"
 
 
 def start_sandbox(profile: str) -> str:
@@ -36,8 +36,14 @@ def start_sandbox(profile: str) -> str:
     return sandbox_command(["up", profile], None, None)
 
 
-def sandbox_command(args: list[str], nodes: int | None, directory: str | None, *, if_needed: bool = False,
-                    accounting: bool | None = None) -> str:
+def sandbox_command(
+    args: list[str],
+    nodes: int | None,
+    directory: str | None,
+    *,
+    if_needed: bool = False,
+    accounting: bool | None = None,
+) -> str:
     """``up|down|leave|status [PROFILE]``: what happened, in words."""
     if not args or args[0] not in ("up", "down", "leave", "status") or len(args) > 2:
         raise UsageError(USAGE)
@@ -89,14 +95,20 @@ def _configured_slurm() -> str | None:
     answer = ping(runner)
     if answer.get("ok"):
         sb = sandbox_in_use()
-        what = f"the sandbox {sb.profile_name} in {sb.directory}" if sb is not None else "the Slurm configured here"
+        what = (
+            f"the sandbox {sb.profile_name} in {sb.directory}"
+            if sb is not None
+            else "the Slurm configured here"
+        )
         return f"using {what}; no sandbox started\n" + slurm_status()
     conf = runner.configuration()
     if not conf or not os.path.isfile(conf):
         return None
-    raise UsageError(f"a Slurm is configured here ({conf}) but its controller does not answer: "
-                     f"{answer.get('message')}\nstart it (scontrol ping should say UP), or use a local sandbox "
-                     "instead: %slurm sandbox up")
+    raise UsageError(
+        f"a Slurm is configured here ({conf}) but its controller does not answer: "
+        f"{answer.get('message')}\nstart it (scontrol ping should say UP), or use a local sandbox "
+        "instead: %slurm sandbox up"
+    )
 
 
 def _up(profile: str | None, nodes: int | None, directory: str | None, accounting: bool | None = None) -> str:
@@ -104,14 +116,18 @@ def _up(profile: str | None, nodes: int | None, directory: str | None, accountin
     name = profile or DEFAULT_PROFILE
     current = sandbox_in_use()
     runner_before = get_runner()
-    sb = Sandbox.up(name, nodes, directory if directory is not None else _beside(current, name), accounting=accounting)
+    sb = Sandbox.up(
+        name, nodes, directory if directory is not None else _beside(current, name), accounting=accounting
+    )
     key = str(sb.directory)
     if current is None or current.directory != sb.directory:
         session.before.setdefault(key, Before(runner_before, session.sandbox, not sb.reused))
     session.sandbox = sb
     set_runner(sb.runner())
-    return (f"sandbox {sb.profile_name} {'reused' if sb.reused else 'started'} in {sb.directory}; this kernel now "
-            "uses it\n" + slurm_status())
+    return (
+        f"sandbox {sb.profile_name} {'reused' if sb.reused else 'started'} in {sb.directory}; this kernel now "
+        "uses it\n" + slurm_status()
+    )
 
 
 def _beside(current: Sandbox | None, profile: str) -> str | None:
@@ -160,8 +176,10 @@ def _leave(sb: Sandbox) -> str:
     started = (before := Session.of().before.get(str(sb.directory))) is not None and before.started
     back = _switch_back(sb)
     if not started:
-        return (f"sandbox {sb.profile_name} left running (this kernel did not start it: stop it with "
-                f"%slurm sandbox down {sb.profile_name})" + back)
+        return (
+            f"sandbox {sb.profile_name} left running (this kernel did not start it: stop it with "
+            f"%slurm sandbox down {sb.profile_name})" + back
+        )
     stopped = sb.down()
     return f"sandbox {sb.profile_name} stopped ({len(stopped)} processes; this kernel started it)" + back
 

@@ -43,8 +43,10 @@ def _check_user(user: str) -> None:
         pwd.getpwnam(user)
     except (KeyError, ValueError):
         shown = user if len(user) <= 40 else user[:40] + "…"
-        raise UsageError(f"-u {shown!r}: no Unix user of that name on this machine; give a name that "
-                         "`id NAME` knows, a numeric uid, or --all") from None
+        raise UsageError(
+            f"-u {shown!r}: no Unix user of that name on this machine; give a name that "
+            "`id NAME` knows, a numeric uid, or --all"
+        ) from None
 
 
 def status_report(*, leftovers: bool = True, session: Session | None = None) -> StatusText:
@@ -90,8 +92,9 @@ def _short(text: str, limit: int = 160) -> str:
 class NotedTable(Table):
     """A Table with a line under it saying what it could not show."""
 
-    def __init__(self, rows: Any, columns: Any, *, title: str = "", empty: str = "(nothing)",
-                 note: str = "") -> None:
+    def __init__(
+        self, rows: Any, columns: Any, *, title: str = "", empty: str = "(nothing)", note: str = ""
+    ) -> None:
         super().__init__(rows, columns, title=title, empty=empty)
         self.note = note
 
@@ -101,8 +104,10 @@ class NotedTable(Table):
     def html(self) -> str:
         if not self.note:
             return super().html()
-        return (super().html()
-                + f"<div class='slurmlab-note' style='color:{WARN}'>warning: {html.escape(self.note)}</div>")
+        return (
+            super().html()
+            + f"<div class='slurmlab-note' style='color:{WARN}'>warning: {html.escape(self.note)}</div>"
+        )
 
 
 class StatusText(str):
@@ -136,8 +141,12 @@ class StatusMagics(Magics):
     @magic_arguments()
     @argument("--all", "-a", action="store_true", help="everyone's jobs (default: only mine)")
     @argument("--user", "-u", metavar="USER", help="jobs of this user")
-    @argument("--watch", "-w", action="store_true",
-              help="a live table that refreshes by itself, sortable, mine/all (ipywidgets)")
+    @argument(
+        "--watch",
+        "-w",
+        action="store_true",
+        help="a live table that refreshes by itself, sortable, mine/all (ipywidgets)",
+    )
     @raw_line
     @line_magic
     def squeue(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
@@ -164,8 +173,13 @@ class StatusMagics(Magics):
         with user_errors("cannot read the queue"):
             jobs = queries.list_jobs(get_runner(), user=user, all_users=ns.all)
         title = "all jobs" if ns.all else f"jobs of {user or identity.current_user()}"
-        return NotedTable([job_row(j) for j in jobs], JOB_COLUMNS, title=title, empty="(no jobs)",
-                          note=problems_note(jobs, "job"))
+        return NotedTable(
+            [job_row(j) for j in jobs],
+            JOB_COLUMNS,
+            title=title,
+            empty="(no jobs)",
+            note=problems_note(jobs, "job"),
+        )
 
     @magic_arguments()
     @argument("--partition", "-p", metavar="NAME", help="only nodes of this partition")
@@ -185,22 +199,40 @@ class StatusMagics(Magics):
             nodes = [n for n in nodes if ns.partition in n.partitions]
             if not nodes:
                 raise UsageError(f"no node in partition {ns.partition!r}: see all nodes with %sinfo")
-        return NotedTable([node_row(n) for n in nodes], NODE_COLUMNS, title="nodes", empty="(no nodes)",
-                          note=note)
+        return NotedTable(
+            [node_row(n) for n in nodes], NODE_COLUMNS, title="nodes", empty="(no nodes)", note=note
+        )
 
     @magic_arguments()
-    @argument("action", nargs="?", choices=["status", "sandbox", "use", "attach", "debug", "doctor"],
-              default="status", help="status (default); sandbox up|down|status [PROFILE]; use SLURM_CONF; "
-              "attach JOBID; debug on|off; doctor [--job ID] [--node NAME] [--json]")
-    @argument("args", nargs="*",
-              help="sandbox: up|down|status and a profile; use: a slurm.conf path; attach: a job id; debug: on|off")
+    @argument(
+        "action",
+        nargs="?",
+        choices=["status", "sandbox", "use", "attach", "debug", "doctor"],
+        default="status",
+        help="status (default); sandbox up|down|status [PROFILE]; use SLURM_CONF; "
+        "attach JOBID; debug on|off; doctor [--job ID] [--node NAME] [--json]",
+    )
+    @argument(
+        "args",
+        nargs="*",
+        help="sandbox: up|down|status and a profile; use: a slurm.conf path; attach: a job id; debug: on|off",
+    )
     @argument("--nodes", type=int, metavar="N", help="sandbox up: number of nodes")
     @argument("--dir", metavar="PATH", help="sandbox: its folder (default: the profile's usual place)")
-    @argument("--profile", metavar="PROFILE", help="sandbox: the hardware profile, as `slurmlab sandbox` spells it")
-    @argument("--if-needed", action="store_true",
-              help="sandbox up: use the Slurm configured here if it answers; start the sandbox only if none is")
-    @argument("--accounting", action=argparse.BooleanOptionalAction, default=None,
-              help="sandbox up: Slurm accounting (sacct) on or off; default: on where slurmdbd and MariaDB are")
+    @argument(
+        "--profile", metavar="PROFILE", help="sandbox: the hardware profile, as `slurmlab sandbox` spells it"
+    )
+    @argument(
+        "--if-needed",
+        action="store_true",
+        help="sandbox up: use the Slurm configured here if it answers; start the sandbox only if none is",
+    )
+    @argument(
+        "--accounting",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="sandbox up: Slurm accounting (sacct) on or off; default: on where slurmdbd and MariaDB are",
+    )
     @raw_line
     @line_magic
     def slurm(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
@@ -222,7 +254,7 @@ class StatusMagics(Magics):
             # positionals on Python 3.12+ (parse_known_args takes intermixed positionals there)
             tokens = line_tokens(line)
             at = tokens.index("doctor")
-            return doctor_magic(tokens[:at] + tokens[at + 1:])
+            return doctor_magic(tokens[:at] + tokens[at + 1 :])
         if rest or command:
             raise UsageError(f"%slurm does not take {' '.join(rest + command)!r}; see %slurm?")
         if ns.action == "status":
@@ -242,17 +274,20 @@ class StatusMagics(Magics):
                 raise UsageError("%slurm debug on (full tracebacks) or %slurm debug off (one-line errors)")
             session = Session.of(self.shell)
             session.debug = ns.args == ["on"]
-            return StatusText("full tracebacks on: %slurm debug off for one-line errors" if session.debug
-                              else "one-line errors (full tracebacks: %slurm debug on)")
+            return StatusText(
+                "full tracebacks on: %slurm debug off for one-line errors"
+                if session.debug
+                else "one-line errors (full tracebacks: %slurm debug on)"
+            )
         args = list(ns.args)
         if ns.profile is not None:
             if len(args) > 1:
                 raise UsageError(f"two profiles given ({args[1]!r} and --profile {ns.profile!r}): give one")
             args.append(ns.profile)
-        return StatusText(sandbox_command(args, ns.nodes, ns.dir, if_needed=ns.if_needed, accounting=ns.accounting))
+        return StatusText(
+            sandbox_command(args, ns.nodes, ns.dir, if_needed=ns.if_needed, accounting=ns.accounting)
+        )
 
 
 for _m in (StatusMagics.squeue, StatusMagics.sinfo, StatusMagics.slurm):
     _m.__doc__ = (_m.__doc__ or "") + "\n" + EXPANSION_HELP
-
-

@@ -46,8 +46,12 @@ class StepMagics(Magics):
     @argument("--jobid", metavar="ID", help="run in this job (default: the newest live %%salloc allocation)")
     @argument("--label", "-l", action="store_true", help="prefix every line with its task number")
     @argument("--python", action="store_true", help="(cell) run the cell as Python code instead of bash")
-    @argument("--interpreter", metavar="PATH", default=sys.executable,
-              help="(cell, with --python) the Python to run on the node; default: this kernel's")
+    @argument(
+        "--interpreter",
+        metavar="PATH",
+        default=sys.executable,
+        help="(cell, with --python) the Python to run on the node; default: this kernel's",
+    )
     @argument("--timeout", type=float, metavar="SECONDS", help="end the step after this many seconds")
     @raw_line
     @line_cell_magic
@@ -72,10 +76,14 @@ class StepMagics(Magics):
             req = parse_tokens(rest[: len(rest) - len(req.command)])
         if cell is not None:
             if command:
-                raise UsageError(f"%%srun runs the cell; it takes no command on its line (got {command[0]!r})")
+                raise UsageError(
+                    f"%%srun runs the cell; it takes no command on its line (got {command[0]!r})"
+                )
             check_text(cell, "the %%srun cell", cell=True)
             if not cell.strip():
-                raise UsageError("the %%srun cell is empty: write the shell (or --python) code to run below it")
+                raise UsageError(
+                    "the %%srun cell is empty: write the shell (or --python) code to run below it"
+                )
             command = [ns.interpreter, "-u", "-c", cell] if ns.python else ["bash", "-c", cell]
         elif ns.python:
             raise UsageError("--python runs a cell: use %%srun --python with the code in the cell")
@@ -87,11 +95,15 @@ class StepMagics(Magics):
         wait_until_started(alloc)
         try:
             with user_errors("the step could not run"):
-                result = alloc.srun(command, args=options, on_output=_print, label=ns.label, timeout=ns.timeout)
+                result = alloc.srun(
+                    command, args=options, on_output=_print, label=ns.label, timeout=ns.timeout
+                )
         except KeyboardInterrupt:
             # one line, no traceback: Ctrl-C is how a step is meant to end early
-            raise StepInterrupted(f"interrupted: step {_step_name(alloc, command)} ended; allocation "
-                                  f"{alloc.job_id} is still {alloc.state.lower()}") from None
+            raise StepInterrupted(
+                f"interrupted: step {_step_name(alloc, command)} ended; allocation "
+                f"{alloc.job_id} is still {alloc.state.lower()}"
+            ) from None
         session.last_step = result
         if result.interrupted:
             print(f"step ended after --timeout {ns.timeout:g} s", file=sys.stderr)
@@ -99,8 +111,10 @@ class StepMagics(Magics):
             # srun's words are in the cell already; a step srun could not run (munge, the controller) gets the
             # runner's reading of them and its hint, as every other path to Slurm does
             failure = result.failure
-            print(f"step exited with code {result.returncode}" + (f": {failure.message}" if failure else ""),
-                  file=sys.stderr)
+            print(
+                f"step exited with code {result.returncode}" + (f": {failure.message}" if failure else ""),
+                file=sys.stderr,
+            )
             hint = failure.hint if failure is not None else _refusal_hint(alloc, result.stderr)
             if hint:
                 print(f"-> {hint}", file=sys.stderr)
@@ -113,8 +127,10 @@ def _refusal_hint(alloc: Allocation, stderr: list[str]) -> str | None:
         return hint
     view = alloc.view
     if view is not None and view.num_tasks:
-        return (f"allocation {alloc.job_id} holds {view.num_tasks} task(s): ask for at most -n {view.num_tasks} "
-                f"(or fewer CPUs per task with -c), or make a bigger allocation with %salloc")
+        return (
+            f"allocation {alloc.job_id} holds {view.num_tasks} task(s): ask for at most -n {view.num_tasks} "
+            f"(or fewer CPUs per task with -c), or make a bigger allocation with %salloc"
+        )
     return hint
 
 

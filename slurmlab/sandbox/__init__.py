@@ -19,5 +19,14 @@ from slurmlab.sandbox.control import (
 )
 from slurmlab.sandbox.profile import Profile, list_profiles, load_profile
 
-__all__ = ["APT_INSTALL", "DEFAULT_PROFILE", "Profile", "Sandbox", "SandboxStatus", "detect_release", "detect_version",
-           "list_profiles", "load_profile"]
+__all__ = [
+    "APT_INSTALL",
+    "DEFAULT_PROFILE",
+    "Profile",
+    "Sandbox",
+    "SandboxStatus",
+    "detect_release",
+    "detect_version",
+    "list_profiles",
+    "load_profile",
+]

@@ -45,13 +45,17 @@ def resolve_users(names: Iterable[str]) -> list[AdmittedUser]:
     out: dict[str, AdmittedUser] = {}
     for name in names:
         if not isinstance(name, str) or not name or name.startswith("-") or "\0" in name:
-            raise SandboxError(f"--admit needs a Unix user name, not {name!r}",
-                               hint="e.g. `slurmlab sandbox up --admit alice --admit bob`")
+            raise SandboxError(
+                f"--admit needs a Unix user name, not {name!r}",
+                hint="e.g. `slurmlab sandbox up --admit alice --admit bob`",
+            )
         try:
             entry = pwd.getpwnam(name)
         except KeyError:
-            raise SandboxError(f"cannot admit {name!r}: there is no such Unix user on this machine",
-                               hint="check the name with `getent passwd NAME`") from None
+            raise SandboxError(
+                f"cannot admit {name!r}: there is no such Unix user on this machine",
+                hint="check the name with `getent passwd NAME`",
+            ) from None
         gids = tuple(os.getgrouplist(entry.pw_name, entry.pw_gid))
         out[entry.pw_name] = AdmittedUser(entry.pw_name, entry.pw_uid, gids)
     return list(out.values())
@@ -99,7 +103,9 @@ def acl_entries(mode: int, users: Sequence[tuple[int, int]]) -> list[tuple[int, 
 
 def encode_acl(entries: Sequence[tuple[int, int, int]]) -> bytes:
     """The kernel's ``system.posix_acl_access`` value for ``entries`` (little-endian, version 2)."""
-    return struct.pack("<I", _VERSION) + b"".join(struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in entries)
+    return struct.pack("<I", _VERSION) + b"".join(
+        struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in entries
+    )
 
 
 def grant(path: Path, mode: int, users: Sequence[AdmittedUser], perm: int) -> None:
@@ -123,5 +129,7 @@ def grant(path: Path, mode: int, users: Sequence[AdmittedUser], perm: int) -> No
                 f"cannot admit {names}: the file system of {path} does not support POSIX ACLs",
                 hint="put the sandbox on one that does (ext4, xfs, tmpfs), e.g. --dir /tmp/slurmlab-sandbox",
             ) from exc
-        raise SandboxError(f"cannot admit {names} to {path}: {exc.strerror}",
-                           hint="run `slurmlab sandbox up --admit ...` as the sandbox's owner") from exc
+        raise SandboxError(
+            f"cannot admit {names} to {path}: {exc.strerror}",
+            hint="run `slurmlab sandbox up --admit ...` as the sandbox's owner",
+        ) from exc

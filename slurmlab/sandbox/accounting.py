@@ -17,8 +17,20 @@ from dataclasses import dataclass
 
 from slurmlab.sandbox.ports import LOOPBACK
 
-__all__ = ["ACCOUNTS", "JOB_ACCT_GATHER", "DATABASE", "GPU_QOS_LIMIT", "QOS", "AccountingContext", "accounting_tres",
-           "render_slurmdbd_conf", "setup_after_ctld", "setup_before_ctld", "slurm_conf_lines", "users_to_add"]
+__all__ = [
+    "ACCOUNTS",
+    "JOB_ACCT_GATHER",
+    "DATABASE",
+    "GPU_QOS_LIMIT",
+    "QOS",
+    "AccountingContext",
+    "accounting_tres",
+    "render_slurmdbd_conf",
+    "setup_after_ctld",
+    "setup_before_ctld",
+    "slurm_conf_lines",
+    "users_to_add",
+]
 
 DATABASE = "slurmlab_acct"  # StorageLoc: a database of its own in the sandbox's private MariaDB
 ACCOUNTS = (("research", "GPU research"), ("teaching", "workshops and courses"))
@@ -132,7 +144,9 @@ def setup_before_ctld(cluster: str, owner: str, guests: Sequence[str] = ()) -> l
     """``sacctmgr -i`` arguments run before slurmctld starts: cluster, accounts, users with a default account."""
     cmds = [["add", "cluster", _plain(cluster, "cluster")]]
     for name, text in ACCOUNTS:
-        cmds.append(["add", "account", name, f"Cluster={cluster}", f"Description={text}", "Organization=sandbox"])
+        cmds.append(
+            ["add", "account", name, f"Cluster={cluster}", f"Description={text}", "Organization=sandbox"]
+        )
     cmds.append(["add", "qos", "debug"])
     cmds += users_to_add(cluster, _users(owner, guests))
     return cmds
@@ -142,8 +156,17 @@ def setup_after_ctld(gpu_caps: bool = True) -> list[list[str]]:
     """``sacctmgr -i`` arguments run once slurmctld registered its TRES: the QOS settings, with the per-user GPU
     caps only when ``gpu_caps`` (asked for with ``--accounting``; accounting that is on by default leaves jobs
     uncapped, so that a lesson or test filling whole nodes runs as it does without accounting)."""
-    return [["modify", "qos", "where", f"name={name}", "set",
-             *(x for x in settings if gpu_caps or not x.startswith("MaxTRESPerUser="))] for name, settings in QOS]
+    return [
+        [
+            "modify",
+            "qos",
+            "where",
+            f"name={name}",
+            "set",
+            *(x for x in settings if gpu_caps or not x.startswith("MaxTRESPerUser=")),
+        ]
+        for name, settings in QOS
+    ]
 
 
 def users_to_add(cluster: str, users: Sequence[str]) -> list[list[str]]:
@@ -152,8 +175,22 @@ def users_to_add(cluster: str, users: Sequence[str]) -> list[list[str]]:
         return []
     names = ",".join(dict.fromkeys(_plain(u, "user") for u in users))
     return [
-        ["add", "user", names, f"Cluster={cluster}", f"Account={ACCOUNTS[0][0]}", f"DefaultAccount={ACCOUNTS[0][0]}"],
+        [
+            "add",
+            "user",
+            names,
+            f"Cluster={cluster}",
+            f"Account={ACCOUNTS[0][0]}",
+            f"DefaultAccount={ACCOUNTS[0][0]}",
+        ],
         ["add", "user", names, f"Cluster={cluster}", f"Account={ACCOUNTS[1][0]}"],
-        ["modify", "user", "where", f"name={names}", "set", "QOS=" + ",".join(q for q, _ in QOS),
-         f"DefaultQOS={QOS[0][0]}"],
+        [
+            "modify",
+            "user",
+            "where",
+            f"name={names}",
+            "set",
+            "QOS=" + ",".join(q for q, _ in QOS),
+            f"DefaultQOS={QOS[0][0]}",
+        ],
     ]

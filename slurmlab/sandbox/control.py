@@ -39,8 +39,15 @@ from slurmlab.sandbox.stopping import stop_sandbox
 from slurmlab.sandbox.waits import wait_idle, wait_responding
 from slurmlab.slurm.runner import Runner
 
-__all__ = ["APT_INSTALL", "DEFAULT_PROFILE", "Sandbox", "SandboxStatus", "default_directory", "detect_release",
-           "detect_version"]
+__all__ = [
+    "APT_INSTALL",
+    "DEFAULT_PROFILE",
+    "Sandbox",
+    "SandboxStatus",
+    "default_directory",
+    "detect_release",
+    "detect_version",
+]
 
 DEFAULT_PROFILE = "dgx-h100"
 
@@ -118,7 +125,9 @@ class Sandbox:
         return Runner(slurm_conf=str(self.conf_path), timeout=timeout)
 
     def __repr__(self) -> str:
-        return f"Sandbox(profile={self.profile_name!r}, nodes={len(self.nodes)}, directory='{self.directory}')"
+        return (
+            f"Sandbox(profile={self.profile_name!r}, nodes={len(self.nodes)}, directory='{self.directory}')"
+        )
 
     # ---- finding --------------------------------------------------------------------------------------
     @classmethod
@@ -157,8 +166,17 @@ class Sandbox:
         if nodes and answering:
             with contextlib.suppress(Exception):
                 states = self.node_states()
-        return SandboxStatus(self.directory, self.profile_name, self.nodes, procs, self.ports, states, frozen,
-                             self.release, accounting_daemons.describe(self.directory, self.state, procs))
+        return SandboxStatus(
+            self.directory,
+            self.profile_name,
+            self.nodes,
+            procs,
+            self.ports,
+            states,
+            frozen,
+            self.release,
+            accounting_daemons.describe(self.directory, self.state, procs),
+        )
 
     def node_states(self) -> dict[str, str]:
         """node name -> Slurm state (``idle``, ``mixed``, ``down*`` ...)."""
@@ -188,7 +206,8 @@ class Sandbox:
         timeout: float = 60.0,
         admit: Sequence[str] | None = None,
         slurmd_timeout: int = 120,
-        accounting: bool | None = None) -> Sandbox:
+        accounting: bool | None = None,
+    ) -> Sandbox:
         """Start the sandbox of ``profile`` (``nodes`` scales its node count) and wait until every node is idle.
 
         Only the user who starts it (and root) may use it, plus the Unix users named in ``admit``.
@@ -199,9 +218,15 @@ class Sandbox:
         prof = load_profile(profile)
         if nodes is not None:
             prof = prof.scaled(nodes)
-        if isinstance(slurmd_timeout, bool) or not isinstance(slurmd_timeout, int) or not 5 <= slurmd_timeout <= 3600:
-            raise SandboxError(f"slurmd_timeout must be a whole number of seconds from 5 to 3600, not {slurmd_timeout!r}",
-                               hint="leave it out for Slurm's usual 120 s")
+        if (
+            isinstance(slurmd_timeout, bool)
+            or not isinstance(slurmd_timeout, int)
+            or not 5 <= slurmd_timeout <= 3600
+        ):
+            raise SandboxError(
+                f"slurmd_timeout must be a whole number of seconds from 5 to 3600, not {slurmd_timeout!r}",
+                hint="leave it out for Slurm's usual 120 s",
+            )
         folder = Path(directory) if directory is not None else default_directory(prof.name)
         folder = folder.absolute()
         guests = access.resolve_users(admit or ())
@@ -225,14 +250,28 @@ class Sandbox:
         conf = write_configuration(folder, prof, ctx)
         make_munge_key(munge_dir)
         state: dict[str, Any] = {
-            "profile": prof.name, "nodes": prof.nodes, "node_names": list(prof.node_names), "conf_path": str(conf),
-            "version": list(ctx.version), "release": release, "notes": list(settings.notes), "user": ctx.user,
-            "hostname": ctx.hostname, "bind_address": ctx.bind_address, "accounting": accounting,
-            **accounting_state, "cluster": ctx.cluster_name,
-            "ports": {"slurmctld": ctx.ctld_port,
-                      **{f"slurmd:{n}": p for n, p in zip(prof.node_names, ctx.node_ports, strict=True)},
-                      **({"slurmdbd": ctx.accounting_port} if accounting else {})},
-            "munge_socket": ctx.munge_socket, "pids": {}, "started": time.time(), "admit": [g.name for g in guests],
+            "profile": prof.name,
+            "nodes": prof.nodes,
+            "node_names": list(prof.node_names),
+            "conf_path": str(conf),
+            "version": list(ctx.version),
+            "release": release,
+            "notes": list(settings.notes),
+            "user": ctx.user,
+            "hostname": ctx.hostname,
+            "bind_address": ctx.bind_address,
+            "accounting": accounting,
+            **accounting_state,
+            "cluster": ctx.cluster_name,
+            "ports": {
+                "slurmctld": ctx.ctld_port,
+                **{f"slurmd:{n}": p for n, p in zip(prof.node_names, ctx.node_ports, strict=True)},
+                **({"slurmdbd": ctx.accounting_port} if accounting else {}),
+            },
+            "munge_socket": ctx.munge_socket,
+            "pids": {},
+            "started": time.time(),
+            "admit": [g.name for g in guests],
         }
         sb = cls(folder, state)
         try:
@@ -275,7 +314,7 @@ class Sandbox:
             raise SandboxError(
                 f"the sandbox in {folder} is partly running ({', '.join(what)})",
                 hint=f"bring those back, keeping every job: slurmlab sandbox restart --dir {folder} "
-                     f"(or start afresh: slurmlab sandbox down --dir {folder} && slurmlab sandbox up)",
+                f"(or start afresh: slurmlab sandbox down --dir {folder} && slurmlab sandbox up)",
             )
         # every recorded process is gone (e.g. after a reboot): the state is stale, start afresh
         old.down()
@@ -301,8 +340,11 @@ class Sandbox:
 
     def _wait_listening(self) -> None:
         port = self.ports["slurmctld"]
-        wait_for(lambda: is_listening(port, self.address), 15,
-                  lambda: self._failure(f"slurmctld does not listen on port {port}", "slurmctld"))
+        wait_for(
+            lambda: is_listening(port, self.address),
+            15,
+            lambda: self._failure(f"slurmctld does not listen on port {port}", "slurmctld"),
+        )
 
     # ---- admitting other users ------------------------------------------------------------------------
     def admit(self, *users: str) -> tuple[str, ...]:
@@ -318,7 +360,9 @@ class Sandbox:
         if self._pid_alive("munged", self.pids.get("munged", 0)):
             self._guard_munge()
             if self.state.get("accounting"):  # a user without an association may not run jobs
-                accounting_daemons.add_users(self.directory, str(self.state["cluster"]), self.admitted, self.runner())
+                accounting_daemons.add_users(
+                    self.directory, str(self.state["cluster"]), self.admitted, self.runner()
+                )
         else:
             access.grant(self.munge_socket.parent, 0o700, guests, 0o1)
         return self.admitted
@@ -334,7 +378,9 @@ class Sandbox:
         """
         self._reload()
         done: list[str] = []
-        acct = [n for n in reversed(accounting_daemons.ACCOUNTING_DAEMONS) if n in self.pids]  # database first
+        acct = [
+            n for n in reversed(accounting_daemons.ACCOUNTING_DAEMONS) if n in self.pids
+        ]  # database first
         for name in ["munged", *acct, "slurmctld", *(f"slurmd:{n}" for n in self.nodes)]:
             pid = self.pids.get(name, 0)
             if self._pid_alive(name, pid):
@@ -358,8 +404,12 @@ class Sandbox:
         return done
 
     def _start(self, exe: str, argv: list[str], name: str, env: Mapping[str, str] | None = None) -> None:
-        pid, code = processes.spawn_daemon(exe, argv, self.directory / "log" / f"{name.replace(':', '-')}.out",
-                                           {**os.environ, "SLURM_CONF": str(self.conf_path), **(env or {})})
+        pid, code = processes.spawn_daemon(
+            exe,
+            argv,
+            self.directory / "log" / f"{name.replace(':', '-')}.out",
+            {**os.environ, "SLURM_CONF": str(self.conf_path), **(env or {})},
+        )
         self.state["pids"][name] = pid
         self._save()
         if code is not None:
@@ -382,8 +432,14 @@ def _check_reachable(guests: Sequence[access.AdmittedUser], folder: Path) -> Non
             )
 
 
-def _context(folder: Path, prof: Profile, version: tuple[int, int], port: int | None, slurmd_timeout: int,
-             accounting: bool = False) -> tuple[RenderContext, machine.SandboxSettings]:
+def _context(
+    folder: Path,
+    prof: Profile,
+    version: tuple[int, int],
+    port: int | None,
+    slurmd_timeout: int,
+    accounting: bool = False,
+) -> tuple[RenderContext, machine.SandboxSettings]:
     """How the sandbox in ``folder`` runs on this machine: its ports, user, socket, and the settings this
     machine needs (cgroups, host name)."""
     settings = machine.sandbox_settings(machine.inspect(), version)
@@ -391,10 +447,17 @@ def _context(folder: Path, prof: Profile, version: tuple[int, int], port: int | 
     sock = munge_socket_in(folder)
     ports = free_ports(1 + prof.nodes + accounting, first=port, host=settings.bind_address or LOOPBACK)
     ctx = RenderContext(
-        directory=str(folder), hostname=socket.gethostname(), user=pwd.getpwuid(os.geteuid()).pw_name,
-        ctld_port=ports[0], node_ports=tuple(ports[1:1 + prof.nodes]), munge_socket=str(sock), version=version,
-        device_dir=str(folder / "dev") if root else None, slurmd_timeout=slurmd_timeout,
-        cgroup_plugin=settings.cgroup_plugin, accounting_port=ports[-1] if accounting else None,
+        directory=str(folder),
+        hostname=socket.gethostname(),
+        user=pwd.getpwuid(os.geteuid()).pw_name,
+        ctld_port=ports[0],
+        node_ports=tuple(ports[1 : 1 + prof.nodes]),
+        munge_socket=str(sock),
+        version=version,
+        device_dir=str(folder / "dev") if root else None,
+        slurmd_timeout=slurmd_timeout,
+        cgroup_plugin=settings.cgroup_plugin,
+        accounting_port=ports[-1] if accounting else None,
         bind_address=settings.bind_address,
     )
     return ctx, settings

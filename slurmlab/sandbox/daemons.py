@@ -20,19 +20,41 @@ def expected_program(name: str) -> str:
     return "munged" if name == "munged" else name.split(":")[0]
 
 
-def daemon_argv(name: str, exe: str, conf: Path, munge_socket: Path, log_dir: Path, *, fresh: bool = False,
-                recover: bool = False) -> list[str]:
+def daemon_argv(
+    name: str,
+    exe: str,
+    conf: Path,
+    munge_socket: Path,
+    log_dir: Path,
+    *,
+    fresh: bool = False,
+    recover: bool = False,
+) -> list[str]:
     """The command line of daemon ``name``; ``fresh`` starts slurmctld with ``-c`` (clear its saved jobs);
     ``recover`` (a restart of one that died) with ``-i``: a slurmctld killed before it ever saved its state leaves
     some state files and not others, and 26.05 with accounting then stops at "fatal: No Assoc usage file to
     recover" (the associations come from slurmdbd anyway); the jobs it did save are still read."""
     if name == "munged":
         sock = munge_socket
-        return [exe, "-F", "-f", f"--key-file={sock.parent / 'munge.key'}", f"--socket={sock}",
-                f"--pid-file={sock.parent / 'munged.pid'}", f"--log-file={log_dir / 'munged.log'}",
-                f"--seed-file={sock.parent / 'munged.seed'}"]
+        return [
+            exe,
+            "-F",
+            "-f",
+            f"--key-file={sock.parent / 'munge.key'}",
+            f"--socket={sock}",
+            f"--pid-file={sock.parent / 'munged.pid'}",
+            f"--log-file={log_dir / 'munged.log'}",
+            f"--seed-file={sock.parent / 'munged.seed'}",
+        ]
     if name == "slurmctld":
-        return [exe, "-D", *(["-c"] if fresh else []), *(["-i"] if recover and not fresh else []), "-f", str(conf)]
+        return [
+            exe,
+            "-D",
+            *(["-c"] if fresh else []),
+            *(["-i"] if recover and not fresh else []),
+            "-f",
+            str(conf),
+        ]
     return [exe, "-D", "-N", name.split(":", 1)[1], "-f", str(conf)]
 
 
@@ -60,8 +82,9 @@ def start_failure(log_dir: Path, what: str, name: str) -> SandboxError:
     if known is None:
         return SandboxError(f"the sandbox did not start: {what}\n{tail}", hint=f"read the logs in {log_dir}")
     cause, step = known
-    return SandboxError(f"the sandbox did not start: {what} ({cause})\n{tail}",
-                        hint=f"{step}; the logs are in {log_dir}")
+    return SandboxError(
+        f"the sandbox did not start: {what} ({cause})\n{tail}", hint=f"{step}; the logs are in {log_dir}"
+    )
 
 
 def accepts(path: Path) -> bool:

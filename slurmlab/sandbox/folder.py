@@ -25,8 +25,17 @@ from slurmlab.sandbox.render import (
 from slurmlab.sandbox.standin import STANDIN_DIR, TASK_PROLOG, nvidia_smi_script, task_prolog_script
 from slurmlab.sandbox.state_file import STATE_FILE
 
-__all__ = ["base_directory", "default_directory", "locate", "make_devices", "make_folders", "make_munge_key",
-           "munge_socket_in", "write_configuration", "write_standins"]
+__all__ = [
+    "base_directory",
+    "default_directory",
+    "locate",
+    "make_devices",
+    "make_folders",
+    "make_munge_key",
+    "munge_socket_in",
+    "write_configuration",
+    "write_standins",
+]
 
 _UNIX_PATH_MAX = 107  # sun_path holds 108 bytes including the NUL
 
@@ -51,8 +60,10 @@ def locate(where: str | os.PathLike[str] | None) -> Path:
         found = sorted(p.parent for p in base.glob(f"*/{STATE_FILE}")) if base.is_dir() else []
         if len(found) != 1:
             what = "no sandbox" if not found else f"{len(found)} sandboxes ({', '.join(map(str, found))})"
-            raise SandboxError(f"{what} recorded under {base}",
-                               hint="start one with `slurmlab sandbox up`, or name it with --dir/--profile")
+            raise SandboxError(
+                f"{what} recorded under {base}",
+                hint="start one with `slurmlab sandbox up`, or name it with --dir/--profile",
+            )
         return found[0]
     text = os.fspath(where)
     path = Path(text)
@@ -65,8 +76,10 @@ def munge_socket_in(folder: Path) -> Path:
     """The munge socket of the sandbox in ``folder``; refused when the path is too long for a unix socket."""
     sock = folder / "munge" / "munged.sock"
     if len(str(sock)) > _UNIX_PATH_MAX:
-        raise SandboxError(f"the sandbox folder {folder} is too deep for a unix socket path ({sock})",
-                           hint="choose a shorter --dir, e.g. /tmp/slurmlab-sandbox")
+        raise SandboxError(
+            f"the sandbox folder {folder} is too deep for a unix socket path ({sock})",
+            hint="choose a shorter --dir, e.g. /tmp/slurmlab-sandbox",
+        )
     return sock
 
 
@@ -101,8 +114,10 @@ def write_standins(folder: Path) -> None:
     bin_dir = folder / STANDIN_DIR
     bin_dir.mkdir(exist_ok=True)
     bin_dir.chmod(0o755)
-    for path, text in ((bin_dir / "nvidia-smi", nvidia_smi_script()),
-                       (folder / TASK_PROLOG, task_prolog_script(str(folder)))):
+    for path, text in (
+        (bin_dir / "nvidia-smi", nvidia_smi_script()),
+        (folder / TASK_PROLOG, task_prolog_script(str(folder))),
+    ):
         path.write_text(text, encoding="utf-8")
         path.chmod(0o755)
 
@@ -135,5 +150,7 @@ def make_devices(prof: Profile, ctx: RenderContext) -> None:
         try:
             os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(195, dev.number))
         except OSError as exc:
-            raise SandboxError(f"cannot create the fake GPU device {path}: {exc}",
-                               hint="run as root, or as an ordinary user (the sandbox then uses /dev/ttyN)") from exc
+            raise SandboxError(
+                f"cannot create the fake GPU device {path}: {exc}",
+                hint="run as root, or as an ordinary user (the sandbox then uses /dev/ttyN)",
+            ) from exc

@@ -21,8 +21,10 @@ def daemon(name: str) -> str:
     """Full path of a daemon (munged, slurmctld, slurmd), on PATH or in an sbin folder."""
     path = shutil.which(name) or shutil.which(name, path=os.pathsep.join(_SBIN))
     if path is None:
-        raise SandboxError(f"{name} is not installed (the sandbox needs Slurm's daemons and munge)",
-                           hint=f"install them: {APT_INSTALL}")
+        raise SandboxError(
+            f"{name} is not installed (the sandbox needs Slurm's daemons and munge)",
+            hint=f"install them: {APT_INSTALL}",
+        )
     return path
 
 
@@ -30,7 +32,9 @@ def client(name: str) -> str:
     """Full path of a Slurm client command (only used for the readiness check of ``up``/``status``)."""
     path = shutil.which(name)
     if path is None:
-        raise SandboxError(f"the Slurm client command {name} is not installed", hint=f"install it: {APT_INSTALL}")
+        raise SandboxError(
+            f"the Slurm client command {name} is not installed", hint=f"install it: {APT_INSTALL}"
+        )
     return path
 
 
@@ -40,8 +44,10 @@ def detect_release(slurmctld: str | None = None) -> str:
     proc = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=10, check=False)
     m = re.search(r"\d+\.\d+\.\d+", proc.stdout + proc.stderr)
     if m is None:
-        raise SandboxError(f"cannot read the Slurm version from `{exe} -V`: {(proc.stdout + proc.stderr).strip()!r}",
-                           hint=f"reinstall Slurm: {APT_INSTALL}")
+        raise SandboxError(
+            f"cannot read the Slurm version from `{exe} -V`: {(proc.stdout + proc.stderr).strip()!r}",
+            hint=f"reinstall Slurm: {APT_INSTALL}",
+        )
     return m.group(0)
 
 

@@ -29,8 +29,15 @@ from dataclasses import dataclass
 
 from slurmlab.sandbox.ports import LOOPBACK
 
-__all__ = ["MachineFacts", "bind_address", "cgroup_kind", "explain_failure", "host_address", "inspect",
-           "sandbox_settings"]
+__all__ = [
+    "MachineFacts",
+    "bind_address",
+    "cgroup_kind",
+    "explain_failure",
+    "host_address",
+    "inspect",
+    "sandbox_settings",
+]
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 CGROUP_ENV = "SLURMLAB_SANDBOX_CGROUP"  # "disabled": never let Slurm use the machine's cgroups
@@ -44,7 +51,9 @@ class MachineFacts:
     (the user said ``SLURMLAB_SANDBOX_CGROUP=disabled``)."""
 
     hostname: str
-    host_address: str | None  # the address Slurm's daemons bind by name (:func:`host_address`); None: unresolved
+    host_address: (
+        str | None
+    )  # the address Slurm's daemons bind by name (:func:`host_address`); None: unresolved
     cgroup: str
 
 
@@ -110,7 +119,9 @@ def inspect(hostname: str | None = None) -> MachineFacts:
     name = hostname or socket.gethostname()
     if os.environ.get(CGROUP_ENV) == "disabled":
         return MachineFacts(hostname=name, host_address=host_address(name), cgroup="refused")
-    kind = cgroup_kind(_read("/proc/self/mounts"), _read("/proc/self/cgroup"), os.path.isdir("/run/systemd/system"))
+    kind = cgroup_kind(
+        _read("/proc/self/mounts"), _read("/proc/self/cgroup"), os.path.isdir("/run/systemd/system")
+    )
     return MachineFacts(hostname=name, host_address=host_address(name), cgroup=kind)
 
 
@@ -136,40 +147,67 @@ def sandbox_settings(facts: MachineFacts, version: tuple[int, int]) -> SandboxSe
         }[facts.cgroup]
         notes.append(f"{why}: cgroup.conf says CgroupPlugin=disabled (processes are tracked through /proc)")
     bound = bind_address(facts)
-    every = (f"the daemons listen on every address, not {LOOPBACK} alone (they answer only munge-authenticated "
-             f"requests); to keep them on loopback, name the host on the {LOOPBACK} line of /etc/hosts")
+    every = (
+        f"the daemons listen on every address, not {LOOPBACK} alone (they answer only munge-authenticated "
+        f"requests); to keep them on loopback, name the host on the {LOOPBACK} line of /etc/hosts"
+    )
     if facts.host_address is None:
         notes.append(f"the host name {facts.hostname!r} does not resolve: {every}")
     elif bound is None:
-        notes.append(f"the host name {facts.hostname!r} resolves to {facts.host_address}, not to a loopback "
-                     f"address: {every}")
+        notes.append(
+            f"the host name {facts.hostname!r} resolves to {facts.host_address}, not to a loopback "
+            f"address: {every}"
+        )
     elif bound != LOOPBACK:
-        notes.append(f"the host name {facts.hostname!r} resolves to {bound}: the daemons listen on that loopback "
-                     "address")
+        notes.append(
+            f"the host name {facts.hostname!r} resolves to {bound}: the daemons listen on that loopback "
+            "address"
+        )
     return SandboxSettings(plugin, bound, tuple(notes))
 
 
 # (words in a daemon's log, what they mean, the next step); the first match wins
 _CAUSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
-    (("No filesystem mounted on /sys/fs/cgroup", "Hybrid mode is not supported", "Unable to initialize cgroup",
-      "cgroup namespace", "Could not create scope"),
-     "Slurm could not use this machine's cgroups",
-     f"start it without them (the sandbox needs none): {CGROUP_ENV}=disabled slurmlab sandbox up ..."),
-    (("Unable to resolve", "getaddrinfo"),
-     "a host name in slurm.conf does not resolve",
-     "add the machine's host name to /etc/hosts (127.0.0.1 <name>) and start again"),
-    (("Address already in use", "Unable to bind listen port", "Unable to listen to file descriptors"),
-     "a port of the sandbox is taken by another program",
-     "start again with other ports (slurmlab sandbox up --port N), or stop what holds them"),
-    (("Permission denied",),
-     "a file or folder of the sandbox may not be used by the user running the daemons",
-     "start the sandbox in a folder that user owns (--dir)"),
-    (("Invalid munge", "Munge encode failed", "Protocol authentication error", "auth/munge"),
-     "munge authentication failed",
-     "read log/munged.log; start afresh (slurmlab sandbox down, then up)"),
-    (("error while loading shared libraries", "plugin_load_from_file", "Couldn't find the specified plugin"),
-     "Slurm's installation is incomplete",
-     "reinstall Slurm: sudo apt-get install --reinstall slurmctld slurmd slurm-client munge"),
+    (
+        (
+            "No filesystem mounted on /sys/fs/cgroup",
+            "Hybrid mode is not supported",
+            "Unable to initialize cgroup",
+            "cgroup namespace",
+            "Could not create scope",
+        ),
+        "Slurm could not use this machine's cgroups",
+        f"start it without them (the sandbox needs none): {CGROUP_ENV}=disabled slurmlab sandbox up ...",
+    ),
+    (
+        ("Unable to resolve", "getaddrinfo"),
+        "a host name in slurm.conf does not resolve",
+        "add the machine's host name to /etc/hosts (127.0.0.1 <name>) and start again",
+    ),
+    (
+        ("Address already in use", "Unable to bind listen port", "Unable to listen to file descriptors"),
+        "a port of the sandbox is taken by another program",
+        "start again with other ports (slurmlab sandbox up --port N), or stop what holds them",
+    ),
+    (
+        ("Permission denied",),
+        "a file or folder of the sandbox may not be used by the user running the daemons",
+        "start the sandbox in a folder that user owns (--dir)",
+    ),
+    (
+        ("Invalid munge", "Munge encode failed", "Protocol authentication error", "auth/munge"),
+        "munge authentication failed",
+        "read log/munged.log; start afresh (slurmlab sandbox down, then up)",
+    ),
+    (
+        (
+            "error while loading shared libraries",
+            "plugin_load_from_file",
+            "Couldn't find the specified plugin",
+        ),
+        "Slurm's installation is incomplete",
+        "reinstall Slurm: sudo apt-get install --reinstall slurmctld slurmd slurm-client munge",
+    ),
 )
 
 

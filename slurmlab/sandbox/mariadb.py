@@ -13,7 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["APT_LINE", "MariaDbFiles", "create_database_argv", "install_argv", "render_options", "server_argv", "shutdown_argv"]
+__all__ = [
+    "APT_LINE",
+    "MariaDbFiles",
+    "create_database_argv",
+    "install_argv",
+    "render_options",
+    "server_argv",
+    "shutdown_argv",
+]
 
 APT_LINE = "sudo apt-get install slurmdbd mariadb-server"
 
@@ -54,28 +62,36 @@ def render_options(files: MariaDbFiles) -> str:
     for path in (files.data, files.socket, files.pid_file, files.log):
         if any(c in str(path) for c in "\n#\"'"):
             raise ValueError(f"the path {str(path)!r} cannot be written into a MariaDB options file")
-    return "\n".join([
-        "# slurmlab sandbox: a private MariaDB for slurmdbd (Unix socket only)",
-        "[mariadbd]",
-        f"datadir={files.data}",
-        f"socket={files.socket}",
-        f"pid-file={files.pid_file}",
-        f"log-error={files.log}",
-        "skip-networking",
-        "skip-name-resolve",
-        "innodb_buffer_pool_size=64M",
-        # what slurmdbd asks for at start (it warns below these)
-        "innodb_log_file_size=64M",
-        "innodb_lock_wait_timeout=900",
-        "max_allowed_packet=16M",
-        "",
-    ])
+    return "\n".join(
+        [
+            "# slurmlab sandbox: a private MariaDB for slurmdbd (Unix socket only)",
+            "[mariadbd]",
+            f"datadir={files.data}",
+            f"socket={files.socket}",
+            f"pid-file={files.pid_file}",
+            f"log-error={files.log}",
+            "skip-networking",
+            "skip-name-resolve",
+            "innodb_buffer_pool_size=64M",
+            # what slurmdbd asks for at start (it warns below these)
+            "innodb_log_file_size=64M",
+            "innodb_lock_wait_timeout=900",
+            "max_allowed_packet=16M",
+            "",
+        ]
+    )
 
 
 def install_argv(exe: str, files: MariaDbFiles, user: str) -> list[str]:
     """``mariadb-install-db``: the system tables, with the account of ``user`` (and root) by Unix socket."""
-    return [exe, "--no-defaults", f"--datadir={files.data}", f"--user={user}", "--skip-test-db",
-            "--auth-root-authentication-method=socket"]
+    return [
+        exe,
+        "--no-defaults",
+        f"--datadir={files.data}",
+        f"--user={user}",
+        "--skip-test-db",
+        "--auth-root-authentication-method=socket",
+    ]
 
 
 def server_argv(exe: str, files: MariaDbFiles, *, as_root: bool) -> list[str]:
@@ -92,10 +108,24 @@ def create_database_argv(exe: str, files: MariaDbFiles, user: str, database: str
     """
     if not database.replace("_", "").isalnum():
         raise ValueError(f"database name {database!r} is not a plain identifier")
-    return [exe, "--no-defaults", f"--socket={files.socket}", f"--user={user}", "--connect-timeout=5",
-            "--execute", f"CREATE DATABASE IF NOT EXISTS `{database}`"]
+    return [
+        exe,
+        "--no-defaults",
+        f"--socket={files.socket}",
+        f"--user={user}",
+        "--connect-timeout=5",
+        "--execute",
+        f"CREATE DATABASE IF NOT EXISTS `{database}`",
+    ]
 
 
 def shutdown_argv(exe: str, files: MariaDbFiles, user: str) -> list[str]:
     """``mariadb-admin shutdown`` over the private socket, as ``user`` (the socket authenticates the caller)."""
-    return [exe, "--no-defaults", f"--socket={files.socket}", f"--user={user}", "--connect-timeout=5", "shutdown"]
+    return [
+        exe,
+        "--no-defaults",
+        f"--socket={files.socket}",
+        f"--user={user}",
+        "--connect-timeout=5",
+        "shutdown",
+    ]

@@ -36,7 +36,9 @@ def frozen(pid: int) -> bool:
 
 def cmdline(pid: int) -> list[str]:
     try:
-        return [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0") if a]
+        return [
+            a for a in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0") if a
+        ]
     except OSError:
         return []
 
@@ -135,7 +137,9 @@ def _belongs(pid: int, folder: tuple[str, ...], conf_entry: bytes) -> bool:
     return name in _JOB_CLIENTS or any(e.startswith(b"SLURMD_NODENAME=") for e in env)
 
 
-def find_related(roots: Iterable[int], slurm_conf: str, directory: str | os.PathLike[str] | None = None) -> set[int]:
+def find_related(
+    roots: Iterable[int], slurm_conf: str, directory: str | os.PathLike[str] | None = None
+) -> set[int]:
     """Processes a sandbox left: its step daemons, job tasks, job clients, and everything below them.
 
     Found by what they are, not by their environment alone (24.11+ step daemons carry no SLURM_CONF): the
@@ -195,8 +199,9 @@ def reap(pids: Iterable[int]) -> None:
             pass
 
 
-def spawn_daemon(exe: str, argv: list[str], log: str | os.PathLike[str], env: Mapping[str, str], *,
-                 settle: float = 0.05) -> tuple[int, int | None]:
+def spawn_daemon(
+    exe: str, argv: list[str], log: str | os.PathLike[str], env: Mapping[str, str], *, settle: float = 0.05
+) -> tuple[int, int | None]:
     """Start a daemon that outlives this call: in a session of its own, stdin from /dev/null, stdout and stderr
     appended to ``log``, none of our other descriptors. Its pid, and its exit code if it ended within ``settle``
     seconds (None: it runs).
@@ -206,8 +211,16 @@ def spawn_daemon(exe: str, argv: list[str], log: str | os.PathLike[str], env: Ma
     Popen also raises "subprocess N is still running" (a ResourceWarning) — which says what is meant here, so it
     is silenced for this one object (CPython frees it at the ``del``)."""
     with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, executable=exe, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                env=dict(env), start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            argv,
+            executable=exe,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            start_new_session=True,
+            close_fds=True,
+        )
     deadline = time.monotonic() + settle
     while (code := proc.poll()) is None and time.monotonic() < deadline:
         time.sleep(0.01)

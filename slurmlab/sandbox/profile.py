@@ -264,7 +264,12 @@ def _parse_gpu(raw: Any, where: str, cpu: CpuLayout) -> Gpu:
 
 def _parse_mig(raw: Any, where: str, gpu_indices: set[int]) -> MigInstance:
     f = _Fields(raw, where)
-    inst = MigInstance(gpu=f.integer("gpu"), profile=f.text("profile"), start=f.integer("start"), size=f.integer("size", minimum=1))
+    inst = MigInstance(
+        gpu=f.integer("gpu"),
+        profile=f.text("profile"),
+        start=f.integer("start"),
+        size=f.integer("size", minimum=1),
+    )
     if inst.gpu not in gpu_indices:
         raise SandboxError(f"{where}: MIG instance on GPU {inst.gpu}, which the profile does not have")
     slices = inst.profile.split(".")[0]
@@ -304,19 +309,21 @@ def parse_profile(data: Any, *, source: str = "<profile>") -> Profile:
         if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for r in raw_links for v in r):
             raise SandboxError(f"{source}: 'nvlink' counts must be integers >= 0")
         if any(raw_links[i][j] != raw_links[j][i] for i in range(n) for j in range(n)):
-            raise SandboxError(f"{source}: 'nvlink' must be symmetric (links between i and j = between j and i)")
+            raise SandboxError(
+                f"{source}: 'nvlink' must be symmetric (links between i and j = between j and i)"
+            )
         nvlink = tuple(tuple(r) for r in raw_links)
     else:
         nvlink = tuple(tuple(0 for _ in range(n)) for _ in range(n))
-    mig = tuple(
-        _parse_mig(m, f"{source}: mig[{i}]", set(indices)) for i, m in enumerate(f.items("mig", []))
-    )
+    mig = tuple(_parse_mig(m, f"{source}: mig[{i}]", set(indices)) for i, m in enumerate(f.items("mig", [])))
     for g in {m.gpu for m in mig}:
         used: set[int] = set()
         for m in (m for m in mig if m.gpu == g):
             span = set(range(m.start, m.start + m.size))
             if used & span:
-                raise SandboxError(f"{source}: MIG instances on GPU {g} overlap at memory slices {sorted(used & span)}")
+                raise SandboxError(
+                    f"{source}: MIG instances on GPU {g} overlap at memory slices {sorted(used & span)}"
+                )
             used |= span
     partitions = []
     for i, raw in enumerate(f.items("partitions")):

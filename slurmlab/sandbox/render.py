@@ -29,8 +29,19 @@ from slurmlab.sandbox.ports import LOOPBACK
 from slurmlab.sandbox.profile import Gpu, Profile, format_ranges
 from slurmlab.sandbox.standin import TASK_PROLOG
 
-__all__ = ["HARDWARE_FILE", "DeviceFile", "RenderContext", "device_files", "gres_index_map", "gres_summary",
-           "hostlist", "render_cgroup_conf", "render_gres_conf", "render_hardware_file", "render_slurm_conf"]
+__all__ = [
+    "HARDWARE_FILE",
+    "DeviceFile",
+    "RenderContext",
+    "device_files",
+    "gres_index_map",
+    "gres_summary",
+    "hostlist",
+    "render_cgroup_conf",
+    "render_gres_conf",
+    "render_hardware_file",
+    "render_slurm_conf",
+]
 
 
 @dataclass(frozen=True)
@@ -77,7 +88,7 @@ def hostlist(names: tuple[str, ...] | list[str]) -> str:
     if len(names) == 1:
         return names[0]
     prefix = names[0].rstrip("0123456789")
-    numbers = [int(n[len(prefix):]) for n in names]
+    numbers = [int(n[len(prefix) :]) for n in names]
     return f"{prefix}[{format_ranges(numbers)}]"
 
 
@@ -103,8 +114,12 @@ def gres_index_map(profile: Profile) -> list[tuple[int, int | None]]:
         if d.gres_type not in order:
             order.append(d.gres_type)
     mig_pos = {len(profile.gpus) + k: k for k in range(len(profile.mig))}
-    return [(d.gpu.index, mig_pos.get(d.number) if d.mig_profile else None)
-            for typ in order for d in devices if d.gres_type == typ]
+    return [
+        (d.gpu.index, mig_pos.get(d.number) if d.mig_profile else None)
+        for typ in order
+        for d in devices
+        if d.gres_type == typ
+    ]
 
 
 def render_hardware_file(profile: Profile) -> str:
@@ -184,9 +199,16 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
         # the panel without one for ~28 s, and a handful of jobs costs it nothing each second
         "SchedulerParameters=bf_interval=1",
         *JOB_ACCT_GATHER,
-        *(["AccountingStorageType=accounting_storage/none"] if ctx.accounting_port is None else
-          slurm_conf_lines(ctx.accounting_port, accounting_tres(profile.gres_types, ctx.version),
-                           ctx.munge_socket, ctx.address)),
+        *(
+            ["AccountingStorageType=accounting_storage/none"]
+            if ctx.accounting_port is None
+            else slurm_conf_lines(
+                ctx.accounting_port,
+                accounting_tres(profile.gres_types, ctx.version),
+                ctx.munge_socket,
+                ctx.address,
+            )
+        ),
         "JobCompType=jobcomp/none",
         "MailProg=/bin/true",
         "KillWait=5",

@@ -21,11 +21,14 @@ def read_state(directory: Path) -> dict[str, Any]:
     try:
         state = json.loads(file.read_text())
     except FileNotFoundError:
-        raise SandboxError(f"no sandbox in {directory} (no {STATE_FILE})",
-                           hint=f"start one: slurmlab sandbox up --dir {directory}") from None
+        raise SandboxError(
+            f"no sandbox in {directory} (no {STATE_FILE})",
+            hint=f"start one: slurmlab sandbox up --dir {directory}",
+        ) from None
     except (OSError, json.JSONDecodeError) as exc:
-        raise SandboxError(f"cannot read {file}: {exc}",
-                           hint=f"remove the folder {directory} and start again") from exc
+        raise SandboxError(
+            f"cannot read {file}: {exc}", hint=f"remove the folder {directory} and start again"
+        ) from exc
     if not isinstance(state, dict) or not {"profile", "pids", "conf_path"} <= state.keys():
         raise SandboxError(f"{file} is not a sandbox state file", hint=f"remove {directory} and start again")
     return state

@@ -18,7 +18,9 @@ class SandboxStatus:
     processes: dict[str, tuple[int, bool]]  # name -> (pid, alive); a frozen process is alive
     ports: dict[str, int]
     node_states: dict[str, str] = field(default_factory=dict)
-    frozen: frozenset[str] = frozenset()  # names of the processes stopped by a signal (alive, answering nothing)
+    frozen: frozenset[str] = (
+        frozenset()
+    )  # names of the processes stopped by a signal (alive, answering nothing)
     release: str = ""  # the Slurm it runs, e.g. 24.11.5
     accounting: str = ""  # "off", or "on (...)" with whether slurmdbd and mariadbd answer; "" not known
 
@@ -55,5 +57,7 @@ class SandboxStatus:
         if self.accounting:
             lines.append(f"  accounting     {self.accounting}")
         if not self.running and not self.stopped:
-            lines.append(f"bring back what is dead or frozen, keeping every job: slurmlab sandbox restart --dir {self.directory}")
+            lines.append(
+                f"bring back what is dead or frozen, keeping every job: slurmlab sandbox restart --dir {self.directory}"
+            )
         return "\n".join(lines)

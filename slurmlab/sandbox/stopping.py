@@ -38,6 +38,8 @@ def stop_sandbox(own: Mapping[str, int], conf_path: str, directory: Path, owner:
         left += stop_database(own.get("mariadbd"), directory, owner)
     left += processes.stop({p for n, p in own.items() if n == "munged"})
     if left:
-        raise SandboxError(f"processes {left} of the sandbox in {directory} did not stop",
-                           hint=f"stop them by pid: kill -9 {' '.join(map(str, left))}")
+        raise SandboxError(
+            f"processes {left} of the sandbox in {directory} did not stop",
+            hint=f"stop them by pid: kill -9 {' '.join(map(str, left))}",
+        )
     return sorted(roots | related)

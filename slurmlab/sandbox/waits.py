@@ -20,8 +20,9 @@ __all__ = ["wait_idle", "wait_responding"]
 NodeStates = Callable[[], dict[str, str]]
 
 
-def wait_idle(node_states: NodeStates, nodes: Sequence[str], pids: Mapping[str, int], log_dir: Path,
-              timeout: float) -> None:
+def wait_idle(
+    node_states: NodeStates, nodes: Sequence[str], pids: Mapping[str, int], log_dir: Path, timeout: float
+) -> None:
     """Wait until every node is idle; a daemon that stops, or a node Slurm rejects, fails at once with its log."""
     deadline = time.monotonic() + timeout
     states: dict[str, str] = {}
@@ -31,17 +32,23 @@ def wait_idle(node_states: NodeStates, nodes: Sequence[str], pids: Mapping[str, 
                 raise start_failure(log_dir, f"{name} stopped while starting", name)
         with contextlib.suppress(Exception):
             states = node_states()
-        if states and set(states) >= set(nodes) and all(
-            states[n].rstrip("*~#!%$@^-") == "idle" for n in nodes
+        if (
+            states
+            and set(states) >= set(nodes)
+            and all(states[n].rstrip("*~#!%$@^-") == "idle" for n in nodes)
         ):
             return
         bad = [n for n, s in states.items() if s.startswith(("inval", "drain", "fail"))]
         if bad:
-            raise start_failure(log_dir, f"node(s) {', '.join(bad)} went {states[bad[0]]} (rejected configuration)",
-                                f"slurmd:{bad[0]}")
+            raise start_failure(
+                log_dir,
+                f"node(s) {', '.join(bad)} went {states[bad[0]]} (rejected configuration)",
+                f"slurmd:{bad[0]}",
+            )
         time.sleep(0.2)
-    raise start_failure(log_dir, f"nodes not idle after {timeout:g} s: {states or 'no answer from slurmctld'}",
-                        "slurmctld")
+    raise start_failure(
+        log_dir, f"nodes not idle after {timeout:g} s: {states or 'no answer from slurmctld'}", "slurmctld"
+    )
 
 
 def wait_responding(node_states: NodeStates, nodes: Sequence[str], directory: Path, timeout: float) -> None:
@@ -51,8 +58,10 @@ def wait_responding(node_states: NodeStates, nodes: Sequence[str], directory: Pa
     while time.monotonic() < deadline:
         with contextlib.suppress(Exception):
             states = node_states()
-        if states and set(states) >= set(nodes) and not any(
-            states[n].endswith("*") or states[n].startswith("unk") for n in nodes
+        if (
+            states
+            and set(states) >= set(nodes)
+            and not any(states[n].endswith("*") or states[n].startswith("unk") for n in nodes)
         ):
             return
         time.sleep(0.3)
@@ -60,5 +69,5 @@ def wait_responding(node_states: NodeStates, nodes: Sequence[str], directory: Pa
         f"after the restart the nodes do not respond within {timeout:g} s: {states or 'no answer from slurmctld'}"
         f"\n{log_tail(directory / 'log', 'slurmctld')}",
         hint=f"read the logs in {directory / 'log'}; start afresh (the jobs are lost): "
-             f"slurmlab sandbox down --dir {directory} && slurmlab sandbox up",
+        f"slurmlab sandbox down --dir {directory} && slurmlab sandbox up",
     )

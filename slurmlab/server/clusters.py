@@ -28,8 +28,17 @@ from slurmlab.errors import SlurmlabError
 from slurmlab.server.contract import ClusterView
 from slurmlab.slurm import identity
 
-__all__ = ["OWN", "ClusterDirectory", "UnknownClusterError", "cluster_name", "find_clusters", "label_of",
-           "own_configuration", "running_sandboxes", "sandbox_base"]
+__all__ = [
+    "OWN",
+    "ClusterDirectory",
+    "UnknownClusterError",
+    "cluster_name",
+    "find_clusters",
+    "label_of",
+    "own_configuration",
+    "running_sandboxes",
+    "sandbox_base",
+]
 
 OWN = "default"  # the id that always means the server's own Slurm
 SLURM_DEFAULT_CONF = "/etc/slurm/slurm.conf"  # where Slurm looks without SLURM_CONF
@@ -213,9 +222,14 @@ class ClusterDirectory:
     """The clusters, looked up again at most every ``ttl`` seconds (a glob and a few small files): a sandbox
     started in a notebook shows up at the sidebar's next poll."""
 
-    def __init__(self, own_conf: Callable[[], str | None] = own_configuration, *, base: Path | None = None,
-                 ttl: float = 1.0,
-                 finder: Callable[[str | None, Path | None], list[ClusterView]] = find_clusters) -> None:
+    def __init__(
+        self,
+        own_conf: Callable[[], str | None] = own_configuration,
+        *,
+        base: Path | None = None,
+        ttl: float = 1.0,
+        finder: Callable[[str | None, Path | None], list[ClusterView]] = find_clusters,
+    ) -> None:
         self.own_conf = own_conf
         self.base = base
         self.ttl = ttl
@@ -241,9 +255,10 @@ class ClusterDirectory:
         for view in views:
             if view.get("id") == cid:
                 return view
-        raise UnknownClusterError(f"unknown cluster {cid!r}; this server knows: {known_list(views)}",
-                                  hint="pick one in the sidebar; a sandbox shows up once it runs "
-                                       "(`%slurm sandbox up PROFILE`)")
+        raise UnknownClusterError(
+            f"unknown cluster {cid!r}; this server knows: {known_list(views)}",
+            hint="pick one in the sidebar; a sandbox shows up once it runs (`%slurm sandbox up PROFILE`)",
+        )
 
 
 def known_list(views: Sequence[ClusterView]) -> str:

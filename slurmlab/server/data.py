@@ -30,7 +30,9 @@ class ClusterSource:
     """The Slurm layer, called without blocking the server's IOLoop: the async twins of the
     queries when they exist, else the sync query in the loop's default executor."""
 
-    def __init__(self, runner: Any = None, *, user: str | None = None, worker: PollWorker | None = None) -> None:
+    def __init__(
+        self, runner: Any = None, *, user: str | None = None, worker: PollWorker | None = None
+    ) -> None:
         self.runner = runner
         self.user = user or current_user()
         self.worker = worker if worker is not None else PollWorker()

@@ -55,8 +55,12 @@ def load(serverapp: Any) -> ClusterPoller:
     settings["slurmlab_hub"] = hub
     settings["slurmlab_poller"] = poller
     web_app.add_handlers(".*$", routes(settings["base_url"]))
-    serverapp.log.info("slurmlab: routes at %sslurmlab/api/, polling Slurm every %gs once asked; showing %s",
-                       settings["base_url"], poller.interval, poller.cluster["label"] if poller.cluster else "?")
+    serverapp.log.info(
+        "slurmlab: routes at %sslurmlab/api/, polling Slurm every %gs once asked; showing %s",
+        settings["base_url"],
+        poller.interval,
+        poller.cluster["label"] if poller.cluster else "?",
+    )
     return poller
 
 

@@ -64,7 +64,8 @@ def _slurm_failure(exc: SlurmlabError) -> ApiError:
     if isinstance(exc, (ControllerDownError, MungeError, SlurmNotFoundError)):
         return _http_error(503, str(exc), "Slurm unavailable")
     if isinstance(exc, JobNotFoundError) or (
-            isinstance(exc, SlurmError) and "invalid job id" in (exc.stderr or str(exc)).lower()):
+        isinstance(exc, SlurmError) and "invalid job id" in (exc.stderr or str(exc)).lower()
+    ):
         return _http_error(404, str(exc), "No such job")
     if isinstance(exc, ParseError):
         return _http_error(500, f"slurmlab could not read Slurm's answer: {exc}", "Parse error")
@@ -111,7 +112,11 @@ class _SlurmlabHandler(APIHandler):
         carries the stamp in ``X-Slurmlab-As-Of``."""
         self.set_header("ETag", entry.etag)
         self.set_header("Content-Type", "application/json")
-        as_of = datetime.fromtimestamp(entry.checked_at, tz=timezone.utc).isoformat() if entry.checked_at else None
+        as_of = (
+            datetime.fromtimestamp(entry.checked_at, tz=timezone.utc).isoformat()
+            if entry.checked_at
+            else None
+        )
         if as_of is not None:
             self.set_header("X-Slurmlab-As-Of", as_of)
         if etag_matches(self.request.headers.get("If-None-Match"), entry.etag):
@@ -222,8 +227,11 @@ class CancelHandler(_SlurmlabHandler):
         try:
             await source.check_mine(job_id)
         except NotYourJobError as exc:
-            raise _http_error(403, f"{exc.message}; this server runs as {source.user} and cancels only "
-                              "that user's jobs", "Not your job") from exc
+            raise _http_error(
+                403,
+                f"{exc.message}; this server runs as {source.user} and cancels only that user's jobs",
+                "Not your job",
+            ) from exc
         except SlurmlabError as exc:
             raise _slurm_failure(exc) from exc
         try:

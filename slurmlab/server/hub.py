@@ -28,10 +28,15 @@ def runner_for(cluster: ClusterView) -> Runner | None:
 
 
 class ClusterHub:
-    def __init__(self, directory: ClusterDirectory, *, interval: float = DEFAULT_INTERVAL,
-                 idle_after: float = DEFAULT_IDLE_AFTER,
-                 make_runner: Callable[[ClusterView], Any] | None = None,
-                 worker_mode: WorkerMode | None = None) -> None:
+    def __init__(
+        self,
+        directory: ClusterDirectory,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        idle_after: float = DEFAULT_IDLE_AFTER,
+        make_runner: Callable[[ClusterView], Any] | None = None,
+        worker_mode: WorkerMode | None = None,
+    ) -> None:
         self.directory = directory
         self.worker = PollWorker(worker_mode)
         self.interval = interval
@@ -42,8 +47,12 @@ class ClusterHub:
 
     def _new(self, cluster: ClusterView) -> ClusterPoller:
         make_runner = self._make_runner or runner_for
-        poller = ClusterPoller(ClusterSource(make_runner(cluster), worker=self.worker), interval=self.interval,
-                               idle_after=self.idle_after, cluster=cluster)
+        poller = ClusterPoller(
+            ClusterSource(make_runner(cluster), worker=self.worker),
+            interval=self.interval,
+            idle_after=self.idle_after,
+            cluster=cluster,
+        )
         if not cluster["own"]:
             self._pollers[cluster["id"]] = poller
         return poller

@@ -84,22 +84,40 @@ def _line_key(line: str) -> tuple[int, str, str] | None:
 
 def _overlay(job: Job, brief: JobBrief) -> Job:
     """The detail ``job`` with what the brief line says now."""
-    return replace(job, state=brief.state, reason=brief.reason, partition=brief.partition or job.partition,
-                   nodelist=brief.nodelist, nodes=brief.nodes or job.nodes,
-                   start_time=brief.start_time, end_time=brief.end_time,
-                   time_limit=brief.time_limit if brief.time_limit is not None else job.time_limit)
+    return replace(
+        job,
+        state=brief.state,
+        reason=brief.reason,
+        partition=brief.partition or job.partition,
+        nodelist=brief.nodelist,
+        nodes=brief.nodes or job.nodes,
+        start_time=brief.start_time,
+        end_time=brief.end_time,
+        time_limit=brief.time_limit if brief.time_limit is not None else job.time_limit,
+    )
 
 
 def _from_brief(brief: JobBrief) -> Job:
     """A job as far as its brief line tells (no name, no GPUs: those come with the detail)."""
     task = brief.array_task
-    return Job(job_id=brief.job_id, name=brief.name, state=brief.state, reason=brief.reason, user=brief.user,
-               partition=brief.partition, nodelist=brief.nodelist, nodes=brief.nodes,
-               array_job_id=brief.array_job_id,
-               array_task_id=int(task) if task and task.isascii() and task.isdigit() and len(task) <= 9 else None,
-               array_tasks=task if task and brief.array_job_id and not task.isdigit() else None,
-               start_time=brief.start_time, end_time=brief.end_time, time_limit=brief.time_limit,
-               tres_per_node=brief.tres_per_node, num_nodes=brief.num_nodes)
+    return Job(
+        job_id=brief.job_id,
+        name=brief.name,
+        state=brief.state,
+        reason=brief.reason,
+        user=brief.user,
+        partition=brief.partition,
+        nodelist=brief.nodelist,
+        nodes=brief.nodes,
+        array_job_id=brief.array_job_id,
+        array_task_id=int(task) if task and task.isascii() and task.isdigit() and len(task) <= 9 else None,
+        array_tasks=task if task and brief.array_job_id and not task.isdigit() else None,
+        start_time=brief.start_time,
+        end_time=brief.end_time,
+        time_limit=brief.time_limit,
+        tres_per_node=brief.tres_per_node,
+        num_nodes=brief.num_nodes,
+    )
 
 
 def _needs_detail(job: Job, brief: JobBrief) -> bool:
@@ -138,24 +156,43 @@ class JobTracker:
             problems.extend(self._update(runner, changed, owners, me, names))
         self._polled = True
         kept = [self._known[jid] for jid in order if jid in self._known]
-        return TrackedJobs([k.view for k in kept], [k.job for k in kept], [k.body for k in kept], problems,
-                           all(k.detailed for k in kept))
+        return TrackedJobs(
+            [k.view for k in kept],
+            [k.job for k in kept],
+            [k.body for k in kept],
+            problems,
+            all(k.detailed for k in kept),
+        )
 
     @staticmethod
     def _unreadable(lines: Iterable[str]) -> list[ProblemView]:
         bad: list[ParseError] = []
         parse_squeue_brief("\n".join(lines), problems=bad)
         return [problem_view(p, "job") for p in bad] or [
-            problem_view(ParseError("squeue brief line", line), "job") for line in lines]
+            problem_view(ParseError("squeue brief line", line), "job") for line in lines
+        ]
 
-    def _update(self, runner: Any, changed: dict[int, tuple[str, str]], owners: dict[int, int], me: int,
-                names: dict[int, str]) -> list[ProblemView]:
+    def _update(
+        self,
+        runner: Any,
+        changed: dict[int, tuple[str, str]],
+        owners: dict[int, int],
+        me: int,
+        names: dict[int, str],
+    ) -> list[ProblemView]:
         bad: list[ParseError] = []
-        briefs = {b.job_id: b for b in parse_squeue_brief("\n".join(line for _, line in changed.values()),
-                                                          problems=bad)}
+        briefs = {
+            b.job_id: b
+            for b in parse_squeue_brief("\n".join(line for _, line in changed.values()), problems=bad)
+        }
         problems = [problem_view(p, "job") for p in bad]
-        wanted = [jid for jid, brief in briefs.items() if jid not in self._known
-                  or not self._known[jid].detailed or _needs_detail(self._known[jid].job, brief)]
+        wanted = [
+            jid
+            for jid, brief in briefs.items()
+            if jid not in self._known
+            or not self._known[jid].detailed
+            or _needs_detail(self._known[jid].job, brief)
+        ]
         brief_first = not self._polled and len(wanted) > BRIEF_FIRST_OVER
         details, detail_problems = ({}, []) if brief_first else self._details(runner, wanted)
         problems += detail_problems
@@ -191,5 +228,7 @@ class JobTracker:
             return found, problems
         listing = queries.list_jobs(runner, all_users=True, active_only=False)
         want = set(wanted)
-        return ({j.job_id: j for j in listing if j.job_id in want},
-                [problem_view(p, "job") for p in getattr(listing, "problems", ())])
+        return (
+            {j.job_id: j for j in listing if j.job_id in want},
+            [problem_view(p, "job") for p in getattr(listing, "problems", ())],
+        )

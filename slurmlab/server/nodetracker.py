@@ -74,7 +74,13 @@ class NodeTracker:
         brief, bad = brief_lines(run_query(_BRIEF_NODES, runner))
         changed = [name for name, line in brief.items() if self._brief.get(name) != line]
         due = self._full_at is None or self._clock() - self._full_at >= FULL_EVERY_S
-        if due or bad or self._problems or frozenset(brief) != self._names or len(changed) > DETAIL_ONE_BY_ONE:
+        if (
+            due
+            or bad
+            or self._problems
+            or frozenset(brief) != self._names
+            or len(changed) > DETAIL_ONE_BY_ONE
+        ):
             self._whole(runner, brief)
         elif changed:
             self._some(runner, brief, changed)

@@ -40,8 +40,9 @@ log = logging.getLogger("slurmlab.server")
 class PollFailure:
     """Why the last poll failed: the HTTP status to answer with and the message to show."""
 
-    def __init__(self, error: BaseException | None = None, *, kind: str = "", message: str = "",
-                 status: int = 500) -> None:
+    def __init__(
+        self, error: BaseException | None = None, *, kind: str = "", message: str = "", status: int = 500
+    ) -> None:
         self.kind = type(error).__name__ if error is not None else kind
         self.message = str(error) if error is not None else message
         # Slurm down/unreachable/not installed: the service is unavailable, not the server broken.
@@ -51,7 +52,9 @@ class PollFailure:
     @classmethod
     def of(cls, outcome: PollOutcome) -> PollFailure:
         """The failure a worker reported (exceptions stay in the worker; their words travel)."""
-        return cls(kind=outcome.error_kind or "", message=outcome.error_message or "", status=outcome.error_status)
+        return cls(
+            kind=outcome.error_kind or "", message=outcome.error_message or "", status=outcome.error_status
+        )
 
     def to_dict(self) -> ErrorAnswer:
         return ErrorAnswer(message=self.message, reason=self.kind)
@@ -133,8 +136,10 @@ class ClusterPoller:
             try:
                 await asyncio.wait_for(asyncio.shield(self._inflight), self.stale_wait)
             except asyncio.TimeoutError:
-                log.info("slurmlab: Slurm is slow to answer; serving data %.0f s old",
-                         time.monotonic() - self.last_poll)
+                log.info(
+                    "slurmlab: Slurm is slow to answer; serving data %.0f s old",
+                    time.monotonic() - self.last_poll,
+                )
 
     @property
     def polling(self) -> bool:
@@ -171,8 +176,11 @@ class ClusterPoller:
             log.info("slurmlab: Slurm answers again")
         self.failure = None
         if outcome.problems:
-            log.warning("slurmlab: %d Slurm record(s) could not be read: %s", len(outcome.problems),
-                        "; ".join(outcome.problems[:3]))
+            log.warning(
+                "slurmlab: %d Slurm record(s) could not be read: %s",
+                len(outcome.problems),
+                "; ".join(outcome.problems[:3]),
+            )
         for key, answer in outcome.answers.items():
             self.cache.put_encoded(key, answer.body, answer.etag)
         self._put_status()

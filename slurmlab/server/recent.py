@@ -41,14 +41,16 @@ RECENT_LIMIT = 30
 log = logging.getLogger("slurmlab.server")
 
 
-def recent_answer(runner: Any, me: int, *, since_hours: float = RECENT_HOURS,
-                  limit: int = RECENT_LIMIT) -> RecentJobsAnswer:
+def recent_answer(
+    runner: Any, me: int, *, since_hours: float = RECENT_HOURS, limit: int = RECENT_LIMIT
+) -> RecentJobsAnswer:
     """The jobs of uid ``me`` in the last ``since_hours``, newest first (blocking: runs in a worker)."""
     user = identity.user_name(me)
 
     def empty(message: str, accounting: bool) -> RecentJobsAnswer:
-        return RecentJobsAnswer(user=user, since_hours=since_hours, accounting=accounting, message=message,
-                                jobs=[])
+        return RecentJobsAnswer(
+            user=user, since_hours=since_hours, accounting=accounting, message=message, jobs=[]
+        )
 
     try:
         records = owned_by(recent_records(runner, user=user, since_hours=since_hours, limit=limit), me)
@@ -63,15 +65,24 @@ def recent_answer(runner: Any, me: int, *, since_hours: float = RECENT_HOURS,
     jobs: list[RecentJob] = []
     for r in reversed([r for r in records if r.is_job]):
         eff = effs.get(r.job_id) if r.start is not None else None
-        jobs.append(RecentJob(
-            job_id=r.job_id, name=r.name, state=r.state,
-            state_words=state_in_words(r.state, identity.user_name(r.cancelled_by) if r.cancelled_by is not None
-                                       else None),
-            exit_code=r.exit.code if r.exit else None, signal=r.exit.signal if r.exit else None,
-            elapsed_s=r.elapsed, time_limit_s=r.time_limit, gpus=r.gpus,
-            start_time=r.start.isoformat() if r.start else None, end_time=r.end.isoformat() if r.end else None,
-            efficiency=eff.line() if eff is not None else None,
-        ))
+        jobs.append(
+            RecentJob(
+                job_id=r.job_id,
+                name=r.name,
+                state=r.state,
+                state_words=state_in_words(
+                    r.state, identity.user_name(r.cancelled_by) if r.cancelled_by is not None else None
+                ),
+                exit_code=r.exit.code if r.exit else None,
+                signal=r.exit.signal if r.exit else None,
+                elapsed_s=r.elapsed,
+                time_limit_s=r.time_limit,
+                gpus=r.gpus,
+                start_time=r.start.isoformat() if r.start else None,
+                end_time=r.end.isoformat() if r.end else None,
+                efficiency=eff.line() if eff is not None else None,
+            )
+        )
     return RecentJobsAnswer(user=user, since_hours=since_hours, accounting=True, message=None, jobs=jobs)
 
 
@@ -118,9 +129,15 @@ class RecentJobs:
                 got = await loop.run_in_executor(pool, _encoded_elsewhere, settings, me)
             except BrokenProcessPool:
                 poll_worker._POOLS.forget_process(key, pool)
-                got = Encoded.of(RecentJobsAnswer(
-                    user=identity.user_name(me), since_hours=RECENT_HOURS, accounting=True, jobs=[],
-                    message="slurmlab's worker process died; the next refresh starts a new one"))
+                got = Encoded.of(
+                    RecentJobsAnswer(
+                        user=identity.user_name(me),
+                        since_hours=RECENT_HOURS,
+                        accounting=True,
+                        jobs=[],
+                        message="slurmlab's worker process died; the next refresh starts a new one",
+                    )
+                )
         else:
             got = await loop.run_in_executor(poll_worker._POOLS.thread(), _encoded, runner, me)
         now = time.time()

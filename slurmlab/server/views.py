@@ -70,8 +70,9 @@ def _requested(job: Job) -> str | None:
     return None
 
 
-def job_view(job: Job, owners: dict[int, int] | None = None, me: int | None = None,
-             names: dict[int, str] | None = None) -> JobView:
+def job_view(
+    job: Job, owners: dict[int, int] | None = None, me: int | None = None, names: dict[int, str] | None = None
+) -> JobView:
     """``owners`` (job id -> uid, from squeue) decides ``user`` and ``mine``; a job the owner
     query did not list shows its record's user but is never the viewer's. ``names`` (uid -> login)
     remembers the passwd lookups across one listing: 10,000 jobs belong to a few hundred users."""
@@ -114,15 +115,17 @@ def node_view(node: Node, jobs: Iterable[Job] = ()) -> NodeView:
         if item.name != "gpu":
             continue
         for _ in range(item.count if item.count is not None else 1):
-            slots.append(GpuSlot(
-                index=index,
-                type=item.type,
-                mig=bool(item.type and is_mig_type(item.type)),
-                jobs=[],
-                shards_used=0,
-                shards_total=0,
-                whole=False,
-            ))
+            slots.append(
+                GpuSlot(
+                    index=index,
+                    type=item.type,
+                    mig=bool(item.type and is_mig_type(item.type)),
+                    jobs=[],
+                    shards_used=0,
+                    shards_total=0,
+                    whole=False,
+                )
+            )
             index += 1
     by_index = {s["index"]: s for s in slots}
 

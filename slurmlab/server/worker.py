@@ -35,7 +35,16 @@ from slurmlab.server.views import problem_view
 from slurmlab.slurm import queries
 from slurmlab.slurm.runner import Runner, get_runner
 
-__all__ = ["ClusterMemory", "Encoded", "PollOutcome", "PollWorker", "WorkerMode", "collect", "encode_answers", "shutdown"]
+__all__ = [
+    "ClusterMemory",
+    "Encoded",
+    "PollOutcome",
+    "PollWorker",
+    "WorkerMode",
+    "collect",
+    "encode_answers",
+    "shutdown",
+]
 
 WorkerMode = Literal["auto", "process", "thread"]
 MODES: tuple[str, ...] = ("auto", "process", "thread")
@@ -71,13 +80,22 @@ class PollOutcome:
 
 def _failure(exc: BaseException, version: str | None) -> PollOutcome:
     # Slurm down/unreachable/not installed: the service is unavailable, not the server broken.
-    return PollOutcome(version, error_kind=type(exc).__name__, error_message=str(exc),
-                       error_status=503 if isinstance(exc, SlurmError) else 500,
-                       unexpected=not isinstance(exc, SlurmlabError))
+    return PollOutcome(
+        version,
+        error_kind=type(exc).__name__,
+        error_message=str(exc),
+        error_status=503 if isinstance(exc, SlurmError) else 500,
+        unexpected=not isinstance(exc, SlurmlabError),
+    )
 
 
-def _queue(scope: Literal["mine", "all"], user: str, jobs: list[JobView], bodies: list[bytes] | None,
-           problems: list[ProblemView]) -> Encoded:
+def _queue(
+    scope: Literal["mine", "all"],
+    user: str,
+    jobs: list[JobView],
+    bodies: list[bytes] | None,
+    problems: list[ProblemView],
+) -> Encoded:
     """A queue answer, its jobs' JSON joined from ``bodies`` when given (each encoded once, when its view
     changed: re-encoding 10,000 unchanged jobs at every poll was a third of the poll)."""
     if bodies is None:
@@ -85,7 +103,7 @@ def _queue(scope: Literal["mine", "all"], user: str, jobs: list[JobView], bodies
     empty = ResponseCache.encode(QueueAnswer(scope=scope, user=user, jobs=[], problems=problems))
     head = b'{"jobs":['  # "jobs" sorts first among the answer's keys
     assert empty.startswith(head + b"]")
-    body = head + b",".join(bodies) + empty[len(head):]
+    body = head + b",".join(bodies) + empty[len(head) :]
     return Encoded(body, etag_of(body))
 
 
@@ -96,13 +114,18 @@ def _nodes(nodes: list[NodeView], bodies: list[bytes] | None, problems: list[Pro
     empty = ResponseCache.encode(NodesAnswer(nodes=[], problems=problems))
     head = b'{"nodes":['  # "nodes" sorts first among the answer's keys
     assert empty.startswith(head + b"]")
-    body = head + b",".join(bodies) + empty[len(head):]
+    body = head + b",".join(bodies) + empty[len(head) :]
     return Encoded(body, etag_of(body))
 
 
-def encode_answers(nodes: list[NodeView], jobs: list[JobView], problems: list[ProblemView],
-                   user: str, bodies: list[bytes] | None = None,
-                   node_bodies: list[bytes] | None = None) -> dict[str, Encoded]:
+def encode_answers(
+    nodes: list[NodeView],
+    jobs: list[JobView],
+    problems: list[ProblemView],
+    user: str,
+    bodies: list[bytes] | None = None,
+    node_bodies: list[bytes] | None = None,
+) -> dict[str, Encoded]:
     """The three answers a poll makes, each encoded once (``bodies``/``node_bodies``: each job's/node's JSON,
     already encoded)."""
     job_problems = [p for p in problems if p["kind"] == "job"]
@@ -111,8 +134,13 @@ def encode_answers(nodes: list[NodeView], jobs: list[JobView], problems: list[Pr
         "nodes": _nodes(nodes, node_bodies, [p for p in problems if p["kind"] == "node"]),
         "queue:all": _queue("all", user, jobs, bodies, job_problems),
         # a record that cannot be read might be the viewer's own: say so in both scopes
-        "queue:mine": _queue("mine", user, [jobs[n] for n in mine],
-                             None if bodies is None else [bodies[n] for n in mine], job_problems),
+        "queue:mine": _queue(
+            "mine",
+            user,
+            [jobs[n] for n in mine],
+            None if bodies is None else [bodies[n] for n in mine],
+            job_problems,
+        ),
     }
 
 
@@ -125,8 +153,13 @@ class ClusterMemory:
     node_views: NodeViews = field(default_factory=NodeViews)
 
 
-def collect(runner: Any, user: str, me: int, version: str | None = None,
-            tracker: JobTracker | ClusterMemory | None = None) -> PollOutcome:
+def collect(
+    runner: Any,
+    user: str,
+    me: int,
+    version: str | None = None,
+    tracker: JobTracker | ClusterMemory | None = None,
+) -> PollOutcome:
     """Ask Slurm, build the views, encode them. Blocking and CPU-bound: runs in a worker. ``tracker`` holds
     what earlier polls learnt of the cluster (a bare JobTracker: its jobs only; none: everything is asked)."""
     memory = tracker if isinstance(tracker, ClusterMemory) else ClusterMemory(tracker or JobTracker())
@@ -185,8 +218,11 @@ class _Pools:
             pool = self._processes.get(key)
             if pool is None:
                 # spawn, never fork: forking a server with live threads can copy a held lock into the child
-                pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                           initializer=_background_priority)
+                pool = ProcessPoolExecutor(
+                    max_workers=1,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_background_priority,
+                )
                 self._processes[key] = pool
             return pool
 
@@ -223,8 +259,10 @@ def mode_from(setting: object = None) -> WorkerMode:
     raw = setting if setting is not None else os.environ.get("SLURMLAB_POLL_WORKER", "auto")
     value = str(raw).strip().lower() or "auto"
     if value not in MODES:
-        raise SlurmlabError(f"slurmlab_poll_worker must be one of {', '.join(MODES)}, got {raw!r}",
-                            hint="set SLURMLAB_POLL_WORKER=process (the default picks it for a real Slurm)")
+        raise SlurmlabError(
+            f"slurmlab_poll_worker must be one of {', '.join(MODES)}, got {raw!r}",
+            hint="set SLURMLAB_POLL_WORKER=process (the default picks it for a real Slurm)",
+        )
     return value  # type: ignore[return-value]
 
 
@@ -264,5 +302,10 @@ class PollWorker:
             return await loop.run_in_executor(pool, _collect_elsewhere, settings, user, me, version)
         except BrokenProcessPool as exc:
             _POOLS.forget_process(key, pool)
-            return _failure(SlurmlabError("slurmlab's poll worker process died; a new one starts at the next "
-                                          f"poll ({exc or 'no reason given'})"), version)
+            return _failure(
+                SlurmlabError(
+                    "slurmlab's poll worker process died; a new one starts at the next "
+                    f"poll ({exc or 'no reason given'})"
+                ),
+                version,
+            )

@@ -20,12 +20,22 @@ from slurmlab.errors import AccountingOffError, RequestError, SlurmError, SlurmN
 from slurmlab.slurm.identity import current_user
 from slurmlab.slurm.runner import Runner, RunResult, get_runner
 
-__all__ = ["ACCOUNTING_OFF_HINT", "RECENT_LIMIT", "SACCTMGR_TIMEOUT", "job_records", "limit_tables", "qos_limits",
-           "recent_records",
-           "run_accounting", "sacct_argv"]
+__all__ = [
+    "ACCOUNTING_OFF_HINT",
+    "RECENT_LIMIT",
+    "SACCTMGR_TIMEOUT",
+    "job_records",
+    "limit_tables",
+    "qos_limits",
+    "recent_records",
+    "run_accounting",
+    "sacct_argv",
+]
 
-ACCOUNTING_OFF_HINT = ("the sandbox keeps accounting when started with `slurmlab sandbox up --accounting` "
-                       "(notebook: `%slurm sandbox up --accounting`); on a cluster, ask its admins for slurmdbd")
+ACCOUNTING_OFF_HINT = (
+    "the sandbox keeps accounting when started with `slurmlab sandbox up --accounting` "
+    "(notebook: `%slurm sandbox up --accounting`); on a cluster, ask its admins for slurmdbd"
+)
 RECENT_LIMIT = 200
 SACCT_TIMEOUT = 30.0
 _OFF = ("accounting storage is disabled",)
@@ -43,34 +53,56 @@ def sacct_argv(*selection: str) -> list[str]:
     return ["sacct", "--parsable2", "--noheader", "--format=" + ",".join(SACCT_FIELDS), *selection]
 
 
-def run_accounting(argv: list[str], runner: Runner | None, timeout: float, *, cannot: str, off_message: str,
-                   off_markers: tuple[str, ...] = _OFF) -> RunResult:
+def run_accounting(
+    argv: list[str],
+    runner: Runner | None,
+    timeout: float,
+    *,
+    cannot: str,
+    off_message: str,
+    off_markers: tuple[str, ...] = _OFF,
+) -> RunResult:
     """Run an accounting command (sacct, sshare) through the one Runner. A missing command, accounting that is
     off (``off_markers`` in its stderr; ``off_message`` may use ``{last}``, its last line) and a slurmdbd that
     does not answer each become an error saying what to do; ``cannot``: what cannot be read without it."""
     try:
         return (runner or get_runner()).run(argv, timeout=timeout)
     except SlurmNotFoundError as exc:
-        raise SlurmNotFoundError(f"{argv[0]} is not installed here, so {cannot}", argv=argv,
-                                 hint="it comes with the Slurm client (Debian: apt-get install slurm-client)"
-                                 ) from exc
+        raise SlurmNotFoundError(
+            f"{argv[0]} is not installed here, so {cannot}",
+            argv=argv,
+            hint="it comes with the Slurm client (Debian: apt-get install slurm-client)",
+        ) from exc
     except SlurmError as exc:
         low = exc.stderr.lower()
         last = exc.stderr.strip().splitlines()[-1][:200] if exc.stderr.strip() else ""
         if any(f in low for f in off_markers):
-            raise AccountingOffError(off_message.format(last=last), argv=argv, returncode=exc.returncode,
-                                     stderr=exc.stderr, hint=ACCOUNTING_OFF_HINT) from None
+            raise AccountingOffError(
+                off_message.format(last=last),
+                argv=argv,
+                returncode=exc.returncode,
+                stderr=exc.stderr,
+                hint=ACCOUNTING_OFF_HINT,
+            ) from None
         if any(f in low for f in _DBD_DOWN):
-            raise AccountingOffError(f"Slurm's accounting daemon (slurmdbd) does not answer ({last})", argv=argv,
-                                     returncode=exc.returncode, stderr=exc.stderr,
-                                     hint="sandbox: `slurmlab sandbox restart`; cluster: ask the admins whether "
-                                          "slurmdbd is up") from None
+            raise AccountingOffError(
+                f"Slurm's accounting daemon (slurmdbd) does not answer ({last})",
+                argv=argv,
+                returncode=exc.returncode,
+                stderr=exc.stderr,
+                hint="sandbox: `slurmlab sandbox restart`; cluster: ask the admins whether slurmdbd is up",
+            ) from None
         raise
 
 
 def _run(runner: Runner | None, *selection: str) -> list[SacctRecord]:
-    result = run_accounting(sacct_argv(*selection), runner, SACCT_TIMEOUT, cannot="Slurm accounting cannot be read",
-                            off_message="Slurm accounting is off on this cluster, so sacct knows no jobs")
+    result = run_accounting(
+        sacct_argv(*selection),
+        runner,
+        SACCT_TIMEOUT,
+        cannot="Slurm accounting cannot be read",
+        off_message="Slurm accounting is off on this cluster, so sacct knows no jobs",
+    )
     return parse_sacct(result.stdout)
 
 
@@ -81,15 +113,23 @@ def job_records(runner: Runner | None, job_id: str | int) -> list[SacctRecord]:
     return [r for r in _run(runner, "-j", jid) if r.job_id == jid]
 
 
-def recent_records(runner: Runner | None, *, user: str | None = None, since_hours: float = 24,
-                   limit: int = RECENT_LIMIT, now: datetime | None = None) -> list[SacctRecord]:
+def recent_records(
+    runner: Runner | None,
+    *,
+    user: str | None = None,
+    since_hours: float = 24,
+    limit: int = RECENT_LIMIT,
+    now: datetime | None = None,
+) -> list[SacctRecord]:
     """The jobs of ``user`` (default: you) that ran or were submitted in the last ``since_hours``, with their
     steps, oldest first; at most ``limit`` jobs (the most recent)."""
     name = current_user() if user is None else user
     if _USER.fullmatch(name) is None:
         raise RequestError(f"{name[:40]!r} is not a user name", hint="give a login name such as `alice`")
     if not 0 < since_hours <= 24 * 366:
-        raise RequestError(f"since_hours={since_hours!r} is out of range", hint="give 1 to 8784 hours (a year)")
+        raise RequestError(
+            f"since_hours={since_hours!r} is out of range", hint="give 1 to 8784 hours (a year)"
+        )
     if limit < 1:
         raise RequestError(f"limit={limit!r} must be at least 1")
     # an absolute time: every sacct reads it alike (cluster-local, as sacct prints its own times)
@@ -109,10 +149,13 @@ def _sacctmgr(runner: Runner, *query: str, fields: tuple[str, ...]) -> list[dict
         if any(m in said.lower() for m in _SACCTMGR_OFF):
             return None
         last = said.splitlines()[-1][:200] if said else f"exit code {result.returncode}, no message"
-        raise AccountingOffError(f"sacctmgr could not read the limits ({last})", argv=argv,
-                                 returncode=result.returncode, stderr=result.stderr,
-                                 hint="sandbox: `slurmlab sandbox restart`; cluster: ask the admins whether "
-                                      "slurmdbd is up")
+        raise AccountingOffError(
+            f"sacctmgr could not read the limits ({last})",
+            argv=argv,
+            returncode=result.returncode,
+            stderr=result.stderr,
+            hint="sandbox: `slurmlab sandbox restart`; cluster: ask the admins whether slurmdbd is up",
+        )
     return parse_rows(result.stdout, fields)
 
 
@@ -122,8 +165,9 @@ def qos_limits(runner: Runner | None = None) -> list[dict[str, str]] | None:
     return _sacctmgr(runner or get_runner(), "qos", fields=QOS_LIMIT_FIELDS)
 
 
-def limit_tables(runner: Runner | None, user: str, cluster: str | None = None,
-                 qos: list[dict[str, str]] | None = None) -> LimitTables | None:
+def limit_tables(
+    runner: Runner | None, user: str, cluster: str | None = None, qos: list[dict[str, str]] | None = None
+) -> LimitTables | None:
     """The limits a request of ``user`` meets: every QOS (``qos``, when already read), the user's
     associations and every account row (the tree above them): at most three ``sacctmgr`` calls to slurmdbd.
     None: accounting is off (no QOS or association limit holds). AccountingOffError: it is on but could not
@@ -148,5 +192,7 @@ _CLUSTER_NAME = re.compile(r"^ClusterName\s*=\s*(\S+)", re.MULTILINE)
 
 def _cluster_name(runner: Runner) -> str | None:
     """This cluster's name (``scontrol show config``), asked only where the database holds several."""
-    m = _CLUSTER_NAME.search(runner.run(["scontrol", "show", "config"], timeout=min(runner.timeout, 10.0)).stdout)
+    m = _CLUSTER_NAME.search(
+        runner.run(["scontrol", "show", "config"], timeout=min(runner.timeout, 10.0)).stdout
+    )
     return m.group(1) if m else None

@@ -62,8 +62,9 @@ TASK_PROBE = (
 )
 
 
-def explain_binding(alloc: Allocation, *, source: str = "auto", step_args: Sequence[str] | None = None
-                    ) -> BindingTable:
+def explain_binding(
+    alloc: Allocation, *, source: str = "auto", step_args: Sequence[str] | None = None
+) -> BindingTable:
     """Run a probe step over the allocation's tasks and explain their binding (see
     :func:`slurmlab.core.gpu.binding.explain`); ``source`` is the topology source, as for ``node_topology``.
 
@@ -73,8 +74,9 @@ def explain_binding(alloc: Allocation, *, source: str = "auto", step_args: Seque
     gives each task every GPU of the step near its CPUs, so with ``--gpus-per-task=1`` and two GPUs on one socket
     both tasks saw GPUs 0,1 here while the isolation check's tasks saw one each.)"""
     if not alloc.running:
-        raise AllocationError(f"allocation {alloc.job_id} is {alloc.state}, not RUNNING",
-                              hint="wait for it: alloc.wait()")
+        raise AllocationError(
+            f"allocation {alloc.job_id} is {alloc.state}, not RUNNING", hint="wait for it: alloc.wait()"
+        )
     job = alloc.refresh().job
     if job is None:
         raise AllocationError(f"no detail for allocation {alloc.job_id} yet", hint="try again in a moment")
@@ -90,9 +92,17 @@ def explain_binding(alloc: Allocation, *, source: str = "auto", step_args: Seque
         )
     nodes = list(dict.fromkeys(r.node for r in reports))
     topologies = {n: node_topology(alloc, n, source=source) for n in nodes}
-    return explain(reports, topologies, node_records(job), tres_bind=job.tres_bind,
-                   enforce_binding=bool(job.gres_binding_enforced), job_id=alloc.job_id, step_args=args,
-                   names=_sandbox_names(alloc, nodes), free_gpus=_free_gpus(alloc, job, nodes))
+    return explain(
+        reports,
+        topologies,
+        node_records(job),
+        tres_bind=job.tres_bind,
+        enforce_binding=bool(job.gres_binding_enforced),
+        job_id=alloc.job_id,
+        step_args=args,
+        names=_sandbox_names(alloc, nodes),
+        free_gpus=_free_gpus(alloc, job, nodes),
+    )
 
 
 def _sandbox_names(alloc: Allocation, nodes: Sequence[str]) -> dict[str, NodeNames]:

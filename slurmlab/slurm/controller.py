@@ -14,8 +14,16 @@ from slurmlab.slurm.failures import classify_failure
 from slurmlab.slurm.query import Query, arun_query, run_query
 from slurmlab.slurm.runner import Runner, RunResult, get_runner
 
-__all__ = ["PING_TIMEOUT", "SCONTROL_JSON_SINCE", "PingAnswer", "aconfirm_answering", "aslurm_version",
-           "confirm_answering", "ping", "slurm_version"]
+__all__ = [
+    "PING_TIMEOUT",
+    "SCONTROL_JSON_SINCE",
+    "PingAnswer",
+    "aconfirm_answering",
+    "aslurm_version",
+    "confirm_answering",
+    "ping",
+    "slurm_version",
+]
 
 # `scontrol --json` exists from 23.02; on 22.05 the `scontrol show … -d` text is the only place that names
 # a job's GPU indices
@@ -117,8 +125,11 @@ def _raise_unless_up(asked: Sequence[str], ping_result: RunResult) -> None:
     raise ControllerDownError(
         f"the Slurm controller is not responding: `{' '.join(asked)}` printed no jobs, and "
         f"`scontrol ping` says: {words}",
-        argv=asked, returncode=ping_result.returncode, stderr=ping_result.stdout + ping_result.stderr,
-        hint=_DOWN_HINT)
+        argv=asked,
+        returncode=ping_result.returncode,
+        stderr=ping_result.stdout + ping_result.stderr,
+        hint=_DOWN_HINT,
+    )
 
 
 def confirm_answering(asked: Sequence[str], runner: Runner | None = None) -> None:

@@ -80,8 +80,9 @@ def _gpu_findings(runner: Runner, job: Job, node: str | None, timeout: float) ->
     return gpu_checks(runner, str(job.job_id), node if node in job.nodes else None, timeout=timeout)
 
 
-def _pending(runner: Runner, job: Job, nodes: list[Node], partitions: list[Partition],
-             now: datetime) -> list[Finding]:
+def _pending(
+    runner: Runner, job: Job, nodes: list[Node], partitions: list[Partition], now: datetime
+) -> list[Finding]:
     if job.held:
         return [judge_held(job)]
     try:
@@ -102,18 +103,38 @@ def _pending(runner: Runner, job: Job, nodes: list[Node], partitions: list[Parti
     limits = LimitContext(job, runner, jobs, partitions)
     ask = limit_ask(job.reason)
     if ask is not None:
-        out += _guarded("job.limit", "which limit holds it", subject, lambda: [limit_finding(job, ask, limits)],
-                        verdict=Verdict.WARN)
+        out += _guarded(
+            "job.limit",
+            "which limit holds it",
+            subject,
+            lambda: [limit_finding(job, ask, limits)],
+            verdict=Verdict.WARN,
+        )
     if not (job.reason or "").startswith(NO_ALTERNATIVES):
-        out += _guarded("job.alternatives", "what would start it sooner", subject, lambda: [
-            judge_alternatives(job, *pending_alternatives(job, runner, nodes=nodes, partitions=partitions,
-                                                          limits=limits), unchecked=limits.known().why_unknown,
-                               compared=limits.compared)])
+        out += _guarded(
+            "job.alternatives",
+            "what would start it sooner",
+            subject,
+            lambda: [
+                judge_alternatives(
+                    job,
+                    *pending_alternatives(job, runner, nodes=nodes, partitions=partitions, limits=limits),
+                    unchecked=limits.known().why_unknown,
+                    compared=limits.compared,
+                )
+            ],
+        )
     return out
 
 
-def _job_findings(runner: Runner, jid: str, node: str | None, nodes: list[Node], partitions: list[Partition],
-                  gpu_timeout: float) -> tuple[list[Finding], Job | None]:
+def _job_findings(
+    runner: Runner,
+    jid: str,
+    node: str | None,
+    nodes: list[Node],
+    partitions: list[Partition],
+    gpu_timeout: float,
+) -> tuple[list[Finding], Job | None]:
     now = datetime.now(timezone.utc)
     try:
         job = job_detail(jid, runner)
@@ -122,8 +143,12 @@ def _job_findings(runner: Runner, jid: str, node: str | None, nodes: list[Node],
     if job.state == "PENDING":
         return _pending(runner, job, nodes, partitions, now), job
     if job.state in HOLDING:
-        out = _guarded("job.running", "job running", f"job {jid}", lambda: [
-            judge_running(job, nodes, job_steps(jid, runner), now)])
+        out = _guarded(
+            "job.running",
+            "job running",
+            f"job {jid}",
+            lambda: [judge_running(job, nodes, job_steps(jid, runner), now)],
+        )
         return out + _gpu_findings(runner, job, node, gpu_timeout), job
     return [judge_ended(job)], job
 
@@ -138,16 +163,25 @@ def _reasons(runner: Runner, nodes: list[Node]) -> dict[str, tuple[str, str, str
         return {}
 
 
-def _node_findings(runner: Runner, node: str | None, job: Job | None, nodes: list[Node],
-                   partitions: list[Partition]) -> list[Finding]:
+def _node_findings(
+    runner: Runner, node: str | None, job: Job | None, nodes: list[Node], partitions: list[Partition]
+) -> list[Finding]:
     out: list[Finding] = []
     reasons = _reasons(runner, nodes)
     if node is not None:
         found = next((n for n in nodes if n.name == node), None)
         if found is None:
             known = ", ".join(n.name for n in nodes[:8]) + (" …" if len(nodes) > 8 else "")
-            out.append(Finding("node", "node state", Verdict.FAIL, "Slurm has no node of that name",
-                               f"give one of: {known or '(no nodes)'} (`%sinfo` lists them)", f"node {node}"))
+            out.append(
+                Finding(
+                    "node",
+                    "node state",
+                    Verdict.FAIL,
+                    "Slurm has no node of that name",
+                    f"give one of: {known or '(no nodes)'} (`%sinfo` lists them)",
+                    f"node {node}",
+                )
+            )
         else:
             out.append(judge_node(found, reason=reasons.get(found.name)))
     if job is not None:
@@ -159,8 +193,13 @@ def _node_findings(runner: Runner, node: str | None, job: Job | None, nodes: lis
     return out
 
 
-def doctor(runner: Runner | None = None, *, job: str | int | None = None, node: str | None = None,
-           gpu_timeout: float = 30.0) -> Report:
+def doctor(
+    runner: Runner | None = None,
+    *,
+    job: str | int | None = None,
+    node: str | None = None,
+    gpu_timeout: float = 30.0,
+) -> Report:
     """Run the checks; never raises for what it finds (a bad job id raises RequestError before any call)."""
     runner = runner or get_runner()
     jid = check_job_id(job) if job is not None else None
@@ -175,11 +214,19 @@ def doctor(runner: Runner | None = None, *, job: str | int | None = None, node: 
         nodes = list(list_nodes(runner))
         partitions = list(list_partitions(runner))
     except SlurmlabError as exc:
-        findings.append(Finding("config.gres", "GRES configuration", Verdict.FAIL,
-                                f"could not list the nodes: {exc.message}", exc.hint or ""))
+        findings.append(
+            Finding(
+                "config.gres",
+                "GRES configuration",
+                Verdict.FAIL,
+                f"could not list the nodes: {exc.message}",
+                exc.hint or "",
+            )
+        )
         return Report(tuple(findings))
-    findings += _guarded("config.gres", "GRES configuration", "",
-                         lambda: [judge_config(gres_types(runner), nodes)])
+    findings += _guarded(
+        "config.gres", "GRES configuration", "", lambda: [judge_config(gres_types(runner), nodes)]
+    )
     the_job: Job | None = None
     if jid is not None:
         found, the_job = _job_findings(runner, jid, node, nodes, partitions, gpu_timeout)

@@ -36,7 +36,9 @@ def gres_types(runner: Runner) -> list[str]:
     result = runner.run(["scontrol", "show", "config"], timeout=_limit(runner))
     parsed = detect_and_parse(result.stdout)
     if parsed.kind != "config":
-        raise ParseError("scontrol show config", result.stdout[:400], hint="expected 'Configuration data as of …'")
+        raise ParseError(
+            "scontrol show config", result.stdout[:400], hint="expected 'Configuration data as of …'"
+        )
     for row in parsed.items:
         cells: tuple[object, ...] = tuple(getattr(row, "cells", ()))
         if len(cells) == 2 and cells[0] == "GresTypes":

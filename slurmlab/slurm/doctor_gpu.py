@@ -20,8 +20,10 @@ from slurmlab.slurm.steps import StepResult, overlap_refused, step_argv, stream_
 
 __all__ = ["GPU_PROBE", "gpu_checks"]
 
-_QUERY = ("index,uuid,name,driver_version,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,"
-          "pcie.link.width.max,memory.used,memory.total,utilization.gpu,persistence_mode")
+_QUERY = (
+    "index,uuid,name,driver_version,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,"
+    "pcie.link.width.max,memory.used,memory.total,utilization.gpu,persistence_mode"
+)
 _APPS = "gpu_uuid,pid,used_memory,process_name"
 
 # Learns the CUDA runtime version without touching a GPU: the pip wheels' metadata first (free), then cupy's
@@ -90,12 +92,18 @@ def _quiet(_stream: str, _line: str) -> None:
 
 
 def _step(runner: Runner, job_id: str, node: str, timeout: float) -> StepResult:
-    each = max(2.0, min(10.0, timeout / 4))  # three nvidia-smi calls and the rest must fit in the step's timeout
+    each = max(
+        2.0, min(10.0, timeout / 4)
+    )  # three nvidia-smi calls and the rest must fit in the step's timeout
     command = ["/bin/sh", "-c", GPU_PROBE, "slurmlab-doctor", f"{each:g}", _CUDART]
     extra = ["-w", node, "-N1", "-n1"]
-    result = stream_step(runner, step_argv(job_id, extra, command, label=False, overlap=True), _quiet, timeout)
+    result = stream_step(
+        runner, step_argv(job_id, extra, command, label=False, overlap=True), _quiet, timeout
+    )
     if overlap_refused(result):  # Slurm 22.05: no --overlap step in a job that asked for GPUs per task/node
-        result = stream_step(runner, step_argv(job_id, extra, command, label=False, overlap=False), _quiet, timeout)
+        result = stream_step(
+            runner, step_argv(job_id, extra, command, label=False, overlap=False), _quiet, timeout
+        )
     return result
 
 
@@ -103,32 +111,50 @@ def _one_skip(evidence: str, fix: str, subject: str) -> list[Finding]:
     return [Finding("gpu", "GPU-node checks", Verdict.SKIP, evidence, fix, subject)]
 
 
-def gpu_checks(runner: Runner, job_id: str, node: str | None = None, *, timeout: float = 20.0) -> list[Finding]:
+def gpu_checks(
+    runner: Runner, job_id: str, node: str | None = None, *, timeout: float = 20.0
+) -> list[Finding]:
     """The GPU-node checks on ``node`` (default: the job's first node with GPUs) of running job ``job_id``."""
     jid = str(job_id)
     try:
         job = job_detail(jid, runner)
     except SlurmlabError as exc:
-        return _one_skip(f"job {jid} could not be read: {exc.message}",
-                         exc.hint or "pass --job with the id of one of your running jobs (`squeue --me`)", jid)
+        return _one_skip(
+            f"job {jid} could not be read: {exc.message}",
+            exc.hint or "pass --job with the id of one of your running jobs (`squeue --me`)",
+            jid,
+        )
     if job.state != "RUNNING":
-        return _one_skip(f"job {jid} is {job.state}: the GPU checks need a running job",
-                         "pass --job with a running job that holds GPUs (`squeue --me -t R`)", jid)
+        return _one_skip(
+            f"job {jid} is {job.state}: the GPU checks need a running job",
+            "pass --job with a running job that holds GPUs (`squeue --me -t R`)",
+            jid,
+        )
     by_node = job.gpus_by_node()
     if not by_node:
-        return _one_skip(f"job {jid} holds no GPUs", "pass --job with a job that asked for GPUs (--gpus=1)", jid)
+        return _one_skip(
+            f"job {jid} holds no GPUs", "pass --job with a job that asked for GPUs (--gpus=1)", jid
+        )
     if node is None:
         node = next(iter(by_node))
     elif node not in by_node:
-        return _one_skip(f"job {jid} holds no GPUs on {node} (it has GPUs on {', '.join(by_node)})",
-                         f"pass --node with one of: {', '.join(by_node)}", f"job {jid}")
+        return _one_skip(
+            f"job {jid} holds no GPUs on {node} (it has GPUs on {', '.join(by_node)})",
+            f"pass --node with one of: {', '.join(by_node)}",
+            f"job {jid}",
+        )
     subject = f"job {jid} on {node}"
     result = _step(runner, jid, node, timeout)
     if not any(line.startswith(MARK) for line in result.stdout):
         said = " / ".join(ln.strip() for ln in result.stderr if ln.strip())[-300:] or "no output"
-        why = (f"timed out after {timeout:g} s" if result.interrupted else f"exit {result.returncode}") + f": {said}"
-        return skip_all(f"the probe step could not run on {node} ({why})",
-                        subject, "check that the job still runs and that `srun --jobid=J --overlap hostname` works")
+        why = (
+            f"timed out after {timeout:g} s" if result.interrupted else f"exit {result.returncode}"
+        ) + f": {said}"
+        return skip_all(
+            f"the probe step could not run on {node} ({why})",
+            subject,
+            "check that the job still runs and that `srun --jobid=J --overlap hostname` works",
+        )
     try:
         probe = read_probe("\n".join(result.stdout))
     except ParseError as exc:

@@ -17,15 +17,27 @@ from slurmlab.errors import (
     SlurmTimeoutError,
 )
 
-__all__ = ["CONTROLLER_HINT", "INSTALL_HINT", "NOT_CONFIGURED_HINT", "classify_failure", "missing_configuration",
-           "not_installed", "refusal_hint", "timed_out"]
+__all__ = [
+    "CONTROLLER_HINT",
+    "INSTALL_HINT",
+    "NOT_CONFIGURED_HINT",
+    "classify_failure",
+    "missing_configuration",
+    "not_installed",
+    "refusal_hint",
+    "timed_out",
+]
 
 INSTALL_HINT = "sudo apt-get install slurm-client   (or load your site's Slurm module: module load slurm)"
-CONTROLLER_HINT = "check that slurmctld is up (`scontrol ping`); for the sandbox run `slurmlab sandbox status`"
+CONTROLLER_HINT = (
+    "check that slurmctld is up (`scontrol ping`); for the sandbox run `slurmlab sandbox status`"
+)
 
-NOT_CONFIGURED_HINT = ("no Slurm cluster is configured for this machine: start a local one with `%slurm sandbox up` "
-                       "(terminal: `slurmlab sandbox up`), or point at a cluster's config with "
-                       "`%slurm use /path/to/slurm.conf` (or set SLURM_CONF)")
+NOT_CONFIGURED_HINT = (
+    "no Slurm cluster is configured for this machine: start a local one with `%slurm sandbox up` "
+    "(terminal: `slurmlab sandbox up`), or point at a cluster's config with "
+    "`%slurm use /path/to/slurm.conf` (or set SLURM_CONF)"
+)
 # what the client commands print when they find neither a slurm.conf nor a DNS SRV record (configless)
 _NOT_CONFIGURED_FRAGMENTS = (
     "could not establish a configuration source",
@@ -67,7 +79,7 @@ def missing_configuration(conf: str, argv: Sequence[str]) -> SlurmNotConfiguredE
         f"SLURM_CONF points to {conf}, which does not exist",
         argv=argv,
         hint="unset SLURM_CONF to use the cluster's own configuration, or start a local Slurm: "
-        "`%slurm sandbox up` in a notebook, `slurmlab sandbox up` then `eval \"$(slurmlab sandbox env)\"` "
+        '`%slurm sandbox up` in a notebook, `slurmlab sandbox up` then `eval "$(slurmlab sandbox env)"` '
         "in a terminal",
     )
 
@@ -102,17 +114,25 @@ def classify_failure(argv: Sequence[str], returncode: int, stderr: str, *, quote
         )
     if any(f in low for f in _NOT_CONFIGURED_FRAGMENTS):
         last = text.splitlines()[-1]
-        return SlurmNotConfiguredError(f"{cmd} found no Slurm to talk to ({last})", argv=argv,
-                                       returncode=returncode, stderr=stderr, hint=NOT_CONFIGURED_HINT)
+        return SlurmNotConfiguredError(
+            f"{cmd} found no Slurm to talk to ({last})",
+            argv=argv,
+            returncode=returncode,
+            stderr=stderr,
+            hint=NOT_CONFIGURED_HINT,
+        )
     if "invalid job id" in low or "invalid job step id" in low:
         return JobNotFoundError(
             shown if quote else f"{cmd} failed: Slurm does not know the job",
-            argv=argv, returncode=returncode, stderr=stderr,
+            argv=argv,
+            returncode=returncode,
+            stderr=stderr,
             hint="the job ended and was purged, or the id is wrong: check `squeue --me`",
         )
     if any(f in low for f in _CONTROLLER_FRAGMENTS):
         return ControllerDownError(
-            f"the Slurm controller is not responding ({cmd}: {text})" if quote
+            f"the Slurm controller is not responding ({cmd}: {text})"
+            if quote
             else f"{cmd} failed: the Slurm controller is not responding",
             argv=argv,
             returncode=returncode,
@@ -131,13 +151,17 @@ def refusal_hint(stderr: str) -> str | None:
 
 # Next steps for Slurm's most common refusals (fragments stable from 22.05 to 25.x).
 _HINTS = (
-    ("requested node configuration is not available",
-     "no node of that partition has what was asked for (GPU type or count, CPUs, memory): "
-     "see what exists with `%sinfo` or `sinfo -o '%P %N %G'`"),
+    (
+        "requested node configuration is not available",
+        "no node of that partition has what was asked for (GPU type or count, CPUs, memory): "
+        "see what exists with `%sinfo` or `sinfo -o '%P %N %G'`",
+    ),
     ("invalid partition", "list the partitions with `sinfo -s`"),
-    ("more processors requested than permitted",
-     "a step can use only what its allocation holds: ask for fewer tasks or CPUs (-n, -c) than the allocation "
-     "has (`%slurm` / the panel shows them), or make a bigger allocation with %salloc"),
+    (
+        "more processors requested than permitted",
+        "a step can use only what its allocation holds: ask for fewer tasks or CPUs (-n, -c) than the allocation "
+        "has (`%slurm` / the panel shows them), or make a bigger allocation with %salloc",
+    ),
     ("invalid generic resource", "GRES names this cluster knows: `scontrol show config | grep GresTypes`"),
     ("invalid --gpu-bind", "valid values: closest, map_gpu:…, mask_gpu:…, single:N, per_task:N, none"),
     ("invalid account", "your accounts: `sacctmgr show assoc user=$USER format=account`"),

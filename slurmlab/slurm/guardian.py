@@ -51,7 +51,16 @@ from slurmlab.errors import ControllerDownError, MungeError, SlurmError
 from slurmlab.slurm.identity import current_user
 from slurmlab.slurm.runner import Runner
 
-__all__ = ["BACK_STATES", "RELEASE_SETTLE", "Guardian", "cancel_entries", "get_guardian", "live_jobs_of", "main", "scancel_mine"]
+__all__ = [
+    "BACK_STATES",
+    "RELEASE_SETTLE",
+    "Guardian",
+    "cancel_entries",
+    "get_guardian",
+    "live_jobs_of",
+    "main",
+    "scancel_mine",
+]
 
 log = logging.getLogger(__name__)
 
@@ -371,12 +380,20 @@ class _FindJob(_Work):
                 return self._retry(now, exc)
             self.cancelled.add(job_id)
         # one salloc makes one job: once it is gone, its job cancelled or not made in the grace, all is done
-        if not self.salloc_alive and (self.cancelled or (
-                self.quiet_since is not None and self.last_answer is not None
-                and self.last_answer - self.quiet_since >= self.grace)):
-            log.info("%s: %s after %d lookup(s)", self,
-                     f"cancelled {', '.join(sorted(self.cancelled))}" if self.cancelled else "never created",
-                     self.lookups)
+        if not self.salloc_alive and (
+            self.cancelled
+            or (
+                self.quiet_since is not None
+                and self.last_answer is not None
+                and self.last_answer - self.quiet_since >= self.grace
+            )
+        ):
+            log.info(
+                "%s: %s after %d lookup(s)",
+                self,
+                f"cancelled {', '.join(sorted(self.cancelled))}" if self.cancelled else "never created",
+                self.lookups,
+            )
             return True
         self.due = min(self.next_lookup, now + SALLOC_CHECK) if self.salloc_alive else self.next_lookup
         return False
@@ -438,7 +455,9 @@ def _plan(entries: Sequence[Mapping[str, object]], wall_now: float, grace: float
         if isinstance(conf, str) and conf and not os.path.exists(conf):
             # the cluster's configuration is gone (a sandbox that was stopped and removed): there is no
             # controller left to ask, and waiting GIVE_UP_AFTER for one would leave this process behind
-            log.info("job %s: its cluster's configuration %s is gone; nothing to cancel", entry.get("job"), conf)
+            log.info(
+                "job %s: its cluster's configuration %s is gone; nothing to cancel", entry.get("job"), conf
+            )
             continue
         runner = Runner.from_settings(entry)
         job, name, tag, when = entry.get("job"), entry.get("name"), entry.get("tag"), entry.get("released")
@@ -451,14 +470,19 @@ def _plan(entries: Sequence[Mapping[str, object]], wall_now: float, grace: float
         elif isinstance(name, str) and name and isinstance(tag, str) and tag:
             works.append(_FindJob(entry, runner, grace))
         else:
-            _withdraw_salloc(entry.get("salloc_pid"))  # nothing to look the job up by: withdraw the request only
+            _withdraw_salloc(
+                entry.get("salloc_pid")
+            )  # nothing to look the job up by: withdraw the request only
     works += [_Recheck(group, runner) for runner, group in released.values()]
     return works
 
 
 def cancel_entries(
-    entries: Sequence[Mapping[str, object]], *, give_up_after: float = GIVE_UP_AFTER,
-    sleep: Callable[[float], object] = time.sleep, clock: Callable[[], float] = time.monotonic,
+    entries: Sequence[Mapping[str, object]],
+    *,
+    give_up_after: float = GIVE_UP_AFTER,
+    sleep: Callable[[float], object] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
     grace: float = SEARCH_GRACE,
 ) -> list[Mapping[str, object]]:
     """Cancel every entry, retrying those the controller could not take; returns what was left."""
@@ -512,8 +536,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Own session already; these keep a terminal hangup or a stray Ctrl-C from ending the watch.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format=f"%(asctime)s slurmlab-guardian[{os.getpid()}] %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format=f"%(asctime)s slurmlab-guardian[{os.getpid()}] %(message)s",
+    )
     entries = read_entries(sys.stdin.buffer)
     if not entries:
         return 0

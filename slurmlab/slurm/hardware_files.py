@@ -53,8 +53,9 @@ def _read(path: str | os.PathLike[str], what: str) -> str:
         raise ParseError(what, os.fspath(path), hint=f"cannot read it: {exc.strerror}") from None
 
 
-def topology_from_file(path: str | os.PathLike[str], *, model: str | None = None,
-                       nvlink: str | os.PathLike[str] | None = None) -> NodeTopology:
+def topology_from_file(
+    path: str | os.PathLike[str], *, model: str | None = None, nvlink: str | os.PathLike[str] | None = None
+) -> NodeTopology:
     """A topology from a saved ``nvidia-smi topo -m`` capture or a hardware-profile JSON file; ``nvlink`` names
     a saved ``nvidia-smi nvlink -s`` of the same node, whose inactive or slow links then show too.
 

@@ -38,5 +38,6 @@ def uid_of(user: str | None) -> int:
     except KeyError:
         if user.isascii() and user.isdigit():
             return int(user)
-        raise SlurmError(f"no Unix user named {user!r} on this machine",
-                         hint="give a user name that `id USER` knows") from None
+        raise SlurmError(
+            f"no Unix user named {user!r} on this machine", hint="give a user name that `id USER` knows"
+        ) from None

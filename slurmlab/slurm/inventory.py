@@ -38,8 +38,14 @@ from slurmlab.core.slurm.models import Partition
 from slurmlab.errors import ParseError
 from slurmlab.slurm.runner import Runner, get_runner
 
-__all__ = ["InventoryCache", "KnownInventory", "check_with_inventory", "cluster_inventory", "fetch_inventory",
-           "forget_inventories"]
+__all__ = [
+    "InventoryCache",
+    "KnownInventory",
+    "check_with_inventory",
+    "cluster_inventory",
+    "fetch_inventory",
+    "forget_inventories",
+]
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +140,9 @@ class InventoryCache:
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
                 return
-            self._thread = threading.Thread(target=self._refresh_quietly, name="slurmlab-inventory", daemon=True)
+            self._thread = threading.Thread(
+                target=self._refresh_quietly, name="slurmlab-inventory", daemon=True
+            )
             self._thread.start()
 
     def refresh_if_stale(self) -> None:

@@ -98,8 +98,9 @@ def _needs_nodes(version: tuple[int, ...]) -> bool:
     return _JOB_JSON_NEEDS_NODES[0] <= version[:2] < _JOB_JSON_NEEDS_NODES[1]
 
 
-def _jobs_query(version: tuple[int, ...], job_id: str | None = None,
-                nodes: Sequence[Node] | None = None) -> Query[JobList]:
+def _jobs_query(
+    version: tuple[int, ...], job_id: str | None = None, nodes: Sequence[Node] | None = None
+) -> Query[JobList]:
     tail = (job_id,) if job_id else ()
     if version >= SCONTROL_JSON_SINCE:
         return Query(("scontrol", "--json", "show", "job", "-d", *tail), lambda r: _read_jobs(r, True, nodes))
@@ -145,9 +146,11 @@ def job_detail(job_id: str | int, runner: Runner | None = None) -> Job:
     for problem in jobs.problems:
         if problem.record_id == jid:
             raise problem
-    raise JobNotFoundError(f"job {jid} is not known to the controller",
-                           argv=["scontrol", "show", "job", jid],
-                           hint="it may have ended long ago (Slurm forgets ended jobs); `%squeue` lists yours")
+    raise JobNotFoundError(
+        f"job {jid} is not known to the controller",
+        argv=["scontrol", "show", "job", jid],
+        hint="it may have ended long ago (Slurm forgets ended jobs); `%squeue` lists yours",
+    )
 
 
 def _is_that_job(job: Job, jid: str) -> bool:
@@ -160,7 +163,8 @@ def _is_that_job(job: Job, jid: str) -> bool:
 # ---- listings ---------------------------------------------------------------------------------------
 def _filter_jobs(jobs: JobList, owners: dict[int, int] | None, uid: int | None, active_only: bool) -> JobList:
     kept = [
-        j for j in jobs
+        j
+        for j in jobs
         if (uid is None or (owners or {}).get(j.job_id) == uid)
         and (not active_only or j.state in ACTIVE_STATES)
     ]
@@ -168,7 +172,11 @@ def _filter_jobs(jobs: JobList, owners: dict[int, int] | None, uid: int | None, 
 
 
 def list_jobs(
-    runner: Runner | None = None, *, user: str | None = None, all_users: bool = False, active_only: bool = True
+    runner: Runner | None = None,
+    *,
+    user: str | None = None,
+    all_users: bool = False,
+    active_only: bool = True,
 ) -> JobList:
     """Jobs with full detail (GPU indices per node): this user's by default, or everyone's.
 
@@ -192,7 +200,11 @@ def list_jobs(
 
 
 async def alist_jobs(
-    runner: Runner | None = None, *, user: str | None = None, all_users: bool = False, active_only: bool = True
+    runner: Runner | None = None,
+    *,
+    user: str | None = None,
+    all_users: bool = False,
+    active_only: bool = True,
 ) -> JobList:
     runner = runner or get_runner()
     version = await aslurm_version(runner)
@@ -228,10 +240,15 @@ def _held_to_squeue(jobs: JobList, owners: dict[int, int]) -> tuple[JobList, lis
         if job.job_id in owners:
             kept.append(job)
         else:
-            problems.append(ParseError(
-                "scontrol job record", f"JobId={job.job_id}", record_id=str(job.job_id),
-                hint=f"squeue does not list a job {job.job_id}: the record is a forged line in another job's "
-                "free text (a name or comment), and is left out"))
+            problems.append(
+                ParseError(
+                    "scontrol job record",
+                    f"JobId={job.job_id}",
+                    record_id=str(job.job_id),
+                    hint=f"squeue does not list a job {job.job_id}: the record is a forged line in another job's "
+                    "free text (a name or comment), and is left out",
+                )
+            )
     have = {job.job_id for job in kept}
     refused = {p.record_id for p in jobs.problems if p.record_id}
     again = sorted((str(jid) for jid in owners if jid not in have and str(jid) in refused), key=int)
@@ -248,7 +265,9 @@ def _with_records_read_again(jobs: JobList, read: dict[str, Job | None]) -> JobL
 
 def _one_text_record(jid: str, runner: Runner) -> Job | None:
     try:
-        jobs = run_query(Query(("scontrol", "show", "job", "-d", jid), lambda r: _read_jobs(r, False)), runner)
+        jobs = run_query(
+            Query(("scontrol", "show", "job", "-d", jid), lambda r: _read_jobs(r, False)), runner
+        )
     except (JobNotFoundError, ParseError):
         return None
     return next((job for job in jobs if _is_that_job(job, jid)), None)
@@ -256,8 +275,9 @@ def _one_text_record(jid: str, runner: Runner) -> Job | None:
 
 async def _aone_text_record(jid: str, runner: Runner) -> Job | None:
     try:
-        jobs = await arun_query(Query(("scontrol", "show", "job", "-d", jid), lambda r: _read_jobs(r, False)),
-                                runner)
+        jobs = await arun_query(
+            Query(("scontrol", "show", "job", "-d", jid), lambda r: _read_jobs(r, False)), runner
+        )
     except (JobNotFoundError, ParseError):
         return None
     return next((job for job in jobs if _is_that_job(job, jid)), None)
@@ -275,8 +295,7 @@ def job_ids_by_name(name: str, runner: Runner | None = None) -> list[str]:
 def my_tagged_jobs(prefix: str, runner: Runner | None = None) -> JobList:
     """This user's active jobs whose comment starts with ``prefix:`` (allocations of slurmlab kernels)."""
     jobs = list_jobs(runner)
-    return JobList([j for j in jobs if (j.comment or "").startswith(prefix + ":")],
-                   jobs.problems)
+    return JobList([j for j in jobs if (j.comment or "").startswith(prefix + ":")], jobs.problems)
 
 
 def cancel_job(job_id: str | int, runner: Runner | None = None, *, only_mine: bool = True) -> None:

@@ -22,7 +22,9 @@ __all__ = ["LoopThread"]
 class LoopThread:
     """``body(stop)`` run in a daemon thread named ``name``; ``body`` returns once ``stop`` is set."""
 
-    def __init__(self, body: Callable[[threading.Event], None], *, name: str, lock: AbstractContextManager[object]) -> None:
+    def __init__(
+        self, body: Callable[[threading.Event], None], *, name: str, lock: AbstractContextManager[object]
+    ) -> None:
         self._body = body
         self._name = name
         self._lock = lock
@@ -42,8 +44,9 @@ class LoopThread:
         with self._lock:
             if self._thread is None or self._stop.is_set() or self._done.is_set():
                 self._stop, self._done = threading.Event(), threading.Event()
-                self._thread = threading.Thread(target=self._run, args=(self._stop, self._done), name=self._name,
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, args=(self._stop, self._done), name=self._name, daemon=True
+                )
                 self._thread.start()
 
     def stop(self, wake: threading.Event, timeout: float) -> None:

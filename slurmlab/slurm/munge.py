@@ -88,21 +88,38 @@ def probe_munge(path: str, *, timeout: float = MUNGE_PROBE_TIMEOUT) -> MungeProb
             return MungeProblem(path, "denied", f"you may not use munged's socket {path} (permission denied)")
         except BlockingIOError:
             # its queue of connections is full: a munged frozen for a while (every daemon keeps asking it)
-            return MungeProblem(path, "frozen", f"munged's socket {path} takes no more connections "
-                                                "(munged frozen or overloaded?)")
+            return MungeProblem(
+                path,
+                "frozen",
+                f"munged's socket {path} takes no more connections (munged frozen or overloaded?)",
+            )
         except TimeoutError:
-            return MungeProblem(path, "frozen", f"munged's socket {path} accepts no connection (munged frozen?)")
+            return MungeProblem(
+                path, "frozen", f"munged's socket {path} accepts no connection (munged frozen?)"
+            )
         except OSError as exc:
-            return MungeProblem(path, "failed", f"munged's socket {path} cannot be reached: {exc.strerror or exc}")
+            return MungeProblem(
+                path, "failed", f"munged's socket {path} cannot be reached: {exc.strerror or exc}"
+            )
     munge = shutil.which("munge")
     if munge is None:
         return None  # without munge's client a frozen munged cannot be told from a slow one
     try:
-        proc = subprocess.run([munge, "-n", "-S", path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(
+            [munge, "-n", "-S", path],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        return MungeProblem(path, "frozen", f"munged does not answer on {path} within {timeout:g} s "
-                                            "(it is frozen or overloaded)")
+        return MungeProblem(
+            path,
+            "frozen",
+            f"munged does not answer on {path} within {timeout:g} s (it is frozen or overloaded)",
+        )
     except OSError:
         return None
     if proc.returncode != 0:
@@ -127,8 +144,10 @@ def munge_hint(slurm_conf: str | None, kind: str) -> str:
     folder = sandbox_folder(slurm_conf)
     if kind == "denied":
         if folder is not None:
-            return (f"this sandbox lets in only its owner and the users it admits; its owner can add you: "
-                    f"slurmlab sandbox up --dir {folder} --admit {current_user()}")
+            return (
+                f"this sandbox lets in only its owner and the users it admits; its owner can add you: "
+                f"slurmlab sandbox up --dir {folder} --admit {current_user()}"
+            )
         return "munged's socket must be usable by every user: ask your cluster's admins"
     if folder is not None:
         return f"bring munged back, keeping every job: slurmlab sandbox restart --dir {folder}"

@@ -155,17 +155,19 @@ def build_inventory(nodes: Sequence[Node], partitions: Sequence[Partition]) -> C
         for g in n.gres:
             if g.name not in ("gpu", "shard", "mps"):
                 other[g.name] = other.get(g.name, 0) + (g.count if g.count is not None else 1)
-        inv_nodes.append(NodeInventory(
-            n.name,
-            cpus=n.cpus or 0,
-            memory_mb=n.real_memory_mb or 0,
-            sockets=n.sockets or 1,
-            gpus=n.gpu_types(),
-            shards=shards,
-            mps=mps,
-            features=n.features,
-            gres=other,
-        ))
+        inv_nodes.append(
+            NodeInventory(
+                n.name,
+                cpus=n.cpus or 0,
+                memory_mb=n.real_memory_mb or 0,
+                sockets=n.sockets or 1,
+                gpus=n.gpu_types(),
+                shards=shards,
+                mps=mps,
+                features=n.features,
+                gres=other,
+            )
+        )
     known = {n.name for n in nodes}
     parts = {p.name: [m for m in p.nodes if m in known] for p in partitions}
     default = next((p.name for p in partitions if p.default), None)

@@ -13,8 +13,15 @@ from slurmlab.slurm.identity import user_name
 from slurmlab.slurm.query import Query, arun_query, run_query
 from slurmlab.slurm.runner import Runner, RunResult
 
-__all__ = ["acheck_mine", "ajob_owner_uid", "ajob_owners", "check_mine", "job_owner_uid", "job_owners",
-           "parse_owners"]
+__all__ = [
+    "acheck_mine",
+    "ajob_owner_uid",
+    "ajob_owners",
+    "check_mine",
+    "job_owner_uid",
+    "job_owners",
+    "parse_owners",
+]
 
 
 def parse_owners(result: RunResult) -> dict[int, int]:

@@ -58,15 +58,22 @@ from slurmlab.slurm.job_queries import list_jobs
 from slurmlab.slurm.node_queries import list_nodes, list_partitions
 from slurmlab.slurm.runner import Runner, get_runner
 
-__all__ = ["TEST_ONLY_TIMEOUT", "KnownLimits", "LimitContext", "ask_test_only", "limit_finding",
-           "pending_alternatives"]
+__all__ = [
+    "TEST_ONLY_TIMEOUT",
+    "KnownLimits",
+    "LimitContext",
+    "ask_test_only",
+    "limit_finding",
+    "pending_alternatives",
+]
 
 TEST_ONLY_TIMEOUT = 10.0
 _NO_VALUE = ("", "(null)", "N/A")
 
 
-def ask_test_only(options: Sequence[str], runner: Runner | None = None,
-                  timeout: float = TEST_ONLY_TIMEOUT) -> StartEstimate:
+def ask_test_only(
+    options: Sequence[str], runner: Runner | None = None, timeout: float = TEST_ONLY_TIMEOUT
+) -> StartEstimate:
     """``sbatch --test-only OPTIONS --wrap=true``: when Slurm would start that request, or its refusal.
 
     Raises ControllerDownError / MungeError when Slurm cannot be asked at all (the same for every variant),
@@ -101,7 +108,9 @@ class KnownLimits:
 
     def holds(self, job: Job, variant: Variant | None = None) -> list[Hold]:
         """The limits that hold the job itself (``variant`` None), or would hold that change once submitted."""
-        return holds(self.ask(job, variant), self.tables, self.jobs, self.partitions, submitted=variant is None)
+        return holds(
+            self.ask(job, variant), self.tables, self.jobs, self.partitions, submitted=variant is None
+        )
 
 
 class LimitContext:
@@ -110,8 +119,13 @@ class LimitContext:
     nothing else), the queue (one ``squeue``) and the records of the running jobs (the blockers' listing,
     passed in where the caller has it)."""
 
-    def __init__(self, job: Job, runner: Runner, records: Sequence[Job] | None = None,
-                 partitions: Sequence[Partition] | None = None) -> None:
+    def __init__(
+        self,
+        job: Job,
+        runner: Runner,
+        records: Sequence[Job] | None = None,
+        partitions: Sequence[Partition] | None = None,
+    ) -> None:
         self.job, self.runner = job, runner
         self._records = list(records) if records else None
         self._partitions = partitions
@@ -151,21 +165,27 @@ class LimitContext:
             every_qos = qos_limits(runner)  # first: where accounting is off, nothing else needs asking
             if every_qos is None:
                 return KnownLimits("off", None, (), user, "", "", parts)
-            queue = parse_queue(runner.run(list(QUEUE_ARGV), timeout=min(runner.timeout, 10.0)).stdout,
-                                self.records())
+            queue = parse_queue(
+                runner.run(list(QUEUE_ARGV), timeout=min(runner.timeout, 10.0)).stdout, self.records()
+            )
             me = next((j for j in queue if j.job_id == str(job.job_id)), None)
             if me is not None:  # owner, account and QOS as Slurm records them (the record's UserId is text)
                 user, account, qos = me.user, _value(me.account), _value(me.qos)
             if not user:
-                raise ParseError("squeue (the queue the limits count)", f"job {job.job_id}",
-                                 hint="its owner could not be read: run `squeue -j JOBID -o %u` to see")
+                raise ParseError(
+                    "squeue (the queue the limits count)",
+                    f"job {job.job_id}",
+                    hint="its owner could not be read: run `squeue -j JOBID -o %u` to see",
+                )
             tables = limit_tables(runner, user, qos=every_qos)
         except (ControllerDownError, MungeError):
             raise
         except SlurmlabError as exc:
             said = exc.message + (f"; {exc.hint}" if exc.hint else "")
             return KnownLimits("unknown", None, tuple(queue), user, account, qos, parts, why_unknown=said)
-        return KnownLimits("on" if tables is not None else "off", tables, tuple(queue), user, account, qos, parts)
+        return KnownLimits(
+            "on" if tables is not None else "off", tables, tuple(queue), user, account, qos, parts
+        )
 
 
 def _value(cell: str) -> str:
@@ -179,8 +199,15 @@ def limit_finding(job: Job, ask: LimitAsk, limits: LimitContext) -> Finding:
     known = limits.known()
     name = known.qos if ask.table == "qos" else f"{known.account}/{known.user}"
     if known.state != "on" or known.tables is None:
-        return judge_limit(ask, None, None, None, subject=subject, name=name,
-                           why_no_numbers=known.why_unknown or "Slurm accounting is off here")
+        return judge_limit(
+            ask,
+            None,
+            None,
+            None,
+            subject=subject,
+            name=name,
+            why_no_numbers=known.why_unknown or "Slurm accounting is off here",
+        )
     tables = known.tables
     if ask.table == "qos":
         row = tables.qos_row(known.qos)
@@ -194,8 +221,11 @@ def limit_finding(job: Job, ask: LimitAsk, limits: LimitContext) -> Finding:
     found = known.holds(job)
     named = f" {ask.field}"
     also = [h.text() for h in found if not h.limit.endswith(named)]
-    others = [pinned(v, account=known.account, qos=known.qos) for v in lifting_variants(
-        job, known.ask(job), tables, known.jobs, known.partitions) if v.kind in ("qos", "account")]
+    others = [
+        pinned(v, account=known.account, qos=known.qos)
+        for v in lifting_variants(job, known.ask(job), tables, known.jobs, known.partitions)
+        if v.kind in ("qos", "account")
+    ]
     lifted = lifts(found, [(v, [h.text() for h in known.holds(job, v)]) for v in others])
     return judge_limit(ask, rows, used, wants, subject=subject, name=name, lifts=lifted, also=also)
 
@@ -215,13 +245,16 @@ def _blind(job: Job, known: KnownLimits, own: Sequence[Hold]) -> str:
     ask = limit_ask(job.reason)
     table = ("QOS ",) if ask is not None and ask.table == "qos" else ("association ", "account ")
     if ask is None or not any(h.limit.startswith(table) and h.limit.endswith(f" {ask.field}") for h in own):
-        return (f"Slurm holds the job for {job.reason}, a limit slurmlab cannot check from the numbers it read, "
-                "so a change might wait for it too")
+        return (
+            f"Slurm holds the job for {job.reason}, a limit slurmlab cannot check from the numbers it read, "
+            "so a change might wait for it too"
+        )
     return ""
 
 
-def _candidates(job: Job, known: KnownLimits, nodes: Sequence[Node],
-                partitions: Sequence[Partition]) -> list[Variant]:
+def _candidates(
+    job: Job, known: KnownLimits, nodes: Sequence[Node], partitions: Sequence[Partition]
+) -> list[Variant]:
     found = variants(job, nodes, partitions)
     if known.state == "on":
         if known.holds(job):  # a limit holds the job itself: try what may lift it, first
@@ -233,9 +266,14 @@ def _candidates(job: Job, known: KnownLimits, nodes: Sequence[Node],
     return list(unique.values())
 
 
-def pending_alternatives(job: Job, runner: Runner | None = None, *, nodes: Sequence[Node] | None = None,
-                         partitions: Sequence[Partition] | None = None, limits: LimitContext | None = None,
-                         ) -> tuple[list[Alternative], list[Alternative]]:
+def pending_alternatives(
+    job: Job,
+    runner: Runner | None = None,
+    *,
+    nodes: Sequence[Node] | None = None,
+    partitions: Sequence[Partition] | None = None,
+    limits: LimitContext | None = None,
+) -> tuple[list[Alternative], list[Alternative]]:
     """(the changes that start sooner than the job's expected start, best first; the others: later, refused,
     or held by a limit).
 
@@ -250,8 +288,12 @@ def pending_alternatives(job: Job, runner: Runner | None = None, *, nodes: Seque
     context = limits or LimitContext(job, runner, partitions=partitions)
     known = context.known()
     own = known.holds(job)
-    bound, context.compared = start_bound(job.expected_start, own, datetime.now(timezone.utc),
-                                          free_at=None if own else context.free_at(nodes, partitions))
+    bound, context.compared = start_bound(
+        job.expected_start,
+        own,
+        datetime.now(timezone.utc),
+        free_at=None if own else context.free_at(nodes, partitions),
+    )
     blind = _blind(job, known, own)
     found = []
     asked = 0

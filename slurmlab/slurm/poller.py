@@ -36,8 +36,17 @@ from slurmlab.errors import JobNotFoundError, SlurmlabError
 from slurmlab.slurm.loop_thread import LoopThread
 from slurmlab.slurm.runner import Runner, get_runner
 
-__all__ = ["BriefFetcher", "DetailFetcher", "JobPoller", "JobUpdate", "NodeFetcher", "UpdateCallback", "Watch",
-           "get_poller", "node_trouble"]
+__all__ = [
+    "BriefFetcher",
+    "DetailFetcher",
+    "JobPoller",
+    "JobUpdate",
+    "NodeFetcher",
+    "UpdateCallback",
+    "Watch",
+    "get_poller",
+    "node_trouble",
+]
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +56,14 @@ BriefFetcher = Callable[[Sequence[str], Runner], Mapping[str, JobBrief]]
 DetailFetcher = Callable[[str, Runner], Job]
 NodeFetcher = Callable[[Sequence[str], Runner], Mapping[str, str]]
 
+
 def _as_slurmlab_error(exc: BaseException, what: str) -> SlurmlabError:
     if isinstance(exc, SlurmlabError):
         return exc
-    return SlurmlabError(f"slurmlab could not {what}: {type(exc).__name__}: {exc}",
-                         hint="this is a slurmlab bug: please report it with this message; polling goes on")
+    return SlurmlabError(
+        f"slurmlab could not {what}: {type(exc).__name__}: {exc}",
+        hint="this is a slurmlab bug: please report it with this message; polling goes on",
+    )
 
 
 @dataclass(frozen=True)
@@ -303,8 +315,11 @@ class JobPoller:
                 error = _as_slurmlab_error(exc, f"read job {jid}")
             with self._lock:
                 self._last_sig[jid] = sig
-            self._publish(jid, JobUpdate(jid, brief=brief, detail=detail, error=error, gone=gone,
-                                         node_alerts=alerts), force=True)
+            self._publish(
+                jid,
+                JobUpdate(jid, brief=brief, detail=detail, error=error, gone=gone, node_alerts=alerts),
+                force=True,
+            )
         return any_change
 
     def _check_nodes(self, briefs: Mapping[str, JobBrief], runner: Runner) -> None:
@@ -326,8 +341,9 @@ class JobPoller:
             log.debug("slurmlab: node states unavailable", exc_info=True)
             return
         trouble = dict(node_trouble(states))
-        self._node_alerts = {jid: tuple((n, trouble[n]) for n in ns if n in trouble)
-                             for jid, ns in running.items()}
+        self._node_alerts = {
+            jid: tuple((n, trouble[n]) for n in ns if n in trouble) for jid, ns in running.items()
+        }
 
     def _is_new_error(self, jid: str, exc: SlurmlabError) -> bool:
         with self._lock:

@@ -56,11 +56,15 @@ def _alloc_node(alloc: Allocation, node: str | None) -> str:
     nodes = alloc.nodes
     if node is None:
         if not nodes:
-            raise RequestError(f"allocation {alloc.job_id} has no nodes yet ({alloc.state})",
-                               hint="wait for it to run: alloc.wait()")
+            raise RequestError(
+                f"allocation {alloc.job_id} has no nodes yet ({alloc.state})",
+                hint="wait for it to run: alloc.wait()",
+            )
         return nodes[0]
     if nodes and node not in nodes:
-        raise RequestError(f"node {node!r} is not in allocation {alloc.job_id} (its nodes: {', '.join(nodes)})")
+        raise RequestError(
+            f"node {node!r} is not in allocation {alloc.job_id} (its nodes: {', '.join(nodes)})"
+        )
     return node
 
 
@@ -68,8 +72,10 @@ def _job_nodes(alloc: Allocation) -> list[str]:
     if alloc.job is None and alloc.running:
         alloc.refresh()
     if not alloc.nodes:
-        raise RequestError(f"allocation {alloc.job_id} has no nodes yet ({alloc.state})",
-                           hint="wait for it to run: alloc.wait()")
+        raise RequestError(
+            f"allocation {alloc.job_id} has no nodes yet ({alloc.state})",
+            hint="wait for it to run: alloc.wait()",
+        )
     return alloc.nodes
 
 
@@ -89,15 +95,19 @@ def _every_node(alloc: Allocation, probe: Callable[[str], M]) -> tuple[dict[str,
     if len(nodes) == 1:
         one(nodes[0])  # in this thread: Ctrl-C ends the probe step at once, as for any step
     else:
-        with ThreadPoolExecutor(max_workers=min(_PARALLEL_NODES, len(nodes)),
-                                thread_name_prefix="slurmlab-probe") as pool:
+        with ThreadPoolExecutor(
+            max_workers=min(_PARALLEL_NODES, len(nodes)), thread_name_prefix="slurmlab-probe"
+        ) as pool:
             list(pool.map(one, nodes))
     found = {n: r for n in nodes if not isinstance(r := outcome[n], SlurmlabError)}
     first = outcome[nodes[0]]
     if not found and isinstance(first, SlurmlabError):  # every value is an error here
         raise first
-    missing = {n: "; ".join(x.strip() for x in r.message.splitlines() if x.strip())
-               for n in nodes if isinstance(r := outcome[n], SlurmlabError)}
+    missing = {
+        n: "; ".join(x.strip() for x in r.message.splitlines() if x.strip())
+        for n in nodes
+        if isinstance(r := outcome[n], SlurmlabError)
+    }
     return found, missing
 
 
@@ -141,7 +151,9 @@ def _why(result: StepResult) -> str:
 def _standin_note(result: StepResult) -> list[str]:
     """Say so when the answer came from a sandbox's stand-in nvidia-smi (its hardware profile, not a GPU)."""
     if any(STANDIN_MARK in line for line in (*result.stdout, *result.stderr)):
-        return [f"answered by the sandbox's stand-in nvidia-smi ({STANDIN_MARK}): its hardware profile, no real GPU"]
+        return [
+            f"answered by the sandbox's stand-in nvidia-smi ({STANDIN_MARK}): its hardware profile, no real GPU"
+        ]
     return []
 
 
@@ -163,13 +175,25 @@ def _with_link_state(alloc: Allocation, node: str, topo: Topology) -> tuple[Topo
         return topo, None, [f"no NVLink link state: {what} printed no link (these GPUs have no NVLink)"]
     # NVML's words for a GPU whose links are all down (or that has no NVLink bridge fitted), instead of its links
     if any("all links are inactive" in ln.lower() for ln in lines):
-        return topo, None, [f"no NVLink link state: {what} says every link of a GPU is inactive (no NVLink bridge "
-                            "fitted, or its links are down); see the output of `nvidia-smi nvlink -s` on the node"]
+        return (
+            topo,
+            None,
+            [
+                f"no NVLink link state: {what} says every link of a GPU is inactive (no NVLink bridge "
+                "fitted, or its links are down); see the output of `nvidia-smi nvlink -s` on the node"
+            ],
+        )
     try:
         return topo.with_nvlink_status(read_nvlink_status(text, what)), what, []
     except ParseError as exc:
-        return topo, None, [f"no NVLink link state: {what} could not be read: "
-                            + "; ".join(x.strip() for x in str(exc).splitlines() if x.strip())]
+        return (
+            topo,
+            None,
+            [
+                f"no NVLink link state: {what} could not be read: "
+                + "; ".join(x.strip() for x in str(exc).splitlines() if x.strip())
+            ],
+        )
 
 
 def _sandbox(alloc: Allocation, node: str, tried: list[str]) -> SandboxHardware | None:
@@ -214,33 +238,45 @@ def node_topology(alloc: Allocation, node: str | None = None, *, source: str = "
                 if listing.ok:
                     smi_devices, _mig = parse_smi_list("\n".join(listing.stdout))
                     known = {g.index for g in topo.gpus}
-                    topo = topo.with_gpu_details({d.index: (d.name, d.uuid) for d in smi_devices
-                                                  if d.parent is None and d.index in known})
+                    topo = topo.with_gpu_details(
+                        {
+                            d.index: (d.name, d.uuid)
+                            for d in smi_devices
+                            if d.parent is None and d.index in known
+                        }
+                    )
                 topo, link_source, link_notes = _with_link_state(alloc, node, topo)
             # the parsers' warnings; not the ResourceWarnings other threads' pipes happen to raise meanwhile
             notes = [str(w.message) for w in caught if not issubclass(w.category, ResourceWarning)]
             notes += _standin_note(res) + link_notes
             gpus, more = visible_gpus(topo, idx)
-            detail = f"nvidia-smi topo -m on {node}" + (f"; link state from {link_source}" if link_source else "")
-            return NodeTopology(topo, "nvidia-smi", detail, node, gpus, idx, {}, tuple(tried), tuple(notes + more))
+            detail = f"nvidia-smi topo -m on {node}" + (
+                f"; link state from {link_source}" if link_source else ""
+            )
+            return NodeTopology(
+                topo, "nvidia-smi", detail, node, gpus, idx, {}, tuple(tried), tuple(notes + more)
+            )
         if name == "nvml":
             res = _step(alloc, node, ["python3", "-c", NVML_PROBE])
             report = probe_report(res.stdout, NVML_REPORT_PREFIX) if res.ok else None
             if report is None:
-                tried.append(f"NVML (python3 + nvidia-ml-py) on {node}: "
-                             + (_why(res) if not res.ok else "no report (is nvidia-ml-py installed there?)"))
+                tried.append(
+                    f"NVML (python3 + nvidia-ml-py) on {node}: "
+                    + (_why(res) if not res.ok else "no report (is nvidia-ml-py installed there?)")
+                )
                 continue
             if "error" in report:
                 tried.append(f"NVML on {node}: {report['error']}")
                 continue
             topo = topology_from_nvml_report(report)
             gpus, more = visible_gpus(topo, idx)
-            return NodeTopology(topo, "nvml", f"NVML (nvidia-ml-py) on {node}", node, gpus, idx, {},
-                                tuple(tried), tuple(more))
+            return NodeTopology(
+                topo, "nvml", f"NVML (nvidia-ml-py) on {node}", node, gpus, idx, {}, tuple(tried), tuple(more)
+            )
     raise SourceUnavailable(
         f"no topology source answered for {node} of allocation {alloc.job_id}:\n  " + "\n  ".join(tried),
         hint="load a saved capture with slurmlab.topology_from_file('topo-m.txt') or a profile with "
-             "slurmlab.topology_from_profile('dgx-h100')",
+        "slurmlab.topology_from_profile('dgx-h100')",
     )
 
 
@@ -249,7 +285,9 @@ def _order(source: str) -> tuple[str, ...]:
     if source == "auto":
         return allowed
     if source not in allowed:
-        raise RequestError(f"unknown topology source {source!r}", hint=f"choose auto or one of: {', '.join(allowed)}")
+        raise RequestError(
+            f"unknown topology source {source!r}", hint=f"choose auto or one of: {', '.join(allowed)}"
+        )
     return (source,)
 
 
@@ -321,10 +359,20 @@ def node_mig(alloc: Allocation, node: str | None = None, *, source: str = "auto"
                 continue
             # -L carries the MIG UUIDs the step was given (CUDA_VISIBLE_DEVICES=MIG-…), so the allocation's
             # slices are matched exactly; `mig -lgi` has placements but no UUIDs to match by
-            notes = ["placements come from the `-L` listing (inferred); under ConstrainDevices the step "
-                     "lists only this allocation's slices", *_standin_note(listing)]
-            return NodeMig(layout_l, "nvidia-smi", f"nvidia-smi -L in a step on {node}", node, mine,
-                           tuple(tried), tuple(notes))
+            notes = [
+                "placements come from the `-L` listing (inferred); under ConstrainDevices the step "
+                "lists only this allocation's slices",
+                *_standin_note(listing),
+            ]
+            return NodeMig(
+                layout_l,
+                "nvidia-smi",
+                f"nvidia-smi -L in a step on {node}",
+                node,
+                mine,
+                tuple(tried),
+                tuple(notes),
+            )
         if name == "nvml":
             tried.append("NVML: MIG layouts are read with nvidia-smi only")
     raise SourceUnavailable(

@@ -37,8 +37,11 @@ def read_json(result: RunResult) -> dict[str, object]:
     try:
         doc = json.loads(result.stdout)
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise ParseError(f"JSON from {' '.join(result.argv[:4])}", result.stdout[:400],
-                         hint="run the command by hand to see what it printed") from exc
+        raise ParseError(
+            f"JSON from {' '.join(result.argv[:4])}",
+            result.stdout[:400],
+            hint="run the command by hand to see what it printed",
+        ) from exc
     if not isinstance(doc, dict):
         raise ParseError(f"JSON from {' '.join(result.argv[:4])}", result.stdout[:400])
     errors = doc.get("errors") or []
@@ -47,7 +50,8 @@ def read_json(result: RunResult) -> dict[str, object]:
             errors = [errors]
         msg = "; ".join(
             str(e.get("description") or e.get("error") or e) if isinstance(e, dict) else str(e)
-            for e in errors if e
+            for e in errors
+            if e
         )
         raise SlurmError(f"{result.argv[0]} reported: {msg}", argv=result.argv, stderr=msg)
     return doc

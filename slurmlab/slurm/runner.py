@@ -163,9 +163,12 @@ class Runner:
         """What selects this runner's Slurm, as JSON values, for a process that runs it later from elsewhere
         (the allocation guardian runs from "/", and this process's environment may change)."""
         conf = self.configuration()
-        return {"conf": os.path.abspath(conf) if conf else None,
-                "cluster": self.cluster or os.environ.get("SLURM_CLUSTERS"),
-                "env": dict(_flatten_env(self.env).items()), "timeout": self.timeout}
+        return {
+            "conf": os.path.abspath(conf) if conf else None,
+            "cluster": self.cluster or os.environ.get("SLURM_CLUSTERS"),
+            "env": dict(_flatten_env(self.env).items()),
+            "timeout": self.timeout,
+        }
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, object]) -> Runner:
@@ -185,7 +188,9 @@ class Runner:
             raise TypeError("argv must be a non-empty list of strings, never a shell string")
         out = [str(a) for a in argv]
         conf = self.configuration()
-        if conf and not os.path.exists(conf):  # Slurm's commands retry a missing file for 60 s before they fail
+        if conf and not os.path.exists(
+            conf
+        ):  # Slurm's commands retry a missing file for 60 s before they fail
             raise failures.missing_configuration(conf, out)
         with self._lock:
             self.calls += 1
@@ -198,10 +203,13 @@ class Runner:
     def _munge_problem(self, env: Mapping[str, str], remaining: float) -> MungeProblem | None:
         path = munge_socket(env.get("SLURM_CONF"))
         # never so short that a healthy but loaded munged is taken for a frozen one
-        return None if path is None else probe_munge(path, timeout=min(MUNGE_PROBE_TIMEOUT, max(remaining, 1.0)))
+        return (
+            None if path is None else probe_munge(path, timeout=min(MUNGE_PROBE_TIMEOUT, max(remaining, 1.0)))
+        )
 
-    def _stall(self, args: list[str], env: Mapping[str, str], start: float, limit: float, stderr: str = ""
-               ) -> SlurmError | None:
+    def _stall(
+        self, args: list[str], env: Mapping[str, str], start: float, limit: float, stderr: str = ""
+    ) -> SlurmError | None:
         """Why ``args`` (started at ``start``) has not answered yet: munged, or a controller that ``scontrol ping``
         finds down (see :mod:`slurmlab.slurm.stall`); None when neither, and it is left to run."""
         conf = env.get("SLURM_CONF")
@@ -212,44 +220,87 @@ class Runner:
         if remaining <= 0 or not stall.asks_controller(args, env):
             return None
         said = self._ping(env, min(stall.STALL_PING_TIMEOUT, remaining))
-        return None if said is None else stall.controller_failure(args, said, time.monotonic() - start, conf, stderr)
+        return (
+            None
+            if said is None
+            else stall.controller_failure(args, said, time.monotonic() - start, conf, stderr)
+        )
 
     def _ping(self, env: Mapping[str, str], timeout: float) -> str | None:
         """``scontrol ping``'s words when it finds every controller down; None when one is up or it proves nothing."""
         with self._lock:
             self.calls += 1
         try:
-            proc = subprocess.run(list(stall.PING_ARGV), stdin=subprocess.DEVNULL, capture_output=True,
-                                  encoding=ENCODING, errors=DECODE_ERRORS, env=dict(env), timeout=timeout)
+            proc = subprocess.run(
+                list(stall.PING_ARGV),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                encoding=ENCODING,
+                errors=DECODE_ERRORS,
+                env=dict(env),
+                timeout=timeout,
+            )
         except (subprocess.TimeoutExpired, OSError):
             return None  # busy, frozen or missing: the command's own timeout decides
         return stall.down_words(proc.stdout)
 
-    def failure(self, argv: Sequence[str], returncode: int, stderr: str, *, env: Mapping[str, str] | None = None,
-                quote: bool = True) -> SlurmError:
+    def failure(
+        self,
+        argv: Sequence[str],
+        returncode: int,
+        stderr: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        quote: bool = True,
+    ) -> SlurmError:
         """What a failed command means, in the runner's words: Slurm's message classified, a munge failure named
         by a probe of the socket, and the hint that fits this runner's configuration (a sandbox's own command,
         with its ``--dir``). ``quote=False``: Slurm's words stay out of the message (a step showed them)."""
         environ = self.environ() if env is None else env
         args = [str(a) for a in argv]
-        return stall.explain_failure(args, returncode, stderr, environ.get("SLURM_CONF"),
-                                     lambda: self._munge_problem(environ, 1.0), quote=quote)
+        return stall.explain_failure(
+            args,
+            returncode,
+            stderr,
+            environ.get("SLURM_CONF"),
+            lambda: self._munge_problem(environ, 1.0),
+            quote=quote,
+        )
 
-    def watch(self, proc: subprocess.Popen[str], argv: Sequence[str], *, answered: Callable[[], bool],
-              on_error: Callable[[SlurmError], None] | None = None,
-              env: Mapping[str, str] | None = None) -> StallWatch:
+    def watch(
+        self,
+        proc: subprocess.Popen[str],
+        argv: Sequence[str],
+        *,
+        answered: Callable[[], bool],
+        on_error: Callable[[SlurmError], None] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> StallWatch:
         """The munge probe of :meth:`run` for ``proc`` from :meth:`popen` (salloc, a step), which has answered when
         ``answered()`` says so: when munged does not work, the process is stopped and the watch's ``error`` (also
         handed to ``on_error``) says why in the words of :meth:`run`. Call ``cancel()`` once it has answered."""
         environ = self.environ(env)
-        return StallWatch(proc, [str(a) for a in argv], environ.get("SLURM_CONF"), self._probe_after(float("inf")),
-                          lambda: self._munge_problem(environ, MUNGE_PROBE_TIMEOUT), answered, on_error)
+        return StallWatch(
+            proc,
+            [str(a) for a in argv],
+            environ.get("SLURM_CONF"),
+            self._probe_after(float("inf")),
+            lambda: self._munge_problem(environ, MUNGE_PROBE_TIMEOUT),
+            answered,
+            on_error,
+        )
 
-    def _prepare(self, argv: Sequence[str], timeout: float | None, env: Mapping[str, str] | None
-                 ) -> tuple[list[str], float, dict[str, str], float]:
+    def _prepare(
+        self, argv: Sequence[str], timeout: float | None, env: Mapping[str, str] | None
+    ) -> tuple[list[str], float, dict[str, str], float]:
         """What :meth:`run` and :meth:`arun` start from: the checked argv, the time limit, the environment
         and the start time."""
-        return self._check_argv(argv), self.timeout if timeout is None else timeout, self.environ(env), time.monotonic()
+        return (
+            self._check_argv(argv),
+            self.timeout if timeout is None else timeout,
+            self.environ(env),
+            time.monotonic(),
+        )
 
     # ---- sync ----------------------------------------------------------------------------------
     def run(
@@ -294,8 +345,15 @@ class Runner:
             raise self.failure(args, proc.returncode, err, env=environ)
         return result
 
-    def _communicate(self, proc: subprocess.Popen[str], args: list[str], input: str | None, limit: float,
-                     start: float, env: Mapping[str, str]) -> tuple[str, str]:
+    def _communicate(
+        self,
+        proc: subprocess.Popen[str],
+        args: list[str],
+        input: str | None,
+        limit: float,
+        start: float,
+        env: Mapping[str, str],
+    ) -> tuple[str, str]:
         after = self._probe_after(limit)
         if after is None:
             return proc.communicate(input, timeout=limit)

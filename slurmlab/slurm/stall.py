@@ -49,7 +49,9 @@ __all__ = [
 
 # the commands that ask slurmctld and nothing else (sacct, sacctmgr and sreport ask slurmdbd, which a dead
 # slurmctld does not stop; salloc and srun run in the background, see StallWatch)
-CONTROLLER_COMMANDS = frozenset({"squeue", "sinfo", "scontrol", "scancel", "sbatch", "sprio", "sshare", "sstat"})
+CONTROLLER_COMMANDS = frozenset(
+    {"squeue", "sinfo", "scontrol", "scancel", "sbatch", "sprio", "sshare", "sstat"}
+)
 PING_ARGV = ("scontrol", "ping")
 # a dead controller's ping answers in milliseconds; one that takes longer is busy or frozen, which only the
 # command's own timeout can tell
@@ -82,22 +84,40 @@ def controller_hint(conf: str | None) -> str:
     return CONTROLLER_HINT
 
 
-def munge_failure(args: Sequence[str], problem: MungeProblem, waited: float, conf: str | None,
-                  stderr: str = "") -> MungeError:
+def munge_failure(
+    args: Sequence[str], problem: MungeProblem, waited: float, conf: str | None, stderr: str = ""
+) -> MungeError:
     """The error of a command that waited ``waited`` seconds for a munged that does not work."""
-    return MungeError(f"{args[0]} got no answer in {waited:.0f} s because munge does not work: {problem.detail}",
-                      argv=args, stderr=stderr, hint=munge_hint(conf, problem.kind))
+    return MungeError(
+        f"{args[0]} got no answer in {waited:.0f} s because munge does not work: {problem.detail}",
+        argv=args,
+        stderr=stderr,
+        hint=munge_hint(conf, problem.kind),
+    )
 
 
-def controller_failure(args: Sequence[str], said: str, waited: float, conf: str | None,
-                       stderr: str = "") -> ControllerDownError:
+def controller_failure(
+    args: Sequence[str], said: str, waited: float, conf: str | None, stderr: str = ""
+) -> ControllerDownError:
     """The error of a command that waited ``waited`` seconds while ``scontrol ping`` said ``said`` (all DOWN)."""
-    return ControllerDownError(f"{args[0]} got no answer in {waited:.0f} s: the Slurm controller is not responding "
-                               f"(`scontrol ping` says: {said})", argv=args, stderr=stderr, hint=controller_hint(conf))
+    return ControllerDownError(
+        f"{args[0]} got no answer in {waited:.0f} s: the Slurm controller is not responding "
+        f"(`scontrol ping` says: {said})",
+        argv=args,
+        stderr=stderr,
+        hint=controller_hint(conf),
+    )
 
 
-def explain_failure(args: Sequence[str], returncode: int, stderr: str, conf: str | None,
-                    probe: Callable[[], MungeProblem | None], *, quote: bool = True) -> SlurmError:
+def explain_failure(
+    args: Sequence[str],
+    returncode: int,
+    stderr: str,
+    conf: str | None,
+    probe: Callable[[], MungeProblem | None],
+    *,
+    quote: bool = True,
+) -> SlurmError:
     """What a failed command means (:func:`~slurmlab.slurm.failures.classify_failure`), with the next step that
     fits the configuration ``conf``: for munge, ``probe()`` names the problem; in a sandbox, its own command.
     ``quote=False`` leaves Slurm's words out of the message (a step's cell shows them already)."""
@@ -111,13 +131,20 @@ def explain_failure(args: Sequence[str], returncode: int, stderr: str, conf: str
         if problem is not None:
             words = stderr.strip()
             quoted = words if len(words) <= 300 else words[:300] + "…"
-            message = (f"{args[0]} failed because munge does not work: {problem.detail}"
-                       + (f" (Slurm said: {quoted})" if words and quote else ""))
-        return MungeError(message, argv=args, returncode=returncode, stderr=stderr,
-                          hint=munge_hint(conf, problem.kind if problem is not None else said))
+            message = f"{args[0]} failed because munge does not work: {problem.detail}" + (
+                f" (Slurm said: {quoted})" if words and quote else ""
+            )
+        return MungeError(
+            message,
+            argv=args,
+            returncode=returncode,
+            stderr=stderr,
+            hint=munge_hint(conf, problem.kind if problem is not None else said),
+        )
     if type(err) is ControllerDownError:  # not a timeout or a missing configuration, whose hints fit already
-        return ControllerDownError(err.message, argv=args, returncode=returncode, stderr=stderr,
-                                   hint=controller_hint(conf))
+        return ControllerDownError(
+            err.message, argv=args, returncode=returncode, stderr=stderr, hint=controller_hint(conf)
+        )
     return err
 
 
@@ -131,9 +158,16 @@ class StallWatch:
     step) that a gentler end would tidy. Whoever reads the process raises ``error`` once it has ended.
     """
 
-    def __init__(self, proc: subprocess.Popen[str], args: Sequence[str], conf: str | None, after: float | None,
-                 probe: Callable[[], MungeProblem | None], answered: Callable[[], bool],
-                 on_error: Callable[[SlurmError], None] | None = None) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen[str],
+        args: Sequence[str],
+        conf: str | None,
+        after: float | None,
+        probe: Callable[[], MungeProblem | None],
+        answered: Callable[[], bool],
+        on_error: Callable[[SlurmError], None] | None = None,
+    ) -> None:
         self.error: SlurmError | None = None
         self._proc, self._args, self._conf = proc, list(args), conf
         self._probe_munge, self._answered, self._on_error = probe, answered, on_error

@@ -23,8 +23,18 @@ from typing import IO
 from slurmlab.errors import ControllerDownError, JobNotFoundError, MungeError, SlurmError
 from slurmlab.slurm.runner import Runner, StallWatch
 
-__all__ = ["OutputCallback", "RunningStep", "StepResult", "callable_argv", "end_step", "overlap_refused",
-           "print_output", "srun_failure", "step_argv", "stream_step"]
+__all__ = [
+    "OutputCallback",
+    "RunningStep",
+    "StepResult",
+    "callable_argv",
+    "end_step",
+    "overlap_refused",
+    "print_output",
+    "srun_failure",
+    "step_argv",
+    "stream_step",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +77,9 @@ class RunningStep:
         self._result: StepResult | None = None
         self._runner = runner
         self._heard = False
-        self._watch: StallWatch | None = None if runner is None else runner.watch(proc, argv, answered=self._printed)
+        self._watch: StallWatch | None = (
+            None if runner is None else runner.watch(proc, argv, answered=self._printed)
+        )
 
     def _printed(self) -> bool:
         """Whether the step has printed anything yet, without reading it (nothing reads it before :meth:`wait`)."""
@@ -118,9 +130,18 @@ class RunningStep:
             self._watch.cancel()
         rc = self.proc.returncode if self.proc.returncode is not None else -1
         lines = err.splitlines()
-        failure = None if self._runner is None or interrupted else srun_failure(self._runner, self.argv, rc, lines)
-        self._result = StepResult(tuple(self.argv), rc, out.splitlines(), lines, interrupted,
-                                  time.monotonic() - self._start, failure)
+        failure = (
+            None if self._runner is None or interrupted else srun_failure(self._runner, self.argv, rc, lines)
+        )
+        self._result = StepResult(
+            tuple(self.argv),
+            rc,
+            out.splitlines(),
+            lines,
+            interrupted,
+            time.monotonic() - self._start,
+            failure,
+        )
         return self._result
 
 
@@ -154,7 +175,9 @@ def step_argv(job_id: str, extra: list[str], command: list[str], *, label: bool,
     return argv + extra + command
 
 
-def stream_step(runner: Runner, argv: list[str], on_output: OutputCallback, timeout: float | None) -> StepResult:
+def stream_step(
+    runner: Runner, argv: list[str], on_output: OutputCallback, timeout: float | None
+) -> StepResult:
     """Run a step, handing each line to ``on_output`` as it comes; Ctrl-C or ``timeout`` end the step.
 
     Until it prints, the step has the runner's munge probe: one stuck on a munged that does not work is ended,
@@ -223,8 +246,15 @@ def stream_step(runner: Runner, argv: list[str], on_output: OutputCallback, time
     if watch.error is not None:
         raise watch.error
     rc = proc.returncode if proc.returncode is not None else -1
-    result = StepResult(tuple(argv), rc, out, err, interrupted, time.monotonic() - start,
-                        None if interrupted else srun_failure(runner, argv, rc, err))
+    result = StepResult(
+        tuple(argv),
+        rc,
+        out,
+        err,
+        interrupted,
+        time.monotonic() - start,
+        None if interrupted else srun_failure(runner, argv, rc, err),
+    )
     if held and not overlap_refused(result):
         for line in held:
             on_output("stderr", line)
@@ -265,8 +295,11 @@ def end_step(proc: subprocess.Popen[str]) -> None:
             return
         time.sleep(SIGINT_GAP)
     # (wait this long for srun to end, then send this)
-    for grace, then in ((GRACE_AFTER_SIGINT, signal.SIGTERM), (GRACE_AFTER_SIGTERM, signal.SIGKILL),
-                        (GRACE_AFTER_SIGKILL, None)):
+    for grace, then in (
+        (GRACE_AFTER_SIGINT, signal.SIGTERM),
+        (GRACE_AFTER_SIGTERM, signal.SIGKILL),
+        (GRACE_AFTER_SIGKILL, None),
+    ):
         try:
             proc.wait(timeout=grace)
             return

@@ -20,8 +20,15 @@ Nothing is imported until used: ``import slurmlab.teach`` stays as light as ``im
 
 import typing as _typing
 
-__all__ = ["current_user", "fmt_ns", "is_mig_type", "parse_cpu_list", "probe_node", "sandbox_in_use",
-           "table_for_model"]
+__all__ = [
+    "current_user",
+    "fmt_ns",
+    "is_mig_type",
+    "parse_cpu_list",
+    "probe_node",
+    "sandbox_in_use",
+    "table_for_model",
+]
 
 # name -> the module that defines it (loaded on first use)
 _LAZY = {

@@ -87,11 +87,21 @@ class FakeRunner(Runner):
 
     guarded = False  # no guardian process: there is no cluster it could cancel a recorded job on
 
-    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None,
-                 cluster: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+        cluster: str | None = None,
+    ) -> None:
         token = uuid.uuid4().hex[:12]
-        super().__init__(slurm_conf=f"/nonexistent/slurmlab-fake-{token}/slurm.conf", cluster=cluster,
-                         timeout=timeout, env=dict(env or {}), munge_probe_after=0)
+        super().__init__(
+            slurm_conf=f"/nonexistent/slurmlab-fake-{token}/slurm.conf",
+            cluster=cluster,
+            timeout=timeout,
+            env=dict(env or {}),
+            munge_probe_after=0,
+        )
         self.scripts: list[Script] = []
         self.history: list[list[str]] = []
         self.unscripted: list[list[str]] = []
@@ -101,8 +111,15 @@ class FakeRunner(Runner):
         self._workdir: str | None = None
 
     # ---- scripting ---------------------------------------------------------------------------------
-    def on(self, pattern: Pattern, *, stdout: str = "", stderr: str = "", returncode: int = 0,
-           reply: Reply | None = None) -> Script:
+    def on(
+        self,
+        pattern: Pattern,
+        *,
+        stdout: str = "",
+        stderr: str = "",
+        returncode: int = 0,
+        reply: Reply | None = None,
+    ) -> Script:
         """Answer commands matching ``pattern`` with this output (newest script first)."""
         if isinstance(pattern, str) or not pattern:
             raise TypeError("pattern must be a non-empty list of arguments, e.g. ['sinfo', '--version']")
@@ -131,11 +148,22 @@ class FakeRunner(Runner):
     def replay_cluster(self, version: str) -> None:
         """Script the cluster-wide state of a recording (version, nodes, partitions, every job, owners,
         brief states, steps, ping): what ``%squeue``, ``%sinfo``, validation and the server ask."""
-        wanted = ("00_sinfo_version.txt", "s01_squeue.json", "s05_scontrol_json_show_job_d.json",
-                  "s06_scontrol_show_job_d.txt", "s07_scontrol_json_show_node.json", "s08_scontrol_show_node_d.txt",
-                  "s09_scontrol_json_show_partition.json", "s16_scontrol_show_partition.txt",
-                  "s20_sinfo_partitions.txt", "s13_scontrol_json_show_steps.json", "s13b_scontrol_show_steps.txt",
-                  "s21_squeue_brief.txt", "s22_squeue_owners.txt", "s23_scontrol_ping.txt")
+        wanted = (
+            "00_sinfo_version.txt",
+            "s01_squeue.json",
+            "s05_scontrol_json_show_job_d.json",
+            "s06_scontrol_show_job_d.txt",
+            "s07_scontrol_json_show_node.json",
+            "s08_scontrol_show_node_d.txt",
+            "s09_scontrol_json_show_partition.json",
+            "s16_scontrol_show_partition.txt",
+            "s20_sinfo_partitions.txt",
+            "s13_scontrol_json_show_steps.json",
+            "s13b_scontrol_show_steps.txt",
+            "s21_squeue_brief.txt",
+            "s22_squeue_owners.txt",
+            "s23_scontrol_ping.txt",
+        )
         listed = listed_commands(golden_dir() / version)
         self.replay(*(f"{version}/{n}" for n in wanted if n in listed))
 
@@ -152,7 +180,8 @@ class FakeRunner(Runner):
             self.unscripted.append(list(args))
         raise UnscriptedCommand(
             f"FakeRunner has no recorded output for {shlex.join(args)}: script it with "
-            f"fake.on([...], stdout=golden(...)) or fake.replay(...)")
+            f"fake.on([...], stdout=golden(...)) or fake.replay(...)"
+        )
 
     # ---- the Runner interface ----------------------------------------------------------------------
     def _check_argv(self, argv: Sequence[str]) -> list[str]:
@@ -173,29 +202,53 @@ class FakeRunner(Runner):
         with self._fake_lock:
             known = any(s.pattern and s.pattern[0] == command for s in self.scripts)
         if not known:
-            raise SlurmNotFoundError(f"the Slurm command {command!r} is not installed or not on PATH",
-                                     argv=[command], hint=INSTALL_HINT)
+            raise SlurmNotFoundError(
+                f"the Slurm command {command!r} is not installed or not on PATH",
+                argv=[command],
+                hint=INSTALL_HINT,
+            )
         return f"/usr/bin/{command}"
 
-    def run(self, argv: Sequence[str], *, timeout: float | None = None, check: bool = True,
-            input: str | None = None, env: Mapping[str, str] | None = None) -> RunResult:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        check: bool = True,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
         args = self._check_argv(argv)
         reply = self._reply(args)
         if reply.hold:
-            raise UnscriptedCommand(f"{shlex.join(args)} was run to completion but scripted as held "
-                                    "(held replies are for popen)")
+            raise UnscriptedCommand(
+                f"{shlex.join(args)} was run to completion but scripted as held (held replies are for popen)"
+            )
         result = RunResult(tuple(args), reply.returncode, reply.stdout, reply.stderr, 0.0)
         if check and reply.returncode != 0:
             raise self.failure(args, reply.returncode, reply.stderr, env=self.environ(env))
         return result
 
-    async def arun(self, argv: Sequence[str], *, timeout: float | None = None, check: bool = True,
-                   input: str | None = None, env: Mapping[str, str] | None = None) -> RunResult:
+    async def arun(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        check: bool = True,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
         await asyncio.sleep(0)  # a real subprocess yields to the loop too
         return self.run(argv, timeout=timeout, check=check, input=input, env=env)
 
-    def popen(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-              stdin: int | None = subprocess.DEVNULL, merge_stderr: bool = False) -> subprocess.Popen[str]:
+    def popen(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        stdin: int | None = subprocess.DEVNULL,
+        merge_stderr: bool = False,
+    ) -> subprocess.Popen[str]:
         args = self._check_argv(argv)
         reply = self._reply(args)
         with self._fake_lock:

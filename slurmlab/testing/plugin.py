@@ -27,8 +27,11 @@ DEFAULT_PROFILE = "dgx-h100"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("slurmlab")
-    group.addoption("--sandbox-profile", default=DEFAULT_PROFILE,
-                    help=f"hardware profile of the slurm_sandbox fixture (default {DEFAULT_PROFILE})")
+    group.addoption(
+        "--sandbox-profile",
+        default=DEFAULT_PROFILE,
+        help=f"hardware profile of the slurm_sandbox fixture (default {DEFAULT_PROFILE})",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

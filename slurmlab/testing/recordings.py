@@ -31,7 +31,8 @@ def golden(name: str) -> str:
     except FileNotFoundError:
         raise FileNotFoundError(
             f"no recorded Slurm output {path}: record it with scripts/record-golden.py "
-            f"(or point {GOLDEN_ENV} at your recordings)") from None
+            f"(or point {GOLDEN_ENV} at your recordings)"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -89,10 +90,12 @@ def recorded(name: str) -> Reply:
     listed = listed_commands(version_dir)
     if file not in listed:
         raise FileNotFoundError(
-            f"{version_dir / 'commands.txt'} lists no command {file!r}: record it with scripts/record-golden.py")
+            f"{version_dir / 'commands.txt'} lists no command {file!r}: record it with scripts/record-golden.py"
+        )
     argv, rc = listed[file]
     stem = file.rpartition(".")[0]
     out = version_dir / file
     err = version_dir / f"{stem}.stderr"
-    return Reply(out.read_text() if out.is_file() else "", err.read_text() if err.is_file() else "", rc,
-                 argv=argv)
+    return Reply(
+        out.read_text() if out.is_file() else "", err.read_text() if err.is_file() else "", rc, argv=argv
+    )

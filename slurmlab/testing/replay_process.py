@@ -58,8 +58,12 @@ def _part(reply: Reply | None) -> dict[str, Any] | None:
 
 def start(reply: Reply, spec_path: str, *, stdin: int | None, merge_stderr: bool) -> subprocess.Popen[str]:
     """A process playing ``reply``, its spec written to ``spec_path``; piped as ``Runner.popen`` pipes."""
-    spec = {"first": _part(reply), "hold": reply.hold, "after": _part(reply.after),
-            "interrupted": _part(reply.interrupted)}
+    spec = {
+        "first": _part(reply),
+        "hold": reply.hold,
+        "after": _part(reply.after),
+        "interrupted": _part(reply.interrupted),
+    }
     with open(spec_path, "w") as fh:
         json.dump(spec, fh)
     return subprocess.Popen(

@@ -33,7 +33,9 @@ def accounting_missing_reason() -> str | None:
     from slurmlab.sandbox.accounting_daemons import unavailable
 
     sbin = "/usr/sbin:/usr/local/sbin:/sbin:/usr/bin"
-    clients = [n for n in ("sacct", "sshare") if shutil.which(n) is None and shutil.which(n, path=sbin) is None]
+    clients = [
+        n for n in ("sacct", "sshare") if shutil.which(n) is None and shutil.which(n, path=sbin) is None
+    ]
     if clients:
         return f"Slurm accounting's clients are not installed ({', '.join(clients)} missing): {APT_INSTALL}"
     return slurm_missing_reason() or unavailable()
@@ -68,12 +70,16 @@ class SandboxFactory:
             folder = self.base / name
             if folder in taken:
                 folder = self.base / f"{name}-{_SUFFIX[accounting]}"
-            self._cache[key] = Sandbox.up(profile=profile, nodes=nodes, directory=folder, accounting=accounting)
+            self._cache[key] = Sandbox.up(
+                profile=profile, nodes=nodes, directory=folder, accounting=accounting
+            )
         return self._cache[key]
 
     def close(self) -> None:
         # the session's sandboxes stop side by side: each down() mostly waits for its own daemons to end
-        with ThreadPoolExecutor(max_workers=max(1, len(self._cache)), thread_name_prefix="sandbox-down") as pool:
+        with ThreadPoolExecutor(
+            max_workers=max(1, len(self._cache)), thread_name_prefix="sandbox-down"
+        ) as pool:
             errors = [e for e in pool.map(_stop, list(self._cache.values())) if e is not None]
         self._cache.clear()
         shutil.rmtree(self.base, ignore_errors=True)

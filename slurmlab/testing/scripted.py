@@ -57,8 +57,9 @@ class Script:
         self.replies = replies
         self.used = 0
 
-    def then(self, reply: Reply | None = None, *, stdout: str = "", stderr: str = "",
-             returncode: int = 0) -> Script:
+    def then(
+        self, reply: Reply | None = None, *, stdout: str = "", stderr: str = "", returncode: int = 0
+    ) -> Script:
         """Add the answer the next call gets."""
         self.replies.append(reply if reply is not None else Reply(stdout, stderr, returncode))
         return self

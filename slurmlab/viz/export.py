@@ -45,8 +45,13 @@ def save_html(fig: Any, path: str | os.PathLike[str], title: str = "slurmlab") -
 
 def chromium_path() -> str | None:
     """Debian's chromium binary (``SLURMLAB_CHROMIUM`` overrides), or None."""
-    for candidate in (os.environ.get("SLURMLAB_CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium",
-                      shutil.which("chromium-browser"), shutil.which("google-chrome")):
+    for candidate in (
+        os.environ.get("SLURMLAB_CHROMIUM"),
+        shutil.which("chromium"),
+        "/usr/bin/chromium",
+        shutil.which("chromium-browser"),
+        shutil.which("google-chrome"),
+    ):
         if candidate and Path(candidate).exists():
             return candidate
     return None
@@ -68,8 +73,9 @@ def export_png(fig: Any, path: str | os.PathLike[str], *, timeout_s: float = 60.
     height = int(getattr(fig, "height", None) or 700) + 40
     try:
         with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=browser_bin, headless=True, args=_CHROMIUM_ARGS,
-                                         timeout=timeout_s * 1000)
+            browser = pw.chromium.launch(
+                executable_path=browser_bin, headless=True, args=_CHROMIUM_ARGS, timeout=timeout_s * 1000
+            )
             try:
                 page = browser.new_page(viewport={"width": width, "height": height}, device_scale_factor=1.5)
                 page.set_content(html, wait_until="load", timeout=timeout_s * 1000)

@@ -72,7 +72,14 @@ def gantt_figure(result: RunLog, *, max_runs_per_process: int = 20000, width: in
                 "length": (shown[:, 1] - shown[:, 0]) / 1e3,
             }
         )
-        fig.hbar(y="label", left="left", right="right", height=0.7, source=src, color=CATEGORICAL[i % len(CATEGORICAL)])
+        fig.hbar(
+            y="label",
+            left="left",
+            right="right",
+            height=0.7,
+            source=src,
+            color=CATEGORICAL[i % len(CATEGORICAL)],
+        )
     return fig
 
 

@@ -18,8 +18,10 @@ __all__ = ["Labels", "Layer", "add_glyph", "col", "drawn"]
 
 # the hover text of a layer's row: its title, then its lines. Bokeh escapes both fields (no {safe}): a device
 # name or a reason read from nvidia-smi or Slurm is text, never markup
-_TIP = ('<div style="font-weight:bold">@title</div>'
-        f'<div style="white-space:pre-line;max-width:420px;color:{INK}">@tip</div>')
+_TIP = (
+    '<div style="font-weight:bold">@title</div>'
+    f'<div style="white-space:pre-line;max-width:420px;color:{INK}">@tip</div>'
+)
 
 
 def col(name: str) -> dict[str, str]:
@@ -27,8 +29,9 @@ def col(name: str) -> dict[str, str]:
     return {"field": name}
 
 
-def add_glyph(fig: Any, models: Any, kind: str, data: dict[str, list[Any]], *, name: str | None = None,
-              **props: Any) -> Any:
+def add_glyph(
+    fig: Any, models: Any, kind: str, data: dict[str, list[Any]], *, name: str | None = None, **props: Any
+) -> Any:
     """A renderer of one ``models.<kind>`` glyph over ``data`` (selection and muted looks left to the browser)."""
     source = models.ColumnDataSource(data)
     return fig.add_glyph(source, getattr(models, kind)(**props), name=name)
@@ -54,13 +57,19 @@ class Layer:
         """One row of ``kind``: hover text ``title`` and ``label: value`` lines, its looks and its facts."""
         for key in values.keys() - self.data.keys():
             self.data[key] = [None] * self._rows
-        row = {**self._looks, **values, "kind": kind, "title": title,
-               "tip": "\n".join(f"{label}: {value}" if label else str(value) for label, value in tip)}
+        row = {
+            **self._looks,
+            **values,
+            "kind": kind,
+            "title": title,
+            "tip": "\n".join(f"{label}: {value}" if label else str(value) for label, value in tip),
+        }
         for key, column in self.data.items():
             column.append(row.get(key))
 
-    def draw(self, fig: Any, models: Any, glyph: str, *, name: str, line_policy: str | None = None,
-             **props: Any) -> Any:
+    def draw(
+        self, fig: Any, models: Any, glyph: str, *, name: str, line_policy: str | None = None, **props: Any
+    ) -> Any:
         """The renderer ``name`` of ``glyph`` over these rows, with one hover tool for all (none when empty)."""
         if not self._rows:
             return None
@@ -79,16 +88,38 @@ class Labels:
     def __init__(self) -> None:
         self.data: dict[str, list[Any]] = {k: [] for k in self._KEYS}
 
-    def add(self, x: float, y: float, text: str, *, size: str = "11px", style: str = "normal",
-            colour: str = INK, align: str = "left", baseline: str = "middle") -> None:
+    def add(
+        self,
+        x: float,
+        y: float,
+        text: str,
+        *,
+        size: str = "11px",
+        style: str = "normal",
+        colour: str = INK,
+        align: str = "left",
+        baseline: str = "middle",
+    ) -> None:
         for key, value in zip(self._KEYS, (x, y, text, size, style, colour, align, baseline), strict=True):
             self.data[key].append(value)
 
     def draw(self, fig: Any, models: Any) -> None:
         if self.data["x"]:
-            add_glyph(fig, models, "Text", self.data, name="labels", x=col("x"), y=col("y"), text=col("text"),
-                      text_font_size=col("size"), text_font_style=col("style"), text_color=col("colour"),
-                      text_align=col("align"), text_baseline=col("baseline"))
+            add_glyph(
+                fig,
+                models,
+                "Text",
+                self.data,
+                name="labels",
+                x=col("x"),
+                y=col("y"),
+                text=col("text"),
+                text_font_size=col("size"),
+                text_font_style=col("style"),
+                text_color=col("colour"),
+                text_align=col("align"),
+                text_baseline=col("baseline"),
+            )
 
 
 def drawn(fig: Any, kind: str) -> dict[str, list[Any]] | None:

@@ -35,8 +35,9 @@ _ROW_H = 0.9  # height of a compute or memory row
 _GPU_H = 2.6  # vertical space per GPU
 
 
-def mig_figure(layout: MigLayout, highlight: Iterable[Any] = (), *, title: str | None = None,
-               width: int = 860) -> Any:
+def mig_figure(
+    layout: MigLayout, highlight: Iterable[Any] = (), *, title: str | None = None, width: int = 860
+) -> Any:
     """A Bokeh figure of ``layout``, titled with the GPU model the input names (or the models its geometry fits),
     with what can still be carved written under each GPU.
 
@@ -66,18 +67,34 @@ def mig_figure(layout: MigLayout, highlight: Iterable[Any] = (), *, title: str |
             cols.add_instance(g.index, inst, id(inst) in hot, layout.compute_slices, top)
 
     _draw(fig, models, cols, layout.memory_slices)
-    room = [(g.index, -row * _GPU_H - 2.08, " ".join(layout.room_lines(g.index)[1:]).strip())
-            for row, g in enumerate(layout.gpus)]
-    fig.text(x=[-2.1] * len(room), y=[y for _g, y, _t in room], text=[t for _g, _y, t in room],
-             text_font_size="11px", text_color=INK, text_baseline="middle", name="room")
+    room = [
+        (g.index, -row * _GPU_H - 2.08, " ".join(layout.room_lines(g.index)[1:]).strip())
+        for row, g in enumerate(layout.gpus)
+    ]
+    fig.text(
+        x=[-2.1] * len(room),
+        y=[y for _g, y, _t in room],
+        text=[t for _g, _y, t in room],
+        text_font_size="11px",
+        text_color=INK,
+        text_baseline="middle",
+        name="room",
+    )
     if notes:
-        fig.text(x=[-2.1] * len(notes), y=[y_top - 0.2 - 0.3 * i for i in range(len(notes))], text=notes,
-                 text_font_size="11px", text_color=INK_SOFT, text_baseline="middle")
+        fig.text(
+            x=[-2.1] * len(notes),
+            y=[y_top - 0.2 - 0.3 * i for i in range(len(notes))],
+            text=notes,
+            text_font_size="11px",
+            text_color=INK_SOFT,
+            text_baseline="middle",
+        )
     return fig
 
 
-def _blank_figure(plotting: Any, layout: MigLayout, title: str | None, width: int, notes: list[str]
-                  ) -> tuple[Any, float]:
+def _blank_figure(
+    plotting: Any, layout: MigLayout, title: str | None, width: int, notes: list[str]
+) -> tuple[Any, float]:
     """The empty figure, one band per GPU plus room for the notes on top; and its top."""
     n_gpus = max(len(layout.gpus), 1)
     head = title or (f"MIG layout — {layout.model_label}" if layout.model_label else "MIG layout")
@@ -85,9 +102,15 @@ def _blank_figure(plotting: Any, layout: MigLayout, title: str | None, width: in
         head += " (partial capture)"
     y_top = 0.85 + 0.3 * len(notes)
     height = int(60 + 170 * n_gpus + 55 * len(notes))
-    fig = plotting.figure(title=head, width=width, height=height, x_range=(-2.2, layout.memory_slices + 0.2),
-                          y_range=(-_GPU_H * n_gpus + 0.25, y_top), tools="hover,save,reset",
-                          toolbar_location="above")
+    fig = plotting.figure(
+        title=head,
+        width=width,
+        height=height,
+        x_range=(-2.2, layout.memory_slices + 0.2),
+        y_range=(-_GPU_H * n_gpus + 0.25, y_top),
+        tools="hover,save,reset",
+        toolbar_location="above",
+    )
     fig.axis.visible = False
     fig.grid.visible = False
     fig.outline_line_color = None
@@ -105,9 +128,29 @@ class _Columns:
 
     def __init__(self) -> None:
         self.slots: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "kind", "gpu", "slice")}
-        self.blocks: dict[str, list[Any]] = {k: [] for k in (
-            "x", "y", "w", "h", "fill", "line", "lw", "hatch", "gpu", "gi", "profile", "placement", "part", "cis",
-            "uuid", "highlighted", "inferred", "slice")}
+        self.blocks: dict[str, list[Any]] = {
+            k: []
+            for k in (
+                "x",
+                "y",
+                "w",
+                "h",
+                "fill",
+                "line",
+                "lw",
+                "hatch",
+                "gpu",
+                "gi",
+                "profile",
+                "placement",
+                "part",
+                "cis",
+                "uuid",
+                "highlighted",
+                "inferred",
+                "slice",
+            )
+        }
         self.labels: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text", "size")}
         self.side: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text")}
         self.colour: dict[str, str] = {}  # profile -> fill, in order of appearance
@@ -136,9 +179,13 @@ class _Columns:
         fill = self.colour.setdefault(inst.profile, CATEGORICAL[len(self.colour) % len(CATEGORICAL)])
         y_c, y_m = _rows(top)
         comp = inst.compute_range(n_c)
-        cis = ", ".join(
-            f"CI {'?' if ci.ci_id is None else ci.ci_id} {ci.name}" + (f" {ci.uuid}" if ci.uuid else "")
-            for ci in inst.compute_instances) or "-"
+        cis = (
+            ", ".join(
+                f"CI {'?' if ci.ci_id is None else ci.ci_id} {ci.name}" + (f" {ci.uuid}" if ci.uuid else "")
+                for ci in inst.compute_instances
+            )
+            or "-"
+        )
         uuid = inst.uuid or next((ci.uuid for ci in inst.compute_instances if ci.uuid), None) or "-"
         parts = [("memory", inst.start, inst.size, y_m)]
         if len(comp):
@@ -165,8 +212,12 @@ class _Columns:
             blocks["slice"].append(inst.label)
         # the block shows the parts of the slice's one name the grid does not: its profile and GI id
         gi = "" if inst.gi_id is None else f"GI {inst.gi_id}"
-        self._label(inst.start + inst.size / 2, y_m, inst.profile if inst.size < 2 else f"{inst.profile}\n{gi}".strip(),
-                    "10px" if inst.size < 2 else "12px")
+        self._label(
+            inst.start + inst.size / 2,
+            y_m,
+            inst.profile if inst.size < 2 else f"{inst.profile}\n{gi}".strip(),
+            "10px" if inst.size < 2 else "12px",
+        )
         if len(comp) and inst.compute_instances and len(inst.compute_instances) > 1:
             self._label(comp.start + len(comp) / 2, y_c, f"{len(inst.compute_instances)} CIs", "11px")
 
@@ -179,24 +230,79 @@ class _Columns:
 
 def _draw(fig: Any, models: Any, cols: _Columns, n_m: int) -> None:
     """The grid, the instance blocks and their labels, the row titles and the slice numbers, with hover."""
-    fig.rect(x="x", y="y", width="w", height=_ROW_H - 0.1, fill_color=BACKGROUND, line_color=OUTLINE,
-             source=models.ColumnDataSource(cols.slots), name="slots")
-    r = fig.rect(x="x", y="y", width="w", height="h", fill_color="fill", line_color="line", line_width="lw",
-                 hatch_pattern="hatch", hatch_color=WHITE, hatch_alpha=0.3,
-                 source=models.ColumnDataSource(cols.blocks), name="instances")
-    fig.text(x="x", y="y", text="text", text_font_size="size", source=models.ColumnDataSource(cols.labels),
-             text_align="center", text_baseline="middle", text_color=WHITE, text_font_style="bold",
-             name="labels")
-    fig.text(x="x", y="y", text="text", source=models.ColumnDataSource(cols.side), text_baseline="middle",
-             text_font_size="12px", text_color=INK, text_align="left")
-    fig.text(x=[s + 0.5 for s in range(n_m)], y=[0.52] * n_m, text=[str(s) for s in range(n_m)],
-             text_align="center", text_baseline="middle", text_font_size="10px", text_color=INK_FAINT)
-    fig.text(x=[-2.1], y=[0.52], text=["slice"], text_baseline="middle", text_font_size="10px",
-             text_color=INK_FAINT)
+    fig.rect(
+        x="x",
+        y="y",
+        width="w",
+        height=_ROW_H - 0.1,
+        fill_color=BACKGROUND,
+        line_color=OUTLINE,
+        source=models.ColumnDataSource(cols.slots),
+        name="slots",
+    )
+    r = fig.rect(
+        x="x",
+        y="y",
+        width="w",
+        height="h",
+        fill_color="fill",
+        line_color="line",
+        line_width="lw",
+        hatch_pattern="hatch",
+        hatch_color=WHITE,
+        hatch_alpha=0.3,
+        source=models.ColumnDataSource(cols.blocks),
+        name="instances",
+    )
+    fig.text(
+        x="x",
+        y="y",
+        text="text",
+        text_font_size="size",
+        source=models.ColumnDataSource(cols.labels),
+        text_align="center",
+        text_baseline="middle",
+        text_color=WHITE,
+        text_font_style="bold",
+        name="labels",
+    )
+    fig.text(
+        x="x",
+        y="y",
+        text="text",
+        source=models.ColumnDataSource(cols.side),
+        text_baseline="middle",
+        text_font_size="12px",
+        text_color=INK,
+        text_align="left",
+    )
+    fig.text(
+        x=[s + 0.5 for s in range(n_m)],
+        y=[0.52] * n_m,
+        text=[str(s) for s in range(n_m)],
+        text_align="center",
+        text_baseline="middle",
+        text_font_size="10px",
+        text_color=INK_FAINT,
+    )
+    fig.text(
+        x=[-2.1],
+        y=[0.52],
+        text=["slice"],
+        text_baseline="middle",
+        text_font_size="10px",
+        text_color=INK_FAINT,
+    )
     hover = fig.select_one(models.HoverTool)
     hover.renderers = [r]
-    hover.tooltips = [("slice", "@slice"), ("GPU instance", "@gi (@profile)"), ("placement", "@placement"),
-                      ("part", "@part"), ("compute instances", "@cis"), ("UUID", "@uuid")]
+    hover.tooltips = [
+        ("slice", "@slice"),
+        ("GPU instance", "@gi (@profile)"),
+        ("placement", "@placement"),
+        ("part", "@part"),
+        ("compute instances", "@cis"),
+        ("UUID", "@uuid"),
+    ]
 
 
 # the catalogue: per profile a row of instance boxes (free ones filled) and a strip of memory slices with every
@@ -219,23 +325,35 @@ def mig_catalogue_figure(catalogue: MigCatalogue, *, title: str | None = None, w
     plotting = bokeh("plotting", "the MIG catalogue view")
     models = bokeh("models", "the MIG catalogue view")
     n_rows = len(catalogue.rows) + len(catalogue.gpus)
-    head = title or ("MIG profiles: what can still be carved"
-                     + (f" — {catalogue.model}" if catalogue.model else "")
-                     + (f" ({catalogue.source})" if catalogue.source else ""))
+    head = title or (
+        "MIG profiles: what can still be carved"
+        + (f" — {catalogue.model}" if catalogue.model else "")
+        + (f" ({catalogue.source})" if catalogue.source else "")
+    )
     notes = list(catalogue.notes)
     if any(r.free_starts is None for r in catalogue.rows):
-        notes.append("blue = allowed placement, the source does not say whether it is free; green = free now; "
-                     "grey = taken")
+        notes.append(
+            "blue = allowed placement, the source does not say whether it is free; green = free now; "
+            "grey = taken"
+        )
     top = 1.2 + 0.45 * len(notes)
-    fig = plotting.figure(title=head, width=width, height=int(90 + 30 * n_rows + 20 * len(notes)),
-                          x_range=(_LABEL_X - 0.2, _STRIP_X + catalogue.memory_slices + 0.3), y_range=(-n_rows - 0.2, top),
-                          tools="hover,save,reset", toolbar_location="above")
+    fig = plotting.figure(
+        title=head,
+        width=width,
+        height=int(90 + 30 * n_rows + 20 * len(notes)),
+        x_range=(_LABEL_X - 0.2, _STRIP_X + catalogue.memory_slices + 0.3),
+        y_range=(-n_rows - 0.2, top),
+        tools="hover,save,reset",
+        toolbar_location="above",
+    )
     fig.axis.visible = False
     fig.grid.visible = False
     fig.outline_line_color = None
     fig.title.text_font_size = "15px"
     counts: dict[str, list[Any]] = {k: [] for k in ("x", "y", "fill", "gpu", "profile", "state")}
-    places: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "fill", "gpu", "profile", "placement", "state")}
+    places: dict[str, list[Any]] = {
+        k: [] for k in ("x", "y", "w", "fill", "gpu", "profile", "placement", "state")
+    }
     rows: dict[str, list[Any]] = {k: [] for k in ("x", "y", "text", "style")}
     y = 0.0
     for gpu in catalogue.gpus:
@@ -247,31 +365,91 @@ def mig_catalogue_figure(catalogue: MigCatalogue, *, title: str | None = None, w
         for r in catalogue.of(gpu):
             y -= 1
             _catalogue_row(r, y, counts, places, rows)
-    fig.rect(x="x", y="y", width=_BOX_STEP - 0.1, height=0.7, fill_color="fill", line_color=WHITE,
-             source=models.ColumnDataSource(counts), name="counts")
-    strip = fig.rect(x="x", y="y", width="w", height=0.7, fill_color="fill", line_color=WHITE,
-                     source=models.ColumnDataSource(places), name="placements")
-    fig.text(x="x", y="y", text="text", text_font_style="style", source=models.ColumnDataSource(rows),
-             text_baseline="middle", text_font_size="12px", text_color=INK, name="rows")
+    fig.rect(
+        x="x",
+        y="y",
+        width=_BOX_STEP - 0.1,
+        height=0.7,
+        fill_color="fill",
+        line_color=WHITE,
+        source=models.ColumnDataSource(counts),
+        name="counts",
+    )
+    strip = fig.rect(
+        x="x",
+        y="y",
+        width="w",
+        height=0.7,
+        fill_color="fill",
+        line_color=WHITE,
+        source=models.ColumnDataSource(places),
+        name="placements",
+    )
+    fig.text(
+        x="x",
+        y="y",
+        text="text",
+        text_font_style="style",
+        source=models.ColumnDataSource(rows),
+        text_baseline="middle",
+        text_font_size="12px",
+        text_color=INK,
+        name="rows",
+    )
     n_m = catalogue.memory_slices
-    fig.text(x=[_STRIP_X + s + 0.5 for s in range(n_m)], y=[-0.35] * n_m, text=[str(s) for s in range(n_m)],
-             text_align="center", text_baseline="middle", text_font_size="10px", text_color=INK_FAINT)
-    fig.text(x=[0.0, _STRIP_X], y=[0.15, 0.15], text=["instances (filled = free)", "placements on memory slices"],
-             text_baseline="middle", text_font_size="11px", text_color=INK_SOFT)
+    fig.text(
+        x=[_STRIP_X + s + 0.5 for s in range(n_m)],
+        y=[-0.35] * n_m,
+        text=[str(s) for s in range(n_m)],
+        text_align="center",
+        text_baseline="middle",
+        text_font_size="10px",
+        text_color=INK_FAINT,
+    )
+    fig.text(
+        x=[0.0, _STRIP_X],
+        y=[0.15, 0.15],
+        text=["instances (filled = free)", "placements on memory slices"],
+        text_baseline="middle",
+        text_font_size="11px",
+        text_color=INK_SOFT,
+    )
     if notes:
-        fig.text(x=[_LABEL_X] * len(notes), y=[top - 0.35 - 0.4 * i for i in range(len(notes))], text=notes,
-                 text_font_size="11px", text_color=INK_SOFT, text_baseline="middle")
+        fig.text(
+            x=[_LABEL_X] * len(notes),
+            y=[top - 0.35 - 0.4 * i for i in range(len(notes))],
+            text=notes,
+            text_font_size="11px",
+            text_color=INK_SOFT,
+            text_baseline="middle",
+        )
     hover = fig.select_one(models.HoverTool)
     hover.renderers = [strip]
-    hover.tooltips = [("GPU", "@gpu"), ("profile", "@profile"), ("placement", "@placement"), ("now", "@state")]
+    hover.tooltips = [
+        ("GPU", "@gpu"),
+        ("profile", "@profile"),
+        ("placement", "@placement"),
+        ("now", "@state"),
+    ]
     return fig
 
 
-def _catalogue_row(r: ProfileRoom, y: float, counts: dict[str, list[Any]], places: dict[str, list[Any]],
-                   rows: dict[str, list[Any]]) -> None:
+def _catalogue_row(
+    r: ProfileRoom,
+    y: float,
+    counts: dict[str, list[Any]],
+    places: dict[str, list[Any]],
+    rows: dict[str, list[Any]],
+) -> None:
     """One profile: its label, its instance boxes and its placements on the memory strip."""
-    extra = ", ".join(x for x in (f"{r.memory_gib:g} GiB" if r.memory_gib is not None else "",
-                                  f"{r.sm} SMs" if r.sm is not None else "") if x)
+    extra = ", ".join(
+        x
+        for x in (
+            f"{r.memory_gib:g} GiB" if r.memory_gib is not None else "",
+            f"{r.sm} SMs" if r.sm is not None else "",
+        )
+        if x
+    )
     count = "" if r.free is None else f"  {r.free}/{'?' if r.total is None else r.total} free"
     rows["x"].append(_LABEL_X)
     rows["y"].append(y)

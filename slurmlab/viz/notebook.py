@@ -48,13 +48,17 @@ def figure_html(fig: Any) -> str:
     script, div, _doc = nb.notebook_content(fig)
     loader = "" if _state["bokehjs_sent"] else _bokehjs(fig)
     _state["bokehjs_sent"] = True
-    missing = ("<div class='slurmlab-bokehjs-missing' style='display:none'>the figure needs BokehJS, which this "
-               "page lost (reloaded?): run <code>slurmlab.viz.notebook.resend_bokehjs()</code> and this cell "
-               "again</div>")
+    missing = (
+        "<div class='slurmlab-bokehjs-missing' style='display:none'>the figure needs BokehJS, which this "
+        "page lost (reloaded?): run <code>slurmlab.viz.notebook.resend_bokehjs()</code> and this cell "
+        "again</div>"
+    )
     # when the data's own retries give up, say so instead of an empty space
-    watch = ("<script>(function(){var el=document.currentScript&&document.currentScript.previousElementSibling;"
-             "setTimeout(function(){if(window.Bokeh===undefined&&el){el.style.display='block';}},3000);})();"
-             "</script>")
+    watch = (
+        "<script>(function(){var el=document.currentScript&&document.currentScript.previousElementSibling;"
+        "setTimeout(function(){if(window.Bokeh===undefined&&el){el.style.display='block';}},3000);})();"
+        "</script>"
+    )
     return f"{loader}{div}<script type='text/javascript'>{script}</script>{missing}{watch}"
 
 
@@ -107,8 +111,11 @@ def _binding(table: Any) -> str:
         return "<div class='slurmlab-no-figure-why'>no figure: no node of this job has a known topology</div>"
     figs = [_titled(topology_figure(**table.figure_args(n)), n) for n in nodes]
     left = [n for n in table.nodes() if n not in table.topologies]
-    note = (f"<div class='slurmlab-figure-note'>no topology of {html.escape(', '.join(left))}</div>"
-            if left else "")
+    note = (
+        f"<div class='slurmlab-figure-note'>no topology of {html.escape(', '.join(left))}</div>"
+        if left
+        else ""
+    )
     return figure_html(_column(figs)) + note
 
 

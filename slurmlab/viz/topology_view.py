@@ -86,7 +86,9 @@ def _closest_gpus(topo: Topology, nic: str) -> tuple[LinkKind | None, list[str]]
     return best, near
 
 
-def _nic_positions(topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]) -> dict[str, tuple[float, float]]:
+def _nic_positions(
+    topo: Topology, gpu_pos: dict[str, tuple[float, float, float]]
+) -> dict[str, tuple[float, float]]:
     wanted: list[tuple[float, str]] = []
     for nic in topo.nics:
         best, near = _closest_gpus(topo, nic.name)
@@ -138,8 +140,18 @@ def topology_figure(
     fig, y_top = _blank_figure(plotting, topo, fabric, title, width, key, cpu_rows)
     labels = Labels()
     links = Layer({"colour": EDGE, "width": 1.2, "alpha": 1.0, "dash": "solid"})
-    nodes = Layer({"marker": "circle", "size": 11, "fill": WHITE, "fill_alpha": 1.0, "line": WHITE,
-                   "line_alpha": 1.0, "lw": 2.0, "dash": "solid"})
+    nodes = Layer(
+        {
+            "marker": "circle",
+            "size": 11,
+            "fill": WHITE,
+            "fill_alpha": 1.0,
+            "line": WHITE,
+            "line_alpha": 1.0,
+            "lw": 2.0,
+            "dash": "solid",
+        }
+    )
 
     _draw_numa_sectors(fig, models, lay, groups, group_cpus, labels)
     if show_pcie:
@@ -152,17 +164,55 @@ def topology_figure(
     draw_link_faults(nodes, topo, gpu_pos, labels)
     _draw_gpus(nodes, topo, fabric, gpu_pos, highlight, groups, labels)
     cpu_bars = _cpu_bars(nodes, groups, group_cpus, tasks, labels) if show_cpus else None
-    links.draw(fig, models, "MultiLine", name="links", line_policy="interp", xs=col("xs"), ys=col("ys"),
-               line_color=col("colour"), line_width=col("width"), line_alpha=col("alpha"), line_dash=col("dash"))
-    nodes.draw(fig, models, "Scatter", name="nodes", x=col("x"), y=col("y"), marker=col("marker"), size=col("size"),
-               fill_color=col("fill"), fill_alpha=col("fill_alpha"), line_color=col("line"),
-               line_alpha=col("line_alpha"), line_width=col("lw"), line_dash=col("dash"))
+    links.draw(
+        fig,
+        models,
+        "MultiLine",
+        name="links",
+        line_policy="interp",
+        xs=col("xs"),
+        ys=col("ys"),
+        line_color=col("colour"),
+        line_width=col("width"),
+        line_alpha=col("alpha"),
+        line_dash=col("dash"),
+    )
+    nodes.draw(
+        fig,
+        models,
+        "Scatter",
+        name="nodes",
+        x=col("x"),
+        y=col("y"),
+        marker=col("marker"),
+        size=col("size"),
+        fill_color=col("fill"),
+        fill_alpha=col("fill_alpha"),
+        line_color=col("line"),
+        line_alpha=col("line_alpha"),
+        line_width=col("lw"),
+        line_dash=col("dash"),
+    )
     if cpu_bars is not None:
-        r = add_glyph(fig, models, "Rect", cpu_bars, name="cpus", x=col("x"), y=col("y"), width=col("w"),
-                      height=0.28, fill_color=col("fill"), line_color=WHITE,
-                      line_width=0.3 if len(cpu_bars["x"]) > 100 else 1)
-        fig.add_tools(models.HoverTool(renderers=[r], tooltips=[("CPU", "@cpu"), ("group", "@group"),
-                                                                ("task", "@task")]))
+        r = add_glyph(
+            fig,
+            models,
+            "Rect",
+            cpu_bars,
+            name="cpus",
+            x=col("x"),
+            y=col("y"),
+            width=col("w"),
+            height=0.28,
+            fill_color=col("fill"),
+            line_color=WHITE,
+            line_width=0.3 if len(cpu_bars["x"]) > 100 else 1,
+        )
+        fig.add_tools(
+            models.HoverTool(
+                renderers=[r], tooltips=[("CPU", "@cpu"), ("group", "@group"), ("task", "@task")]
+            )
+        )
     for i, line in enumerate(key):
         labels.add(-2.3, y_top - 0.05 - 0.13 * i, line, colour=INK_SOFT, baseline="top")
     labels.draw(fig, models)
@@ -195,8 +245,11 @@ def _key_lines(topo: Topology, fabric: NvlinkFabric, highlight: set[int], show_p
         key.append("red dashed ring = NVLinks inactive or slow (nvidia-smi nvlink -s)")
     if show_pcie:
         kinds = sorted({lk.kind for lk in topo.gpu_links() if not lk.is_nvlink}, key=lambda k: k.rank)
-        key.append("dashed = PCIe: " + ", ".join(k.value for k in kinds) if kinds
-                   else "no PCIe-only GPU pairs: every pair has NVLink")
+        key.append(
+            "dashed = PCIe: " + ", ".join(k.value for k in kinds)
+            if kinds
+            else "no PCIe-only GPU pairs: every pair has NVLink"
+        )
     if highlight:
         key.append(f"highlighted: GPU {', '.join(map(str, sorted(highlight)))}")
     if not topo.complete:
@@ -205,14 +258,20 @@ def _key_lines(topo: Topology, fabric: NvlinkFabric, highlight: set[int], show_p
 
 
 def _blank_figure(
-    plotting: Any, topo: Topology, fabric: NvlinkFabric, title: str | None, width: int, key: list[str],
+    plotting: Any,
+    topo: Topology,
+    fabric: NvlinkFabric,
+    title: str | None,
+    width: int,
+    key: list[str],
     cpu_rows: float,
 ) -> tuple[Any, float]:
     """The empty figure, tall enough for the ring, the NICs, the key and ``cpu_rows`` of CPU bars; and its top."""
     y_bottom = -2.1 - cpu_rows
     gen = fabric.generation or topo.nvlink_generation
     head = title or (
-        f"{len(topo.gpus)} GPUs" + (f" ({topo.gpu_model})" if topo.gpu_model else "")
+        f"{len(topo.gpus)} GPUs"
+        + (f" ({topo.gpu_model})" if topo.gpu_model else "")
         + (f", {len(topo.nics)} NICs" if topo.nics else "")
         + (f", {gen.name}" if gen else "")
         + (" via NVSwitch" if fabric.switched else "")
@@ -222,17 +281,29 @@ def _blank_figure(
     height = int(width * (y_top - y_bottom) / 4.7)
     # no axes (nor their grids): this view would only hide them. Still a figure, which pages find as .bk-Figure
     fig = plotting.figure(
-        title=head, width=width, height=height, x_range=(-2.35, 2.35), y_range=(y_bottom, y_top),
-        x_axis_type=None, y_axis_type=None, tools="pan,wheel_zoom,reset,save", toolbar_location="above",
-        match_aspect=True, outline_line_color=None,
+        title=head,
+        width=width,
+        height=height,
+        x_range=(-2.35, 2.35),
+        y_range=(y_bottom, y_top),
+        x_axis_type=None,
+        y_axis_type=None,
+        tools="pan,wheel_zoom,reset,save",
+        toolbar_location="above",
+        match_aspect=True,
+        outline_line_color=None,
     )
     fig.title.text_font_size = "15px"
     return fig, y_top
 
 
 def _draw_numa_sectors(
-    fig: Any, models: Any, lay: dict[str, Any], groups: dict[str, tuple[int, ...]],
-    group_cpus: dict[str, frozenset[int]], labels: Labels,
+    fig: Any,
+    models: Any,
+    lay: dict[str, Any],
+    groups: dict[str, tuple[int, ...]],
+    group_cpus: dict[str, frozenset[int]],
+    labels: Labels,
 ) -> None:
     """Shaded sectors behind the ring, one per NUMA group (none when the NUMA node is unknown)."""
     step = lay["step"]
@@ -248,9 +319,22 @@ def _draw_numa_sectors(
         sec["tx"].append(1.36 * math.cos(mid))
         sec["ty"].append(1.36 * math.sin(mid))
     if len(groups) > 1 or next(iter(groups), "") != "NUMA ?":
-        add_glyph(fig, models, "AnnularWedge", sec, name="numa_groups", x=0, y=0, inner_radius=0.55,
-                  outer_radius=1.27, start_angle=col("start"), end_angle=col("end"), fill_color=col("fill"),
-                  line_color=OUTLINE, fill_alpha=0.8)
+        add_glyph(
+            fig,
+            models,
+            "AnnularWedge",
+            sec,
+            name="numa_groups",
+            x=0,
+            y=0,
+            inner_radius=0.55,
+            outer_radius=1.27,
+            start_angle=col("start"),
+            end_angle=col("end"),
+            fill_color=col("fill"),
+            line_color=OUTLINE,
+            fill_alpha=0.8,
+        )
         for tx, ty, label in zip(sec["tx"], sec["ty"], sec["label"], strict=True):
             labels.add(tx, ty, label, size="13px", style="bold", align="center")
 
@@ -262,14 +346,26 @@ def _draw_pcie(links: Layer, topo: Topology, gpu_pos: dict[str, tuple[float, flo
             continue
         (x0, y0, _), (x1, y1, _) = gpu_pos[link.a], gpu_pos[link.b]
         # bow towards the centre so PCIe curves stay apart from NVLink chords
-        links.add("pcie", f"{link.a} – {link.b}: {link.label}", [("", link.kind.description)],
-                  xs=[x0, (x0 + x1) * 0.3, x1], ys=[y0, (y0 + y1) * 0.3, y1], a=link.a, b=link.b, path=link.label,
-                  colour=LINK_KIND_COLOURS.get(link.kind.value, UNKNOWN_LINK), desc=link.kind.description, width=1.6,
-                  alpha=0.8, dash="dashed")
+        links.add(
+            "pcie",
+            f"{link.a} – {link.b}: {link.label}",
+            [("", link.kind.description)],
+            xs=[x0, (x0 + x1) * 0.3, x1],
+            ys=[y0, (y0 + y1) * 0.3, y1],
+            a=link.a,
+            b=link.b,
+            path=link.label,
+            colour=LINK_KIND_COLOURS.get(link.kind.value, UNKNOWN_LINK),
+            desc=link.kind.description,
+            width=1.6,
+            alpha=0.8,
+            dash="dashed",
+        )
 
 
-def _draw_nics(links: Layer, nodes: Layer, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]],
-               labels: Labels) -> None:
+def _draw_nics(
+    links: Layer, nodes: Layer, topo: Topology, gpu_pos: dict[str, tuple[float, float, float]], labels: Labels
+) -> None:
     """NICs outside the ring, with dotted lines to their closest GPUs (none when every path crosses NUMA)."""
     nic_pos = _nic_positions(topo, gpu_pos)
     for nic in topo.nics:
@@ -278,17 +374,43 @@ def _draw_nics(links: Layer, nodes: Layer, topo: Topology, gpu_pos: dict[str, tu
         if best is not None and best is not LinkKind.SYS:
             for gname in close:
                 gx, gy, _ = gpu_pos[gname]
-                links.add("nic_links", f"{nic.device} – {gname}: {best.value}", [("", best.description)],
-                          xs=[x, gx], ys=[y, gy], nic=nic.name, gpu=gname, path=best.value, dash="dotted")
+                links.add(
+                    "nic_links",
+                    f"{nic.device} – {gname}: {best.value}",
+                    [("", best.description)],
+                    xs=[x, gx],
+                    ys=[y, gy],
+                    nic=nic.name,
+                    gpu=gname,
+                    path=best.value,
+                    dash="dotted",
+                )
         closest = f"{', '.join(close)} ({best.value})" if best is not None else "unknown"
-        nodes.add("nics", f"{nic.name} = {nic.device}", [("closest GPUs", closest)], x=x, y=y, name=nic.name,
-                  device=nic.device, closest=closest, marker="square", size=15, line=INK_SOFT, lw=1.5)
+        nodes.add(
+            "nics",
+            f"{nic.name} = {nic.device}",
+            [("closest GPUs", closest)],
+            x=x,
+            y=y,
+            name=nic.name,
+            device=nic.device,
+            closest=closest,
+            marker="square",
+            size=15,
+            line=INK_SOFT,
+            lw=1.5,
+        )
         labels.add(x, y - 0.13, nic.device, size="10px", colour=INK, align="center", baseline="top")
 
 
 def _draw_gpus(
-    nodes: Layer, topo: Topology, fabric: NvlinkFabric, gpu_pos: dict[str, tuple[float, float, float]],
-    highlight: set[int], groups: dict[str, tuple[int, ...]], labels: Labels,
+    nodes: Layer,
+    topo: Topology,
+    fabric: NvlinkFabric,
+    gpu_pos: dict[str, tuple[float, float, float]],
+    highlight: set[int],
+    groups: dict[str, tuple[int, ...]],
+    labels: Labels,
 ) -> None:
     """GPU circles on the ring, coloured by NUMA group, with what a person asks about them on hover."""
     group_colour = {label: CATEGORICAL[i % len(CATEGORICAL)] for i, label in enumerate(groups)}
@@ -308,16 +430,40 @@ def _draw_gpus(
             "link_state": "not read" if state is None else (state.fault_label() or "all links up"),
             "nics": f"{', '.join(top)} ({near[0][1].kind.value})" if near else "-",
         }
-        tip = [("NUMA", facts["numa"]), ("CPU affinity", facts["cpus"]), ("GPU NUMA ID", facts["gpu_numa"]),
-               ("NVLinks", facts["nvlinks"]), ("link state", facts["link_state"]), ("closest NICs", facts["nics"])]
-        nodes.add("gpus", g.name, tip, x=x, y=y, name=g.name, index=g.index, highlighted=hot, **facts,
-                  marker="circle", size=size, fill=HIGHLIGHT if hot else group_colour[g.numa_label],
-                  line=BLACK if hot else WHITE, lw=4 if hot else 2)
+        tip = [
+            ("NUMA", facts["numa"]),
+            ("CPU affinity", facts["cpus"]),
+            ("GPU NUMA ID", facts["gpu_numa"]),
+            ("NVLinks", facts["nvlinks"]),
+            ("link state", facts["link_state"]),
+            ("closest NICs", facts["nics"]),
+        ]
+        nodes.add(
+            "gpus",
+            g.name,
+            tip,
+            x=x,
+            y=y,
+            name=g.name,
+            index=g.index,
+            highlighted=hot,
+            **facts,
+            marker="circle",
+            size=size,
+            fill=HIGHLIGHT if hot else group_colour[g.numa_label],
+            line=BLACK if hot else WHITE,
+            lw=4 if hot else 2,
+        )
         labels.add(x, y, g.name, style="bold", colour=WHITE, align="center")
 
 
-def _cpu_bars(nodes: Layer, groups: dict[str, tuple[int, ...]], group_cpus: dict[str, frozenset[int]],
-              tasks: dict[str, frozenset[int]], labels: Labels) -> dict[str, list[Any]]:
+def _cpu_bars(
+    nodes: Layer,
+    groups: dict[str, tuple[int, ...]],
+    group_cpus: dict[str, frozenset[int]],
+    tasks: dict[str, frozenset[int]],
+    labels: Labels,
+) -> dict[str, list[Any]]:
     """The cells of the CPU bars (one per CPU, for renderer ``cpus``); the task keys go into ``nodes``."""
     task_colour = {t: CATEGORICAL[(i + 10) % len(CATEGORICAL)] for i, t in enumerate(tasks)}
     cells: dict[str, list[Any]] = {k: [] for k in ("x", "y", "w", "cpu", "group", "task", "fill")}
@@ -332,8 +478,11 @@ def _cpu_bars(nodes: Layer, groups: dict[str, tuple[int, ...]], group_cpus: dict
         labels.add(x0, y + 0.2, f"CPUs {format_cpu_list(cpus)}", size="10px")
         for k, cpu in enumerate(cpus):
             owner = next((t for t, s in tasks.items() if cpu in s), "")
-            for column, value in zip(cells, (x0 + w * (k + 0.5), y, w, cpu, label, owner or "-",
-                                             task_colour[owner] if owner else EMPTY), strict=True):
+            for column, value in zip(
+                cells,
+                (x0 + w * (k + 0.5), y, w, cpu, label, owner or "-", task_colour[owner] if owner else EMPTY),
+                strict=True,
+            ):
                 cells[column].append(value)
         y -= 0.5
     local: frozenset[int] = frozenset().union(*group_cpus.values()) if group_cpus else frozenset()
@@ -341,8 +490,19 @@ def _cpu_bars(nodes: Layer, groups: dict[str, tuple[int, ...]], group_cpus: dict
         outside = sorted(task_set - local)
         note = f" — {format_cpu_list(outside)} outside the GPUs' CPU affinity" if outside else ""
         text = f"{t}: CPUs {format_cpu_list(task_set) or '-'}{note}"
-        nodes.add("task_keys", t, [("", text)], x=-2.2, y=y, task=t, marker="square", size=11,
-                  fill=task_colour[t], line_alpha=0.0, lw=0.0)
+        nodes.add(
+            "task_keys",
+            t,
+            [("", text)],
+            x=-2.2,
+            y=y,
+            task=t,
+            marker="square",
+            size=11,
+            fill=task_colour[t],
+            line_alpha=0.0,
+            lw=0.0,
+        )
         labels.add(-2.1, y, text, colour=INK)
         y -= 0.3
     return cells

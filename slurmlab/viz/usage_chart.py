@@ -27,14 +27,19 @@ class UsageChart:
         models = bokeh("models", "the usage chart")
         cpu = table.source == "sstat"
         self.figure: Any = plotting.figure(
-            width=width, height=height, x_axis_type="datetime", toolbar_location=None,
-            title=table.label, y_axis_label="CPU % (100 = one CPU)" if cpu else "GPU utilisation %",
+            width=width,
+            height=height,
+            x_axis_type="datetime",
+            toolbar_location=None,
+            title=table.label,
+            y_axis_label="CPU % (100 = one CPU)" if cpu else "GPU utilisation %",
         )
         self.figure.y_range.start = 0
         if not cpu:
             self.figure.y_range.end = 105
-        self.figure.add_tools(models.HoverTool(tooltips=[("", "@series"), ("util", "@util{0.0} %"),
-                                                         ("memory", "@mem MiB")]))
+        self.figure.add_tools(
+            models.HoverTool(tooltips=[("", "@series"), ("util", "@util{0.0} %"), ("memory", "@mem MiB")])
+        )
         self.figure.css_classes = ["slurmlab-usage-chart"]
         self.sources: dict[str, Any] = {}
         self._drawn: dict[str, float] = {}  # the time of the last sample drawn, per series
@@ -63,9 +68,15 @@ class UsageChart:
             new = [s for s in samples if s.t > self._drawn[row.series]]
             if not new:
                 continue
-            source.stream({"t": [s.t * 1000.0 for s in new], "util": [s.util for s in new],
-                           "mem": [s.mem_used_mb if s.mem_used_mb is not None else float("nan") for s in new],
-                           "series": [row.series] * len(new)}, rollover=ROLLOVER)
+            source.stream(
+                {
+                    "t": [s.t * 1000.0 for s in new],
+                    "util": [s.util for s in new],
+                    "mem": [s.mem_used_mb if s.mem_used_mb is not None else float("nan") for s in new],
+                    "series": [row.series] * len(new),
+                },
+                rollover=ROLLOVER,
+            )
             self._drawn[row.series] = new[-1].t
             added += len(new)
         return added

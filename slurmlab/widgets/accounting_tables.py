@@ -17,8 +17,16 @@ from slurmlab.core.slurm.sacct import SacctRecord
 from slurmlab.core.slurm.timefmt import format_duration
 from slurmlab.widgets.rows import Table
 
-__all__ = ["JOB_COLUMNS", "SHARE_COLUMNS", "STEP_COLUMNS", "AccountingTable", "job_table", "share_table",
-           "state_text", "steps_table"]
+__all__ = [
+    "JOB_COLUMNS",
+    "SHARE_COLUMNS",
+    "STEP_COLUMNS",
+    "AccountingTable",
+    "job_table",
+    "share_table",
+    "state_text",
+    "steps_table",
+]
 
 JOB_COLUMNS = ("job", "name", "state", "elapsed", "gpus", "efficiency")
 STEP_COLUMNS = ("step", "name", "state", "exit", "elapsed", "cpus", "max_rss")
@@ -29,8 +37,16 @@ _NAME_WIDTH = 30
 class AccountingTable(Table):
     """A table with the lines that explain it under its rows, and its data as JSON (``to_json``)."""
 
-    def __init__(self, rows: Sequence[dict[str, str]], columns: Sequence[str], *, title: str = "",
-                 empty: str = "(nothing)", notes: Sequence[str] = (), data: JSONObject | None = None) -> None:
+    def __init__(
+        self,
+        rows: Sequence[dict[str, str]],
+        columns: Sequence[str],
+        *,
+        title: str = "",
+        empty: str = "(nothing)",
+        notes: Sequence[str] = (),
+        data: JSONObject | None = None,
+    ) -> None:
         super().__init__(rows, columns, title=title, empty=empty)
         self.notes = list(notes)
         self.data: JSONObject = data if data is not None else {}
@@ -44,7 +60,12 @@ class AccountingTable(Table):
 
     def to_json(self) -> JSONObject:
         """The data behind the table (records, efficiency, explanations), for a program to read."""
-        return {"title": self.title, "rows": [dict(r) for r in self.rows], "notes": list(self.notes), **self.data}
+        return {
+            "title": self.title,
+            "rows": [dict(r) for r in self.rows],
+            "notes": list(self.notes),
+            **self.data,
+        }
 
     def json(self) -> str:
         return json.dumps(self.to_json(), indent=1, default=str)
@@ -76,8 +97,9 @@ def _efficiency_text(eff: Efficiency | None) -> str:
     return line.split(": ", 1)[1] if line.startswith("Efficiency of job ") else line
 
 
-def job_table(records: Sequence[SacctRecord], *, title: str, names: dict[int, str] | None = None,
-              note: str = "") -> AccountingTable:
+def job_table(
+    records: Sequence[SacctRecord], *, title: str, names: dict[int, str] | None = None, note: str = ""
+) -> AccountingTable:
     """One row per job (its own record), with its efficiency; ``names``: uid -> name of cancellers."""
     effs = efficiencies(records)
     names = names or {}
@@ -86,33 +108,64 @@ def job_table(records: Sequence[SacctRecord], *, title: str, names: dict[int, st
     for r in (r for r in records if r.is_job):
         eff = effs.get(r.job_id) if r.start is not None else None  # a job that never ran used nothing
         who = names.get(r.cancelled_by) if r.cancelled_by is not None else None
-        rows.append({"job": r.job_id, "name": _name(r.name), "state": state_text(r, who), "elapsed": _elapsed(r),
-                     "gpus": str(r.gpus) if r.gpus else "-", "efficiency": _efficiency_text(eff)})
-        jobs.append({**r.to_dict(), "state_words": state_in_words(r.state, who),
-                     "efficiency": eff.to_dict() if eff is not None else None})
-    return AccountingTable(rows, JOB_COLUMNS, title=title, empty="(no jobs)", notes=[note] if note else [],
-                           data={"jobs": jobs})
+        rows.append(
+            {
+                "job": r.job_id,
+                "name": _name(r.name),
+                "state": state_text(r, who),
+                "elapsed": _elapsed(r),
+                "gpus": str(r.gpus) if r.gpus else "-",
+                "efficiency": _efficiency_text(eff),
+            }
+        )
+        jobs.append(
+            {
+                **r.to_dict(),
+                "state_words": state_in_words(r.state, who),
+                "efficiency": eff.to_dict() if eff is not None else None,
+            }
+        )
+    return AccountingTable(
+        rows, JOB_COLUMNS, title=title, empty="(no jobs)", notes=[note] if note else [], data={"jobs": jobs}
+    )
 
 
-def steps_table(records: Sequence[SacctRecord], job_id: str, *, names: dict[int, str] | None = None
-                ) -> AccountingTable:
+def steps_table(
+    records: Sequence[SacctRecord], job_id: str, *, names: dict[int, str] | None = None
+) -> AccountingTable:
     """One job: its own line, then each step (``batch``, ``extern``, ``0`` ...), with the efficiency line."""
     names = names or {}
     rows = []
     for r in records:
         who = names.get(r.cancelled_by) if r.cancelled_by is not None else None
-        exit_text = "-" if r.exit is None else f"{r.exit.code}" + (f" (signal {r.exit.signal})" if r.exit.signal else "")
-        rows.append({"step": r.step or "(job)", "name": _name(r.name), "state": state_text(r, who),
-                     "exit": exit_text, "elapsed": _elapsed(r), "cpus": "-" if r.cpus is None else str(r.cpus),
-                     "max_rss": "-" if r.max_rss_mb is None else f"{r.max_rss_mb} MiB"})
+        exit_text = (
+            "-"
+            if r.exit is None
+            else f"{r.exit.code}" + (f" (signal {r.exit.signal})" if r.exit.signal else "")
+        )
+        rows.append(
+            {
+                "step": r.step or "(job)",
+                "name": _name(r.name),
+                "state": state_text(r, who),
+                "exit": exit_text,
+                "elapsed": _elapsed(r),
+                "cpus": "-" if r.cpus is None else str(r.cpus),
+                "max_rss": "-" if r.max_rss_mb is None else f"{r.max_rss_mb} MiB",
+            }
+        )
     job = next((r for r in records if r.is_job), None)
     eff = efficiencies(records).get(job_id) if records and job is not None and job.start is not None else None
     notes = [eff.line()] if eff is not None else []
-    data: JSONObject = {"job_id": job_id, "records": [r.to_dict() for r in records],
-                        "efficiency": eff.to_dict() if eff is not None else None}
+    data: JSONObject = {
+        "job_id": job_id,
+        "records": [r.to_dict() for r in records],
+        "efficiency": eff.to_dict() if eff is not None else None,
+    }
     head = f"job {job_id}" + (f" ({_name(job.name)}, {job.user}, account {job.account})" if job else "")
-    return AccountingTable(rows, STEP_COLUMNS, title=head, empty="(accounting has no record of it yet)",
-                           notes=notes, data=data)
+    return AccountingTable(
+        rows, STEP_COLUMNS, title=head, empty="(accounting has no record of it yet)", notes=notes, data=data
+    )
 
 
 def _fraction(value: float | None) -> str:
@@ -121,9 +174,23 @@ def _fraction(value: float | None) -> str:
 
 def share_table(shares: Sequence[ShareExplained], *, title: str) -> AccountingTable:
     """My fair-share per account: the numbers, then what they mean in words, then what each number is."""
-    rows = [{"account": s.account, "fair_share": _fraction(s.fair_share), "shares": _fraction(s.shares),
-             "usage": _fraction(s.usage), "gpu_minutes": "-" if s.gpu_minutes is None else f"{s.gpu_minutes:g}",
-             "standing": s.standing} for s in shares]
+    rows = [
+        {
+            "account": s.account,
+            "fair_share": _fraction(s.fair_share),
+            "shares": _fraction(s.shares),
+            "usage": _fraction(s.usage),
+            "gpu_minutes": "-" if s.gpu_minutes is None else f"{s.gpu_minutes:g}",
+            "standing": s.standing,
+        }
+        for s in shares
+    ]
     notes = [f"{s.account}: {s.sentence}" for s in shares] + list(FAIRSHARE_LEGEND)
-    return AccountingTable(rows, SHARE_COLUMNS, title=title, empty="(no associations)", notes=notes,
-                           data={"shares": [s.to_dict() for s in shares]})
+    return AccountingTable(
+        rows,
+        SHARE_COLUMNS,
+        title=title,
+        empty="(no associations)",
+        notes=notes,
+        data={"shares": [s.to_dict() for s in shares]},
+    )

@@ -70,8 +70,10 @@ class ExplorerModel:
 
     def __init__(self, choices: Sequence[NodeChoice], runner: Any = None) -> None:
         if not choices:
-            raise SlurmlabError("nothing to explore: no nodes and no profiles given",
-                                hint="TopologyExplorer(profiles=['dgx-h100']) or TopologyExplorer.from_cluster()")
+            raise SlurmlabError(
+                "nothing to explore: no nodes and no profiles given",
+                hint="TopologyExplorer(profiles=['dgx-h100']) or TopologyExplorer.from_cluster()",
+            )
         self.choices = list(choices)
         self.runner = runner
         self._cache: dict[str, tuple[Any, Any, str]] = {}
@@ -99,9 +101,11 @@ class ExplorerModel:
             elif c.node is not None:
                 hw = hardware_files.sandbox_hardware(self.runner) if self.runner is not None else None
                 if hw is None:
-                    message = (f"The topology of {c.node} is known only from inside an allocation: allocate it "
-                               "(the line below) and call alloc.topology(), or load a saved `nvidia-smi topo -m` "
-                               "with slurmlab.topology_from_file(path).")
+                    message = (
+                        f"The topology of {c.node} is known only from inside an allocation: allocate it "
+                        "(the line below) and call alloc.topology(), or load a saved `nvidia-smi topo -m` "
+                        "with slurmlab.topology_from_file(path)."
+                    )
                 else:
                     topo = hw.node_topology(c.node)
                     mig = _mig_or_none(lambda: hw.node_mig(c.node or ""))
@@ -125,8 +129,16 @@ class ExplorerModel:
             return Selection(c, topo, mig, 0, None, None, message, said)
         if n > len(whole):
             extra = f" ({len(mig_gpus)} are split into MIG instances)" if mig_gpus else ""
-            return Selection(c, topo, mig, n, None, None,
-                             f"{c.node or c.profile} has {len(whole)} whole GPUs{extra}; choose N up to that.", said)
+            return Selection(
+                c,
+                topo,
+                mig,
+                n,
+                None,
+                None,
+                f"{c.node or c.profile} has {len(whole)} whole GPUs{extra}; choose N up to that.",
+                said,
+            )
         try:
             best = best_gpus(topo.topology, n, available=whole, taken=taken)
         except RequestError as exc:  # fewer free than N: say so, as the CLI does
@@ -158,9 +170,12 @@ def _mig_or_none(load: Any) -> Any:
 
 
 def _taken_words(held: Any) -> str:
-    head = (f"GPU{'s' if len(held.gpus) > 1 else ''} {held.gpus_text} "
-            f"{'were' if len(held.gpus) > 1 else 'was'} taken" if held.gpus else "no GPU was taken") + \
-        " when the explorer opened (scontrol show node -d); open it again to refresh"
+    head = (
+        f"GPU{'s' if len(held.gpus) > 1 else ''} {held.gpus_text} "
+        f"{'were' if len(held.gpus) > 1 else 'was'} taken"
+        if held.gpus
+        else "no GPU was taken"
+    ) + " when the explorer opened (scontrol show node -d); open it again to refresh"
     return "; ".join([head, *held.notes])
 
 
@@ -186,25 +201,39 @@ def _choices_from_nodes(nodes: Iterable[Any]) -> list[NodeChoice]:
         types = [t for t in nd.gpu_types() if t] if callable(getattr(nd, "gpu_types", None)) else []
         gpu_type = types[0] if len(types) == 1 else None
         used = f", {nd.gpu_used} in use" if total and nd.gpu_used else ""
-        label = f"{nd.name} ({total} GPUs{', ' + gpu_type if gpu_type else ''}, {nd.state}{used})" if total else \
-            f"{nd.name} (no GPUs, {nd.state})"
-        out.append(NodeChoice(f"node:{nd.name}", label, node=nd.name, gpus=total, gpu_type=gpu_type, record=nd))
+        label = (
+            f"{nd.name} ({total} GPUs{', ' + gpu_type if gpu_type else ''}, {nd.state}{used})"
+            if total
+            else f"{nd.name} (no GPUs, {nd.state})"
+        )
+        out.append(
+            NodeChoice(f"node:{nd.name}", label, node=nd.name, gpus=total, gpu_type=gpu_type, record=nd)
+        )
     return out
 
 
 class TopologyExplorer:
     """The widget: a picker, an N slider, the explanation with the salloc line, and the Bokeh views."""
 
-    def __init__(self, *, profiles: Iterable[str] = (), nodes: Iterable[NodeChoice] = (), runner: Any = None,
-                 n: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        profiles: Iterable[str] = (),
+        nodes: Iterable[NodeChoice] = (),
+        runner: Any = None,
+        n: int = 0,
+    ) -> None:
         choices = list(nodes) + [NodeChoice(f"profile:{p}", f"profile {p}", profile=p) for p in profiles]
         self.model = ExplorerModel(choices, runner)
         w = require("ipywidgets", feature="the topology explorer", extra="widgets")
         self._w = w
         first = self.model.choices[0].key
-        self.picker = w.Dropdown(options=[(c.label, c.key) for c in self.model.choices], value=first,
-                                 description="node")
-        self.count = w.BoundedIntText(value=0, min=0, max=max(self.model.max_gpus(first), 0), description="N GPUs")
+        self.picker = w.Dropdown(
+            options=[(c.label, c.key) for c in self.model.choices], value=first, description="node"
+        )
+        self.count = w.BoundedIntText(
+            value=0, min=0, max=max(self.model.max_gpus(first), 0), description="N GPUs"
+        )
         self.info = w.HTML()
         self.views = w.Output()
         self.selection: Selection = self.model.select(first, 0)
@@ -216,13 +245,17 @@ class TopologyExplorer:
             self.count.value = n
 
     @classmethod
-    def from_cluster(cls, runner: Any = None, *, profiles: Iterable[str] = (), n: int = 0) -> TopologyExplorer:
+    def from_cluster(
+        cls, runner: Any = None, *, profiles: Iterable[str] = (), n: int = 0
+    ) -> TopologyExplorer:
         """The nodes of the cluster the runner (default: the process-wide one) talks to."""
         from slurmlab.slurm import queries
         from slurmlab.slurm.runner import get_runner
 
         runner = runner or get_runner()
-        return cls(nodes=_choices_from_nodes(queries.list_nodes(runner)), profiles=profiles, runner=runner, n=n)
+        return cls(
+            nodes=_choices_from_nodes(queries.list_nodes(runner)), profiles=profiles, runner=runner, n=n
+        )
 
     # ---- events ------------------------------------------------------------------------------------
     def _on_pick(self, change: dict[str, Any]) -> None:
@@ -274,8 +307,11 @@ def _show(fig: Any) -> None:
     except ImportError:
         from slurmlab.viz.export import figure_html
 
-        display(require("IPython.display", feature="the topology explorer", extra="widgets").HTML(
-            figure_html(fig)))
+        display(
+            require("IPython.display", feature="the topology explorer", extra="widgets").HTML(
+                figure_html(fig)
+            )
+        )
         return
     display(bokeh_model(fig))
 
@@ -284,8 +320,10 @@ def info_html(sel: Selection) -> str:
     """The text part of the explorer: source, best set and why, the salloc line, notes."""
     parts = []
     if sel.topology is not None:
-        parts.append(f"<div><b>{html.escape(sel.choice.label)}</b> — topology from "
-                     f"{html.escape(sel.topology.source)} ({html.escape(sel.topology.detail)})</div>")
+        parts.append(
+            f"<div><b>{html.escape(sel.choice.label)}</b> — topology from "
+            f"{html.escape(sel.topology.source)} ({html.escape(sel.topology.detail)})</div>"
+        )
     if sel.taken:
         parts.append(f"<div>{html.escape(sel.taken)}</div>")
     if sel.message:
@@ -293,7 +331,9 @@ def info_html(sel: Selection) -> str:
     if sel.best is not None:
         parts.append(f"<div>best {sel.n}: {html.escape(sel.best.explain()).replace(chr(10), '<br>')}</div>")
     if sel.salloc_line:
-        parts.append(f"<pre>{html.escape(sel.salloc_line)}</pre>"
-                     f"<div style='color:{INK_SOFT}'>{html.escape(STEERING_NOTE)}</div>")
+        parts.append(
+            f"<pre>{html.escape(sel.salloc_line)}</pre>"
+            f"<div style='color:{INK_SOFT}'>{html.escape(STEERING_NOTE)}</div>"
+        )
         parts += [f"<div style='color:{INK_SOFT}'>{html.escape(note)}</div>" for note in sel.notes]
     return "".join(parts)

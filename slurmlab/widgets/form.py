@@ -23,9 +23,13 @@ from slurmlab.widgets.live import LiveUpdater, get_updater
 
 __all__ = ["BIND_CHOICES", "RequestForm", "is_mig_type", "sharing_modes"]
 
-BIND_CHOICES = (("(Slurm's default)", ""), ("closest: GPUs nearest each task's CPUs", "closest"),
-                ("single:1 — tasks share the nearest GPU", "single:1"),
-                ("per_task:1 — one GPU per task", "per_task:1"), ("none", "none"))
+BIND_CHOICES = (
+    ("(Slurm's default)", ""),
+    ("closest: GPUs nearest each task's CPUs", "closest"),
+    ("single:1 — tasks share the nearest GPU", "single:1"),
+    ("per_task:1 — one GPU per task", "per_task:1"),
+    ("none", "none"),
+)
 
 
 def sharing_modes(partition: Any) -> list[tuple[str, str]]:
@@ -52,9 +56,15 @@ class RequestForm:
 
     tick: float | None = None  # renders only when something changed
 
-    def __init__(self, *, runner: Any = None, inventory: Any = None, updater: LiveUpdater | None = None,
-                 on_submit: Callable[[Any], None] | None = None,
-                 version: tuple[int, ...] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        runner: Any = None,
+        inventory: Any = None,
+        updater: LiveUpdater | None = None,
+        on_submit: Callable[[Any], None] | None = None,
+        version: tuple[int, ...] | None = None,
+    ) -> None:
         w = require("ipywidgets", feature="the request form", extra="widgets")
         from slurmlab.slurm import queries
         from slurmlab.slurm.allocation import known_version
@@ -63,8 +73,9 @@ class RequestForm:
         self.runner = runner
         self.inventory = inventory if inventory is not None else queries.inventory(runner)
         # what this Slurm accepts (26.05 refuses options 24.11 takes); None: warn, never refuse
-        self.version = version if version is not None or inventory is not None else known_version(
-            runner or get_runner())
+        self.version = (
+            version if version is not None or inventory is not None else known_version(runner or get_runner())
+        )
         self.updater = updater or get_updater()
         self.on_submit = on_submit
         parts = list(self.inventory.partition_names)
@@ -72,27 +83,39 @@ class RequestForm:
             raise SlurmlabError("the cluster reports no partition", hint="check the cluster with %sinfo")
         default = self.inventory.default_partition
         style = {"description_width": "110px"}
-        self.partition = w.Dropdown(options=parts, value=default.name if default else parts[0],
-                                    description="Partition", style=style)
+        self.partition = w.Dropdown(
+            options=parts, value=default.name if default else parts[0], description="Partition", style=style
+        )
         self.sharing = w.Dropdown(description="Sharing", style=style)
         self.gpu_type = w.Dropdown(description="GPU type", style=style)
         self.count = w.BoundedIntText(value=1, min=0, max=10_000, description="Count", style=style)
         self.per_node = w.Checkbox(value=False, description="count is per node", indent=False)
         self.nodes = w.BoundedIntText(value=1, min=1, max=10_000, description="Nodes", style=style)
         self.tasks = w.BoundedIntText(value=1, min=1, max=100_000, description="Tasks", style=style)
-        self.gpu_bind = w.Dropdown(options=list(BIND_CHOICES), value="", description="--gpu-bind", style=style)
-        self.enforce = w.Checkbox(value=False, description="enforce-binding (CPUs next to the GPUs only)",
-                                  indent=False)
-        self.time = w.Text(value="00:30:00", description="Time", placeholder="HH:MM:SS or minutes", style=style)
+        self.gpu_bind = w.Dropdown(
+            options=list(BIND_CHOICES), value="", description="--gpu-bind", style=style
+        )
+        self.enforce = w.Checkbox(
+            value=False, description="enforce-binding (CPUs next to the GPUs only)", indent=False
+        )
+        self.time = w.Text(
+            value="00:30:00", description="Time", placeholder="HH:MM:SS or minutes", style=style
+        )
         self.command = w.HTML(value="")
         self.submit_button = w.Button(description="Submit", button_style="primary", icon="play")
         self.submit_button.add_class("slurmlab-submit")
         self.result = w.VBox([])
-        self.widget = w.VBox([
-            w.HBox([self.partition, self.sharing]), w.HBox([self.gpu_type, self.count, self.per_node]),
-            w.HBox([self.nodes, self.tasks, self.time]), w.HBox([self.gpu_bind, self.enforce]),
-            self.command, self.submit_button, self.result,
-        ])
+        self.widget = w.VBox(
+            [
+                w.HBox([self.partition, self.sharing]),
+                w.HBox([self.gpu_type, self.count, self.per_node]),
+                w.HBox([self.nodes, self.tasks, self.time]),
+                w.HBox([self.gpu_bind, self.enforce]),
+                self.command,
+                self.submit_button,
+                self.result,
+            ]
+        )
         self.widget.add_class("slurmlab-form")
         self.allocations: list[Any] = []
         self._panel_widgets: list[Any] = []
@@ -103,8 +126,18 @@ class RequestForm:
         self.request: Any = None
         self.problem: str | None = None
         self.render()
-        for control in (self.partition, self.sharing, self.gpu_type, self.count, self.per_node, self.nodes,
-                        self.tasks, self.gpu_bind, self.enforce, self.time):
+        for control in (
+            self.partition,
+            self.sharing,
+            self.gpu_type,
+            self.count,
+            self.per_node,
+            self.nodes,
+            self.tasks,
+            self.gpu_bind,
+            self.enforce,
+            self.time,
+        ):
             control.observe(self._changed, names="value")
         self.submit_button.on_click(lambda _b: self.submit(wait=False))
         self.updater.add(self)
@@ -133,8 +166,11 @@ class RequestForm:
     def tokens(self) -> list[str]:
         """The salloc options the form stands for, as the user would type them."""
         mode, gtype, count = self.sharing.value, self.gpu_type.value or "", int(self.count.value)
-        toks = [f"--partition={self.partition.value}", f"--nodes={self.nodes.value}",
-                f"--ntasks={self.tasks.value}"]
+        toks = [
+            f"--partition={self.partition.value}",
+            f"--nodes={self.nodes.value}",
+            f"--ntasks={self.tasks.value}",
+        ]
         if self.time.value.strip():
             toks.append(f"--time={self.time.value.strip()}")
         if mode in ("gpu", "mig") and count:
@@ -169,14 +205,18 @@ class RequestForm:
             req = self.check()
         except SlurmlabError as exc:
             self.request, self.problem = None, str(exc)
-            text = (f"<div class='slurmlab-form-problem' style='color:{FAILED};white-space:pre-wrap'>"
-                    f"{esc(str(exc))}</div>")
+            text = (
+                f"<div class='slurmlab-form-problem' style='color:{FAILED};white-space:pre-wrap'>"
+                f"{esc(str(exc))}</div>"
+            )
         else:
             self.request, self.problem = req, None
             line = shlex.join(salloc_argv(req))
             warn = "".join(f"<div style='color:{WARN}'>warning: {esc(x)}</div>" for x in req.warnings)
-            text = (f"<pre class='slurmlab-form-command' style='margin:0'>{esc(line)}</pre>"
-                    f"<div><b>What it asks for:</b> {esc(explain(req))}</div>{warn}")
+            text = (
+                f"<pre class='slurmlab-form-command' style='margin:0'>{esc(line)}</pre>"
+                f"<div><b>What it asks for:</b> {esc(explain(req))}</div>{warn}"
+            )
         if self.submit_error:
             text += f"<div style='color:{FAILED}'>{esc(self.submit_error)}</div>"
         if self.command.value != text:

@@ -76,10 +76,13 @@ def _gpu_rows(alloc: Allocation) -> list[tuple[str, str, str]]:
     rows = []
     for a in view.gpu_allocs if view is not None else ():
         types = {t: idx for t, idx in a.gpu_types.items() if idx}
-        gpus = "; ".join(
-            f"{('MIG slice ' if is_mig_type(t) else '') + t + ' ' if t else ''}#{','.join(map(str, idx))}"
-            for t, idx in types.items()
-        ) or "-"
+        gpus = (
+            "; ".join(
+                f"{('MIG slice ' if is_mig_type(t) else '') + t + ' ' if t else ''}#{','.join(map(str, idx))}"
+                for t, idx in types.items()
+            )
+            or "-"
+        )
         shares = []
         for name in ("shard", "mps"):
             for i, n in sorted(a.shares(name).items()):
@@ -95,8 +98,13 @@ def node_state_words(state: str) -> str:
     text = state.lower()
     if text.endswith("*"):
         return f"not responding (slurmd unreachable; Slurm says {state})"
-    for word, meaning in (("drain", "draining: no new work"), ("down", "down"), ("fail", "failing"),
-                          ("reboot", "rebooting"), ("power", "powering down/up")):
+    for word, meaning in (
+        ("drain", "draining: no new work"),
+        ("down", "down"),
+        ("fail", "failing"),
+        ("reboot", "rebooting"),
+        ("power", "powering down/up"),
+    ):
         if word in text:
             return f"{meaning} (Slurm says {state})"
     return state
@@ -113,10 +121,14 @@ def _pending_lines(alloc: Allocation, now: float) -> list[str]:
     else:
         words = f"{explained.words} ({explained.code})" if explained.known else explained.code
         colour = f" style='color:{_FAILED}'" if explained.never else ""
-        lines.append(f"<div class='slurmlab-reason' data-reason='{esc(explained.code)}'{colour}><b>Waiting:</b> "
-                     f"{esc(words)}</div>")
+        lines.append(
+            f"<div class='slurmlab-reason' data-reason='{esc(explained.code)}'{colour}><b>Waiting:</b> "
+            f"{esc(words)}</div>"
+        )
         if explained.hint:
-            lines.append(f"<div class='slurmlab-reason-hint'><b>What would help:</b> {esc(explained.hint)}</div>")
+            lines.append(
+                f"<div class='slurmlab-reason-hint'><b>What would help:</b> {esc(explained.hint)}</div>"
+            )
     view = alloc.view
     submitted = view.submit_time.timestamp() if view is not None and view.submit_time is not None else None
     if submitted is None and alloc.request_argv:  # submitted by this kernel; Slurm's SubmitTime comes soon
@@ -126,11 +138,15 @@ def _pending_lines(alloc: Allocation, now: float) -> list[str]:
     start = view.expected_start if view is not None else None
     at_now = datetime.fromtimestamp(now, tz=timezone.utc)
     if start is not None:
-        lines.append(f"<div class='slurmlab-expected-start'><b>Expected start:</b> "
-                     f"{esc(expected_start_text(start, at_now))} — Slurm's estimate</div>")
+        lines.append(
+            f"<div class='slurmlab-expected-start'><b>Expected start:</b> "
+            f"{esc(expected_start_text(start, at_now))} — Slurm's estimate</div>"
+        )
     else:
-        lines.append("<div class='slurmlab-expected-start-unknown' style='color:#666'>Slurm has not estimated "
-                     "a start time yet</div>")
+        lines.append(
+            "<div class='slurmlab-expected-start-unknown' style='color:#666'>Slurm has not estimated "
+            "a start time yet</div>"
+        )
     return lines
 
 
@@ -151,22 +167,29 @@ def panel_html(alloc: Allocation, now: float | None = None) -> str:
         limit = alloc.job.time_limit if alloc.job is not None else None
         warning = time_warning(left, float(limit) if limit else None)
         amber = f" style='color:{AMBER}'" if warning is not None else ""
-        lines.append(f"<div class='slurmlab-times'><b>Elapsed:</b> {elapsed} &nbsp; <b{amber}>Time left:</b> "
-                     f"{fmt_seconds(left) if left is not None else 'no limit'}</div>")
+        lines.append(
+            f"<div class='slurmlab-times'><b>Elapsed:</b> {elapsed} &nbsp; <b{amber}>Time left:</b> "
+            f"{fmt_seconds(left) if left is not None else 'no limit'}</div>"
+        )
         if warning is not None:
             lines.append(time_warning_html(warning))
     alerts = alloc.node_alerts
     if alerts and state in HOLDING:
         # Slurm keeps the job RUNNING while a node's slurmd is silent; only the node's state tells.
         words = "; ".join(f"{node}: {node_state_words(st)}" for node, st in alerts)
-        lines.append(f"<div class='slurmlab-node-alert' style='color:{_FAILED}'><b>Node trouble:</b> "
-                     f"{esc(words)} — steps there may hang; if it lasts, cancel and allocate again</div>")
+        lines.append(
+            f"<div class='slurmlab-node-alert' style='color:{_FAILED}'><b>Node trouble:</b> "
+            f"{esc(words)} — steps there may hang; if it lasts, cancel and allocate again</div>"
+        )
     if state in HOLDING and (alloc.job is not None or alloc.nodes):
-        body = "".join(f"<tr><td>{esc(n)}</td><td>{esc(g)}</td><td>{esc(s)}</td></tr>"
-                       for n, g, s in _gpu_rows(alloc))
-        lines.append("<table class='slurmlab-nodes'><thead><tr><th style='text-align:left'>node</th>"
-                     "<th style='text-align:left'>GPUs (index)</th><th style='text-align:left'>shares</th>"
-                     f"</tr></thead><tbody>{body}</tbody></table>")
+        body = "".join(
+            f"<tr><td>{esc(n)}</td><td>{esc(g)}</td><td>{esc(s)}</td></tr>" for n, g, s in _gpu_rows(alloc)
+        )
+        lines.append(
+            "<table class='slurmlab-nodes'><thead><tr><th style='text-align:left'>node</th>"
+            "<th style='text-align:left'>GPUs (index)</th><th style='text-align:left'>shares</th>"
+            f"</tr></thead><tbody>{body}</tbody></table>"
+        )
     steps = alloc.steps
     if steps:
         items = "".join(
@@ -176,7 +199,9 @@ def panel_html(alloc: Allocation, now: float | None = None) -> str:
         )
         lines.append(f"<div><b>Steps</b> ({len(steps)}):<ul style='margin:0'>{items}</ul></div>")
     if alloc.request_argv:
-        lines.append(f"<div style='color:#666'>asked for: <code>{esc(' '.join(alloc.request_argv))}</code></div>")
+        lines.append(
+            f"<div style='color:#666'>asked for: <code>{esc(' '.join(alloc.request_argv))}</code></div>"
+        )
     if alloc.error:
         lines.append(f"<div class='slurmlab-error' style='color:{_FAILED}'>{esc(str(alloc.error))}</div>")
     if alloc.note:  # what slurmlab did that the state alone does not say (a lost cancel, redone)
@@ -213,8 +238,13 @@ class AllocationPanel:
         self.updater = updater or get_updater()
         self.header = w.HTML(value=header_html(alloc))
         self.body = w.HTML(value=panel_html(alloc))
-        self.cancel_button = w.Button(description="Cancel allocation", button_style="danger", icon="times",
-                                      disabled=bool(alloc.ended), tooltip="scancel this allocation")
+        self.cancel_button = w.Button(
+            description="Cancel allocation",
+            button_style="danger",
+            icon="times",
+            disabled=bool(alloc.ended),
+            tooltip="scancel this allocation",
+        )
         self.cancel_button.add_class("slurmlab-cancel")
         self.status = w.HTML(value="")
         # the pending section (filled in the background) and one button per change that starts sooner
@@ -226,8 +256,19 @@ class AllocationPanel:
         self.output = w.Output()  # the time warnings, printed once each, in the cell that shows the panel
         self.usage = UsageSection(alloc, lambda: self.updater.mark_dirty(self))  # the live usage chart
         self.ended = EndedSection(lambda: self.updater.mark_dirty(self))  # how it ended, once it has
-        self.widget = w.VBox([self.header, self.body, self.why, self.switches, self.switch_status, self.ended.widget,
-                              self.usage.widget, w.HBox([self.cancel_button, self.status]), self.output])
+        self.widget = w.VBox(
+            [
+                self.header,
+                self.body,
+                self.why,
+                self.switches,
+                self.switch_status,
+                self.ended.widget,
+                self.usage.widget,
+                w.HBox([self.cancel_button, self.status]),
+                self.output,
+            ]
+        )
         self.widget.add_class("slurmlab-allocation")
         self.worker = WhyWorker()
         self._shown_why: object = None
@@ -316,8 +357,12 @@ class AllocationPanel:
         w = require("ipywidgets", feature="the allocation panel", extra="widgets")
         buttons = []
         for alt in result.sooner[:MAX_BUTTONS] if result is not None else ():
-            b = w.Button(description=switch_label(alt), tooltip=alt.variant.salloc_line, button_style="warning",
-                         layout=w.Layout(width="auto"))
+            b = w.Button(
+                description=switch_label(alt),
+                tooltip=alt.variant.salloc_line,
+                button_style="warning",
+                layout=w.Layout(width="auto"),
+            )
             b.add_class("slurmlab-switch")
             b.on_click(lambda _b, alt=alt: self.switch(alt))
             buttons.append(b)

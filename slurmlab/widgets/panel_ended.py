@@ -35,11 +35,15 @@ class _Output(Protocol):
 def ended_html(result: Ended | None, error: str | None, computing: bool) -> str:
     """The section: the end, the steps, the advice and the efficiency; or that it is being asked, or why not."""
     if computing:
-        return ("<div class='slurmlab-ended' data-state='computing' style='color:#666'>asking Slurm accounting "
-                "how it ended…</div>")
+        return (
+            "<div class='slurmlab-ended' data-state='computing' style='color:#666'>asking Slurm accounting "
+            "how it ended…</div>"
+        )
     if error:
-        return (f"<div class='slurmlab-ended' data-state='failed' style='color:{_FAILED}'>could not tell how it "
-                f"ended: {html.escape(error)}</div>")
+        return (
+            f"<div class='slurmlab-ended' data-state='failed' style='color:{_FAILED}'>could not tell how it "
+            f"ended: {html.escape(error)}</div>"
+        )
     if result is None:
         return ""
     colour = _COLOURS.get(result.state, _FAILED)

@@ -33,12 +33,17 @@ AUTO_START = True  # start sampling when a running allocation's panel renders
 def summary_html(table: UsageTable) -> str:
     """One line: what is measured, then each series' latest and peak utilisation (or why there is nothing)."""
     esc = html.escape
-    parts = [f"{esc(r.series)}: {r.last_util:.0f} % now, peak {r.peak_util:.0f} %"
-             + (f", {r.mem_used_mb:,.0f} MiB" if r.mem_used_mb is not None else "") for r in table.rows[:8]]
+    parts = [
+        f"{esc(r.series)}: {r.last_util:.0f} % now, peak {r.peak_util:.0f} %"
+        + (f", {r.mem_used_mb:,.0f} MiB" if r.mem_used_mb is not None else "")
+        for r in table.rows[:8]
+    ]
     said = table.error and f"<span style='color:#dc3545'>stopped: {esc(table.error)}</span>"
     text = "; ".join(parts) or esc(table.note or "no samples yet")
-    return (f"<div class='slurmlab-usage-summary'><b>Usage</b> <span style='color:#666'>({esc(table.label)})"
-            f"</span>: {text}{' — ' + said if said else ''}</div>")
+    return (
+        f"<div class='slurmlab-usage-summary'><b>Usage</b> <span style='color:#666'>({esc(table.label)})"
+        f"</span>: {text}{' — ' + said if said else ''}</div>"
+    )
 
 
 class UsageSection:

@@ -27,8 +27,16 @@ from slurmlab.slurm.allocation.pending import PendingWhy
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
 
-__all__ = ["AMBER", "MAX_BUTTONS", "MIN_INTERVAL", "WhyWorker", "switch_label", "time_warning_html",
-           "time_warning_of", "why_html"]
+__all__ = [
+    "AMBER",
+    "MAX_BUTTONS",
+    "MIN_INTERVAL",
+    "WhyWorker",
+    "switch_label",
+    "time_warning_html",
+    "time_warning_of",
+    "why_html",
+]
 
 MIN_INTERVAL = 30.0
 MAX_BUTTONS = 3
@@ -59,8 +67,12 @@ class WhyWorker:
     def due(self, alloc: Allocation, now: float) -> bool:
         """Pending, the state or reason changed since the last ask, and that ask is old enough."""
         key = (str(alloc.job_id), str(alloc.state), str(alloc.reason))
-        return (alloc.state == "PENDING" and not self.computing and key != self._key
-                and now - self._last >= self.min_interval)
+        return (
+            alloc.state == "PENDING"
+            and not self.computing
+            and key != self._key
+            and now - self._last >= self.min_interval
+        )
 
     def maybe_start(self, alloc: Allocation, done: Callable[[], None], now: float | None = None) -> bool:
         """Start an ask in a worker thread when :meth:`due`; ``done()`` is called when it ends."""
@@ -92,18 +104,24 @@ def why_html(worker: WhyWorker) -> str:
     result = worker.result
     parts = []
     if worker.computing:
-        parts.append("<div class='slurmlab-why-computing' style='color:#666'>asking Slurm why it waits and what "
-                     "would start it sooner (sbatch --test-only, and your QOS and association limits)…</div>")
+        parts.append(
+            "<div class='slurmlab-why-computing' style='color:#666'>asking Slurm why it waits and what "
+            "would start it sooner (sbatch --test-only, and your QOS and association limits)…</div>"
+        )
     if worker.error:
-        parts.append(f"<div class='slurmlab-why-error' style='color:#dc3545'>could not ask why it waits: "
-                     f"{esc(worker.error)}</div>")
+        parts.append(
+            f"<div class='slurmlab-why-error' style='color:#dc3545'>could not ask why it waits: "
+            f"{esc(worker.error)}</div>"
+        )
     for f in result.findings if result is not None else ():
         colour = _VERDICT_COLOURS.get(f.verdict.value, "#333")
         details = "".join(f"<li>{esc(d)}</li>" for d in f.details)
         fix = f"<div style='color:#555'>&rarr; {esc(f.fix)}</div>" if f.fix else ""
-        parts.append(f"<div class='slurmlab-why-finding' data-check='{esc(f.check)}' data-verdict="
-                     f"'{f.verdict.value}'><b style='color:{colour}'>{esc(f.title)}:</b> {esc(f.evidence)}"
-                     f"{f'<ul style=margin:0>{details}</ul>' if details else ''}{fix}</div>")
+        parts.append(
+            f"<div class='slurmlab-why-finding' data-check='{esc(f.check)}' data-verdict="
+            f"'{f.verdict.value}'><b style='color:{colour}'>{esc(f.title)}:</b> {esc(f.evidence)}"
+            f"{f'<ul style=margin:0>{details}</ul>' if details else ''}{fix}</div>"
+        )
     if not parts:
         return ""
     state = "computing" if worker.computing else "failed" if worker.error else "done"
@@ -122,5 +140,7 @@ def time_warning_of(alloc: Allocation, now: float) -> TimeWarning | None:
 
 
 def time_warning_html(warning: TimeWarning) -> str:
-    return (f"<div class='slurmlab-time-warning' data-level='{warning.level}' style='background:#fff3cd;"
-            f"color:#7a5b00;border-left:4px solid {AMBER};padding:2px 6px'>{html.escape(warning.message)}</div>")
+    return (
+        f"<div class='slurmlab-time-warning' data-level='{warning.level}' style='background:#fff3cd;"
+        f"color:#7a5b00;border-left:4px solid {AMBER};padding:2px 6px'>{html.escape(warning.message)}</div>"
+    )

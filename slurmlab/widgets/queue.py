@@ -41,22 +41,37 @@ def _sort_key(column: str) -> Callable[[dict[str, str]], tuple[int, int | str]]:
 class QueueMonitor:
     """``QueueMonitor(interval=5)``; display it (``.widget``) and it keeps itself current."""
 
-    def __init__(self, *, interval: float = 5.0, all_users: bool = False, runner: Runner | None = None,
-                 updater: LiveUpdater | None = None, fetch_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        *,
+        interval: float = 5.0,
+        all_users: bool = False,
+        runner: Runner | None = None,
+        updater: LiveUpdater | None = None,
+        fetch_timeout: float = 5.0,
+    ) -> None:
         w = require("ipywidgets", feature="the queue monitor", extra="widgets")
         self.tick: float | None = interval
         self.runner = runner
         self.fetch_timeout = fetch_timeout
         self.updater = updater or get_updater()
-        self.scope = w.ToggleButtons(options=[("mine", "mine"), ("all users", "all")],
-                                     value="all" if all_users else "mine", description="Jobs:")
+        self.scope = w.ToggleButtons(
+            options=[("mine", "mine"), ("all users", "all")],
+            value="all" if all_users else "mine",
+            description="Jobs:",
+        )
         self.sort_by = w.Dropdown(options=list(JOB_COLUMNS), value="job", description="Sort by:")
         self.descending = w.Checkbox(value=False, description="descending", indent=False)
         self.table = w.HTML(value="<i>loading the queue…</i>")
         self.status = w.HTML(value="")
         self.stop_button = w.Button(description="Stop refreshing", icon="pause")
-        self.widget = w.VBox([w.HBox([self.scope, self.sort_by, self.descending]), self.table,
-                              w.HBox([self.status, self.stop_button])])
+        self.widget = w.VBox(
+            [
+                w.HBox([self.scope, self.sort_by, self.descending]),
+                self.table,
+                w.HBox([self.status, self.stop_button]),
+            ]
+        )
         self.widget.add_class("slurmlab-queue")
         self.rows: list[dict[str, str]] = []
         self.error: str | None = None
@@ -110,7 +125,8 @@ class QueueMonitor:
     def render(self) -> None:
         interval = self.tick
         stale = self.fetched_at is None or (
-            interval is not None and time.time() - self.fetched_at >= interval * 0.9)
+            interval is not None and time.time() - self.fetched_at >= interval * 0.9
+        )
         if stale or self._fetched_scope != self.scope.value:
             self.fetch()
         table = Table(self.sorted_rows(), JOB_COLUMNS, empty="(no jobs)").html()

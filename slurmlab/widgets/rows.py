@@ -116,8 +116,11 @@ def shards_text(job: Job | JobView) -> str:
     for alloc in _view(job).gpu_allocs:
         shares = alloc.shares("shard")
         if shares:
-            parts.append(alloc.node + " " + ",".join(
-                f"gpu{i}:{'?' if n is None else n}" for i, n in sorted(shares.items())))
+            parts.append(
+                alloc.node
+                + " "
+                + ",".join(f"gpu{i}:{'?' if n is None else n}" for i, n in sorted(shares.items()))
+            )
     return " ".join(parts) if parts else "-"
 
 
@@ -145,8 +148,19 @@ def job_row(job: Job | JobView, now: datetime | None = None) -> dict[str, str]:
     return row
 
 
-JOB_COLUMNS = ("job", "name", "user", "partition", "state", "nodes", "gpus", "shards", "time_left", "pending",
-               "reason")
+JOB_COLUMNS = (
+    "job",
+    "name",
+    "user",
+    "partition",
+    "state",
+    "nodes",
+    "gpus",
+    "shards",
+    "time_left",
+    "pending",
+    "reason",
+)
 NODE_COLUMNS = ("node", "state", "partitions", "gpu_type", "gpus_used", "used_idx", "shards_used", "cpus")
 
 
@@ -168,7 +182,9 @@ def node_row(node: Node) -> dict[str, str]:
         "gpu_type": ",".join(f"{t or 'gpu'}×{n}" for t, n in types.items()) or "-",
         "gpus_used": f"{node.gpu_used}/{node.gpu_total}",
         "used_idx": " ".join(
-            f"{t + ':' if t else ''}{','.join(map(str, i))}" for t, i in used_idx.items() if i) or "-",
+            f"{t + ':' if t else ''}{','.join(map(str, i))}" for t, i in used_idx.items() if i
+        )
+        or "-",
         "shards_used": shard_txt or "-",
         "cpus": f"{alloc if alloc is not None else '?'}/{node.cpus if node.cpus is not None else '?'}",
     }
@@ -177,8 +193,14 @@ def node_row(node: Node) -> dict[str, str]:
 class Table:
     """Rows that display as an HTML table in a notebook and as aligned text elsewhere."""
 
-    def __init__(self, rows: Sequence[dict[str, str]], columns: Sequence[str], *, title: str = "",
-                 empty: str = "(nothing)") -> None:
+    def __init__(
+        self,
+        rows: Sequence[dict[str, str]],
+        columns: Sequence[str],
+        *,
+        title: str = "",
+        empty: str = "(nothing)",
+    ) -> None:
         self.rows = list(rows)
         self.columns = tuple(columns)
         self.title = title
@@ -208,8 +230,10 @@ class Table:
         esc = html.escape
         head = "".join(f"<th style='text-align:left'>{esc(c.replace('_', ' '))}</th>" for c in self.columns)
         body = "".join(
-            "<tr>" + "".join(f"<td style='text-align:left'>{esc(r.get(c, ''))}</td>" for c in self.columns)
-            + "</tr>" for r in self.rows
+            "<tr>"
+            + "".join(f"<td style='text-align:left'>{esc(r.get(c, ''))}</td>" for c in self.columns)
+            + "</tr>"
+            for r in self.rows
         )
         if not self.rows:
             body = f"<tr><td colspan='{len(self.columns)}'>{esc(self.empty)}</td></tr>"

@@ -27,7 +27,14 @@ from slurmlab.core.palette import FAILED, OK
 from slurmlab.errors import SlurmlabError
 from slurmlab.widgets.live import LiveUpdater, get_updater
 
-__all__ = ["PickerState", "SandboxPicker", "outcome_line", "profile_choices", "profile_label", "sandbox_picker"]
+__all__ = [
+    "PickerState",
+    "SandboxPicker",
+    "outcome_line",
+    "profile_choices",
+    "profile_label",
+    "sandbox_picker",
+]
 
 DEFAULT_PROFILE = "dgx-h100"  # the sandbox's own default (the room cannot import it: it reads the profiles)
 STATES = ("idle", "starting", "ready", "failed")
@@ -47,7 +54,11 @@ def profile_label(name: str, data: Mapping[str, object]) -> str:
     parts = []
     if isinstance(nodes, int) and isinstance(gpus, list):
         models = sorted({str(g.get("model")) for g in gpus if isinstance(g, dict) and g.get("model")})
-        parts.append(f"{nodes} node{'s' if nodes != 1 else ''} × {len(gpus)} {'/'.join(models)} GPUs".replace("  ", " "))
+        parts.append(
+            f"{nodes} node{'s' if nodes != 1 else ''} × {len(gpus)} {'/'.join(models)} GPUs".replace(
+                "  ", " "
+            )
+        )
     if data.get("mig"):
         parts.append("MIG slices")
     if isinstance(data.get("shards_per_gpu"), int) and data.get("shards_per_gpu"):
@@ -75,17 +86,22 @@ def outcome_line(name: str, result: object = None, error: BaseException | None =
     """What the picker says when ``start(name)`` has returned ``result`` or raised ``error``: one line."""
     if error is None:
         said = _one_line(str(result).splitlines()[0]) if result is not None and str(result).strip() else ""
-        return (said or f"sandbox {name} is up; this kernel uses it") + \
-            " · next: %sinfo, then %salloc --gpus=1 -t 10"
+        return (
+            said or f"sandbox {name} is up; this kernel uses it"
+        ) + " · next: %sinfo, then %salloc --gpus=1 -t 10"
     ours = _slurmlab_error(error)
     if ours is not None:
         fix = f" → {_one_line(ours.hint)}" if ours.hint else ""
         return f"sandbox {name} did not start: {_one_line(ours.message)}{fix}"
-    if type(error).__name__ == "UsageError":  # IPython's: the magics' words for a user's mistake, fix included
+    if (
+        type(error).__name__ == "UsageError"
+    ):  # IPython's: the magics' words for a user's mistake, fix included
         return f"sandbox {name} did not start: {_one_line(str(error))}"
     # an unexpected failure still gets one line, never a traceback in the notebook
-    return (f"sandbox {name} did not start: {type(error).__name__}: {_one_line(str(error))} → see "
-            f"`slurmlab sandbox status --profile {name}` and the sandbox's log folder")
+    return (
+        f"sandbox {name} did not start: {type(error).__name__}: {_one_line(str(error))} → see "
+        f"`slurmlab sandbox status --profile {name}` and the sandbox's log folder"
+    )
 
 
 @dataclass
@@ -100,37 +116,58 @@ class PickerState:
     def text(self, now: float | None = None) -> str:
         if self.state == "starting":
             waited = int((time.monotonic() if now is None else now) - self.started_at)
-            return (f"starting sandbox {self.profile}… {waited} s (usually 15-70 s; the kernel stays free, "
-                    "you can run other cells)")
+            return (
+                f"starting sandbox {self.profile}… {waited} s (usually 15-70 s; the kernel stays free, "
+                "you can run other cells)"
+            )
         return self.line
 
 
 class SandboxPicker:
     """``SandboxPicker(start)``; ``.widget`` is the dropdown, the Start button and the status line."""
 
-    def __init__(self, start: Callable[[str], object], *, profiles: Sequence[tuple[str, str]] | None = None,
-                 intro: str | None = None, updater: LiveUpdater | None = None) -> None:
+    def __init__(
+        self,
+        start: Callable[[str], object],
+        *,
+        profiles: Sequence[tuple[str, str]] | None = None,
+        intro: str | None = None,
+        updater: LiveUpdater | None = None,
+    ) -> None:
         w = require("ipywidgets", feature="the sandbox picker", extra="widgets")
         self._start = start
         self.updater = updater or get_updater()
         self.choices = list(profiles) if profiles is not None else profile_choices()
         if not self.choices:
-            raise SlurmlabError("no sandbox hardware profiles found in this installation",
-                                hint="reinstall slurmlab: pip install --force-reinstall 'slurmlab[all]'")
+            raise SlurmlabError(
+                "no sandbox hardware profiles found in this installation",
+                hint="reinstall slurmlab: pip install --force-reinstall 'slurmlab[all]'",
+            )
         names = [name for _, name in self.choices]
         self.model = PickerState()
         self.tick: float | None = None  # ticks only while starting, for the seconds waited
         self._lock = threading.Lock()
         self.thread: threading.Thread | None = None
-        self.dropdown = w.Dropdown(options=self.choices, value=DEFAULT_PROFILE if DEFAULT_PROFILE in names else names[0],
-                                   description="Profile", layout=w.Layout(width="auto"))
+        self.dropdown = w.Dropdown(
+            options=self.choices,
+            value=DEFAULT_PROFILE if DEFAULT_PROFILE in names else names[0],
+            description="Profile",
+            layout=w.Layout(width="auto"),
+        )
         self.button = w.Button(description="Start sandbox", button_style="primary", icon="play")
         self.button.add_class("slurmlab-sandbox-start")
         self.status = w.HTML(value="")
         self.status.add_class("slurmlab-sandbox-status")
-        text = intro if intro is not None else (
-            "Start a local Slurm sandbox on this machine: a real Slurm with stand-in GPUs from a hardware profile.")
-        self.widget = w.VBox([w.HTML(value=html.escape(text)), w.HBox([self.dropdown, self.button]), self.status])
+        text = (
+            intro
+            if intro is not None
+            else (
+                "Start a local Slurm sandbox on this machine: a real Slurm with stand-in GPUs from a hardware profile."
+            )
+        )
+        self.widget = w.VBox(
+            [w.HTML(value=html.escape(text)), w.HBox([self.dropdown, self.button]), self.status]
+        )
         self.widget.add_class("slurmlab-sandbox-picker")
         self.button.on_click(lambda _b: self.start())
         self._shown = ""  # the state whose CSS class the status line carries

@@ -24,8 +24,15 @@ from typing import Any
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @dataclass(frozen=True)
@@ -52,8 +59,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def running_lab(base: Path, env: Mapping[str, str], *, ready_path: str = "api/status",
-                timeout: float = 90) -> Iterator[Lab]:
+def running_lab(
+    base: Path, env: Mapping[str, str], *, ready_path: str = "api/status", timeout: float = 90
+) -> Iterator[Lab]:
     """Start ``jupyter lab`` in ``base`` (root, workspaces, settings, config, log) until the block ends."""
     root = base / "root"
     for sub in ("root", "workspaces", "config", "runtime"):
@@ -62,17 +70,36 @@ def running_lab(base: Path, env: Mapping[str, str], *, ready_path: str = "api/st
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
     port, token = _free_port(), secrets.token_hex(16)
-    full_env = {**os.environ, **env, "JUPYTER_CONFIG_DIR": str(base / "config"),
-                "JUPYTER_RUNTIME_DIR": str(base / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
-                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    full_env = {
+        **os.environ,
+        **env,
+        "JUPYTER_CONFIG_DIR": str(base / "config"),
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     log_path = base / "lab.log"
     with log_path.open("w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-             f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-             f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={base / 'workspaces'}",
-             "--ServerApp.allow_root=True"],
-            env=full_env, stdout=log, stderr=subprocess.STDOUT, cwd=root, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                f"--LabApp.workspaces_dir={base / 'workspaces'}",
+                "--ServerApp.allow_root=True",
+            ],
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=root,
+            start_new_session=True,
+        )
         lab = Lab(f"http://127.0.0.1:{port}", token, root)
         try:
             deadline = time.monotonic() + timeout

@@ -17,11 +17,23 @@ KERNEL_NAME = "Python 3 (ipykernel)"
 
 def write_notebook(path: Path, cells: list[str]) -> None:
     """Code cells with no outputs, as a user would open them."""
-    body = [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
-             "source": src} for i, src in enumerate(cells)]
-    nb = {"cells": body, "metadata": {"kernelspec": {"display_name": KERNEL_NAME, "language": "python",
-                                                     "name": "python3"}},
-          "nbformat": 4, "nbformat_minor": 5}
+    body = [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": f"c{i}",
+            "metadata": {},
+            "outputs": [],
+            "source": src,
+        }
+        for i, src in enumerate(cells)
+    ]
+    nb = {
+        "cells": body,
+        "metadata": {"kernelspec": {"display_name": KERNEL_NAME, "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     path.write_text(json.dumps(nb))
 
 
@@ -37,9 +49,11 @@ class NotebookPage:
         self.page.locator(".jp-Notebook").first.wait_for(timeout=timeout * 1000)
         # the notebook's own toolbar (the running-sessions panel also lists kernel names, hidden)
         self.page.locator(".jp-NotebookPanel-toolbar").get_by_text(KERNEL_NAME).first.wait_for(
-            timeout=timeout * 1000)
+            timeout=timeout * 1000
+        )
         self.page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(
-            timeout=timeout * 1000)
+            timeout=timeout * 1000
+        )
 
     def cell(self, index: int) -> Any:
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
@@ -63,8 +77,10 @@ class NotebookPage:
             if re.search(r"\[\d+\]", now) and (now != before or running_seen):
                 return self.output_text(index)
             if time.monotonic() > deadline:
-                raise AssertionError(f"cell {index} still running after {timeout} s (prompt {now!r}); "
-                                     f"it shows: {self.output_text(index)[-1500:]!r}")
+                raise AssertionError(
+                    f"cell {index} still running after {timeout} s (prompt {now!r}); "
+                    f"it shows: {self.output_text(index)[-1500:]!r}"
+                )
             time.sleep(0.2)
 
     def run(self, index: int, timeout: float = 60) -> str:

@@ -24,8 +24,12 @@ CELLS = [
 def _lesson(folder: Path) -> None:
     nbformat = pytest.importorskip("nbformat")
     v4 = nbformat.v4
-    nb = v4.new_notebook(cells=[v4.new_markdown_cell("# A lesson with a figure\nThe topology of a DGX H100."),
-                                *(v4.new_code_cell(source) for source in CELLS)])
+    nb = v4.new_notebook(
+        cells=[
+            v4.new_markdown_cell("# A lesson with a figure\nThe topology of a DGX H100."),
+            *(v4.new_code_cell(source) for source in CELLS),
+        ]
+    )
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, str(folder / "00-figure.ipynb"))
 
@@ -72,8 +76,9 @@ def page() -> Iterator[tuple[Any, list[str], list[str]]]:
             chromium.close()
 
 
-def test_the_lesson_page_draws_its_bokeh_figure_offline(course: Path, page: tuple[Any, list[str], list[str]]
-                                                        ) -> None:
+def test_the_lesson_page_draws_its_bokeh_figure_offline(
+    course: Path, page: tuple[Any, list[str], list[str]]
+) -> None:
     tab, refused, errors = page
     tab.goto((course / "00-figure.html").as_uri())
     # BokehJS came inline with the figure: its root fills with a canvas (inside Bokeh's shadow DOM)
@@ -88,8 +93,9 @@ def test_the_lesson_page_draws_its_bokeh_figure_offline(course: Path, page: tupl
     assert errors == [], errors
 
 
-def test_a_widget_shows_its_saved_text_not_loading_widget(course: Path, page: tuple[Any, list[str], list[str]]
-                                                          ) -> None:
+def test_a_widget_shows_its_saved_text_not_loading_widget(
+    course: Path, page: tuple[Any, list[str], list[str]]
+) -> None:
     tab, refused, _errors = page
     tab.goto((course / "00-figure.html").as_uri())
     text = tab.inner_text("body")
@@ -99,8 +105,9 @@ def test_a_widget_shows_its_saved_text_not_loading_widget(course: Path, page: tu
     assert refused == []
 
 
-def test_the_index_links_the_lesson_and_says_how_widgets_show(course: Path,
-                                                              page: tuple[Any, list[str], list[str]]) -> None:
+def test_the_index_links_the_lesson_and_says_how_widgets_show(
+    course: Path, page: tuple[Any, list[str], list[str]]
+) -> None:
     tab, refused, errors = page
     tab.goto((course / "index.html").as_uri())
     link = tab.get_by_role("link", name="A lesson with a figure")

@@ -63,7 +63,9 @@ def _job_id(text: str) -> str:
 def lab(slurm_sandbox: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     require_browser()
     base = tmp_path_factory.mktemp("lab-first-hour")
-    runtime = base / "xdg-runtime"  # where a notebook's `%slurm sandbox up` puts its sandbox, and the server looks
+    runtime = (
+        base / "xdg-runtime"
+    )  # where a notebook's `%slurm sandbox up` puts its sandbox, and the server looks
     runtime.mkdir(mode=0o700)
     env = {**slurm_sandbox.env(), "SLURMLAB_POLL_INTERVAL": "1", "XDG_RUNTIME_DIR": str(runtime)}
     with running_lab(base, env) as server:
@@ -103,14 +105,20 @@ def _open(browser: Any, lab: Lab, name: str, cells: list[str]) -> NotebookPage:
 
 # 1 and 7: no cluster, help and typos -------------------------------------------------------------------------
 
+
 def test_no_slurm_says_so_in_one_line_and_offers_the_sandbox(browser: Any, bare_lab: Lab) -> None:
-    nb = _open(browser, bare_lab, "no-slurm.ipynb", [
-        "%load_ext slurmlab",
-        "%sinfo",
-        "%salloc --help",
-        "%salloc --gpus=1 \u2013t 10",
-        "%slurm sandbox up --profile no-such-profile",
-    ])
+    nb = _open(
+        browser,
+        bare_lab,
+        "no-slurm.ipynb",
+        [
+            "%load_ext slurmlab",
+            "%sinfo",
+            "%salloc --help",
+            "%salloc --gpus=1 \u2013t 10",
+            "%slurm sandbox up --profile no-such-profile",
+        ],
+    )
     try:
         nb.run(0)
         out = nb.run(1)
@@ -142,17 +150,24 @@ def test_no_slurm_says_so_in_one_line_and_offers_the_sandbox(browser: Any, bare_
 
 # 2 and 3: accidental allocations, the default allocation -----------------------------------------------------
 
-def test_rerun_reuses_no_gpu_is_refused_and_default_is_the_newest_live(browser: Any, lab: Lab,
-                                                                      slurm_sandbox: Any) -> None:
-    nb = _open(browser, lab, "accidents.ipynb", [
-        "%load_ext slurmlab",
-        "x = %salloc --gpus=1 -t 5",
-        "print('JOB', x.job_id)",
-        "%salloc -t 5",
-        "y = %salloc --gpus=1 -t 5\ny.wait('RUNNING', timeout=60)\nprint('JOB', y.job_id)",
-        "y.cancel()\ny.wait('CANCELLED', timeout=60)",
-        "%srun printenv SLURM_JOB_ID",
-    ])
+
+def test_rerun_reuses_no_gpu_is_refused_and_default_is_the_newest_live(
+    browser: Any, lab: Lab, slurm_sandbox: Any
+) -> None:
+    nb = _open(
+        browser,
+        lab,
+        "accidents.ipynb",
+        [
+            "%load_ext slurmlab",
+            "x = %salloc --gpus=1 -t 5",
+            "print('JOB', x.job_id)",
+            "%salloc -t 5",
+            "y = %salloc --gpus=1 -t 5\ny.wait('RUNNING', timeout=60)\nprint('JOB', y.job_id)",
+            "y.cancel()\ny.wait('CANCELLED', timeout=60)",
+            "%srun printenv SLURM_JOB_ID",
+        ],
+    )
     jobs: list[str] = []
     try:
         nb.run(0)
@@ -190,11 +205,16 @@ def test_rerun_reuses_no_gpu_is_refused_and_default_is_the_newest_live(browser: 
 
 
 def test_no_allocation_message_lists_the_live_ones(browser: Any, lab: Lab, slurm_sandbox: Any) -> None:
-    nb = _open(browser, lab, "none-live.ipynb", [
-        "%load_ext slurmlab",
-        "a = %salloc --gpus=1 -t 5\na.cancel()\na.wait('CANCELLED', timeout=60)",
-        "%srun hostname",
-    ])
+    nb = _open(
+        browser,
+        lab,
+        "none-live.ipynb",
+        [
+            "%load_ext slurmlab",
+            "a = %salloc --gpus=1 -t 5\na.cancel()\na.wait('CANCELLED', timeout=60)",
+            "%srun hostname",
+        ],
+    )
     try:
         nb.run(0)
         nb.run(1, timeout=90)
@@ -207,13 +227,19 @@ def test_no_allocation_message_lists_the_live_ones(browser: Any, lab: Lab, slurm
 
 # 4: saved outputs never claim a live state ---------------------------------------------------------------------
 
+
 def test_a_reopened_notebook_says_as_of_and_re_run(browser: Any, lab: Lab, slurm_sandbox: Any) -> None:
     name = "saved.ipynb"
-    nb = _open(browser, lab, name, [
-        "%load_ext slurmlab",
-        "a = %salloc --gpus=1 -t 5\na",
-        "a.wait('RUNNING', timeout=60)",
-    ])
+    nb = _open(
+        browser,
+        lab,
+        name,
+        [
+            "%load_ext slurmlab",
+            "a = %salloc --gpus=1 -t 5\na",
+            "a.wait('RUNNING', timeout=60)",
+        ],
+    )
     try:
         nb.run(0)
         job = _job_id(nb.run(1))
@@ -244,15 +270,22 @@ def test_a_reopened_notebook_says_as_of_and_re_run(browser: Any, lab: Lab, slurm
 
 # 5: jobs left by a crashed kernel ------------------------------------------------------------------------------
 
-def test_jobs_left_by_a_crashed_kernel_are_listed_with_attach_and_cancel(browser: Any, lab: Lab,
-                                                                          slurm_sandbox: Any) -> None:
-    nb = _open(browser, lab, "crash.ipynb", [
-        "%load_ext slurmlab",
-        "a = %salloc --gpus=1 -t 5\na.wait('RUNNING', timeout=60)",
-        "import os\nfrom slurmlab.slurm.guardian import get_guardian\n"
-        "print('PIDS', os.getpid(), get_guardian().pid)",
-        "%load_ext slurmlab\n%slurm",
-    ])
+
+def test_jobs_left_by_a_crashed_kernel_are_listed_with_attach_and_cancel(
+    browser: Any, lab: Lab, slurm_sandbox: Any
+) -> None:
+    nb = _open(
+        browser,
+        lab,
+        "crash.ipynb",
+        [
+            "%load_ext slurmlab",
+            "a = %salloc --gpus=1 -t 5\na.wait('RUNNING', timeout=60)",
+            "import os\nfrom slurmlab.slurm.guardian import get_guardian\n"
+            "print('PIDS', os.getpid(), get_guardian().pid)",
+            "%load_ext slurmlab\n%slurm",
+        ],
+    )
     job = None
     try:
         nb.run(0)
@@ -285,15 +318,21 @@ def test_jobs_left_by_a_crashed_kernel_are_listed_with_attach_and_cancel(browser
 
 # 6 and 7: the sandbox says where it is not a real cluster; a step over the allocation ---------------------------
 
+
 def test_sandbox_nvidia_smi_binding_and_isolation_agree(browser: Any, lab: Lab, slurm_sandbox: Any) -> None:
-    nb = _open(browser, lab, "sandbox-truth.ipynb", [
-        "%load_ext slurmlab",
-        "a = %salloc -N1 -n2 --gpus-per-task=1 -t 5\na.wait('RUNNING', timeout=60)",
-        "%srun -n1 nvidia-smi -L",
-        "print(a.explain_binding())",
-        "%gpu_isolation",
-        "%srun -n4 hostname",
-    ])
+    nb = _open(
+        browser,
+        lab,
+        "sandbox-truth.ipynb",
+        [
+            "%load_ext slurmlab",
+            "a = %salloc -N1 -n2 --gpus-per-task=1 -t 5\na.wait('RUNNING', timeout=60)",
+            "%srun -n1 nvidia-smi -L",
+            "print(a.explain_binding())",
+            "%gpu_isolation",
+            "%srun -n4 hostname",
+        ],
+    )
     try:
         nb.run(0)
         job = _job_id(nb.run(1, timeout=90))
@@ -322,18 +361,25 @@ def test_sandbox_nvidia_smi_binding_and_isolation_agree(browser: Any, lab: Lab, 
 
 # 8: impossible requests are refused; pending ones are explained ----------------------------------------------
 
+
 def test_impossible_refused_and_pending_explained(browser: Any, lab: Lab, slurm_sandbox: Any) -> None:
     from slurmlab.slurm.allocation import Allocation
 
-    nb = _open(browser, lab, "pending.ipynb", [
-        "%load_ext slurmlab",
-        "%salloc -n 1000 --gpus=1 -t 5",
-        "p = %salloc --gpus=1 -t 5\np",
-        "%squeue",
-    ])
+    nb = _open(
+        browser,
+        lab,
+        "pending.ipynb",
+        [
+            "%load_ext slurmlab",
+            "%salloc -n 1000 --gpus=1 -t 5",
+            "p = %salloc --gpus=1 -t 5\np",
+            "%squeue",
+        ],
+    )
     runner = slurm_sandbox.runner()
-    blocker = Allocation.submit([f"-N{len(slurm_sandbox.nodes)}", "--gpus-per-node=8", "-t", "5"],
-                                runner=runner, release_at_exit=True)
+    blocker = Allocation.submit(
+        [f"-N{len(slurm_sandbox.nodes)}", "--gpus-per-node=8", "-t", "5"], runner=runner, release_at_exit=True
+    )
     try:
         blocker.wait("RUNNING", timeout=60)
         nb.run(0)
@@ -348,7 +394,9 @@ def test_impossible_refused_and_pending_explained(browser: Any, lab: Lab, slurm_
         browser.wait_for_function(
             "() => { const p = document.querySelectorAll('.slurmlab-allocation'); "
             "return p.length && /pending for/i.test(p[p.length-1].innerText) "
-            "&& /expected start/i.test(p[p.length-1].innerText); }", timeout=30_000)
+            "&& /expected start/i.test(p[p.length-1].innerText); }",
+            timeout=30_000,
+        )
         text = panel.inner_text()
         assert re.search(r"in use by other jobs|waiting", text, re.I), text
         _shot(browser, "8-pending")
@@ -364,16 +412,23 @@ def test_impossible_refused_and_pending_explained(browser: Any, lab: Lab, slurm_
 
 # 10: pictures without boilerplate, one-line errors, notebooks from the wheel ---------------------------------
 
-def test_pictures_draw_themselves_for_every_node_and_errors_are_one_line(browser: Any, lab: Lab,
-                                                                        slurm_sandbox: Any) -> None:
-    nb = _open(browser, lab, "pictures.ipynb", [
-        "%load_ext slurmlab",
-        "x = %salloc -N2 --gpus-per-node=1 -t 5\nx.wait('RUNNING', timeout=60)",
-        "x.topology()",
-        "x.mig()",
-        "%srun -n1 sleep 60",
-        "!slurmlab notebooks course",
-    ])
+
+def test_pictures_draw_themselves_for_every_node_and_errors_are_one_line(
+    browser: Any, lab: Lab, slurm_sandbox: Any
+) -> None:
+    nb = _open(
+        browser,
+        lab,
+        "pictures.ipynb",
+        [
+            "%load_ext slurmlab",
+            "x = %salloc -N2 --gpus-per-node=1 -t 5\nx.wait('RUNNING', timeout=60)",
+            "x.topology()",
+            "x.mig()",
+            "%srun -n1 sleep 60",
+            "!slurmlab notebooks course",
+        ],
+    )
     try:
         nb.run(0)
         nb.run(1, timeout=90)
@@ -411,6 +466,7 @@ def test_pictures_draw_themselves_for_every_node_and_errors_are_one_line(browser
 
 # 9: the sidebar names its cluster and follows the one the user picks ------------------------------------------
 
+
 def _open_sidebar(page: Any) -> None:
     tab = page.locator('.jp-SideBar [data-id="slurmlab-sidebar"]')
     tab.wait_for(timeout=30_000)
@@ -419,16 +475,23 @@ def _open_sidebar(page: Any) -> None:
     page.wait_for_selector("#slurmlab-sidebar .slurmlab-NodeRow", timeout=30_000)
 
 
-def test_sidebar_follows_a_sandbox_started_in_the_notebook(browser: Any, lab: Lab, slurm_sandbox: Any) -> None:
+def test_sidebar_follows_a_sandbox_started_in_the_notebook(
+    browser: Any, lab: Lab, slurm_sandbox: Any
+) -> None:
     if not (REPO / "slurmlab" / "labextension" / "package.json").exists():
         pytest.skip("the JupyterLab extension is not built: run `make labextension` (needs node and npm)")
-    nb = _open(browser, lab, "second-cluster.ipynb", [
-        "%load_ext slurmlab",
-        "%slurm sandbox up --profile h200-mig",
-        "m = %salloc --gpus=1 -t 5\nm.wait('RUNNING', timeout=60)\nprint('JOB', m.job_id)",
-        "m.mig()",
-        "m.cancel()\n%slurm sandbox down",
-    ])
+    nb = _open(
+        browser,
+        lab,
+        "second-cluster.ipynb",
+        [
+            "%load_ext slurmlab",
+            "%slurm sandbox up --profile h200-mig",
+            "m = %salloc --gpus=1 -t 5\nm.wait('RUNNING', timeout=60)\nprint('JOB', m.job_id)",
+            "m.mig()",
+            "m.cancel()\n%slurm sandbox down",
+        ],
+    )
     try:
         nb.run(0)
         _open_sidebar(browser)
@@ -439,12 +502,16 @@ def test_sidebar_follows_a_sandbox_started_in_the_notebook(browser: Any, lab: La
         picker = browser.locator("#slurmlab-sidebar select.slurmlab-ClusterPicker")
         browser.wait_for_function(
             "() => [...document.querySelectorAll('#slurmlab-sidebar select.slurmlab-ClusterPicker option')]"
-            ".some(o => o.textContent.includes('h200-mig'))", timeout=20_000)
+            ".some(o => o.textContent.includes('h200-mig'))",
+            timeout=20_000,
+        )
         value = picker.locator("option", has_text="h200-mig").get_attribute("value")
         picker.select_option(value)
         browser.wait_for_function(
             "() => (document.querySelector('#slurmlab-sidebar .slurmlab-ClusterName') || {}).innerText"
-            "?.includes('h200-mig')", timeout=20_000)
+            "?.includes('h200-mig')",
+            timeout=20_000,
+        )
         browser.locator("#slurmlab-sidebar .slurmlab-MigSlice").first.wait_for(timeout=20_000)
         browser.locator("#slurmlab-sidebar .slurmlab-Legend").wait_for(timeout=10_000)
         cells = browser.locator("#slurmlab-sidebar .slurmlab-Gpu .slurmlab-GpuIndex")

@@ -40,7 +40,11 @@ def _sidebar(lab_url: str) -> Iterator[Any]:
 
 def _ended(sandbox: Any, *sbatch: str) -> str:
     runner = sandbox.runner()
-    job = runner.run(["sbatch", "--parsable", "-o", "/dev/null", "-t", "2", *sbatch]).stdout.strip().split(";")[0]
+    job = (
+        runner.run(["sbatch", "--parsable", "-o", "/dev/null", "-t", "2", *sbatch])
+        .stdout.strip()
+        .split(";")[0]
+    )
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline:
         out = runner.run(["sacct", "-X", "-n", "-P", "-j", job, "-o", "State"], check=False).stdout.strip()
@@ -50,8 +54,9 @@ def _ended(sandbox: Any, *sbatch: str) -> str:
     pytest.fail(f"job {job} did not end in 40 s")
 
 
-def test_recent_jobs_show_my_ended_jobs_coloured_and_in_words(sandbox_factory: Any,
-                                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_recent_jobs_show_my_ended_jobs_coloured_and_in_words(
+    sandbox_factory: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     sb = sandbox_factory("seed", 2, accounting=True)
     ok = _ended(sb, "--gres=gpu:1", "-J", "recent-ok", "--wrap", "true")
     bad = _ended(sb, "-J", "recent-fail", "--wrap", "exit 3")
@@ -59,7 +64,9 @@ def test_recent_jobs_show_my_ended_jobs_coloured_and_in_words(sandbox_factory: A
     with _lab(sb, tmp_path_factory) as server:
         with _sidebar(server.page_url("lab")) as pg:
             rows = pg.locator("#slurmlab-sidebar .slurmlab-RecentJob")
-            pg.wait_for_selector(f'#slurmlab-sidebar .slurmlab-RecentJob[data-job-id="{bad}"]', timeout=60_000)
+            pg.wait_for_selector(
+                f'#slurmlab-sidebar .slurmlab-RecentJob[data-job-id="{bad}"]', timeout=60_000
+            )
             pg.screenshot(path=str(SHOTS / "sidebar-recent-jobs.png"))
             failed = pg.locator(f'.slurmlab-RecentJob[data-job-id="{bad}"]')
             assert failed.get_attribute("data-family") == "failed"
@@ -67,14 +74,19 @@ def test_recent_jobs_show_my_ended_jobs_coloured_and_in_words(sandbox_factory: A
             done = pg.locator(f'.slurmlab-RecentJob[data-job-id="{ok}"]')
             assert done.get_attribute("data-state") == "COMPLETED" and "1 GPU" in done.inner_text()
             assert "GPU-hours" in done.locator(".slurmlab-RecentEfficiency").inner_text()
-            colours = {el.get_attribute("data-job-id"): el.locator(".slurmlab-RecentState").evaluate(
-                "n => getComputedStyle(n).color") for el in (done, failed)}
+            colours = {
+                el.get_attribute("data-job-id"): el.locator(".slurmlab-RecentState").evaluate(
+                    "n => getComputedStyle(n).color"
+                )
+                for el in (done, failed)
+            }
             assert colours[ok] != colours[bad]  # COMPLETED and FAILED look different
             assert rows.count() >= 2
 
 
-def test_without_accounting_the_section_says_how_to_turn_it_on(sandbox_factory: Any,
-                                                               tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_without_accounting_the_section_says_how_to_turn_it_on(
+    sandbox_factory: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     plain = sandbox_factory("seed", 1, accounting=False)
     with _lab(plain, tmp_path_factory) as server:
         with _sidebar(server.page_url("lab")) as pg:

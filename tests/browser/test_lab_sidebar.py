@@ -94,12 +94,16 @@ def test_outside_job_appears_and_cancel_removes_it(page: Any, slurm_sandbox: Any
         # the server polls every 1 s, the sidebar asks every SIDEBAR_REFRESH_S: allow both plus slack
         row.wait_for(timeout=(SIDEBAR_REFRESH_S + 1 + 4) * 1000)
         assert "RUNNING" in row.locator(".slurmlab-JobState").inner_text()
-        held = page.locator(f'#slurmlab-sidebar .slurmlab-Gpu[data-jobs~="{job}"], '
-                            f'#slurmlab-sidebar .slurmlab-Gpu[data-jobs="{job}"]')
+        held = page.locator(
+            f'#slurmlab-sidebar .slurmlab-Gpu[data-jobs~="{job}"], '
+            f'#slurmlab-sidebar .slurmlab-Gpu[data-jobs="{job}"]'
+        )
         page.wait_for_function(
             "job => [...document.querySelectorAll('#slurmlab-sidebar .slurmlab-Gpu')]"
             ".filter(c => (c.dataset.jobs || '').split(',').includes(job)).length === 3",
-            arg=job, timeout=(SIDEBAR_REFRESH_S + 5) * 1000)
+            arg=job,
+            timeout=(SIDEBAR_REFRESH_S + 5) * 1000,
+        )
         assert held.count() >= 1
         page.screenshot(path=str(SHOTS / "sidebar-job-running.png"))
 
@@ -120,7 +124,6 @@ def test_outside_job_appears_and_cancel_removes_it(page: Any, slurm_sandbox: Any
         slurm_sandbox.runner().run(["scancel", job], check=False)
 
 
-
 def test_shards_are_drawn_as_a_fraction(page: Any, slurm_sandbox: Any) -> None:
     per_gpu = slurm_sandbox.profile.shards_per_gpu
     if not per_gpu:
@@ -128,7 +131,8 @@ def test_shards_are_drawn_as_a_fraction(page: Any, slurm_sandbox: Any) -> None:
     job = _salloc(slurm_sandbox, "-N1", "--gres=shard:2")
     try:
         cell = page.locator("#slurmlab-sidebar .slurmlab-Gpu", has=page.locator(".slurmlab-Shards")).filter(
-            has_text=f"2/{per_gpu}")
+            has_text=f"2/{per_gpu}"
+        )
         cell.first.wait_for(timeout=(SIDEBAR_REFRESH_S + 5) * 1000)
         assert job in (cell.first.get_attribute("data-jobs") or "").split(",")
         page.screenshot(path=str(SHOTS / "sidebar-shards.png"))
@@ -145,8 +149,11 @@ def _sbatch(sandbox: Any, name: str, *args: str) -> str:
 def test_sidebar_names_its_cluster(page: Any, slurm_sandbox: Any) -> None:
     name = page.locator("#slurmlab-sidebar .slurmlab-ClusterName")
     expected = f"sandbox · sandbox {slurm_sandbox.profile_name}"
-    page.wait_for_function("text => document.querySelector('#slurmlab-sidebar .slurmlab-ClusterName')"
-                           ".textContent === text", arg=expected, timeout=10_000)
+    page.wait_for_function(
+        "text => document.querySelector('#slurmlab-sidebar .slurmlab-ClusterName').textContent === text",
+        arg=expected,
+        timeout=10_000,
+    )
     assert name.get_attribute("data-sandbox") == slurm_sandbox.profile_name
     picker = page.locator("#slurmlab-sidebar select.slurmlab-ClusterPicker")
     assert picker.input_value() == name.get_attribute("data-cluster")
@@ -162,12 +169,16 @@ def test_picker_follows_a_sandbox_started_later(page: Any, slurm_sandbox: Any, s
     try:
         found = page.wait_for_function(
             "ends => [...document.querySelectorAll('#slurmlab-sidebar select.slurmlab-ClusterPicker option')]"
-            ".find(o => ends.some(e => o.textContent.endsWith(e)))?.value", arg=mig_label,
-            timeout=(SIDEBAR_REFRESH_S + 5) * 1000)
+            ".find(o => ends.some(e => o.textContent.endsWith(e)))?.value",
+            arg=mig_label,
+            timeout=(SIDEBAR_REFRESH_S + 5) * 1000,
+        )
     except Exception:
         page.screenshot(path=str(SHOTS / "sidebar-picker-failed.png"))
-        options = page.evaluate("() => [...document.querySelectorAll('#slurmlab-sidebar .slurmlab-ClusterPicker "
-                                "option')].map(o => [o.value, o.textContent])")
+        options = page.evaluate(
+            "() => [...document.querySelectorAll('#slurmlab-sidebar .slurmlab-ClusterPicker "
+            "option')].map(o => [o.value, o.textContent])"
+        )
         error = page.locator("#slurmlab-sidebar .slurmlab-Error").inner_text()
         pytest.fail(f"no h200-mig sandbox in the picker; it lists {options}; the sidebar says {error!r}")
     if not was_running:  # the sidebar says that a new one runs
@@ -179,7 +190,9 @@ def test_picker_follows_a_sandbox_started_later(page: Any, slurm_sandbox: Any, s
         "nodes => { const rows = [...document.querySelectorAll('#slurmlab-sidebar .slurmlab-NodeRow')];"
         " return rows.length === nodes.length && rows.every(r => nodes.includes(r.dataset.node))"
         " && document.querySelectorAll('#slurmlab-sidebar .slurmlab-Gpu.slurmlab-mod-mig').length > 0; }",
-        arg=list(mig.nodes), timeout=15_000)
+        arg=list(mig.nodes),
+        timeout=15_000,
+    )
     name = page.locator("#slurmlab-sidebar .slurmlab-ClusterName")
     assert name.inner_text().endswith(tuple(mig_label))
     mig_cell = page.locator("#slurmlab-sidebar .slurmlab-Gpu.slurmlab-mod-mig").first
@@ -190,17 +203,25 @@ def test_picker_follows_a_sandbox_started_later(page: Any, slurm_sandbox: Any, s
     # the choice lasts for the browser session: a reload keeps it
     page.reload()
     page.wait_for_selector("#slurmlab-sidebar .slurmlab-NodeRow", timeout=30_000)
-    page.wait_for_function("ends => ends.some(e => (document.querySelector('#slurmlab-sidebar "
-                           ".slurmlab-ClusterName') || {}).textContent?.endsWith(e))", arg=mig_label, timeout=15_000)
+    page.wait_for_function(
+        "ends => ends.some(e => (document.querySelector('#slurmlab-sidebar "
+        ".slurmlab-ClusterName') || {}).textContent?.endsWith(e))",
+        arg=mig_label,
+        timeout=15_000,
+    )
     # and back to the first one
     picker.select_option(label=f"sandbox · sandbox {slurm_sandbox.profile_name}")
     page.wait_for_function(
         "nodes => [...document.querySelectorAll('#slurmlab-sidebar .slurmlab-NodeRow')]"
         ".map(r => r.dataset.node).sort().join() === nodes.join()",
-        arg=sorted(slurm_sandbox.nodes), timeout=15_000)
+        arg=sorted(slurm_sandbox.nodes),
+        timeout=15_000,
+    )
 
 
-def test_twelve_jobs_differ_with_numbered_gpus_a_legend_and_one_line_names(page: Any, slurm_sandbox: Any) -> None:
+def test_twelve_jobs_differ_with_numbered_gpus_a_legend_and_one_line_names(
+    page: Any, slurm_sandbox: Any
+) -> None:
     gpus = len(slurm_sandbox.profile.gpus) * len(slurm_sandbox.nodes)
     if gpus < 13:
         pytest.skip(f"profile {slurm_sandbox.profile_name} has {gpus} GPUs; this needs 13")
@@ -210,15 +231,20 @@ def test_twelve_jobs_differ_with_numbered_gpus_a_legend_and_one_line_names(page:
     try:
         page.wait_for_function(
             "n => document.querySelectorAll('#slurmlab-sidebar .slurmlab-Gpu[data-state=\"job\"]').length >= n",
-            arg=12, timeout=(SIDEBAR_REFRESH_S + 5) * 1000)
+            arg=12,
+            timeout=(SIDEBAR_REFRESH_S + 5) * 1000,
+        )
         colours = page.evaluate(
             "jobs => jobs.map(j => { const c = [...document.querySelectorAll('#slurmlab-sidebar .slurmlab-Gpu')]"
             ".find(c => (c.dataset.jobs || '').split(',').includes(j)); return c ? c.style.background : null; })",
-            jobs)
+            jobs,
+        )
         assert None not in colours and len(set(colours)) == 12, colours
         # every cell is numbered with its GPU index
-        numbers = page.evaluate("() => [...document.querySelectorAll('#slurmlab-sidebar .slurmlab-NodeRow .slurmlab-Gpu')]"
-                                ".map(c => [c.dataset.gpu, c.querySelector('.slurmlab-GpuIndex')?.textContent])")
+        numbers = page.evaluate(
+            "() => [...document.querySelectorAll('#slurmlab-sidebar .slurmlab-NodeRow .slurmlab-Gpu')]"
+            ".map(c => [c.dataset.gpu, c.querySelector('.slurmlab-GpuIndex')?.textContent])"
+        )
         assert numbers and all(a == b for a, b in numbers), numbers
         # the legend names each job beside its colour, and the kinds of cells
         legend = page.locator("#slurmlab-sidebar .slurmlab-Legend")
@@ -229,8 +255,10 @@ def test_twelve_jobs_differ_with_numbered_gpus_a_legend_and_one_line_names(page:
         # a long name stays on one line, cut with an ellipsis, the whole name in its title
         name = page.locator(f'#slurmlab-sidebar tr.slurmlab-Job[data-job-id="{jobs[0]}"] .slurmlab-JobName')
         assert name.get_attribute("title") == f"{long_name}00"
-        line_height = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector("
-                                    "'#slurmlab-sidebar .slurmlab-JobName')).fontSize) * 1.6")
+        line_height = page.evaluate(
+            "() => parseFloat(getComputedStyle(document.querySelector("
+            "'#slurmlab-sidebar .slurmlab-JobName')).fontSize) * 1.6"
+        )
         assert name.bounding_box()["height"] <= line_height
         # the pending job says why in words, for how long, and when Slurm expects it to start
         pending = page.locator(f'#slurmlab-sidebar tr.slurmlab-PendingRow[data-job-id="{waiting}"]')
@@ -239,7 +267,9 @@ def test_twelve_jobs_differ_with_numbered_gpus_a_legend_and_one_line_names(page:
         page.wait_for_function(
             "job => (document.querySelector(`#slurmlab-sidebar tr.slurmlab-PendingRow[data-job-id='${job}'] "
             ".slurmlab-Reason`) || {}).textContent?.includes('waiting for resources')",
-            arg=waiting, timeout=(SIDEBAR_REFRESH_S + 35) * 1000)
+            arg=waiting,
+            timeout=(SIDEBAR_REFRESH_S + 35) * 1000,
+        )
         text = pending.inner_text()
         assert "waiting for resources" in text and "pending for" in text, text
         assert pending.locator(".slurmlab-Reason").get_attribute("title") == "Slurm's reason: Resources"
@@ -250,7 +280,6 @@ def test_twelve_jobs_differ_with_numbered_gpus_a_legend_and_one_line_names(page:
             slurm_sandbox.runner().run(["scancel", job], check=False)
 
 
-
 def _large_nodes_answer(nodes: int = 1000, per_node: int = 8, jobs: int = 3121) -> dict[str, Any]:
     """A nodes answer of a real cluster's size (the contract's shape): ``jobs`` GPUs held, one job each."""
     answer = []
@@ -259,11 +288,29 @@ def _large_nodes_answer(nodes: int = 1000, per_node: int = 8, jobs: int = 3121) 
         for i in range(per_node):
             k = n * per_node + i
             held = [str(100000 + k)] if k < jobs else []
-            gpus.append({"index": i, "type": "h100", "mig": False, "jobs": held, "shards_used": 0,
-                         "shards_total": 0, "whole": bool(held)})
-        answer.append({"name": f"gpu{n:04d}", "state": "DRAINED" if n == nodes - 1 else "MIXED",
-                       "partitions": ["gpu"], "cpus": 112, "alloc_cpus": 8, "gres": f"gpu:h100:{per_node}",
-                       "reason": None, "gpus": gpus})
+            gpus.append(
+                {
+                    "index": i,
+                    "type": "h100",
+                    "mig": False,
+                    "jobs": held,
+                    "shards_used": 0,
+                    "shards_total": 0,
+                    "whole": bool(held),
+                }
+            )
+        answer.append(
+            {
+                "name": f"gpu{n:04d}",
+                "state": "DRAINED" if n == nodes - 1 else "MIXED",
+                "partitions": ["gpu"],
+                "cpus": 112,
+                "alloc_cpus": 8,
+                "gres": f"gpu:h100:{per_node}",
+                "reason": None,
+                "gpus": gpus,
+            }
+        )
     return {"nodes": answer, "problems": []}
 
 
@@ -272,8 +319,10 @@ def test_a_large_cluster_is_drawn_on_a_canvas(page: Any, slurm_sandbox: Any) -> 
     import json
 
     body = json.dumps(_large_nodes_answer())
-    page.route("**/slurmlab/api/nodes*", lambda route: route.fulfill(
-        status=200, content_type="application/json", body=body))
+    page.route(
+        "**/slurmlab/api/nodes*",
+        lambda route: route.fulfill(status=200, content_type="application/json", body=body),
+    )
     canvas = page.locator("#slurmlab-sidebar canvas.slurmlab-GpuCanvas")
     canvas.wait_for(timeout=SIDEBAR_REFRESH_S * 3 * 1000)
     assert canvas.get_attribute("data-gpus") == "8000" and canvas.get_attribute("data-used") == "3121"
@@ -283,7 +332,9 @@ def test_a_large_cluster_is_drawn_on_a_canvas(page: Any, slurm_sandbox: Any) -> 
     box = canvas.bounding_box()
     assert box is not None and box["height"] > 20
     page.mouse.move(box["x"] + 2, box["y"] + 2)
-    assert re.match(r"gpu0000 GPU 0 \(h100\) · another user's job 100000", canvas.get_attribute("title") or "")
+    assert re.match(
+        r"gpu0000 GPU 0 \(h100\) · another user's job 100000", canvas.get_attribute("title") or ""
+    )
     page.screenshot(path=str(SHOTS / "sidebar-large-cluster.png"))
 
 
@@ -292,13 +343,28 @@ def _large_queue_answer(jobs: int = 10000) -> dict[str, Any]:
     out = []
     for k in range(jobs):
         pending = k % 3 == 2
-        out.append({"job_id": str(200000 + k), "display_id": str(200000 + k), "name": f"train-{k}",
-                    "user": "someone", "mine": False, "state": "PENDING" if pending else "RUNNING",
-                    "reason": "Resources" if pending else None,
-                    "reason_words": "waiting for GPUs to free up" if pending else None, "reason_hint": None,
-                    "partition": "gpu", "nodes": None if pending else f"gpu{k % 1000:04d}", "time_limit_s": 3600,
-                    "submit_time": None, "start_time": None, "expected_start": None, "ends_at": None,
-                    "gpus": [], "gres": "gres/gpu:1"})
+        out.append(
+            {
+                "job_id": str(200000 + k),
+                "display_id": str(200000 + k),
+                "name": f"train-{k}",
+                "user": "someone",
+                "mine": False,
+                "state": "PENDING" if pending else "RUNNING",
+                "reason": "Resources" if pending else None,
+                "reason_words": "waiting for GPUs to free up" if pending else None,
+                "reason_hint": None,
+                "partition": "gpu",
+                "nodes": None if pending else f"gpu{k % 1000:04d}",
+                "time_limit_s": 3600,
+                "submit_time": None,
+                "start_time": None,
+                "expected_start": None,
+                "ends_at": None,
+                "gpus": [],
+                "gres": "gres/gpu:1",
+            }
+        )
     return {"scope": "all", "user": "someone", "jobs": out, "problems": []}
 
 
@@ -307,8 +373,10 @@ def test_a_large_queue_keeps_only_the_rows_in_view_in_the_dom(page: Any, slurm_s
     import json
 
     body = json.dumps(_large_queue_answer())
-    page.route("**/slurmlab/api/queue*", lambda route: route.fulfill(
-        status=200, content_type="application/json", body=body))
+    page.route(
+        "**/slurmlab/api/queue*",
+        lambda route: route.fulfill(status=200, content_type="application/json", body=body),
+    )
     try:
         box = page.locator('#slurmlab-sidebar .slurmlab-JobTableBox[data-virtual="true"]')
         box.wait_for(timeout=SIDEBAR_REFRESH_S * 3 * 1000)

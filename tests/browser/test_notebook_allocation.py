@@ -35,11 +35,25 @@ CELLS = [
 
 
 def _notebook(path: Path) -> None:
-    cells = [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
-              "source": src} for i, src in enumerate(CELLS)]
-    nb = {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)",
-                                                      "language": "python", "name": "python3"}},
-          "nbformat": 4, "nbformat_minor": 5}
+    cells = [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": f"c{i}",
+            "metadata": {},
+            "outputs": [],
+            "source": src,
+        }
+        for i, src in enumerate(CELLS)
+    ]
+    nb = {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     path.write_text(json.dumps(nb))
 
 
@@ -110,8 +124,9 @@ def test_pending_panel_turns_running_by_itself_and_cancel_releases(page: Any, sl
 
     runner = slurm_sandbox.runner()
     n_nodes = len(slurm_sandbox.nodes)
-    blocker = Allocation.submit([f"-N{n_nodes}", "--gpus-per-node=8", "-t", "5"], runner=runner,
-                                release_at_exit=True)
+    blocker = Allocation.submit(
+        [f"-N{n_nodes}", "--gpus-per-node=8", "-t", "5"], runner=runner, release_at_exit=True
+    )
     job_id = None
     try:
         blocker.wait("RUNNING", timeout=30)
@@ -124,8 +139,12 @@ def test_pending_panel_turns_running_by_itself_and_cancel_releases(page: Any, sl
         job_id = re.search(r"allocation (\d+)", header).group(1)  # type: ignore[union-attr]
         page.wait_for_function(
             "() => document.querySelector('.slurmlab-allocation') && "
-            "document.querySelector('.slurmlab-allocation').innerText.includes('Waiting')", timeout=15_000)
-        assert "waiting for resources" in panel.inner_text().lower() or "waiting in line" in panel.inner_text()
+            "document.querySelector('.slurmlab-allocation').innerText.includes('Waiting')",
+            timeout=15_000,
+        )
+        assert (
+            "waiting for resources" in panel.inner_text().lower() or "waiting in line" in panel.inner_text()
+        )
         _shot(page, "01-pending.png")
 
         # free the GPUs from outside the notebook; no cell runs from here until RUNNING shows
@@ -141,8 +160,10 @@ def test_pending_panel_turns_running_by_itself_and_cancel_releases(page: Any, sl
         # job, then the scheduler runs): the 3 s are counted from when Slurm reports it RUNNING
         assert watcher.running_at is not None, "Slurm never reported the job RUNNING"
         panel_lag = took - (watcher.running_at - freed)
-        assert panel_lag < 3.0, (f"the panel showed RUNNING {panel_lag:.1f} s after Slurm started the job "
-                                 f"({took:.1f} s after the scancel)")
+        assert panel_lag < 3.0, (
+            f"the panel showed RUNNING {panel_lag:.1f} s after Slurm started the job "
+            f"({took:.1f} s after the scancel)"
+        )
         page.get_by_text(re.compile(r"Time left:")).first.wait_for(timeout=5_000)
         _shot(page, "02-running.png")
 

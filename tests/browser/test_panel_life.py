@@ -41,16 +41,23 @@ def _shot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / name), full_page=True)
 
 
-def test_the_panel_explains_the_wait_warns_amber_and_says_how_it_ended(nb: NotebookPage, slurm_sandbox: Any) -> None:
+def test_the_panel_explains_the_wait_warns_amber_and_says_how_it_ended(
+    nb: NotebookPage, slurm_sandbox: Any
+) -> None:
     from slurmlab.slurm import queries
     from slurmlab.slurm.allocation import Allocation
 
     if not slurm_sandbox.state.get("accounting"):
-        pytest.skip(f"the sandbox runs without accounting ({slurm_sandbox.state.get('accounting_off')}): "
-                    "the ended explanation needs sacct")
+        pytest.skip(
+            f"the sandbox runs without accounting ({slurm_sandbox.state.get('accounting_off')}): "
+            "the ended explanation needs sacct"
+        )
     runner = slurm_sandbox.runner()
-    blocker = Allocation.submit([f"-N{len(slurm_sandbox.nodes)}", "--gpus-per-node=8", "-t", "5", "-J", "blocker"],
-                                runner=runner, release_at_exit=True)
+    blocker = Allocation.submit(
+        [f"-N{len(slurm_sandbox.nodes)}", "--gpus-per-node=8", "-t", "5", "-J", "blocker"],
+        runner=runner,
+        release_at_exit=True,
+    )
     job_id = None
     page = nb.page
     try:
@@ -66,8 +73,9 @@ def test_the_panel_explains_the_wait_warns_amber_and_says_how_it_ended(nb: Noteb
         why.wait_for(timeout=45_000)
         findings = why.locator(".slurmlab-why-finding")
         assert findings.count() >= 1, why.inner_text()
-        assert blocker.job_id in why.inner_text(), f"the blocking job {blocker.job_id} is not named: " \
-                                                   f"{why.inner_text()}"
+        assert blocker.job_id in why.inner_text(), (
+            f"the blocking job {blocker.job_id} is not named: {why.inner_text()}"
+        )
         _shot(page, "life-01-pending-why.png")
 
         # running with at most five minutes left: amber panel, the warning in the panel and once in the cell
@@ -86,7 +94,9 @@ def test_the_panel_explains_the_wait_warns_amber_and_says_how_it_ended(nb: Noteb
         ended = panel.locator(".slurmlab-ended[data-state='CANCELLED']")
         ended.wait_for(timeout=60_000)
         assert "by you" in ended.inner_text(), ended.inner_text()  # the kernel's user pressed it
-        assert page.locator(".slurmlab-allocation.slurmlab-Panel-warn").count() == 0, "still amber after it ended"
+        assert page.locator(".slurmlab-allocation.slurmlab-Panel-warn").count() == 0, (
+            "still amber after it ended"
+        )
         active = runner.run(["squeue", "-h", "-t", "PD,R,CG", "-j", job_id], check=False).stdout.strip()
         assert active == ""
         _shot(page, "life-03-ended.png")

@@ -71,8 +71,9 @@ def browser_page(lab: Lab) -> Iterator[Any]:
 
 
 def _api(lab: Lab, method: str, path: str) -> Any:
-    req = urllib.request.Request(f"{lab.url}/api/{path}", method=method,
-                                 headers={"Authorization": f"token {lab.token}"})
+    req = urllib.request.Request(
+        f"{lab.url}/api/{path}", method=method, headers={"Authorization": f"token {lab.token}"}
+    )
     with urllib.request.urlopen(req, timeout=30) as res:
         body = res.read()
     return json.loads(body) if body else None
@@ -108,8 +109,9 @@ def _settled_text(nb: NotebookPage, index: int, seconds: float = 4.0) -> str:
     return text
 
 
-def test_reopened_notebook_shows_dated_fallback_not_model_not_found(lab: Lab, browser_page: Any,
-                                                                     slurm_sandbox: Any) -> None:
+def test_reopened_notebook_shows_dated_fallback_not_model_not_found(
+    lab: Lab, browser_page: Any, slurm_sandbox: Any
+) -> None:
     page = browser_page
     runner = slurm_sandbox.runner()
     job_id = None

@@ -112,7 +112,16 @@ def compile_kernels() -> dict[str, Any]:
 
 def worker(extra: list[str], timeout: float = 120) -> dict[str, Any]:
     t0 = time.time_ns() + 20_000_000_000
-    argv = [sys.executable, "-m", "slurmlab.experiments.node.worker", "--backend", "cupy", "--t0", str(t0), *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "slurmlab.experiments.node.worker",
+        "--backend",
+        "cupy",
+        "--t0",
+        str(t0),
+        *extra,
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if not lines:

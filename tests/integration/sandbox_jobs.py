@@ -16,7 +16,9 @@ def clear_queue(runner: Any, timeout: float = 30.0) -> None:
     runner.run(["scancel", "--user", getpass.getuser()], check=False)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not runner.run(["squeue", "-h", "--me", "-t", "PENDING,RUNNING,COMPLETING", "-o", "%A"]).stdout.strip():
+        if not runner.run(
+            ["squeue", "-h", "--me", "-t", "PENDING,RUNNING,COMPLETING", "-o", "%A"]
+        ).stdout.strip():
             return
         time.sleep(0.2)
     raise AssertionError(f"this user's jobs were still in the queue {timeout:g} s after scancel")

@@ -39,11 +39,29 @@ def _excepted() -> dict[str, list[str]]:
 def _offences(paths: list[str]) -> set[tuple[str, str]]:
     """(file, rule) for every shape rule each file breaks, the exceptions not applied."""
     answer = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--isolated", "--select", ",".join(SHAPE_RULES),
-         "--output-format", "json", "--exit-zero", *paths],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--isolated",
+            "--select",
+            ",".join(SHAPE_RULES),
+            "--output-format",
+            "json",
+            "--exit-zero",
+            *paths,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
-    return {(Path(d["filename"]).resolve().relative_to(REPO).as_posix(), d["code"]) for d in json.loads(answer.stdout)}
+    return {
+        (Path(d["filename"]).resolve().relative_to(REPO).as_posix(), d["code"])
+        for d in json.loads(answer.stdout)
+    }
 
 
 def test_every_shape_exception_is_still_needed() -> None:
@@ -52,15 +70,18 @@ def test_every_shape_exception_is_still_needed() -> None:
     missing = sorted(path for path, _ in excepted if not (REPO / path).is_file())
     assert not missing, f"excepted files that do not exist: {missing}; take them out of pyproject.toml"
     stale = sorted(excepted - _offences(sorted({path for path, _ in excepted})))
-    assert not stale, (f"these functions are within the limits now: take (file, rule) {stale} out of "
-                       "pyproject.toml's [tool.ruff.lint.per-file-ignores] and lower MOST_EXCEPTED_FILES")
+    assert not stale, (
+        f"these functions are within the limits now: take (file, rule) {stale} out of "
+        "pyproject.toml's [tool.ruff.lint.per-file-ignores] and lower MOST_EXCEPTED_FILES"
+    )
 
 
 def test_the_exception_list_only_shrinks() -> None:
     files = [path for path, codes in _excepted().items() if codes]
     assert len(files) <= MOST_EXCEPTED_FILES, (
         f"{len(files)} files are excepted from the shape rules, at most {MOST_EXCEPTED_FILES} may be: cut the new "
-        "function into parts that each do one thing instead of excepting its file")
+        "function into parts that each do one thing instead of excepting its file"
+    )
 
 
 def test_the_shape_rules_see_a_branchy_function() -> None:
@@ -87,8 +108,10 @@ def _lines() -> dict[str, int]:
 def test_no_module_passes_the_ceiling_unless_named_with_its_reason() -> None:
     lines = _lines()
     large = {rel: n for rel, n in lines.items() if n > MODULE_CEILING and rel not in LARGE_MODULES}
-    assert not large, (f"modules over {MODULE_CEILING} lines: {large}; a module that large holds more than one "
-                       "thing: give each its own module, or name it in LARGE_MODULES with the reason it is one")
+    assert not large, (
+        f"modules over {MODULE_CEILING} lines: {large}; a module that large holds more than one "
+        "thing: give each its own module, or name it in LARGE_MODULES with the reason it is one"
+    )
     stale = sorted(rel for rel in LARGE_MODULES if lines.get(rel, 0) <= MODULE_CEILING)
     assert not stale, f"no longer over the ceiling, take them out of LARGE_MODULES: {stale}"
 

@@ -62,7 +62,9 @@ _HEX_COLOUR = re.compile(r"(?<![\w-])#(?:[0-9A-Fa-f]{6}|[0-9A-Fa-f]{3})\b")
 
 
 def _modules(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.py") if "labextension" not in p.parts and "__pycache__" not in p.parts)
+    return sorted(
+        p for p in root.rglob("*.py") if "labextension" not in p.parts and "__pycache__" not in p.parts
+    )
 
 
 def families(root: Path = PACKAGE) -> dict[str, list[str]]:
@@ -130,9 +132,12 @@ def colours(root: Path = PACKAGE) -> dict[str, list[str]]:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         docstrings = _docstrings(tree)
-        written = [f"line {node.lineno}: {hit}" for node in ast.walk(tree)
-                   if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-                   for hit in _HEX_COLOUR.findall(node.value)]
+        written = [
+            f"line {node.lineno}: {hit}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            for hit in _HEX_COLOUR.findall(node.value)
+        ]
         if written:
             found[rel] = written
     return found
@@ -143,20 +148,24 @@ def colours(root: Path = PACKAGE) -> dict[str, list[str]]:
 
 def test_every_family_is_a_package() -> None:
     found = {head: members for head, members in families().items() if head not in FAMILIES_TO_CUT}
-    assert not found, "\n".join(f"{head}: {', '.join(members)} (make {head}/ a package)" for head, members in
-                                found.items())
+    assert not found, "\n".join(
+        f"{head}: {', '.join(members)} (make {head}/ a package)" for head, members in found.items()
+    )
 
 
 def test_only_a_package_init_re_exports() -> None:
     found = {module: names for module, names in reexports().items() if module not in REEXPORTS_TO_CUT}
-    assert not found, "\n".join(f"{module} hands out {names}: import them from their own module or package"
-                                for module, names in found.items())
+    assert not found, "\n".join(
+        f"{module} hands out {names}: import them from their own module or package"
+        for module, names in found.items()
+    )
 
 
 def test_colours_come_from_the_one_palette() -> None:
     found = {module: hits for module, hits in colours().items() if module not in COLOURS_TO_CUT}
-    assert not found, "\n".join(f"{module}: {hits} (name it in slurmlab/core/palette.py)"
-                                for module, hits in found.items())
+    assert not found, "\n".join(
+        f"{module}: {hits} (name it in slurmlab/core/palette.py)" for module, hits in found.items()
+    )
 
 
 def test_the_gpu_room_and_the_stand_in_follow_all_three_with_no_exception() -> None:
@@ -180,15 +189,19 @@ def _copy_with(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_a_planted_family_is_caught(tmp_path: Path) -> None:
-    root = _copy_with(tmp_path, {"core/gpu/widget_a.py": "", "core/gpu/widget_b.py": "", "core/gpu/widget.py": ""})
+    root = _copy_with(
+        tmp_path, {"core/gpu/widget_a.py": "", "core/gpu/widget_b.py": "", "core/gpu/widget.py": ""}
+    )
     assert families(root)["core/gpu/widget"] == ["widget_a", "widget_b"]
     # one prefixed sibling is a pair, not a family (topology.py beside topology_profile.py)
     assert "core/gpu/topology" not in families(root)
 
 
 def test_a_planted_re_export_is_caught(tmp_path: Path) -> None:
-    text = ('from slurmlab.core.gpu.topology import Topology\n\n__all__ = ["Topology", "f"]\n\n\n'
-            'def f() -> None:\n    pass\n')
+    text = (
+        'from slurmlab.core.gpu.topology import Topology\n\n__all__ = ["Topology", "f"]\n\n\n'
+        "def f() -> None:\n    pass\n"
+    )
     root = _copy_with(tmp_path, {"core/gpu/planted.py": text, "core/gpu/planted_pkg/__init__.py": text})
     found = reexports(root)
     assert found["core/gpu/planted.py"] == ["Topology"]

@@ -31,8 +31,11 @@ PKG = Path(__file__).resolve().parents[2] / "slurmlab"
 
 _BASE = {"errors", "_extras"}
 _CORE = {"core", "core.slurm", "core.gpu", "core.request", "core.diagnosis"}
-_LIBRARY = _BASE | _CORE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets", "magics",
-                            "server", "teach"}
+_LIBRARY = (
+    _BASE
+    | _CORE
+    | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets", "magics", "server", "teach"}
+)
 
 # room -> the other rooms it may import (directly or through any module in between)
 ALLOWED: dict[str, set[str]] = {
@@ -54,7 +57,9 @@ ALLOWED: dict[str, set[str]] = {
     "magics": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets"},
     "commands": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node"},
     # the teacher's helpers (public, beside the front door): what the lessons use from the rooms below
-    "teach": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets", "magics"},
+    "teach": _CORE
+    | _BASE
+    | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets", "magics"},
     "testing": _CORE | _BASE | {"slurm", "sandbox"},
     # the top-level modules: the front door (``slurmlab/__init__.py``, lazy exports of every library room) and
     # the programs
@@ -81,10 +86,44 @@ THIRD_PARTY: dict[str, set[str]] = {
 }
 
 # core is pure: none of these, and no open()/print()/input()
-IO_MODULES = {"os", "io", "sys", "pathlib", "subprocess", "socket", "asyncio", "threading", "shutil", "urllib",
-              "http", "multiprocessing", "selectors", "signal", "ctypes", "tempfile", "glob", "fcntl", "select",
-              "pty", "mmap", "sqlite3", "importlib", "logging", "time", "concurrent", "resource", "pwd", "grp",
-              "platform", "webbrowser", "zipfile", "tarfile", "pickle", "shelve", "atexit"}
+IO_MODULES = {
+    "os",
+    "io",
+    "sys",
+    "pathlib",
+    "subprocess",
+    "socket",
+    "asyncio",
+    "threading",
+    "shutil",
+    "urllib",
+    "http",
+    "multiprocessing",
+    "selectors",
+    "signal",
+    "ctypes",
+    "tempfile",
+    "glob",
+    "fcntl",
+    "select",
+    "pty",
+    "mmap",
+    "sqlite3",
+    "importlib",
+    "logging",
+    "time",
+    "concurrent",
+    "resource",
+    "pwd",
+    "grp",
+    "platform",
+    "webbrowser",
+    "zipfile",
+    "tarfile",
+    "pickle",
+    "shelve",
+    "atexit",
+}
 IO_BUILTINS = {"open", "print", "input", "exec", "eval", "breakpoint", "__import__"}
 # calls that import the module named by their first argument
 STRING_IMPORTERS = {"import_module", "__import__", "require", "find_spec"}
@@ -177,7 +216,9 @@ def _string_arg(call: ast.Call) -> str | None:
 
 
 @functools.cache
-def _scan_source(name: str, source: Source) -> tuple[tuple[tuple[tuple[str, ...], int, str], ...], tuple[str, ...]]:
+def _scan_source(
+    name: str, source: Source
+) -> tuple[tuple[tuple[tuple[str, ...], int, str], ...], tuple[str, ...]]:
     """The imports of one module as (candidate targets, best first; line; how), and its I/O calls."""
     tree = ast.parse(source.text, filename=name)
     package = name if source.is_package else name.rpartition(".")[0]
@@ -191,21 +232,33 @@ def _scan_source(name: str, source: Source) -> tuple[tuple[tuple[tuple[str, ...]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+                base = ".".join(
+                    parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else [])
+                )
             else:
                 base = node.module or ""
             # ``from a.b import c``: the module a.b.c where there is one, else a.b
             found += [((f"{base}.{alias.name}", base), node.lineno, how) for alias in node.names]
         elif isinstance(node, ast.Call):
             func = node.func
-            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            called = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else ""
+            )
             target = _string_arg(node) if called in STRING_IMPORTERS else None
             if target:
                 found.append(((target,), node.lineno, "string import"))
             if isinstance(func, ast.Name) and func.id in IO_BUILTINS:
                 io_calls.append(f"line {node.lineno}: {func.id}()")
-        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("slurmlab.")
-              and id(node) not in docstrings):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith("slurmlab.")
+            and id(node) not in docstrings
+        ):
             # a table of lazy exports or subcommands: the module is imported by this name (checked below)
             found.append(((node.value,), node.lineno, "string constant"))
     found.sort(key=lambda f: f[1])
@@ -287,8 +340,9 @@ def problems(modules: Mapping[str, Source]) -> dict[str, list[str]]:
                 if target_room not in ok and target_room not in told:
                     told.add(target_room)
                     if here != name:  # a direct import is told above
-                        found.append(f"{room} reaches {target_room} through "
-                                     + " -> ".join(_path(parents, e.target)))
+                        found.append(
+                            f"{room} reaches {target_room} through " + " -> ".join(_path(parents, e.target))
+                        )
     return out
 
 
@@ -314,8 +368,10 @@ def room_circles(modules: Mapping[str, Source]) -> list[str]:
                     key = frozenset(loop)
                     if key not in seen:
                         seen.add(key)
-                        how = "; ".join(f"{between[a][b].module} line {between[a][b].line} imports "
-                                        f"{between[a][b].target}" for a, b in zip(loop, loop[1:], strict=False))
+                        how = "; ".join(
+                            f"{between[a][b].module} line {between[a][b].line} imports {between[a][b].target}"
+                            for a, b in zip(loop, loop[1:], strict=False)
+                        )
                         circles.append(f"{' -> '.join(loop)} ({how})")
                     todo.clear()
                     break
@@ -384,21 +440,30 @@ def test_a_direct_upward_import_is_caught() -> None:
 
 
 def test_a_lazy_upward_import_is_caught() -> None:
-    found = problems(_plant(slurm___planted="import json\n\n\ndef f():\n    from slurmlab.widgets import form\n"))
-    assert "line 5: slurm must not import slurmlab.widgets.form (lazy import)" in found["slurmlab.slurm._planted"]
+    found = problems(
+        _plant(slurm___planted="import json\n\n\ndef f():\n    from slurmlab.widgets import form\n")
+    )
+    assert (
+        "line 5: slurm must not import slurmlab.widgets.form (lazy import)"
+        in found["slurmlab.slurm._planted"]
+    )
     # a sub-room may not reach up either, lazily or not: core.slurm is below core.request
     found = problems(_plant(core__slurm___planted="def f():\n    import slurmlab.core.request.request\n"))
-    assert any("must not import slurmlab.core.request.request (lazy import)" in p
-               for p in found["slurmlab.core.slurm._planted"])
+    assert any(
+        "must not import slurmlab.core.request.request (lazy import)" in p
+        for p in found["slurmlab.core.slurm._planted"]
+    )
 
 
 def test_string_imports_are_caught() -> None:
-    text = ('import importlib\n\nfrom slurmlab._extras import require\n\n'
-            'LAZY = {"Form": "slurmlab.widgets.form"}\n\n\n'
-            'def f():\n'
-            '    importlib.import_module("slurmlab.magics")\n'
-            '    require("bokeh.plotting", feature="a chart", extra="viz")\n'
-            '    return __import__("IPython")\n')
+    text = (
+        "import importlib\n\nfrom slurmlab._extras import require\n\n"
+        'LAZY = {"Form": "slurmlab.widgets.form"}\n\n\n'
+        "def f():\n"
+        '    importlib.import_module("slurmlab.magics")\n'
+        '    require("bokeh.plotting", feature="a chart", extra="viz")\n'
+        '    return __import__("IPython")\n'
+    )
     found = problems(_plant(slurm___planted=text))["slurmlab.slurm._planted"]
     assert "line 5: slurm must not import slurmlab.widgets.form (string import)" in found
     assert "line 9: slurm must not import slurmlab.magics (string import)" in found
@@ -411,10 +476,16 @@ def test_string_imports_are_caught() -> None:
 
 def test_reaching_a_room_through_another_module_is_caught() -> None:
     # viz may import core.gpu; core.gpu reaching slurm lazily makes viz reach slurm too
-    found = problems(_plant(viz___planted="from slurmlab.core.gpu import _planted\n",
-                            core__gpu___planted="def f():\n    from slurmlab.slurm import runner\n"))
-    assert ("viz reaches slurm through slurmlab.viz._planted -> slurmlab.core.gpu._planted -> "
-            "slurmlab.slurm.runner") in found["slurmlab.viz._planted"]
+    found = problems(
+        _plant(
+            viz___planted="from slurmlab.core.gpu import _planted\n",
+            core__gpu___planted="def f():\n    from slurmlab.slurm import runner\n",
+        )
+    )
+    assert (
+        "viz reaches slurm through slurmlab.viz._planted -> slurmlab.core.gpu._planted -> "
+        "slurmlab.slurm.runner"
+    ) in found["slurmlab.viz._planted"]
     assert any("must not import slurmlab.slurm.runner" in p for p in found["slurmlab.core.gpu._planted"])
 
 
@@ -422,25 +493,39 @@ def test_a_circle_between_rooms_is_caught() -> None:
     # core.request already imports core.slurm: core.slurm importing core.request closes a circle
     modules = _plant(core__slurm___planted="from slurmlab.core.request import request\n")
     circles = room_circles(modules)
-    assert any(c.startswith("core.request -> core.slurm -> core.request") or
-               c.startswith("core.slurm -> core.request -> core.slurm") for c in circles), circles
-    assert any("slurmlab.core.slurm._planted line 1 imports slurmlab.core.request.request" in c for c in circles)
+    assert any(
+        c.startswith("core.request -> core.slurm -> core.request")
+        or c.startswith("core.slurm -> core.request -> core.slurm")
+        for c in circles
+    ), circles
+    assert any(
+        "slurmlab.core.slurm._planted line 1 imports slurmlab.core.request.request" in c for c in circles
+    )
 
 
 def test_a_heavy_package_outside_its_room_is_caught() -> None:
-    found = problems(_plant(slurm___planted="import numpy as np\n", viz___planted="import bokeh\n",
-                            widgets___planted="def f():\n    import cupy\n"))
+    found = problems(
+        _plant(
+            slurm___planted="import numpy as np\n",
+            viz___planted="import bokeh\n",
+            widgets___planted="def f():\n    import cupy\n",
+        )
+    )
     assert found["slurmlab.slurm._planted"] == ["line 1: slurm must not import the package numpy (import)"]
     assert found["slurmlab.viz._planted"] == []
-    assert found["slurmlab.widgets._planted"] == ["line 2: widgets must not import the package cupy (lazy import)"]
+    assert found["slurmlab.widgets._planted"] == [
+        "line 2: widgets must not import the package cupy (lazy import)"
+    ]
 
 
 def test_io_in_core_is_caught() -> None:
     text = "import subprocess\nfrom pathlib import Path\n\n\ndef f():\n    return open('x').read()\n"
     found = problems(_plant(core__gpu___planted=text))["slurmlab.core.gpu._planted"]
-    assert found == ["line 1: core is pure and must not import subprocess (import)",
-                     "line 2: core is pure and must not import pathlib (import)",
-                     "line 6: open(): core is pure and does no I/O"]
+    assert found == [
+        "line 1: core is pure and must not import subprocess (import)",
+        "line 2: core is pure and must not import pathlib (import)",
+        "line 6: open(): core is pure and does no I/O",
+    ]
     # the same module elsewhere is fine: only core is pure
     assert problems(_plant(slurm___planted=text))["slurmlab.slurm._planted"] == []
 
@@ -491,17 +576,19 @@ def test_only_slurm_room_runs_slurm_commands() -> None:
 
 # the modules of a circle (sorted, joined by " ") -> why it is not cut yet; the list only shrinks
 MODULE_CIRCLES_TO_CUT: dict[str, str] = {
-    "slurmlab.core.gpu.nvlink slurmlab.core.gpu.nvlink.fabric slurmlab.core.gpu.topology":
-        "topology builds its NVLink fabric, and fabric names GpuTopology in its signatures (TYPE_CHECKING)",
+    "slurmlab.core.gpu.nvlink slurmlab.core.gpu.nvlink.fabric slurmlab.core.gpu.topology": "topology builds its NVLink fabric, and fabric names GpuTopology in its signatures (TYPE_CHECKING)",
 }
 
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
-def _module_level_imports(tree: ast.Module, *, type_checking: bool = True) -> Iterator[ast.Import | ast.ImportFrom]:
+def _module_level_imports(
+    tree: ast.Module, *, type_checking: bool = True
+) -> Iterator[ast.Import | ast.ImportFrom]:
     todo: list[ast.stmt] = list(tree.body)
     while todo:
         node = todo.pop(0)
@@ -512,7 +599,9 @@ def _module_level_imports(tree: ast.Module, *, type_checking: bool = True) -> It
                 todo.extend(node.body)
             todo.extend(node.orelse)
         elif isinstance(node, ast.Try | ast.TryStar):
-            todo.extend([*node.body, *(s for h in node.handlers for s in h.body), *node.orelse, *node.finalbody])
+            todo.extend(
+                [*node.body, *(s for h in node.handlers for s in h.body), *node.orelse, *node.finalbody]
+            )
         elif isinstance(node, ast.With | ast.ClassDef):
             todo.extend(node.body)
 
@@ -530,7 +619,9 @@ def import_time_graph(modules: Mapping[str, Source], *, type_checking: bool = Tr
             else:
                 if node.level:
                     parts = package.split(".")
-                    base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+                    base = ".".join(
+                        parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else [])
+                    )
                 else:
                     base = node.module or ""
                 candidates = [(f"{base}.{alias.name}", base) for alias in node.names]
@@ -600,19 +691,28 @@ def test_a_planted_module_circle_is_caught() -> None:
     # the class importing one at its top closes a circle
     lifecycle = _real()["slurmlab.slurm.allocation.lifecycle"].text
     assert "if TYPE_CHECKING:\n    from slurmlab.slurm.allocation.lifecycle import Allocation" in (
-        _real()["slurmlab.slurm.allocation.display"].text)
-    planted = lifecycle.replace("\nimport logging\n", "\nimport logging\n\nfrom slurmlab.slurm.allocation import display\n")
+        _real()["slurmlab.slurm.allocation.display"].text
+    )
+    planted = lifecycle.replace(
+        "\nimport logging\n", "\nimport logging\n\nfrom slurmlab.slurm.allocation import display\n"
+    )
     assert planted != lifecycle
     modules = dict(_real())
     modules["slurmlab.slurm.allocation.lifecycle"] = Source(planted)
-    assert any({"slurmlab.slurm.allocation.display", "slurmlab.slurm.allocation.lifecycle"} <= set(c.split())
-               for c in module_circles(modules))
+    assert any(
+        {"slurmlab.slurm.allocation.display", "slurmlab.slurm.allocation.lifecycle"} <= set(c.split())
+        for c in module_circles(modules)
+    )
     # under TYPE_CHECKING on one side it is a circle still; inside a function it is not
-    typed = _plant(slurm___a="from slurmlab.slurm import _b\n",
-                   slurm___b="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from slurmlab.slurm import _a\n")
+    typed = _plant(
+        slurm___a="from slurmlab.slurm import _b\n",
+        slurm___b="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from slurmlab.slurm import _a\n",
+    )
     assert "slurmlab.slurm._a slurmlab.slurm._b" in module_circles(typed)
     assert not [c for c in module_circles(typed, type_checking=False) if "_a" in c]
-    used = _plant(slurm___a="from slurmlab.slurm import _b\n", slurm___b="def f():\n    from slurmlab.slurm import _a\n")
+    used = _plant(
+        slurm___a="from slurmlab.slurm import _b\n", slurm___b="def f():\n    from slurmlab.slurm import _a\n"
+    )
     assert not [c for c in module_circles(used) if "_a" in c]
 
 
@@ -622,8 +722,16 @@ def test_a_planted_module_circle_is_caught() -> None:
 # name): a module may reach into its own classes' instances, never into another module's. Dunders are public.
 # Names the standard library documents with a leading underscore are public too, and so is IPython's display
 # protocol (``_repr_html_``, ``_repr_mimebundle_`` …).
-DOCUMENTED_UNDERSCORE = {"_exit", "_getframe", "_replace", "_asdict", "_fields", "_make", "_field_defaults",
-                         "_current_frames"}
+DOCUMENTED_UNDERSCORE = {
+    "_exit",
+    "_getframe",
+    "_replace",
+    "_asdict",
+    "_fields",
+    "_make",
+    "_field_defaults",
+    "_current_frames",
+}
 _DISPLAY_PROTOCOL = re.compile(r"_repr_\w+_|_ipython_display_")
 # module -> why it still reaches into another module's private attributes; the list only shrinks
 PRIVATE_ACCESS_TO_CUT: dict[str, str] = {
@@ -668,30 +776,45 @@ def foreign_private_access(text: str) -> list[str]:
         attr = node.attr
         if not attr.startswith("_") or (attr.startswith("__") and attr.endswith("__")):
             continue
-        if _is_own(node.value) or attr in own or attr in DOCUMENTED_UNDERSCORE or _DISPLAY_PROTOCOL.fullmatch(attr):
+        if (
+            _is_own(node.value)
+            or attr in own
+            or attr in DOCUMENTED_UNDERSCORE
+            or _DISPLAY_PROTOCOL.fullmatch(attr)
+        ):
             continue
         found.append(f"line {node.lineno}: {ast.unparse(node)}")
     return found
 
 
 def test_no_module_reaches_into_another_modules_private_attributes() -> None:
-    found = {name: hits for name, source in _real().items()
-             if name not in PRIVATE_ACCESS_TO_CUT and (hits := foreign_private_access(source.text))}
+    found = {
+        name: hits
+        for name, source in _real().items()
+        if name not in PRIVATE_ACCESS_TO_CUT and (hits := foreign_private_access(source.text))
+    }
     assert not found, "\n".join(f"{name}: {'; '.join(hits)}" for name, hits in sorted(found.items()))
 
 
 def test_the_private_accesses_left_to_cut_are_still_there() -> None:
-    gone = [name for name in PRIVATE_ACCESS_TO_CUT
-            if name not in _real() or not foreign_private_access(_real()[name].text)]
+    gone = [
+        name
+        for name in PRIVATE_ACCESS_TO_CUT
+        if name not in _real() or not foreign_private_access(_real()[name].text)
+    ]
     assert not gone, f"cut: take them off PRIVATE_ACCESS_TO_CUT: {gone}"
 
 
 def test_a_planted_private_access_is_caught() -> None:
-    text = ("from slurmlab.slurm.allocation import Allocation\n\n\n"
-            "def f(alloc: Allocation) -> None:\n    alloc._notify()\n    alloc._cond.notify_all()\n")
+    text = (
+        "from slurmlab.slurm.allocation import Allocation\n\n\n"
+        "def f(alloc: Allocation) -> None:\n    alloc._notify()\n    alloc._cond.notify_all()\n"
+    )
     assert foreign_private_access(text) == ["line 5: alloc._notify", "line 6: alloc._cond"]
     # its own class's instance, self, cls, super() and dunders are fine
-    mine = ("class A:\n    def __init__(self) -> None:\n        self._n = 0\n\n"
-            "    @classmethod\n    def make(cls) -> 'A':\n        a = cls()\n        a._n = cls._k = 1\n"
-            "        return super()._x if a.__class__ else a._repr_html_()\n\n\ndef g(a: A) -> int:\n    return a._n\n")
+    mine = (
+        "class A:\n    def __init__(self) -> None:\n        self._n = 0\n\n"
+        "    @classmethod\n    def make(cls) -> 'A':\n        a = cls()\n        a._n = cls._k = 1\n"
+        "        return super()._x if a.__class__ else a._repr_html_()\n\n\ndef g(a: A) -> int:\n    return a._n\n"
+    )
     assert foreign_private_access(mine) == []

@@ -29,17 +29,33 @@ def test_the_extensions_jest_tests_pass(tmp_path: Path) -> None:
     if not (EXT / "node_modules" / ".bin" / "jest").exists():
         pytest.skip("the extension's node dependencies are not installed: make labextension")
     report = tmp_path / "jest.json"
-    env = {**os.environ, "CI": "1", "FORCE_COLOR": "0", "PATH": f"{jlpm.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        "CI": "1",
+        "FORCE_COLOR": "0",
+        "PATH": f"{jlpm.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     res = subprocess.run(
         [str(jlpm), "test", "--ci", "--coverage=false", "--json", f"--outputFile={report}"],
-        cwd=EXT, env=env, capture_output=True, text=True, timeout=600)
+        cwd=EXT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert report.exists(), f"jest wrote no report (exit {res.returncode}):\n{res.stderr[-3000:]}"
     result: dict[str, Any] = json.loads(report.read_text())
     failures = [
         f"{Path(suite['name']).name} › {case['fullName']}: {' '.join(case['failureMessages'])[:800]}"
-        for suite in result["testResults"] for case in suite["assertionResults"] if case["status"] == "failed"]
-    broken = [f"{Path(s['name']).name}: {s['message'][:800]}" for s in result["testResults"]
-              if s["status"] == "failed" and not s["assertionResults"]]
+        for suite in result["testResults"]
+        for case in suite["assertionResults"]
+        if case["status"] == "failed"
+    ]
+    broken = [
+        f"{Path(s['name']).name}: {s['message'][:800]}"
+        for s in result["testResults"]
+        if s["status"] == "failed" and not s["assertionResults"]
+    ]
     assert not failures and not broken, "\n".join(failures + broken)
     assert res.returncode == 0, res.stderr[-3000:]
     # every spec file ran, and each had tests

@@ -55,7 +55,9 @@ def _course_shape(name: str, nb: Any) -> list[str]:
         found.append(f"{name}: no '## Exercise' markdown cell")
     if not any("solution" in c.metadata.get("tags", []) for c in code):
         found.append(f"{name}: no exercise cell tagged 'solution'")
-    for c in code:  # a deliberate mistake must not stop a strict run (make demo: nbclient, allow_errors=False)
+    for (
+        c
+    ) in code:  # a deliberate mistake must not stop a strict run (make demo: nbclient, allow_errors=False)
         tags = c.metadata.get("tags", [])
         if "expected-error" in tags and "raises-exception" not in tags:
             found.append(f"{name}: a cell tagged 'expected-error' lacks the tag 'raises-exception'")
@@ -95,8 +97,14 @@ def test_a_dirty_copy_is_caught(tmp_path: Path) -> None:
     path = tmp_path / ALL[0].name
     path.write_text(json.dumps(dirty))
     found = "\n".join(problems(path))
-    for said in ("cell 1 is committed with outputs", "with execution count 3", "with execution timings",
-                 "kernel 'julia-1.10'", "a check cell is not hidden", "lacks the tag 'raises-exception'"):
+    for said in (
+        "cell 1 is committed with outputs",
+        "with execution count 3",
+        "with execution timings",
+        "kernel 'julia-1.10'",
+        "a check cell is not hidden",
+        "lacks the tag 'raises-exception'",
+    ):
         assert said in found, (said, found)
 
     invalid = copy.deepcopy(clean)

@@ -58,7 +58,9 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject() -> None:
     env = _env_yml_requirements()
     env.pop("python", None)
     env.pop("pip", None)
-    assert set(py) == set(env), f"only in pyproject: {set(py) - set(env)}; only in environment.yml: {set(env) - set(py)}"
+    assert set(py) == set(env), (
+        f"only in pyproject: {set(py) - set(env)}; only in environment.yml: {set(env) - set(py)}"
+    )
 
 
 def test_import_slurmlab_loads_no_heavy_package() -> None:
@@ -88,9 +90,15 @@ def test_all_is_curated_and_importable() -> None:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel `pip wheel` builds from this checkout (once for the module's tests)."""
     folder = tmp_path_factory.mktemp("wheel")
-    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(REPO), "-w", str(folder)],
-                         capture_output=True, text=True, timeout=300)
-    if res.returncode != 0 and ("No matching distribution" in res.stderr or "Could not find a version" in res.stderr):
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(REPO), "-w", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if res.returncode != 0 and (
+        "No matching distribution" in res.stderr or "Could not find a version" in res.stderr
+    ):
         pytest.skip(f"pip could not fetch the build requirements (offline?): {res.stderr.strip()[-300:]}")
     assert res.returncode == 0, res.stderr
     (built,) = folder.glob("slurmlab-*.whl")
@@ -116,23 +124,35 @@ def test_the_wheel_carries_py_typed_the_license_and_the_one_version(wheel: Path)
 
 
 @pytest.mark.slow
-def test_the_wheel_carries_the_notebooks_and_slurmlab_notebooks_copies_them_from_it(wheel: Path,
-                                                                                     tmp_path: Path) -> None:
+def test_the_wheel_carries_the_notebooks_and_slurmlab_notebooks_copies_them_from_it(
+    wheel: Path, tmp_path: Path
+) -> None:
     """A `pip install` user has no repository: the workshop notebooks must come from the wheel itself."""
     source = {p.name: p.read_bytes() for p in (REPO / "notebooks").glob("*.ipynb")}
     assert source
     with zipfile.ZipFile(wheel) as zf:
-        packed = {n.rsplit("/", 1)[1]: zf.read(n) for n in zf.namelist()
-                  if n.startswith("slurmlab/notebooks/") and n.endswith(".ipynb")}
+        packed = {
+            n.rsplit("/", 1)[1]: zf.read(n)
+            for n in zf.namelist()
+            if n.startswith("slurmlab/notebooks/") and n.endswith(".ipynb")
+        }
         assert packed == source, "pyproject.toml must force-include notebooks/ as slurmlab/notebooks"
         zf.extractall(tmp_path / "site")
     # the unpacked wheel stands in for site-packages: no checkout beside it to fall back on
     target = tmp_path / "mine"
-    code = ("import sys, slurmlab; from slurmlab.cli import main;"
-            f"assert slurmlab.__file__.startswith({str(tmp_path / 'site')!r}), slurmlab.__file__;"
-            f"sys.exit(main(['notebooks', {str(target)!r}]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": str(tmp_path / "site")})
+    code = (
+        "import sys, slurmlab; from slurmlab.cli import main;"
+        f"assert slurmlab.__file__.startswith({str(tmp_path / 'site')!r}), slurmlab.__file__;"
+        f"sys.exit(main(['notebooks', {str(target)!r}]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+    )
     assert out.returncode == 0, out.stderr
     assert {p.name: p.read_bytes() for p in target.glob("*.ipynb")} == source
     assert f"copied {len(source)} of {len(source)} workshop notebooks" in out.stdout

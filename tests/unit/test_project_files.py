@@ -31,7 +31,7 @@ def _recipe(target: str) -> list[str]:
     lines = (REPO / "Makefile").read_text().replace("\\\n", " ").splitlines()
     start = next(i for i, line in enumerate(lines) if re.match(rf"^{re.escape(target)}:", line))
     recipe = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.startswith("\t"):
             break
         recipe.append(line.strip().lstrip("@"))
@@ -48,7 +48,8 @@ def test_the_version_has_one_source_and_the_lab_extension_repeats_it() -> None:
     assert len(found) == 1, f"{source} must set __version__ once, as a literal hatchling can read: {found}"
     package_json = json.loads((REPO / "extensions/slurmlab-lab/package.json").read_text())
     assert package_json["version"] == slurmlab.__version__, (
-        "extensions/slurmlab-lab/package.json and slurmlab.__version__ differ: raise both together")
+        "extensions/slurmlab-lab/package.json and slurmlab.__version__ differ: raise both together"
+    )
 
 
 def test_the_license_is_the_bsd_3_clause_everything_declares() -> None:
@@ -57,7 +58,9 @@ def test_the_license_is_the_bsd_3_clause_everything_declares() -> None:
     assert "the slurmlab contributors" in text
     assert "Neither the name of the copyright holder nor the names of its" in text  # clause 3
     assert _pyproject()["project"]["license"] == "BSD-3-Clause"
-    assert json.loads((REPO / "extensions/slurmlab-lab/package.json").read_text())["license"] == "BSD-3-Clause"
+    assert (
+        json.loads((REPO / "extensions/slurmlab-lab/package.json").read_text())["license"] == "BSD-3-Clause"
+    )
 
 
 def test_the_package_says_it_is_typed() -> None:
@@ -76,13 +79,17 @@ def test_pre_commit_runs_what_make_lint_and_make_typecheck_run() -> None:
     yaml = pytest.importorskip("yaml")
     config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
     hooks = [hook for repo in config["repos"] if repo["repo"] == "local" for hook in repo["hooks"]]
-    commands = [line for target in ("lint", "typecheck") for line in _recipe(target) if line.startswith("$(VENV)/")]
+    commands = [
+        line for target in ("lint", "typecheck") for line in _recipe(target) if line.startswith("$(VENV)/")
+    ]
     assert any("ruff" in c for c in commands) and any("mypy" in c for c in commands), commands
     for line in commands:
         program, folders = _split_command(line)
         # ruff applies pyproject's excludes to the files pre-commit names one by one only with --force-exclude,
         # as it does to the folders make names: the option makes the two runs the same, not different
-        matching = [h for h in hooks if [w for w in shlex.split(h["entry"]) if w != "--force-exclude"] == program]
+        matching = [
+            h for h in hooks if [w for w in shlex.split(h["entry"]) if w != "--force-exclude"] == program
+        ]
         assert matching, f"no pre-commit hook runs {' '.join(program)!r} (make: {line!r})"
         (hook,) = matching
         assert hook["language"] in ("system", "unsupported"), "the hooks use the project's .venv, offline"
@@ -92,8 +99,16 @@ def test_pre_commit_runs_what_make_lint_and_make_typecheck_run() -> None:
         else:  # mypy: what pyproject's [tool.mypy] files names, the whole package, as make does
             assert hook.get("pass_filenames") is False
     if shutil.which("pre-commit", path=str(Path(sys.executable).parent)):
-        res = subprocess.run([str(Path(sys.executable).parent / "pre-commit"), "validate-config",
-                              str(REPO / ".pre-commit-config.yaml")], capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "pre-commit"),
+                "validate-config",
+                str(REPO / ".pre-commit-config.yaml"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -141,7 +156,9 @@ def test_the_docs_build_fails_on_every_kind_of_broken_reference_and_only_on_them
     returncode, warnings = _build_docs(tmp_path, {"planted.md": markdown, "planted_rst.rst": rst})
     assert returncode != 0, "a page with broken references built without an error"
     for target in [*PLANTED, *PLANTED_RST]:
-        assert any(target in w for w in warnings), f"the broken reference to {target!r} passed unnoticed: {warnings}"
+        assert any(target in w for w in warnings), (
+            f"the broken reference to {target!r} passed unnoticed: {warnings}"
+        )
     # everything else builds clean on this Python and these Sphinx/MyST versions (the matrix runs this on 3.13
     # and 3.14): a warning that is not the planted page's would fail make docs too
     others = [w for w in warnings if "planted" not in w]
@@ -155,5 +172,7 @@ def test_the_docs_point_at_nothing_outside_the_repository() -> None:
         text = page.read_text()
         for target in re.findall(r"\.\./[^\s)`'\"]+", text):
             # whether it exists is the build's business (a page, an include); here: it must not leave the checkout
-            assert (page.parent / target).resolve().is_relative_to(REPO), f"{page.relative_to(REPO)}: {target}"
+            assert (page.parent / target).resolve().is_relative_to(REPO), (
+                f"{page.relative_to(REPO)}: {target}"
+            )
         assert not re.search(r"\bDESIGN\b", text), f"{page.relative_to(REPO)} cites a design document"

@@ -28,8 +28,19 @@ LESSONS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 # imported by `import slurmlab`, or by reading `dir()`, none of these may be: each is for one feature, loaded
 # when that feature is used
-HEAVY = ("bokeh", "ipywidgets", "cupy", "IPython", "ipykernel", "jupyter_server", "tornado", "numpy", "pynvml",
-         "nbclient", "nbformat")
+HEAVY = (
+    "bokeh",
+    "ipywidgets",
+    "cupy",
+    "IPython",
+    "ipykernel",
+    "jupyter_server",
+    "tornado",
+    "numpy",
+    "pynvml",
+    "nbclient",
+    "nbformat",
+)
 
 
 def _fresh(code: str) -> str:
@@ -187,8 +198,9 @@ def _import_from(node: ast.ImportFrom, public: dict[str, set[str]], bound: dict[
     return found
 
 
-def _attribute_path(node: ast.Attribute, module: str, parents: dict[ast.AST, ast.AST],
-                    public: dict[str, set[str]]) -> str | None:
+def _attribute_path(
+    node: ast.Attribute, module: str, parents: dict[ast.AST, ast.AST], public: dict[str, set[str]]
+) -> str | None:
     """``slurmlab.viz.mig_figure``: each step of the path is a public name of the module before it."""
     while True:
         if node.attr not in public[module]:
@@ -209,7 +221,10 @@ def lesson_problems(path: Path) -> list[str]:
     found = []
     for i, cell in enumerate(json.loads(path.read_text())["cells"]):
         if cell["cell_type"] == "code":
-            found += [f"{path.name} cell {i}: {p}" for p in internal_uses(_python_of("".join(cell["source"])), public)]
+            found += [
+                f"{path.name} cell {i}: {p}"
+                for p in internal_uses(_python_of("".join(cell["source"])), public)
+            ]
     return found
 
 
@@ -224,7 +239,10 @@ def test_there_are_lessons_to_check() -> None:
 
 
 INTERNAL = [
-    ("from slurmlab.slurm.runner import get_runner", "from slurmlab.slurm.runner import get_runner (an internal"),
+    (
+        "from slurmlab.slurm.runner import get_runner",
+        "from slurmlab.slurm.runner import get_runner (an internal",
+    ),
     ("import slurmlab.core.gpu.mig as m", "import slurmlab.core.gpu.mig (an internal module)"),
     ("from slurmlab import errors", "from slurmlab import errors (not in slurmlab.__all__)"),
     ("from slurmlab.viz import notebook", "from slurmlab.viz import notebook (not in slurmlab.viz.__all__)"),

@@ -62,14 +62,27 @@ def duration_formatters(tree: ast.AST) -> Iterator[int]:
 
 def _is_range_to_inclusive(node: ast.AST) -> bool:
     # range(lo, hi + 1): the inclusive end of an "N-M" piece
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
-            and len(node.args) == 2 and isinstance(node.args[1], ast.BinOp) and isinstance(node.args[1].op, ast.Add)
-            and isinstance(node.args[1].right, ast.Constant) and node.args[1].right.value == 1)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and len(node.args) == 2
+        and isinstance(node.args[1], ast.BinOp)
+        and isinstance(node.args[1].op, ast.Add)
+        and isinstance(node.args[1].right, ast.Constant)
+        and node.args[1].right.value == 1
+    )
 
 
 def _splits_on_comma(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split"
-            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and node.args[0].value == ",")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "split"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == ","
+    )
 
 
 def range_parsers(tree: ast.AST) -> Iterator[int]:
@@ -95,14 +108,23 @@ def gres_item_classes(tree: ast.AST) -> Iterator[int]:
     """A class with the fields of a GRES item: name, type and count."""
     for node in _walk(tree):
         if isinstance(node, ast.ClassDef):
-            fields = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+            fields = {
+                s.target.id
+                for s in node.body
+                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            }
             if {"name", "type", "count"} <= fields:
                 yield node.lineno
 
 
 def _is_call(node: ast.AST, module: str, func: str) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == func
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == module)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == func
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == module
+    )
 
 
 def identities(tree: ast.AST) -> Iterator[int]:
@@ -117,23 +139,40 @@ def identities(tree: ast.AST) -> Iterator[int]:
             yield node.lineno
         elif _is_call(node, "os", "getuid"):
             yield node.lineno
-        elif (_is_call(node, "pwd", "getpwuid") and isinstance(node, ast.Call) and node.args
-              and _is_call(node.args[0], "os", "geteuid")):
+        elif (
+            _is_call(node, "pwd", "getpwuid")
+            and isinstance(node, ast.Call)
+            and node.args
+            and _is_call(node.args[0], "os", "geteuid")
+        ):
             yield node.lineno
 
 
 VOCABULARY = [
     Item("job-state set", "core/slurm/states.py", state_sets),
     Item("duration formatter", "core/slurm/timefmt.py", duration_formatters),
-    Item("id-range parser", "core/slurm/ranges.py", range_parsers, exempt=(
-        ("experiments/node/worker.py", "runs on compute nodes, importing no room of slurmlab "
-                                       "(experiments/node/__init__.py); CPU lists only"),
-    )),
+    Item(
+        "id-range parser",
+        "core/slurm/ranges.py",
+        range_parsers,
+        exempt=(
+            (
+                "experiments/node/worker.py",
+                "runs on compute nodes, importing no room of slurmlab "
+                "(experiments/node/__init__.py); CPU lists only",
+            ),
+        ),
+    ),
     Item("MIG profile-name regex", "core/gpu/mig/layout.py", mig_name_regexes),
     Item("GRES item class", "core/slurm/gres.py", gres_item_classes),
-    Item("who am I", "slurm/identity.py", identities, exempt=(
-        ("sandbox/control.py", "names the sandbox's SlurmUser in slurm.conf: whoever starts the daemons"),
-    )),
+    Item(
+        "who am I",
+        "slurm/identity.py",
+        identities,
+        exempt=(
+            ("sandbox/control.py", "names the sandbox's SlurmUser in slurm.conf: whoever starts the daemons"),
+        ),
+    ),
 ]
 
 
@@ -161,7 +200,8 @@ def test_each_item_is_defined_once_in_its_home() -> None:
     found = scan(PKG)
     assert not found, "a second definition; import it from its home instead:\n" + "\n".join(
         f"  {rel}:{line}: {name} (home: {next(i.home for i in VOCABULARY if i.name == name)})"
-        for name, rel, line in found)
+        for name, rel, line in found
+    )
 
 
 def test_the_homes_hold_what_the_scan_looks_for() -> None:
@@ -228,13 +268,16 @@ def test_a_planted_copy_is_found(tmp_path: Path, name: str) -> None:
 
 
 def test_the_real_uid_is_another_identity(tmp_path: Path) -> None:
-    (tmp_path / "a.py").write_text("import os, pwd\nwho = pwd.getpwuid(os.getuid()).pw_name\n"
-                                   "me = pwd.getpwuid(os.geteuid()).pw_name\nroot = os.geteuid() == 0\n")
+    (tmp_path / "a.py").write_text(
+        "import os, pwd\nwho = pwd.getpwuid(os.getuid()).pw_name\n"
+        "me = pwd.getpwuid(os.geteuid()).pw_name\nroot = os.geteuid() == 0\n"
+    )
     assert sorted(line for _, _, line in scan(tmp_path)) == [2, 3]  # a root check is no identity
 
 
 def test_importing_the_vocabulary_is_no_copy(tmp_path: Path) -> None:
-    (tmp_path / "uses.py").write_text(textwrap.dedent("""
+    (tmp_path / "uses.py").write_text(
+        textwrap.dedent("""
         from slurmlab.core.gpu.mig import is_mig_type
         from slurmlab.core.slurm.ranges import parse_index_list
         from slurmlab.core.slurm.states import ENDED, HOLDING
@@ -245,7 +288,8 @@ def test_importing_the_vocabulary_is_no_copy(tmp_path: Path) -> None:
 
         def over(state):
             return state in ENDED or state in ("PENDING", "RUNNING")
-    """))
+    """)
+    )
     assert scan(tmp_path) == []
 
 
@@ -263,5 +307,5 @@ def test_the_sidebar_keeps_one_duration_formatter() -> None:
     assert files == ["sidebar.ts"], files
     text = (TS_SRC / "sidebar.ts").read_text()
     start = text.index("export function formatSeconds(")
-    body = text[start:text.index("\n}\n", start)]
+    body = text[start : text.index("\n}\n", start)]
     assert text.count("86400") == body.count("86400") > 0

@@ -22,8 +22,12 @@ __all__ = ["add_best_args", "best_report", "check_best_args", "node_only_topolog
 
 def add_best_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--best", type=int, metavar="N", help="also choose the best-connected N GPUs and say why")
-    p.add_argument("--node", metavar="NAME", help="with --best: choose among the GPUs Slurm has free on NAME "
-                   "(scontrol show node -d); without FILE or --profile, a sandbox node's own topology")
+    p.add_argument(
+        "--node",
+        metavar="NAME",
+        help="with --best: choose among the GPUs Slurm has free on NAME "
+        "(scontrol show node -d); without FILE or --profile, a sandbox node's own topology",
+    )
     p.add_argument("--taken", metavar="GPUS", help="with --best: GPUs other jobs hold, e.g. 0,2-3")
 
 
@@ -31,8 +35,10 @@ def check_best_args(args: argparse.Namespace) -> None:
     """--node and --taken only mean something for --best: say so rather than ignore them."""
     if args.best is None and (args.node or args.taken):
         flag = "--node" if args.node else "--taken"
-        raise RequestError(f"{flag} says which GPUs are taken, for --best N; it does nothing alone",
-                           hint=f"add --best N (e.g. --best 2 {flag} {args.node or args.taken})")
+        raise RequestError(
+            f"{flag} says which GPUs are taken, for --best N; it does nothing alone",
+            hint=f"add --best N (e.g. --best 2 {flag} {args.node or args.taken})",
+        )
     if args.best is not None and args.best < 1:
         raise RequestError(f"--best {args.best}: choose at least 1 GPU", hint="e.g. --best 2")
 
@@ -51,12 +57,15 @@ def node_only_topology(args: argparse.Namespace, runner: Any = None) -> Any:
         raise RequestError(
             f"the topology of {node} is not known here: give its saved `nvidia-smi topo -m` as FILE",
             hint=f"on the cluster: srun -w {node} --gpus=1 nvidia-smi topo -m > topo.txt; then "
-                 f"slurmlab topo topo.txt --best N --node {node}")
+            f"slurmlab topo topo.txt --best N --node {node}",
+        )
     found = hw.node_topology(node)
     return dataclasses.replace(found, topology=found.topology.with_model(args.model)) if args.model else found
 
 
-def best_report(topo: Any, args: argparse.Namespace, node_topo: Any = None, runner: Any = None) -> tuple[str, Any]:
+def best_report(
+    topo: Any, args: argparse.Namespace, node_topo: Any = None, runner: Any = None
+) -> tuple[str, Any]:
     """(the text to print, the choice) for ``--best N``; asks Slurm which GPUs are taken when --node is given.
 
     ``node_topo``: the NodeTopology the topology came from, when it maps Slurm's IDX to its GPU indices."""
@@ -87,15 +96,20 @@ def best_report(topo: Any, args: argparse.Namespace, node_topo: Any = None, runn
         lines += [f"  note: {note}" for note in held.notes]
         mig_types = any(is_mig_type(t) for t in node.gpu_types() if t)  # MIG slices count as GPUs there
         if node.gpu_total and not mig_types and node.gpu_total != len(topo.gpus):
-            print(f"warning: Slurm counts {node.gpu_total} GPUs on {node.name} but the topology shows "
-                  f"{len(topo.gpus)}: is it {node.name}'s?", file=sys.stderr)
+            print(
+                f"warning: Slurm counts {node.gpu_total} GPUs on {node.name} but the topology shows "
+                f"{len(topo.gpus)}: is it {node.name}'s?",
+                file=sys.stderr,
+            )
         taken |= set(held.gpus)
         known_free = True
         types = [t for t in node.gpu_types() if t and not is_mig_type(t)]
         gpu_type = types[0] if len(types) == 1 else gpu_type
     if split:
-        lines.append(f"GPUs {format_cpu_list(split)} are split into MIG instances: left out (a MIG slice is asked "
-                     "for by its profile, e.g. --gres=gpu:3g.40gb:1)")
+        lines.append(
+            f"GPUs {format_cpu_list(split)} are split into MIG instances: left out (a MIG slice is asked "
+            "for by its profile, e.g. --gres=gpu:3g.40gb:1)"
+        )
     choice = best_gpus(topo, args.best, available=whole if split else None, taken=taken & set(whole))
     free = len(whole) - len(choice.taken) if known_free else None
     where = f"{args.node}'s free GPUs" if args.node else ("the free GPUs" if taken else "the GPUs")

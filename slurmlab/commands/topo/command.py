@@ -46,8 +46,11 @@ def register(subparsers: Any) -> None:
         "`-lgip`/`-lgipp` are drawn as the catalogue of what can still be carved.",
     )
     _source_args(m)
-    m.add_argument("--model", help="GPU model when the capture does not name it (e.g. 'A100-40GB', 'NVIDIA H100 "
-                   "PCIe'); the summary says which models the profile names fit")
+    m.add_argument(
+        "--model",
+        help="GPU model when the capture does not name it (e.g. 'A100-40GB', 'NVIDIA H100 "
+        "PCIe'); the summary says which models the profile names fit",
+    )
     _output_args(m)
     m.set_defaults(func=handle_mig)
 
@@ -58,7 +61,9 @@ def _source_args(p: argparse.ArgumentParser) -> None:
 
 
 def _output_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--html", metavar="OUT", help="write the view as a standalone HTML page (no internet needed)")
+    p.add_argument(
+        "--html", metavar="OUT", help="write the view as a standalone HTML page (no internet needed)"
+    )
     p.add_argument("--png", metavar="OUT", help="write the view as PNG (needs chromium)")
 
 
@@ -159,8 +164,14 @@ def handle_mig(args: argparse.Namespace) -> int:
                 capture = captures.read_mig_capture(*source, model=args.model)
             except (ParseError, RequestError):
                 raise
-            except (ValueError, IndexError, KeyError) as exc:  # a reader's slip on odd text: an error, no traceback
-                raise ParseError(f"MIG output in {source[1]}", str(exc), hint="not a capture slurmlab can read") from None
+            except (
+                ValueError,
+                IndexError,
+                KeyError,
+            ) as exc:  # a reader's slip on odd text: an error, no traceback
+                raise ParseError(
+                    f"MIG output in {source[1]}", str(exc), hint="not a capture slurmlab can read"
+                ) from None
             layout = capture.layout
             catalogue = capture.catalogue() if layout is None else None
             for line in capture.lines():
@@ -177,6 +188,8 @@ def handle_mig(args: argparse.Namespace) -> int:
 
         _write(mig_catalogue_figure(catalogue), args)
     elif args.html or args.png:
-        print("nothing to draw: `mig -lci` lists compute instances only (use -lgi, -L, a -cgi log, -lgip or -lgipp)",
-              file=sys.stderr)
+        print(
+            "nothing to draw: `mig -lci` lists compute instances only (use -lgi, -L, a -cgi log, -lgip or -lgipp)",
+            file=sys.stderr,
+        )
     return 0

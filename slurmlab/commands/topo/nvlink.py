@@ -20,9 +20,12 @@ __all__ = ["add_nvlink_arg", "apply_nvlink", "topology_source"]
 
 
 def add_nvlink_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nvlink", metavar="FILE",
-                   help="saved `nvidia-smi nvlink -s` of the same node: inactive or slow links show in the "
-                   "summary and the figure")
+    p.add_argument(
+        "--nvlink",
+        metavar="FILE",
+        help="saved `nvidia-smi nvlink -s` of the same node: inactive or slow links show in the "
+        "summary and the figure",
+    )
 
 
 def _read(path: str) -> str:
@@ -44,16 +47,20 @@ def topology_source(source: tuple[str, str], args: argparse.Namespace) -> tuple[
     if args.nvlink:
         other = _read(args.nvlink)
         if sniff(other) == "nvlink-s":
-            raise RequestError("both FILE and --nvlink are `nvidia-smi nvlink -s` output",
-                               hint="FILE is the `nvidia-smi topo -m` capture: slurmlab topo topo-m.txt "
-                               "--nvlink nvlink-s.txt")
+            raise RequestError(
+                "both FILE and --nvlink are `nvidia-smi nvlink -s` output",
+                hint="FILE is the `nvidia-smi topo -m` capture: slurmlab topo topo-m.txt "
+                "--nvlink nvlink-s.txt",
+            )
         swapped = (other, args.nvlink)
         args.nvlink = where
         return swapped
     if args.html or args.png:
-        raise RequestError(f"nothing to draw from `nvidia-smi nvlink -s` alone ({where}): it lists each GPU's "
-                           "links, not which GPUs they join",
-                           hint=f"give the topology too: slurmlab topo topo-m.txt --nvlink {where} --html out.html")
+        raise RequestError(
+            f"nothing to draw from `nvidia-smi nvlink -s` alone ({where}): it lists each GPU's "
+            "links, not which GPUs they join",
+            hint=f"give the topology too: slurmlab topo topo-m.txt --nvlink {where} --html out.html",
+        )
     states = link_states(read_nvlink_status(text, where))
     for s in states:
         print(f"GPU {s.gpu}: {s.model} ({s.uuid}): {s.active} of {s.total} links active")

@@ -26,15 +26,30 @@ from slurmlab.core.slurm.models import Job, Node, Partition
 from slurmlab.core.slurm.timefmt import parse_timestamp
 from slurmlab.errors import ParseError
 
-__all__ = ["NO_ALTERNATIVES", "Alternative", "StartEstimate", "Variant", "base_options", "changed_options",
-           "gpu_option", "gpu_request", "kept_options", "MAX_VARIANTS", "parse_test_only", "rank", "variants"]
+__all__ = [
+    "NO_ALTERNATIVES",
+    "Alternative",
+    "StartEstimate",
+    "Variant",
+    "base_options",
+    "changed_options",
+    "gpu_option",
+    "gpu_request",
+    "kept_options",
+    "MAX_VARIANTS",
+    "parse_test_only",
+    "rank",
+    "variants",
+]
 
 # pending reasons no other request cures: the job waits on something else than resources
 NO_ALTERNATIVES = ("Dependency", "BeginTime", "DependencyNeverSatisfied", "JobHeld")
 
 # 26.05.5 prints a stray word after the time ("… at 2026-12-01T08:40:12 a using 1 processors …"): skip any
-_WILL_START = re.compile(r"Job\s+\d+\s+to\s+start\s+at\s+(?P<when>\S+)(?:\s+\S+)*?\s+using\s+(?P<cpus>\d+)\s+"
-                         r"processors?\s+on\s+nodes?\s+(?P<nodes>\S+)(?:\s+in\s+partition\s+(?P<part>\S+))?")
+_WILL_START = re.compile(
+    r"Job\s+\d+\s+to\s+start\s+at\s+(?P<when>\S+)(?:\s+\S+)*?\s+using\s+(?P<cpus>\d+)\s+"
+    r"processors?\s+on\s+nodes?\s+(?P<nodes>\S+)(?:\s+in\s+partition\s+(?P<part>\S+))?"
+)
 # the order in which equally good alternatives are listed: the smallest change to the request first
 _KINDS = ("time", "gpus", "type", "partition", "qos", "account")
 MAX_VARIANTS = 10
@@ -90,7 +105,9 @@ class Alternative:
             more = f" (and {len(self.held_by) - 1} more)" if len(self.held_by) > 1 else ""
             return f"{self.variant.change}: not offered: {self.held_by[0]}{more}"
         if a.refused:
-            return f"{self.variant.change}: {'no answer' if a.unreadable else 'refused by Slurm'}: {a.refused}"
+            return (
+                f"{self.variant.change}: {'no answer' if a.unreadable else 'refused by Slurm'}: {a.refused}"
+            )
         when = a.starts.strftime("%Y-%m-%d %H:%M:%S") if a.starts else "?"
         where = f" on {a.nodes}" + (f" in {a.partition}" if a.partition else "")
         return f"{self.variant.change}: would start {when}{where}  ->  {self.variant.salloc_line}"
@@ -106,15 +123,26 @@ def parse_test_only(output: str, returncode: int, tz: tzinfo | None = None) -> S
     if returncode != 0:
         said = "; ".join(w.removeprefix("sbatch: error: ").removeprefix("sbatch: ") for w in words)
         return StartEstimate(refused=(said[:300] or f"exit code {returncode}, no message"))
-    raise ParseError("sbatch --test-only answer", output, hint="expected 'Job N to start at TIME using N "
-                     "processors on nodes NODES'; run the command by hand to see what this Slurm prints")
+    raise ParseError(
+        "sbatch --test-only answer",
+        output,
+        hint="expected 'Job N to start at TIME using N "
+        "processors on nodes NODES'; run the command by hand to see what this Slurm prints",
+    )
 
 
 def gpu_request(job: Job) -> tuple[str, GresItem] | None:
     """The job's one GPU request as (sbatch option, item); None when it asks no GPU or several kinds."""
-    found = [(opt, g) for opt, items in (("--gpus", job.tres_per_job), ("--gpus-per-node", job.tres_per_node),
-                                         ("--gpus-per-task", job.tres_per_task))
-             for g in items if g.name == "gpu"]
+    found = [
+        (opt, g)
+        for opt, items in (
+            ("--gpus", job.tres_per_job),
+            ("--gpus-per-node", job.tres_per_node),
+            ("--gpus-per-task", job.tres_per_task),
+        )
+        for g in items
+        if g.name == "gpu"
+    ]
     return found[0] if len(found) == 1 else None
 
 
@@ -126,8 +154,9 @@ def _minutes(seconds: int) -> str:
     return str(max(1, math.ceil(seconds / 60)))
 
 
-def base_options(job: Job, *, partition: str | None = None, gpus: str | None = None,
-                 minutes: str | None = None) -> list[str]:
+def base_options(
+    job: Job, *, partition: str | None = None, gpus: str | None = None, minutes: str | None = None
+) -> list[str]:
     """The job's request as sbatch/salloc options (partition, nodes, tasks, CPUs per task, memory per node,
     GPUs, time), with one part replaced where given."""
     out: list[str] = []
@@ -155,8 +184,14 @@ def base_options(job: Job, *, partition: str | None = None, gpus: str | None = N
     return out
 
 
-def changed_options(job: Job, *, partition: str | None = None, gpus: int | None = None,
-                    gpu_type: str | None = None, minutes: int | None = None) -> list[str]:
+def changed_options(
+    job: Job,
+    *,
+    partition: str | None = None,
+    gpus: int | None = None,
+    gpu_type: str | None = None,
+    minutes: int | None = None,
+) -> list[str]:
     """The job's request with the given parts changed (``alloc.resubmit(gpus=2)``); the GPU option keeps the
     job's own form (--gpus, --gpus-per-node …), and its type unless ``gpu_type`` replaces it."""
     gpu = None
@@ -170,8 +205,19 @@ def changed_options(job: Job, *, partition: str | None = None, gpus: int | None 
 
 # options of the user's own request that no variant changes and that a job record cannot give back: carried over
 # as typed when the request is switched. Each takes a value, but --exclusive, which may go without one.
-_KEPT_LONG = ("--signal", "--gpu-bind", "--gres-flags", "--account", "--qos", "--constraint", "--mail-type",
-              "--mail-user", "--exclusive", "--reservation", "--licenses")
+_KEPT_LONG = (
+    "--signal",
+    "--gpu-bind",
+    "--gres-flags",
+    "--account",
+    "--qos",
+    "--constraint",
+    "--mail-type",
+    "--mail-user",
+    "--exclusive",
+    "--reservation",
+    "--licenses",
+)
 _KEPT_SHORT = {"-A": "--account", "-q": "--qos", "-C": "--constraint", "-L": "--licenses"}
 _FLAG_ALONE = ("--exclusive",)
 
@@ -223,28 +269,54 @@ def variants(job: Job, nodes: Sequence[Node], partitions: Sequence[Partition]) -
         for part in (2, 4):
             shorter = job.time_limit // part
             if shorter >= 60:
-                out.append(Variant("time", f"-t {_minutes(shorter)} (minutes) instead of {_minutes(job.time_limit)}",
-                                   tuple(base_options(job, minutes=_minutes(shorter))), minutes=int(_minutes(shorter))))
+                out.append(
+                    Variant(
+                        "time",
+                        f"-t {_minutes(shorter)} (minutes) instead of {_minutes(job.time_limit)}",
+                        tuple(base_options(job, minutes=_minutes(shorter))),
+                        minutes=int(_minutes(shorter)),
+                    )
+                )
     asked = gpu_request(job)
     if asked is not None:
         option, item = asked
         for n in _fewer(item.amount):
-            out.append(Variant("gpus", f"{n} GPU(s) ({option}) instead of {item.amount}",
-                               tuple(base_options(job, gpus=gpu_option(option, item.type, n))), gpus=n))
+            out.append(
+                Variant(
+                    "gpus",
+                    f"{n} GPU(s) ({option}) instead of {item.amount}",
+                    tuple(base_options(job, gpus=gpu_option(option, item.type, n))),
+                    gpus=n,
+                )
+            )
         mine = set((job.partition or "").split(","))
         here = [n for p in partitions if p.name in mine for n in _usable(nodes, p)] or list(nodes)
         types = sorted({t for n in here for t in n.gpu_types() if t} - {item.type or ""})
         for t in types if item.type else ():
-            out.append(Variant("type", f"GPU type {t} instead of {item.type}",
-                               tuple(base_options(job, gpus=gpu_option(option, t, item.amount))), gpu_type=t))
+            out.append(
+                Variant(
+                    "type",
+                    f"GPU type {t} instead of {item.type}",
+                    tuple(base_options(job, gpus=gpu_option(option, t, item.amount))),
+                    gpu_type=t,
+                )
+            )
         for p in partitions:
             if p.name not in mine and any(n.gpu_total for n in _usable(nodes, p)):
-                out.append(Variant("partition", f"partition {p.name} instead of {job.partition}",
-                                   tuple(base_options(job, partition=p.name)), partition=p.name))
+                out.append(
+                    Variant(
+                        "partition",
+                        f"partition {p.name} instead of {job.partition}",
+                        tuple(base_options(job, partition=p.name)),
+                        partition=p.name,
+                    )
+                )
     return out[:MAX_VARIANTS]
 
 
-def rank(found: Sequence[Alternative], expected: datetime | None) -> tuple[list[Alternative], list[Alternative]]:
+def rank(
+    found: Sequence[Alternative], expected: datetime | None
+) -> tuple[list[Alternative], list[Alternative]]:
     """(those offered that start before ``expected``, best first; the rest: later, refused, held by a limit or
     unknown). ``expected`` None: the job never starts as it is, so every start counts as sooner."""
     sooner: list[Alternative] = []
@@ -255,6 +327,10 @@ def rank(found: Sequence[Alternative], expected: datetime | None) -> tuple[list[
             sooner.append(alt)
         else:
             rest.append(alt)
-    sooner.sort(key=lambda a: (a.answer.starts.timestamp() if a.answer.starts else math.inf,
-                              _KINDS.index(a.variant.kind)))
+    sooner.sort(
+        key=lambda a: (
+            a.answer.starts.timestamp() if a.answer.starts else math.inf,
+            _KINDS.index(a.variant.kind),
+        )
+    )
     return sooner, rest

@@ -32,13 +32,28 @@ __all__ = [
 
 CONTROLLER_DOWN = "controller down: not checked (see the controller check)"
 _SANDBOX_FIX = "on a slurmlab sandbox: `slurmlab sandbox up` (or `%slurm sandbox up`) starts it again"
-_DOWN_FIX = ("ask the admins to start slurmctld (`sudo systemctl start slurmctld`; its log says why it stopped); "
-             + _SANDBOX_FIX)
+_DOWN_FIX = (
+    "ask the admins to start slurmctld (`sudo systemctl start slurmctld`; its log says why it stopped); "
+    + _SANDBOX_FIX
+)
 # `scontrol ping`: "Slurmctld(primary) at HOST is UP" (22.05 .. 26.05), one line per controller
 _PING_LINE = re.compile(r"Slurmctld\((?P<role>[^)]*)\)\s+at\s+(?P<host>\S+)\s+is\s+(?P<state>[A-Z]+)")
 # node states that mean it takes no (new) work
-_BAD_STATES = ("DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "INVAL", "NOT_RESPONDING",
-               "NO_RESPOND", "UNKNOWN", "REBOOT_REQUESTED", "POWERED_DOWN", "MAINTENANCE")
+_BAD_STATES = (
+    "DOWN",
+    "DRAIN",
+    "DRAINED",
+    "DRAINING",
+    "FAIL",
+    "FAILING",
+    "INVAL",
+    "NOT_RESPONDING",
+    "NO_RESPOND",
+    "UNKNOWN",
+    "REBOOT_REQUESTED",
+    "POWERED_DOWN",
+    "MAINTENANCE",
+)
 # the reason slurmctld gives a node whose slurmd found fewer GPUs than slurm.conf says
 _COUNT_LOW = re.compile(r"gres/(\w+) count (?:reported )?(?:lower|too low)", re.IGNORECASE)
 _WHO_WHEN = re.compile(r"^(?P<text>.*?)\s*\[(?P<who>[^@\]\s]+)@(?P<when>[^\]]+)\]\s*$", re.DOTALL)
@@ -68,27 +83,44 @@ def judge_controller(answer: str, *, error: str = "") -> Finding:
     lines = parse_ping(answer)
     details = tuple(f"{c.role} at {c.host}: {c.state}" for c in lines)
     if error:
-        return Finding("controller", title, Verdict.FAIL, f"`scontrol ping` did not answer: {_clip(error)}",
-                       _DOWN_FIX)
+        return Finding(
+            "controller", title, Verdict.FAIL, f"`scontrol ping` did not answer: {_clip(error)}", _DOWN_FIX
+        )
     up = [c for c in lines if c.state == "UP"]
     if not lines:
-        return Finding("controller", title, Verdict.FAIL,
-                       f"`scontrol ping` named no controller: {_clip(answer) or 'it printed nothing'}", _DOWN_FIX)
+        return Finding(
+            "controller",
+            title,
+            Verdict.FAIL,
+            f"`scontrol ping` named no controller: {_clip(answer) or 'it printed nothing'}",
+            _DOWN_FIX,
+        )
     if not up:
-        return Finding("controller", title, Verdict.FAIL, "no controller answers: " + "; ".join(details), _DOWN_FIX)
+        return Finding(
+            "controller", title, Verdict.FAIL, "no controller answers: " + "; ".join(details), _DOWN_FIX
+        )
     if len(up) < len(lines):
         down = ", ".join(f"{c.role} at {c.host}" for c in lines if c.state != "UP")
-        return Finding("controller", title, Verdict.WARN, f"{up[0].role} at {up[0].host} answers; {down} is down "
-                       "(no failover left)", "ask the admins to start the stopped slurmctld", details=details)
+        return Finding(
+            "controller",
+            title,
+            Verdict.WARN,
+            f"{up[0].role} at {up[0].host} answers; {down} is down (no failover left)",
+            "ask the admins to start the stopped slurmctld",
+            details=details,
+        )
     return Finding("controller", title, Verdict.OK, f"{up[0].role} at {up[0].host} is UP", details=details)
 
 
 def judge_munge(message: str, hint: str = "") -> Finding:
     """The controller could not be asked because munge (Slurm's authentication) does not work."""
-    return Finding("controller", "controller reachable", Verdict.FAIL,
-                   f"munge (Slurm's authentication) does not work, so no Slurm command gets an answer: "
-                   f"{_clip(message)}", hint or "ask the admins to start munged (`sudo systemctl start munge`); "
-                   + _SANDBOX_FIX)
+    return Finding(
+        "controller",
+        "controller reachable",
+        Verdict.FAIL,
+        f"munge (Slurm's authentication) does not work, so no Slurm command gets an answer: {_clip(message)}",
+        hint or "ask the admins to start munged (`sudo systemctl start munge`); " + _SANDBOX_FIX,
+    )
 
 
 def skipped_for_controller(check: str, title: str, subject: str = "") -> Finding:
@@ -108,24 +140,42 @@ def judge_config(gres_types: Sequence[str], nodes: Sequence[Node]) -> Finding:
     title = "GRES configuration"
     declared = {t.strip() for t in gres_types if t.strip()}
     on_nodes = _gres_names(nodes)
-    problems = [f"{name} on {', '.join(sorted(hosts)[:5])}{' …' if len(hosts) > 5 else ''} but not in GresTypes"
-                for name, hosts in sorted(on_nodes.items()) if name not in declared]
+    problems = [
+        f"{name} on {', '.join(sorted(hosts)[:5])}{' …' if len(hosts) > 5 else ''} but not in GresTypes"
+        for name, hosts in sorted(on_nodes.items())
+        if name not in declared
+    ]
     short = [f"{n.name}: {_clip(n.reason or '')}" for n in nodes if n.reason and _COUNT_LOW.search(n.reason)]
     unused = sorted(declared - set(on_nodes))
-    notes = ((f"declared in GresTypes but on no node: {', '.join(unused)} (harmless)",) if unused else ())
+    notes = (f"declared in GresTypes but on no node: {', '.join(unused)} (harmless)",) if unused else ()
     said = f"GresTypes={','.join(sorted(declared)) or '(none)'}; {len(nodes)} node(s)"
     if problems:
-        return Finding("config.gres", title, Verdict.FAIL, said + ": a node has GRES the cluster does not declare",
-                       "ask the admins to add it to GresTypes in slurm.conf (then `scontrol reconfigure`)",
-                       details=tuple(problems) + notes)
+        return Finding(
+            "config.gres",
+            title,
+            Verdict.FAIL,
+            said + ": a node has GRES the cluster does not declare",
+            "ask the admins to add it to GresTypes in slurm.conf (then `scontrol reconfigure`)",
+            details=tuple(problems) + notes,
+        )
     if short:
-        return Finding("config.gres", title, Verdict.FAIL,
-                       f"{len(short)} node(s) found fewer GPUs than slurm.conf says (Slurm drains them)",
-                       "ask the admins to compare gres.conf with `nvidia-smi -L` on the node (a GPU fell off the "
-                       "bus, or the count in slurm.conf is wrong), then resume it", details=tuple(short) + notes)
+        return Finding(
+            "config.gres",
+            title,
+            Verdict.FAIL,
+            f"{len(short)} node(s) found fewer GPUs than slurm.conf says (Slurm drains them)",
+            "ask the admins to compare gres.conf with `nvidia-smi -L` on the node (a GPU fell off the "
+            "bus, or the count in slurm.conf is wrong), then resume it",
+            details=tuple(short) + notes,
+        )
     gpus = sum(n.gpu_total for n in nodes)
-    return Finding("config.gres", title, Verdict.OK, said + f", {gpus} GPU(s) configured, every node's GRES "
-                   "declared", details=notes)
+    return Finding(
+        "config.gres",
+        title,
+        Verdict.OK,
+        said + f", {gpus} GPU(s) configured, every node's GRES declared",
+        details=notes,
+    )
 
 
 def parse_reasons(text: str) -> dict[str, tuple[str, str, str]]:
@@ -136,8 +186,11 @@ def parse_reasons(text: str) -> dict[str, tuple[str, str, str]]:
         parts = line.split("|", 3)
         if len(parts) == 4 and parts[0].strip():
             node, who, when, reason = (p.strip() for p in parts)
-            out[node] = (reason, "" if who in ("", "N/A", "Unknown") else who,
-                         "" if when in ("", "N/A", "Unknown") else when)
+            out[node] = (
+                reason,
+                "" if who in ("", "N/A", "Unknown") else who,
+                "" if when in ("", "N/A", "Unknown") else when,
+            )
     return out
 
 
@@ -171,14 +224,20 @@ def judge_node(node: Node, *, named: bool = True, reason: tuple[str, str, str] |
     if who:
         said += f" (set by {who} at {when})"
     drained = any(w.startswith("DRAIN") for w in bad)
-    admin = (f"admins: `scontrol update nodename={node.name} state=resume` once it is fixed"
-             if drained or "DOWN" in bad else f"admins: look at slurmd on {node.name} (`systemctl status slurmd`)")
+    admin = (
+        f"admins: `scontrol update nodename={node.name} state=resume` once it is fixed"
+        if drained or "DOWN" in bad
+        else f"admins: look at slurmd on {node.name} (`systemctl status slurmd`)"
+    )
     fix = f"{admin}; everyone else: use another node or partition (`%sinfo` shows which take jobs)"
     return Finding("node", "node state", Verdict.FAIL if named else Verdict.WARN, said, fix, subject)
 
 
-def judge_nodes(nodes: Sequence[Node], where: str = "the cluster",
-                reasons: Mapping[str, tuple[str, str, str]] | None = None) -> list[Finding]:
+def judge_nodes(
+    nodes: Sequence[Node],
+    where: str = "the cluster",
+    reasons: Mapping[str, tuple[str, str, str]] | None = None,
+) -> list[Finding]:
     """Every drained or down node among ``nodes`` (a WARN each), or one OK saying all take jobs."""
     bad = [judge_node(n, named=False, reason=(reasons or {}).get(n.name)) for n in nodes if unhealthy(n)]
     if bad:

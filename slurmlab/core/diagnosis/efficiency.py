@@ -75,11 +75,19 @@ class Efficiency:
         return f"Efficiency of job {self.job_id}: " + " · ".join(parts)
 
     def to_dict(self) -> JSONObject:
-        return {"job_id": self.job_id, "elapsed": self.elapsed, "cpus": self.cpus, "gpus": self.gpus,
-                "gpu_hours_held": self.gpu_hours_held, "gpu_hours_used": self.gpu_hours_used,
-                "cpu_seconds": self.cpu_seconds, "cpu_efficiency": self.cpu_efficiency,
-                "peak_rss_mb": self.peak_rss_mb, "requested_mem_mb": self.requested_mem_mb,
-                "line": self.line()}
+        return {
+            "job_id": self.job_id,
+            "elapsed": self.elapsed,
+            "cpus": self.cpus,
+            "gpus": self.gpus,
+            "gpu_hours_held": self.gpu_hours_held,
+            "gpu_hours_used": self.gpu_hours_used,
+            "cpu_seconds": self.cpu_seconds,
+            "cpu_efficiency": self.cpu_efficiency,
+            "peak_rss_mb": self.peak_rss_mb,
+            "requested_mem_mb": self.requested_mem_mb,
+            "line": self.line(),
+        }
 
 
 def _gpu_seconds_used(steps: Sequence[SacctRecord]) -> float | None:
@@ -104,13 +112,19 @@ def efficiency(records: Iterable[SacctRecord]) -> Efficiency:
     elapsed = job.elapsed or 0
     cpus = job.cpus or 0
     gpus = job.gpus
-    cpu_seconds = job.total_cpu if job.total_cpu is not None else (
-        sum(s.total_cpu or 0.0 for s in steps) if any(s.total_cpu is not None for s in steps) else None)
+    cpu_seconds = (
+        job.total_cpu
+        if job.total_cpu is not None
+        else (sum(s.total_cpu or 0.0 for s in steps) if any(s.total_cpu is not None for s in steps) else None)
+    )
     held_cpu = cpus * elapsed
     rss = [s.max_rss_mb for s in steps if s.max_rss_mb is not None]
     used = _gpu_seconds_used(steps)
     return Efficiency(
-        job_id=jid, elapsed=elapsed, cpus=cpus, gpus=gpus,
+        job_id=jid,
+        elapsed=elapsed,
+        cpus=cpus,
+        gpus=gpus,
         gpu_hours_held=gpus * elapsed / 3600,
         gpu_hours_used=None if used is None else used / 3600,
         cpu_seconds=cpu_seconds,

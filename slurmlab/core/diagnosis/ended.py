@@ -55,7 +55,11 @@ class StepEnd:
     max_rss_mb: int | None
 
     def line(self) -> str:
-        how = f"signal {self.signal}" if self.signal else ("exit code ?" if self.code is None else f"exit code {self.code}")
+        how = (
+            f"signal {self.signal}"
+            if self.signal
+            else ("exit code ?" if self.code is None else f"exit code {self.code}")
+        )
         rss = f", peak memory {self.max_rss_mb} MiB" if self.max_rss_mb is not None else ""
         return f"step {self.step} ({self.name}): {self.state}, {how}{rss}"
 
@@ -98,10 +102,19 @@ class Ended:
         return self.text()
 
     def to_dict(self) -> dict[str, object]:
-        return {"job_id": self.job_id, "state": self.state, "slurm_state": self.slurm_state,
-                "headline": self.headline, "cancelled_by": self.cancelled_by, "details": list(self.details),
-                "steps": [s.__dict__.copy() for s in self.steps], "advice": list(self.advice),
-                "efficiency": self.efficiency, "source": self.source, "note": self.note}
+        return {
+            "job_id": self.job_id,
+            "state": self.state,
+            "slurm_state": self.slurm_state,
+            "headline": self.headline,
+            "cancelled_by": self.cancelled_by,
+            "details": list(self.details),
+            "steps": [s.__dict__.copy() for s in self.steps],
+            "advice": list(self.advice),
+            "efficiency": self.efficiency,
+            "source": self.source,
+            "note": self.note,
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -109,11 +122,14 @@ class Ended:
     def _repr_html_(self) -> str:
         esc = html.escape
         rows = "".join(f"<li>{esc(s.line())}</li>" for s in self.steps)
-        advice = "".join(f"<div class='slurmlab-ended-advice'>&rarr; <code>{esc(a)}</code></div>"
-                         for a in self.advice)
+        advice = "".join(
+            f"<div class='slurmlab-ended-advice'>&rarr; <code>{esc(a)}</code></div>" for a in self.advice
+        )
         extra = "".join(f"<div>{esc(x)}</div>" for x in (*self.details, self.efficiency, self.note) if x)
-        return (f"<div class='slurmlab-ended' data-state='{esc(self.state)}'><b>Job {esc(self.job_id)} "
-                f"{esc(self.headline)}</b>{extra}{f'<ul>{rows}</ul>' if rows else ''}{advice}</div>")
+        return (
+            f"<div class='slurmlab-ended' data-state='{esc(self.state)}'><b>Job {esc(self.job_id)} "
+            f"{esc(self.headline)}</b>{extra}{f'<ul>{rows}</ul>' if rows else ''}{advice}</div>"
+        )
 
 
 def with_option(argv: Sequence[str], names: Sequence[str], value: str) -> list[str]:
@@ -161,8 +177,10 @@ def _memory_advice(argv: Sequence[str], peak_mb: int | None, job: SacctRecord) -
 def _time_advice(argv: Sequence[str], job: SacctRecord) -> str:
     limit = job.time_limit or job.elapsed or 60
     minutes = max(2, math.ceil(limit * 2 / 60))
-    return (f"more time ({duration_in_words(minutes * 60)} instead of {duration_in_words(limit)}; "
-            f"or save work on a --signal): {_salloc(with_option(argv, _TIME_OPTIONS, str(minutes)))}")
+    return (
+        f"more time ({duration_in_words(minutes * 60)} instead of {duration_in_words(limit)}; "
+        f"or save work on a --signal): {_salloc(with_option(argv, _TIME_OPTIONS, str(minutes)))}"
+    )
 
 
 def _overrun(steps: Sequence[SacctRecord], job: SacctRecord) -> SacctRecord | None:
@@ -189,7 +207,9 @@ def _headline(state: str, job: SacctRecord, by: str | None, oom: SacctRecord | N
     if state == "TIMEOUT" and job.time_limit:
         return f"{words} (TIMEOUT{ran}, limit {format_duration(job.time_limit)})"
     if state == "OUT_OF_MEMORY" and oom is not None:
-        used = f": step {oom.step} ({oom.name}) used {oom.max_rss_mb} MiB" if oom.max_rss_mb is not None else ""
+        used = (
+            f": step {oom.step} ({oom.name}) used {oom.max_rss_mb} MiB" if oom.max_rss_mb is not None else ""
+        )
         asked = f" of {job.requested_mem_mb} MiB requested" if used and job.requested_mem_mb else ""
         return f"{words} (OUT_OF_MEMORY{ran}){used}{asked}"
     if state == "CANCELLED":
@@ -210,16 +230,27 @@ def _advice(state: str, argv: Sequence[str], job: SacctRecord, oom: SacctRecord 
     if state == "OUT_OF_MEMORY":
         return [_memory_advice(argv, oom.max_rss_mb if oom else None, job)]
     if state in ("PREEMPTED", "NODE_FAIL"):
-        return ["let Slurm start it again: a batch job with `sbatch --requeue` (salloc cannot be requeued), "
-                "saving checkpoints so the restart goes on where it stopped"]
+        return [
+            "let Slurm start it again: a batch job with `sbatch --requeue` (salloc cannot be requeued), "
+            "saving checkpoints so the restart goes on where it stopped"
+        ]
     if state == "FAILED":
-        return ["read the failing step's output; exit code 137 or signal 9 means it was killed (often memory), "
-                "127 a command not found"]
+        return [
+            "read the failing step's output; exit code 137 or signal 9 means it was killed (often memory), "
+            "127 a command not found"
+        ]
     return []
 
 
-def explain_end(records: Sequence[SacctRecord], *, me: int, names: Mapping[int, str] | None = None,
-                argv: Sequence[str] = (), source: str = "sacct", note: str = "") -> Ended:
+def explain_end(
+    records: Sequence[SacctRecord],
+    *,
+    me: int,
+    names: Mapping[int, str] | None = None,
+    argv: Sequence[str] = (),
+    source: str = "sacct",
+    note: str = "",
+) -> Ended:
     """The end of the job whose records (its own line and its steps) are given. ``me``: your uid; ``names``:
     uid -> user name for a cancel by someone else; ``argv``: the request's salloc options, changed in the advice.
     ValueError when no record is given."""
@@ -234,32 +265,71 @@ def explain_end(records: Sequence[SacctRecord], *, me: int, names: Mapping[int, 
     by = _who(job.cancelled_by, me, names or {}) if state == "CANCELLED" else None
     details = []
     if oom is not None and oom.state != "OUT_OF_MEMORY" and job.state != "OUT_OF_MEMORY":
-        details.append(f"  Slurm says {job.state}; step {oom.step} was killed (signal 9) by Slurm's memory "
-                       "watchdog for going over the memory requested")
+        details.append(
+            f"  Slurm says {job.state}; step {oom.step} was killed (signal 9) by Slurm's memory "
+            "watchdog for going over the memory requested"
+        )
     if by == "you":
         details.append("  (slurmlab cancels an allocation on .cancel(), %scancel, or when its kernel ends)")
     eff = efficiency(rows).line() if source == "sacct" and job.state in ENDED else ""
     return Ended(
-        job_id=jid, state=state, slurm_state=job.state, headline=_headline(state, job, by, oom),
-        steps=tuple(StepEnd(s.step or "", s.name, s.state, s.exit.code if s.exit else None,
-                            s.exit.signal if s.exit else 0, s.max_rss_mb) for s in steps),
-        advice=tuple(_advice(state, list(argv), job, oom)), efficiency=eff, source=source, note=note,
-        cancelled_by=by, details=tuple(details),
+        job_id=jid,
+        state=state,
+        slurm_state=job.state,
+        headline=_headline(state, job, by, oom),
+        steps=tuple(
+            StepEnd(
+                s.step or "",
+                s.name,
+                s.state,
+                s.exit.code if s.exit else None,
+                s.exit.signal if s.exit else 0,
+                s.max_rss_mb,
+            )
+            for s in steps
+        ),
+        advice=tuple(_advice(state, list(argv), job, oom)),
+        efficiency=eff,
+        source=source,
+        note=note,
+        cancelled_by=by,
+        details=tuple(details),
     )
 
 
 def records_from_job(job: Job) -> list[SacctRecord]:
     """The controller's record of an ended job (``scontrol show job``) as a job-level sacct record, when sacct
     cannot answer: no steps, no peak memory, no canceller."""
-    elapsed = (int((job.end_time - job.start_time).total_seconds())
-               if job.end_time is not None and job.start_time is not None else None)
+    elapsed = (
+        int((job.end_time - job.start_time).total_seconds())
+        if job.end_time is not None and job.start_time is not None
+        else None
+    )
     tres = job.tres_alloc
     alloc = {k: v for k, v in (p.partition("=")[::2] for p in tres.text.split(","))} if tres else {}
     base = SacctRecord(
-        job_id=str(job.job_id), step=None, name=job.name, uid=None, user=job.user or "", account="",
-        partition=job.partition or "", qos="", state=job.state, cancelled_by=None, exit=job.exit,
-        elapsed=elapsed, time_limit=job.time_limit, submit=job.submit_time, start=job.start_time,
-        end=job.end_time, nodes=job.nodes, cpus=job.num_cpus, alloc_tres=alloc,
-        req_mem_mb=job.tres_req.mem_mb if job.tres_req else None, max_rss_mb=None, total_cpu=None, usage_ave={},
+        job_id=str(job.job_id),
+        step=None,
+        name=job.name,
+        uid=None,
+        user=job.user or "",
+        account="",
+        partition=job.partition or "",
+        qos="",
+        state=job.state,
+        cancelled_by=None,
+        exit=job.exit,
+        elapsed=elapsed,
+        time_limit=job.time_limit,
+        submit=job.submit_time,
+        start=job.start_time,
+        end=job.end_time,
+        nodes=job.nodes,
+        cpus=job.num_cpus,
+        alloc_tres=alloc,
+        req_mem_mb=job.tres_req.mem_mb if job.tres_req else None,
+        max_rss_mb=None,
+        total_cpu=None,
+        usage_ave={},
     )
     return [base]

@@ -17,8 +17,16 @@ from slurmlab.core.jsontypes import JSONObject
 from slurmlab.core.slurm.sacct import SacctRecord
 from slurmlab.core.slurm.sshare import ShareRecord
 
-__all__ = ["FAIRSHARE_LEGEND", "ShareExplained", "explain_shares", "owned_by", "parents", "standing",
-           "state_in_words", "usage_part"]
+__all__ = [
+    "FAIRSHARE_LEGEND",
+    "ShareExplained",
+    "explain_shares",
+    "owned_by",
+    "parents",
+    "standing",
+    "state_in_words",
+    "usage_part",
+]
 
 # usage/shares ratios inside this band count as "about your share": sshare prints 6 decimals of numbers that
 # decay continuously, so a strict comparison would flip on noise
@@ -49,9 +57,17 @@ class ShareExplained:
     sentence: str
 
     def to_dict(self) -> JSONObject:
-        return {"account": self.account, "user": self.user, "fair_share": self.fair_share, "shares": self.shares,
-                "usage": self.usage, "gpu_minutes": self.gpu_minutes, "standing": self.standing,
-                "account_standing": self.account_standing, "sentence": self.sentence}
+        return {
+            "account": self.account,
+            "user": self.user,
+            "fair_share": self.fair_share,
+            "shares": self.shares,
+            "usage": self.usage,
+            "gpu_minutes": self.gpu_minutes,
+            "standing": self.standing,
+            "account_standing": self.account_standing,
+            "sentence": self.sentence,
+        }
 
 
 def usage_part(record: ShareRecord, parent: ShareRecord | None) -> float | None:
@@ -101,19 +117,21 @@ def _sentence(account: str, usage: float | None, shares: float | None, where: st
     numbers = f"{_percent(usage)} of its usage for {_percent(shares)} of its shares"
     words = {
         "unused": f"you have not used account {account} lately: your jobs there start before those of users "
-                  "who have (other things being equal)",
+        "who have (other things being equal)",
         "under": f"you have used less than your share of account {account} lately ({numbers}): your jobs "
-                 "start before those of users who used more",
+        "start before those of users who used more",
         "about": f"you have used about your share of account {account} lately ({numbers}): your jobs are "
-                 "in the middle of the fair-share order",
+        "in the middle of the fair-share order",
         "over": f"you have used more than your share of account {account} lately ({numbers}): your jobs "
-                "start after those of users who used less; this fades as your past usage decays",
+        "start after those of users who used less; this fades as your past usage decays",
         "unknown": f"sshare gives no usage or shares for you in account {account}, so where you stand is "
-                   "unknown",
+        "unknown",
     }[where]
     if account_where == "over":
-        words += (f"; the account {account} itself has used more than its share of the cluster, so all its "
-                  "users' jobs wait behind those of accounts that used less")
+        words += (
+            f"; the account {account} itself has used more than its share of the cluster, so all its "
+            "users' jobs wait behind those of accounts that used less"
+        )
     elif account_where in ("under", "unused"):
         words += f"; the account {account} itself has used less than its share, which helps its users"
     return words
@@ -131,13 +149,23 @@ def explain_shares(records: Sequence[ShareRecord], user: str) -> list[ShareExpla
         where = standing(usage, r.norm_shares, r.raw_usage)
         account_where = "unknown"
         if parent is not None and above.get(id(parent)) is not None:  # the cluster's root has no standing
-            account_where = standing(usage_part(parent, above[id(parent)]), parent.norm_shares, parent.raw_usage)
+            account_where = standing(
+                usage_part(parent, above[id(parent)]), parent.norm_shares, parent.raw_usage
+            )
         fair = r.fair_share if r.fair_share is None or math.isfinite(r.fair_share) else None
-        out.append(ShareExplained(
-            account=r.account, user=user, fair_share=fair, shares=r.norm_shares, usage=usage,
-            gpu_minutes=r.gpu_minutes, standing=where, account_standing=account_where,
-            sentence=_sentence(r.account, usage, r.norm_shares, where, account_where),
-        ))
+        out.append(
+            ShareExplained(
+                account=r.account,
+                user=user,
+                fair_share=fair,
+                shares=r.norm_shares,
+                usage=usage,
+                gpu_minutes=r.gpu_minutes,
+                standing=where,
+                account_standing=account_where,
+                sentence=_sentence(r.account, usage, r.norm_shares, where, account_where),
+            )
+        )
     return out
 
 

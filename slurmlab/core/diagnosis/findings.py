@@ -50,11 +50,20 @@ class Finding:
     evidence: str
     fix: str = ""
     subject: str = ""  # the job id or node name it concerns; empty for the cluster
-    details: tuple[str, ...] = field(default=())  # further lines of evidence (blocking jobs, alternatives ...)
+    details: tuple[str, ...] = field(
+        default=()
+    )  # further lines of evidence (blocking jobs, alternatives ...)
 
     def to_dict(self) -> dict[str, object]:
-        return {"check": self.check, "title": self.title, "verdict": self.verdict.value, "subject": self.subject,
-                "evidence": self.evidence, "fix": self.fix, "details": list(self.details)}
+        return {
+            "check": self.check,
+            "title": self.title,
+            "verdict": self.verdict.value,
+            "subject": self.subject,
+            "evidence": self.evidence,
+            "fix": self.fix,
+            "details": list(self.details),
+        }
 
 
 @dataclass(frozen=True)
@@ -101,13 +110,23 @@ class Report:
             rows.append(
                 f"<tr class='slurmlab-Doctor-{f.verdict.value}'><td><b>{f.verdict.value}</b></td>"
                 f"<td>{html.escape(f.title)}</td><td>{html.escape(f.subject)}</td>"
-                f"<td>{html.escape(f.evidence)}{extra}{fix}</td></tr>")
-        return ("<table class='slurmlab-Doctor'><thead><tr><th>verdict</th><th>check</th><th>subject</th>"
-                "<th>evidence and fix</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+                f"<td>{html.escape(f.evidence)}{extra}{fix}</td></tr>"
+            )
+        return (
+            "<table class='slurmlab-Doctor'><thead><tr><th>verdict</th><th>check</th><th>subject</th>"
+            "<th>evidence and fix</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        )
 
 
-def guarded(check: str, title: str, subject: str, make: Callable[[], list[Finding]], *,
-            verdict: Verdict = Verdict.FAIL, fix: str = "ask again in a moment") -> list[Finding]:
+def guarded(
+    check: str,
+    title: str,
+    subject: str,
+    make: Callable[[], list[Finding]],
+    *,
+    verdict: Verdict = Verdict.FAIL,
+    fix: str = "ask again in a moment",
+) -> list[Finding]:
     """``make()``, or one finding of ``verdict`` saying what could not be checked when Slurm failed or answered
     garbage on the way: one failing part never hides the others, and no traceback reaches the user."""
     try:

@@ -22,8 +22,19 @@ from slurmlab.core.slurm.states import HOLDING
 from slurmlab.core.slurm.timefmt import duration_in_words, parse_timestamp
 from slurmlab.errors import ParseError
 
-__all__ = ["PlannedStart", "blockers", "judge_alternatives", "judge_blockers", "judge_ended", "judge_held", "judge_pending",
-           "judge_running", "parse_planned_start", "usable_nodes", "when"]
+__all__ = [
+    "PlannedStart",
+    "blockers",
+    "judge_alternatives",
+    "judge_blockers",
+    "judge_ended",
+    "judge_held",
+    "judge_pending",
+    "judge_running",
+    "parse_planned_start",
+    "usable_nodes",
+    "when",
+]
 
 
 def when(moment: datetime | None, now: datetime) -> str:
@@ -31,8 +42,13 @@ def when(moment: datetime | None, now: datetime) -> str:
     if moment is None:
         return "unknown"
     seconds = int((moment - now).total_seconds())
-    rel = (f"in {duration_in_words(seconds) or 'under a second'}" if seconds > 0
-           else f"{duration_in_words(-seconds) or 'just now'} ago" if seconds < 0 else "now")
+    rel = (
+        f"in {duration_in_words(seconds) or 'under a second'}"
+        if seconds > 0
+        else f"{duration_in_words(-seconds) or 'just now'} ago"
+        if seconds < 0
+        else "now"
+    )
     return f"{moment.strftime('%Y-%m-%d %H:%M:%S')} ({rel})"
 
 
@@ -45,10 +61,17 @@ def judge_held(job: Job) -> Finding:
     if reason.startswith("JobHeldAdmin"):
         fix = f"an admin holds it: ask the admins to release it (`scontrol release {jid}` needs an operator)"
     else:
-        fix = f"`scontrol release {jid}` (its owner or an admin), or `%scancel {jid}` if it is no longer wanted"
-    return Finding("job.held", "job held", Verdict.FAIL,
-                   f"pending and held: {explained or reason} — it will not start until it is released", fix,
-                   f"job {jid}")
+        fix = (
+            f"`scontrol release {jid}` (its owner or an admin), or `%scancel {jid}` if it is no longer wanted"
+        )
+    return Finding(
+        "job.held",
+        "job held",
+        Verdict.FAIL,
+        f"pending and held: {explained or reason} — it will not start until it is released",
+        fix,
+        f"job {jid}",
+    )
 
 
 @dataclass(frozen=True)
@@ -81,14 +104,30 @@ def judge_pending(job: Job, now: datetime, planned: PlannedStart | None = None) 
     start = planned.start if planned is not None and planned.start is not None else job.expected_start
     on = f" on {planned.nodes}" if planned is not None and planned.nodes else ""
     source = " (squeue --start)" if planned is not None and planned.start is not None else ""
-    details = (f"Slurm expects it to start {when(start, now)}{on}{source}" if start else
-               "Slurm has no expected start for it yet (`squeue --start` shows the same)",)
+    details = (
+        f"Slurm expects it to start {when(start, now)}{on}{source}"
+        if start
+        else "Slurm has no expected start for it yet (`squeue --start` shows the same)",
+    )
     if explained is not None and explained.never:
-        return Finding("job.pending", "job pending", Verdict.FAIL,
-                       f"it will not start as asked: {words}", explained.hint or "cancel it and ask differently",
-                       f"job {jid}", details)
-    return Finding("job.pending", "job pending", Verdict.WARN, words,
-                   "see below what holds it and what change would start it sooner", f"job {jid}", details)
+        return Finding(
+            "job.pending",
+            "job pending",
+            Verdict.FAIL,
+            f"it will not start as asked: {words}",
+            explained.hint or "cancel it and ask differently",
+            f"job {jid}",
+            details,
+        )
+    return Finding(
+        "job.pending",
+        "job pending",
+        Verdict.WARN,
+        words,
+        "see below what holds it and what change would start it sooner",
+        f"job {jid}",
+        details,
+    )
 
 
 def usable_nodes(job: Job, nodes: Sequence[Node], partitions: Sequence[Partition]) -> list[Node]:
@@ -123,8 +162,11 @@ def blockers(job: Job, jobs: Sequence[Job], usable: Sequence[Node]) -> list[tupl
     soonest to end first, each with what it holds."""
     names = {n.name for n in usable}
     wanted = _wanted_type(job)
-    found = [(o, held) for o in jobs if o.job_id != job.job_id and o.state in HOLDING
-             and (held := _holds(o, names, wanted))]
+    found = [
+        (o, held)
+        for o in jobs
+        if o.job_id != job.job_id and o.state in HOLDING and (held := _holds(o, names, wanted))
+    ]
     found.sort(key=lambda pair: pair[0].end_time.timestamp() if pair[0].end_time else float("inf"))
     return found
 
@@ -132,41 +174,78 @@ def blockers(job: Job, jobs: Sequence[Job], usable: Sequence[Node]) -> list[tupl
 def judge_blockers(job: Job, found: Sequence[tuple[Job, list[str]]], now: datetime) -> Finding:
     subject = f"job {job.display_id}"
     if not found:
-        return Finding("job.blockers", "what holds its GPUs", Verdict.OK,
-                       "no running job holds GPUs of its type on the nodes it may use", subject=subject)
-    lines = tuple(f"job {o.display_id} ({o.user or 'user ?'}, {o.state}): {', '.join(held)}; ends "
-                  f"{when(o.end_time, now)}" for o, held in found)
+        return Finding(
+            "job.blockers",
+            "what holds its GPUs",
+            Verdict.OK,
+            "no running job holds GPUs of its type on the nodes it may use",
+            subject=subject,
+        )
+    lines = tuple(
+        f"job {o.display_id} ({o.user or 'user ?'}, {o.state}): {', '.join(held)}; ends "
+        f"{when(o.end_time, now)}"
+        for o, held in found
+    )
     first = found[0][0]
-    return Finding("job.blockers", "what holds its GPUs", Verdict.WARN,
-                   f"{len(found)} running job(s) hold GPUs it needs; the first ends {when(first.end_time, now)}",
-                   "wait for them, or take a change below", subject, lines)
+    return Finding(
+        "job.blockers",
+        "what holds its GPUs",
+        Verdict.WARN,
+        f"{len(found)} running job(s) hold GPUs it needs; the first ends {when(first.end_time, now)}",
+        "wait for them, or take a change below",
+        subject,
+        lines,
+    )
 
 
-def judge_alternatives(job: Job, sooner: Sequence[Alternative], rest: Sequence[Alternative],
-                       unchecked: str = "", compared: str = "") -> Finding:
+def judge_alternatives(
+    job: Job,
+    sooner: Sequence[Alternative],
+    rest: Sequence[Alternative],
+    unchecked: str = "",
+    compared: str = "",
+) -> Finding:
     """The changes that start sooner: each one `sbatch --test-only` says starts sooner *and* no QOS,
     association or partition limit would hold (--test-only applies none); the others follow, each saying why
     not. ``unchecked``: why the limits could not be read (said beside what is offered); ``compared``: what
     "sooner" was measured against."""
     subject = f"job {job.display_id}"
     others = tuple(f"(not sooner) {a.line()}" for a in rest)
-    caveat = ((f"the QOS and association limits could not be checked ({unchecked}): one may still hold a change",)
-              if unchecked else ()) + ((f"sooner means: {compared}",) if compared and rest else ())
+    caveat = (
+        (f"the QOS and association limits could not be checked ({unchecked}): one may still hold a change",)
+        if unchecked
+        else ()
+    ) + ((f"sooner means: {compared}",) if compared and rest else ())
     if not sooner and not rest:
-        return Finding("job.alternatives", "what would start it sooner", Verdict.SKIP,
-                       "no change to try: it asks for no GPU, and its time limit is already short", subject=subject)
+        return Finding(
+            "job.alternatives",
+            "what would start it sooner",
+            Verdict.SKIP,
+            "no change to try: it asks for no GPU, and its time limit is already short",
+            subject=subject,
+        )
     if not sooner:
         held = sum(1 for a in rest if a.held_by)
         why = f" ({held} held back by the limits)" if held else ""
-        return Finding("job.alternatives", "what would start it sooner", Verdict.OK,
-                       f"none of {len(rest)} change(s) checked would start sooner{why}: waiting is the fastest",
-                       subject=subject, details=caveat + others)
+        return Finding(
+            "job.alternatives",
+            "what would start it sooner",
+            Verdict.OK,
+            f"none of {len(rest)} change(s) checked would start sooner{why}: waiting is the fastest",
+            subject=subject,
+            details=caveat + others,
+        )
     best = sooner[0]
-    return Finding("job.alternatives", "what would start it sooner", Verdict.WARN,
-                   f"{len(sooner)} change(s) would start sooner (checked with `sbatch --test-only` and the "
-                   f"QOS/association limits); best: {best.variant.change}",
-                   f"`%scancel {job.display_id}` then `{best.variant.salloc_line}`", subject,
-                   caveat + tuple(a.line() for a in sooner) + others)
+    return Finding(
+        "job.alternatives",
+        "what would start it sooner",
+        Verdict.WARN,
+        f"{len(sooner)} change(s) would start sooner (checked with `sbatch --test-only` and the "
+        f"QOS/association limits); best: {best.variant.change}",
+        f"`%scancel {job.display_id}` then `{best.variant.salloc_line}`",
+        subject,
+        caveat + tuple(a.line() for a in sooner) + others,
+    )
 
 
 def judge_running(job: Job, nodes: Sequence[Node], steps: Sequence[Step], now: datetime) -> Finding:
@@ -181,18 +260,35 @@ def judge_running(job: Job, nodes: Sequence[Node], steps: Sequence[Step], now: d
     said = f"{job.state} on {job.nodelist or ', '.join(job.nodes) or '?'}"
     if bad:
         names = ", ".join(n.name for n in bad)
-        return Finding("job.running", "job running", Verdict.WARN,
-                       said + f": node(s) {names} do not take work ({', '.join(unhealthy(bad[0]))})",
-                       "the job may hang on them: `%scancel` it and submit again (Slurm avoids drained nodes); "
-                       "see the node checks below", subject, tuple(lines))
+        return Finding(
+            "job.running",
+            "job running",
+            Verdict.WARN,
+            said + f": node(s) {names} do not take work ({', '.join(unhealthy(bad[0]))})",
+            "the job may hang on them: `%scancel` it and submit again (Slurm avoids drained nodes); "
+            "see the node checks below",
+            subject,
+            tuple(lines),
+        )
     if job.state == "COMPLETING":
-        return Finding("job.running", "job running", Verdict.WARN, said + ": still completing (its epilog runs, "
-                       "or a process on a node does not end)", "wait a minute; if it stays, ask the admins to look "
-                       "at the node", subject, tuple(lines))
+        return Finding(
+            "job.running",
+            "job running",
+            Verdict.WARN,
+            said + ": still completing (its epilog runs, or a process on a node does not end)",
+            "wait a minute; if it stays, ask the admins to look at the node",
+            subject,
+            tuple(lines),
+        )
     return Finding("job.running", "job running", Verdict.OK, said, subject=subject, details=tuple(lines))
 
 
 def judge_ended(job: Job) -> Finding:
     said = job.state + (f" ({plain_reason(job.reason)})" if job.reason and job.reason != "None" else "")
-    return Finding("job.ended", "job state", Verdict.OK, f"it is no longer pending or running: {said}",
-                   subject=f"job {job.display_id}")
+    return Finding(
+        "job.ended",
+        "job state",
+        Verdict.OK,
+        f"it is no longer pending or running: {said}",
+        subject=f"job {job.display_id}",
+    )

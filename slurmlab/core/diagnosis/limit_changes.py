@@ -45,24 +45,45 @@ def ask_of(job: Job, variant: Variant | None, *, user: str, account: str, qos: s
         if gpu_type:
             tres[f"gres/gpu:{gpu_type}"] = total
     elif "gres/gpu" not in tres:
-        total = float(sum(g.amount * _times(opt, job) for opt, items in (
-            ("--gpus", job.tres_per_job), ("--gpus-per-node", job.tres_per_node),
-            ("--gpus-per-task", job.tres_per_task)) for g in items if g.name == "gpu"))
+        total = float(
+            sum(
+                g.amount * _times(opt, job)
+                for opt, items in (
+                    ("--gpus", job.tres_per_job),
+                    ("--gpus-per-node", job.tres_per_node),
+                    ("--gpus-per-task", job.tres_per_task),
+                )
+                for g in items
+                if g.name == "gpu"
+            )
+        )
         if total:
             tres["gres/gpu"] = total
-    minutes = (variant.minutes if variant is not None and variant.minutes is not None
-               else math.ceil(job.time_limit / 60) if job.time_limit else None)
+    minutes = (
+        variant.minutes
+        if variant is not None and variant.minutes is not None
+        else math.ceil(job.time_limit / 60)
+        if job.time_limit
+        else None
+    )
     part = variant.partition if variant is not None and variant.partition else job.partition or ""
-    return Ask(user, variant.account if variant is not None and variant.account else account,
-               variant.qos if variant is not None and variant.qos else qos,
-               tuple(p for p in part.split(",") if p), tres, job.num_nodes or 1, minutes)
+    return Ask(
+        user,
+        variant.account if variant is not None and variant.account else account,
+        variant.qos if variant is not None and variant.qos else qos,
+        tuple(p for p in part.split(",") if p),
+        tres,
+        job.num_nodes or 1,
+        minutes,
+    )
 
 
 def pinned(variant: Variant, *, account: str, qos: str) -> Variant:
     """The variant with the job's account and QOS written out (where it changes neither): its ``%salloc`` line
     then asks what the limits were checked against, not the user's defaults."""
     head = ([] if variant.account or not account else [f"--account={account}"]) + (
-        [] if variant.qos or not qos else [f"--qos={qos}"])
+        [] if variant.qos or not qos else [f"--qos={qos}"]
+    )
     return replace(variant, options=(*head, *variant.options)) if head else variant
 
 
@@ -75,8 +96,9 @@ def _max_wall_minutes(row: Mapping[str, str]) -> int | None:
     return None if seconds is None else seconds // 60
 
 
-def _fitting_gpus(job: Job, ask: Ask, tables: LimitTables | None, jobs: Sequence[JobUse],
-                  partitions: Sequence[Partition]) -> list[Variant]:
+def _fitting_gpus(
+    job: Job, ask: Ask, tables: LimitTables | None, jobs: Sequence[JobUse], partitions: Sequence[Partition]
+) -> list[Variant]:
     """As many GPUs as still fit under every GPU cap that holds the job, in the job's own option form."""
     asked = gpu_request(job)
     if asked is None:
@@ -84,16 +106,28 @@ def _fitting_gpus(job: Job, ask: Ask, tables: LimitTables | None, jobs: Sequence
     option, item = asked
     for n in range(item.amount - 1, 0, -1):
         trial = Variant("gpus", "", (), gpus=n)
-        blocking = [h for h in holds(ask_of(job, trial, user=ask.user, account=ask.account, qos=ask.qos), tables,
-                                     jobs, partitions) if (h.key or "").startswith("gres/gpu")]
+        blocking = [
+            h
+            for h in holds(
+                ask_of(job, trial, user=ask.user, account=ask.account, qos=ask.qos), tables, jobs, partitions
+            )
+            if (h.key or "").startswith("gres/gpu")
+        ]
         if not blocking:
-            return [Variant("gpus", f"{n} GPU(s) ({option}) instead of {item.amount}: as many as fit under the cap",
-                            tuple(base_options(job, gpus=gpu_option(option, item.type, n))), gpus=n)]
+            return [
+                Variant(
+                    "gpus",
+                    f"{n} GPU(s) ({option}) instead of {item.amount}: as many as fit under the cap",
+                    tuple(base_options(job, gpus=gpu_option(option, item.type, n))),
+                    gpus=n,
+                )
+            ]
     return []
 
 
-def lifting_variants(job: Job, ask: Ask, tables: LimitTables | None, jobs: Sequence[JobUse],
-                     partitions: Sequence[Partition]) -> list[Variant]:
+def lifting_variants(
+    job: Job, ask: Ask, tables: LimitTables | None, jobs: Sequence[JobUse], partitions: Sequence[Partition]
+) -> list[Variant]:
     """The changes that may lift the limits holding the job: as many GPUs as fit, each other QOS the user's
     association allows (its MaxWall as the time where the job asks more), each other account of the user."""
     out = _fitting_gpus(job, ask, tables, jobs, partitions)
@@ -106,19 +140,30 @@ def lifting_variants(job: Job, ask: Ask, tables: LimitTables | None, jobs: Seque
             continue
         wall = _max_wall_minutes(row)
         shorter = wall if wall and minutes and minutes > wall else None
-        out.append(Variant("qos", f"QOS {q} instead of {ask.qos}" + (f" with -t {shorter} (its MaxWall)" if shorter
-                                                                     else ""),
-                           (*base_options(job, minutes=str(shorter) if shorter else None), f"--qos={q}"),
-                           minutes=shorter, qos=q))
+        out.append(
+            Variant(
+                "qos",
+                f"QOS {q} instead of {ask.qos}" + (f" with -t {shorter} (its MaxWall)" if shorter else ""),
+                (*base_options(job, minutes=str(shorter) if shorter else None), f"--qos={q}"),
+                minutes=shorter,
+                qos=q,
+            )
+        )
     for a in tables.accounts_of(ask.user):
         if a == ask.account:
             continue
         allowed = tables.allowed_qos(ask.user, a, ask.partitions)
         row = tables.user_row(ask.user, a, ask.partitions)
         q = ask.qos if ask.qos in allowed else (row.get("DefaultQOS", "") if row else "") or ask.qos
-        out.append(Variant("account", f"account {a} instead of {ask.account}" + (f" (QOS {q})" if q != ask.qos
-                                                                                 else ""),
-                           (*base_options(job), f"--account={a}", f"--qos={q}"), qos=q, account=a))
+        out.append(
+            Variant(
+                "account",
+                f"account {a} instead of {ask.account}" + (f" (QOS {q})" if q != ask.qos else ""),
+                (*base_options(job), f"--account={a}", f"--qos={q}"),
+                qos=q,
+                account=a,
+            )
+        )
     return out
 
 

@@ -32,16 +32,64 @@ from slurmlab.core.slurm.timefmt import parse_duration
 from slurmlab.core.slurm.tres import Tres
 from slurmlab.errors import ParseError
 
-__all__ = ["ASSOC_LIMIT_FIELDS", "QOS_LIMIT_FIELDS", "QUEUE_ARGV", "Ask", "Hold", "JobUse", "LimitTables", "amounts", "holding",
-           "holds", "parse_queue", "start_bound", "unit"]
+__all__ = [
+    "ASSOC_LIMIT_FIELDS",
+    "QOS_LIMIT_FIELDS",
+    "QUEUE_ARGV",
+    "Ask",
+    "Hold",
+    "JobUse",
+    "LimitTables",
+    "amounts",
+    "holding",
+    "holds",
+    "parse_queue",
+    "start_bound",
+    "unit",
+]
 
-QOS_LIMIT_FIELDS = ("Name", "Flags", "GrpTRES", "GrpJobs", "GrpSubmit", "MaxTRES", "MaxTRESPerNode", "MinTRES",
-                    "MaxTRESPU", "MaxJobsPU", "MaxSubmitPU", "MaxTRESPA", "MaxJobsPA", "MaxSubmitPA", "MaxWall")
-ASSOC_LIMIT_FIELDS = ("Cluster", "Account", "User", "Partition", "ParentName", "QOS", "DefaultQOS", "GrpTRES",
-                      "GrpJobs", "GrpSubmit", "MaxTRES", "MaxTRESPerNode", "MaxJobs", "MaxSubmit", "MaxWall")
+QOS_LIMIT_FIELDS = (
+    "Name",
+    "Flags",
+    "GrpTRES",
+    "GrpJobs",
+    "GrpSubmit",
+    "MaxTRES",
+    "MaxTRESPerNode",
+    "MinTRES",
+    "MaxTRESPU",
+    "MaxJobsPU",
+    "MaxSubmitPU",
+    "MaxTRESPA",
+    "MaxJobsPA",
+    "MaxSubmitPA",
+    "MaxWall",
+)
+ASSOC_LIMIT_FIELDS = (
+    "Cluster",
+    "Account",
+    "User",
+    "Partition",
+    "ParentName",
+    "QOS",
+    "DefaultQOS",
+    "GrpTRES",
+    "GrpJobs",
+    "GrpSubmit",
+    "MaxTRES",
+    "MaxTRESPerNode",
+    "MaxJobs",
+    "MaxSubmit",
+    "MaxWall",
+)
 # an association's per-job (Max*) limit and the QOS limit that overrides it when the QOS sets one
-_ASSOC_MAX_OVERRIDDEN_BY = {"MaxTRES": "MaxTRES", "MaxTRESPerNode": "MaxTRESPerNode", "MaxJobs": "MaxJobsPU",
-                            "MaxSubmit": "MaxSubmitPU", "MaxWall": "MaxWall"}
+_ASSOC_MAX_OVERRIDDEN_BY = {
+    "MaxTRES": "MaxTRES",
+    "MaxTRESPerNode": "MaxTRESPerNode",
+    "MaxJobs": "MaxJobsPU",
+    "MaxSubmit": "MaxSubmitPU",
+    "MaxWall": "MaxWall",
+}
 # the queue as the limits count it: job id (an array task's own), state, owner, account, QOS, all from Slurm
 QUEUE_ARGV = ("squeue", "-h", "-r", "-t", "PD,R,CG,S", "-o", "%A|%t|%u|%a|%q")
 _RUNNING = frozenset({"R", "CG", "RUNNING", "COMPLETING"})
@@ -112,9 +160,13 @@ class Hold:
         if self.scope == "per job" or self.scope == "per node":
             return f"{self.limit} ({self.scope}): asks {unit(self.key, self.asked)}, {unit(self.key, self.cap)} allowed"
         if self.scope == "at least":
-            return f"{self.limit}: asks {unit(self.key, self.asked)}, at least {unit(self.key, self.cap)} needed"
-        return (f"{self.limit} ({self.scope}): {unit(self.key, self.used)} in use + {unit(self.key, self.asked)} "
-                f"asked > {unit(self.key, self.cap)} allowed")
+            return (
+                f"{self.limit}: asks {unit(self.key, self.asked)}, at least {unit(self.key, self.cap)} needed"
+            )
+        return (
+            f"{self.limit} ({self.scope}): {unit(self.key, self.used)} in use + {unit(self.key, self.asked)} "
+            f"asked > {unit(self.key, self.cap)} allowed"
+        )
 
 
 def unit(key: str | None, value: float) -> str:
@@ -132,7 +184,12 @@ def amounts(tres: Tres | None) -> dict[str, float]:
     if tres is None:
         return {}
     out: dict[str, float] = {}
-    for key, value in (("cpu", tres.cpus), ("mem", tres.mem_mb), ("node", tres.nodes), ("billing", tres.billing)):
+    for key, value in (
+        ("cpu", tres.cpus),
+        ("mem", tres.mem_mb),
+        ("node", tres.nodes),
+        ("billing", tres.billing),
+    ):
         if value is not None:
             out[key] = float(value)
     for g in tres.gres:
@@ -169,12 +226,24 @@ def parse_queue(text: str, records: Sequence[Job]) -> list[JobUse]:
             continue
         cells = [c.strip() for c in line.split("|")]
         if len(cells) != 5 or not (cells[0].isascii() and cells[0].isdigit()):
-            raise ParseError("squeue (the queue the limits count)", line[:200],
-                             hint="expected JOBID|STATE|USER|ACCOUNT|QOS")
+            raise ParseError(
+                "squeue (the queue the limits count)",
+                line[:200],
+                hint="expected JOBID|STATE|USER|ACCOUNT|QOS",
+            )
         jid, state, user, account, qos = cells
         record = by_id.get(jid)
-        out.append(JobUse(jid, state, user, account, qos, holding(record),
-                          record.end_time if record is not None else None))
+        out.append(
+            JobUse(
+                jid,
+                state,
+                user,
+                account,
+                qos,
+                holding(record),
+                record.end_time if record is not None else None,
+            )
+        )
     return out
 
 
@@ -208,8 +277,9 @@ class LimitTables:
 
     def user_row(self, user: str, account: str, partitions: Sequence[str] = ()) -> Mapping[str, str] | None:
         rows = [r for r in self.assocs if r.get("User") == user and r.get("Account") == account]
-        return (next((r for r in rows if r.get("Partition") and r.get("Partition") in partitions), None)
-                or next((r for r in rows if not r.get("Partition")), None))
+        return next(
+            (r for r in rows if r.get("Partition") and r.get("Partition") in partitions), None
+        ) or next((r for r in rows if not r.get("Partition")), None)
 
     def account_chain(self, account: str) -> list[Mapping[str, str]]:
         """The account's row and every row above it, nearest first (a loop in the tree stops the walk)."""
@@ -254,17 +324,33 @@ def _usage(jobs: Iterable[JobUse], keys: Iterable[str]) -> tuple[dict[str, float
     return total, (f"the record of job {unread[0]} could not be read" if unread else "")
 
 
-def _tres_holds(limit: str, scope: str, caps: Mapping[str, float], ask: Ask, counted: Sequence[JobUse],
-                mine: Sequence[JobUse]) -> list[Hold]:
+def _tres_holds(
+    limit: str,
+    scope: str,
+    caps: Mapping[str, float],
+    ask: Ask,
+    counted: Sequence[JobUse],
+    mine: Sequence[JobUse],
+) -> list[Hold]:
     running = [j for j in counted if j.running]
     used, unknown = _usage(running, caps)
     out = []
     for key, cap in caps.items():
         asked = ask.tres.get(key, 0.0)
         if asked and (unknown or used[key] + asked > cap):
-            out.append(Hold(limit, scope, key, used[key], asked, cap, tuple(j for j in mine if j.running
-                                                                             and (j.tres or {}).get(key)), unknown,
-                            lifts_at=_first_end(running)))
+            out.append(
+                Hold(
+                    limit,
+                    scope,
+                    key,
+                    used[key],
+                    asked,
+                    cap,
+                    tuple(j for j in mine if j.running and (j.tres or {}).get(key)),
+                    unknown,
+                    lifts_at=_first_end(running),
+                )
+            )
     return out
 
 
@@ -274,15 +360,32 @@ def _first_end(jobs: Sequence[JobUse]) -> datetime | None:
     return min(e for e in ends if e is not None) if ends and all(e is not None for e in ends) else None
 
 
-def _count_holds(limit: str, scope: str, cap: float | None, counted: Sequence[JobUse], mine: Sequence[JobUse],
-                 *, submit: bool) -> list[Hold]:
+def _count_holds(
+    limit: str,
+    scope: str,
+    cap: float | None,
+    counted: Sequence[JobUse],
+    mine: Sequence[JobUse],
+    *,
+    submit: bool,
+) -> list[Hold]:
     if cap is None:
         return []
     jobs = [j for j in counted if (j.state in _QUEUED if submit else j.running)]
     if len(jobs) + 1 <= cap:
         return []
-    return [Hold(limit, scope + (", queued and running" if submit else ""), None, float(len(jobs)), 1.0, cap,
-                 tuple(j for j in mine if j.running), lifts_at=_first_end(jobs))]
+    return [
+        Hold(
+            limit,
+            scope + (", queued and running" if submit else ""),
+            None,
+            float(len(jobs)),
+            1.0,
+            cap,
+            tuple(j for j in mine if j.running),
+            lifts_at=_first_end(jobs),
+        )
+    ]
 
 
 def _per_job(limit: str, caps: Mapping[str, float], ask: Ask, per_node: bool) -> list[Hold]:
@@ -290,7 +393,9 @@ def _per_job(limit: str, caps: Mapping[str, float], ask: Ask, per_node: bool) ->
     for key, cap in caps.items():
         asked = ask.tres.get(key, 0.0) / (max(1, ask.nodes) if per_node and key != "node" else 1)
         if asked > cap:
-            out.append(Hold(limit, "per node" if per_node else "per job", key, 0.0, asked, cap, by_time=False))
+            out.append(
+                Hold(limit, "per node" if per_node else "per job", key, 0.0, asked, cap, by_time=False)
+            )
     return out
 
 
@@ -298,16 +403,27 @@ def _wall(limit: str, raw: str, ask: Ask) -> list[Hold]:
     try:
         cap = parse_duration(raw) if raw.strip() else None
     except ParseError:
-        return [Hold(limit, "per job", "time", 0.0, float(ask.minutes or 0), 0.0, unknown=f"MaxWall {raw[:40]!r}",
-                     by_time=False)]
+        return [
+            Hold(
+                limit,
+                "per job",
+                "time",
+                0.0,
+                float(ask.minutes or 0),
+                0.0,
+                unknown=f"MaxWall {raw[:40]!r}",
+                by_time=False,
+            )
+        ]
     if cap is None or ask.minutes is None or ask.minutes * 60 <= cap:
         return []
     return [Hold(limit, "per job", "time", 0.0, float(ask.minutes), cap / 60, by_time=False)]
 
 
 def _unreadable(limit: str, cell: str) -> Hold:
-    return Hold(limit, "cap", None, 0.0, 0.0, 0.0, unknown=f"its value {cell[:40]!r} could not be read",
-                by_time=False)
+    return Hold(
+        limit, "cap", None, 0.0, 0.0, 0.0, unknown=f"its value {cell[:40]!r} could not be read", by_time=False
+    )
 
 
 def _qos_holds(row: Mapping[str, str], ask: Ask, jobs: Sequence[JobUse]) -> list[Hold]:
@@ -316,42 +432,70 @@ def _qos_holds(row: Mapping[str, str], ask: Ask, jobs: Sequence[JobUse]) -> list
     mine = [j for j in in_qos if j.user == ask.user]
     theirs = [j for j in in_qos if j.account == ask.account]
     out: list[Hold] = []
-    for fld, scope, counted in (("GrpTRES", "whole QOS", in_qos), ("MaxTRESPU", "per user", mine),
-                                ("MaxTRESPA", "per account", theirs)):
+    for fld, scope, counted in (
+        ("GrpTRES", "whole QOS", in_qos),
+        ("MaxTRESPU", "per user", mine),
+        ("MaxTRESPA", "per account", theirs),
+    ):
         caps = _caps(row.get(fld, ""))
-        out += _tres_holds(f"{name} {fld}", scope, caps, ask, counted, mine) if caps is not None else [
-            _unreadable(f"{name} {fld}", row.get(fld, ""))]
-    for fld, scope, counted, submit in (("GrpJobs", "whole QOS", in_qos, False), ("GrpSubmit", "whole QOS", in_qos, True),
-                                        ("MaxJobsPU", "per user", mine, False), ("MaxSubmitPU", "per user", mine, True),
-                                        ("MaxJobsPA", "per account", theirs, False),
-                                        ("MaxSubmitPA", "per account", theirs, True)):
+        out += (
+            _tres_holds(f"{name} {fld}", scope, caps, ask, counted, mine)
+            if caps is not None
+            else [_unreadable(f"{name} {fld}", row.get(fld, ""))]
+        )
+    for fld, scope, counted, submit in (
+        ("GrpJobs", "whole QOS", in_qos, False),
+        ("GrpSubmit", "whole QOS", in_qos, True),
+        ("MaxJobsPU", "per user", mine, False),
+        ("MaxSubmitPU", "per user", mine, True),
+        ("MaxJobsPA", "per account", theirs, False),
+        ("MaxSubmitPA", "per account", theirs, True),
+    ):
         out += _count_holds(f"{name} {fld}", scope, _count(row.get(fld, "")), counted, mine, submit=submit)
     for fld, per_node in (("MaxTRES", False), ("MaxTRESPerNode", True)):
         caps = _caps(row.get(fld, ""))
-        out += _per_job(f"{name} {fld}", caps, ask, per_node) if caps is not None else [
-            _unreadable(f"{name} {fld}", row.get(fld, ""))]
+        out += (
+            _per_job(f"{name} {fld}", caps, ask, per_node)
+            if caps is not None
+            else [_unreadable(f"{name} {fld}", row.get(fld, ""))]
+        )
     least = _caps(row.get("MinTRES", "")) or {}
-    out += [Hold(f"{name} MinTRES", "at least", k, 0.0, ask.tres.get(k, 0.0), cap, by_time=False)
-            for k, cap in least.items() if ask.tres.get(k, 0.0) < cap]
+    out += [
+        Hold(f"{name} MinTRES", "at least", k, 0.0, ask.tres.get(k, 0.0), cap, by_time=False)
+        for k, cap in least.items()
+        if ask.tres.get(k, 0.0) < cap
+    ]
     return out + _wall(f"{name} MaxWall", row.get("MaxWall", ""), ask)
 
 
-def _assoc_holds(tables: LimitTables, ask: Ask, jobs: Sequence[JobUse], qos: Mapping[str, str] | None) -> list[Hold]:
+def _assoc_holds(
+    tables: LimitTables, ask: Ask, jobs: Sequence[JobUse], qos: Mapping[str, str] | None
+) -> list[Hold]:
     user_row = tables.user_row(ask.user, ask.account, ask.partitions)
     chain = ([user_row] if user_row is not None else []) + tables.account_chain(ask.account)
     mine = [j for j in jobs if j.user == ask.user and j.account == ask.account]
     out: list[Hold] = []
     for row in chain:
         own = bool(row.get("User"))
-        name = (f"association {row.get('Account', '')}/{row.get('User', '')}" if own
-                else f"account {row.get('Account', '')}")
+        name = (
+            f"association {row.get('Account', '')}/{row.get('User', '')}"
+            if own
+            else f"account {row.get('Account', '')}"
+        )
         counted = mine if own else [j for j in jobs if j.account in tables.subtree(row.get("Account", ""))]
         scope = "your association" if own else "whole account"
         caps = _caps(row.get("GrpTRES", ""))
-        out += _tres_holds(f"{name} GrpTRES", scope, caps, ask, counted, mine) if caps is not None else [
-            _unreadable(f"{name} GrpTRES", row.get("GrpTRES", ""))]
-        out += _count_holds(f"{name} GrpJobs", scope, _count(row.get("GrpJobs", "")), counted, mine, submit=False)
-        out += _count_holds(f"{name} GrpSubmit", scope, _count(row.get("GrpSubmit", "")), counted, mine, submit=True)
+        out += (
+            _tres_holds(f"{name} GrpTRES", scope, caps, ask, counted, mine)
+            if caps is not None
+            else [_unreadable(f"{name} GrpTRES", row.get("GrpTRES", ""))]
+        )
+        out += _count_holds(
+            f"{name} GrpJobs", scope, _count(row.get("GrpJobs", "")), counted, mine, submit=False
+        )
+        out += _count_holds(
+            f"{name} GrpSubmit", scope, _count(row.get("GrpSubmit", "")), counted, mine, submit=True
+        )
     for fld, qos_field in _ASSOC_MAX_OVERRIDDEN_BY.items():
         nearest = next((r for r in chain if r.get(fld, "").strip()), None)
         if nearest is None or (qos is not None and qos.get(qos_field, "").strip()):
@@ -363,8 +507,11 @@ def _assoc_holds(tables: LimitTables, ask: Ask, jobs: Sequence[JobUse], qos: Map
             out += _count_holds(name, "per user", _count(nearest[fld]), mine, mine, submit=fld == "MaxSubmit")
         else:
             caps = _caps(nearest[fld])
-            out += _per_job(name, caps, ask, fld == "MaxTRESPerNode") if caps is not None else [
-                _unreadable(name, nearest[fld])]
+            out += (
+                _per_job(name, caps, ask, fld == "MaxTRESPerNode")
+                if caps is not None
+                else [_unreadable(name, nearest[fld])]
+            )
     return out
 
 
@@ -377,12 +524,27 @@ def _partition_holds(ask: Ask, partitions: Sequence[Partition], qos: Mapping[str
     if not mine or len(over) < len(mine):
         return []
     p = over[0]
-    return [Hold(f"partition {p.name} MaxTime", "per job", "time", 0.0, float(ask.minutes),
-                 math.floor((p.max_time or 0) / 60), by_time=False)]
+    return [
+        Hold(
+            f"partition {p.name} MaxTime",
+            "per job",
+            "time",
+            0.0,
+            float(ask.minutes),
+            math.floor((p.max_time or 0) / 60),
+            by_time=False,
+        )
+    ]
 
 
-def holds(ask: Ask, tables: LimitTables | None, jobs: Sequence[JobUse],
-          partitions: Sequence[Partition] = (), *, submitted: bool = False) -> list[Hold]:
+def holds(
+    ask: Ask,
+    tables: LimitTables | None,
+    jobs: Sequence[JobUse],
+    partitions: Sequence[Partition] = (),
+    *,
+    submitted: bool = False,
+) -> list[Hold]:
     """Every limit that would hold ``ask`` now, given the queue ``jobs`` (the asking job itself left out of the
     running ones, kept among the queued: a switch submits the new request before it cancels the old).
     ``submitted``: ``ask`` is a job already queued (the submit limits no longer concern it).
@@ -397,8 +559,14 @@ def holds(ask: Ask, tables: LimitTables | None, jobs: Sequence[JobUse],
     return [h for h in out if not (submitted and h.scope.endswith("queued and running"))]
 
 
-def start_bound(expected: datetime | None, own: Sequence[Hold], now: datetime, *,
-                free_at: datetime | None = None, at_once: float = 60.0) -> tuple[datetime | None, str]:
+def start_bound(
+    expected: datetime | None,
+    own: Sequence[Hold],
+    now: datetime,
+    *,
+    free_at: datetime | None = None,
+    at_once: float = 60.0,
+) -> tuple[datetime | None, str]:
     """The moment a change must start before to start sooner than the job as it is, and how that was found.
 
     A limit waiting never lifts (a per-job cap): None, any start is sooner. Limits that lift as jobs end: not
@@ -416,5 +584,6 @@ def start_bound(expected: datetime | None, own: Sequence[Hold], now: datetime, *
         return bound, said
     if not own and free_at is not None:
         return free_at, "before the first job that holds what it needs can end (its time limit)"
-    return now + timedelta(seconds=at_once), ("Slurm has no expected start for the job: only a change that "
-                                              "starts at once is surely sooner")
+    return now + timedelta(seconds=at_once), (
+        "Slurm has no expected start for the job: only a change that starts at once is surely sooner"
+    )

@@ -17,12 +17,18 @@ from slurmlab.core.slurm.reasons import limit_parts, plain_reason
 from slurmlab.core.slurm.tres import Tres
 from slurmlab.errors import ParseError
 
-__all__ = ["LimitAsk", "RunningUse", "judge_limit", "limit_ask", "parse_rows",
-           "usage_of"]
+__all__ = ["LimitAsk", "RunningUse", "judge_limit", "limit_ask", "parse_rows", "usage_of"]
 
 # the resource word of a reason -> the TRES key
-_TRES_KEY = {"GRES": "gres/gpu", "Cpu": "cpu", "CPU": "cpu", "Mem": "mem", "Memory": "mem", "Node": "node",
-             "Billing": "billing"}
+_TRES_KEY = {
+    "GRES": "gres/gpu",
+    "Cpu": "cpu",
+    "CPU": "cpu",
+    "Mem": "mem",
+    "Memory": "mem",
+    "Node": "node",
+    "Billing": "billing",
+}
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,9 @@ class RunningUse:
     account: str
     qos: str
     tres: Tres | Mapping[str, float] | None  # a Tres, or its amounts by key (limit_rules.amounts)
-    gpus: float | None = None  # counted from its GRES detail, for a TRES that leaves gres/gpu out (no accounting)
+    gpus: float | None = (
+        None  # counted from its GRES detail, for a TRES that leaves gres/gpu out (no accounting)
+    )
 
 
 def limit_ask(reason: str | None) -> LimitAsk | None:
@@ -58,13 +66,14 @@ def limit_ask(reason: str | None) -> LimitAsk | None:
     who, kind, res, per = parts["who"], parts["kind"], parts["res"], parts["per"]
     table = "assoc" if who == "Assoc" else "qos"
     scope = {"PerUser": "user", "PerAccount": "account", "PerJob": "job", "PerNode": "job"}.get(
-        per, "account" if table == "assoc" else "qos")
+        per, "account" if table == "assoc" else "qos"
+    )
     if res in ("Jobs", "SubmitJob", "SubmitJobs"):
         if table == "assoc" and kind == "Max":  # an association's MaxJobs/MaxSubmit: the user's jobs in it
             scope = "user"
         submit = res != "Jobs"
         if table == "assoc":
-            field = ("GrpJobs" if kind == "Grp" else "MaxSubmit" if submit else "MaxJobs")
+            field = "GrpJobs" if kind == "Grp" else "MaxSubmit" if submit else "MaxJobs"
         else:
             field = "GrpJobs" if kind == "Grp" else "MaxSubmitPU" if submit else "MaxJobsPU"
         return LimitAsk(str(reason), table, field, None, scope)
@@ -123,12 +132,14 @@ def _cap(row: Mapping[str, str], ask: LimitAsk) -> float | None:
 
 def usage_of(ask: LimitAsk, running: Sequence[RunningUse], *, user: str, account: str, qos: str) -> float:
     """What the running jobs that count towards the limit hold now (jobs, or the TRES of ``ask.key``)."""
+
     def counts(j: RunningUse) -> bool:
         if ask.scope == "user":
             return j.user == user and (j.account == account if ask.table == "assoc" else j.qos == qos)
         if ask.scope == "account":
             return j.account == account and (ask.table == "assoc" or j.qos == qos)
         return j.qos == qos if ask.scope == "qos" else False
+
     mine = [j for j in running if counts(j)]
     if ask.key is None:
         return float(len(mine))
@@ -137,38 +148,73 @@ def usage_of(ask: LimitAsk, running: Sequence[RunningUse], *, user: str, account
 
 def _unit(key: str | None, value: float) -> str:
     n = f"{value:g}"
-    return {None: f"{n} job(s)", "gres/gpu": f"{n} GPU(s)", "cpu": f"{n} CPU(s)", "mem": f"{n} MiB",
-            "node": f"{n} node(s)"}.get(key, f"{n} {key}")
+    return {
+        None: f"{n} job(s)",
+        "gres/gpu": f"{n} GPU(s)",
+        "cpu": f"{n} CPU(s)",
+        "mem": f"{n} MiB",
+        "node": f"{n} node(s)",
+    }.get(key, f"{n} {key}")
 
 
-def judge_limit(ask: LimitAsk, rows: Sequence[Mapping[str, str]] | None, used: float | None, wants: float | None,
-                *, subject: str, name: str, why_no_numbers: str = "", lifts: Sequence[str] = (),
-                also: Sequence[str] = ()) -> Finding:
+def judge_limit(
+    ask: LimitAsk,
+    rows: Sequence[Mapping[str, str]] | None,
+    used: float | None,
+    wants: float | None,
+    *,
+    subject: str,
+    name: str,
+    why_no_numbers: str = "",
+    lifts: Sequence[str] = (),
+    also: Sequence[str] = (),
+) -> Finding:
     """The ``job.limit`` finding: the limit named, the usage and the cap where they are known, and which
     change lifts it (``lifts``, in words: :func:`slurmlab.core.diagnosis.limit_changes.lifts`); ``also``: the
     other limits that would hold it too."""
-    named = " ".join(w for w in ("QOS" if ask.table == "qos" else "association", name, "limit", ask.field) if w)
+    named = " ".join(
+        w for w in ("QOS" if ask.table == "qos" else "association", name, "limit", ask.field) if w
+    )
     caps = [c for c in (_cap(r, ask) for r in rows or ()) if c is not None]
     lifted = "; or ".join(lifts)
     if not caps:
         said = why_no_numbers or "the accounting database shows no such cap"
-        return Finding("job.limit", "which limit holds it", Verdict.WARN,
-                       f"{plain_reason(ask.reason)} — {named}; usage and cap unknown ({said})",
-                       (f"lifts it: {lifted}" if lifted else
-                        "`sacctmgr show qos` and `sacctmgr show assoc user=$USER` show the limits"), subject,
-                       tuple(f"also held by {a}" for a in also))
+        return Finding(
+            "job.limit",
+            "which limit holds it",
+            Verdict.WARN,
+            f"{plain_reason(ask.reason)} — {named}; usage and cap unknown ({said})",
+            (
+                f"lifts it: {lifted}"
+                if lifted
+                else "`sacctmgr show qos` and `sacctmgr show assoc user=$USER` show the limits"
+            ),
+            subject,
+            tuple(f"also held by {a}" for a in also),
+        )
     cap = min(caps)
-    details: tuple[str, ...] = (f"the {ask.scope}'s running jobs hold {_unit(ask.key, used or 0)} of {_unit(ask.key, cap)}",)
+    details: tuple[str, ...] = (
+        f"the {ask.scope}'s running jobs hold {_unit(ask.key, used or 0)} of {_unit(ask.key, cap)}",
+    )
     if wants is not None:
         details += (f"this job asks for {_unit(ask.key, wants)}",)
     details += tuple(f"also held by {a}" for a in also)
     if wants is not None and wants > cap:
-        fix = (f"it can never start: it alone asks for more than the cap ({_unit(ask.key, wants)} > "
-               f"{_unit(ask.key, cap)}): cancel it and ask for less" + (f"; lifts it: {lifted}" if lifted else ""))
+        fix = (
+            f"it can never start: it alone asks for more than the cap ({_unit(ask.key, wants)} > "
+            f"{_unit(ask.key, cap)}): cancel it and ask for less"
+            + (f"; lifts it: {lifted}" if lifted else "")
+        )
     elif lifted:
         fix = f"lifts it: {lifted}"
     else:
         fix = "it starts once enough of those jobs end; cancel one of yours, or ask for less"
-    return Finding("job.limit", "which limit holds it", Verdict.WARN,
-                   f"{named}: {_unit(ask.key, used or 0)} in use of {_unit(ask.key, cap)} allowed", fix, subject,
-                   details)
+    return Finding(
+        "job.limit",
+        "which limit holds it",
+        Verdict.WARN,
+        f"{named}: {_unit(ask.key, used or 0)} in use of {_unit(ask.key, cap)} allowed",
+        fix,
+        subject,
+        details,
+    )

@@ -17,7 +17,15 @@ from dataclasses import dataclass
 
 from slurmlab.core.slurm.timefmt import duration_in_words
 
-__all__ = ["FIVE_MINUTES", "LEVELS", "TimeWarning", "crossed", "explain_signal", "signal_note", "time_warning"]
+__all__ = [
+    "FIVE_MINUTES",
+    "LEVELS",
+    "TimeWarning",
+    "crossed",
+    "explain_signal",
+    "signal_note",
+    "time_warning",
+]
 
 FIVE_MINUTES = 300.0
 TENTH = 0.10
@@ -40,11 +48,16 @@ def time_warning(left: float | None, limit: float | None) -> TimeWarning | None:
     left = max(0.0, left)
     words = duration_in_words(int(left)) or "under a second"
     if left <= FIVE_MINUTES:
-        return TimeWarning("five-minutes", f"Time almost up: {words} left — Slurm ends the allocation at its time "
-                           "limit; save your work now")
+        return TimeWarning(
+            "five-minutes",
+            f"Time almost up: {words} left — Slurm ends the allocation at its time limit; save your work now",
+        )
     if left <= TENTH * limit:
-        return TimeWarning("tenth", f"Time running out: {words} left (under 10 % of the "
-                           f"{duration_in_words(int(limit))} limit) — save your work soon")
+        return TimeWarning(
+            "tenth",
+            f"Time running out: {words} left (under 10 % of the "
+            f"{duration_in_words(int(limit))} limit) — save your work soon",
+        )
     return None
 
 
@@ -67,8 +80,10 @@ def explain_signal(value: str) -> str:
     if seconds > 65535:
         raise ValueError(f"--signal={value}: Slurm allows at most 65535 seconds before the limit")
     to = "the batch shell only" if m["batch"] == "B:" else "the job's steps"
-    return (f"--signal={value}: Slurm sends {sig} to {to} about {duration_in_words(seconds) or '0 seconds'} "
-            "before the time limit (give or take a minute), so a step can save its work")
+    return (
+        f"--signal={value}: Slurm sends {sig} to {to} about {duration_in_words(seconds) or '0 seconds'} "
+        "before the time limit (give or take a minute), so a step can save its work"
+    )
 
 
 def signal_note(extra: Sequence[Sequence[str]]) -> str:

@@ -75,14 +75,26 @@ def topology_from_text(text: str, where: str, *, model: str | None = None) -> No
         return NodeTopology(topo.with_model(model) if model else topo, "file", f"hardware profile in {where}")
     kind = sniff(text)
     if kind != "topo":
-        raise ParseError("nvidia-smi topo -m output", text[:120],
-                         hint=f"{where} looks like `{kind}` output; save `nvidia-smi topo -m` instead"
-                         + ("; `slurmlab mig` reads MIG listings (in Python: mig_from_file())"
-                            if kind in MIG_KINDS else "")
-                         + (f"; it holds each NVLink's state: give it beside the topo -m capture, "
-                            f"topology_from_file('topo-m.txt', nvlink='{where}') or "
-                            f"`slurmlab topo topo-m.txt --nvlink {where}`" if kind == "nvlink-s" else ""))
-    return NodeTopology(parse_topo_matrix(text, gpu_model=model), "file", f"nvidia-smi topo -m saved in {where}")
+        raise ParseError(
+            "nvidia-smi topo -m output",
+            text[:120],
+            hint=f"{where} looks like `{kind}` output; save `nvidia-smi topo -m` instead"
+            + (
+                "; `slurmlab mig` reads MIG listings (in Python: mig_from_file())"
+                if kind in MIG_KINDS
+                else ""
+            )
+            + (
+                f"; it holds each NVLink's state: give it beside the topo -m capture, "
+                f"topology_from_file('topo-m.txt', nvlink='{where}') or "
+                f"`slurmlab topo topo-m.txt --nvlink {where}`"
+                if kind == "nvlink-s"
+                else ""
+            ),
+        )
+    return NodeTopology(
+        parse_topo_matrix(text, gpu_model=model), "file", f"nvidia-smi topo -m saved in {where}"
+    )
 
 
 # the MIG outputs a capture may hold, and which of them describe a layout (the others are catalogues)
@@ -99,7 +111,9 @@ class MigCapture:
     layout: MigLayout | None = None
     devices: tuple[SmiDevice, ...] = ()
     profiles: tuple[MigProfileRow, ...] = ()
-    placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]] = dataclasses.field(default_factory=dict)
+    placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]] = dataclasses.field(
+        default_factory=dict
+    )
     compute_instances: tuple[tuple[int, int, ComputeInstance, tuple[int, int] | None], ...] = ()
     model: str | None = None  # the GPU model the user gave, for captures that do not name it
 
@@ -116,20 +130,33 @@ class MigCapture:
     def lines(self) -> list[str]:
         """The capture as readable lines (the layout's own summary is separate: ``layout.summary()``)."""
         # a MIG device by its slice's one name (mig_slice_label), then -L's own "Device N" and profile
-        slice_of = {u: inst.label for inst in (self.layout.instances() if self.layout else [])
-                    for u in (inst.uuid, *(ci.uuid for ci in inst.compute_instances)) if u}
-        out = [f"{d.name} {d.index}: {d.uuid}" if d.parent is None or d.uuid not in slice_of
-               else f"    {slice_of[d.uuid]} — -L device {d.index} ({d.name}): {d.uuid}" for d in self.devices]
+        slice_of = {
+            u: inst.label
+            for inst in (self.layout.instances() if self.layout else [])
+            for u in (inst.uuid, *(ci.uuid for ci in inst.compute_instances))
+            if u
+        }
+        out = [
+            f"{d.name} {d.index}: {d.uuid}"
+            if d.parent is None or d.uuid not in slice_of
+            else f"    {slice_of[d.uuid]} — -L device {d.index} ({d.name}): {d.uuid}"
+            for d in self.devices
+        ]
         if self.kind == "list" and self.layout is None:
             out.append("no MIG devices in this listing")
-        out += [f"GPU {r.gpu}  {r.name:<14} id {r.profile_id:>2}  {r.free}/{r.total} free  "
-                f"{r.memory_gib:g} GiB  {r.sm} SMs" for r in self.profiles]
+        out += [
+            f"GPU {r.gpu}  {r.name:<14} id {r.profile_id:>2}  {r.free}/{r.total} free  "
+            f"{r.memory_gib:g} GiB  {r.sm} SMs"
+            for r in self.profiles
+        ]
         cat = self.catalogue() if self.profiles else None
         if cat is not None:
             out += [f"GPU {gpu}: {room_sentence(cat.of(gpu))}" for gpu in cat.gpus]
         for gpu, profiles in self.placements.items():
-            out += [f"GPU {gpu}  profile id {pid:>2}  placements {', '.join(f'{s}:{size}' for s in starts)}"
-                    for pid, (starts, size) in profiles.items()]
+            out += [
+                f"GPU {gpu}  profile id {pid:>2}  placements {', '.join(f'{s}:{size}' for s in starts)}"
+                for pid, (starts, size) in profiles.items()
+            ]
         for gpu, gi, ci, place in self.compute_instances:
             where = f" placement {place[0]}:{place[1]}" if place else ""
             out.append(f"GPU {gpu}  GI {gi}  CI {ci.ci_id}  {ci.name}{where}")
@@ -150,8 +177,10 @@ def _lgip_catalogue(profiles: Sequence[MigProfileRow], model: str | None) -> Mig
         printed = {r.name: r.free for r in profiles if r.gpu == gpu}
         key = tuple(sorted(printed.items()))
         if table and key not in starts_of:
-            starts_of[key] = [{r.profile: r.free_starts for r in room_left(g, table) or ()}
-                              for g in layouts_with_room(table, printed, gpu)]
+            starts_of[key] = [
+                {r.profile: r.free_starts for r in room_left(g, table) or ()}
+                for g in layouts_with_room(table, printed, gpu)
+            ]
         starts = starts_of.get(key, [])
         if table and not starts:
             notes.append(f"GPU {gpu}: no layout of {table.model} leaves these free counts")
@@ -161,26 +190,44 @@ def _lgip_catalogue(profiles: Sequence[MigProfileRow], model: str | None) -> Mig
                 free_starts[(gpu, name)] = seen.pop() or ()
     if not free_starts:
         notes.insert(0, "-lgip gives free counts, not which placements are free")
-    rows = tuple(ProfileRoom(r.gpu, r.name, r.profile_id, r.free, r.total,
-                             own[r.name].memory_slices if r.name in own else None,
-                             own[r.name].starts if r.name in own else (), free_starts.get((r.gpu, r.name)),
-                             r.memory_gib, r.sm)
-                 for r in profiles)
+    rows = tuple(
+        ProfileRoom(
+            r.gpu,
+            r.name,
+            r.profile_id,
+            r.free,
+            r.total,
+            own[r.name].memory_slices if r.name in own else None,
+            own[r.name].starts if r.name in own else (),
+            free_starts.get((r.gpu, r.name)),
+            r.memory_gib,
+            r.sm,
+        )
+        for r in profiles
+    )
     if free_starts:
         notes.insert(0, "free placements: the ones every layout with these free counts leaves open")
-    return MigCatalogue(rows, table.memory_slices if table else 8, choice.model or " or ".join(choice.fits) or None,
-                        "-lgip", tuple(notes))
+    return MigCatalogue(
+        rows,
+        table.memory_slices if table else 8,
+        choice.model or " or ".join(choice.fits) or None,
+        "-lgip",
+        tuple(notes),
+    )
 
 
-def _lgipp_catalogue(placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]],
-                     model: str | None) -> MigCatalogue:
+def _lgipp_catalogue(
+    placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]], model: str | None
+) -> MigCatalogue:
     """``-lgipp`` as a catalogue: every allowed placement per profile id (``-lgipp`` lists them all, taken or
     not), named after the profile table that has exactly these placements."""
     tables = _tables_with_placements(placements, model)
     notes = ["-lgipp lists every allowed placement, free or not"]
     if len(tables) > 1:
-        notes.append(f"profile names depend on the GPU model ({', '.join(t.model for t in tables)}): "
-                     "pass the model to name them")
+        notes.append(
+            f"profile names depend on the GPU model ({', '.join(t.model for t in tables)}): "
+            "pass the model to name them"
+        )
     table = tables[0] if len(tables) == 1 else None
     rows = []
     for gpu, per_id in placements.items():
@@ -189,13 +236,16 @@ def _lgipp_catalogue(placements: Mapping[int, Mapping[int, tuple[tuple[int, ...]
             shape = {_shape(t, pid) for t in tables}
             name = prof.name if prof else (shape.pop() if len(shape) == 1 else f"profile {pid}")
             rows.append(ProfileRoom(gpu, name, pid, None, prof.max_instances if prof else None, size, starts))
-    slices = max((s + size for per_id in placements.values() for starts, size in per_id.values() for s in starts),
-                 default=8)
+    slices = max(
+        (s + size for per_id in placements.values() for starts, size in per_id.values() for s in starts),
+        default=8,
+    )
     return MigCatalogue(tuple(rows), slices, table.model if table else model, "-lgipp", tuple(notes))
 
 
-def _tables_with_placements(placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]],
-                            model: str | None) -> list[MigProfileTable]:
+def _tables_with_placements(
+    placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]], model: str | None
+) -> list[MigProfileTable]:
     """The profile tables whose ids have exactly these placements (the named model's table when given)."""
     found = [t for t in MIG_PROFILE_TABLES.values() if _same_placements(t, placements)]
     if not model:
@@ -204,14 +254,19 @@ def _tables_with_placements(placements: Mapping[int, Mapping[int, tuple[tuple[in
     if chosen is not None and not _same_placements(chosen, placements):
         raise RequestError(
             f"these -lgipp placements are not those of {chosen.model} (model given: {model!r})",
-            hint=(f"they are those of {' or '.join(t.model for t in found)}: give one of those, or leave the model "
-                  "out" if found else "leave the model out"),
+            hint=(
+                f"they are those of {' or '.join(t.model for t in found)}: give one of those, or leave the model "
+                "out"
+                if found
+                else "leave the model out"
+            ),
         )
     return [chosen] if chosen else []
 
 
-def _same_placements(table: MigProfileTable,
-                     placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]]) -> bool:
+def _same_placements(
+    table: MigProfileTable, placements: Mapping[int, Mapping[int, tuple[tuple[int, ...], int]]]
+) -> bool:
     for per_id in placements.values():
         for pid, (starts, size) in per_id.items():
             prof = table.by_id(pid)
@@ -245,10 +300,13 @@ def read_mig_capture(text: str, where: str, *, model: str | None = None) -> MigC
         return MigCapture(kind, placements=parse_mig_lgipp(text), model=model)
     if kind == "lci":
         return MigCapture(kind, compute_instances=tuple(parse_mig_lci(text)))
-    raise ParseError("MIG output", text[:120],
-                     hint=f"{where} looks like `{kind}` output; expected one of `nvidia-smi mig -lgi`, "
-                     "`nvidia-smi -L`, a `mig -cgi -C` log, `mig -lgip`, `mig -lgipp` or `mig -lci`"
-                     + ("; `slurmlab topo` reads topology" if kind.startswith("topo") else ""))
+    raise ParseError(
+        "MIG output",
+        text[:120],
+        hint=f"{where} looks like `{kind}` output; expected one of `nvidia-smi mig -lgi`, "
+        "`nvidia-smi -L`, a `mig -cgi -C` log, `mig -lgip`, `mig -lgipp` or `mig -lci`"
+        + ("; `slurmlab topo` reads topology" if kind.startswith("topo") else ""),
+    )
 
 
 def mig_from_text(text: str, where: str, *, model: str | None = None) -> NodeMig:
@@ -261,9 +319,10 @@ def mig_from_text(text: str, where: str, *, model: str | None = None) -> NodeMig
         return NodeMig(capture.layout, "file", f"saved in {where}")
     if capture.kind == "list":
         raise RequestError(f"{where}: `nvidia-smi -L` lists no MIG devices (MIG mode is off on these GPUs)")
-    raise RequestError(f"{where}: `nvidia-smi mig -{capture.kind}` is a catalogue, not a layout",
-                       hint="read it with read_mig_capture(); for a layout save `nvidia-smi mig -lgi` or "
-                       "`nvidia-smi -L`")
+    raise RequestError(
+        f"{where}: `nvidia-smi mig -{capture.kind}` is a catalogue, not a layout",
+        hint="read it with read_mig_capture(); for a layout save `nvidia-smi mig -lgi` or `nvidia-smi -L`",
+    )
 
 
 def probe_report(lines: Sequence[str], prefix: str) -> dict[str, object] | None:
@@ -271,9 +330,11 @@ def probe_report(lines: Sequence[str], prefix: str) -> dict[str, object] | None:
     for line in lines:
         if line.startswith(prefix):
             try:
-                data = json.loads(line[len(prefix):])
+                data = json.loads(line[len(prefix) :])
             except json.JSONDecodeError:
-                raise ParseError("probe report", line[:300], hint="the step printed a broken JSON line") from None
+                raise ParseError(
+                    "probe report", line[:300], hint="the step printed a broken JSON line"
+                ) from None
             if not isinstance(data, dict):
                 raise ParseError("probe report", line[:300], hint="expected a JSON object")
             return data
@@ -296,8 +357,11 @@ def topology_from_nvml_report(report: Mapping[str, object]) -> Topology:
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise ParseError("NVML report NVLink count", repr(count), hint="a count of link ends (int)")
         nvlink[str(key)] = (count + 1) // 2
-    gpu_data = [{"index": g.get("index"), "name": g.get("name"), "uuid": g.get("uuid"),
-                 "cpus": g.get("cpus") or None} for g in gpus if isinstance(g, Mapping)]
+    gpu_data = [
+        {"index": g.get("index"), "name": g.get("name"), "uuid": g.get("uuid"), "cpus": g.get("cpus") or None}
+        for g in gpus
+        if isinstance(g, Mapping)
+    ]
     data = {"gpus": gpu_data, "nvlink": nvlink, "pcie": report.get("pcie", {})}
     if len(gpu_data) != len(gpus):
         raise ParseError("NVML report GPU", repr(gpus)[:300], hint="each GPU is an object")
@@ -311,6 +375,8 @@ def visible_gpus(topo: Topology, idx: tuple[int, ...]) -> tuple[tuple[int, ...],
     shown = tuple(g.index for g in topo.gpus)
     if idx and len(shown) == len(idx) and set(shown) != set(idx):
         # a device cgroup (ConstrainDevices=yes) shows the step only its GPUs, renumbered from 0
-        return shown, [f"the step sees only this allocation's GPUs, numbered 0-{len(shown) - 1}; "
-                       f"Slurm calls them IDX {', '.join(map(str, idx))}"]
+        return shown, [
+            f"the step sees only this allocation's GPUs, numbered 0-{len(shown) - 1}; "
+            f"Slurm calls them IDX {', '.join(map(str, idx))}"
+        ]
     return tuple(i for i in idx if i in shown), []

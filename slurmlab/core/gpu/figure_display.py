@@ -47,9 +47,17 @@ def _wanted(mime: str, include: Container[str] | None, exclude: Container[str] |
     return (include is None or mime in include) and (exclude is None or mime not in exclude)
 
 
-def mime_bundle(model: object, kind: str, text: str, caption: str, *, html_text: str | None = None,
-                text_first: bool = False, include: Container[str] | None = None,
-                exclude: Container[str] | None = None) -> dict[str, str]:
+def mime_bundle(
+    model: object,
+    kind: str,
+    text: str,
+    caption: str,
+    *,
+    html_text: str | None = None,
+    text_first: bool = False,
+    include: Container[str] | None = None,
+    exclude: Container[str] | None = None,
+) -> dict[str, str]:
     """The display data of ``model``: ``text`` as ``text/plain``, and as ``text/html`` its figure under
     ``caption`` with the text (``html_text``, default ``text`` preformatted) folded below, or above it, unfolded,
     when ``text_first`` (a table that is the answer itself); or, with no figure, the text and one line saying why
@@ -77,8 +85,10 @@ def mime_bundle(model: object, kind: str, text: str, caption: str, *, html_text:
     if why:
         if "text/plain" in bundle:
             bundle["text/plain"] = f"{text}\n({why})"
-        bundle["text/html"] = (f"<div class='slurmlab-no-figure slurmlab-figure-{kind}'>{as_html}"
-                               f"<div class='slurmlab-no-figure-why'>{html.escape(why)}</div></div>")
+        bundle["text/html"] = (
+            f"<div class='slurmlab-no-figure slurmlab-figure-{kind}'>{as_html}"
+            f"<div class='slurmlab-no-figure-why'>{html.escape(why)}</div></div>"
+        )
         return bundle
     head = f"<div class='slurmlab-figure-caption'>{html.escape(caption)}</div>"
     if text_first:

@@ -58,8 +58,12 @@ def _name(profile: Mapping[str, object]) -> str:
 
 def profile_topology(profile: Mapping[str, object]) -> NodeTopology:
     """The topology of a hardware profile (the ``profile`` source)."""
-    return NodeTopology(Topology.from_profile(profile), "profile", f"hardware profile {_name(profile)}",
-                        gpu_type=whole_gpu_type(profile))
+    return NodeTopology(
+        Topology.from_profile(profile),
+        "profile",
+        f"hardware profile {_name(profile)}",
+        gpu_type=whole_gpu_type(profile),
+    )
 
 
 def profile_mig(profile: Mapping[str, object]) -> NodeMig:
@@ -70,19 +74,28 @@ def profile_mig(profile: Mapping[str, object]) -> NodeMig:
 def _slice_label(gpu: int, entry: Mapping[str, object]) -> str:
     """A profile's MIG entry ``{gpu, profile, start, size}`` by the slice's one name."""
     start, size = entry.get("start"), entry.get("size")
-    return mig_slice_label(gpu, str(entry.get("profile")), start if isinstance(start, int) else None,
-                           size if isinstance(size, int) else None)
+    return mig_slice_label(
+        gpu,
+        str(entry.get("profile")),
+        start if isinstance(start, int) else None,
+        size if isinstance(size, int) else None,
+    )
 
 
 # ---- the sandbox's hardware file ------------------------------------------------------------------
 
 
-def render_hardware(profile: Mapping[str, object], nodes: Sequence[str],
-                    gres_idx: Sequence[tuple[int, int | None]]) -> str:
+def render_hardware(
+    profile: Mapping[str, object], nodes: Sequence[str], gres_idx: Sequence[tuple[int, int | None]]
+) -> str:
     """The text of :data:`HARDWARE_FILE`: the profile data, the node names, and per Slurm GRES index of a node
     the GPU it stands for with the MIG slice's position in ``profile["mig"]`` (None for a whole GPU)."""
-    doc = {"format": _FORMAT, "profile": dict(profile), "nodes": list(nodes),
-           "gres_idx": [{"gpu": gpu, "mig": pos} for gpu, pos in gres_idx]}
+    doc = {
+        "format": _FORMAT,
+        "profile": dict(profile),
+        "nodes": list(nodes),
+        "gres_idx": [{"gpu": gpu, "mig": pos} for gpu, pos in gres_idx],
+    }
     return json.dumps(doc, indent=1) + "\n"
 
 
@@ -117,19 +130,35 @@ class SandboxHardware:
         # a MIG slice counts as its parent GPU here: its NUMA node and CPUs are the parent's
         mapping = {i: gpu for i, (gpu, _pos) in enumerate(self.gres_idx) if gpu != i}
         gpus = tuple(dict.fromkeys(mapping.get(i, i) for i in idx))
-        slices = [f"Slurm IDX {i} is the MIG slice {_slice_label(gpu, mig[pos])}"
-                  for i in idx if i < len(self.gres_idx) for gpu, pos in [self.gres_idx[i]]
-                  if pos is not None and pos < len(mig)]
-        return NodeTopology(Topology.from_profile(self.profile), "sandbox", self.detail, node, gpus, tuple(idx),
-                            mapping, tuple(tried), tuple(slices), gpu_type=whole_gpu_type(self.profile))
+        slices = [
+            f"Slurm IDX {i} is the MIG slice {_slice_label(gpu, mig[pos])}"
+            for i in idx
+            if i < len(self.gres_idx)
+            for gpu, pos in [self.gres_idx[i]]
+            if pos is not None and pos < len(mig)
+        ]
+        return NodeTopology(
+            Topology.from_profile(self.profile),
+            "sandbox",
+            self.detail,
+            node,
+            gpus,
+            tuple(idx),
+            mapping,
+            tuple(tried),
+            tuple(slices),
+            gpu_type=whole_gpu_type(self.profile),
+        )
 
     def node_mig(self, node: str, idx: Sequence[int] = (), *, tried: Sequence[str] = ()) -> NodeMig:
         """The MIG layout of ``node`` with the slices of Slurm IDX ``idx`` highlighted."""
         self._check_node(node)
         mig = self._mig()
         if not mig:
-            raise RequestError(f"the sandbox's profile {self.name} has no MIG instances",
-                               hint="start one with MIG: `slurmlab sandbox up --profile h200-mig`")
+            raise RequestError(
+                f"the sandbox's profile {self.name} has no MIG instances",
+                hint="start one with MIG: `slurmlab sandbox up --profile h200-mig`",
+            )
         highlight: list[MigHighlight] = []
         for i in idx:
             pos = self.gres_idx[i][1] if i < len(self.gres_idx) else None
@@ -138,8 +167,9 @@ class SandboxHardware:
                 gpu = inst.get("gpu")
                 if isinstance(gpu, int):  # any other is refused by MigLayout.from_profile below
                     highlight.append((gpu, f"{inst.get('start')}:{inst.get('size')}"))
-        return NodeMig(MigLayout.from_profile(self.profile), "sandbox", self.detail, node, tuple(highlight),
-                       tuple(tried))
+        return NodeMig(
+            MigLayout.from_profile(self.profile), "sandbox", self.detail, node, tuple(highlight), tuple(tried)
+        )
 
 
 def parse_hardware(text: str, *, directory: str) -> SandboxHardware:
@@ -152,22 +182,33 @@ def parse_hardware(text: str, *, directory: str) -> SandboxHardware:
     if not isinstance(doc, Mapping):
         raise ParseError("sandbox hardware file", where, hint="expected a JSON object")
     if doc.get("format") != _FORMAT:
-        raise ParseError("sandbox hardware file format", repr(doc.get("format"))[:50],
-                         hint=f"{where} was written by another slurmlab; restart the sandbox with this one")
+        raise ParseError(
+            "sandbox hardware file format",
+            repr(doc.get("format"))[:50],
+            hint=f"{where} was written by another slurmlab; restart the sandbox with this one",
+        )
     profile, nodes, raw_idx = doc.get("profile"), doc.get("nodes"), doc.get("gres_idx")
     if not isinstance(profile, Mapping):
         raise ParseError("sandbox hardware 'profile'", repr(profile)[:200], hint=f"an object in {where}")
     if not isinstance(nodes, list) or not all(isinstance(n, str) and n for n in nodes):
-        raise ParseError("sandbox hardware 'nodes'", repr(nodes)[:200], hint=f"a list of node names in {where}")
+        raise ParseError(
+            "sandbox hardware 'nodes'", repr(nodes)[:200], hint=f"a list of node names in {where}"
+        )
     if not isinstance(raw_idx, list):
         raise ParseError("sandbox hardware 'gres_idx'", repr(raw_idx)[:200], hint=f"a list in {where}")
     gres_idx: list[tuple[int, int | None]] = []
     for item in raw_idx:
         gpu = item.get("gpu") if isinstance(item, Mapping) else None
         pos = item.get("mig") if isinstance(item, Mapping) else None
-        if (not isinstance(gpu, int) or isinstance(gpu, bool)
-                or not (pos is None or isinstance(pos, int) and not isinstance(pos, bool))):
-            raise ParseError("sandbox hardware GRES index", repr(item)[:200],
-                             hint=f'{{"gpu": <index>, "mig": <position or null>}} in {where}')
+        if (
+            not isinstance(gpu, int)
+            or isinstance(gpu, bool)
+            or not (pos is None or isinstance(pos, int) and not isinstance(pos, bool))
+        ):
+            raise ParseError(
+                "sandbox hardware GRES index",
+                repr(item)[:200],
+                hint=f'{{"gpu": <index>, "mig": <position or null>}} in {where}',
+            )
         gres_idx.append((gpu, pos))
     return SandboxHardware(profile, tuple(nodes), tuple(gres_idx), directory)

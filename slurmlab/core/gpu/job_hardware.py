@@ -34,8 +34,10 @@ class _PerNode(Mapping[str, N], Generic[N]):
         except KeyError:
             why = self.missing.get(node)
             known = ", ".join(self.per_node) or "none"
-            raise KeyError(f"no {self._WHAT} of {node!r} in job {self.job_id}"
-                           + (f": {why}" if why else f" (its nodes with one: {known})")) from None
+            raise KeyError(
+                f"no {self._WHAT} of {node!r} in job {self.job_id}"
+                + (f": {why}" if why else f" (its nodes with one: {known})")
+            ) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.per_node)
@@ -80,9 +82,12 @@ class JobTopology(_PerNode[NodeTopology]):
         """``slurmlab.viz.topology_figure``'s arguments for one node (default the first)."""
         return self.node(node).figure_args()
 
-    def _repr_mimebundle_(self, include: Container[str] | None = None,
-                          exclude: Container[str] | None = None) -> dict[str, str]:
-        return mime_bundle(self, "job-topology", self.summary(), self.caption(), include=include, exclude=exclude)
+    def _repr_mimebundle_(
+        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+    ) -> dict[str, str]:
+        return mime_bundle(
+            self, "job-topology", self.summary(), self.caption(), include=include, exclude=exclude
+        )
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,7 @@ class JobMig(_PerNode[NodeMig]):
         """``slurmlab.viz.mig_figure``'s arguments for one node (default the first)."""
         return self.node(node).figure_args()
 
-    def _repr_mimebundle_(self, include: Container[str] | None = None,
-                          exclude: Container[str] | None = None) -> dict[str, str]:
+    def _repr_mimebundle_(
+        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+    ) -> dict[str, str]:
         return mime_bundle(self, "job-mig", self.summary(), self.caption(), include=include, exclude=exclude)

@@ -61,7 +61,9 @@ class NodeTopology:
     detail: str  # what exactly answered: "profile dgx-h100 of the sandbox in /tmp/…", "nvidia-smi topo -m on node1"
     node: str | None = None
     gpus: tuple[int, ...] = ()  # the allocation's GPUs on this node, as topology indices
-    slurm_gpus: tuple[int, ...] = ()  # the same GPUs as Slurm's IDX (differs in MIG sandboxes, see gpu_of_idx)
+    slurm_gpus: tuple[
+        int, ...
+    ] = ()  # the same GPUs as Slurm's IDX (differs in MIG sandboxes, see gpu_of_idx)
     idx_to_gpu: Mapping[int, int] = field(default_factory=dict)  # Slurm IDX -> topology index where not equal
     tried: tuple[str, ...] = ()  # sources tried first, with why they did not answer
     notes: tuple[str, ...] = ()
@@ -75,8 +77,10 @@ class NodeTopology:
         """A copy whose GPUs carry each link's state from saved ``nvidia-smi nvlink -s`` output; inactive or slow
         links then show in the summary and as red marks on the figure."""
         return dataclasses.replace(
-            self, topology=self.topology.with_nvlink_status(read_nvlink_status(text, where)),
-            detail=f"{self.detail}; link state from nvidia-smi nvlink -s saved in {where}")
+            self,
+            topology=self.topology.with_nvlink_status(read_nvlink_status(text, where)),
+            detail=f"{self.detail}; link state from nvidia-smi nvlink -s saved in {where}",
+        )
 
     def summary(self) -> str:
         head = f"topology of {self.node}" if self.node else "topology"
@@ -96,8 +100,9 @@ class NodeTopology:
         mine = f"; this allocation's GPUs: {', '.join(map(str, self.gpus))}" if self.gpus else ""
         return f"{self.node or 'topology'} — source: {self.source} ({self.detail}){mine}"
 
-    def _repr_mimebundle_(self, include: Container[str] | None = None,
-                          exclude: Container[str] | None = None) -> dict[str, str]:
+    def _repr_mimebundle_(
+        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+    ) -> dict[str, str]:
         return mime_bundle(self, "topology", self.summary(), self.caption(), include=include, exclude=exclude)
 
     def figure_args(self) -> TopologyFigureArgs:
@@ -147,8 +152,9 @@ class NodeMig:
         mine = f"; this allocation's slices (outlined): {self._mine()}" if self.highlight else ""
         return f"{self.node or 'MIG layout'} — source: {self.source} ({self.detail}){mine}"
 
-    def _repr_mimebundle_(self, include: Container[str] | None = None,
-                          exclude: Container[str] | None = None) -> dict[str, str]:
+    def _repr_mimebundle_(
+        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+    ) -> dict[str, str]:
         return mime_bundle(self, "mig", self.summary(), self.caption(), include=include, exclude=exclude)
 
     def figure_args(self) -> MigFigureArgs:

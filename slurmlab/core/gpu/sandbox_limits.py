@@ -12,13 +12,19 @@ __all__ = ["HOST_NAME", "MIG_NAMES", "NO_DEVICE_CGROUP", "SANDBOX_ENV", "sandbox
 # set in every task of a sandbox (by its TaskProlog) to the sandbox's folder
 SANDBOX_ENV = "SLURMLAB_SANDBOX"
 
-NO_DEVICE_CGROUP = ("sandbox: no device cgroup, so GPUs are not renumbered as on a real cluster under "
-                    "ConstrainDevices: CUDA_VISIBLE_DEVICES holds the node's indices (e.g. 0,3) where a real "
-                    "cluster shows 0,1")
-HOST_NAME = ("sandbox: every node is this machine, so a step's host name is the machine's, not the node's "
-             "(SLURMD_NODENAME names the node)")
-MIG_NAMES = ("sandbox: no MIG hardware, so CUDA_VISIBLE_DEVICES holds Slurm's index of a MIG slice where a real "
-             "cluster holds its MIG-<uuid>")
+NO_DEVICE_CGROUP = (
+    "sandbox: no device cgroup, so GPUs are not renumbered as on a real cluster under "
+    "ConstrainDevices: CUDA_VISIBLE_DEVICES holds the node's indices (e.g. 0,3) where a real "
+    "cluster shows 0,1"
+)
+HOST_NAME = (
+    "sandbox: every node is this machine, so a step's host name is the machine's, not the node's "
+    "(SLURMD_NODENAME names the node)"
+)
+MIG_NAMES = (
+    "sandbox: no MIG hardware, so CUDA_VISIBLE_DEVICES holds Slurm's index of a MIG slice where a real "
+    "cluster holds its MIG-<uuid>"
+)
 
 
 def sandbox_notes(*, mig: bool = False) -> tuple[str, ...]:

@@ -108,23 +108,36 @@ class Topology:
         stray = sorted({s.gpu for s in states} - known)
         if stray:
             raise ParseError(
-                "nvidia-smi nvlink -s output", f"GPU {', '.join(map(str, stray))}",
+                "nvidia-smi nvlink -s output",
+                f"GPU {', '.join(map(str, stray))}",
                 hint=f"the topology has GPUs {', '.join(map(str, sorted(known)))}: were both captures taken on "
-                "the same node, in the same job (a job sees its GPUs numbered from 0)?")
+                "the same node, in the same job (a job sees its GPUs numbered from 0)?",
+            )
         for s in states:
-            widest = max((lk.nvlinks for lk in self.nvlink_edges() if f"GPU{s.gpu}" in (lk.a, lk.b)), default=0)
+            widest = max(
+                (lk.nvlinks for lk in self.nvlink_edges() if f"GPU{s.gpu}" in (lk.a, lk.b)), default=0
+            )
             if widest > s.total:
                 # a pair's NV# can never exceed the links its GPU has, switched or not
-                raise ParseError("nvidia-smi nvlink -s output", f"GPU {s.gpu}: {s.model}, {s.total} links",
-                                 hint=f"the topology shows GPU{s.gpu} with NV{widest} to a peer: the captures "
-                                 "come from different nodes; take both on the same node")
+                raise ParseError(
+                    "nvidia-smi nvlink -s output",
+                    f"GPU {s.gpu}: {s.model}, {s.total} links",
+                    hint=f"the topology shows GPU{s.gpu} with NV{widest} to a peer: the captures "
+                    "come from different nodes; take both on the same node",
+                )
             uuid = self.gpu(s.gpu).uuid
             if uuid and uuid != s.uuid:
-                raise ParseError("nvidia-smi nvlink -s output", f"GPU {s.gpu}: {s.uuid}",
-                                 hint=f"the topology's GPU{s.gpu} is {uuid}: the captures come from different "
-                                 "GPUs; take both on the same node")
-        topo = self if self.gpu_model else self.with_gpu_details(
-            {s.gpu: (s.model, s.uuid) for s in states if not self.gpu(s.gpu).uuid})
+                raise ParseError(
+                    "nvidia-smi nvlink -s output",
+                    f"GPU {s.gpu}: {s.uuid}",
+                    hint=f"the topology's GPU{s.gpu} is {uuid}: the captures come from different "
+                    "GPUs; take both on the same node",
+                )
+        topo = (
+            self
+            if self.gpu_model
+            else self.with_gpu_details({s.gpu: (s.model, s.uuid) for s in states if not self.gpu(s.gpu).uuid})
+        )
         return dataclasses.replace(topo, link_states=states)
 
     def numa_groups(self) -> dict[str, tuple[int, ...]]:
@@ -177,8 +190,12 @@ class Topology:
         tmp = dataclasses.replace(self, gpu_model=model, nvlink_generation=None)
         tmp = dataclasses.replace(tmp, nvlink_generation=tmp.guess_nvlink_generation())
         # the yardstick of a link's speed is the model's: judge the links again under the new name
-        return dataclasses.replace(tmp, link_states=tuple(
-            dataclasses.replace(s, expected_gbps=_expected_speed(model, s)) for s in self.link_states))
+        return dataclasses.replace(
+            tmp,
+            link_states=tuple(
+                dataclasses.replace(s, expected_gbps=_expected_speed(model, s)) for s in self.link_states
+            ),
+        )
 
     def with_gpu_details(self, details: Mapping[int, tuple[str | None, str | None]]) -> Topology:
         """A copy with GPU model names and UUIDs (e.g. from ``nvidia-smi -L``): index -> (model, uuid)."""
@@ -187,7 +204,8 @@ class Topology:
             raise ParseError("GPU details", quoted(unknown), hint="these GPU indices are not in the topology")
         gpus = tuple(
             dataclasses.replace(g, model=details[g.index][0] or g.model, uuid=details[g.index][1] or g.uuid)
-            if g.index in details else g
+            if g.index in details
+            else g
             for g in self.gpus
         )
         models = {g.model for g in gpus if g.model}
@@ -210,7 +228,9 @@ class Topology:
         Pairs without NVLink or a ``pcie`` entry are NODE within one NUMA node and SYS across.
         """
         parts = read_profile(data)
-        topo = Topology(gpus=parts.gpus, nics=parts.nics, links=parts.links, notes=("built from a hardware profile",))
+        topo = Topology(
+            gpus=parts.gpus, nics=parts.nics, links=parts.links, notes=("built from a hardware profile",)
+        )
         return topo.with_model(parts.model)
 
     def summary(self) -> str:
@@ -233,8 +253,14 @@ class Topology:
             for lk in nv:
                 counts[lk.nvlinks] = counts.get(lk.nvlinks, 0) + 1
             desc = ", ".join(f"{c} pairs NV{n}" for n, c in sorted(counts.items(), reverse=True))
-            lines.append(f"NVLink: {desc}" + (" (as topo -m prints it: each is a path through the switch, "
-                                              "not a cable)" if fabric.switched else ""))
+            lines.append(
+                f"NVLink: {desc}"
+                + (
+                    " (as topo -m prints it: each is a path through the switch, not a cable)"
+                    if fabric.switched
+                    else ""
+                )
+            )
         else:
             lines.append("NVLink: none (PCIe only)")
         lines.extend(fabric.lines())

@@ -42,8 +42,9 @@ def read_profile(data: Mapping[str, object]) -> ProfileTopology:
     pcie = _pcie(data.get("pcie", {}))
     links = _gpu_links(gpus, nv, pcie)
     nics, nic_links = _nics(data.get("nics", []), gpus)
-    return ProfileTopology(tuple(gpus), tuple(nics), tuple(links + nic_links),
-                           model if isinstance(model, str) else None)
+    return ProfileTopology(
+        tuple(gpus), tuple(nics), tuple(links + nic_links), model if isinstance(model, str) else None
+    )
 
 
 def _as_set(value: object, what: str) -> frozenset[int] | None:
@@ -79,14 +80,23 @@ def _gpus(raw_gpus: object, model: str | None) -> list[Gpu]:
     """The ``gpus`` list (or a count of GPUs), each index once."""
     if isinstance(raw_gpus, int) and not isinstance(raw_gpus, bool) and 0 < raw_gpus <= _MAX_DEVICES:
         raw_gpus = [{"index": i} for i in range(raw_gpus)]
-    if (not isinstance(raw_gpus, Sequence) or isinstance(raw_gpus, str) or not raw_gpus
-            or len(raw_gpus) > _MAX_DEVICES):
-        raise ParseError("hardware profile 'gpus'", quoted(raw_gpus),
-                         hint=f"give a list of GPU objects or a count (1 to {_MAX_DEVICES})")
+    if (
+        not isinstance(raw_gpus, Sequence)
+        or isinstance(raw_gpus, str)
+        or not raw_gpus
+        or len(raw_gpus) > _MAX_DEVICES
+    ):
+        raise ParseError(
+            "hardware profile 'gpus'",
+            quoted(raw_gpus),
+            hint=f"give a list of GPU objects or a count (1 to {_MAX_DEVICES})",
+        )
     gpus: list[Gpu] = []
     for pos, g in enumerate(raw_gpus):
         if not isinstance(g, Mapping):
-            raise ParseError("hardware profile GPU", quoted(g), hint="each GPU is an object like {'index': 0}")
+            raise ParseError(
+                "hardware profile GPU", quoted(g), hint="each GPU is an object like {'index': 0}"
+            )
         idx = g.get("index", pos)
         if not isinstance(idx, int) or isinstance(idx, bool):
             raise ParseError("hardware profile GPU index", quoted(idx), hint="index must be an int")
@@ -105,7 +115,9 @@ def _gpus(raw_gpus: object, model: str | None) -> list[Gpu]:
         )
     indices = [g.index for g in gpus]
     if len(set(indices)) != len(indices):
-        raise ParseError("hardware profile GPU indices", quoted(indices), hint="each GPU index must be unique")
+        raise ParseError(
+            "hardware profile GPU indices", quoted(indices), hint="each GPU index must be unique"
+        )
     return gpus
 
 
@@ -133,21 +145,33 @@ def _nvlinks(raw_nv: object, indices: list[int]) -> dict[frozenset[int], int]:
 
 def _nvlink_matrix(raw_nv: Sequence[object], order: list[int]) -> dict[frozenset[int], int]:
     if len(raw_nv) != len(order):
-        raise ParseError("hardware profile 'nvlink'", quoted(raw_nv),
-                         hint=f"give an {len(order)} x {len(order)} matrix of link counts")
+        raise ParseError(
+            "hardware profile 'nvlink'",
+            quoted(raw_nv),
+            hint=f"give an {len(order)} x {len(order)} matrix of link counts",
+        )
     nv: dict[frozenset[int], int] = {}
     for r, row in enumerate(raw_nv):
-        if not (isinstance(row, Sequence) and len(row) == len(order)
-                and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in row)):
-            raise ParseError("hardware profile 'nvlink' row", quoted(row),
-                             hint=f"each row holds {len(order)} non-negative link counts")
+        if not (
+            isinstance(row, Sequence)
+            and len(row) == len(order)
+            and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in row)
+        ):
+            raise ParseError(
+                "hardware profile 'nvlink' row",
+                quoted(row),
+                hint=f"each row holds {len(order)} non-negative link counts",
+            )
         for c, count in enumerate(row):
             if r == c:
                 continue
             key = frozenset((order[r], order[c]))
             if key in nv and nv[key] != count:
-                raise ParseError("hardware profile 'nvlink'", quoted(raw_nv),
-                                 hint=f"the matrix is not symmetric at GPUs {order[r]} and {order[c]}")
+                raise ParseError(
+                    "hardware profile 'nvlink'",
+                    quoted(raw_nv),
+                    hint=f"the matrix is not symmetric at GPUs {order[r]} and {order[c]}",
+                )
             nv[key] = count
     return nv
 
@@ -159,7 +183,9 @@ def _pcie(raw_pcie: object) -> dict[frozenset[int], str]:
         for k, v in raw_pcie.items():
             i, j = _pair(k, "hardware profile PCIe pair")
             if not isinstance(v, str):
-                raise ParseError("hardware profile PCIe link", quoted(v), hint="a link token such as 'PIX' or 'SYS'")
+                raise ParseError(
+                    "hardware profile PCIe link", quoted(v), hint="a link token such as 'PIX' or 'SYS'"
+                )
             pcie[frozenset((i, j))] = v
     return pcie
 
@@ -176,8 +202,15 @@ def _gpu_links(gpus: list[Gpu], nv: dict[frozenset[int], int], pcie: dict[frozen
                 links.append(Link.from_token(gx.name, gy.name, pcie[key]))
             else:
                 same = gx.numa_label == gy.numa_label
-                links.append(Link(gx.name, gy.name, LinkKind.NODE if same else LinkKind.SYS, 0,
-                                  "NODE" if same else "SYS"))
+                links.append(
+                    Link(
+                        gx.name,
+                        gy.name,
+                        LinkKind.NODE if same else LinkKind.SYS,
+                        0,
+                        "NODE" if same else "SYS",
+                    )
+                )
     return links
 
 
@@ -190,7 +223,9 @@ def _nics(raw_nics: object, gpus: list[Gpu]) -> tuple[list[Nic], list[Link]]:
             raise ParseError("hardware profile 'nics'", quoted(raw_nics), hint=f"at most {_MAX_DEVICES} NICs")
         for n in raw_nics:
             if not isinstance(n, Mapping) or not isinstance(n.get("name"), str):
-                raise ParseError("hardware profile NIC", quoted(n), hint="each NIC is {'name': 'mlx5_0', 'near': [0]}")
+                raise ParseError(
+                    "hardware profile NIC", quoted(n), hint="each NIC is {'name': 'mlx5_0', 'near': [0]}"
+                )
             nic = Nic(n["name"], n["name"])
             nics.append(nic)
             near = n.get("near", [])

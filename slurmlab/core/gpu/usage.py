@@ -28,8 +28,16 @@ from slurmlab.core.palette import INK_SOFT
 from slurmlab.core.slurm.sstat import SstatRecord
 from slurmlab.errors import ParseError
 
-__all__ = ["SAMPLE_PREFIX", "SOURCE_LABELS", "SamplerNote", "SeriesSummary", "UsageSample", "UsageTable",
-           "cpu_samples", "parse_sampler_line"]
+__all__ = [
+    "SAMPLE_PREFIX",
+    "SOURCE_LABELS",
+    "SamplerNote",
+    "SeriesSummary",
+    "UsageSample",
+    "UsageTable",
+    "cpu_samples",
+    "parse_sampler_line",
+]
 
 SAMPLE_PREFIX = "SLURMLAB_USAGE "
 SOURCE_LABELS = {
@@ -51,8 +59,13 @@ class UsageSample:
     mem_total_mb: float | None = None
 
     def to_dict(self) -> JSONObject:
-        return {"series": self.series, "t": self.t, "util": self.util, "mem_used_mb": self.mem_used_mb,
-                "mem_total_mb": self.mem_total_mb}
+        return {
+            "series": self.series,
+            "t": self.t,
+            "util": self.util,
+            "mem_used_mb": self.mem_used_mb,
+            "mem_total_mb": self.mem_total_mb,
+        }
 
 
 @dataclass(frozen=True)
@@ -78,10 +91,18 @@ def _gpu_sample(node: str, t: float, gpu: object, line: str) -> UsageSample:
     if not isinstance(gpu, Mapping):
         raise ParseError("usage sample (gpu entry)", line, hint="each entry of 'gpus' is an object")
     index, uuid = gpu.get("index"), gpu.get("uuid")
-    name = f"GPU {index}" if isinstance(index, int) and not isinstance(index, bool) else str(uuid or "GPU ?")[:64]
-    return UsageSample(f"{node} {name}", t, _number(gpu.get("util"), "util", line, hi=100.0),
-                       _optional(gpu.get("mem_used_mb"), "mem_used_mb", line),
-                       _optional(gpu.get("mem_total_mb"), "mem_total_mb", line))
+    name = (
+        f"GPU {index}"
+        if isinstance(index, int) and not isinstance(index, bool)
+        else str(uuid or "GPU ?")[:64]
+    )
+    return UsageSample(
+        f"{node} {name}",
+        t,
+        _number(gpu.get("util"), "util", line, hi=100.0),
+        _optional(gpu.get("mem_used_mb"), "mem_used_mb", line),
+        _optional(gpu.get("mem_total_mb"), "mem_total_mb", line),
+    )
 
 
 def parse_sampler_line(line: str) -> list[UsageSample] | SamplerNote | None:
@@ -96,16 +117,18 @@ def parse_sampler_line(line: str) -> list[UsageSample] | SamplerNote | None:
     if len(text) > _MAX_LINE:
         raise ParseError("usage sample", text, hint="a sample line this long is corrupt output")
     try:
-        data = json.loads(text[len(SAMPLE_PREFIX):])
+        data = json.loads(text[len(SAMPLE_PREFIX) :])
     except ValueError:
         raise ParseError("usage sample", text, hint="the sampler prints one JSON object per line") from None
     if not isinstance(data, dict):
         raise ParseError("usage sample", text, hint="expected a JSON object")
     if "error" in data or "source" in data:
         gpus = data.get("gpus")
-        return SamplerNote(str(data["source"])[:40] if data.get("source") else None,
-                           str(data["error"])[:500] if data.get("error") else None,
-                           tuple(str(g)[:80] for g in gpus) if isinstance(gpus, list) else ())
+        return SamplerNote(
+            str(data["source"])[:40] if data.get("source") else None,
+            str(data["error"])[:500] if data.get("error") else None,
+            tuple(str(g)[:80] for g in gpus) if isinstance(gpus, list) else (),
+        )
     node, gpus = data.get("node"), data.get("gpus")
     if not isinstance(node, str) or not node or len(node) > 200 or not isinstance(gpus, list):
         raise ParseError("usage sample", text, hint="expected 'node' (text) and 'gpus' (a list)")
@@ -113,8 +136,9 @@ def parse_sampler_line(line: str) -> list[UsageSample] | SamplerNote | None:
     return [_gpu_sample(node, t, g, text) for g in gpus]
 
 
-def cpu_samples(before: Iterable[SstatRecord], after: Iterable[SstatRecord], t_before: float,
-                t_after: float) -> list[UsageSample]:
+def cpu_samples(
+    before: Iterable[SstatRecord], after: Iterable[SstatRecord], t_before: float, t_after: float
+) -> list[UsageSample]:
     """CPU utilisation of each step seen in both readings: its tasks' CPU time gained per wall second."""
     wall = t_after - t_before
     if wall <= 0:
@@ -126,8 +150,9 @@ def cpu_samples(before: Iterable[SstatRecord], after: Iterable[SstatRecord], t_b
         if prev is None or rec.step == "extern":
             continue
         gained = max(0.0, rec.total_cpu_s - prev.total_cpu_s)  # a restarted gatherer never goes negative
-        samples.append(UsageSample(f"step {rec.step_id}", t_after, round(100.0 * gained / wall, 1),
-                                   rec.max_rss_mb, None))
+        samples.append(
+            UsageSample(f"step {rec.step_id}", t_after, round(100.0 * gained / wall, 1), rec.max_rss_mb, None)
+        )
     return samples
 
 
@@ -143,17 +168,32 @@ class SeriesSummary:
     mem_total_mb: float | None
 
     def to_dict(self) -> JSONObject:
-        return {"series": self.series, "samples": self.samples, "mean_util": self.mean_util,
-                "peak_util": self.peak_util, "last_util": self.last_util, "mem_used_mb": self.mem_used_mb,
-                "peak_mem_mb": self.peak_mem_mb, "mem_total_mb": self.mem_total_mb}
+        return {
+            "series": self.series,
+            "samples": self.samples,
+            "mean_util": self.mean_util,
+            "peak_util": self.peak_util,
+            "last_util": self.last_util,
+            "mem_used_mb": self.mem_used_mb,
+            "peak_mem_mb": self.peak_mem_mb,
+            "mem_total_mb": self.mem_total_mb,
+        }
 
 
 def _summary(series: str, rows: Sequence[UsageSample]) -> SeriesSummary:
     utils = [s.util for s in rows]
     mems = [s.mem_used_mb for s in rows if s.mem_used_mb is not None]
     totals = [s.mem_total_mb for s in rows if s.mem_total_mb is not None]
-    return SeriesSummary(series, len(rows), round(sum(utils) / len(utils), 1), max(utils), utils[-1],
-                         mems[-1] if mems else None, max(mems) if mems else None, totals[-1] if totals else None)
+    return SeriesSummary(
+        series,
+        len(rows),
+        round(sum(utils) / len(utils), 1),
+        max(utils),
+        utils[-1],
+        mems[-1] if mems else None,
+        max(mems) if mems else None,
+        totals[-1] if totals else None,
+    )
 
 
 def _mem_text(used: float | None, total: float | None) -> str:
@@ -190,9 +230,15 @@ class UsageTable:
         return list(self._by_series.get(name, ()))
 
     def to_dict(self) -> JSONObject:
-        return {"job_id": self.job_id, "source": self.source, "label": self.label, "note": self.note,
-                "error": self.error, "rows": [r.to_dict() for r in self.rows],
-                "samples": [s.to_dict() for s in self.samples]}
+        return {
+            "job_id": self.job_id,
+            "source": self.source,
+            "label": self.label,
+            "note": self.note,
+            "error": self.error,
+            "rows": [r.to_dict() for r in self.rows],
+            "samples": [s.to_dict() for s in self.samples],
+        }
 
     def _lines(self) -> list[str]:
         said = [x for x in (self.note, f"stopped: {self.error}" if self.error else None) if x]
@@ -204,22 +250,40 @@ class UsageTable:
         if not rows:
             return "\n".join([*lines, "no samples yet"])
         head = ("series", "util mean", "util peak", "memory (latest)", "samples")
-        body = [(r.series, f"{r.mean_util:.0f} %", f"{r.peak_util:.0f} %",
-                 _mem_text(r.mem_used_mb, r.mem_total_mb), str(r.samples)) for r in rows]
+        body = [
+            (
+                r.series,
+                f"{r.mean_util:.0f} %",
+                f"{r.peak_util:.0f} %",
+                _mem_text(r.mem_used_mb, r.mem_total_mb),
+                str(r.samples),
+            )
+            for r in rows
+        ]
         widths = [max(len(row[i]) for row in (head, *body)) for i in range(len(head))]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in (head, *body)]
+        lines += [
+            "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in (head, *body)
+        ]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return f"<UsageTable job {self.job_id}: {len(self.samples)} samples from {self.source or 'nothing yet'}>"
+        return (
+            f"<UsageTable job {self.job_id}: {len(self.samples)} samples from {self.source or 'nothing yet'}>"
+        )
 
     def _repr_html_(self) -> str:
         esc = html.escape
         said = "".join(f"<div style='color:{INK_SOFT}'>{esc(x)}</div>" for x in self._lines()[1:])
-        rows = "".join(
-            f"<tr><td>{esc(r.series)}</td><td>{r.mean_util:.0f} %</td><td>{r.peak_util:.0f} %</td>"
-            f"<td>{esc(_mem_text(r.mem_used_mb, r.mem_total_mb))}</td><td>{r.samples}</td></tr>" for r in self.rows
-        ) or "<tr><td colspan='5'>no samples yet</td></tr>"
-        return (f"<div class='slurmlab-usage-table'><b>{esc(self._lines()[0])}</b>{said}<table><thead><tr>"
-                "<th>series</th><th>util mean</th><th>util peak</th><th>memory (latest)</th><th>samples</th>"
-                f"</tr></thead><tbody>{rows}</tbody></table></div>")
+        rows = (
+            "".join(
+                f"<tr><td>{esc(r.series)}</td><td>{r.mean_util:.0f} %</td><td>{r.peak_util:.0f} %</td>"
+                f"<td>{esc(_mem_text(r.mem_used_mb, r.mem_total_mb))}</td><td>{r.samples}</td></tr>"
+                for r in self.rows
+            )
+            or "<tr><td colspan='5'>no samples yet</td></tr>"
+        )
+        return (
+            f"<div class='slurmlab-usage-table'><b>{esc(self._lines()[0])}</b>{said}<table><thead><tr>"
+            "<th>series</th><th>util mean</th><th>util peak</th><th>memory (latest)</th><th>samples</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table></div>"
+        )

@@ -158,5 +158,11 @@ if __name__ == "__main__":
 
 def sampler_command(interval: float, seconds: float, gpus_by_node: dict[str, list[int]]) -> list[str]:
     """The step's command: the node's python3 running :data:`SAMPLER_SOURCE`."""
-    return ["python3", "-c", SAMPLER_SOURCE, f"{interval:g}", f"{seconds:g}",
-            json.dumps({node: list(idx) for node, idx in gpus_by_node.items()}, separators=(",", ":"))]
+    return [
+        "python3",
+        "-c",
+        SAMPLER_SOURCE,
+        f"{interval:g}",
+        f"{seconds:g}",
+        json.dumps({node: list(idx) for node, idx in gpus_by_node.items()}, separators=(",", ":")),
+    ]

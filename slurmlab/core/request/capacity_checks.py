@@ -64,8 +64,15 @@ def task_shape(req: GpuRequest) -> TaskShape:
     return TaskShape(cpus, mem, gpt, gtype, cpus_from, mem_from)
 
 
-def tasks_fitting(node: NodeInventory, shape: TaskShape, *, cpus: bool = True, memory: bool = True,
-                  gpus: bool = True, per_node: int | None = None) -> int:
+def tasks_fitting(
+    node: NodeInventory,
+    shape: TaskShape,
+    *,
+    cpus: bool = True,
+    memory: bool = True,
+    gpus: bool = True,
+    per_node: int | None = None,
+) -> int:
     """How many tasks of ``shape`` one node holds, counting only the resources switched on."""
     limits = [per_node] if per_node is not None else []
     if cpus:
@@ -111,25 +118,31 @@ def _per_task(req: GpuRequest, part: PartitionInventory, shape: TaskShape) -> li
     where = f"partition {part.name!r}"
     problems = []
     if shape.cpus_from.startswith("--cpus-per-gpu") and shape.cpus > part.most_cpus:
-        problems.append(Problem(
-            f"{shape.cpus_from} = {shape.cpus} CPUs per task: a task's CPUs sit on one node, and no node of "
-            f"{where} has more than {part.most_cpus}",
-            f"ask for at most --cpus-per-gpu={part.most_cpus // max(1, shape.gpus)}",
-        ))
+        problems.append(
+            Problem(
+                f"{shape.cpus_from} = {shape.cpus} CPUs per task: a task's CPUs sit on one node, and no node of "
+                f"{where} has more than {part.most_cpus}",
+                f"ask for at most --cpus-per-gpu={part.most_cpus // max(1, shape.gpus)}",
+            )
+        )
     most_gpus = max(n.gpu_count(shape.gpu_type) for n in part.nodes)
     if shape.gpus and shape.gpus > most_gpus and (shape.gpu_type is None or shape.gpu_type in part.gpu_types):
         what = f"{shape.gpu_type} GPUs" if shape.gpu_type else "GPUs"
-        problems.append(Problem(
-            f"--gpus-per-task={req.gpus_per_task.render() if req.gpus_per_task else shape.gpus}: a task's GPUs "
-            f"sit on one node, and no node of {where} has more than {most_gpus} {what}",
-            f"ask for at most --gpus-per-task={most_gpus}, and more tasks (-n) if you need more GPUs",
-        ))
+        problems.append(
+            Problem(
+                f"--gpus-per-task={req.gpus_per_task.render() if req.gpus_per_task else shape.gpus}: a task's GPUs "
+                f"sit on one node, and no node of {where} has more than {most_gpus} {what}",
+                f"ask for at most --gpus-per-task={most_gpus}, and more tasks (-n) if you need more GPUs",
+            )
+        )
     if shape.mem_mib is not None and shape.mem_mib > part.most_memory_mb:
-        problems.append(Problem(
-            f"{shape.mem_from} = {_mib(shape.mem_mib)} per task: no node of {where} has that much memory "
-            f"(the most is {part.most_memory_mb} MiB)",
-            _mem_fix(req, shape, part.most_memory_mb),
-        ))
+        problems.append(
+            Problem(
+                f"{shape.mem_from} = {_mib(shape.mem_mib)} per task: no node of {where} has that much memory "
+                f"(the most is {part.most_memory_mb} MiB)",
+                _mem_fix(req, shape, part.most_memory_mb),
+            )
+        )
     return problems
 
 
@@ -148,19 +161,24 @@ def _per_node(req: GpuRequest, part: PartitionInventory, shape: TaskShape) -> li
     problems = []
     if req.cpus_per_task is None and not overcommit(req) and tpn * shape.cpus > part.most_cpus:
         # with -c, inventory_checks already names --cpus-per-task x --ntasks-per-node
-        problems.append(Problem(
-            f"--ntasks-per-node={tpn}" + (f" x {shape.cpus_from}" if shape.cpus_from else "")
-            + f" = {tpn * shape.cpus} CPUs per node: no node of {where} has more than {part.most_cpus}",
-            f"ask for at most --ntasks-per-node={part.most_cpus // shape.cpus}, or add -O (--overcommit) "
-            "to let tasks share CPUs",
-        ))
+        problems.append(
+            Problem(
+                f"--ntasks-per-node={tpn}"
+                + (f" x {shape.cpus_from}" if shape.cpus_from else "")
+                + f" = {tpn * shape.cpus} CPUs per node: no node of {where} has more than {part.most_cpus}",
+                f"ask for at most --ntasks-per-node={part.most_cpus // shape.cpus}, or add -O (--overcommit) "
+                "to let tasks share CPUs",
+            )
+        )
     if shape.mem_mib is not None and tpn * shape.mem_mib > part.most_memory_mb:
-        problems.append(Problem(
-            f"--ntasks-per-node={tpn} x {shape.mem_from} = {_mib(tpn * shape.mem_mib)} per node: no node of "
-            f"{where} has that much memory (the most is {part.most_memory_mb} MiB)",
-            f"ask for at most --ntasks-per-node={int(part.most_memory_mb // shape.mem_mib)}, or less memory "
-            "per task",
-        ))
+        problems.append(
+            Problem(
+                f"--ntasks-per-node={tpn} x {shape.mem_from} = {_mib(tpn * shape.mem_mib)} per node: no node of "
+                f"{where} has that much memory (the most is {part.most_memory_mb} MiB)",
+                f"ask for at most --ntasks-per-node={int(part.most_memory_mb // shape.mem_mib)}, or less memory "
+                "per task",
+            )
+        )
     return problems
 
 
@@ -188,48 +206,61 @@ def _all_tasks(req: GpuRequest, part: PartitionInventory, shape: TaskShape) -> l
     more_nodes = f", or more nodes (-N; the partition has {len(part.nodes)})" if limited else ""
     cpus = heapq.nlargest(use, (node.cpus for node in part.nodes))
     spread = f" ({_spread(cpus, '')})" if len(cpus) > 1 else ""
-    has = (f"-N {use} gives at most {sum(cpus)} CPUs of {where}{spread}" if limited
-           else f"{where} has {sum(cpus)} CPUs in {_spread(cpus, '')}")
+    has = (
+        f"-N {use} gives at most {sum(cpus)} CPUs of {where}{spread}"
+        if limited
+        else f"{where} has {sum(cpus)} CPUs in {_spread(cpus, '')}"
+    )
     if not overcommit(req) and fits(memory=False, gpus=False) < n:
         most = fits(memory=False, gpus=False)
         each = f" x {shape.cpus_from}" if shape.cpus_from else ""
-        return [Problem(
-            f"--ntasks={n}{each} asks for {n} tasks of {shape.cpus} CPU{'s' if shape.cpus > 1 else ''} = "
-            f"{n * shape.cpus} CPUs; {has}",
-            f"ask for at most -n {most}{more_nodes}, or add -O (--overcommit) to let tasks share CPUs",
-        )]
+        return [
+            Problem(
+                f"--ntasks={n}{each} asks for {n} tasks of {shape.cpus} CPU{'s' if shape.cpus > 1 else ''} = "
+                f"{n * shape.cpus} CPUs; {has}",
+                f"ask for at most -n {most}{more_nodes}, or add -O (--overcommit) to let tasks share CPUs",
+            )
+        ]
     if shape.mem_mib is not None and fits(cpus=False, gpus=False) < n:
         most = fits(cpus=False, gpus=False)
         mem = heapq.nlargest(use, (node.memory_mb for node in part.nodes))
-        return [Problem(
-            f"--ntasks={n} x {shape.mem_from} = {_mib(n * shape.mem_mib)}: {where} has "
-            f"{_mib(sum(mem))} of memory in {_spread(mem, ' MiB')}{on}, room for {most} such tasks",
-            f"ask for at most -n {most}, or less memory per task{more_nodes}",
-        )]
+        return [
+            Problem(
+                f"--ntasks={n} x {shape.mem_from} = {_mib(n * shape.mem_mib)}: {where} has "
+                f"{_mib(sum(mem))} of memory in {_spread(mem, ' MiB')}{on}, room for {most} such tasks",
+                f"ask for at most -n {most}, or less memory per task{more_nodes}",
+            )
+        ]
     total_gpus = _biggest(use, [node.gpu_count(shape.gpu_type) for node in part.nodes])
     if shape.gpus and shape.gpus * n <= total_gpus and fits(cpus=False, memory=False) < n:
         # the plain total fits (inventory_checks says so when it does not); whole tasks per node do not
         most = fits(cpus=False, memory=False)
-        return [Problem(
-            f"--ntasks={n} x --gpus-per-task={shape.gpus}: a task's GPUs sit on one node, and the nodes of "
-            f"{where}{on} hold only {most} such tasks",
-            f"ask for at most -n {most}, or fewer GPUs per task{more_nodes}",
-        )]
+        return [
+            Problem(
+                f"--ntasks={n} x --gpus-per-task={shape.gpus}: a task's GPUs sit on one node, and the nodes of "
+                f"{where}{on} hold only {most} such tasks",
+                f"ask for at most -n {most}, or fewer GPUs per task{more_nodes}",
+            )
+        ]
     # a GPU total above the partition's is named by inventory_checks, not again here
     most = fits(cpus=not overcommit(req), gpus=shape.gpus * n <= total_gpus)
     if most < n:
-        return [Problem(
-            f"--ntasks={n}: CPUs, memory and GPUs per task together leave room for only {most} tasks on the "
-            f"nodes of {where}{on}",
-            f"ask for at most -n {most}, or less per task{more_nodes}",
-        )]
+        return [
+            Problem(
+                f"--ntasks={n}: CPUs, memory and GPUs per task together leave room for only {most} tasks on the "
+                f"nodes of {where}{on}",
+                f"ask for at most -n {most}, or less per task{more_nodes}",
+            )
+        ]
     return []
 
 
 def _gpus_with_their_share(req: GpuRequest, part: PartitionInventory) -> list[Problem]:
     """--gpus=G with --cpus-per-gpu / --mem-per-gpu: each node holds only as many GPUs as its CPUs and
     memory give their share to."""
-    if req.gpus is None or (req.cpus_per_gpu is None and (req.mem_per_gpu is None or not req.mem_per_gpu.kib)):
+    if req.gpus is None or (
+        req.cpus_per_gpu is None and (req.mem_per_gpu is None or not req.mem_per_gpu.kib)
+    ):
         return []
     gtype, want = req.gpus.type, req.gpus.count
     if gtype is not None and gtype not in part.gpu_types:
@@ -247,14 +278,23 @@ def _gpus_with_their_share(req: GpuRequest, part: PartitionInventory) -> list[Pr
         held += k
     if held >= want:
         return []
-    what = " and ".join(w for w, asked in (("CPUs", req.cpus_per_gpu), ("memory", req.mem_per_gpu and
-                                                                         req.mem_per_gpu.kib)) if asked)
+    what = " and ".join(
+        w
+        for w, asked in (("CPUs", req.cpus_per_gpu), ("memory", req.mem_per_gpu and req.mem_per_gpu.kib))
+        if asked
+    )
     share = " and ".join(
-        s for s in (f"--cpus-per-gpu={req.cpus_per_gpu}" if req.cpus_per_gpu else "",
-                    f"--mem-per-gpu={req.mem_per_gpu.render()}" if req.mem_per_gpu and req.mem_per_gpu.kib
-                    else "") if s)
-    return [Problem(
-        f"--gpus={req.gpus.render()} with {share}: the nodes of partition {part.name!r} have the {what} "
-        f"for only {held} GPUs with that share ({part.most_cpus} CPUs, {part.most_memory_mb} MiB at most per node)",
-        f"ask for at most --gpus={held}, or a smaller share per GPU",
-    )]
+        s
+        for s in (
+            f"--cpus-per-gpu={req.cpus_per_gpu}" if req.cpus_per_gpu else "",
+            f"--mem-per-gpu={req.mem_per_gpu.render()}" if req.mem_per_gpu and req.mem_per_gpu.kib else "",
+        )
+        if s
+    )
+    return [
+        Problem(
+            f"--gpus={req.gpus.render()} with {share}: the nodes of partition {part.name!r} have the {what} "
+            f"for only {held} GPUs with that share ({part.most_cpus} CPUs, {part.most_memory_mb} MiB at most per node)",
+            f"ask for at most --gpus={held}, or a smaller share per GPU",
+        )
+    ]

@@ -1,9 +1,9 @@
 """A GPU request in plain words, for teaching: what the user gets and how it is shared and bound.
 
-    explain(parse_request(["-N", "2", "--gpus-per-node=2", "--gpu-bind=closest",
-                           "--gres-flags=enforce-binding"]))
-    # '2 nodes, 2 GPUs per node (4 in total); each task bound to the GPUs nearest its CPUs;
-    #  CPUs restricted to the cores next to those GPUs'
+explain(parse_request(["-N", "2", "--gpus-per-node=2", "--gpu-bind=closest",
+                       "--gres-flags=enforce-binding"]))
+# '2 nodes, 2 GPUs per node (4 in total); each task bound to the GPUs nearest its CPUs;
+#  CPUs restricted to the cores next to those GPUs'
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ def describe_gpu_type(gpu_type: str) -> str | None:
     }
     if len(shares) == 1:
         sm, mem = next(iter(shares))
-        return (f"{_frac(sm.numerator, sm.denominator)} of the SMs and "
-                f"{_frac(mem.numerator, mem.denominator)} of the memory")
+        return (
+            f"{_frac(sm.numerator, sm.denominator)} of the SMs and "
+            f"{_frac(mem.numerator, mem.denominator)} of the memory"
+        )
     return f"{_frac(compute, 7)} of the SMs; its memory share depends on the GPU model"
 
 
@@ -102,10 +104,14 @@ def _gpu_phrases(req: GpuRequest) -> list[str]:
 def _shared_phrase(spec: GresSpec) -> str:
     on = f" {spec.type}" if spec.type else ""
     if spec.name == "shard":
-        return (f"{_plural(spec.amount, 'shard')} of one{on} GPU: time-sliced with other jobs, "
-                "no memory isolation")
-    return (f"MPS share {spec.amount} of one{on} GPU (with the usual 100 per GPU, {spec.amount}% of its "
-            "threads): other users' processes are time-sliced")
+        return (
+            f"{_plural(spec.amount, 'shard')} of one{on} GPU: time-sliced with other jobs, "
+            "no memory isolation"
+        )
+    return (
+        f"MPS share {spec.amount} of one{on} GPU (with the usual 100 per GPU, {spec.amount}% of its "
+        "threads): other users' processes are time-sliced"
+    )
 
 
 def _bind_phrase(bind: GpuBind) -> str:
@@ -165,7 +171,9 @@ def explain(request: GpuRequest) -> str:
     if req.gpu_freq is not None:
         tail.append(f"GPU clocks set to {req.gpu_freq}")
     if req.exclusive is not None:
-        tail.append("whole nodes, shared with no other job" + (f" ({req.exclusive})" if req.exclusive else ""))
+        tail.append(
+            "whole nodes, shared with no other job" + (f" ({req.exclusive})" if req.exclusive else "")
+        )
     if req.mpi is not None:
         tail.append(f"MPI steps get {req.mpi.upper() if req.mpi.startswith('pmi') else req.mpi}")
     where: list[str] = []

@@ -153,7 +153,9 @@ class ClusterInventory:
                     hint="pass a NodeInventory for every node a partition names",
                 )
             built.append(
-                PartitionInventory(part, tuple(by_name[m] for m in members), part == default, limits.get(part))
+                PartitionInventory(
+                    part, tuple(by_name[m] for m in members), part == default, limits.get(part)
+                )
             )
         if default is not None and default not in partitions:
             raise RequestError(

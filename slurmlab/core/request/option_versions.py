@@ -60,12 +60,17 @@ class RetiredOption:
 # Seen on real Slurm: 22.05's salloc and srun take --uid/--gid (root only); 24.11's and 26.05's answer
 # "unrecognized option" (sbatch keeps them, but slurmlab's requests are salloc/srun lines).
 RETIRED_OPTIONS: dict[str, RetiredOption] = {
-    "--uid": RetiredOption("--uid", VersionBound((22, 5), (24, 11)),
-                           "Slurm runs a job as whoever submits it: submit as that user instead "
-                           "(e.g. `sudo -u USER salloc …`), or drop --uid"),
-    "--gid": RetiredOption("--gid", VersionBound((22, 5), (24, 11)),
-                           "drop --gid: the job runs with the submitting user's groups (to charge a project, "
-                           "use --account)"),
+    "--uid": RetiredOption(
+        "--uid",
+        VersionBound((22, 5), (24, 11)),
+        "Slurm runs a job as whoever submits it: submit as that user instead "
+        "(e.g. `sudo -u USER salloc …`), or drop --uid",
+    ),
+    "--gid": RetiredOption(
+        "--gid",
+        VersionBound((22, 5), (24, 11)),
+        "drop --gid: the job runs with the submitting user's groups (to charge a project, use --account)",
+    ),
 }
 
 
@@ -83,7 +88,7 @@ def retired_option_problem(group: Sequence[str], version: Sequence[int] | None) 
     assert version  # refuses() is True only for a known version
     return Problem(
         f"{' '.join(group)}: salloc and srun of Slurm {version_text(version)} have no {retired.flag} option "
-        f"(they answer \"unrecognized option\")",
+        f'(they answer "unrecognized option")',
         retired.fix,
     )
 
@@ -94,5 +99,7 @@ def retired_option_warning(group: Sequence[str], version: Sequence[int] | None) 
     if retired is None or retired.bound.refuses(version) is not None:
         return None
     which = f"Slurm {version_text(version)}" if version else "this cluster's Slurm (version unknown)"
-    return (f"{' '.join(group)} passed to Slurm unchanged: {retired.bound.since()} refuse {retired.flag} "
-            f"(\"unrecognized option\") and slurmlab cannot tell whether {which} still takes it")
+    return (
+        f"{' '.join(group)} passed to Slurm unchanged: {retired.bound.since()} refuse {retired.flag} "
+        f'("unrecognized option") and slurmlab cannot tell whether {which} still takes it'
+    )

@@ -68,12 +68,16 @@ def check_request(
     request = read_request(tokens_or_request)
     checked = validate(request, inventory, version=version)
     # a request checked before (a dry run's, checked again against the cluster) keeps each warning once
-    return dataclasses.replace(checked, warnings=tuple(dict.fromkeys(checked.warnings)), checked=Checked(
-        argv=tuple(checked.to_argv()),
-        partitions=len(inventory.partitions) if inventory is not None else None,
-        version=tuple(version) if version else None,
-        why_not="" if inventory is not None else why_no_inventory,
-    ))
+    return dataclasses.replace(
+        checked,
+        warnings=tuple(dict.fromkeys(checked.warnings)),
+        checked=Checked(
+            argv=tuple(checked.to_argv()),
+            partitions=len(inventory.partitions) if inventory is not None else None,
+            version=tuple(version) if version else None,
+            why_not="" if inventory is not None else why_no_inventory,
+        ),
+    )
 
 
 def is_checked(request: GpuRequest) -> bool:

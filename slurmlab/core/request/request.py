@@ -194,6 +194,8 @@ class GpuRequest:
     @property
     def wants_shared_gpu(self) -> bool:
         return any(s.amount for s in self.shared_gres)
+
+
 def parse_request(tokens: Sequence[str], *, version: Sequence[int] | None = None) -> GpuRequest:
     """Read salloc/srun options from already-split tokens.
 
@@ -244,7 +246,11 @@ def parse_request(tokens: Sequence[str], *, version: Sequence[int] | None = None
             continue
         if value is None and not opt.optional_value:
             if i + 1 >= len(toks):
-                how = f"{flag}=VALUE or {flag} VALUE" if flag.startswith("--") else f"{flag} VALUE or {flag}VALUE"
+                how = (
+                    f"{flag}=VALUE or {flag} VALUE"
+                    if flag.startswith("--")
+                    else f"{flag} VALUE or {flag}VALUE"
+                )
                 problems.append(Problem(f"{flag} needs a value", f"write {how}"))
                 break
             value = toks[i + 1]

@@ -43,8 +43,11 @@ def step_gpu_args(job: Job | None, *, whole_node: bool = False, node: str | None
     if job is None:
         return []
     args: list[str] = []
-    per_task, per_node, per_job = (gpu_items(job.tres_per_task), gpu_items(job.tres_per_node),
-                                   gpu_items(job.tres_per_job))
+    per_task, per_node, per_job = (
+        gpu_items(job.tres_per_task),
+        gpu_items(job.tres_per_node),
+        gpu_items(job.tres_per_job),
+    )
     if whole_node:
         if per_job:
             on_node = job.gpus_by_node().get(node or "", ())

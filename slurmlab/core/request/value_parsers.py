@@ -48,7 +48,9 @@ def _positive(text: str, what: str, example: str, *, zero: bool = False) -> int:
         raise BadValue(f"{what} {text!r} is not a whole number", f"give a whole number, e.g. {example}")
     value = int(text)
     if value == 0 and not zero:
-        raise BadValue(f"{what} {text!r} must be at least 1", f"give a whole number of 1 or more, e.g. {example}")
+        raise BadValue(
+            f"{what} {text!r} must be at least 1", f"give a whole number of 1 or more, e.g. {example}"
+        )
     return value
 
 
@@ -56,7 +58,9 @@ def _type_name(text: str, what: str, example: str) -> str:
     if not text:
         raise BadValue(f"{what} has an empty type", f"drop the empty ':' or name the type, e.g. {example}")
     if not _NAME_RE.match(text):
-        raise BadValue(f"{what} type {text!r} has characters Slurm does not allow", f"write it like {example}")
+        raise BadValue(
+            f"{what} type {text!r} has characters Slurm does not allow", f"write it like {example}"
+        )
     return text
 
 
@@ -91,7 +95,9 @@ def read_gres_list(text: str) -> tuple[GresSpec, ...]:
         if any(p == "" for p in parts):
             raise BadValue(f"{where} has an empty field", f"write name[:type][:count], e.g. {example}")
         if not _NAME_RE.match(parts[0]) or INT_RE.match(parts[0]):
-            raise BadValue(f"{where}: {parts[0]!r} is not a GRES name", f"start with the resource name, e.g. {example}")
+            raise BadValue(
+                f"{where}: {parts[0]!r} is not a GRES name", f"start with the resource name, e.g. {example}"
+            )
         if len(parts) == 1:
             specs.append(GresSpec(parts[0]))
         elif len(parts) == 2:
@@ -112,14 +118,18 @@ _MASK_ITEM = re.compile(r"^(0x[0-9A-Fa-f]+|\d+)(\*\d+)?$")
 
 
 def read_gpu_bind(text: str) -> GpuBind:
-    choices = "closest, map_gpu:<list>, mask_gpu:<list>, single:<tasks_per_gpu>, per_task:<gpus_per_task>, none"
+    choices = (
+        "closest, map_gpu:<list>, mask_gpu:<list>, single:<tasks_per_gpu>, per_task:<gpus_per_task>, none"
+    )
     verbose = False
     body = text
     if body == "verbose" or body.startswith("verbose,"):
         verbose = True
         body = body[len("verbose,") :] if body != "verbose" else ""
     if not body:
-        raise BadValue(f"--gpu-bind={text} names no binding", f"add one of: {choices} (e.g. --gpu-bind=verbose,closest)")
+        raise BadValue(
+            f"--gpu-bind={text} names no binding", f"add one of: {choices} (e.g. --gpu-bind=verbose,closest)"
+        )
     kind, colon, value = body.partition(":")
     if kind not in GPU_BIND_KINDS:
         hint = f"use one of: {choices}"
@@ -150,12 +160,22 @@ def read_gres_flags(text: str) -> tuple[str, ...]:
     flags = tuple(text.split(","))
     for flag in flags:
         if flag not in GRES_FLAGS:
-            raise BadValue(f"--gres-flags={text}: {flag!r} is not a GRES flag", f"use one of: {', '.join(GRES_FLAGS)}")
+            raise BadValue(
+                f"--gres-flags={text}: {flag!r} is not a GRES flag", f"use one of: {', '.join(GRES_FLAGS)}"
+            )
     return flags
 
 
 _CPU_BIND_WORDS = {
-    "none", "no", "rank", "rank_ldom", "sockets", "cores", "threads", "ldoms", "boards",
+    "none",
+    "no",
+    "rank",
+    "rank_ldom",
+    "sockets",
+    "cores",
+    "threads",
+    "ldoms",
+    "boards",
 }
 _CPU_BIND_LISTS = {"map_cpu", "mask_cpu", "map_ldom", "mask_ldom"}
 
@@ -182,7 +202,9 @@ def read_memory(opt: str) -> Callable[[str], Memory]:
     def parse(text: str) -> Memory:
         match = _MEM_RE.match(text)
         if not match:
-            raise BadValue(f"{opt}={text} is not a memory size", f"write a number with K, M, G or T, e.g. {opt}=8G")
+            raise BadValue(
+                f"{opt}={text} is not a memory size", f"write a number with K, M, G or T, e.g. {opt}=8G"
+            )
         unit = (match.group(2) or "M").upper()
         return Memory(int(match.group(1)) * UNIT_KIB[unit])
 
@@ -236,7 +258,9 @@ def read_nodes(text: str) -> NodeCount:
         return NodeCount(lo)
     hi = _positive(high, "--nodes maximum", example)
     if hi < lo:
-        raise BadValue(f"--nodes={text}: the maximum {hi} is below the minimum {lo}", f"write --nodes={hi}-{lo}")
+        raise BadValue(
+            f"--nodes={text}: the maximum {hi} is below the minimum {lo}", f"write --nodes={hi}-{lo}"
+        )
     return NodeCount(lo, hi)
 
 
@@ -261,5 +285,8 @@ _EXCLUSIVE = ("", "user", "mcs", "topo")
 
 def read_exclusive(text: str) -> str:
     if text not in _EXCLUSIVE:
-        raise BadValue(f"--exclusive={text} is not an exclusivity mode", "write --exclusive, or --exclusive=user|mcs|topo")
+        raise BadValue(
+            f"--exclusive={text} is not an exclusivity mode",
+            "write --exclusive, or --exclusive=user|mcs|topo",
+        )
     return text

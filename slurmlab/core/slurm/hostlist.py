@@ -83,7 +83,9 @@ def _ranges(body: str, expr: str) -> list[tuple[int, int, int]]:
 def _parse_item(item: str, expr: str) -> tuple[list[tuple[str, list[tuple[int, int, int]]]], str]:
     """``pre[ranges]pre[ranges]tail`` -> ([(pre, ranges), …], tail)."""
     if not item or any(ch.isspace() or ord(ch) < 32 or ch == "\x7f" for ch in item):
-        raise ParseError("hostlist", expr, hint="an empty name, or whitespace or a control character in a name")
+        raise ParseError(
+            "hostlist", expr, hint="an empty name, or whitespace or a control character in a name"
+        )
     groups: list[tuple[str, list[tuple[int, int, int]]]] = []
     pos = 0
     while True:

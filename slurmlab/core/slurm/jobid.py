@@ -25,8 +25,10 @@ _JOB_ID = re.compile(r"([1-9][0-9]{0,9})(?:_([0-9]{1,10}))?")
 
 
 def is_job_id(value: object) -> bool:
-    return isinstance(value, (str, int)) and not isinstance(value, bool) and (
-        _JOB_ID.fullmatch(str(value)) is not None
+    return (
+        isinstance(value, (str, int))
+        and not isinstance(value, bool)
+        and (_JOB_ID.fullmatch(str(value)) is not None)
     )
 
 
@@ -38,7 +40,6 @@ def check_job_id(value: object) -> str:
         shown = repr(value) if not isinstance(value, str) else repr(value[:40])
         raise RequestError(
             f"{shown} is not a Slurm job id",
-            hint="a job id is a positive number such as 1234 (an array task: 1234_5); "
-            "`%squeue` lists yours",
+            hint="a job id is a positive number such as 1234 (an array task: 1234_5); `%squeue` lists yours",
         )
     return value

@@ -82,8 +82,12 @@ def number(value: object, what: str = "number") -> int | None:
             return value
     elif type(value) is dict:
         inner = value.get("number")
-        if type(inner) is int and -_NUM_LIMIT < inner < _NUM_LIMIT and value.get("set") is True \
-                and value.get("infinite") is False:
+        if (
+            type(inner) is int
+            and -_NUM_LIMIT < inner < _NUM_LIMIT
+            and value.get("set") is True
+            and value.get("infinite") is False
+        ):
             return inner
     if value is None:
         return None
@@ -98,7 +102,9 @@ def number(value: object, what: str = "number") -> int | None:
             return None
         inner = value["number"]
         if isinstance(inner, (dict, list)):
-            raise ParseError(what, excerpt(value), hint="the number of {set, infinite, number} is not a number")
+            raise ParseError(
+                what, excerpt(value), hint="the number of {set, infinite, number} is not a number"
+            )
         return number(inner, what)
     if isinstance(value, str) and 0 < len(value) <= 20 and value.isascii() and value.isdigit():
         return int(value)
@@ -165,7 +171,11 @@ def exit_status(value: object) -> ExitStatus | None:
         signal_obj = value.get("signal") or {}
         sig = number(signal_obj.get("id"), "exit_code.signal.id") if isinstance(signal_obj, dict) else None
         status_list = value.get("status")
-        status = text_or_none(status_list[0], "exit_code.status") if isinstance(status_list, list) and status_list else None
+        status = (
+            text_or_none(status_list[0], "exit_code.status")
+            if isinstance(status_list, list) and status_list
+            else None
+        )
         return ExitStatus(code=code, signal=sig or 0, status=status)
     raise ParseError(
         "exit_code", excerpt(value), hint="expected a wait status or {status, return_code, signal}"
@@ -213,4 +223,3 @@ def each_record(
                     raise err from None
                 problems.append(err)
     return out
-

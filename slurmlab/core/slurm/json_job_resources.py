@@ -55,9 +55,7 @@ def _index(value: object, what: str) -> int:
     return n
 
 
-def _cpu_ids(
-    cores: list[tuple[int, int]], cores_per_socket: dict[int, int], threads: int
-) -> str | None:
+def _cpu_ids(cores: list[tuple[int, int]], cores_per_socket: dict[int, int], threads: int) -> str | None:
     """Slurm's abstract CPU ids of the allocated (socket, core) pairs; None when a needed
     cores-per-socket figure is unknown. A node's sockets all have the same core count."""
     per_socket = max(cores_per_socket.values(), default=None)
@@ -114,7 +112,9 @@ def _threads(shape: NodeShape | None, job_tpc: int | None, cpus: int | None, nco
     return 1
 
 
-def _allocation_new(a: JSONRecord, job_tpc: int | None, shapes: Mapping[str, NodeShape]) -> tuple[str, NodeAlloc]:
+def _allocation_new(
+    a: JSONRecord, job_tpc: int | None, shapes: Mapping[str, NodeShape]
+) -> tuple[str, NodeAlloc]:
     """One ``nodes.allocation[]`` entry (data_parser v0.0.41+): every core listed with its status."""
     name = text_or_none(a.get("name"), "allocation name")
     if name is None:
@@ -136,7 +136,9 @@ def _allocation_new(a: JSONRecord, job_tpc: int | None, shapes: Mapping[str, Nod
         per_socket = {k: shape.cores_per_socket for k in per_socket} or {0: shape.cores_per_socket}
     cpus = number(as_object(a.get("cpus"), "allocation cpus").get("count"), "allocation cpus.count")
     threads = _threads(shape, job_tpc, cpus, len(picked))
-    mem = number(as_object(a.get("memory"), "allocation memory").get("allocated"), "allocation memory.allocated")
+    mem = number(
+        as_object(a.get("memory"), "allocation memory").get("allocated"), "allocation memory.allocated"
+    )
     return name, NodeAlloc(_cpu_ids(picked, per_socket, threads), mem)
 
 
@@ -155,7 +157,9 @@ def _old_cpu_ids(sockets: JSONRecord, shape: NodeShape | None, name: str) -> str
     picked: list[tuple[int, int]] = []
     for skey, sval in sockets.items():
         sidx = _index(skey, "socket index")
-        for ckey, status in as_object(as_object(sval, "allocated socket").get("cores"), "allocated cores").items():
+        for ckey, status in as_object(
+            as_object(sval, "allocated socket").get("cores"), "allocated cores"
+        ).items():
             cidx = _index(ckey, "core index")
             if status == "allocated" or _status_allocated(status, f"status of core {sidx}:{cidx} on {name}"):
                 picked.append((sidx, cidx))
@@ -164,8 +168,9 @@ def _old_cpu_ids(sockets: JSONRecord, shape: NodeShape | None, name: str) -> str
     return _cpu_ids(picked, per_socket, threads)
 
 
-def _allocation_old(a: JSONRecord, shapes: Mapping[str, NodeShape],
-                    memo: dict[object, str | None]) -> tuple[str, NodeAlloc]:
+def _allocation_old(
+    a: JSONRecord, shapes: Mapping[str, NodeShape], memo: dict[object, str | None]
+) -> tuple[str, NodeAlloc]:
     """One ``allocated_nodes[]`` entry (v0.0.38 to v0.0.40): only the allocated cores, keyed by index.
 
     The jobs of a queue hold the same few core sets (cores 0-11 of some node ...): the CPU_IDs of each distinct
@@ -188,8 +193,9 @@ def _allocation_old(a: JSONRecord, shapes: Mapping[str, NodeShape],
 _NOT_SEEN = object()
 
 
-def node_allocs(j: JSONRecord, shapes: Mapping[str, NodeShape],
-                memo: dict[object, str | None] | None = None) -> dict[str, NodeAlloc]:
+def node_allocs(
+    j: JSONRecord, shapes: Mapping[str, NodeShape], memo: dict[object, str | None] | None = None
+) -> dict[str, NodeAlloc]:
     """Node -> CPU_IDs and memory of the job there, from ``job_resources`` (any layout). ``memo``: a dict kept
     across the jobs of one parse (never longer: it holds what this parse's node shapes gave)."""
     jr = j.get("job_resources")
@@ -211,6 +217,8 @@ def node_allocs(j: JSONRecord, shapes: Mapping[str, NodeShape],
         if not isinstance(entries, list):
             raise ParseError("job_resources.allocated_nodes", excerpt(entries), hint="expected a list")
         for e in entries:
-            name, alloc = _allocation_old(as_object(e, "allocated_nodes entry"), shapes, {} if memo is None else memo)
+            name, alloc = _allocation_old(
+                as_object(e, "allocated_nodes entry"), shapes, {} if memo is None else memo
+            )
             out[name] = alloc
     return out

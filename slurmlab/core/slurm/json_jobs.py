@@ -83,22 +83,56 @@ class _Memo:
 
 
 _MISSING = object()
-_TEXT_KEYS = ("user_name", "partition", "array_task_string", "tres_bind", "comment",
-              "tres_req_str", "tres_alloc_str", "tres_per_job", "tres_per_node", "tres_per_task")
-_Texts = tuple[str | None, str | None, str | None, str | None, str | None, Tres | None, Tres | None,
-               tuple[GresItem, ...], tuple[GresItem, ...], tuple[GresItem, ...]]
+_TEXT_KEYS = (
+    "user_name",
+    "partition",
+    "array_task_string",
+    "tres_bind",
+    "comment",
+    "tres_req_str",
+    "tres_alloc_str",
+    "tres_per_job",
+    "tres_per_node",
+    "tres_per_task",
+)
+_Texts = tuple[
+    str | None,
+    str | None,
+    str | None,
+    str | None,
+    str | None,
+    Tres | None,
+    Tres | None,
+    tuple[GresItem, ...],
+    tuple[GresItem, ...],
+    tuple[GresItem, ...],
+]
 
 
 def _read_texts(raw: tuple[object, ...]) -> _Texts:
     user, partition, array_tasks, bind, comment, req, alloc, per_job, per_node, per_task = raw
-    return (text_or_none(user), text_or_none(partition), text_or_none(array_tasks), text_or_none(bind),
-            text_or_none(comment) or None, Tres.parse(text_or_none(req)), Tres.parse(text_or_none(alloc)),
-            parse_gres(text_or_none(per_job)), parse_gres(text_or_none(per_node)),
-            parse_gres(text_or_none(per_task)))
+    return (
+        text_or_none(user),
+        text_or_none(partition),
+        text_or_none(array_tasks),
+        text_or_none(bind),
+        text_or_none(comment) or None,
+        Tres.parse(text_or_none(req)),
+        Tres.parse(text_or_none(alloc)),
+        parse_gres(text_or_none(per_job)),
+        parse_gres(text_or_none(per_node)),
+        parse_gres(text_or_none(per_task)),
+    )
 
 
-def _allocs(j: JSONRecord, job_id: int, nodelist: str, nodes: tuple[str, ...],
-            shapes: Mapping[str, NodeShape], memo: _Memo) -> tuple[GresAlloc, ...]:
+def _allocs(
+    j: JSONRecord,
+    job_id: int,
+    nodelist: str,
+    nodes: tuple[str, ...],
+    shapes: Mapping[str, NodeShape],
+    memo: _Memo,
+) -> tuple[GresAlloc, ...]:
     details = j.get("gres_detail") or []
     if not isinstance(details, list):
         raise ParseError("gres_detail", excerpt(details))
@@ -139,46 +173,50 @@ def _job(j: JSONRecord, shapes: Mapping[str, NodeShape], memo: _Memo) -> Job:
     nodelist = text_or_none(get("nodes"), "nodes") or ""
     nodes = memo.node_tuple(nodelist)
     if not get("gres_detail"):
-        node_allocs(j, shapes, memo.cores)  # no GPU to attach them to, but a corrupt job_resources is still reported
+        node_allocs(
+            j, shapes, memo.cores
+        )  # no GPU to attach them to, but a corrupt job_resources is still reported
     gpu_allocs = _allocs(j, job_id, nodelist, nodes, shapes, memo)
     flags = text_list(get("flags"))
     array_job = number(get("array_job_id"))
     task = number(get("array_task_id"))
     reason = get("state_reason")
     user, partition, array_tasks, bind, comment, req, alloc, per_job, per_node, per_task = memo.text_fields(j)
-    return _build_job({
-        "job_id": job_id,
-        "name": free_text(get("name"), "name"),
-        "state": state,
-        "state_flags": state_flags,
-        "reason": text_or_none(reason) if reason != "None" else None,
-        "user": user,
-        "partition": partition,
-        "nodelist": nodelist,
-        "nodes": nodes,
-        "array_job_id": array_job or None,
-        "array_task_id": task if array_job else None,
-        "array_tasks": array_tasks,
-        "submit_time": memo.time(get("submit_time"), "submit_time"),
-        "start_time": memo.time(get("start_time"), "start_time"),
-        "end_time": memo.time(get("end_time"), "end_time"),
-        "time_limit": seconds_from_minutes(get("time_limit"), "time_limit"),
-        "exit": memo.exit(get("exit_code")),
-        "derived_exit": memo.exit(get("derived_exit_code")),
-        "tres_req": req,
-        "tres_alloc": alloc,
-        "tres_per_job": per_job,
-        "tres_per_node": per_node,
-        "tres_per_task": per_task,
-        "tres_bind": bind,
-        "gres_binding_enforced": not _ENFORCE_FLAGS.isdisjoint(flags),
-        "gpu_allocs": gpu_allocs,
-        "num_nodes": number(get("node_count")),
-        "num_cpus": number(get("cpus")),
-        "num_tasks": number(get("tasks")),
-        "comment": comment,
-        "flags": flags,
-    })
+    return _build_job(
+        {
+            "job_id": job_id,
+            "name": free_text(get("name"), "name"),
+            "state": state,
+            "state_flags": state_flags,
+            "reason": text_or_none(reason) if reason != "None" else None,
+            "user": user,
+            "partition": partition,
+            "nodelist": nodelist,
+            "nodes": nodes,
+            "array_job_id": array_job or None,
+            "array_task_id": task if array_job else None,
+            "array_tasks": array_tasks,
+            "submit_time": memo.time(get("submit_time"), "submit_time"),
+            "start_time": memo.time(get("start_time"), "start_time"),
+            "end_time": memo.time(get("end_time"), "end_time"),
+            "time_limit": seconds_from_minutes(get("time_limit"), "time_limit"),
+            "exit": memo.exit(get("exit_code")),
+            "derived_exit": memo.exit(get("derived_exit_code")),
+            "tres_req": req,
+            "tres_alloc": alloc,
+            "tres_per_job": per_job,
+            "tres_per_node": per_node,
+            "tres_per_task": per_task,
+            "tres_bind": bind,
+            "gres_binding_enforced": not _ENFORCE_FLAGS.isdisjoint(flags),
+            "gpu_allocs": gpu_allocs,
+            "num_nodes": number(get("node_count")),
+            "num_cpus": number(get("cpus")),
+            "num_tasks": number(get("tasks")),
+            "comment": comment,
+            "flags": flags,
+        }
+    )
 
 
 # A frozen dataclass's __init__ sets each of Job's 31 fields through object.__setattr__: a quarter of the time
@@ -212,7 +250,9 @@ def parse_jobs_json(
     shapes = nodes if isinstance(nodes, Mapping) else node_shapes(nodes or ())
     memo = _Memo()
     # each_record pauses the cyclic collector by itself for a large answer (json_fields.gc_paused)
-    return each_record(record_list(doc, "jobs", "jobs JSON"), lambda j: _job(j, shapes, memo), problems, "job_id")
+    return each_record(
+        record_list(doc, "jobs", "jobs JSON"), lambda j: _job(j, shapes, memo), problems, "job_id"
+    )
 
 
 def iter_jobs_json(

@@ -56,13 +56,19 @@ def _sinfo_nodes(entries: Iterable[JSONRecord]) -> list[Node]:
         names = nodes_obj.get("nodes") if isinstance(nodes_obj, dict) else None
         if not isinstance(names, list) or not names:
             raise ParseError("sinfo entry", excerpt(e), hint="the entry names no nodes")
-        state, flags = state_and_flags(as_object(e.get("node"), "sinfo node").get("state"), "sinfo node state")
+        state, flags = state_and_flags(
+            as_object(e.get("node"), "sinfo node").get("state"), "sinfo node state"
+        )
         gres_obj = as_object(e.get("gres"), "sinfo gres")
         cpus_obj = as_object(e.get("cpus"), "sinfo cpus")
         mem_obj = as_object(e.get("memory"), "sinfo memory")
         part = text_or_none(as_object(e.get("partition"), "sinfo partition").get("name"), "partition name")
         reason_obj = e.get("reason")
-        reason = text_or_none(reason_obj.get("description")) if isinstance(reason_obj, dict) else text_or_none(reason_obj)
+        reason = (
+            text_or_none(reason_obj.get("description"))
+            if isinstance(reason_obj, dict)
+            else text_or_none(reason_obj)
+        )
         single = len(names) == 1
         features = text_list(as_object(e.get("features"), "sinfo features").get("total"))
         for raw_name in names:

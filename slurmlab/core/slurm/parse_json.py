@@ -110,7 +110,9 @@ def _partition(p: JSONRecord) -> Partition:
     if name is None:
         raise ParseError("partition", excerpt(p), hint="the partition has no name")
     nodes_obj = p.get("nodes")
-    nodelist = (text_or_none(nodes_obj.get("configured")) if isinstance(nodes_obj, dict) else text_or_none(nodes_obj)) or ""
+    nodelist = (
+        text_or_none(nodes_obj.get("configured")) if isinstance(nodes_obj, dict) else text_or_none(nodes_obj)
+    ) or ""
     state_obj = p.get("partition") or {}
     state = None
     if isinstance(state_obj, dict) and state_obj.get("state"):
@@ -141,7 +143,9 @@ def parse_partitions_json(doc: JSONRecord, *, problems: list[ParseError] | None 
 def _step(s: JSONRecord) -> Step:
     sid = s.get("id")
     if isinstance(sid, dict):  # some layouts split the id
-        step_id = f"{text_or_none(sid.get('job_id'), 'step job_id')}.{text_or_none(sid.get('step_id'), 'step_id')}"
+        step_id = (
+            f"{text_or_none(sid.get('job_id'), 'step job_id')}.{text_or_none(sid.get('step_id'), 'step_id')}"
+        )
     elif isinstance(sid, str) and sid:
         step_id = sid
     else:

@@ -164,7 +164,9 @@ def _job(rec: Record, tz: tzinfo | None) -> Job:
 _T = TypeVar("_T")
 
 
-def _each(records: list[Record], build: Callable[[Record], _T], problems: list[ParseError] | None) -> list[_T]:
+def _each(
+    records: list[Record], build: Callable[[Record], _T], problems: list[ParseError] | None
+) -> list[_T]:
     """``build`` over the records; a record that fails is reported in ``problems`` (when given)."""
     out: list[_T] = []
     for rec in records:

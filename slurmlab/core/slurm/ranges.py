@@ -40,14 +40,18 @@ def parse_index_list(text: str, what: str = "index list") -> tuple[int, ...]:
     for piece in text.split(","):
         m = _PIECE.fullmatch(piece.strip())
         if m is None:
-            raise ParseError(what, text[:200], hint=f"the piece {piece[:40]!r} is not N or N-M (e.g. 0-15,32-47)")
+            raise ParseError(
+                what, text[:200], hint=f"the piece {piece[:40]!r} is not N or N-M (e.g. 0-15,32-47)"
+            )
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
             raise ParseError(what, text[:200], hint=f"the range {piece[:40]!r} runs backwards")
         total += hi - lo + 1
         if total > MAX_IDS:
-            raise ParseError(what, text[:200], hint=f"more than {MAX_IDS} ids: {piece[:40]!r} is implausibly large")
+            raise ParseError(
+                what, text[:200], hint=f"more than {MAX_IDS} ids: {piece[:40]!r} is implausibly large"
+            )
         bounds.append((lo, hi))
     return tuple(i for lo, hi in bounds for i in range(lo, hi + 1))
 

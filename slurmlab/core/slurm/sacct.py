@@ -35,14 +35,34 @@ from slurmlab.errors import ParseError
 __all__ = ["SACCT_FIELDS", "SacctRecord", "parse_sacct"]
 
 SACCT_FIELDS = (
-    "JobID", "UID", "User", "Account", "Partition", "QOS", "State", "ExitCode", "Elapsed", "Timelimit",
-    "Submit", "Start", "End", "NodeList", "AllocCPUS", "AllocTRES", "ReqMem", "MaxRSS", "TotalCPU",
-    "TRESUsageInAve", "JobName",
+    "JobID",
+    "UID",
+    "User",
+    "Account",
+    "Partition",
+    "QOS",
+    "State",
+    "ExitCode",
+    "Elapsed",
+    "Timelimit",
+    "Submit",
+    "Start",
+    "End",
+    "NodeList",
+    "AllocCPUS",
+    "AllocTRES",
+    "ReqMem",
+    "MaxRSS",
+    "TotalCPU",
+    "TRESUsageInAve",
+    "JobName",
 )
 _N = len(SACCT_FIELDS)
 # 123, 123_4 (array task), 123_[1-3] (pending array), 123+1 (het component); then .batch/.extern/.0/.interactive
-_JOB_ID = re.compile(r"([1-9][0-9]{0,9}(?:_(?:[0-9]{1,10}|\[[0-9,\-%]{1,64}\]))?(?:\+[0-9]{1,4})?)"
-                     r"(?:\.([A-Za-z0-9_+]{1,32}))?")
+_JOB_ID = re.compile(
+    r"([1-9][0-9]{0,9}(?:_(?:[0-9]{1,10}|\[[0-9,\-%]{1,64}\]))?(?:\+[0-9]{1,4})?)"
+    r"(?:\.([A-Za-z0-9_+]{1,32}))?"
+)
 _STATE = re.compile(r"([A-Z_]{1,40})(?: by ([0-9]{1,10}))?\+?")
 _FRACTION = re.compile(r"\.[0-9]{1,6}$")
 
@@ -115,15 +135,28 @@ class SacctRecord:
 
     def to_dict(self) -> JSONObject:
         return {
-            "job_id": self.job_id, "step": self.step, "name": self.name, "uid": self.uid, "user": self.user,
-            "account": self.account, "partition": self.partition, "qos": self.qos, "state": self.state,
-            "cancelled_by": self.cancelled_by, "exit": self.exit.to_dict() if self.exit else None,
-            "elapsed": self.elapsed, "time_limit": self.time_limit,
+            "job_id": self.job_id,
+            "step": self.step,
+            "name": self.name,
+            "uid": self.uid,
+            "user": self.user,
+            "account": self.account,
+            "partition": self.partition,
+            "qos": self.qos,
+            "state": self.state,
+            "cancelled_by": self.cancelled_by,
+            "exit": self.exit.to_dict() if self.exit else None,
+            "elapsed": self.elapsed,
+            "time_limit": self.time_limit,
             "submit": self.submit.isoformat() if self.submit else None,
             "start": self.start.isoformat() if self.start else None,
             "end": self.end.isoformat() if self.end else None,
-            "nodes": list(self.nodes), "cpus": self.cpus, "alloc_tres": dict(self.alloc_tres),
-            "req_mem_mb": self.req_mem_mb, "max_rss_mb": self.max_rss_mb, "total_cpu": self.total_cpu,
+            "nodes": list(self.nodes),
+            "cpus": self.cpus,
+            "alloc_tres": dict(self.alloc_tres),
+            "req_mem_mb": self.req_mem_mb,
+            "max_rss_mb": self.max_rss_mb,
+            "total_cpu": self.total_cpu,
             "elapsed_text": format_duration(self.elapsed, unlimited="-"),
         }
 
@@ -140,27 +173,64 @@ def parse_sacct(text: str) -> list[SacctRecord]:
         elif records:  # a newline inside the job name before it
             records[-1][-1] += "\n" + line
         elif line.strip():
-            raise ParseError("sacct output", line, hint=f"expected {_N} fields joined by '|' ({','.join(SACCT_FIELDS)})")
+            raise ParseError(
+                "sacct output", line, hint=f"expected {_N} fields joined by '|' ({','.join(SACCT_FIELDS)})"
+            )
     return [_record(parts) for parts in records]
 
 
 def _record(parts: list[str]) -> SacctRecord:
-    (jobid, uid, user, account, partition, qos, state, exit_code, elapsed, limit, submit, start, end, nodelist,
-     cpus, alloc, req_mem, max_rss, total_cpu, usage, name) = parts
+    (
+        jobid,
+        uid,
+        user,
+        account,
+        partition,
+        qos,
+        state,
+        exit_code,
+        elapsed,
+        limit,
+        submit,
+        start,
+        end,
+        nodelist,
+        cpus,
+        alloc,
+        req_mem,
+        max_rss,
+        total_cpu,
+        usage,
+        name,
+    ) = parts
     m = _JOB_ID.fullmatch(jobid)
     assert m is not None  # parse_sacct took only lines whose first field is a job id
     try:
         word, by = _state(state)
         Tres.parse(alloc)  # reject a malformed AllocTRES here, not later in a property
         return SacctRecord(
-            job_id=m.group(1), step=m.group(2), name=name, uid=_optional_int(uid, "uid"), user=user,
-            account=account, partition=partition, qos=qos, state=word, cancelled_by=by,
+            job_id=m.group(1),
+            step=m.group(2),
+            name=name,
+            uid=_optional_int(uid, "uid"),
+            user=user,
+            account=account,
+            partition=partition,
+            qos=qos,
+            state=word,
+            cancelled_by=by,
             exit=ExitStatus.from_text(exit_code) if exit_code.strip() else None,
-            elapsed=_duration(elapsed), time_limit=_duration(limit),
-            submit=parse_timestamp(submit), start=parse_timestamp(start), end=parse_timestamp(end),
+            elapsed=_duration(elapsed),
+            time_limit=_duration(limit),
+            submit=parse_timestamp(submit),
+            start=parse_timestamp(start),
+            end=parse_timestamp(end),
             nodes=tuple(expand(nodelist if nodelist != "None assigned" else "")),
-            cpus=_optional_int(cpus, "AllocCPUS"), alloc_tres=_pairs(alloc, "AllocTRES"),
-            req_mem_mb=_req_mem(req_mem), max_rss_mb=_mem(max_rss), total_cpu=_cpu_time(total_cpu),
+            cpus=_optional_int(cpus, "AllocCPUS"),
+            alloc_tres=_pairs(alloc, "AllocTRES"),
+            req_mem_mb=_req_mem(req_mem),
+            max_rss_mb=_mem(max_rss),
+            total_cpu=_cpu_time(total_cpu),
             usage_ave=_pairs(usage, "TRESUsageInAve"),
         )
     except ParseError as e:
@@ -170,7 +240,9 @@ def _record(parts: list[str]) -> SacctRecord:
 def _state(text: str) -> tuple[str, int | None]:
     m = _STATE.fullmatch(text.strip())
     if m is None:
-        raise ParseError("job state", text, hint="expected a state word such as COMPLETED or 'CANCELLED by 1000'")
+        raise ParseError(
+            "job state", text, hint="expected a state word such as COMPLETED or 'CANCELLED by 1000'"
+        )
     word = m.group(1)
     if word not in JOB_STATES and not word.isupper():
         raise ParseError("job state", text)

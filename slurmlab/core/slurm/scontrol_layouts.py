@@ -72,7 +72,16 @@ _JOB = Layout(
         "MailUser": "MailType",
     },
     first_line=frozenset(
-        {"JobId", "ArrayJobId", "ArrayTaskId", "ArrayTaskThrottle", "HetJobId", "HetJobOffset", "HetJobIdSet", "JobName"}
+        {
+            "JobId",
+            "ArrayJobId",
+            "ArrayTaskId",
+            "ArrayTaskThrottle",
+            "HetJobId",
+            "HetJobOffset",
+            "HetJobIdSet",
+            "JobName",
+        }
     ),
     known=_JOB_KEYS,
     detail=True,

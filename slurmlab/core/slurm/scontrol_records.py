@@ -72,7 +72,7 @@ def _line_fields(line: str, pos: int, lay: Layout, oneline: bool) -> list[tuple[
             break
         m = _KEY_AT.match(line, pos)
         if m is None:
-            raise ValueError(f"{line[pos:pos + 40]!r} is not KEY=VALUE")
+            raise ValueError(f"{line[pos : pos + 40]!r} is not KEY=VALUE")
         key, start = m.group(1), m.end()
         if key in lay.free:
             if oneline:
@@ -111,7 +111,9 @@ def _read_record(lines: list[str], lay: Layout, oneline: bool) -> Record:
         except ValueError as exc:
             raise _bad(lines, f"line {n + 1}: {exc}", rid) from None
         if not oneline and lay.second and pairs and prev in lay.first_line and pairs[0][0] not in lay.second:
-            raise _bad(lines, f"the second line starts with {pairs[0][0]}=, not {' or '.join(lay.second)}=", rid)
+            raise _bad(
+                lines, f"the second line starts with {pairs[0][0]}=, not {' or '.join(lay.second)}=", rid
+            )
         for key, value in pairs:
             if not oneline and n > 0 and key in lay.first_line:
                 raise _bad(lines, f"{key}= is printed on the first line only, not on line {n + 1}", rid)

@@ -22,8 +22,18 @@ from slurmlab.errors import ParseError
 __all__ = ["SSHARE_FIELDS", "ShareRecord", "parse_sshare"]
 
 # the --format names, in the order parse_sshare reads them; all exist from Slurm 22.05 on
-SSHARE_FIELDS = ("Account", "User", "RawShares", "NormShares", "RawUsage", "NormUsage", "EffectvUsage",
-                 "FairShare", "LevelFS", "GrpTRESRaw")
+SSHARE_FIELDS = (
+    "Account",
+    "User",
+    "RawShares",
+    "NormShares",
+    "RawUsage",
+    "NormUsage",
+    "EffectvUsage",
+    "FairShare",
+    "LevelFS",
+    "GrpTRESRaw",
+)
 
 # plain decimals only: float() would also take "nan", "1e999", "1_0" and other scripts' digits
 _NUMBER = re.compile(r"[0-9]{1,20}(?:\.[0-9]{1,12})?")
@@ -87,9 +97,12 @@ def parse_sshare(text: str, *, problems: list[ParseError] | None = None) -> list
 def _record(line: str) -> ShareRecord:
     cells = line.split("|")
     if len(cells) != len(SSHARE_FIELDS):
-        raise ParseError("sshare line", line,
-                         hint=f"expected {len(SSHARE_FIELDS)} '|'-separated fields ({','.join(SSHARE_FIELDS)}), "
-                         f"found {len(cells)}")
+        raise ParseError(
+            "sshare line",
+            line,
+            hint=f"expected {len(SSHARE_FIELDS)} '|'-separated fields ({','.join(SSHARE_FIELDS)}), "
+            f"found {len(cells)}",
+        )
     account_cell, user_cell, raw_shares, norm_shares, raw_usage, norm_usage, eff, fair, level, tres = cells
     account = account_cell.lstrip(" ")
     if _NAME.fullmatch(account) is None:
@@ -101,7 +114,9 @@ def _record(line: str) -> ShareRecord:
     try:
         parent = raw_shares == "parent"
         return ShareRecord(
-            account=account, user=user, depth=len(account_cell) - len(account),
+            account=account,
+            user=user,
+            depth=len(account_cell) - len(account),
             raw_shares=None if parent else _whole(raw_shares, "RawShares"),
             norm_shares=_fraction(norm_shares, "NormShares"),
             raw_usage=_whole(raw_usage, "RawUsage"),

@@ -52,9 +52,16 @@ class SstatRecord:
         return f"{self.job_id}.{self.step}"
 
     def to_dict(self) -> JSONObject:
-        return {"job_id": self.job_id, "step": self.step, "tasks": self.tasks, "nodes": list(self.nodes),
-                "total_cpu_s": self.total_cpu_s, "ave_cpu_s": self.ave_cpu_s, "ave_rss_mb": self.ave_rss_mb,
-                "max_rss_mb": self.max_rss_mb}
+        return {
+            "job_id": self.job_id,
+            "step": self.step,
+            "tasks": self.tasks,
+            "nodes": list(self.nodes),
+            "total_cpu_s": self.total_cpu_s,
+            "ave_cpu_s": self.ave_cpu_s,
+            "ave_rss_mb": self.ave_rss_mb,
+            "max_rss_mb": self.max_rss_mb,
+        }
 
 
 def cpu_seconds(text: str) -> float:
@@ -89,8 +96,12 @@ def _tres_cpu(text: str) -> float | None:
 def _record(line: str) -> SstatRecord:
     fields = line.split("|")
     if len(fields) != len(SSTAT_FIELDS):
-        raise ParseError("sstat line", line, hint=f"expected {len(SSTAT_FIELDS)} '|'-separated fields "
-                         f"({','.join(SSTAT_FIELDS)}), got {len(fields)}")
+        raise ParseError(
+            "sstat line",
+            line,
+            hint=f"expected {len(SSTAT_FIELDS)} '|'-separated fields "
+            f"({','.join(SSTAT_FIELDS)}), got {len(fields)}",
+        )
     jobid, ntasks, nodelist, ave, _min, tres, ave_rss, max_rss = (f.strip() for f in fields)
     m = _STEP_ID.fullmatch(jobid)
     if m is None:
@@ -103,8 +114,9 @@ def _record(line: str) -> SstatRecord:
         # TRESUsageInTot came with 18.08; without it the mean of one task times the tasks is the total
         total_s = total if total is not None else ave_s * int(ntasks)
         nodes = tuple(expand(nodelist)) if nodelist else ()
-        return SstatRecord(m.group(1), m.group(2), int(ntasks), nodes, total_s, ave_s, _mem(ave_rss),
-                           _mem(max_rss))
+        return SstatRecord(
+            m.group(1), m.group(2), int(ntasks), nodes, total_s, ave_s, _mem(ave_rss), _mem(max_rss)
+        )
     except ParseError as exc:
         raise exc.for_record(jobid) from None
 

@@ -20,34 +20,91 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-__all__ = ["ACTIVE", "BASE_STATES", "ENDED", "HOLDING", "JOB_STATES", "STATE_FLAGS", "expected_start", "is_held",
-           "node_trouble"]
+__all__ = [
+    "ACTIVE",
+    "BASE_STATES",
+    "ENDED",
+    "HOLDING",
+    "JOB_STATES",
+    "STATE_FLAGS",
+    "expected_start",
+    "is_held",
+    "node_trouble",
+]
 
-BASE_STATES = frozenset({
-    "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
-    "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY",
-})
-STATE_FLAGS = frozenset({
-    "COMPLETING", "CONFIGURING", "EXPEDITING", "LAUNCH_FAILED", "POWER_UP_NODE", "RECONFIG_FAIL",
-    "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "RESV_DEL_HOLD", "REVOKED", "SIGNALING",
-    "SPECIAL_EXIT", "STAGE_OUT", "STOPPED", "UPDATE_DB",
-})
+BASE_STATES = frozenset(
+    {
+        "PENDING",
+        "RUNNING",
+        "SUSPENDED",
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
+    }
+)
+STATE_FLAGS = frozenset(
+    {
+        "COMPLETING",
+        "CONFIGURING",
+        "EXPEDITING",
+        "LAUNCH_FAILED",
+        "POWER_UP_NODE",
+        "RECONFIG_FAIL",
+        "REQUEUED",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "RESIZING",
+        "RESV_DEL_HOLD",
+        "REVOKED",
+        "SIGNALING",
+        "SPECIAL_EXIT",
+        "STAGE_OUT",
+        "STOPPED",
+        "UPDATE_DB",
+    }
+)
 JOB_STATES = BASE_STATES | STATE_FLAGS
 
 # The finished base states, plus the two flags that end a job on this cluster: REVOKED (a
 # federated sibling started elsewhere) and SPECIAL_EXIT (requeued held after a special exit code;
 # it waits for a person, not for the scheduler).
-ENDED = frozenset({
-    "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE",
-    "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT",
-})
+ENDED = frozenset(
+    {
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
+        "REVOKED",
+        "SPECIAL_EXIT",
+    }
+)
 ACTIVE = JOB_STATES - ENDED
 # Nodes are allocated in these: CONFIGURING/POWER_UP_NODE while they boot, COMPLETING while the
 # epilog runs, SUSPENDED/STOPPED with the processes frozen but the resources kept.
-HOLDING = frozenset({
-    "RUNNING", "CONFIGURING", "POWER_UP_NODE", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING",
-    "SIGNALING", "STAGE_OUT",
-})
+HOLDING = frozenset(
+    {
+        "RUNNING",
+        "CONFIGURING",
+        "POWER_UP_NODE",
+        "COMPLETING",
+        "SUSPENDED",
+        "STOPPED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+    }
+)
 
 
 def is_held(state: str, reason: str | None) -> bool:

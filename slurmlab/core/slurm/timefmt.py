@@ -115,4 +115,6 @@ def from_epoch(value: int | None) -> datetime | None:
     try:
         return datetime.fromtimestamp(value, tz=timezone.utc)
     except (OverflowError, OSError, ValueError):
-        raise ParseError("epoch time", str(value)[:40], hint="not a time this machine can represent") from None
+        raise ParseError(
+            "epoch time", str(value)[:40], hint="not a time this machine can represent"
+        ) from None

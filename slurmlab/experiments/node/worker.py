@@ -26,8 +26,16 @@ from typing import Any, Protocol
 
 SCHEMA = "slurmlab.worker/1"
 # SLURMLAB_SANDBOX: set by a slurmlab sandbox's TaskProlog, so the checks can say where a sandbox differs
-ENV_PREFIXES = ("SLURM_", "CUDA_", "NVIDIA_", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "OMPI_", "PMI_",
-                "SLURMLAB_SANDBOX")
+ENV_PREFIXES = (
+    "SLURM_",
+    "CUDA_",
+    "NVIDIA_",
+    "GPU_DEVICE_ORDINAL",
+    "ROCR_VISIBLE_DEVICES",
+    "OMPI_",
+    "PMI_",
+    "SLURMLAB_SANDBOX",
+)
 
 
 class Backend(Protocol):

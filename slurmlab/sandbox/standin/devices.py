@@ -10,8 +10,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["GRID", "MEMORY_SLICES", "SUPPORTED", "GridRow", "StandinDevice", "StandinGpu", "StandinHardware",
-           "StandinMig", "gb_names", "gi_ids", "grid_row", "mig_slice_label", "parents_of", "visible_devices"]
+__all__ = [
+    "GRID",
+    "MEMORY_SLICES",
+    "SUPPORTED",
+    "GridRow",
+    "StandinDevice",
+    "StandinGpu",
+    "StandinHardware",
+    "StandinMig",
+    "gb_names",
+    "gi_ids",
+    "grid_row",
+    "mig_slice_label",
+    "parents_of",
+    "visible_devices",
+]
 
 SUPPORTED = "-L, topo -m, nvlink -s, mig -lgi, mig -lgip, and no option (the summary)"
 
@@ -105,17 +119,40 @@ class StandinHardware:
         gpus = []
         for g in _items(prof.get("gpus")):
             cores = g.get("cores")
-            text = cores if isinstance(cores, str) else _ranges(
-                [c for c in cores if isinstance(c, int)] if isinstance(cores, (list, tuple)) else [])
+            text = (
+                cores
+                if isinstance(cores, str)
+                else _ranges(
+                    [c for c in cores if isinstance(c, int)] if isinstance(cores, (list, tuple)) else []
+                )
+            )
             numa = g.get("numa")
-            gpus.append(StandinGpu(_int(g.get("index")), _text(g.get("name"), "GPU"),
-                                   numa if isinstance(numa, int) else None, text or "N/A",
-                                   _text(g.get("pci_bus_id"), "N/A"), _int(g.get("memory_mib"))))
-        migs = tuple(StandinMig(k, _int(m.get("gpu")), _text(m.get("profile"), "?"), _int(m.get("start")),
-                                _int(m.get("size"), 1)) for k, m in enumerate(_items(prof.get("mig"))))
+            gpus.append(
+                StandinGpu(
+                    _int(g.get("index")),
+                    _text(g.get("name"), "GPU"),
+                    numa if isinstance(numa, int) else None,
+                    text or "N/A",
+                    _text(g.get("pci_bus_id"), "N/A"),
+                    _int(g.get("memory_mib")),
+                )
+            )
+        migs = tuple(
+            StandinMig(
+                k,
+                _int(m.get("gpu")),
+                _text(m.get("profile"), "?"),
+                _int(m.get("start")),
+                _int(m.get("size"), 1),
+            )
+            for k, m in enumerate(_items(prof.get("mig")))
+        )
         raw_links = prof.get("nvlink")
-        nvlink = tuple(tuple(_int(v) for v in row) for row in raw_links if isinstance(row, (list, tuple))
-                       ) if isinstance(raw_links, (list, tuple)) else ()
+        nvlink = (
+            tuple(tuple(_int(v) for v in row) for row in raw_links if isinstance(row, (list, tuple)))
+            if isinstance(raw_links, (list, tuple))
+            else ()
+        )
         by_index = {g.index: g for g in gpus}
         devices = []
         for k, entry in enumerate(_items(doc.get("gres_idx"))):
@@ -169,7 +206,9 @@ def parents_of(devices: Sequence[StandinDevice]) -> list[StandinGpu]:
 # ---- names ------------------------------------------------------------------------------------------
 
 
-def mig_slice_label(gpu: int, profile: str, start: int | None, size: int | None, gi_id: int | None = None) -> str:
+def mig_slice_label(
+    gpu: int, profile: str, start: int | None, size: int | None, gi_id: int | None = None
+) -> str:
     """The one name of a MIG slice in slurmlab's outputs (the same as ``slurmlab.core.gpu.mig.instances``'s)."""
     where = "?" if start is None else f"{start}:{size}"
     return f"GPU {gpu} · {profile} @ {where}" + ("" if gi_id is None else f" · GI {gi_id}")

@@ -76,8 +76,10 @@ class _Step:
         return [d.mig for d in self.devices if d.mig is not None and d.gpu.index == gpu.index]
 
     def head(self) -> str:
-        return (f"{STANDIN_MARK} for nvidia-smi: no real GPU here; the GPUs of hardware profile {self.hw.name} "
-                f"on {self.node}")
+        return (
+            f"{STANDIN_MARK} for nvidia-smi: no real GPU here; the GPUs of hardware profile {self.hw.name} "
+            f"on {self.node}"
+        )
 
     def tail(self) -> str:
         if not self.devices:
@@ -91,10 +93,16 @@ class _Step:
             else:
                 shown.append(f"GPU {n} = the node's GPU {d.gpu.index} (Slurm IDX {d.idx})")
         mig = any(d.mig is not None for d in self.devices)
-        return (f"{STANDIN_MARK}: {'; '.join(shown)}; from {self.origin}. The sandbox has no device cgroup, so "
-                "its CUDA_VISIBLE_DEVICES keeps the node's numbering where a real cluster under ConstrainDevices "
-                "numbers from 0, as here" + ("; and it names a MIG slice by Slurm's index where a real cluster "
-                                            "gives its MIG-<uuid>" if mig else ""))
+        return (
+            f"{STANDIN_MARK}: {'; '.join(shown)}; from {self.origin}. The sandbox has no device cgroup, so "
+            "its CUDA_VISIBLE_DEVICES keeps the node's numbering where a real cluster under ConstrainDevices "
+            "numbers from 0, as here"
+            + (
+                "; and it names a MIG slice by Slurm's index where a real cluster gives its MIG-<uuid>"
+                if mig
+                else ""
+            )
+        )
 
 
 def _listing(s: _Step) -> str:
@@ -148,11 +156,15 @@ def _nvlink_status(s: _Step) -> tuple[str, list[str]]:
         row = nvlink_model_for(gpu.name)
         peers = sum(s.hw.links(gpu, other) for other in s.hw.gpus if other.index != gpu.index)
         if not peers:
-            left_out.append(f"GPU {s.number(gpu)} prints no links: hardware profile {s.hw.name} gives it no NVLink")
+            left_out.append(
+                f"GPU {s.number(gpu)} prints no links: hardware profile {s.hw.name} gives it no NVLink"
+            )
             continue
         if row is None:
             # the profile joins it by NVLink but slurmlab knows neither how many links its model has nor their speed
-            left_out.append(f"GPU {s.number(gpu)} prints no links: slurmlab has no NVLink figures for {gpu.name}")
+            left_out.append(
+                f"GPU {s.number(gpu)} prints no links: slurmlab has no NVLink figures for {gpu.name}"
+            )
             continue
         lines.append(f"GPU {s.number(gpu)}: {gpu.name} (UUID: {s.gpu_uuid(gpu)})")
         lines += [f"\t Link {k}: {row.reported_gbps:g} GB/s" for k in range(row.links_per_gpu)]
@@ -175,14 +187,26 @@ def _lgi(s: _Step) -> str | None:
             row = grid_row(m.profile, m.size)
             pid = row[3] if row else 0
             place = f"{m.start}:{m.size}"
-            rows += [_boxed(f"{s.number(gpu):>2}  MIG {m.profile:<13} {pid:>4} {ids.get(m.pos, 0):>8}"
-                            f"          {place:<6}", 55), _LGI_BOX]
+            rows += [
+                _boxed(
+                    f"{s.number(gpu):>2}  MIG {m.profile:<13} {pid:>4} {ids.get(m.pos, 0):>8}"
+                    f"          {place:<6}",
+                    55,
+                ),
+                _LGI_BOX,
+            ]
     if not rows:
         return None
-    return "\n".join([_LGI_BOX, _boxed("GPU instances:", 55),
-                      _boxed("GPU   Name             Profile  Instance   Placement", 55),
-                      _boxed("                         ID       ID       Start:Size", 55),
-                      "|" + "=" * 55 + "|", *rows])
+    return "\n".join(
+        [
+            _LGI_BOX,
+            _boxed("GPU instances:", 55),
+            _boxed("GPU   Name             Profile  Instance   Placement", 55),
+            _boxed("                         ID       ID       Start:Size", 55),
+            "|" + "=" * 55 + "|",
+            *rows,
+        ]
+    )
 
 
 def _free(instances: Sequence[StandinMig], row: GridRow) -> int:
@@ -205,10 +229,13 @@ def _lgip(s: _Step) -> str | None:
     parents = [g for g in s.parents if s.migs_of(g)]
     if not parents:
         return None
-    out = [_BOX, _boxed("GPU instance profiles:"),
-           _boxed("GPU   Name             ID    Instances   Memory     P2P    SM    DEC   ENC"),
-           _boxed("                             Free/Total   GiB              CE    JPEG  OFA"),
-           "|" + "=" * 77 + "|"]
+    out = [
+        _BOX,
+        _boxed("GPU instance profiles:"),
+        _boxed("GPU   Name             ID    Instances   Memory     P2P    SM    DEC   ENC"),
+        _boxed("                             Free/Total   GiB              CE    JPEG  OFA"),
+        "|" + "=" * 77 + "|",
+    ]
     for gpu in parents:
         here = [m for m in s.hw.migs if m.gpu == gpu.index]
         names = gb_names(gpu, here)
@@ -216,10 +243,14 @@ def _lgip(s: _Step) -> str | None:
             name = names[(row[0], row[1])] + ("+me" if row[2] else "")
             sm, dec, enc, ce, jpeg, ofa = row[6]
             count = f"{_free(here, row)}/{row[4]}"
-            out += [_boxed(f"{s.number(gpu):>2}  MIG {name:<13} {row[3]:>3}     {count:<10} {_gib(gpu, row[1]):<10} "
-                           f"No     {sm:<6} {dec:<5} {enc}"),
-                    _boxed(f"{'':<59}{ce:<6} {jpeg:<5} {ofa}"),
-                    _BOX]
+            out += [
+                _boxed(
+                    f"{s.number(gpu):>2}  MIG {name:<13} {row[3]:>3}     {count:<10} {_gib(gpu, row[1]):<10} "
+                    f"No     {sm:<6} {dec:<5} {enc}"
+                ),
+                _boxed(f"{'':<59}{ce:<6} {jpeg:<5} {ofa}"),
+                _BOX,
+            ]
     return "\n".join(out)
 
 
@@ -232,50 +263,69 @@ def _summary(s: _Step, now: str) -> str:
     if not s.parents:
         return f"{now}\nNo devices were found"
     bar = "+" + "-" * 41 + "+" + "-" * 22 + "+" + "-" * 22 + "+"
-    out = [now,
-           "+" + "-" * 87 + "+",
-           _boxed(f"{'NVIDIA-SMI (' + STANDIN_MARK + ')':<42} Driver Version: N/A    CUDA Version: N/A", 87),
-           bar,
-           "| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |",
-           "| Fan  Temp   Perf          Pwr:Usage/Cap |         Memory-Usage | GPU-Util  Compute M. |",
-           "|                                         |                      |               MIG M. |",
-           "|" + "=" * 41 + "+" + "=" * 22 + "+" + "=" * 22 + "|"]
+    out = [
+        now,
+        "+" + "-" * 87 + "+",
+        _boxed(f"{'NVIDIA-SMI (' + STANDIN_MARK + ')':<42} Driver Version: N/A    CUDA Version: N/A", 87),
+        bar,
+        "| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |",
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |         Memory-Usage | GPU-Util  Compute M. |",
+        "|                                         |                      |               MIG M. |",
+        "|" + "=" * 41 + "+" + "=" * 22 + "+" + "=" * 22 + "|",
+    ]
     for gpu in s.parents:
         mig = bool(s.migs_of(gpu))
         mem = "N/A" if mig else f"0MiB / {gpu.memory_mib}MiB"
-        out += [_row3(f"{s.number(gpu):>3}  {gpu.name[:28]:<28}   On", f"{gpu.pci_bus_id:<16} Off",
-                      "N/A" if mig else "0"),
-                _row3("N/A   N/A    P0            N/A /  N/A", mem, f"{'N/A' if mig else '0%':>7}      Default"),
-                _row3("", "", "Enabled" if mig else "Disabled"),
-                bar]
+        out += [
+            _row3(
+                f"{s.number(gpu):>3}  {gpu.name[:28]:<28}   On",
+                f"{gpu.pci_bus_id:<16} Off",
+                "N/A" if mig else "0",
+            ),
+            _row3("N/A   N/A    P0            N/A /  N/A", mem, f"{'N/A' if mig else '0%':>7}      Default"),
+            _row3("", "", "Enabled" if mig else "Disabled"),
+            bar,
+        ]
     migs = [(gpu, m) for gpu in s.parents for m in s.migs_of(gpu)]
     if migs:
         ids = gi_ids(s.hw)
         sep = "+------------------+----------------------+-----------+-----------------------+"
-        out += ["", _BOX, _boxed("MIG devices:"), sep,
-                "| GPU  GI  CI  MIG |         Memory-Usage |        Vol|         Shared        |",
-                "|      ID  ID  Dev |                      | SM     Unc| CE  ENC  DEC  OFA  JPG|",
-                "|                  |                      |        ECC|                       |",
-                "|==================+======================+===========+=======================|"]
+        out += [
+            "",
+            _BOX,
+            _boxed("MIG devices:"),
+            sep,
+            "| GPU  GI  CI  MIG |         Memory-Usage |        Vol|         Shared        |",
+            "|      ID  ID  Dev |                      | SM     Unc| CE  ENC  DEC  OFA  JPG|",
+            "|                  |                      |        ECC|                       |",
+            "|==================+======================+===========+=======================|",
+        ]
         for gpu, m in migs:
             row = grid_row(m.profile, m.size)
             sm, dec, enc, ce, jpeg, ofa = row[6] if row else (0, 0, 0, 0, 0, 0)
             mem = f"0MiB / {gpu.memory_mib * m.size // MEMORY_SLICES}MiB"
             dev = s.migs_of(gpu).index(m)
-            out += [f"| {s.number(gpu):>2}  {ids.get(m.pos, 0):>3}  {0:>2}  {dev:>2}  | {mem:>20} | {sm:<3}   N/A |"
-                    f" {ce:>2}  {enc:>2}   {dec:>2}   {ofa:>2}   {jpeg:>2} |", sep]
-    out += ["", "+" + "-" * 87 + "+",
-            _boxed("Processes:", 87),
-            _boxed(" GPU   GI   CI        PID   Type   Process name                            GPU Memory", 87),
-            _boxed("       ID   ID                                                             Usage", 87),
-            "|" + "=" * 87 + "|",
-            _boxed(" No running processes found", 87),
-            "+" + "-" * 87 + "+"]
+            out += [
+                f"| {s.number(gpu):>2}  {ids.get(m.pos, 0):>3}  {0:>2}  {dev:>2}  | {mem:>20} | {sm:<3}   N/A |"
+                f" {ce:>2}  {enc:>2}   {dec:>2}   {ofa:>2}   {jpeg:>2} |",
+                sep,
+            ]
+    out += [
+        "",
+        "+" + "-" * 87 + "+",
+        _boxed("Processes:", 87),
+        _boxed(" GPU   GI   CI        PID   Type   Process name                            GPU Memory", 87),
+        _boxed("       ID   ID                                                             Usage", 87),
+        "|" + "=" * 87 + "|",
+        _boxed(" No running processes found", 87),
+        "+" + "-" * 87 + "+",
+    ]
     return "\n".join(out)
 
 
-def answer(argv: Sequence[str], doc: Mapping[str, object], env: Mapping[str, str], now: str = ""
-           ) -> tuple[str, str, int]:
+def answer(
+    argv: Sequence[str], doc: Mapping[str, object], env: Mapping[str, str], now: str = ""
+) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of ``nvidia-smi <argv>`` in a step with environment ``env`` on a sandbox node
     whose hardware file holds ``doc``; ``now`` is the date line of the summary."""
     args = list(argv)
@@ -283,8 +333,10 @@ def answer(argv: Sequence[str], doc: Mapping[str, object], env: Mapping[str, str
     devices, origin = visible_devices(hw, env)
     step = _Step(hw, devices, origin, env.get("SLURMD_NODENAME") or (hw.nodes or ("?",))[0])
     if args in (["-h"], ["--help"]):
-        usage = (f"usage: nvidia-smi [-L | topo -m | nvlink -s | mig -lgi | mig -lgip]; this stand-in answers "
-                 f"{SUPPORTED}")
+        usage = (
+            f"usage: nvidia-smi [-L | topo -m | nvlink -s | mig -lgi | mig -lgip]; this stand-in answers "
+            f"{SUPPORTED}"
+        )
         return f"{step.head()}\n{usage}\n{step.tail()}\n", "", 0
     body: str | None
     notes: list[str] = []  # the stand-in's own lines about this answer, before its last one
@@ -302,7 +354,13 @@ def answer(argv: Sequence[str], doc: Mapping[str, object], env: Mapping[str, str
         body = _lgip(step) or "No MIG-enabled devices found."
     else:
         # as nvidia-smi answers an option it does not know, then what the stand-in does answer
-        return ("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
-                f"{STANDIN_MARK}: it answers {SUPPORTED}, not {' '.join(args)!r}\n"), "", 2
+        return (
+            (
+                "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
+                f"{STANDIN_MARK}: it answers {SUPPORTED}, not {' '.join(args)!r}\n"
+            ),
+            "",
+            2,
+        )
     rc = 6 if body.endswith(("No devices were found", "No MIG-enabled devices found.")) else 0
     return "\n".join([step.head(), *([body] if body else []), *notes, step.tail()]) + "\n", "", rc

@@ -62,8 +62,12 @@ if __name__ == "__main__":
 # what bin/nvidia-smi holds, in this order (package, file): the names shared with slurmlab's readers, the NVLink
 # table `nvlink -s` answers from, the stand-in's data side, then its rendering; each standard library only but for
 # its imports of the ones before it, which the script leaves out (their names are defined above them there)
-_PARTS = (("slurmlab.core.gpu", "standin_names.py"), ("slurmlab.core.gpu.nvlink", "models.py"),
-          ("slurmlab.sandbox.standin", "devices.py"), ("slurmlab.sandbox.standin", "nvidia_smi.py"))
+_PARTS = (
+    ("slurmlab.core.gpu", "standin_names.py"),
+    ("slurmlab.core.gpu.nvlink", "models.py"),
+    ("slurmlab.sandbox.standin", "devices.py"),
+    ("slurmlab.sandbox.standin", "nvidia_smi.py"),
+)
 
 
 def _without_imports(name: str, text: str) -> str:
@@ -71,12 +75,15 @@ def _without_imports(name: str, text: str) -> str:
     try:
         tree = ast.parse(text, filename=name)
     except SyntaxError as exc:
-        raise SandboxError(f"slurmlab's {name} cannot be read: {exc}",
-                           hint="reinstall slurmlab: the sandbox's stand-in nvidia-smi is built from it") from exc
+        raise SandboxError(
+            f"slurmlab's {name} cannot be read: {exc}",
+            hint="reinstall slurmlab: the sandbox's stand-in nvidia-smi is built from it",
+        ) from exc
     drop: set[int] = set()
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and (node.module == "__future__"
-                                                 or (node.module or "").split(".")[0] == "slurmlab"):
+        if isinstance(node, ast.ImportFrom) and (
+            node.module == "__future__" or (node.module or "").split(".")[0] == "slurmlab"
+        ):
             drop.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     return "".join(line for i, line in enumerate(text.splitlines(keepends=True), 1) if i not in drop)
 
@@ -85,10 +92,18 @@ def nvidia_smi_script() -> str:
     """The text of ``bin/nvidia-smi``: the names the stand-in shares with slurmlab's readers, slurmlab's NVLink
     table, the stand-in's data side and its rendering (each without its imports of the others), and a main that
     feeds them the hardware file and the environment."""
-    parts = [_without_imports(name, (resources.files(package) / name).read_text(encoding="utf-8"))
-             for package, name in _PARTS]
-    return ("#!/usr/bin/env python3\n# " + STANDIN_MARK + ": written by slurmlab when the sandbox started\n"
-            + "from __future__ import annotations\n" + "\n".join(parts) + _MAIN)
+    parts = [
+        _without_imports(name, (resources.files(package) / name).read_text(encoding="utf-8"))
+        for package, name in _PARTS
+    ]
+    return (
+        "#!/usr/bin/env python3\n# "
+        + STANDIN_MARK
+        + ": written by slurmlab when the sandbox started\n"
+        + "from __future__ import annotations\n"
+        + "\n".join(parts)
+        + _MAIN
+    )
 
 
 def task_prolog_script(folder: str) -> str:
@@ -97,7 +112,7 @@ def task_prolog_script(folder: str) -> str:
     return (
         "#!/bin/sh\n"
         f"# {STANDIN_MARK}: puts the sandbox's stand-in tools (nvidia-smi) first on every task's PATH\n"
-        f"case \":$PATH:\" in *:{shlex.quote(bin_dir)}:*) ;; *) PATH={shlex.quote(bin_dir)}:$PATH ;; esac\n"
+        f'case ":$PATH:" in *:{shlex.quote(bin_dir)}:*) ;; *) PATH={shlex.quote(bin_dir)}:$PATH ;; esac\n'
         "printf 'export PATH=%s\\n' \"$PATH\"\n"
         f"printf 'export {SANDBOX_ENV}=%s\\n' {shlex.quote(folder)}\n"
     )

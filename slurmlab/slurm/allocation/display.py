@@ -23,17 +23,17 @@ from slurmlab.slurm.display_hooks import DISPLAY_HOOKS
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation.lifecycle import Allocation
 
-__all__ = ["RECONNECT", "as_of", "mime_bundle", "saved_html", "saved_text", "summary",
-           "summary_html"]
+__all__ = ["RECONNECT", "as_of", "mime_bundle", "saved_html", "saved_text", "summary", "summary_html"]
 
 RECONNECT = "re-run the cell to reconnect"
-
 
 
 def summary(alloc: Allocation) -> str:
     """``allocation J: STATE, reason …, nodes …, GPUs node:i,j, … left, error: …`` (what is known of it)."""
     left = alloc.time_left()
-    return ", ".join(_parts(alloc, alloc.state, None if left is None else f"{format_duration(left, clamp=True)} left"))
+    return ", ".join(
+        _parts(alloc, alloc.state, None if left is None else f"{format_duration(left, clamp=True)} left")
+    )
 
 
 def _parts(alloc: Allocation, state: str, left: str | None) -> list[str]:
@@ -74,9 +74,11 @@ def saved_text(alloc: Allocation, now: float | None = None) -> str:
 def saved_html(alloc: Allocation, now: float | None = None) -> str:
     """:func:`saved_text` as HTML, with the job and state as attributes for whoever styles or tests it."""
     esc = html.escape
-    return (f"<div class='slurmlab-saved-allocation' data-job='{esc(str(alloc.job_id or ''))}' "
-            f"data-state='{esc(str(alloc.state))}'><code>{esc(_saved_line(alloc, now))}</code> — "
-            f"<i>{RECONNECT}</i></div>")
+    return (
+        f"<div class='slurmlab-saved-allocation' data-job='{esc(str(alloc.job_id or ''))}' "
+        f"data-state='{esc(str(alloc.state))}'><code>{esc(_saved_line(alloc, now))}</code> — "
+        f"<i>{RECONNECT}</i></div>"
+    )
 
 
 def mime_bundle(alloc: Allocation) -> dict[str, object]:

@@ -45,8 +45,13 @@ def _settled(runner: Runner, job_id: str, settle: float) -> list[SacctRecord]:
         time.sleep(_SETTLE_STEP)
 
 
-def outcome(alloc: Allocation | str | int, runner: Runner | None = None, *, argv: Sequence[str] = (),
-            settle: float = 5.0) -> Ended:
+def outcome(
+    alloc: Allocation | str | int,
+    runner: Runner | None = None,
+    *,
+    argv: Sequence[str] = (),
+    settle: float = 5.0,
+) -> Ended:
     """How the allocation (or job id) ended and what to change; ``argv`` (an Allocation's own request by default)
     is the request the advice changes."""
     if isinstance(alloc, (str, int)):
@@ -54,8 +59,10 @@ def outcome(alloc: Allocation | str | int, runner: Runner | None = None, *, argv
         runner = runner or get_runner()
     else:
         if alloc.job_id is None:
-            raise AllocationError("this allocation never got a job id, so it has no end to explain",
-                                  hint="look at alloc.error for what Slurm said")
+            raise AllocationError(
+                "this allocation never got a job id, so it has no end to explain",
+                hint="look at alloc.error for what Slurm said",
+            )
         job_id, request = alloc.job_id, tuple(argv) or alloc.request_argv
         runner = runner or alloc.runner
     me = current_uid()
@@ -68,5 +75,10 @@ def outcome(alloc: Allocation | str | int, runner: Runner | None = None, *, argv
         uids = {r.cancelled_by for r in records if r.cancelled_by is not None and r.cancelled_by != me}
         return explain_end(records, me=me, names={u: user_name(u) for u in uids}, argv=request)
     job = job_detail(job_id, runner)
-    return explain_end(records_from_job(job), me=me, argv=request, source="scontrol",
-                       note=note or f"Slurm accounting has no record of job {job_id} yet: {_SACCT_WOULD}")
+    return explain_end(
+        records_from_job(job),
+        me=me,
+        argv=request,
+        source="scontrol",
+        note=note or f"Slurm accounting has no record of job {job_id} yet: {_SACCT_WOULD}",
+    )

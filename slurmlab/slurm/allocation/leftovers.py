@@ -109,20 +109,30 @@ class Leftovers(list[Job]):
         head = "".join(f"<th>{c}</th>" for c in cols)
         body = "".join("<tr>" + "".join(f"<td>{esc(r[c])}</td>" for c in cols) + "</tr>" for r in self.rows())
         first = esc(str(self[0].job_id))
-        return (f"<div class='slurmlab-leftovers'><table><tr>{head}</tr>{body}</table>"
-                f"<div>attach: <code>%slurm attach {first}</code> · cancel: <code>%scancel {first}</code></div></div>")
+        return (
+            f"<div class='slurmlab-leftovers'><table><tr>{head}</tr>{body}</table>"
+            f"<div>attach: <code>%slurm attach {first}</code> · cancel: <code>%scancel {first}</code></div></div>"
+        )
 
 
 def _row(job: Job, now: datetime) -> dict[str, str]:
     since = job.start_time or job.submit_time
     age = format_duration((now - since).total_seconds(), clamp=True) if since is not None else "-"
     gpus = " ".join(f"{a.node}:{','.join(map(str, a.gpu_indices))}" for a in job.gpu_allocs if a.gpu_indices)
-    return {"job": str(job.job_id), "state": job.state, "nodes": job.nodelist or "-", "gpus": gpus or "-",
-            "age": age}
+    return {
+        "job": str(job.job_id),
+        "state": job.state,
+        "nodes": job.nodelist or "-",
+        "gpus": gpus or "-",
+        "age": age,
+    }
 
 
 def find_leftovers(
-    runner: Runner | None = None, *, include_alive: bool = False, notebook: str | None = None,
+    runner: Runner | None = None,
+    *,
+    include_alive: bool = False,
+    notebook: str | None = None,
     exclude: Iterable[str] = (),
 ) -> Leftovers:
     """Jobs this user left from earlier kernels (tag ``slurmlab:``) whose process is gone, and jobs this process
@@ -157,7 +167,10 @@ def find_leftovers(
                 job = queries.job_detail(job_id, runner)
             except JobNotFoundError:  # ended between the two calls
                 continue
-            except (RequestError, ParseError):  # not a job id, or a record that does not read: not ours to list
+            except (
+                RequestError,
+                ParseError,
+            ):  # not a job id, or a record that does not read: not ours to list
                 continue
             if job.comment != comment:  # not the very job squeue named, but a line a comment forged
                 continue
@@ -172,6 +185,7 @@ def tagged_jobs(runner: Runner | None = None) -> list[tuple[str, str]]:
 
     ``--me`` is Slurm's own check of the owner (by uid); the comment is the line's last field, so spaces in
     someone's own comment cannot shift the id."""
+
     def parse(result: RunResult) -> list[tuple[str, str]]:
         pairs = []
         for line in result.stdout.splitlines():
@@ -186,10 +200,13 @@ def tagged_jobs(runner: Runner | None = None) -> list[tuple[str, str]]:
 
 def live_jobs(runner: Runner | None = None) -> list[JobBrief]:
     """This user's pending and running jobs, in one cheap text call (for "which allocations are there")."""
+
     def parse(result: RunResult) -> list[JobBrief]:
         return list(parse_squeue_brief(result.stdout))
 
-    query: Query[list[JobBrief]] = Query(("squeue", "-h", "--me", "-t", _LIVE_STATES, "-o", BRIEF_FORMAT), parse)
+    query: Query[list[JobBrief]] = Query(
+        ("squeue", "-h", "--me", "-t", _LIVE_STATES, "-o", BRIEF_FORMAT), parse
+    )
     return run_query(query, runner or get_runner())
 
 

@@ -152,12 +152,18 @@ class Allocation:
         argv, name, warnings = request_to_submit(request, name=name, runner=runner, validate=validate)
         tag = make_tag()
         name = name or f"slurmlab-{tag.rsplit(':', 1)[1]}"
-        made = cls(argv=argv, runner=runner, poller=poller, name=name, tag=tag, release_at_exit=release_at_exit)
+        made = cls(
+            argv=argv, runner=runner, poller=poller, name=name, tag=tag, release_at_exit=release_at_exit
+        )
         return made._submitted(warnings, id_timeout)
 
     @classmethod
     def attach(
-        cls, job_id: str | int, *, runner: Runner | None = None, poller: JobPoller | None = None,
+        cls,
+        job_id: str | int,
+        *,
+        runner: Runner | None = None,
+        poller: JobPoller | None = None,
         release_at_exit: bool = False,
     ) -> Allocation:
         """Follow an existing job (e.g. one left by a previous kernel)."""
@@ -193,9 +199,14 @@ class Allocation:
     # ---- the salloc process: it reports the job id, its errors and its exit ---------------------
     def _start_salloc(self) -> None:
         self._salloc = SallocProcess(
-            self.runner, salloc_argv(self.request_argv, name=self.name, tag=self.tag),
-            on_job_id=self._salloc_said_id, on_error=self._salloc_said_error, on_exit=self._salloc_ended,
-            on_stuck=self._salloc_stuck, answered=self._id_known.is_set, messages=self.salloc_messages,
+            self.runner,
+            salloc_argv(self.request_argv, name=self.name, tag=self.tag),
+            on_job_id=self._salloc_said_id,
+            on_error=self._salloc_said_error,
+            on_exit=self._salloc_ended,
+            on_stuck=self._salloc_stuck,
+            answered=self._id_known.is_set,
+            messages=self.salloc_messages,
         )
         self._salloc.start(on_started=lambda pid: self._guard(salloc_pid=pid))
 
@@ -458,13 +469,22 @@ class Allocation:
 
         return pending.why(self, alternatives=alternatives)
 
-    def resubmit(self, alternative: Alternative | None = None, *, partition: str | None = None,
-                 gpus: int | None = None, gpu_type: str | None = None, minutes: int | None = None) -> Allocation:
+    def resubmit(
+        self,
+        alternative: Alternative | None = None,
+        *,
+        partition: str | None = None,
+        gpus: int | None = None,
+        gpu_type: str | None = None,
+        minutes: int | None = None,
+    ) -> Allocation:
         """Switch to ``alternative`` (from :meth:`why`) or to this request changed; this one is cancelled only
         once Slurm accepted the new one, which is returned."""
         from slurmlab.slurm.allocation import switch
 
-        return switch.resubmit(self, alternative, partition=partition, gpus=gpus, gpu_type=gpu_type, minutes=minutes)
+        return switch.resubmit(
+            self, alternative, partition=partition, gpus=gpus, gpu_type=gpu_type, minutes=minutes
+        )
 
     def outcome(self) -> Ended:
         """How it ended (TIMEOUT, OUT_OF_MEMORY, CANCELLED by whom ...), exit codes per step, what to change, and
@@ -604,10 +624,14 @@ class Allocation:
         self._steps.append(result)
         self._notify()
         if result.interrupted and timeout is None:
-            raise KeyboardInterrupt(f"step of allocation {self.job_id} interrupted; the allocation is still alive")
+            raise KeyboardInterrupt(
+                f"step of allocation {self.job_id} interrupted; the allocation is still alive"
+            )
         return result
 
-    def launch(self, command: Sequence[str], *, args: Iterable[str] = (), overlap: bool = True) -> RunningStep:
+    def launch(
+        self, command: Sequence[str], *, args: Iterable[str] = (), overlap: bool = True
+    ) -> RunningStep:
         """Start a step without waiting for it (several may run at once with ``--overlap``).
 
         Returns a :class:`RunningStep`; its ``wait()`` gives the StepResult. Used by experiments
@@ -619,8 +643,9 @@ class Allocation:
             )
         if isinstance(command, str):
             raise TypeError("command must be an argv list")
-        argv = step_argv(self.job_id, [str(a) for a in args], [str(c) for c in command], label=False,
-                         overlap=overlap)
+        argv = step_argv(
+            self.job_id, [str(a) for a in args], [str(c) for c in command], label=False, overlap=overlap
+        )
         return RunningStep(argv, self.runner.popen(argv), self.runner)
 
     @property

@@ -95,8 +95,9 @@ def job_id_of(target: HasJob | Job | str | int) -> str:
     return target.job_id
 
 
-def _pending(job: Job, runner: Runner, now: datetime,
-             alternatives: bool) -> tuple[list[Finding], list[Alternative], list[Alternative]]:
+def _pending(
+    job: Job, runner: Runner, now: datetime, alternatives: bool
+) -> tuple[list[Finding], list[Alternative], list[Alternative]]:
     subject = f"job {job.display_id}"
     if job.held:
         return [judge_held(job)], [], []
@@ -114,23 +115,34 @@ def _pending(job: Job, runner: Runner, now: datetime,
     limits = LimitContext(job, runner, jobs, partitions)
     ask = limit_ask(job.reason)
     if ask is not None:
-        out += guarded("job.limit", "which limit holds it", subject, lambda: [limit_finding(job, ask, limits)],
-                       verdict=Verdict.WARN)
+        out += guarded(
+            "job.limit",
+            "which limit holds it",
+            subject,
+            lambda: [limit_finding(job, ask, limits)],
+            verdict=Verdict.WARN,
+        )
     sooner: list[Alternative] = []
     rest: list[Alternative] = []
     if alternatives and not (job.reason or "").startswith(NO_ALTERNATIVES):
+
         def changes() -> list[Finding]:
             s, r = pending_alternatives(job, runner, nodes=nodes, partitions=partitions, limits=limits)
             sooner.extend(s)
             rest.extend(r)
-            return [judge_alternatives(job, s, r, unchecked=limits.known().why_unknown, compared=limits.compared)]
+            return [
+                judge_alternatives(job, s, r, unchecked=limits.known().why_unknown, compared=limits.compared)
+            ]
 
-        out += guarded("job.alternatives", "what would start it sooner", subject, changes, verdict=Verdict.WARN)
+        out += guarded(
+            "job.alternatives", "what would start it sooner", subject, changes, verdict=Verdict.WARN
+        )
     return out, sooner, rest
 
 
-def why(target: HasJob | Job | str | int, runner: Runner | None = None, *,
-        alternatives: bool = True) -> PendingWhy:
+def why(
+    target: HasJob | Job | str | int, runner: Runner | None = None, *, alternatives: bool = True
+) -> PendingWhy:
     """Why the job waits, asked of Slurm now (blocks for a few seconds: one ``sbatch --test-only`` per change
     tried). ``alternatives=False`` skips the changes. A job that no longer waits says its state."""
     runner = runner or (target.runner if not isinstance(target, (str, int, Job)) else None) or get_runner()
@@ -140,8 +152,13 @@ def why(target: HasJob | Job | str | int, runner: Runner | None = None, *,
         found, sooner, rest = _pending(job, runner, now, alternatives)
         return PendingWhy(str(job.job_id), job.state, tuple(found), tuple(sooner), tuple(rest), job, now)
     if job.state in HOLDING:
-        said = Finding("job.state", "job state", Verdict.OK, f"it no longer waits: {job.state}",
-                       subject=f"job {job.display_id}")
+        said = Finding(
+            "job.state",
+            "job state",
+            Verdict.OK,
+            f"it no longer waits: {job.state}",
+            subject=f"job {job.display_id}",
+        )
     else:
         said = judge_ended(job)
     return PendingWhy(str(job.job_id), job.state, (said,), job=job, checked_at=now)

@@ -15,7 +15,6 @@ cancelled again, and its allocation shows it (its state, and a note saying what 
 released entries meanwhile and looks at them once more if the kernel dies.
 """
 
-
 from __future__ import annotations
 
 import atexit
@@ -40,8 +39,16 @@ from slurmlab.slurm.loop_thread import LoopThread
 if TYPE_CHECKING:
     from slurmlab.slurm.runner import Runner
 
-__all__ = ["FOLLOW_INTERVAL", "LIVE", "RELEASE_DEADLINE", "RELEASE_SIGNALS", "LiveAllocations", "Releasable",
-           "ReleaseFollower", "release_all"]
+__all__ = [
+    "FOLLOW_INTERVAL",
+    "LIVE",
+    "RELEASE_DEADLINE",
+    "RELEASE_SIGNALS",
+    "LiveAllocations",
+    "Releasable",
+    "ReleaseFollower",
+    "release_all",
+]
 
 # the logger of Allocation as a whole, which users may already filter on
 log = logging.getLogger("slurmlab.slurm.allocation")
@@ -137,8 +144,14 @@ class LiveAllocations:
         if not alloc.release_at_exit or os.getpid() != alloc.owner_pid or not alloc.runner.guarded:
             return
         try:
-            get_guardian().guard(alloc.guard_key, alloc.runner, job_id=alloc.job_id, name=alloc.name,
-                                 tag=alloc.tag, salloc_pid=salloc_pid)
+            get_guardian().guard(
+                alloc.guard_key,
+                alloc.runner,
+                job_id=alloc.job_id,
+                name=alloc.name,
+                tag=alloc.tag,
+                salloc_pid=salloc_pid,
+            )
         except OSError as exc:  # no watcher: atexit and the TERM/HUP handlers still release it
             log.warning("slurmlab: could not start the allocation guardian: %s", exc)
 
@@ -228,7 +241,9 @@ class LiveAllocations:
 
     def _on_release_signal(self, signum: int, frame: FrameType | None) -> None:
         previous = self._previous_handlers.get(signum, signal.SIG_DFL)
-        if os.getpid() == self._handlers_pid:  # inherited by a forked child: its parent's jobs are not its own
+        if (
+            os.getpid() == self._handlers_pid
+        ):  # inherited by a forked child: its parent's jobs are not its own
             # in a thread with a deadline: the main thread may hold a lock release_all needs
             worker = threading.Thread(target=self.release_all, name="slurmlab-release", daemon=True)
             worker.start()
@@ -259,8 +274,13 @@ class ReleaseFollower:
     controller restart brought back, and puts the truth in its allocation. One thread, started on demand, ends
     when nothing is left to follow."""
 
-    def __init__(self, *, interval: float = FOLLOW_INTERVAL, settle: float = RELEASE_SETTLE,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        interval: float = FOLLOW_INTERVAL,
+        settle: float = RELEASE_SETTLE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.interval = interval
         self.settle = settle
         self.clock = clock
@@ -286,7 +306,9 @@ class ReleaseFollower:
         if start:
             try:
                 self._loop.ensure_running()
-            except RuntimeError:  # the interpreter is shutting down (release_all at exit): the guardian checks it
+            except (
+                RuntimeError
+            ):  # the interpreter is shutting down (release_all at exit): the guardian checks it
                 log.debug("slurmlab: released jobs not followed: the interpreter is shutting down")
 
     def following(self) -> list[str]:
@@ -363,33 +385,53 @@ class ReleaseFollower:
         try:
             scancel_mine(runner, user, job_id)
         except SlurmError as exc:
-            log.warning("slurmlab: job %s (%s) was made after its submission was given up; cancelling it failed: "
-                        "%s; cancel it yourself: scancel %s", job_id, rel.comment, exc.message, job_id)
+            log.warning(
+                "slurmlab: job %s (%s) was made after its submission was given up; cancelling it failed: "
+                "%s; cancel it yourself: scancel %s",
+                job_id,
+                rel.comment,
+                exc.message,
+                job_id,
+            )
             return
-        log.warning("slurmlab: job %s (%s) was made after its submission was given up (the controller read the "
-                    "request late); cancelled it", job_id, rel.comment)
+        log.warning(
+            "slurmlab: job %s (%s) was made after its submission was given up (the controller read the "
+            "request late); cancelled it",
+            job_id,
+            rel.comment,
+        )
         rel.asked_at = self.clock()
-        rel.alloc.add_note(f"job {job_id} was made {state} after this submission was given up (the controller "
-                           f"read salloc's request late); slurmlab cancelled it at {_clock_text(time.time())}")
+        rel.alloc.add_note(
+            f"job {job_id} was made {state} after this submission was given up (the controller "
+            f"read salloc's request late); slurmlab cancelled it at {_clock_text(time.time())}"
+        )
 
     def _came_back(self, rel: _Released, job_id: str, state: str, runner: Runner, user: str) -> None:
         alloc = rel.alloc
         lost = _clock_text(alloc.released_at)
-        log.warning("slurmlab: job %s is %s again: a controller restart lost its cancel; cancelling it again",
-                    job_id, state)
+        log.warning(
+            "slurmlab: job %s is %s again: a controller restart lost its cancel; cancelling it again",
+            job_id,
+            state,
+        )
         try:
             scancel_mine(runner, user, job_id)
             done = f"slurmlab cancelled it again at {_clock_text(time.time())}"
         except SlurmError as exc:
-            done = (f"cancelling it again failed ({exc.message}); slurmlab tries again every {self.interval:g} s, "
-                    f"or cancel it yourself: scancel {job_id}")
+            done = (
+                f"cancelling it again failed ({exc.message}); slurmlab tries again every {self.interval:g} s, "
+                f"or cancel it yourself: scancel {job_id}"
+            )
         else:
             rel.asked_at = self.clock()
             alloc.released_at = time.time()
             if alloc.release_at_exit:
                 LIVE.tell_released(alloc)
-        alloc.came_back(state, f"job {job_id} came back {state} after the Slurm controller restarted: the cancel "
-                               f"sent at {lost} was lost (slurmctld had not saved it yet); {done}")
+        alloc.came_back(
+            state,
+            f"job {job_id} came back {state} after the Slurm controller restarted: the cancel "
+            f"sent at {lost} was lost (slurmctld had not saved it yet); {done}",
+        )
 
 
 LIVE = LiveAllocations()

@@ -62,8 +62,10 @@ def request_to_submit(
         raise TypeError("argv must be a list of arguments, e.g. ['--gpus=2', '-t', '30']")
     if isinstance(request, GpuRequest):
         if name is not None:
-            raise TypeError("a GpuRequest carries its own job name: check the request with --job-name=NAME "
-                            "instead of passing name=")
+            raise TypeError(
+                "a GpuRequest carries its own job name: check the request with --job-name=NAME "
+                "instead of passing name="
+            )
         if not is_checked(request):
             request = check_request(request, runner)
     elif validate:

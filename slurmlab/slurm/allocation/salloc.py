@@ -155,7 +155,9 @@ def not_created(alloc: Submission, cause: SlurmError | None) -> AllocationError:
     keep the runner's own hint, never a second one stacked on it.
     """
     if cause is None and alloc.error is not None:
-        cause = alloc.runner.failure(["salloc"], 1, alloc.error)  # with the hint that fits (a sandbox's --dir)
+        cause = alloc.runner.failure(
+            ["salloc"], 1, alloc.error
+        )  # with the hint that fits (a sandbox's --dir)
     if isinstance(cause, (MungeError, ControllerDownError)):
         return AllocationError(f"the allocation was not created: {cause.message}", hint=cause.hint)
     if cause is None:

@@ -47,7 +47,15 @@ Listener = Callable[[], None]
 
 def sstat_argv(job_id: str) -> list[str]:
     """Every running step of the job, one parsable line each."""
-    return ["sstat", "--parsable2", "--noheader", "--allsteps", "-j", job_id, f"--format={','.join(SSTAT_FIELDS)}"]
+    return [
+        "sstat",
+        "--parsable2",
+        "--noheader",
+        "--allsteps",
+        "-j",
+        job_id,
+        f"--format={','.join(SSTAT_FIELDS)}",
+    ]
 
 
 def _message(exc: BaseException) -> str:
@@ -90,8 +98,9 @@ class UsageSampler:
                 return self
             self._stop.clear()
             self.error, self.note = None, "sampling started; the first samples come in a few seconds"
-            self._thread = threading.Thread(target=self._work, name=f"slurmlab-usage-{self.alloc.job_id}",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._work, name=f"slurmlab-usage-{self.alloc.job_id}", daemon=True
+            )
             self._thread.start()
         return self
 
@@ -179,12 +188,22 @@ class UsageSampler:
         gpus = {node: idx for node, idx in alloc.gpus.items() if idx}
         left = alloc.time_left()
         seconds = min(left if left is not None else 86_400.0, 7 * 86_400.0) + 60
-        extra = ["-N", str(len(gpus)), "--ntasks-per-node=1", "-w", ",".join(gpus), "--job-name=slurmlab-usage"]
-        argv = step_argv(str(alloc.job_id), extra, sampler_command(self.interval, seconds, gpus),
-                         label=True, overlap=True)
+        extra = [
+            "-N",
+            str(len(gpus)),
+            "--ntasks-per-node=1",
+            "-w",
+            ",".join(gpus),
+            "--job-name=slurmlab-usage",
+        ]
+        argv = step_argv(
+            str(alloc.job_id), extra, sampler_command(self.interval, seconds, gpus), label=True, overlap=True
+        )
         self._proc = proc = alloc.runner.popen(argv, merge_stderr=True)
         heard = threading.Event()
-        watch = alloc.runner.watch(proc, argv, answered=heard.is_set)  # the runner's munge probe, as every step's
+        watch = alloc.runner.watch(
+            proc, argv, answered=heard.is_set
+        )  # the runner's munge probe, as every step's
         said: list[str] = []
         try:
             assert proc.stdout is not None

@@ -79,8 +79,15 @@ class RecordingRunner(Runner):
 
     sink: Sink | None = None
 
-    def run(self, argv: Sequence[str], *, timeout: float | None = None, check: bool = True,
-            input: str | None = None, env: Mapping[str, str] | None = None) -> RunResult:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        check: bool = True,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
         res = super().run(argv, timeout=timeout, check=False, input=input, env=env)
         if self.sink is not None:
             self.sink.save(list(argv), res.returncode, res.stdout, res.stderr)
@@ -122,7 +129,9 @@ def _scene(sb: Sandbox, sink: Sink, prefix: str, job: str) -> None:
         time.sleep(5)  # the scheduler passes every second here (bf_interval=1)
         argv = ["squeue", "-h", "-j", taken, "-o", "%T|%r"]
         res = plain.run(argv, check=False)
-        sink.save(argv, res.returncode, res.stdout, res.stderr, name=f"{prefix}t{sink.n + 1:02d}_taken_state.txt")
+        sink.save(
+            argv, res.returncode, res.stdout, res.stderr, name=f"{prefix}t{sink.n + 1:02d}_taken_state.txt"
+        )
         print("taken:", alt.variant.change, "->", res.stdout.strip())
         plain.run(["scancel", taken], check=False)
 
@@ -139,11 +148,28 @@ def _with_accounting(base: Path, sink: Sink) -> None:
         sink.prefix, sink.n = "k", 0  # the doctor asks the same, and a little more
         print(doctor(RecordingRunner(slurm_conf=str(sb.conf_path), timeout=30.0, sink=sink), job=over).text())
         sink.prefix, sink.n = "qx", 0
-        argv = ["sbatch", "--test-only", "-o", "/dev/null", "--account=research", "--qos=normal", "-p", "debug",
-                "-N", "1", "--mem=1000M", "--gpus=2", "-t", "5", "--wrap=true"]
+        argv = [
+            "sbatch",
+            "--test-only",
+            "-o",
+            "/dev/null",
+            "--account=research",
+            "--qos=normal",
+            "-p",
+            "debug",
+            "-N",
+            "1",
+            "--mem=1000M",
+            "--gpus=2",
+            "-t",
+            "5",
+            "--wrap=true",
+        ]
         res = r.run(argv, check=False)
         sink.save(argv, res.returncode, res.stdout, res.stderr, name="qx01_test_only_ignores_the_qos_cap.txt")
-        os.kill(sb.pids["slurmdbd"], signal.SIGTERM)  # the accounting database gone: the limits cannot be read
+        os.kill(
+            sb.pids["slurmdbd"], signal.SIGTERM
+        )  # the accounting database gone: the limits cannot be read
         time.sleep(2)
         _scene(sb, sink, "d", over)
         sb.restart()
@@ -151,8 +177,19 @@ def _with_accounting(base: Path, sink: Sink) -> None:
         admin = ["sacctmgr", "-i", "modify"]
         r.run([*admin, "user", "where", "name=root", "account=research", "set", "MaxJobs=1"])
         r.run([*admin, "account", "where", "name=teaching", "set", "GrpTRES=gres/gpu=2"])
-        r.run([*admin, "qos", "where", "name=debug", "set", "MaxJobsPU=4", "MaxSubmitJobsPU=10", "GrpTRES=gres/gpu=6",
-               "MaxTRESPerJob=gres/gpu=4,cpu=16"])
+        r.run(
+            [
+                *admin,
+                "qos",
+                "where",
+                "name=debug",
+                "set",
+                "MaxJobsPU=4",
+                "MaxSubmitJobsPU=10",
+                "GrpTRES=gres/gpu=6",
+                "MaxTRESPerJob=gres/gpu=4,cpu=16",
+            ]
+        )
         time.sleep(2)
         first = _submit(r, "-A", "research", "--gpus=1", "-t", "60", "-J", "one")
         _wait(r, first, "RUNNING")
@@ -186,10 +223,16 @@ def record(version: str) -> int:
         old.unlink()
     base = Path(tempfile.mkdtemp(prefix="slsb-lim-", dir="/tmp"))
     base.chmod(0o711)
-    rewrites = [(str(base / "on"), "/srv/sandbox"), (str(base / "off"), "/srv/sandbox"),
-                (str(HERE.parents[2]), "/home/user"), (socket.gethostname(), "vm")]
+    rewrites = [
+        (str(base / "on"), "/srv/sandbox"),
+        (str(base / "off"), "/srv/sandbox"),
+        (str(HERE.parents[2]), "/home/user"),
+        (socket.gethostname(), "vm"),
+    ]
     sink = Sink(out, rewrites)
-    sink.lines.append(f"# recorded by tests/data/slurm/record_limits.py from Slurm {version} sandboxes (seed)")
+    sink.lines.append(
+        f"# recorded by tests/data/slurm/record_limits.py from Slurm {version} sandboxes (seed)"
+    )
     try:
         _with_accounting(base, sink)
         _without_accounting(base, sink)

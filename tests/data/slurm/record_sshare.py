@@ -33,8 +33,14 @@ def record_off(version: str) -> int:
     base = Path(tempfile.mkdtemp(prefix="slsb-rec-", dir="/tmp"))
     sb = Sandbox.up(profile="seed", nodes=1, directory=base / "sb")
     try:
-        res = subprocess.run(["sshare", "--parsable2", "--noheader", "--format", FORMAT], capture_output=True,
-                             text=True, timeout=60, env={**os.environ, **sb.env()}, cwd="/")
+        res = subprocess.run(
+            ["sshare", "--parsable2", "--noheader", "--format", FORMAT],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **sb.env()},
+            cwd="/",
+        )
     finally:
         sb.down()
         shutil.rmtree(base, ignore_errors=True)
@@ -55,7 +61,9 @@ def main(version: str) -> int:
     base.chmod(0o711)
     sb = Sandbox.up(profile="seed", nodes=2, directory=base / "sb", accounting=True)
     env = {**os.environ, **sb.env()}
-    log = ["# sshare recorded by tests/data/slurm/record_sshare.py from a sandbox with accounting (seed, 2 nodes)"]
+    log = [
+        "# sshare recorded by tests/data/slurm/record_sshare.py from a sandbox with accounting (seed, 2 nodes)"
+    ]
 
     def run(name: str, *argv: str, record: bool = True) -> subprocess.CompletedProcess[str]:
         res = subprocess.run(list(argv), capture_output=True, text=True, timeout=60, env=env, cwd="/")
@@ -73,8 +81,22 @@ def main(version: str) -> int:
         run("a00_sshare_zero_usage", "sshare", "--parsable2", "--noheader", "--format", FORMAT)
         # GPU-minutes are whole minutes: enough GPU-seconds that the research account's usage shows
         for account, gpus in (("research", 4), ("research", 3), ("teaching", 1)):
-            run("", "sbatch", "-A", account, f"--gres=gpu:{gpus}", "-c", "4", "-t", "2", "-o", "/dev/null",
-                "--wrap", "sleep 40", record=False)
+            run(
+                "",
+                "sbatch",
+                "-A",
+                account,
+                f"--gres=gpu:{gpus}",
+                "-c",
+                "4",
+                "-t",
+                "2",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "sleep 40",
+                record=False,
+            )
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             res = run("", "sshare", "--parsable2", "--noheader", "-U", "--format", "GrpTRESRaw", record=False)
@@ -86,7 +108,16 @@ def main(version: str) -> int:
         run("a03_sshare_default_header", "sshare", "--parsable2")
         run("a04_sshare_long", "sshare", "-l")
         run("a05_sshare_helpformat", "sshare", "--helpformat")
-        run("a06_sshare_unknown_account", "sshare", "--parsable2", "--noheader", "-A", "nosuch", "--format", FORMAT)
+        run(
+            "a06_sshare_unknown_account",
+            "sshare",
+            "--parsable2",
+            "--noheader",
+            "-A",
+            "nosuch",
+            "--format",
+            FORMAT,
+        )
     finally:
         sb.down()
         shutil.rmtree(base, ignore_errors=True)

@@ -52,14 +52,26 @@ def main(version: str) -> int:
         assert r.returncode == 0, r.stderr
         jid = run("squeue", "-h", "-o", "%i", "-n", "sstat-rec").stdout.split()[0]
         record("u00_sstat_no_step", "sstat", "--parsable2", "--noheader", "--allsteps", "-j", jid, FORMAT)
-        busy = subprocess.Popen(["srun", f"--jobid={jid}", "--overlap", "-n2", "python3", "-c", BUSY], env=env,
-                                cwd="/")
+        busy = subprocess.Popen(
+            ["srun", f"--jobid={jid}", "--overlap", "-n2", "python3", "-c", BUSY], env=env, cwd="/"
+        )
         time.sleep(8)
         record("u01_sstat_busy_step", "sstat", "--parsable2", "--noheader", "--allsteps", "-j", jid, FORMAT)
         time.sleep(4)
-        record("u02_sstat_busy_step_later", "sstat", "--parsable2", "--noheader", "--allsteps", "-j", jid, FORMAT)
+        record(
+            "u02_sstat_busy_step_later", "sstat", "--parsable2", "--noheader", "--allsteps", "-j", jid, FORMAT
+        )
         record("u03_sstat_job_default_step", "sstat", "--parsable2", "--noheader", "-j", jid, FORMAT)
-        record("u04_sstat_unknown_job", "sstat", "--parsable2", "--noheader", "--allsteps", "-j", "999999", FORMAT)
+        record(
+            "u04_sstat_unknown_job",
+            "sstat",
+            "--parsable2",
+            "--noheader",
+            "--allsteps",
+            "-j",
+            "999999",
+            FORMAT,
+        )
         (out / "sstat_commands.txt").write_text("\n".join(listed) + "\n")
         run("scancel", jid)
     finally:

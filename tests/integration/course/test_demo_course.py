@@ -19,24 +19,34 @@ import pytest
 from slurmlab.sandbox.processes import alive
 from slurmlab.testing.sandbox_fixtures import slurm_missing_reason
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.slow,
-              pytest.mark.skipif(slurm_missing_reason() is not None, reason=slurm_missing_reason() or "")]
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.slow,
+    pytest.mark.skipif(slurm_missing_reason() is not None, reason=slurm_missing_reason() or ""),
+]
 
 REPO = Path(__file__).resolve().parents[3]
 
-SLURM_CELLS = ["%load_ext slurmlab", "%sinfo",
-               "import os, subprocess\n"
-               "print('nodes:', subprocess.run(['sinfo', '-h', '-o', '%D'], capture_output=True, text=True,"
-               " timeout=30, check=True).stdout.strip(), 'via', os.environ['SLURM_CONF'])",
-               "import sys\nprint('kernel python:', sys.executable)"]
+SLURM_CELLS = [
+    "%load_ext slurmlab",
+    "%sinfo",
+    "import os, subprocess\n"
+    "print('nodes:', subprocess.run(['sinfo', '-h', '-o', '%D'], capture_output=True, text=True,"
+    " timeout=30, check=True).stdout.strip(), 'via', os.environ['SLURM_CONF'])",
+    "import sys\nprint('kernel python:', sys.executable)",
+]
 FIGURE_CELLS = ["import slurmlab\nslurmlab.topology_from_profile('dgx-h100')"]
 BROKEN_CELLS = ["x = 1", "raise ValueError('lesson 01 broke on purpose')", "print('never printed')"]
-SLEEPING_CELLS = ["import pathlib, time\npathlib.Path('sleeping').write_text('yes')\ntime.sleep(300)",
-                  "print('never printed')"]
+SLEEPING_CELLS = [
+    "import pathlib, time\npathlib.Path('sleeping').write_text('yes')\ntime.sleep(300)",
+    "print('never printed')",
+]
 # a cell that swallows KeyboardInterrupt and started a process: both end, whatever the kernel does with Ctrl-C
-DEAF_CELLS = ["import pathlib, subprocess, time\n"
-              "child = subprocess.Popen(['sleep', '300'])\npathlib.Path('sleeping').write_text(str(child.pid))\n"
-              "for _ in range(300):\n    try:\n        time.sleep(1)\n    except KeyboardInterrupt:\n        pass"]
+DEAF_CELLS = [
+    "import pathlib, subprocess, time\n"
+    "child = subprocess.Popen(['sleep', '300'])\npathlib.Path('sleeping').write_text(str(child.pid))\n"
+    "for _ in range(300):\n    try:\n        time.sleep(1)\n    except KeyboardInterrupt:\n        pass"
+]
 
 
 def _notebook(folder: Path, name: str, title: str, cells: list[str]) -> None:
@@ -49,8 +59,13 @@ def _notebook(folder: Path, name: str, title: str, cells: list[str]) -> None:
 
 
 def _demo(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "slurmlab.demo", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "slurmlab.demo", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
 
 
 def _left_running(*paths: Path) -> list[str]:
@@ -88,7 +103,9 @@ def test_demo_builds_the_course_runs_the_preflight_and_leaves_nothing(tmp_path: 
     out_text = proc.stdout
     # the preflight: a 2-node allocation with closest binding, one step, released
     assert "Granted" not in out_text and "granted: job" in out_text
-    assert len([line for line in out_text.splitlines() if "GRES=gpu:h100:" in line and "CPU_IDs=" in line]) == 2
+    assert (
+        len([line for line in out_text.splitlines() if "GRES=gpu:h100:" in line and "CPU_IDs=" in line]) == 2
+    )
     rows = [line.split() for line in out_text.splitlines() if line.strip()[:1].isdigit() and "node" in line]
     assert sorted(int(r[0]) for r in rows) == [0, 1, 2, 3]
     assert len({(r[1], r[3]) for r in rows}) == 4, "tasks did not get distinct GPUs"
@@ -98,7 +115,7 @@ def test_demo_builds_the_course_runs_the_preflight_and_leaves_nothing(tmp_path: 
     assert any(line.startswith("ok   01-figure") and line.endswith(" 1 cell") for line in lines), out_text
     assert f"open {out / 'index.html'}" in out_text
     assert "nothing left running" in out_text
-    tail = out_text[out_text.index("next:"):]
+    tail = out_text[out_text.index("next:") :]
     assert "slurmlab sandbox up" in tail and "sandbox env" in tail and "%slurm sandbox up" in tail
     assert "jupyter lab notebooks/" in tail
     # the pages: the lessons ran on the sandbox (its SLURM_CONF, its two nodes), the figure carries BokehJS
@@ -119,14 +136,23 @@ def test_demo_builds_the_course_runs_the_preflight_and_leaves_nothing(tmp_path: 
     assert _left_running(folder, out) == []
 
 
-def test_a_failing_lesson_gives_exit_1_and_its_page_with_the_error_and_the_others_still_run(tmp_path: Path
-                                                                                             ) -> None:
+def test_a_failing_lesson_gives_exit_1_and_its_page_with_the_error_and_the_others_still_run(
+    tmp_path: Path,
+) -> None:
     lessons, out, folder = tmp_path / "lessons", tmp_path / "demo", tmp_path / "sb"
     _notebook(lessons, "00-fine", "Fine", ["print('lesson 00 ran')"])
     _notebook(lessons, "01-broken", "Broken on purpose", BROKEN_CELLS)
     _notebook(lessons, "02-after", "After the broken one", ["print('lesson 02 ran')"])
-    proc = _demo("--dir", str(folder), "--notebooks", str(lessons), "--out", str(out), "--no-preflight",
-                 "--no-accounting")
+    proc = _demo(
+        "--dir",
+        str(folder),
+        "--notebooks",
+        str(lessons),
+        "--out",
+        str(out),
+        "--no-preflight",
+        "--no-accounting",
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
@@ -152,16 +178,33 @@ def test_a_typo_in_lessons_costs_no_sandbox(tmp_path: Path) -> None:
     assert not folder.exists()
 
 
-def _interrupt_demo(lessons: Path, out: Path, folder: Path, again_after: float | None = None
-                    ) -> tuple[int, str, str]:
+def _interrupt_demo(
+    lessons: Path, out: Path, folder: Path, again_after: float | None = None
+) -> tuple[int, str, str]:
     """Start the demo, press Ctrl-C once the first lesson's cell wrote ``sleeping`` (and again ``again_after``
     seconds later, as an impatient user would); (exit, stdout, stderr)."""
     # Ctrl-C as a terminal sends it: SIGINT at its default, even where this test itself was started in the
     # background by a shell without job control (which starts its children with SIGINT ignored)
-    proc = subprocess.Popen([sys.executable, "-m", "slurmlab.demo", "--dir", str(folder), "--notebooks",
-                             str(lessons), "--out", str(out), "--no-preflight", "--no-accounting"], cwd=REPO,
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "slurmlab.demo",
+            "--dir",
+            str(folder),
+            "--notebooks",
+            str(lessons),
+            "--out",
+            str(out),
+            "--no-preflight",
+            "--no-accounting",
+        ],
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 180
         while not (out / "work" / "sleeping").exists():

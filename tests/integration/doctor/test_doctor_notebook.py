@@ -23,8 +23,21 @@ def shell(slurm_sandbox: Any) -> Iterator[Any]:
     ip = get_ipython()
     ip.run_line_magic("load_ext", "slurmlab")
     runner = slurm_sandbox.runner()
-    job = runner.run(["sbatch", "--parsable", "--hold", "-o", "/dev/null", "--chdir=/tmp", "--gpus=1", "-t", "5",
-                      "--wrap", "sleep 60"]).stdout.strip()
+    job = runner.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--hold",
+            "-o",
+            "/dev/null",
+            "--chdir=/tmp",
+            "--gpus=1",
+            "-t",
+            "5",
+            "--wrap",
+            "sleep 60",
+        ]
+    ).stdout.strip()
     node = slurm_sandbox.nodes[0]
     runner.run(["scontrol", "update", f"nodename={node}", "state=drain", "reason=lesson 08"])
     ip.user_ns.update(job=job, node=node)

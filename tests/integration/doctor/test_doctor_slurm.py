@@ -44,7 +44,9 @@ def test_a_job_pending_for_resources_names_its_blockers_and_a_sooner_change(sb: 
     node1, node2 = sb.nodes[:2]
     a = submit(r, "--gpus=4", "-w", node1, "-t", "30", "-J", "train")
     b = submit(r, "--gpus=4", "-w", node2, "-t", "40", "-J", "x UserId=root(0) JobState=RUNNING")
-    wait_for(lambda: squeue(r, f"{a},{b}", "%T").split() == ["RUNNING", "RUNNING"] or None, 30, "blockers running")
+    wait_for(
+        lambda: squeue(r, f"{a},{b}", "%T").split() == ["RUNNING", "RUNNING"] or None, 30, "blockers running"
+    )
     big = submit(r, "--gpus=8", "-N1", "-t", "20", "-J", "big")
     wait_for(lambda: squeue(r, big, "%r") == "Resources" or None, 30, "the big job pending for Resources")
     report = doctor(r, job=big)
@@ -55,7 +57,9 @@ def test_a_job_pending_for_resources_names_its_blockers_and_a_sooner_change(sb: 
     planned = planned_start(big, r)
     if planned.start is not None:
         assert planned.nodes in sb.nodes, planned
-    assert "expects it to start" in pending.details[0] or "no expected start" in pending.details[0], pending.details
+    assert "expects it to start" in pending.details[0] or "no expected start" in pending.details[0], (
+        pending.details
+    )
     held_by = by_check(report, "job.blockers")
     assert {d.split()[1] for d in held_by.details} == {a, b}
     alt = by_check(report, "job.alternatives")
@@ -69,8 +73,14 @@ def test_a_job_pending_for_resources_names_its_blockers_and_a_sooner_change(sb: 
     assert said < start, (said, start)
     # the command line says the same, as JSON, with exit code 0 (a waiting job is advice, not a failure)
     env = {**os.environ, "SLURM_CONF": str(sb.conf_path)}
-    cli = subprocess.run([sys.executable, "-m", "slurmlab", "doctor", "--job", big, "--json"], capture_output=True,
-                         text=True, timeout=120, cwd=REPO, env=env)
+    cli = subprocess.run(
+        [sys.executable, "-m", "slurmlab", "doctor", "--job", big, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env=env,
+    )
     assert cli.returncode == 0, cli.stderr
     doc = json.loads(cli.stdout)
     assert "job.alternatives" in [f["check"] for f in doc["findings"]] and doc["worst"] == "WARN"
@@ -103,8 +113,15 @@ def test_a_drained_node_fails_with_its_reason_and_resume_clears_it(sb: Any) -> N
     assert any(x.subject == f"node {node}" and x.verdict is Verdict.WARN for x in doctor(r).findings)
     r.run(["scontrol", "update", f"nodename={node}", "state=resume"])
     # slurmctld flags a resumed node NOT_RESPONDING until its slurmd answers the next ping (seconds)
-    settled = wait_for(lambda: doctor(r, node=node).findings[-1] if doctor(r, node=node).findings[-1].verdict
-                       is Verdict.OK else None, 30, f"{node} taking jobs again")
+    settled = wait_for(
+        lambda: (
+            doctor(r, node=node).findings[-1]
+            if doctor(r, node=node).findings[-1].verdict is Verdict.OK
+            else None
+        ),
+        30,
+        f"{node} taking jobs again",
+    )
     assert "takes jobs" in settled.evidence
 
 
@@ -131,8 +148,10 @@ def test_a_stopped_controller_fails_once_and_every_later_check_skips(own: Any) -
     report = doctor(own.runner(timeout=10), job=1, node=own.nodes[0])
     verdicts = [(f.check, f.verdict) for f in report.findings]
     assert verdicts[0] == ("controller", Verdict.FAIL) and report.exit_code() == 1
-    assert all(v is Verdict.SKIP and "controller down" in f.evidence
-               for f, (_, v) in zip(report.findings[1:], verdicts[1:], strict=True))
+    assert all(
+        v is Verdict.SKIP and "controller down" in f.evidence
+        for f, (_, v) in zip(report.findings[1:], verdicts[1:], strict=True)
+    )
     assert "slurmctld" in report.findings[0].fix and "sandbox up" in report.findings[0].fix
     assert "DOWN" in report.findings[0].evidence or "did not answer" in report.findings[0].evidence
 

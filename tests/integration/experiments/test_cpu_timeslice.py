@@ -64,8 +64,15 @@ def test_fixed_work_shows_slowdown_against_a_solo_run() -> None:
     core = _cores()[-1]
     # two processes sharing a core cannot do more than one alone: an efficiency above 1.3 means the
     # solo run itself was slowed by other load, so that run is measured again
-    r = _undisturbed(lambda r: r.aggregate_efficiency is not None and r.aggregate_efficiency < 1.3,
-                     procs=2, duration=0.5, backend="cpu", cores=[core], fma_iters=3000, solo=True)
+    r = _undisturbed(
+        lambda r: r.aggregate_efficiency is not None and r.aggregate_efficiency < 1.3,
+        procs=2,
+        duration=0.5,
+        backend="cpu",
+        cores=[core],
+        fma_iters=3000,
+        solo=True,
+    )
     assert r.solo_work_s is not None and r.solo_work_s > 0
     for p in r.processes:
         assert p.work_s is not None and p.slowdown is not None

@@ -32,8 +32,10 @@ from slurmlab.slurm.runner import Runner
 from slurmlab.testing.sandbox_fixtures import slurm_missing_reason
 
 REPO = Path(__file__).resolve().parents[3]
-pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(slurm_missing_reason() is not None,
-                                                      reason=slurm_missing_reason() or "")]
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(slurm_missing_reason() is not None, reason=slurm_missing_reason() or ""),
+]
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +81,9 @@ def running_job(sb: Sandbox, node: str) -> tuple[str, str]:
     """A batch job RUNNING on ``node``: (job id, its start time)."""
     r = sb.runner(timeout=10)
     job = r.run(["sbatch", "--parsable", "-w", node, "-t", "10", "--wrap", "sleep 600"]).stdout.strip()
-    start = wait_until(lambda: _job(r, job) if _job(r, job).startswith("RUNNING") else None, 20, f"job {job} running")
+    start = wait_until(
+        lambda: _job(r, job) if _job(r, job).startswith("RUNNING") else None, 20, f"job {job} running"
+    )
     return job, start.split()[1]
 
 
@@ -105,7 +109,9 @@ def test_a_frozen_munged_is_named_within_seconds_and_restart_resumes_it(sb: Sand
         assert isinstance(err, MungeError), err
         assert took < 10, f"took {took:.1f} s (the timeout is 30 s)"
         assert "munge" in err.message and "frozen" in err.message and "controller" not in str(err)
-        assert err.hint == f"bring munged back, keeping every job: slurmlab sandbox restart --dir {sb.directory}"
+        assert (
+            err.hint == f"bring munged back, keeping every job: slurmlab sandbox restart --dir {sb.directory}"
+        )
         st = sb.status()
         assert st.frozen == {"munged"} and not st.running and "FROZEN" in str(st)
     finally:
@@ -180,18 +186,30 @@ def test_a_killed_controller_comes_back_with_restart_and_its_running_job_survive
     seen_running = time.time()
     # slurmctld saves its state a moment after a change: kill it once the running job is on disk
     state = sb.directory / "state" / "job_state"
-    wait_until(lambda: state.exists() and state.stat().st_mtime > seen_running, 20, "the job state saved", 0.3)
+    wait_until(
+        lambda: state.exists() and state.stat().st_mtime > seen_running, 20, "the job state saved", 0.3
+    )
     pid = sb.pids["slurmctld"]
     os.kill(pid, signal.SIGKILL)
     wait_dead(pid)
     err, took = timed(lambda: Runner(slurm_conf=str(sb.conf_path), timeout=3).run(["squeue"]))
     assert isinstance(err, ControllerDownError) and not isinstance(err, MungeError) and took < 3 + 2
-    status = subprocess.run([sys.executable, "-m", "slurmlab", "sandbox", "status", "--dir", str(sb.directory)],
-                            capture_output=True, text=True, timeout=60, cwd=REPO)
+    status = subprocess.run(
+        [sys.executable, "-m", "slurmlab", "sandbox", "status", "--dir", str(sb.directory)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert status.returncode == 1 and "slurmctld" in status.stdout and "NOT RUNNING" in status.stdout
     assert "slurmlab sandbox restart" in status.stdout
-    restart = subprocess.run([sys.executable, "-m", "slurmlab", "sandbox", "restart", "--dir", str(sb.directory)],
-                             capture_output=True, text=True, timeout=120, cwd=REPO)
+    restart = subprocess.run(
+        [sys.executable, "-m", "slurmlab", "sandbox", "restart", "--dir", str(sb.directory)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert restart.returncode == 0, restart.stdout + restart.stderr
     assert "slurmctld: was not running" in restart.stdout and ": running" in restart.stdout
     sb = Sandbox.find(sb.directory)
@@ -283,8 +301,9 @@ def _salloc_of(name: str) -> int | None:
     return None
 
 
-def test_a_kernel_killed_while_salloc_waits_for_a_frozen_controller_leaves_no_job(sb: Sandbox,
-                                                                                  tmp_path: Path) -> None:
+def test_a_kernel_killed_while_salloc_waits_for_a_frozen_controller_leaves_no_job(
+    sb: Sandbox, tmp_path: Path
+) -> None:
     """The issue saw 2 of 2 leak: the guardian looked once, found nothing yet, and exited; the controller then
     created the job from salloc's request and it ran until its limit. The guardian must keep looking while that
     salloc runs, and for a grace after, with few calls."""
@@ -294,10 +313,15 @@ def test_a_kernel_killed_while_salloc_waits_for_a_frozen_controller_leaves_no_jo
     tools.mkdir()
     (tools / "salloc").write_text(SLOW_SALLOC.format(salloc=sb.runner().which("salloc")))
     (tools / "salloc").chmod(0o755)
-    kernel = subprocess.Popen([sys.executable, "-c", KERNEL, str(sb.conf_path), name,
-                               f"{tools}:{os.environ['PATH']}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True, start_new_session=True, cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": str(REPO), "SLURMLAB_GUARDIAN_LOG": str(guardian_log)})
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", KERNEL, str(sb.conf_path), name, f"{tools}:{os.environ['PATH']}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "SLURMLAB_GUARDIAN_LOG": str(guardian_log)},
+    )
     assert kernel.stdout is not None and kernel.stdin is not None
     guardian = int(kernel.stdout.readline())
     ctld = sb.pids["slurmctld"]
@@ -334,7 +358,8 @@ def save_job_state(sb: Sandbox) -> None:
 
 
 def test_a_cancel_lost_in_a_controller_crash_is_sent_again_and_the_allocation_says_so(
-    sb: Sandbox, monkeypatch: pytest.MonkeyPatch,
+    sb: Sandbox,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """slurmctld saves a cancel only with its periodic state save (300 s): killed before then, it comes back
     with the job RUNNING, holding its GPU (3 of 3 in the issue, the panel saying CANCELLED). The allocation must
@@ -363,7 +388,9 @@ def test_a_cancel_lost_in_a_controller_crash_is_sent_again_and_the_allocation_sa
         wait_dead(pid)
         sb.restart()
         wait_until(lambda: alloc.note is not None, 30, "the allocation noticing the job came back")
-        back = re.search(rf"job {job} came back (RUNNING|PENDING) after the Slurm controller restarted", alloc.note or "")
+        back = re.search(
+            rf"job {job} came back (RUNNING|PENDING) after the Slurm controller restarted", alloc.note or ""
+        )
         assert back is not None and "cancelled it again" in str(alloc.note), alloc.note
 
         def slurm_says() -> str:
@@ -375,10 +402,11 @@ def test_a_cancel_lost_in_a_controller_crash_is_sent_again_and_the_allocation_sa
         try:
             wait_until(cancelled_again, 30, "the job cancelled again, and the allocation saying so")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}: squeue says {slurm_says()!r}, the allocation {alloc.state}, "
-                                 f"its views {states}") from None
+            raise AssertionError(
+                f"{exc}: squeue says {slurm_says()!r}, the allocation {alloc.state}, its views {states}"
+            ) from None
         # the view followed Slurm's truth: CANCELLED, then RUNNING (or PENDING) while it was back, CANCELLED again
-        assert back.group(1) in states[states.index("CANCELLED"):], states
+        assert back.group(1) in states[states.index("CANCELLED") :], states
         html = panel_html(alloc)
         assert f"came back {back.group(1)}" in html and "cancelled it again" in html
         assert f"came back {back.group(1)}" in alloc.summary()
@@ -448,9 +476,15 @@ def test_a_frozen_munged_ends_a_step_and_a_salloc_within_seconds_in_the_runners_
     try:
         os.kill(pid, signal.SIGSTOP)
         thaw.start()
-        for what, call in (("srun", lambda: alloc.srun(["hostname"])),
-                           ("salloc", lambda: Allocation.submit(["-n1", "-t", "5"], runner=alloc.runner,
-                                                               poller=poller, validate=False, id_timeout=60))):
+        for what, call in (
+            ("srun", lambda: alloc.srun(["hostname"])),
+            (
+                "salloc",
+                lambda: Allocation.submit(
+                    ["-n1", "-t", "5"], runner=alloc.runner, poller=poller, validate=False, id_timeout=60
+                ),
+            ),
+        ):
             err, took = timed(call)
             assert isinstance(err, MungeError if what == "srun" else AllocationError), f"{what}: {err!r}"
             assert took < 10, f"{what} waited {took:.0f} s for munged"
@@ -462,7 +496,8 @@ def test_a_frozen_munged_ends_a_step_and_a_salloc_within_seconds_in_the_runners_
 
 
 def test_with_munged_stopped_salloc_and_srun_name_it_with_the_sandbox_folder(
-    sb: Sandbox, capsys: pytest.CaptureFixture[str],
+    sb: Sandbox,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A failing salloc's munge hint named no --dir (a sandbox outside its default place cannot be restarted
     without it), and %srun printed Slurm's words with no hint."""
@@ -475,8 +510,11 @@ def test_with_munged_stopped_salloc_and_srun_name_it_with_the_sandbox_folder(
         pid = sb.pids["munged"]
         os.kill(pid, signal.SIGTERM)
         wait_dead(pid)
-        err, took = timed(lambda: Allocation.submit(["-n1", "-t", "5"], runner=alloc.runner, poller=poller,
-                                                    validate=False, id_timeout=30))
+        err, took = timed(
+            lambda: Allocation.submit(
+                ["-n1", "-t", "5"], runner=alloc.runner, poller=poller, validate=False, id_timeout=30
+            )
+        )
         assert isinstance(err, AllocationError) and took < 15, (err, took)
         assert "munged is not running" in err.message and err.hint == hint
         with notebook_with(alloc) as shell:
@@ -487,7 +525,8 @@ def test_with_munged_stopped_salloc_and_srun_name_it_with_the_sandbox_folder(
 
 
 def test_a_dead_controller_reaches_the_panel_within_seconds_and_srun_says_what_to_do(
-    sb: Sandbox, capsys: pytest.CaptureFixture[str],
+    sb: Sandbox,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The panel needed 18 s to notice a dead controller (`squeue -j` retries that long, where `scontrol ping`
     says DOWN in milliseconds), and %srun printed Slurm's words without slurmlab's hint."""
@@ -500,7 +539,9 @@ def test_a_dead_controller_reaches_the_panel_within_seconds_and_srun_says_what_t
         os.kill(pid, signal.SIGKILL)
         wait_dead(pid)
         wait_until(lambda: alloc.error, 12, "the dead controller reaching the allocation")
-        assert "controller is not responding" in str(alloc.error) and "is DOWN" in str(alloc.error), alloc.error
+        assert "controller is not responding" in str(alloc.error) and "is DOWN" in str(alloc.error), (
+            alloc.error
+        )
         assert alloc.state == "RUNNING"  # the job itself lives on: only the controller is gone
         html = panel_html(alloc)
         assert "is DOWN" in html and f"slurmlab sandbox restart --dir {sb.directory}" in html
@@ -533,9 +574,15 @@ def test_a_kernel_killed_after_its_cancel_was_lost_has_its_guardian_cancel_the_j
     """The kernel cancelled its job and died; slurmctld, killed before saving that cancel, restarts with the job
     RUNNING: the guardian, which kept the released job, cancels it again once the controller answers."""
     r = sb.runner(timeout=10)
-    kernel = subprocess.Popen([sys.executable, "-c", CANCELLING_KERNEL, str(sb.conf_path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", CANCELLING_KERNEL, str(sb.conf_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert kernel.stdout is not None and kernel.stdin is not None
     try:
         job, guardian = kernel.stdout.readline().split()

@@ -87,8 +87,9 @@ class LessonCells:
         return "\n".join(c.source for c in self.nb.cells if c.cell_type == "markdown")
 
 
-def run_notebook(path: Path, sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                 on_cell: Callable[[Any], None]) -> tuple[Any, float]:
+def run_notebook(
+    path: Path, sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, on_cell: Callable[[Any], None]
+) -> tuple[Any, float]:
     """Execute ``path`` in a fresh kernel on ``sandbox`` (errors kept in the outputs, for the test to judge);
     ``on_cell`` sees each cell right after it ran. The notebook and its wall time in seconds."""
     nbformat = pytest.importorskip("nbformat")
@@ -96,8 +97,13 @@ def run_notebook(path: Path, sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_
     for key, value in sandbox.env().items():
         monkeypatch.setenv(key, value)
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=180, allow_errors=True,
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=180,
+        allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
     client.on_cell_executed = lambda cell, **_: on_cell(cell)
     start = time.monotonic()
     client.execute()
@@ -114,13 +120,22 @@ def assert_course_shape(lesson: LessonCells, sandbox: Any, before: set[str]) -> 
     UsageError, an exercise with its solution, the instructor's hidden checks passing, every job released."""
     expected = lesson.tagged("expected-error")
     # IPython shows a UsageError as one line on stderr, a real failure as an "error" output
-    failed = [(c.source, cell_text(c)) for c in lesson.code if c not in expected and (
-        any(o.get("output_type") == "error" for o in c.outputs) or "Error" in cell_stderr(c)
-        or "Traceback" in cell_text(c))]
+    failed = [
+        (c.source, cell_text(c))
+        for c in lesson.code
+        if c not in expected
+        and (
+            any(o.get("output_type") == "error" for o in c.outputs)
+            or "Error" in cell_stderr(c)
+            or "Traceback" in cell_text(c)
+        )
+    ]
     assert failed == [], failed
     for cell in expected:  # the deliberate mistake: slurmlab's one-line UsageError, nothing deeper
         assert not any(o.get("output_type") == "error" for o in cell.outputs), cell_text(cell)
-        assert cell_stderr(cell).startswith("UsageError: ") and "Traceback" not in cell_text(cell), cell_text(cell)
+        assert cell_stderr(cell).startswith("UsageError: ") and "Traceback" not in cell_text(cell), cell_text(
+            cell
+        )
     # the course's shape: an exercise, its solution, and the instructor's hidden check, which passed
     assert any(c.cell_type == "markdown" and c.source.startswith("## Exercise") for c in lesson.nb.cells)
     assert lesson.tagged("solution"), "no exercise cell tagged 'solution'"

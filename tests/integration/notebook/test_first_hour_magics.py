@@ -73,7 +73,11 @@ def _tagged_live(sandbox: Any) -> list[str]:
 
 
 def _state(sandbox: Any, job_id: str) -> str:
-    return sandbox.runner().run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"], check=False).stdout.strip()
+    return (
+        sandbox.runner()
+        .run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"], check=False)
+        .stdout.strip()
+    )
 
 
 def _until(cond: Any, timeout: float) -> bool:
@@ -86,7 +90,8 @@ def _until(cond: Any, timeout: float) -> bool:
 
 
 def test_rerunning_a_cell_reuses_its_allocation_and_replace_swaps_it(
-        nb: Any, slurm_sandbox: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    nb: Any, slurm_sandbox: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     first = _cell(nb, "cell-1", "--gpus=1 -t 5")
     first.wait("RUNNING", timeout=60)
     capsys.readouterr()
@@ -102,7 +107,8 @@ def test_rerunning_a_cell_reuses_its_allocation_and_replace_swaps_it(
 
 
 def test_the_default_is_the_newest_live_and_the_message_names_the_live_ones(
-        nb: Any, slurm_sandbox: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    nb: Any, slurm_sandbox: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     older = _cell(nb, "cell-a", "--gpus=1 -t 5")
     newer = _cell(nb, "cell-b", "--gpus=1 -t 5")
     older.wait("RUNNING", timeout=60)
@@ -124,17 +130,21 @@ def test_the_default_is_the_newest_live_and_the_message_names_the_live_ones(
 
 
 def test_slurm_lists_what_an_earlier_kernel_of_this_notebook_left(
-        nb: Any, slurm_sandbox: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    nb: Any, slurm_sandbox: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     from slurmlab.magics.session import get_session
 
     # an earlier kernel of this notebook: it allocated, then died without releasing (kept at exit, as after
     # a SIGKILL of kernel and guardian both)
-    code = ("from slurmlab.slurm.allocation import Allocation\n"
-            "a = Allocation.submit(['--gpus=1', '-t', '5'], release_at_exit=False)\n"
-            "print(a.job_id)\n")
+    code = (
+        "from slurmlab.slurm.allocation import Allocation\n"
+        "a = Allocation.submit(['--gpus=1', '-t', '5'], release_at_exit=False)\n"
+        "print(a.job_id)\n"
+    )
     env = {**os.environ, **slurm_sandbox.env()}
-    left = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
-                          check=True).stdout.split()[-1]
+    left = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()[-1]
     try:
         status = str(nb.run_line_magic("slurm", ""))
         assert "jobs left by earlier kernels of this notebook (1)" in status, status
@@ -158,8 +168,14 @@ def test_slurm_lists_what_an_earlier_kernel_of_this_notebook_left(
 # ---- a real kernel: JupyterLab's cellId, Ctrl-C and expected errors as one line ------------------------------
 def _execute(kc: Any, code: str, cell: str, timeout: float = 90) -> str:
     """Run ``code`` as JupyterLab runs a cell (its id in the request's metadata); what it printed."""
-    content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-               "allow_stdin": False, "stop_on_error": True}
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+        "stop_on_error": True,
+    }
     msg = kc.session.msg("execute_request", content, metadata={"cellId": cell})
     kc.shell_channel.send(msg)
     out: list[str] = []
@@ -208,8 +224,12 @@ def test_a_real_kernel_knows_the_cell_and_shows_one_line_errors(slurm_sandbox: A
         assert _state(slurm_sandbox, jobs[1]) == "RUNNING"
 
         # an expected error from a plain call: one line with the fix
-        error = _execute(kc, "from slurmlab.errors import AllocationError\n"
-                             "raise AllocationError('allocation 5 has no MIG', hint='ask for a MIG slice')", "c4")
+        error = _execute(
+            kc,
+            "from slurmlab.errors import AllocationError\n"
+            "raise AllocationError('allocation 5 has no MIG', hint='ask for a MIG slice')",
+            "c4",
+        )
         assert "AllocationError: allocation 5 has no MIG" in error and "ask for a MIG slice" in error, error
         assert "Traceback" not in error and "%slurm debug on" in error, error
     finally:

@@ -85,7 +85,9 @@ def test_lesson_runs_top_to_bottom_checks_and_releases(
 ) -> None:
     before = squeue_ids(slurm_sandbox)
     lesson = _execute(path, slurm_sandbox, monkeypatch, tmp_path)
-    print(f"{path.stem}: {lesson.seconds:.1f} s")  # measured here, judged by nobody: speed belongs to benchmarks
+    print(
+        f"{path.stem}: {lesson.seconds:.1f} s"
+    )  # measured here, judged by nobody: speed belongs to benchmarks
     assert_course_shape(lesson, slurm_sandbox, before)
     topic = TOPICS.get(path.stem)
     if topic is not None:
@@ -112,11 +114,16 @@ def _quickstart(lesson: Lesson, sandbox: Any) -> None:
     assert str(sandbox.conf_path) in cell_text(lesson.cell("%slurm sandbox up --if-needed"))
     assert "no sandbox started" in cell_text(lesson.cell("%slurm sandbox up --if-needed"))
     sinfo = cell_text(lesson.cell("%sinfo"))
-    assert all(node in sinfo for node in sandbox.nodes) and all(t in sinfo for t in _cluster_gpu_types(sandbox))
+    assert all(node in sinfo for node in sandbox.nodes) and all(
+        t in sinfo for t in _cluster_gpu_types(sandbox)
+    )
     assert any(WIDGET in o.get("data", {}) for o in lesson.cell("alloc = %salloc").outputs)
     _, granted = _granted_in(lesson, lesson.cell('alloc.wait("RUNNING"'))
     shown = cell_text(lesson.cell('alloc.wait("RUNNING"'))
-    assert "RUNNING" in shown and all(f"'{n}': {sorted(g)}" in shown for n, g in granted.items()), (granted, shown)
+    assert "RUNNING" in shown and all(f"'{n}': {sorted(g)}" in shown for n, g in granted.items()), (
+        granted,
+        shown,
+    )
     step = cell_text(lesson.cell("%%srun"))
     assert "0: CUDA_VISIBLE_DEVICES=" in step and "1: CUDA_VISIBLE_DEVICES=" in step
     assert re.search(r"node=node\d+ host=", step), step  # the Slurm node, beside the machine's host name
@@ -140,13 +147,23 @@ def _requesting(lesson: Lesson, sandbox: Any) -> None:
     assert any(t in said for t in _cluster_gpu_types(sandbox)), said  # the types that exist, named
     assert "--gpus=2" in cell_text(lesson.cell("ngpus = 2"))
     explained = cell_text(lesson.cell("%salloc --dry-run -n2 --gpus-per-task=1"))
-    assert "--gres-flags=enforce-binding" in explained and "nearest" in explained and "4 CPUs per GPU" in explained
+    assert (
+        "--gres-flags=enforce-binding" in explained
+        and "nearest" in explained
+        and "4 CPUs per GPU" in explained
+    )
     _, granted = _granted_in(lesson, lesson.cell('alloc.wait("RUNNING"'))
     # bound per task: each task saw one GPU, a different one, and together exactly the job's
-    per_task = dict(re.findall(r"^(\d+): node=\S+ CUDA_VISIBLE_DEVICES=\S+ SLURM_STEP_GPUS=(\d+)$",
-                               cell_text(lesson.cell("%%srun -n2 --label --gpu-bind=per_task:1")), re.M))
+    per_task = dict(
+        re.findall(
+            r"^(\d+): node=\S+ CUDA_VISIBLE_DEVICES=\S+ SLURM_STEP_GPUS=(\d+)$",
+            cell_text(lesson.cell("%%srun -n2 --label --gpu-bind=per_task:1")),
+            re.M,
+        )
+    )
     assert sorted(per_task) == ["0", "1"] and sorted(int(g) for g in per_task.values()) == sorted(
-        i for g in granted.values() for i in g), (per_task, granted)
+        i for g in granted.values() for i in g
+    ), (per_task, granted)
     assert any(WIDGET in o.get("data", {}) for o in lesson.cell("form = %salloc --form").outputs)
     form = cell_text(lesson.cell("form.count.value = 2"))
     assert "--gpus=2" in form and "--gpu-bind=closest" in form and "valid" in form, form
@@ -154,7 +171,9 @@ def _requesting(lesson: Lesson, sandbox: Any) -> None:
 
 def _sharing(lesson: Lesson, sandbox: Any) -> None:
     text = cell_text(lesson.cell("whole = %salloc"))
-    shown = re.findall(r"job (\d+): (\S+): (?:whole GPU IDX \[(\d+)\]|(\d+) shard\(s\) on GPU IDX (\d+))", text)
+    shown = re.findall(
+        r"job (\d+): (\S+): (?:whole GPU IDX \[(\d+)\]|(\d+) shard\(s\) on GPU IDX (\d+))", text
+    )
     assert shown, text
     whole_gpus = set()
     for job, node, whole, _, shard_idx in shown:
@@ -169,7 +188,11 @@ def _sharing(lesson: Lesson, sandbox: Any) -> None:
     assert not shards & whole_gpus, (shards, whole_gpus)
     gpu = cell_text(lesson.cell("from slurmlab.teach import probe_node"))
     if "measured here" not in gpu:  # no GPU: it says why, and what it shows is labelled as recorded
-        assert "GPU measurement skipped" in gpu and "Recorded, not measured here" in gpu and "device_check.sh" in gpu
+        assert (
+            "GPU measurement skipped" in gpu
+            and "Recorded, not measured here" in gpu
+            and "device_check.sh" in gpu
+        )
 
 
 def _topology(lesson: Lesson, sandbox: Any) -> None:
@@ -177,7 +200,9 @@ def _topology(lesson: Lesson, sandbox: Any) -> None:
     assert any(BOKEH in o.get("data", {}) for o in best.outputs)
     chosen = re.search(r"GPUs ([\d, ]+): every pair is joined by NVLink.*all on NUMA (\d+)", cell_text(best))
     assert chosen and len(chosen.group(1).split(",")) == 4, cell_text(best)
-    assert "NVLink: none (PCIe only)" in cell_text(lesson.cell('pcie = slurmlab.topology_from_profile("seed")'))
+    assert "NVLink: none (PCIe only)" in cell_text(
+        lesson.cell('pcie = slurmlab.topology_from_profile("seed")')
+    )
     _, granted = _granted_in(lesson, lesson.cell('alloc.wait("RUNNING"'))
     assert sum(len(v) for v in granted.values()) == 2
     shown = cell_text(lesson.cell('alloc.wait("RUNNING"'))
@@ -186,7 +211,9 @@ def _topology(lesson: Lesson, sandbox: Any) -> None:
     assert "slurmlab-figure" in cell_text(topo)  # the value draws itself
     held = re.search(r"this allocation's GPUs here: ([\d, ]+)", cell_text(topo))
     first = next(iter(granted))
-    assert held and sorted(int(x) for x in held.group(1).split(",")) == sorted(granted[first]), cell_text(topo)
+    assert held and sorted(int(x) for x in held.group(1).split(",")) == sorted(granted[first]), cell_text(
+        topo
+    )
     table = cell_text(lesson.cell("binding = alloc.explain_binding()"))
     assert f"GRES IDX {','.join(map(str, sorted(granted[first])))}" in table, table
     assert re.search(r"--gpu-bind: \S*closest -(?:>|&gt;) honoured", table), table
@@ -197,7 +224,10 @@ def _topology(lesson: Lesson, sandbox: Any) -> None:
     gpu_map = cell_text(lesson.cell("gpu_map = alloc.gpu_map()"))
     for node, idx in granted.items():
         for i in idx:
-            assert re.search(rf"\n\d+\s+{node}\s+{i}\s+cuda:\d+\s+\S+\s+GPU-[0-9a-f-]+", gpu_map), (i, gpu_map)
+            assert re.search(rf"\n\d+\s+{node}\s+{i}\s+cuda:\d+\s+\S+\s+GPU-[0-9a-f-]+", gpu_map), (
+                i,
+                gpu_map,
+            )
 
 
 def _mig(lesson: Lesson, sandbox: Any) -> None:
@@ -210,7 +240,9 @@ def _mig(lesson: Lesson, sandbox: Any) -> None:
     mig_type = re.search(r"GRES=gpu:(\d+g\.\d+gb):1\(IDX:", lesson.details[job])
     assert mig_type, lesson.details[job]
     drawn = cell_text(lesson.cell("if sl is not None:\n    display"))
-    assert re.search(rf"this allocation's slices: GPU \d+ · {re.escape(mig_type.group(1))} @ \d:\d", drawn), drawn
+    assert re.search(rf"this allocation's slices: GPU \d+ · {re.escape(mig_type.group(1))} @ \d:\d", drawn), (
+        drawn
+    )
     end = cell_text(lesson.cell("if sl is not None:\n    %scancel"))
     assert f"Slurm config: {sandbox.conf_path}" in end, end  # back on the Slurm it used before
     if started:  # what the lesson started, it stopped; and nothing of it is left running

@@ -24,7 +24,6 @@ from lesson_kit import (
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
 
-
 class Lesson(LessonCells):
     """An executed lesson: its code cells, and the GPUs Slurm granted each job it made, read while they ran."""
 
@@ -33,8 +32,13 @@ class Lesson(LessonCells):
         self.grants = grants
 
 
-def _execute(name: str, sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-             watch: Callable[[Any], str | None]) -> Lesson:
+def _execute(
+    name: str,
+    sandbox: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    watch: Callable[[Any], str | None],
+) -> Lesson:
     """Run the lesson against ``sandbox``; after each cell ``watch`` names a job to read the grant of, or None."""
     before = squeue_ids(sandbox)
     grants: dict[str, dict[str, list[int]]] = {}
@@ -60,9 +64,12 @@ def _job_in(cell: Any, prefix: str) -> str | None:
 def test_lesson_05_time_slicing_measures_and_reads_the_gantt_chart(
     slurm_sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    lesson = _execute("05-time-slicing", slurm_sandbox, monkeypatch, tmp_path,
-                      lambda c: _job_in(c, "shared = %salloc"))
-    assert list(lesson.grants.values()) and sum(len(v) for v in next(iter(lesson.grants.values())).values()) == 1
+    lesson = _execute(
+        "05-time-slicing", slurm_sandbox, monkeypatch, tmp_path, lambda c: _job_in(c, "shared = %salloc")
+    )
+    assert (
+        list(lesson.grants.values()) and sum(len(v) for v in next(iter(lesson.grants.values())).values()) == 1
+    )
     measured = cell_text(lesson.cell("ts = %gpu_timeslice"))
     assert "time-sliced" in measured, measured
     assert any(BOKEH in o.get("data", {}) for o in lesson.cell("from bokeh.io").outputs)
@@ -71,7 +78,9 @@ def test_lesson_05_time_slicing_measures_and_reads_the_gantt_chart(
     reading = cell_text(lesson.cell("import numpy as np"))
     printed = dict(re.findall(r"(p\d+): share ([\d.]+)", reading))
     assert len(table) == 3 and printed == table, (table, printed)
-    by_hand, analysis = re.search(r"Jain's index: ([\d.]+) from the shares by hand, ([\d.]+)", reading).groups()
+    by_hand, analysis = re.search(
+        r"Jain's index: ([\d.]+) from the shares by hand, ([\d.]+)", reading
+    ).groups()
     assert by_hand == analysis
     shares = [float(x) for x in printed.values()]
     expected_jain = sum(shares) ** 2 / (len(shares) * sum(x * x for x in shares))
@@ -96,13 +105,17 @@ def test_lesson_06_isolation_checks_exclusive_and_shared_gpus(
     iso = cell_text(lesson.cell("iso = %gpu_isolation"))
     assert "verdict: isolated" in iso, iso
     checks = dict(re.findall(r"<td>(I\d+)</td><td[^>]*><b>([A-Z]+)</b>", iso))
-    assert {k: checks.get(k) for k in ("I1", "I2", "I3", "I7")} == dict.fromkeys(("I1", "I2", "I3", "I7"), "PASS")
+    assert {k: checks.get(k) for k in ("I1", "I2", "I3", "I7")} == dict.fromkeys(
+        ("I1", "I2", "I3", "I7"), "PASS"
+    )
     assert "FAIL" not in checks.values()
     if "no GPU hardware" in iso:  # the sandbox: what needs a real GPU says SKIP, and the notes say why
         assert checks["I4"] == checks["I5"] == "SKIP", checks
-        assert "note: sandbox" in cell_text(lesson.cell("print(\"verdict:\""))
+        assert "note: sandbox" in cell_text(lesson.cell('print("verdict:"'))
         gpu_only = cell_text(lesson.cell("if iso.identity_source"))
-        assert "skipped: no GPU hardware" in gpu_only and "documented, not measured here" in gpu_only, gpu_only
+        assert "skipped: no GPU hardware" in gpu_only and "documented, not measured here" in gpu_only, (
+            gpu_only
+        )
     # the GPU map names the GPUs Slurm granted, by index and UUID
     node, idx = next(iter(granted.items()))
     gpu_map = cell_text(lesson.cell("gpu_map = alloc.gpu_map()"))
@@ -125,9 +138,10 @@ def test_lesson_06_isolation_checks_exclusive_and_shared_gpus(
 def test_lesson_07_multi_node_places_ranks_on_the_granted_gpus(
     slurm_sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    lesson = _execute("07-multi-node", slurm_sandbox, monkeypatch, tmp_path,
-                      lambda c: _job_in(c, "mn = %salloc"))
-    (job, granted), = lesson.grants.items()
+    lesson = _execute(
+        "07-multi-node", slurm_sandbox, monkeypatch, tmp_path, lambda c: _job_in(c, "mn = %salloc")
+    )
+    ((job, granted),) = lesson.grants.items()
     assert len(granted) == 2 and all(len(v) == 4 for v in granted.values()), granted
     mpi = slurm_sandbox.runner().run(["srun", "--mpi=list"], check=False)
     has_pmi2 = "pmi2" in (mpi.stdout + mpi.stderr).split()
@@ -150,8 +164,12 @@ def test_lesson_07_multi_node_places_ranks_on_the_granted_gpus(
 
 def _doctor_rows(cell: Any) -> list[tuple[str, str, str, str]]:
     """(verdict, check title, subject, evidence and fix) per row of the doctor's HTML table in the cell."""
-    found = re.findall(r"<tr class='slurmlab-Doctor-\w+'><td><b>(\w+)</b></td><td>(.*?)</td><td>(.*?)</td>"
-                       r"<td>(.*?)</td></tr>", cell_text(cell), re.S)
+    found = re.findall(
+        r"<tr class='slurmlab-Doctor-\w+'><td><b>(\w+)</b></td><td>(.*?)</td><td>(.*?)</td>"
+        r"<td>(.*?)</td></tr>",
+        cell_text(cell),
+        re.S,
+    )
     assert found, cell_text(cell)
     return found
 

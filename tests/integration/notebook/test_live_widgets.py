@@ -47,7 +47,9 @@ class _ThreadSpy:
             w.observe(lambda _c: self.threads.add(threading.current_thread()))
 
 
-def test_panel_turns_running_by_itself_when_the_blocker_goes(slurm_sandbox: Any, allocations: list[Any]) -> None:
+def test_panel_turns_running_by_itself_when_the_blocker_goes(
+    slurm_sandbox: Any, allocations: list[Any]
+) -> None:
     from slurmlab.slurm import queries
     from slurmlab.widgets.live import get_updater
     from slurmlab.widgets.panel import AllocationPanel
@@ -113,6 +115,7 @@ def test_queue_monitor_refreshes_filters_and_sorts(allocations: list[Any]) -> No
         assert _until(lambda: str(second.job_id) in monitor.table.value, 10)
         monitor.sort_by.value = "job"
         monitor.descending.value = True
+
         def second_first() -> bool:
             html = monitor.table.value
             a, b = html.find(f">{second.job_id}<"), html.find(f">{first.job_id}<")

@@ -51,9 +51,13 @@ def test_make_lab_serves_the_notebooks_on_the_sandbox_and_ctrl_c_leaves_nothing(
     runtime = tmp_path / "runtime"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURMLAB_", "SLURM_"))}
     env.update(JUPYTER_RUNTIME_DIR=str(runtime), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--sandbox-dir", str(short / "sb"), "--dir",
-                             str(tmp_path / "lab")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--sandbox-dir", str(short / "sb"), "--dir", str(tmp_path / "lab")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     seen: list[str] = []
     try:
         url = _read_until(proc, r"open JupyterLab: (http://127\.0\.0\.1:(\d+)/lab\?token=(\w+))", seen, 150)
@@ -61,7 +65,8 @@ def test_make_lab_serves_the_notebooks_on_the_sandbox_and_ctrl_c_leaves_nothing(
         jupyter_pid = int(re.search(r"JupyterLab \(pid (\d+)\)", "".join(seen)).group(1))  # type: ignore[union-attr]
         sandbox_pids = list(json.loads((short / "sb" / "state.json").read_text())["pids"].values())
         assert sorted(p.name for p in (tmp_path / "lab").glob("*.ipynb")) == sorted(
-            p.name for p in (REPO / "notebooks").glob("*.ipynb"))
+            p.name for p in (REPO / "notebooks").glob("*.ipynb")
+        )
 
         # the token is needed, and given; the server runs with the sandbox's SLURM_CONF
         api = f"http://127.0.0.1:{port}/api"
@@ -73,10 +78,14 @@ def test_make_lab_serves_the_notebooks_on_the_sandbox_and_ctrl_c_leaves_nothing(
         assert f"SLURM_CONF={short / 'sb' / 'slurm.conf'}".encode() in environ
 
         # a kernel of this JupyterLab allocates on the sandbox with no setup in the notebook
-        request = urllib.request.Request(f"{api}/kernels?token={token}", data=b'{"name": "python3"}', method="POST")
+        request = urllib.request.Request(
+            f"{api}/kernels?token={token}", data=b'{"name": "python3"}', method="POST"
+        )
         with urllib.request.urlopen(request, timeout=30) as answer:
             kernel_id = json.loads(answer.read())["id"]
-        client = jupyter_client.BlockingKernelClient(connection_file=str(runtime / f"kernel-{kernel_id}.json"))
+        client = jupyter_client.BlockingKernelClient(
+            connection_file=str(runtime / f"kernel-{kernel_id}.json")
+        )
         client.load_connection_file()
         client.start_channels()
         # (wait_for_ready gives up before a just-started kernel's first heartbeat: ask until it answers)
@@ -90,7 +99,9 @@ def test_make_lab_serves_the_notebooks_on_the_sandbox_and_ctrl_c_leaves_nothing(
         out: list[str] = []
         client.execute_interactive(
             "%load_ext slurmlab\na = %salloc --gpus=1 -t 5\na.wait('RUNNING', timeout=60)\nprint('job', a.job_id)",
-            timeout=90, output_hook=lambda msg: out.append(str(msg["content"].get("text", ""))))
+            timeout=90,
+            output_hook=lambda msg: out.append(str(msg["content"].get("text", ""))),
+        )
         client.stop_channels()
         job = re.search(r"job (\d+)", "".join(out))
         assert job, out
@@ -107,8 +118,11 @@ def test_make_lab_serves_the_notebooks_on_the_sandbox_and_ctrl_c_leaves_nothing(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.communicate(timeout=30)
-            subprocess.run([sys.executable, "-m", "slurmlab", "sandbox", "down", "--dir", str(short / "sb")],
-                           capture_output=True, timeout=60)
+            subprocess.run(
+                [sys.executable, "-m", "slurmlab", "sandbox", "down", "--dir", str(short / "sb")],
+                capture_output=True,
+                timeout=60,
+            )
     assert proc.returncode == 0, "".join(seen) + rest
     assert "Ctrl-C: stopping JupyterLab and the sandbox" in rest, rest
     assert "JupyterLab and the sandbox dgx-h100 stopped; nothing of this run is left running" in rest, rest
@@ -124,16 +138,21 @@ def test_shutting_jupyterlab_down_from_the_browser_stops_the_sandbox_too(tmp_pat
     short = Path(tempfile.mkdtemp(prefix="sllab-", dir="/tmp"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURMLAB_", "SLURM_"))}
     env.update(JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--sandbox-dir", str(short / "sb"), "--dir",
-                             str(tmp_path / "lab")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--sandbox-dir", str(short / "sb"), "--dir", str(tmp_path / "lab")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     seen: list[str] = []
     try:
         url = _read_until(proc, r"open JupyterLab: http://127\.0\.0\.1:(\d+)/lab\?token=(\w+)", seen, 150)
         sandbox_pids = list(json.loads((short / "sb" / "state.json").read_text())["pids"].values())
         # File > Shut Down in JupyterLab
-        request = urllib.request.Request(f"http://127.0.0.1:{url.group(1)}/api/shutdown?token={url.group(2)}",
-                                         data=b"", method="POST")
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{url.group(1)}/api/shutdown?token={url.group(2)}", data=b"", method="POST"
+        )
         urllib.request.urlopen(request, timeout=10).close()
         rest, _ = proc.communicate(timeout=60)
     finally:

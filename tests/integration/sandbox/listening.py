@@ -21,7 +21,7 @@ def _address(hex_addr: str) -> tuple[str, int]:
     """``0100007F:1A0B`` -> (``127.0.0.1``, 6667): the kernel prints each 32-bit word of the address as the
     machine holds it, so each word is packed back in the machine's own byte order."""
     addr, port = hex_addr.split(":")
-    words = [int(addr[i:i + 8], 16) for i in range(0, len(addr), 8)]
+    words = [int(addr[i : i + 8], 16) for i in range(0, len(addr), 8)]
     raw = b"".join(struct.pack("=I", w) for w in words)
     family = socket.AF_INET if len(raw) == 4 else socket.AF_INET6
     return socket.inet_ntop(family, raw), int(port, 16)
@@ -48,7 +48,7 @@ def sockets_of(pid: int) -> set[str]:
         except OSError:  # closed since the listing
             continue
         if target.startswith("socket:["):
-            inodes.add(target[len("socket:["):-1])
+            inodes.add(target[len("socket:[") : -1])
     return inodes
 
 
@@ -61,6 +61,8 @@ def listening(pid: int) -> set[tuple[str, str, int]]:
         for inode, local, remote, state in _table(proto):
             if inode not in mine:
                 continue
-            if (proto.startswith("tcp") and state == _TCP_LISTEN) or (proto.startswith("udp") and remote[1] == 0):
+            if (proto.startswith("tcp") and state == _TCP_LISTEN) or (
+                proto.startswith("udp") and remote[1] == 0
+            ):
                 found.add((proto, *local))
     return found

@@ -20,9 +20,9 @@ TEST_USER = "slurmlabtest"
 
 @dataclass(frozen=True)
 class OrdinaryUser:
-    base: Path              # a folder under /tmp the user owns (removed by the test)
-    as_user: list[str]      # argv prefix that runs a command as the user
-    sandbox: list[str]      # argv of `slurmlab sandbox` as the user
+    base: Path  # a folder under /tmp the user owns (removed by the test)
+    as_user: list[str]  # argv prefix that runs a command as the user
+    sandbox: list[str]  # argv of `slurmlab sandbox` as the user
 
 
 def _user_python(home: Path) -> list[str]:
@@ -30,13 +30,19 @@ def _user_python(home: Path) -> list[str]:
 
     The checkout may sit where that user cannot read (a 0700 temporary folder, root's home): then the
     package is copied into ``home``, a folder the user owns, as a workshop user would have it installed."""
-    probe = subprocess.run(["runuser", "-u", TEST_USER, "--", sys.executable, "-c", "import slurmlab"],
-                           capture_output=True, cwd="/")
+    probe = subprocess.run(
+        ["runuser", "-u", TEST_USER, "--", sys.executable, "-c", "import slurmlab"],
+        capture_output=True,
+        cwd="/",
+    )
     if probe.returncode == 0:
         return [sys.executable]
     site = home / "site"
-    shutil.copytree(REPO / "slurmlab", site / "slurmlab",
-                    ignore=shutil.ignore_patterns("__pycache__", "labextension", "*.pyc"))
+    shutil.copytree(
+        REPO / "slurmlab",
+        site / "slurmlab",
+        ignore=shutil.ignore_patterns("__pycache__", "labextension", "*.pyc"),
+    )
     return ["env", f"PYTHONPATH={site}", "/usr/bin/python3"]
 
 

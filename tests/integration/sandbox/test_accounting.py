@@ -28,7 +28,6 @@ from tests.integration.sandbox.ordinary_user import TEST_USER, ordinary_user
 REPO = Path(__file__).resolve().parents[3]
 
 
-
 pytestmark = [
     pytest.mark.sandbox,
     pytest.mark.skipif(accounting_missing_reason() is not None, reason=accounting_missing_reason() or ""),
@@ -49,8 +48,9 @@ def sandbox() -> Iterator[Sandbox]:
 
 
 def slurm(sb: Sandbox, *argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **sb.env()}, cwd="/")
+    return subprocess.run(
+        list(argv), capture_output=True, text=True, timeout=timeout, env={**os.environ, **sb.env()}, cwd="/"
+    )
 
 
 def eventually(check: Callable[[], str | None], seconds: float = 30) -> str:
@@ -84,7 +84,9 @@ def test_the_sandbox_runs_slurmdbd_and_mariadb_and_says_so(sandbox: Sandbox) -> 
     st = sandbox.status()
     assert st.running, str(st)
     assert {"slurmdbd", "mariadbd"} <= set(st.processes)
-    assert re.search(r"on \(slurmdbd answers on port \d+; mariadbd answers on .*mysqld\.sock\)", st.accounting)
+    assert re.search(
+        r"on \(slurmdbd answers on port \d+; mariadbd answers on .*mysqld\.sock\)", st.accounting
+    )
     assert "accounting     on" in str(st)
     conf = sandbox.conf_path.read_text()
     assert "AccountingStorageType=accounting_storage/slurmdbd" in conf
@@ -94,8 +96,13 @@ def test_the_sandbox_runs_slurmdbd_and_mariadb_and_says_so(sandbox: Sandbox) -> 
     # the database answers on its socket only: mariadbd holds no TCP port of its own
     pid = sandbox.pids["mariadbd"]
     inodes = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
-    tcp = {line.split()[9] for name in ("/proc/net/tcp", "/proc/net/tcp6") if Path(name).exists()
-           for line in Path(name).read_text().splitlines()[1:] if line.split()[3] == "0A"}
+    tcp = {
+        line.split()[9]
+        for name in ("/proc/net/tcp", "/proc/net/tcp6")
+        if Path(name).exists()
+        for line in Path(name).read_text().splitlines()[1:]
+        if line.split()[3] == "0A"
+    }
     assert not {f"socket:[{i}]" for i in tcp} & inodes, "mariadbd listens on TCP"
 
 
@@ -131,7 +138,9 @@ def test_the_qos_carry_the_gpu_limit_and_the_short_debug_wall(sandbox: Sandbox) 
     assoc = slurm(sandbox, "sacctmgr", "-n", "-P", "show", "user", user, "format=User,DefaultAccount").stdout
     assert assoc.split() == [f"{user}|research"]
     share = slurm(sandbox, "sshare", "-n", "-P", "-A", "research", "-o", "Account,User")
-    assert share.returncode == 0 and f"research|{user}" in share.stdout.replace(" ", ""), share.stdout + share.stderr
+    assert share.returncode == 0 and f"research|{user}" in share.stdout.replace(" ", ""), (
+        share.stdout + share.stderr
+    )
     tres = slurm(sandbox, "sacctmgr", "-n", "-P", "show", "tres", "format=Type,Name").stdout.split()
     assert "gres|gpu" in tres, tres
     if sandbox.version >= (23, 2):  # GPU memory and utilisation are accounted where Slurm has them
@@ -143,6 +152,7 @@ def _pending_reason(sb: Sandbox, *sbatch: str) -> str:
     assert job.returncode == 0, job.stderr
     jobid = job.stdout.strip().split(";")[0]
     try:
+
         def reason() -> str | None:
             out = slurm(sb, "squeue", "-h", "-j", jobid, "-o", "%T|%r").stdout.strip()
             return out if out.startswith("PENDING|") and "None" not in out and "Priority" not in out else None
@@ -167,7 +177,9 @@ def test_a_debug_job_longer_than_its_wall_limit_pends_on_it(sandbox: Sandbox) ->
 def test_a_user_admitted_later_gets_an_association_and_runs_jobs(sandbox: Sandbox) -> None:
     from slurmlab.testing.other_user import OTHER_USER, submit_as
 
-    res = submit_as(sandbox, OTHER_USER, ["sbatch", "--parsable", "-o", "/dev/null", "-t", "1", "--wrap", "true"])
+    res = submit_as(
+        sandbox, OTHER_USER, ["sbatch", "--parsable", "-o", "/dev/null", "-t", "1", "--wrap", "true"]
+    )
     jobid = res.stdout.strip()
 
     def row() -> str | None:
@@ -192,7 +204,10 @@ def test_down_stops_slurmdbd_then_mariadb_and_leaves_nothing() -> None:
         done = sb.restart()
         assert [line.split(":")[0] for line in done] == ["mariadbd", "slurmdbd"]
         assert sb.status().running and sb.status().accounting.startswith("on (slurmdbd answers")
-        assert slurm(sb, "sacctmgr", "-n", "-P", "show", "qos", "format=Name").stdout.split() == ["normal", "debug"]
+        assert slurm(sb, "sacctmgr", "-n", "-P", "show", "qos", "format=Name").stdout.split() == [
+            "normal",
+            "debug",
+        ]
         pids = sb.pids
         sb.down()
         assert accounting_processes(folder, pids) == []
@@ -220,35 +235,54 @@ def _connects(path: Path) -> bool:
     return True
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None, reason="needs root to act as another user")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("runuser") is None, reason="needs root to act as another user"
+)
 def test_an_ordinary_user_runs_a_sandbox_with_accounting() -> None:
     who = ordinary_user("slsb-au-")
     user, base, as_user, run = pwd.getpwnam(TEST_USER), who.base, who.as_user, who.sandbox
     folder = base / "sb"
     state: dict[str, dict[str, int]] = {"pids": {}}
     try:
-        up = subprocess.run(run + ["up", "--accounting", "--profile", "seed", "--nodes", "1", "--dir", str(folder)],
-                            capture_output=True, text=True, timeout=180, cwd="/")
+        up = subprocess.run(
+            run + ["up", "--accounting", "--profile", "seed", "--nodes", "1", "--dir", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            cwd="/",
+        )
         assert up.returncode == 0, up.stdout + up.stderr
         assert "accounting: on" in up.stdout
         state = json.loads((folder / "state.json").read_text())
         for name in ("slurmdbd", "mariadbd"):
             assert os.stat(f"/proc/{state['pids'][name]}").st_uid == user.pw_uid, name
         env = ["env", f"SLURM_CONF={folder / 'slurm.conf'}"]
-        job = subprocess.run(as_user + env + ["sbatch", "--parsable", "-o", "/dev/null", "--gres=gpu:1", "-t", "1",
-                                                        "--wrap", "true"],
-                             capture_output=True, text=True, timeout=60, cwd="/")
+        job = subprocess.run(
+            as_user
+            + env
+            + ["sbatch", "--parsable", "-o", "/dev/null", "--gres=gpu:1", "-t", "1", "--wrap", "true"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+        )
         assert job.returncode == 0, job.stderr
         jobid = job.stdout.strip()
 
         def row() -> str | None:
-            out = subprocess.run(as_user + env + ["sacct", "-X", "-n", "-P", "-j", jobid, "-o", "JobID,State,User"],
-                                 capture_output=True, text=True, timeout=30, cwd="/").stdout
+            out = subprocess.run(
+                as_user + env + ["sacct", "-X", "-n", "-P", "-j", jobid, "-o", "JobID,State,User"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                cwd="/",
+            ).stdout
             return out if "COMPLETED" in out else None
 
         assert eventually(row).split() == [f"{jobid}|COMPLETED|{TEST_USER}"]
-        down = subprocess.run(run + ["down", "--dir", str(folder)], capture_output=True, text=True, timeout=90,
-                              cwd="/")
+        down = subprocess.run(
+            run + ["down", "--dir", str(folder)], capture_output=True, text=True, timeout=90, cwd="/"
+        )
         assert down.returncode == 0, down.stdout + down.stderr
         assert accounting_processes(folder, state["pids"]) == []
         assert not [p for p in state["pids"].values() if alive(p)]

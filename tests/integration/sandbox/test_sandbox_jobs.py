@@ -50,8 +50,10 @@ def test_two_node_gpu_allocation_with_closest_binding(slurm_sandbox) -> None:
         per_node = re.findall(r"Nodes=(node\d) CPU_IDs=(\S+) .*GRES=gpu:h100:(\d+)\(IDX:([^)]+)\)", detail)
         assert {n for n, *_ in per_node} == {"node1", "node2"}, detail
         assert sum(int(c) for *_, c, _ in per_node) == 4
-        step = r.run(["srun", f"--jobid={job}", "--overlap", "-n4", "--gpus-per-task=1", "python3", "-c",
-                      STEP_REPORT], timeout=60).stdout
+        step = r.run(
+            ["srun", f"--jobid={job}", "--overlap", "-n4", "--gpus-per-task=1", "python3", "-c", STEP_REPORT],
+            timeout=60,
+        ).stdout
         rows = [line.split(" ", 4) for line in step.strip().splitlines()]
         assert len(rows) == 4, step
         seen = {(node, gpus) for node, _, _, gpus, _ in rows}
@@ -74,8 +76,10 @@ def test_pmi2_ranks(slurm_sandbox) -> None:
     r = slurm_sandbox.runner()
     job = _salloc(r, "-n4")
     try:
-        out = r.run(["srun", f"--jobid={job}", "--overlap", "--mpi=pmi2", "-n4", "python3", "-c", STEP_REPORT],
-                    timeout=60).stdout
+        out = r.run(
+            ["srun", f"--jobid={job}", "--overlap", "--mpi=pmi2", "-n4", "python3", "-c", STEP_REPORT],
+            timeout=60,
+        ).stdout
         ranks = sorted(int(line.split()[1]) for line in out.strip().splitlines())
         assert ranks == [0, 1, 2, 3], out
     finally:
@@ -83,8 +87,9 @@ def test_pmi2_ranks(slurm_sandbox) -> None:
 
 
 def _sbatch(runner: Runner, *args: str) -> str:
-    res = runner.run(["sbatch", "--parsable", "-J", f"t-{uuid.uuid4().hex[:8]}", "-t", "10", *args,
-                      "--wrap", "sleep 300"])
+    res = runner.run(
+        ["sbatch", "--parsable", "-J", f"t-{uuid.uuid4().hex[:8]}", "-t", "10", *args, "--wrap", "sleep 300"]
+    )
     return res.stdout.strip().split(";")[0]
 
 
@@ -122,7 +127,9 @@ REFUSED_AT_SUBMIT = "Requested node configuration is not available"
     ],
     ids=["busy-cluster", "larger-than-partition"],
 )
-def test_request_that_does_not_fit_pends_and_can_be_cancelled(slurm_sandbox, blocker, request_args, reason) -> None:
+def test_request_that_does_not_fit_pends_and_can_be_cancelled(
+    slurm_sandbox, blocker, request_args, reason
+) -> None:
     r = slurm_sandbox.runner()
     held = _sbatch(r, *blocker) if blocker else None
     job = None
@@ -130,8 +137,20 @@ def test_request_that_does_not_fit_pends_and_can_be_cancelled(slurm_sandbox, blo
         if held:
             assert _wait_state(r, held, "RUNNING").startswith("RUNNING")
         if reason == "PartitionConfig":
-            res = r.run(["sbatch", "--parsable", "-J", f"t-{uuid.uuid4().hex[:8]}", "-t", "10", *request_args,
-                         "--wrap", "sleep 300"], check=False)
+            res = r.run(
+                [
+                    "sbatch",
+                    "--parsable",
+                    "-J",
+                    f"t-{uuid.uuid4().hex[:8]}",
+                    "-t",
+                    "10",
+                    *request_args,
+                    "--wrap",
+                    "sleep 300",
+                ],
+                check=False,
+            )
             if not res.ok:  # refused at submit: the other answer a Slurm may give, and nothing was queued
                 assert REFUSED_AT_SUBMIT in res.stderr, res.stderr
                 return
@@ -154,8 +173,12 @@ def test_allocation_larger_than_the_partition_pends_or_is_refused_in_slurms_word
     from slurmlab.slurm.allocation import Allocation
 
     try:
-        alloc = Allocation.submit(["-N2", "-n", "300", "-t", "5"], runner=slurm_sandbox.runner(), validate=False,
-                                  release_at_exit=False)
+        alloc = Allocation.submit(
+            ["-N2", "-n", "300", "-t", "5"],
+            runner=slurm_sandbox.runner(),
+            validate=False,
+            release_at_exit=False,
+        )
     except AllocationError as exc:
         assert REFUSED_AT_SUBMIT in exc.message, exc.message
         assert exc.hint and "sinfo" in exc.hint and "\n" not in exc.hint, exc.hint
@@ -191,8 +214,11 @@ def test_validation_agrees_with_this_slurm_on_what_differs_between_versions(slur
         assert f"Slurm {version_text(version)}" in note, note
     except RequestProblems as exc:
         predicted = exc.problems[0].message
-    res = r.run(["salloc", "--no-shell", "--immediate=10", "-J", f"t-{uuid.uuid4().hex[:8]}", "-t", "5", *args],
-                check=False, timeout=30)
+    res = r.run(
+        ["salloc", "--no-shell", "--immediate=10", "-J", f"t-{uuid.uuid4().hex[:8]}", "-t", "5", *args],
+        check=False,
+        timeout=30,
+    )
     granted = re.search(r"Granted job allocation (\d+)", res.stderr)
     if granted:
         _scancel(r, granted.group(1))

@@ -26,8 +26,10 @@ from slurmlab.testing.sandbox_fixtures import slurm_missing_reason
 from tests.integration.sandbox.ordinary_user import TEST_USER, ordinary_user
 
 REPO = Path(__file__).resolve().parents[3]
-pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(slurm_missing_reason() is not None,
-                                                      reason=slurm_missing_reason() or "")]
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(slurm_missing_reason() is not None, reason=slurm_missing_reason() or ""),
+]
 
 
 @pytest.fixture
@@ -40,8 +42,13 @@ def folder() -> Iterator[Path]:
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "slurmlab", "sandbox", *args], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "slurmlab", "sandbox", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
@@ -79,7 +86,7 @@ def _process_table() -> dict[int, tuple[int, str, list[str]]]:
             argv = [a for a in (d / "cmdline").read_bytes().decode(errors="replace").split("\0") if a]
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if fields[0] not in ("Z", "X"):
             table[int(d.name)] = (int(fields[1]), fields[19], argv)
     return table
@@ -128,9 +135,13 @@ def test_cli_up_then_down_leaves_no_process_and_no_port(folder: Path) -> None:
     assert f"Slurm {release})" in out, out  # the version it started, e.g. "Slurm 24.11.5"
     state = json.loads((folder / "state.json").read_text())
     # without a cgroup filesystem (e.g. SLURMLAB_ROOT_CGROUP=none in a Slurm root) 23.11+ needs cgroups disabled
-    mounted = any(line.split()[1] == "/sys/fs/cgroup" for line in Path("/proc/self/mounts").read_text().splitlines())
+    mounted = any(
+        line.split()[1] == "/sys/fs/cgroup" for line in Path("/proc/self/mounts").read_text().splitlines()
+    )
     if not mounted and tuple(state["version"]) >= (23, 11):
-        assert "CgroupPlugin=disabled" in (folder / "cgroup.conf").read_text() and "CgroupPlugin=disabled" in out
+        assert (
+            "CgroupPlugin=disabled" in (folder / "cgroup.conf").read_text() and "CgroupPlugin=disabled" in out
+        )
     pids, ports = list(state["pids"].values()), list(state["ports"].values())
     # munged, slurmctld, two slurmd; and slurmdbd with its MariaDB where accounting is on (the default where
     # both are installed): `down` below must leave none of them
@@ -146,10 +157,22 @@ def test_cli_up_then_down_leaves_no_process_and_no_port(folder: Path) -> None:
     marks = [str(random.randint(10**8, 10**9 - 1)) for _ in range(3)]
     slurm_env = {**os.environ, "SLURM_CONF": conf}
     for mark, extra in ((marks[0], []), (marks[2], ["--begin=now+3600"])):
-        subprocess.run(["sbatch", "--parsable", "-N1", "-o", "/dev/null", *extra, "--wrap", f"sleep {mark}"],
-                       capture_output=True, text=True, env=slurm_env, check=True, timeout=30, cwd="/tmp")
-    step = subprocess.Popen(["srun", "-N1", "sleep", marks[1]], env=slurm_env, cwd="/tmp",
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["sbatch", "--parsable", "-N1", "-o", "/dev/null", *extra, "--wrap", f"sleep {mark}"],
+            capture_output=True,
+            text=True,
+            env=slurm_env,
+            check=True,
+            timeout=30,
+            cwd="/tmp",
+        )
+    step = subprocess.Popen(
+        ["srun", "-N1", "sleep", marks[1]],
+        env=slurm_env,
+        cwd="/tmp",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         words = [str(folder), *(f"sleep {m}" for m in marks[:2]), *marks[:2]]
         before: dict[int, tuple[str, list[str]]] = {}
@@ -157,8 +180,10 @@ def test_cli_up_then_down_leaves_no_process_and_no_port(folder: Path) -> None:
             before = _sandbox_processes(set(pids) | {step.pid}, words)
             lines = [" ".join(argv) for _, argv in before.values()]
             # the sleeps themselves (srun's own command line names the sleep before the step runs)
-            if all(any(_is_sleep(line, m) for line in lines) for m in marks[:2]) and sum(
-                    1 for line in lines if line.startswith("slurmstepd")) >= 2:
+            if (
+                all(any(_is_sleep(line, m) for line in lines) for m in marks[:2])
+                and sum(1 for line in lines if line.startswith("slurmstepd")) >= 2
+            ):
                 break
             time.sleep(0.1)
         lines = [" ".join(argv) for _, argv in before.values()]
@@ -186,8 +211,10 @@ def test_second_up_reuses_the_running_sandbox(folder: Path) -> None:
     first = Sandbox.up(profile="seed", nodes=2, directory=folder, accounting=False)
     second = Sandbox.up(profile="seed", nodes=2, directory=folder, accounting=False)
     assert second.reused and not first.reused and second.pids == first.pids
-    assert "already running" in cli("up", "--profile", "seed", "--nodes", "2", "--dir", str(folder),
-                                    "--no-accounting").stdout
+    assert (
+        "already running"
+        in cli("up", "--profile", "seed", "--nodes", "2", "--dir", str(folder), "--no-accounting").stdout
+    )
     with pytest.raises(SandboxError, match="already runs") as info:
         Sandbox.up(profile="seed", nodes=3, directory=folder, accounting=False)
     assert "sandbox down" in str(info.value)
@@ -203,7 +230,9 @@ def test_partly_running_sandbox_says_how_to_recover(folder: Path) -> None:
         time.sleep(0.05)
     with pytest.raises(SandboxError, match="partly running") as info:
         Sandbox.up(profile="seed", nodes=2, directory=folder, accounting=False)
-    assert "slurmd:node2 not running" in str(info.value) and f"sandbox restart --dir {folder}" in str(info.value)
+    assert "slurmd:node2 not running" in str(info.value) and f"sandbox restart --dir {folder}" in str(
+        info.value
+    )
     assert f"sandbox down --dir {folder}" in str(info.value)  # starting afresh stays possible
     sb.down()
     assert not any(alive(p) for p in sb.pids.values())
@@ -213,9 +242,19 @@ def test_stale_state_of_a_dead_sandbox_is_replaced(folder: Path) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
     folder.mkdir(parents=True)
-    (folder / "state.json").write_text(json.dumps({
-        "profile": "seed", "nodes": 2, "node_names": ["node1", "node2"], "conf_path": str(folder / "slurm.conf"),
-        "version": [22, 5], "ports": {"slurmctld": 1}, "pids": {"munged": dead.pid, "slurmctld": dead.pid}}))
+    (folder / "state.json").write_text(
+        json.dumps(
+            {
+                "profile": "seed",
+                "nodes": 2,
+                "node_names": ["node1", "node2"],
+                "conf_path": str(folder / "slurm.conf"),
+                "version": [22, 5],
+                "ports": {"slurmctld": 1},
+                "pids": {"munged": dead.pid, "slurmctld": dead.pid},
+            }
+        )
+    )
     sb = Sandbox.up(profile="seed", nodes=2, directory=folder, accounting=False)
     assert not sb.reused and sb.status().running
 
@@ -231,14 +270,21 @@ def test_a_taken_port_is_refused(folder: Path) -> None:
     assert not (folder / "state.json").exists()
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None, reason="needs root to act as another user")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("runuser") is None, reason="needs root to act as another user"
+)
 def test_an_unprivileged_user_brings_a_sandbox_up_and_down() -> None:
     who = ordinary_user("slsb-u-")
     user, base, as_user, run = pwd.getpwnam(TEST_USER), who.base, who.as_user, who.sandbox
     folder = base / "sb"
     try:
-        up = subprocess.run(run + ["up", "--profile", "seed", "--nodes", "2", "--dir", str(folder)],
-                            capture_output=True, text=True, timeout=120, cwd="/")
+        up = subprocess.run(
+            run + ["up", "--profile", "seed", "--nodes", "2", "--dir", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd="/",
+        )
         assert up.returncode == 0, up.stdout + up.stderr
         state = json.loads((folder / "state.json").read_text())
         assert state["user"] == TEST_USER
@@ -249,11 +295,18 @@ def test_an_unprivileged_user_brings_a_sandbox_up_and_down() -> None:
         conf = (folder / "slurm.conf").read_text()
         assert f"SlurmUser={TEST_USER}" in conf and "File=/dev/tty" in (folder / "gres.conf").read_text()
         env = {"SLURM_CONF": str(folder / "slurm.conf")}
-        job = subprocess.run(as_user + ["env", f"SLURM_CONF={env['SLURM_CONF']}", "srun", "-N2", "--gpus-per-node=1",
-                                        "id", "-un"], capture_output=True, text=True, timeout=60, cwd="/")
+        job = subprocess.run(
+            as_user
+            + ["env", f"SLURM_CONF={env['SLURM_CONF']}", "srun", "-N2", "--gpus-per-node=1", "id", "-un"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+        )
         assert job.stdout.split() == [TEST_USER, TEST_USER], job.stderr
-        down = subprocess.run(run + ["down", "--dir", str(folder)], capture_output=True, text=True, timeout=60,
-                              cwd="/")
+        down = subprocess.run(
+            run + ["down", "--dir", str(folder)], capture_output=True, text=True, timeout=60, cwd="/"
+        )
         assert down.returncode == 0, down.stderr
         assert not [p for p in state["pids"].values() if alive(p)]
         assert not [p for p in state["ports"].values() if connects(p)]

@@ -47,13 +47,17 @@ def _check_loopback_only(sb: Sandbox, held: dict[str, set[tuple[str, str, int]]]
     else:
         assert ipaddress.ip_address(called).is_loopback, called
         where = called
-    stray = {name: sorted(s for s in sockets if s[1] != where) for name, sockets in held.items()
-             if any(s[1] != where for s in sockets)}
+    stray = {
+        name: sorted(s for s in sockets if s[1] != where)
+        for name, sockets in held.items()
+        if any(s[1] != where for s in sockets)
+    }
     assert not stray, f"listening beside {where}: {stray}"
     # each daemon with a port listens on it there (so that an empty reading cannot pass), munged and MariaDB on
     # their Unix sockets only
     assert {name: {s for s in held[name] if s[0] == "tcp"} for name in sb.ports} == {
-        name: {("tcp", where, port)} for name, port in sb.ports.items()}
+        name: {("tcp", where, port)} for name, port in sb.ports.items()
+    }
     assert held["munged"] == set() and held.get("mariadbd", set()) == set()
 
 
@@ -80,8 +84,10 @@ finally:
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
-                    reason="a private /etc/hosts needs root and unshare (util-linux)")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="a private /etc/hosts needs root and unshare (util-linux)",
+)
 @pytest.mark.skipif(_NO_ACCOUNTING is not None, reason=_NO_ACCOUNTING or "")
 def test_a_host_name_on_127_0_1_1_keeps_every_daemon_on_that_loopback_address() -> None:
     """Debian's usual /etc/hosts names the machine on 127.0.1.1: binding by name then binds 127.0.1.1, so the
@@ -90,18 +96,40 @@ def test_a_host_name_on_127_0_1_1_keeps_every_daemon_on_that_loopback_address() 
     base = Path(tempfile.mkdtemp(prefix="slsb-lo-", dir="/tmp"))
     base.chmod(0o711)
     hosts = base / "hosts"
-    hosts.write_text(f"127.0.0.1\tlocalhost\n127.0.1.1\t{host} {host.split('.')[0]}\n::1\tlocalhost ip6-localhost\n")
+    hosts.write_text(
+        f"127.0.0.1\tlocalhost\n127.0.1.1\t{host} {host.split('.')[0]}\n::1\tlocalhost ip6-localhost\n"
+    )
     folder = base / "sb"
     # a mount namespace of its own: the daemons started in it see this hosts file, nothing else on the machine does
     shell = 'mount --bind "$1" /etc/hosts && echo namespace-ready >&2 && exec "$2" -c "$3" "$4"'
     try:
-        done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", shell, "sh", str(hosts),
-                               sys.executable, _IN_NAMESPACE, str(folder)],
-                              capture_output=True, text=True, timeout=240, cwd=REPO, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                shell,
+                "sh",
+                str(hosts),
+                sys.executable,
+                _IN_NAMESPACE,
+                str(folder),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+        )
         if "namespace-ready" not in done.stderr:
             pytest.skip(f"no private mount namespace here: {done.stderr.strip()[-300:]}")
         assert done.returncode == 0, done.stderr[-3000:]
-        held = {name: {tuple(s) for s in sockets} for name, sockets in json.loads(done.stdout)["held"].items()}
+        held = {
+            name: {tuple(s) for s in sockets} for name, sockets in json.loads(done.stdout)["held"].items()
+        }
     finally:
         if (folder / "state.json").exists():
             Sandbox.find(folder).down()

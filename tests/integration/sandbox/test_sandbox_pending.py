@@ -24,8 +24,11 @@ def test_more_tasks_than_the_partition_has_cpus_is_refused_before_submit(slurm_s
     cpus = [int(c) for c in runner.run(["sinfo", "-h", "-N", "-o", "%c"]).stdout.split()]
     total = sum(cpus)
     with pytest.raises(RequestProblems) as info:
-        Allocation.submit(["-n", str(total * 4), "--gpus=1", "-t", "5", "-J", "too-many-tasks"], runner=runner,
-                          release_at_exit=False)
+        Allocation.submit(
+            ["-n", str(total * 4), "--gpus=1", "-t", "5", "-J", "too-many-tasks"],
+            runner=runner,
+            release_at_exit=False,
+        )
     text = f"{info.value} {info.value.hint}"
     assert f"{total * 4} tasks" in text and f"{total} CPUs in {len(cpus)} nodes" in text, text
     assert f"at most -n {total}" in text and "-O" in text and "PartitionConfig" not in text
@@ -35,8 +38,9 @@ def test_more_tasks_than_the_partition_has_cpus_is_refused_before_submit(slurm_s
 def test_a_pending_allocation_shows_slurms_expected_start_within_seconds(slurm_sandbox) -> None:
     runner = slurm_sandbox.runner()
     nodes = len(slurm_sandbox.nodes)
-    blocker = Allocation.submit([f"-N{nodes}", "--gpus-per-node=8", "-t", "5"], runner=runner,
-                                release_at_exit=True)
+    blocker = Allocation.submit(
+        [f"-N{nodes}", "--gpus-per-node=8", "-t", "5"], runner=runner, release_at_exit=True
+    )
     waiting = None
     try:
         blocker.wait("RUNNING", timeout=60)

@@ -13,7 +13,7 @@ import pytest
 from slurmlab.sandbox.processes import alive
 from slurmlab.testing.sandbox_fixtures import slurm_missing_reason
 
-INNER = '''
+INNER = """
 import json, os
 from slurmlab.slurm.runner import get_runner
 
@@ -25,15 +25,22 @@ def test_inner(slurm_sandbox):
 
 def test_runner_restored_later():
     pass
-'''
+"""
 
 
-def _run_inner(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run_inner(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     test = tmp_path / "test_inner_sandbox.py"
     test.write_text(INNER)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(test), *args],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**os.environ, "SANDBOX_REPORT": str(tmp_path / "report.json"), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(test), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "SANDBOX_REPORT": str(tmp_path / "report.json"), **(env or {})},
+    )
 
 
 @pytest.mark.sandbox
@@ -53,8 +60,10 @@ def test_without_slurm_the_fixture_skips_with_the_install_line(tmp_path: Path) -
     # no Slurm client on PATH: the fixture must skip, naming the apt-get line
     proc = _run_inner(tmp_path, env={"PATH": str(empty)})
     out = proc.stdout + proc.stderr
-    if "sinfo" not in out and slurm_missing_reason() is None and any(
-        Path(d, "sinfo").exists() for d in ("/usr/sbin", "/sbin")
+    if (
+        "sinfo" not in out
+        and slurm_missing_reason() is None
+        and any(Path(d, "sinfo").exists() for d in ("/usr/sbin", "/sbin"))
     ):
         pytest.skip("sinfo is installed in an sbin folder here, so it cannot be hidden through PATH")
     assert proc.returncode == 0, out

@@ -30,8 +30,10 @@ OUTSIDER = "slurmlabother"
 pytestmark = [
     pytest.mark.sandbox,
     pytest.mark.skipif(slurm_missing_reason() is not None, reason=slurm_missing_reason() or ""),
-    pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None or shutil.which("useradd") is None,
-                       reason="needs root (useradd, runuser) to act as other Unix users"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("runuser") is None or shutil.which("useradd") is None,
+        reason="needs root (useradd, runuser) to act as other Unix users",
+    ),
     pytest.mark.skipif(shutil.which("munge") is None, reason="needs munge's client: apt-get install munge"),
 ]
 
@@ -51,8 +53,13 @@ def sandbox() -> Iterator[Sandbox]:
 
 
 def as_user(user: str, sb: Sandbox, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["runuser", "-u", user, "--", "env", f"SLURM_CONF={sb.conf_path}", *argv],
-                          capture_output=True, text=True, timeout=timeout, cwd="/")
+    return subprocess.run(
+        ["runuser", "-u", user, "--", "env", f"SLURM_CONF={sb.conf_path}", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd="/",
+    )
 
 
 def munge_ok(user: str, sb: Sandbox) -> bool:
@@ -87,9 +94,27 @@ def test_only_the_owner_and_an_admitted_user_reach_munge_and_slurm(sandbox: Sand
 def test_admission_follows_the_owner_and_survives_a_munged_restart(sandbox: Sandbox) -> None:
     try:
         # through the CLI, as a user would: up on the running sandbox replaces whom it admits
-        up = subprocess.run([sys.executable, "-m", "slurmlab", "sandbox", "up", "--profile", "seed", "--nodes", "1",
-                             "--dir", str(sandbox.directory), "--admit", OUTSIDER],
-                            capture_output=True, text=True, timeout=60, cwd=REPO)
+        up = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "slurmlab",
+                "sandbox",
+                "up",
+                "--profile",
+                "seed",
+                "--nodes",
+                "1",
+                "--dir",
+                str(sandbox.directory),
+                "--admit",
+                OUTSIDER,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+        )
         assert up.returncode == 0, up.stdout + up.stderr
         assert "reusing it" in up.stdout and f"its owner, and {OUTSIDER}" in up.stdout
         assert munge_ok(OUTSIDER, sandbox) and not munge_ok(GUEST, sandbox)

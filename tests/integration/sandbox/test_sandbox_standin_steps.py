@@ -41,8 +41,12 @@ def test_srun_nvidia_smi_answers_for_the_steps_gpus(per_task: Any) -> None:
 
 
 def test_a_program_the_task_starts_finds_it_too(per_task: Any) -> None:
-    res = per_task.srun(["sh", "-c", "nvidia-smi topo -m; echo sandbox=$SLURMLAB_SANDBOX"], args=["-n1", "--gpus=1"],
-                        on_output=lambda *_: None, timeout=60)
+    res = per_task.srun(
+        ["sh", "-c", "nvidia-smi topo -m; echo sandbox=$SLURMLAB_SANDBOX"],
+        args=["-n1", "--gpus=1"],
+        on_output=lambda *_: None,
+        timeout=60,
+    )
     assert res.ok, res.stderr
     text = "\n".join(res.stdout)
     assert len(parse_topo_matrix(text).gpus) == 1
@@ -50,8 +54,9 @@ def test_a_program_the_task_starts_finds_it_too(per_task: Any) -> None:
 
 
 def test_an_unknown_option_fails_as_nvidia_smi_does(per_task: Any) -> None:
-    res = per_task.srun(["nvidia-smi", "--query-gpu=name"], args=["-n1", "--gpus=1"], on_output=lambda *_: None,
-                        timeout=60)
+    res = per_task.srun(
+        ["nvidia-smi", "--query-gpu=name"], args=["-n1", "--gpus=1"], on_output=lambda *_: None, timeout=60
+    )
     assert not res.ok
     assert any("Invalid combination of input arguments" in ln for ln in res.stdout)
 
@@ -63,9 +68,14 @@ def test_binding_and_isolation_see_the_same_gpus_and_say_it_is_a_sandbox(per_tas
     table = per_task.explain_binding()
     report = verify(per_task)
     by_rank = {r.rank: r.gpus for r in table.rows}
-    from_check = {int(rep["label"]): tuple(d["index"] for d in devs)
-                  for rep, devs in zip(report.meta["reports"], report.meta["devices"], strict=True)}
-    assert by_rank == from_check and all(len(g) == 1 for g in by_rank.values()), (table.text(), report.summary())
+    from_check = {
+        int(rep["label"]): tuple(d["index"] for d in devs)
+        for rep, devs in zip(report.meta["reports"], report.meta["devices"], strict=True)
+    }
+    assert by_rank == from_check and all(len(g) == 1 for g in by_rank.values()), (
+        table.text(),
+        report.summary(),
+    )
     assert report.verdict == ISOLATED and not report.failed, report.summary()
     assert table.closest == "honoured" and report.by_id("I7").status == "PASS"
     assert NO_DEVICE_CGROUP in table.text() and NO_DEVICE_CGROUP in report.summary()

@@ -95,7 +95,8 @@ def test_every_interface_has_its_typed_dict_and_back() -> None:
     ts = parse_ts(API_TS.read_text())
     assert set(ts) == set(contract.TS_INTERFACES), (
         f"only in api.ts: {sorted(set(ts) - set(contract.TS_INTERFACES))}; "
-        f"only in contract.py: {sorted(set(contract.TS_INTERFACES) - set(ts))}")
+        f"only in contract.py: {sorted(set(contract.TS_INTERFACES) - set(ts))}"
+    )
     typed_dicts = {getattr(contract, n) for n in contract.__all__ if n != "TS_INTERFACES"}
     assert typed_dicts == set(contract.TS_INTERFACES.values())
 
@@ -105,9 +106,12 @@ def test_fields_match_both_ways(interface: str) -> None:
     ts = parse_ts(API_TS.read_text())[interface]
     py = python_fields(contract.TS_INTERFACES[interface])
     assert sorted(ts) == sorted(py), (
-        f"{interface}: only in api.ts {sorted(set(ts) - set(py))}, only in contract.py {sorted(set(py) - set(ts))}")
+        f"{interface}: only in api.ts {sorted(set(ts) - set(py))}, only in contract.py {sorted(set(py) - set(ts))}"
+    )
     for field, (optional, members) in py.items():
-        assert ts[field] == (optional, members), f"{interface}.{field}: api.ts says {ts[field]}, Python {py[field]}"
+        assert ts[field] == (optional, members), (
+            f"{interface}.{field}: api.ts says {ts[field]}, Python {py[field]}"
+        )
 
 
 def test_the_parser_sees_a_difference(tmp_path: Path) -> None:
@@ -117,8 +121,12 @@ def test_the_parser_sees_a_difference(tmp_path: Path) -> None:
     assert node["cpus"] == (False, frozenset({"number", "null"}))
     dropped = parse_ts(source.replace("  alloc_cpus: number | null;\n", "", 1))["INode"]
     assert "alloc_cpus" not in dropped
-    assert parse_ts(source.replace("  shards_used: number;", "  shards_used: number | null;", 1))["IGpuSlot"][
-        "shards_used"] != python_fields(contract.GpuSlot)["shards_used"]
+    assert (
+        parse_ts(source.replace("  shards_used: number;", "  shards_used: number | null;", 1))["IGpuSlot"][
+            "shards_used"
+        ]
+        != python_fields(contract.GpuSlot)["shards_used"]
+    )
 
 
 # ---- what the server sends has exactly the contract's keys -------------------------------------------
@@ -145,12 +153,26 @@ def _conforms(payload: Any, cls: type) -> None:
 
 
 def _cluster() -> tuple[list[Node], list[Job]]:
-    node = Node(name="node1", state="MIXED", partitions=("gpu",), cpus=48, alloc_cpus=8,
-                gres=parse_gres("gpu:h100:2(S:0-1),gpu:1g.18gb:2,shard:h100:8"),
-                gres_used=parse_gres("gpu:h100:1(IDX:0),shard:h100:4(0/4,4/4)"))
-    job = Job(job_id=7, name="j7", state="RUNNING", user="alice", nodelist="node1", nodes=("node1",),
-              start_time=T0, time_limit=3600,
-              gpu_allocs=(GresAlloc(node="node1", items=parse_gres("gpu:h100:1(IDX:0),shard:h100:4(0/4,4/4)")),))
+    node = Node(
+        name="node1",
+        state="MIXED",
+        partitions=("gpu",),
+        cpus=48,
+        alloc_cpus=8,
+        gres=parse_gres("gpu:h100:2(S:0-1),gpu:1g.18gb:2,shard:h100:8"),
+        gres_used=parse_gres("gpu:h100:1(IDX:0),shard:h100:4(0/4,4/4)"),
+    )
+    job = Job(
+        job_id=7,
+        name="j7",
+        state="RUNNING",
+        user="alice",
+        nodelist="node1",
+        nodes=("node1",),
+        start_time=T0,
+        time_limit=3600,
+        gpu_allocs=(GresAlloc(node="node1", items=parse_gres("gpu:h100:1(IDX:0),shard:h100:4(0/4,4/4)")),),
+    )
     return [node], [job]
 
 
@@ -167,16 +189,24 @@ class _Source:
 
     async def poll(self, version: str | None = None) -> PollOutcome:
         nodes, jobs = _cluster()
-        answers = encode_answers(nodes_view(nodes, jobs), [job_view(j, {7: 0}, 0) for j in jobs],
-                                 [problem_view(ParseError("job record", "x"), "job")], self.user)
+        answers = encode_answers(
+            nodes_view(nodes, jobs),
+            [job_view(j, {7: 0}, 0) for j in jobs],
+            [problem_view(ParseError("job record", "x"), "job")],
+            self.user,
+        )
         return PollOutcome("24.11.5", answers, ("x",))
 
 
 def test_the_cached_answers_conform() -> None:
     poller = ClusterPoller(_Source(), ResponseCache())  # type: ignore[arg-type]
     asyncio.run(poller.refresh())
-    answers = {"status": contract.StatusAnswer, "nodes": contract.NodesAnswer,
-               "queue:all": contract.QueueAnswer, "queue:mine": contract.QueueAnswer}
+    answers = {
+        "status": contract.StatusAnswer,
+        "nodes": contract.NodesAnswer,
+        "queue:all": contract.QueueAnswer,
+        "queue:mine": contract.QueueAnswer,
+    }
     assert sorted(poller.cache.keys()) == sorted(answers)
     for key, cls in answers.items():
         entry = poller.cache.get(key)

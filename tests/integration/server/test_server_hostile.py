@@ -11,23 +11,31 @@ import pytest
 from server_jobs import ensure_other_user, scancel, squeue_state, submit
 from tornado.httpclient import HTTPClientError
 
-pytestmark = [pytest.mark.sandbox,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to submit as a second Unix user")]
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to submit as a second Unix user"),
+]
 
 POLL = 1.0
-NAMES = ["y UserId=root(0)",
-         "g\n     Nodes=node1 CPU_IDs=0-3 Mem=0 GRES=gpu:h100:8(IDX:0-7)",
-         "n NodeList=n[1-1000]x[1-1001] Nodes=n[1-1000]x[1-1001] CPU_IDs=0 Mem=0"]
+NAMES = [
+    "y UserId=root(0)",
+    "g\n     Nodes=node1 CPU_IDs=0-3 Mem=0 GRES=gpu:h100:8(IDX:0-7)",
+    "n NodeList=n[1-1000]x[1-1001] Nodes=n[1-1000]x[1-1001] CPU_IDs=0 Mem=0",
+]
 
 
 @pytest.fixture
 def jp_server_config() -> dict[str, Any]:
     from traitlets.config import Config
 
-    return Config({"ServerApp": {
-        "jpserver_extensions": {"slurmlab.server": True},
-        "tornado_settings": {"slurmlab_poll_interval": POLL},
-    }})
+    return Config(
+        {
+            "ServerApp": {
+                "jpserver_extensions": {"slurmlab.server": True},
+                "tornado_settings": {"slurmlab_poll_interval": POLL},
+            }
+        }
+    )
 
 
 def _json(response: Any) -> Any:
@@ -75,8 +83,9 @@ async def test_ids_that_are_not_job_ids_are_refused_before_slurm(slurm_sandbox: 
     assert await _code(jp_fetch, "jobs", "987654") == 404
 
 
-async def test_stale_data_is_refreshed_before_it_is_served(slurm_sandbox: Any, jp_fetch: Any,
-                                                           jp_serverapp: Any) -> None:
+async def test_stale_data_is_refreshed_before_it_is_served(
+    slurm_sandbox: Any, jp_fetch: Any, jp_serverapp: Any
+) -> None:
     import time
 
     await jp_fetch("slurmlab", "api", "queue", params={"scope": "mine"})

@@ -79,8 +79,9 @@ async def _cancel(jp_fetch: Any) -> tuple[int, Any]:
     return answer.code, json.loads(answer.body)
 
 
-async def test_both_cancel_paths_ask_the_one_identity(jp_fetch: Any, jp_serverapp: Any, fake: FakeRunner,
-                                                      shell: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_both_cancel_paths_ask_the_one_identity(
+    jp_fetch: Any, jp_serverapp: Any, fake: FakeRunner, shell: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     jp_serverapp.web_app.settings["slurmlab_poller"].source.runner = fake
     asked = _be(monkeypatch, SOMEONE_ELSE)
 
@@ -100,7 +101,9 @@ async def test_both_cancel_paths_ask_the_one_identity(jp_fetch: Any, jp_serverap
     assert code == 200 and body == {"job_id": JOB, "cancelled": True, "user": body["user"]}
 
 
-def test_squeue_mine_is_the_same_identity(fake: FakeRunner, shell: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_squeue_mine_is_the_same_identity(
+    fake: FakeRunner, shell: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _be(monkeypatch, SOMEONE_ELSE)
     monkeypatch.setenv("USER", identity.user_name(OWNER_UID))  # the environment names the owner: no matter
     nobody = str(shell.run_line_magic("squeue", ""))

@@ -24,10 +24,14 @@ POLL = 1.0
 def jp_server_config() -> dict[str, Any]:
     from traitlets.config import Config
 
-    return Config({"ServerApp": {
-        "jpserver_extensions": {"slurmlab.server": True},
-        "tornado_settings": {"slurmlab_poll_interval": POLL},
-    }})
+    return Config(
+        {
+            "ServerApp": {
+                "jpserver_extensions": {"slurmlab.server": True},
+                "tornado_settings": {"slurmlab_poll_interval": POLL},
+            }
+        }
+    )
 
 
 @pytest.fixture
@@ -80,6 +84,7 @@ async def test_nodes_show_every_gpu_of_the_profile(sandbox: Any, jp_fetch: Any) 
 async def test_a_submitted_job_appears_with_its_gpus_and_detail(sandbox: Any, jp_fetch: Any) -> None:
     job = submit(sandbox, "-N1", "--gpus=2", name="srv-gpus2")
     try:
+
         async def mine_has_it() -> Any:
             queue = await _get(jp_fetch, "queue", scope="mine")
             return next((j for j in queue["jobs"] if j["job_id"] == job and j["state"] == "RUNNING"), None)
@@ -127,18 +132,30 @@ async def test_a_repeated_request_gets_304(sandbox: Any, jp_fetch: Any) -> None:
         assert 304 in codes, (path, codes)
 
 
-async def test_requests_without_the_token_are_refused(sandbox: Any, http_server_client: Any,
-                                                      jp_base_url: str) -> None:
-    for method, path in (("GET", "clusters"), ("GET", "status"), ("GET", "nodes"), ("GET", "queue"),
-                         ("GET", "nodes?cluster=default"), ("POST", "jobs/1/cancel"),
-                         ("POST", "jobs/1/cancel?cluster=default")):
-        res = await http_server_client.fetch(f"{jp_base_url}slurmlab/api/{path}", method=method,
-                                             body="{}" if method == "POST" else None, raise_error=False)
+async def test_requests_without_the_token_are_refused(
+    sandbox: Any, http_server_client: Any, jp_base_url: str
+) -> None:
+    for method, path in (
+        ("GET", "clusters"),
+        ("GET", "status"),
+        ("GET", "nodes"),
+        ("GET", "queue"),
+        ("GET", "nodes?cluster=default"),
+        ("POST", "jobs/1/cancel"),
+        ("POST", "jobs/1/cancel?cluster=default"),
+    ):
+        res = await http_server_client.fetch(
+            f"{jp_base_url}slurmlab/api/{path}",
+            method=method,
+            body="{}" if method == "POST" else None,
+            raise_error=False,
+        )
         assert res.code in (401, 403), (method, path, res.code)
 
 
-async def test_cancel_needs_the_xsrf_token_with_a_cookie(sandbox: Any, jp_fetch: Any, http_server_client: Any,
-                                                          jp_base_url: str) -> None:
+async def test_cancel_needs_the_xsrf_token_with_a_cookie(
+    sandbox: Any, jp_fetch: Any, http_server_client: Any, jp_base_url: str
+) -> None:
     job = submit(sandbox, "--gpus=1", name="srv-xsrf")
     try:
         # A token-authenticated request logs the client in with a cookie, as the browser is.
@@ -150,18 +167,27 @@ async def test_cancel_needs_the_xsrf_token_with_a_cookie(sandbox: Any, jp_fetch:
         cookie = "; ".join(f"{k}={m.value}" for k, m in cookies.items())
         url = f"{jp_base_url}slurmlab/api/jobs/{job}/cancel"
 
-        refused = await http_server_client.fetch(url, method="POST", body="{}", raise_error=False,
-                                                 headers={"Cookie": cookie})
+        refused = await http_server_client.fetch(
+            url, method="POST", body="{}", raise_error=False, headers={"Cookie": cookie}
+        )
         assert refused.code == 403
         assert squeue_state(sandbox, job) in ("RUNNING", "PENDING")
 
         xsrf = "slurmlabtestxsrf"
-        ok = await http_server_client.fetch(url, method="POST", body="{}", raise_error=False,
-                                            headers={"Cookie": f"{cookie}; _xsrf={xsrf}", "X-XSRFToken": xsrf})
+        ok = await http_server_client.fetch(
+            url,
+            method="POST",
+            body="{}",
+            raise_error=False,
+            headers={"Cookie": f"{cookie}; _xsrf={xsrf}", "X-XSRFToken": xsrf},
+        )
         assert ok.code == 200, ok.body
         assert _json(ok)["cancelled"] is True
-        await wait_for(_async(lambda: squeue_state(sandbox, job) in (None, "CANCELLED", "COMPLETING")), 15,
-                       f"job {job} gone from squeue")
+        await wait_for(
+            _async(lambda: squeue_state(sandbox, job) in (None, "CANCELLED", "COMPLETING")),
+            15,
+            f"job {job} gone from squeue",
+        )
     finally:
         scancel(sandbox, job)
 
@@ -204,10 +230,12 @@ async def test_cancelling_another_users_job_is_forbidden(sandbox: Any, jp_fetch:
 
 
 async def test_bad_requests_get_clear_errors(sandbox: Any, jp_fetch: Any) -> None:
-    cases = [(("queue",), {"params": {"scope": "everyone"}}, 400),
-             (("jobs", "abc"), {}, 400),
-             (("jobs", "987654"), {}, 404),
-             (("jobs", "987654", "cancel"), {"method": "POST", "body": "{}"}, 404)]
+    cases = [
+        (("queue",), {"params": {"scope": "everyone"}}, 400),
+        (("jobs", "abc"), {}, 400),
+        (("jobs", "987654"), {}, 404),
+        (("jobs", "987654", "cancel"), {"method": "POST", "body": "{}"}, 404),
+    ]
     for parts, kw, code in cases:
         with pytest.raises(HTTPClientError) as info:
             await jp_fetch("slurmlab", "api", *parts, **kw)
@@ -220,6 +248,7 @@ async def test_a_stopped_controller_gives_503_then_recovers(sandbox: Any, jp_fet
     pid = sandbox.pids["slurmctld"]
     os.kill(pid, signal.SIGSTOP)
     try:
+
         async def unavailable() -> Any:
             try:
                 await jp_fetch("slurmlab", "api", "nodes")
@@ -249,6 +278,7 @@ async def test_shards_show_as_a_fraction_of_one_gpu(sandbox: Any, jp_fetch: Any)
         pytest.skip(f"profile {sandbox.profile_name} has no shards")
     job = submit(sandbox, "-N1", "--gres=shard:2", name="srv-shard")
     try:
+
         async def shard_gpu() -> Any:
             for node in (await _get(jp_fetch, "nodes"))["nodes"]:
                 for gpu in node["gpus"]:
@@ -258,9 +288,10 @@ async def test_shards_show_as_a_fraction_of_one_gpu(sandbox: Any, jp_fetch: Any)
 
         node, gpu = await wait_for(shard_gpu, 10 * POLL + 10, f"shard job {job} on a GPU of the map")
         assert (gpu["shards_used"], gpu["shards_total"], gpu["whole"]) == (2, per_gpu, False)
-        view = (await _get(jp_fetch, f"jobs/{job}"))
+        view = await _get(jp_fetch, f"jobs/{job}")
         assert [(g["node"], g["index"], g["kind"], g["count"]) for g in view["gpus"]] == [
-            (node, gpu["index"], "shard", 2)]
+            (node, gpu["index"], "shard", 2)
+        ]
     finally:
         scancel(sandbox, job)
 
@@ -270,22 +301,41 @@ async def test_one_poll_serves_many_clients(sandbox: Any, jp_fetch: Any, jp_serv
 
     poller = jp_serverapp.web_app.settings["slurmlab_poller"]
     assert poller.polls == 0  # nothing asks Slurm before a client does
-    answers = await asyncio.gather(*[jp_fetch("slurmlab", "api", "nodes") for _ in range(8)],
-                                   *[jp_fetch("slurmlab", "api", "queue") for _ in range(8)])
+    answers = await asyncio.gather(
+        *[jp_fetch("slurmlab", "api", "nodes") for _ in range(8)],
+        *[jp_fetch("slurmlab", "api", "queue") for _ in range(8)],
+    )
     assert all(a.code == 200 for a in answers)
     assert len({a.headers["ETag"] for a in answers[:8]}) == 1
     # 16 answers from the one cache: the first poll, plus at most a timer tick meanwhile
     assert 1 <= poller.polls <= 2, poller.polls
 
 
-async def test_a_held_job_shows_its_gpus_once_released_and_goes_once_cancelled(sandbox: Any,
-                                                                                jp_fetch: Any) -> None:
+async def test_a_held_job_shows_its_gpus_once_released_and_goes_once_cancelled(
+    sandbox: Any, jp_fetch: Any
+) -> None:
     """Later polls ask Slurm only for the brief queue: a job the server already knows must still get its
     GPUs when it starts (its detail asked for again) and leave the list when it ends."""
-    res = sandbox.runner().run(["sbatch", "--parsable", "-H", "-J", "srv-held", "-t", "10", "-N1", "--gpus=1",
-                                "-o", "/dev/null", "--wrap", "sleep 300"])
+    res = sandbox.runner().run(
+        [
+            "sbatch",
+            "--parsable",
+            "-H",
+            "-J",
+            "srv-held",
+            "-t",
+            "10",
+            "-N1",
+            "--gpus=1",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "sleep 300",
+        ]
+    )
     job = res.stdout.strip().split(";")[0]
     try:
+
         async def listed(state: str) -> Any:
             queue = await _get(jp_fetch, "queue", scope="all")
             return next((j for j in queue["jobs"] if j["job_id"] == job and j["state"] == state), None)
@@ -293,7 +343,9 @@ async def test_a_held_job_shows_its_gpus_once_released_and_goes_once_cancelled(s
         pending = await wait_for(lambda: listed("PENDING"), 10 * POLL + 10, f"job {job} PENDING")
         assert pending["gpus"] == [] and pending["name"] == "srv-held"
         sandbox.runner().run(["scontrol", "release", job])
-        running = await wait_for(lambda: listed("RUNNING"), 10 * POLL + 20, f"job {job} RUNNING after release")
+        running = await wait_for(
+            lambda: listed("RUNNING"), 10 * POLL + 20, f"job {job} RUNNING after release"
+        )
         assert [g["kind"] for g in running["gpus"]] == ["gpu"] and running["name"] == "srv-held"
         nodes = {n["name"]: n for n in (await _get(jp_fetch, "nodes"))["nodes"]}
         assert any(job in g["jobs"] for g in nodes[running["gpus"][0]["node"]]["gpus"])

@@ -42,7 +42,8 @@ def server_jobs() -> Any:
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "server_jobs", Path(__file__).resolve().parents[1] / "server" / "server_jobs.py")
+        "server_jobs", Path(__file__).resolve().parents[1] / "server" / "server_jobs.py"
+    )
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

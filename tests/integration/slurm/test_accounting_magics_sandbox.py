@@ -43,10 +43,32 @@ def accounted(sandbox_factory: Any) -> Iterator[dict[str, Any]]:
     runner = sb.runner()
     old = set_runner(runner)
     try:
-        ok = runner.run(["sbatch", "--parsable", "--gres=gpu:1", "-t", "2", "-J", "hb-ok", "-o", "/dev/null",
-                         "--wrap", "srun true"]).stdout.strip().split(";")[0]
-        bad = runner.run(["sbatch", "--parsable", "-t", "2", "-J", "hb-fail", "-o", "/dev/null",
-                          "--wrap", "exit 3"]).stdout.strip().split(";")[0]
+        ok = (
+            runner.run(
+                [
+                    "sbatch",
+                    "--parsable",
+                    "--gres=gpu:1",
+                    "-t",
+                    "2",
+                    "-J",
+                    "hb-ok",
+                    "-o",
+                    "/dev/null",
+                    "--wrap",
+                    "srun true",
+                ]
+            )
+            .stdout.strip()
+            .split(";")[0]
+        )
+        bad = (
+            runner.run(
+                ["sbatch", "--parsable", "-t", "2", "-J", "hb-fail", "-o", "/dev/null", "--wrap", "exit 3"]
+            )
+            .stdout.strip()
+            .split(";")[0]
+        )
 
         def ended() -> bool:
             out = runner.run(["sacct", "-X", "-n", "-P", "-j", f"{ok},{bad}", "-o", "JobID,State"]).stdout
@@ -70,10 +92,17 @@ def shell(accounted: dict[str, Any]) -> Iterator[Any]:
         ip.run_line_magic("unload_ext", "slurmlab.magics")
 
 
-def test_sacct_shows_my_jobs_with_plain_states_gpus_and_efficiency(shell: Any, accounted: dict[str, Any]) -> None:
+def test_sacct_shows_my_jobs_with_plain_states_gpus_and_efficiency(
+    shell: Any, accounted: dict[str, Any]
+) -> None:
     # the plain listing selects by eligible time, which slurmctld sends slurmdbd a moment after the end
-    table = eventually(lambda: (t := shell.run_line_magic("sacct", "--since 2h")) and
-                       {accounted["ok"], accounted["bad"]} <= {r["job"] for r in t.rows} and t)
+    table = eventually(
+        lambda: (
+            (t := shell.run_line_magic("sacct", "--since 2h"))
+            and {accounted["ok"], accounted["bad"]} <= {r["job"] for r in t.rows}
+            and t
+        )
+    )
     rows = {r["job"]: r for r in table.rows}
     ok, bad = rows[accounted["ok"]], rows[accounted["bad"]]
     assert ok["state"] == "COMPLETED: finished, exit 0" and ok["gpus"] == "1" and ok["name"] == "hb-ok"
@@ -103,8 +132,13 @@ def test_sshare_explains_my_share_per_account(shell: Any, accounted: dict[str, A
 
 def test_the_sidebars_recent_jobs_are_mine_from_sacct(accounted: dict[str, Any]) -> None:
     runner = accounted["sandbox"].runner()
-    answer = eventually(lambda: (a := recent_answer(runner, os.geteuid())) and
-                        {accounted["ok"], accounted["bad"]} <= {j["job_id"] for j in a["jobs"]} and a)
+    answer = eventually(
+        lambda: (
+            (a := recent_answer(runner, os.geteuid()))
+            and {accounted["ok"], accounted["bad"]} <= {j["job_id"] for j in a["jobs"]}
+            and a
+        )
+    )
     assert answer["accounting"] is True and answer["message"] is None
     jobs = {j["job_id"]: j for j in answer["jobs"]}
     assert jobs[accounted["bad"]]["exit_code"] == 3 and jobs[accounted["ok"]]["gpus"] == 1

@@ -97,7 +97,9 @@ def test_interrupted_step_leaves_the_allocation_alive(sandbox: Any) -> None:
     # a process started in the background by a non-interactive shell inherits SIGINT ignored: Ctrl-C
     # in a kernel is what is simulated here, so give the test Python's own handler
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(1.5, lambda: signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT))
+    timer = threading.Timer(
+        1.5, lambda: signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+    )
     timer.start()
     t0 = time.monotonic()
     try:
@@ -171,7 +173,9 @@ def test_a_rejected_request_raises_with_slurms_message(sandbox: Any) -> None:
     assert "nosuchpart" in str(early.value) and "gpu" in str(early.value)
     # and what Slurm itself says when validation is skipped
     with pytest.raises(AllocationError) as info:
-        Allocation.submit(["-p", "nosuchpart", "--gpus=1", "-t", "5"], runner=sandbox.runner(), validate=False)
+        Allocation.submit(
+            ["-p", "nosuchpart", "--gpus=1", "-t", "5"], runner=sandbox.runner(), validate=False
+        )
     assert "Invalid partition" in str(info.value) or "invalid partition" in str(info.value)
 
 
@@ -230,7 +234,9 @@ def test_a_python_function_runs_as_a_step(sandbox: Any) -> None:
     alloc = Allocation.submit(["-n1", "-t", "5"], runner=sandbox.runner())
     alloc.wait(timeout=20)
     lines: list[str] = []
-    result = alloc.srun(lambda: __import__("os").environ["SLURM_JOB_ID"], on_output=lambda stream, line: lines.append(line))
+    result = alloc.srun(
+        lambda: __import__("os").environ["SLURM_JOB_ID"], on_output=lambda stream, line: lines.append(line)
+    )
     assert result.ok and lines == [alloc.job_id]
     alloc.cancel()
 

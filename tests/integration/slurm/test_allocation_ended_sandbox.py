@@ -29,7 +29,9 @@ def accounted(sandbox: Any) -> Any:
 
 
 def submit(runner: Any, poller: JobPoller, *request: str) -> Allocation:
-    alloc = Allocation.submit(list(request), runner=runner, poller=poller, validate=False, release_at_exit=False)
+    alloc = Allocation.submit(
+        list(request), runner=runner, poller=poller, validate=False, release_at_exit=False
+    )
     alloc.wait("RUNNING", timeout=60)
     return alloc
 

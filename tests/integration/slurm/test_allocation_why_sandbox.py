@@ -24,20 +24,27 @@ def test_why_names_the_blockers_and_resubmit_switches_to_a_sooner_change(sandbox
     node1, node2 = sandbox.nodes[:2]
     a = submit(r, "--gpus=4", "-w", node1, "-t", "30", "-J", "blocker-a")
     b = submit(r, "--gpus=4", "-w", node2, "-t", "40", "-J", "blocker-b")
-    wait_for(lambda: squeue(r, f"{a},{b}", "%T").split() == ["RUNNING", "RUNNING"] or None, 30, "blockers running")
+    wait_for(
+        lambda: squeue(r, f"{a},{b}", "%T").split() == ["RUNNING", "RUNNING"] or None, 30, "blockers running"
+    )
     poller = JobPoller(r, interval=0.5)
     try:
-        alloc = Allocation.submit(["--gpus=8", "-N1", "-t", "20"], runner=r, poller=poller, validate=False,
-                                  release_at_exit=False)
+        alloc = Allocation.submit(
+            ["--gpus=8", "-N1", "-t", "20"], runner=r, poller=poller, validate=False, release_at_exit=False
+        )
         assert alloc.job_id is not None
-        wait_for(lambda: squeue(r, str(alloc.job_id), "%r") == "Resources" or None, 30, "pending for Resources")
+        wait_for(
+            lambda: squeue(r, str(alloc.job_id), "%r") == "Resources" or None, 30, "pending for Resources"
+        )
         got = alloc.why()
         assert got.pending and got.job_id == alloc.job_id
         pending = got.finding("job.pending")
         assert pending is not None and "(Resources)" in pending.evidence
         held_by = got.finding("job.blockers")
         assert held_by is not None and held_by.verdict is Verdict.WARN
-        assert {d.split()[1] for d in held_by.details} == {a, b} and all(" ends " in d for d in held_by.details)
+        assert {d.split()[1] for d in held_by.details} == {a, b} and all(
+            " ends " in d for d in held_by.details
+        )
         assert got.sooner, got.text()
         best = got.sooner[0]
         start = squeue(r, str(alloc.job_id), "%S")
@@ -68,8 +75,9 @@ def test_the_panel_explains_in_the_background_and_its_switch_button_follows_the_
     poller = JobPoller(r, interval=0.5)
     updater = LiveUpdater()
     try:
-        alloc = Allocation.submit(["--gpus=8", "-N1", "-t", "20"], runner=r, poller=poller, validate=False,
-                                  release_at_exit=False)
+        alloc = Allocation.submit(
+            ["--gpus=8", "-N1", "-t", "20"], runner=r, poller=poller, validate=False, release_at_exit=False
+        )
         t0 = time.monotonic()
         panel = AllocationPanel(alloc, updater=updater)
         assert time.monotonic() - t0 < 1.0  # the panel never waits for Slurm's answers itself
@@ -80,8 +88,11 @@ def test_the_panel_explains_in_the_background_and_its_switch_button_follows_the_
         wait_for(lambda: panel.alloc is not alloc or None, 60, "the panel following the new job")
         new = panel.alloc
         new.wait("RUNNING", timeout=30)
-        wait_for(lambda: "RUNNING" in panel.header.value and str(new.job_id) in panel.header.value or None, 10,
-                 "the panel showing the new job running")
+        wait_for(
+            lambda: "RUNNING" in panel.header.value and str(new.job_id) in panel.header.value or None,
+            10,
+            "the panel showing the new job running",
+        )
         assert panel.switches.children == () and panel.why.value == ""
         alloc.wait("ENDED", timeout=30)
         assert squeue(r, str(alloc.job_id), "%T") in ("CANCELLED", "")
@@ -124,8 +135,11 @@ def test_a_job_over_the_qos_gpu_limit_gets_the_limit_named_with_the_users_usage(
     first = submit(r, "--gpus=4", "-t", "10")
     wait_for(lambda: squeue(r, first, "%T") == "RUNNING" or None, 60, "the first job running")
     over = submit(r, "--gpus=2", "-t", "10")
-    reason = wait_for(lambda: (squeue(r, over, "%r") if squeue(r, over, "%r").startswith("QOS") else None), 60,
-                      "the second job held back by its QOS")
+    reason = wait_for(
+        lambda: squeue(r, over, "%r") if squeue(r, over, "%r").startswith("QOS") else None,
+        60,
+        "the second job held back by its QOS",
+    )
     alloc = Allocation.attach(over, runner=r)
     try:
         got = alloc.why(alternatives=False)
@@ -157,12 +171,19 @@ def test_at_the_qos_gpu_cap_every_change_offered_starts_when_taken(accounted: An
         for alt in got.sooner:  # the strong check: what is offered starts when taken
             jid = submit(r, *alt.variant.options)
             taken.append(jid)
-            said = wait_for(lambda jid=jid: (lambda s: s if s.startswith("RUNNING") or not s.endswith(
-                ("|None", "|Priority")) else None)(squeue(r, jid, "%T|%r")), 30, f"a verdict on {alt.line()}")
+            said = wait_for(
+                lambda jid=jid: (
+                    lambda s: s if s.startswith("RUNNING") or not s.endswith(("|None", "|Priority")) else None
+                )(squeue(r, jid, "%T|%r")),
+                30,
+                f"a verdict on {alt.line()}",
+            )
             assert said.startswith("RUNNING"), f"offered, yet it waits when taken ({said}): {alt.line()}"
             r.run(["scancel", jid], check=False)
         held = [a for a in got.rest if a.held_by]
-        assert {"time", "gpus"} <= {a.variant.kind for a in held}, got.text()  # what --test-only alone offered
+        assert {"time", "gpus"} <= {a.variant.kind for a in held}, (
+            got.text()
+        )  # what --test-only alone offered
         assert all("MaxTRESPU" in a.held_by[0] for a in held if a.variant.kind in ("time", "gpus"))
         limit = got.finding("job.limit")
         assert limit is not None and "MaxTRESPU" in limit.evidence, got.text()

@@ -102,10 +102,17 @@ def test_a_dead_controller_is_neither_an_empty_queue_nor_an_ended_job(sandbox: A
             failed = dict(zip(asks, pool.map(_failure_of, asks.values()), strict=True))
         for what in ("queue", "detail"):
             error = failed[what]
-            assert isinstance(error, ControllerDownError) and not isinstance(error, JobNotFoundError), (what, error)
+            assert isinstance(error, ControllerDownError) and not isinstance(error, JobNotFoundError), (
+                what,
+                error,
+            )
             # the ping tells a dead controller from an empty answer (24.11+ exit 0 with no jobs), whichever comes
             # first: the runner's after 2 s without an answer, or the one after an empty answer
-            assert "not responding" in str(error) and "`scontrol ping` says" in str(error) and "is DOWN" in str(error)
+            assert (
+                "not responding" in str(error)
+                and "`scontrol ping` says" in str(error)
+                and "is DOWN" in str(error)
+            )
         assert isinstance(failed["refresh"], ControllerDownError), failed["refresh"]
         assert alloc.state == "RUNNING" and not alloc.ended
     finally:

@@ -18,12 +18,17 @@ import pytest
 from slurmlab.errors import NotYourJobError
 from slurmlab.slurm import queries
 
-pytestmark = [pytest.mark.sandbox,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to submit as a second Unix user")]
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to submit as a second Unix user"),
+]
 
 HOSTILE = [
     ("y UserId=root(0)", "--comment=slurmlab:elsewhere:1:deadbeef"),
-    ("a\n   UserId=root(0) GroupId=root(0)", "--comment=c Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)"),
+    (
+        "a\n   UserId=root(0) GroupId=root(0)",
+        "--comment=c Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)",
+    ),
     ("g\n     Nodes=node2 CPU_IDs=0-3 Mem=0 GRES=gpu:h100:8(IDX:0-7)", None),
     ("n NodeList=n[1-1000]x[1-1001] Nodes=n[1-1000]x[1-1001] CPU_IDs=0 Mem=0", None),
     ("t\n   TresPerJob=gres:gpu:8", None),
@@ -55,8 +60,9 @@ def test_their_jobs_are_theirs_by_uid(slurm_sandbox: Any, hostile_jobs: tuple[st
     assert all(owners[int(j)] == uid for j in ids)
 
 
-def test_listings_never_make_them_mine_and_never_fail(slurm_sandbox: Any,
-                                                      hostile_jobs: tuple[str, list[str]]) -> None:
+def test_listings_never_make_them_mine_and_never_fail(
+    slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]]
+) -> None:
     other, ids = hostile_jobs
     runner = slurm_sandbox.runner()
     mine = queries.list_jobs(runner)
@@ -75,8 +81,9 @@ def test_listings_never_make_them_mine_and_never_fail(slurm_sandbox: Any,
     assert not {str(getattr(j, "job_id", "")) for j in find_leftovers(runner, include_alive=True)} & set(ids)
 
 
-def test_cancelling_them_is_refused_by_the_library(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]],
-                                                   server_jobs: Any) -> None:
+def test_cancelling_them_is_refused_by_the_library(
+    slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]], server_jobs: Any
+) -> None:
     other, ids = hostile_jobs
     jobs = server_jobs
     for jid in ids:
@@ -86,8 +93,12 @@ def test_cancelling_them_is_refused_by_the_library(slurm_sandbox: Any, hostile_j
     assert {jobs.squeue_state(slurm_sandbox, j) for j in ids} == {"RUNNING"}
 
 
-def test_cancelling_them_is_refused_by_the_magics(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]],
-                                                  server_jobs: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cancelling_them_is_refused_by_the_magics(
+    slurm_sandbox: Any,
+    hostile_jobs: tuple[str, list[str]],
+    server_jobs: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from IPython.core.error import UsageError
     from IPython.testing.globalipapp import get_ipython
 
@@ -109,7 +120,9 @@ def test_cancelling_them_is_refused_by_the_magics(slurm_sandbox: Any, hostile_jo
         ip.run_line_magic("unload_ext", "slurmlab.magics")
 
 
-def test_job_detail_answers_only_for_the_id_asked(slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]]) -> None:
+def test_job_detail_answers_only_for_the_id_asked(
+    slurm_sandbox: Any, hostile_jobs: tuple[str, list[str]]
+) -> None:
     from slurmlab.errors import JobNotFoundError, RequestError
 
     runner = slurm_sandbox.runner()
@@ -131,13 +144,27 @@ def test_every_free_text_field_of_a_batch_job_stays_text(slurm_sandbox: Any) -> 
     forged = "UserId=root(0) Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)"
     workdir = tempfile.mkdtemp(prefix="w UserId=root(0) ", dir="/tmp")
     os.chmod(workdir, 0o755)
-    common = ["sbatch", "--parsable", "-H", "-n1", "-t", "5", f"--chdir={workdir}", "--mail-type=END",
-              f"--mail-user=m {forged}", f"--comment=c {forged}", "--wrap", "sleep 60"]
+    common = [
+        "sbatch",
+        "--parsable",
+        "-H",
+        "-n1",
+        "-t",
+        "5",
+        f"--chdir={workdir}",
+        "--mail-type=END",
+        f"--mail-user=m {forged}",
+        f"--comment=c {forged}",
+        "--wrap",
+        "sleep 60",
+    ]
     spaced, injected = (
         submit_as(slurm_sandbox, OTHER_USER, [*common, "-J", f"b {forged}", "-o", f"/tmp/o {forged}"])
-        .stdout.strip().split(";")[0],
+        .stdout.strip()
+        .split(";")[0],
         submit_as(slurm_sandbox, OTHER_USER, [*common, "-J", "i", "-e", "/tmp/e\n   UserId=root(0)"])
-        .stdout.strip().split(";")[0],
+        .stdout.strip()
+        .split(";")[0],
     )
     runner = slurm_sandbox.runner()
     try:
@@ -146,7 +173,12 @@ def test_every_free_text_field_of_a_batch_job_stays_text(slurm_sandbox: Any) -> 
         everyone = queries.list_jobs(runner, all_users=True)
         read = {str(j.job_id): j for j in everyone}
         job = read[spaced]
-        assert (job.user, job.name, job.comment, job.gpu_allocs) == (OTHER_USER, f"b {forged}", f"c {forged}", ())
+        assert (job.user, job.name, job.comment, job.gpu_allocs) == (
+            OTHER_USER,
+            f"b {forged}",
+            f"c {forged}",
+            (),
+        )
         # the text form (22.05) shows the forged line and reports the record; JSON (23.02+) keeps it a string
         if injected in read:
             assert (read[injected].user, read[injected].gpu_allocs) == (OTHER_USER, ())
@@ -172,9 +204,16 @@ def test_forged_record_starts_neither_hide_nor_invent_jobs(slurm_sandbox: Any, s
     mine = server_jobs.submit(slurm_sandbox, "-n1", name="victim")
     invented = "987650"
     names = [f"a\nJobId={mine} JobName=x", f"a\nJobId={invented} JobName=fake", "bad\udcff"]
-    held = [submit_as(slurm_sandbox, OTHER_USER, ["sbatch", "--parsable", "-H", "-n1", "-t", "5", "-J", name,
-                                                  "--wrap", "sleep 60"]).stdout.strip().split(";")[0]
-            for name in names]
+    held = [
+        submit_as(
+            slurm_sandbox,
+            OTHER_USER,
+            ["sbatch", "--parsable", "-H", "-n1", "-t", "5", "-J", name, "--wrap", "sleep 60"],
+        )
+        .stdout.strip()
+        .split(";")[0]
+        for name in names
+    ]
     try:
         for listing in (queries.list_jobs(runner), queries.list_jobs(runner, all_users=True)):
             read = {str(j.job_id): j for j in listing}

@@ -109,12 +109,14 @@ async def _end(km: Any, kind: str) -> None:
 def _manager(sockets: str) -> Any:
     """A kernel manager on its own Unix sockets in ``sockets``: with TCP, kernels started side by side sometimes
     pick the same free port before either binds it ("Address already in use": the kernel dies before kernel_info)."""
-    return jupyter_client.AsyncKernelManager(kernel_name="python3", transport="ipc",
-                                             ip=os.path.join(sockets, uuid.uuid4().hex[:12]))
+    return jupyter_client.AsyncKernelManager(
+        kernel_name="python3", transport="ipc", ip=os.path.join(sockets, uuid.uuid4().hex[:12])
+    )
 
 
-async def _trials(sandbox: Any, kind: str, count: int, gate: asyncio.Semaphore,
-                  sockets: str) -> list[tuple[str, bool, bool]]:
+async def _trials(
+    sandbox: Any, kind: str, count: int, gate: asyncio.Semaphore, sockets: str
+) -> list[tuple[str, bool, bool]]:
     """``count`` ends of one kind; forced restarts chain, each new kernel being the next try."""
     runner = sandbox.runner()
     env = {**os.environ, **sandbox.env()}
@@ -166,8 +168,9 @@ def test_no_kernel_end_leaves_an_allocation(sandbox: Any) -> None:
             stray_guardians[kind] += not guardian_gone
             if not job_gone:
                 leaked_ids.append(job_id)
-    report = ", ".join(f"{k}: {tries[k]} tries, {leaks[k]} leaks, {stray_guardians[k]} guardians left"
-                       for k in kinds)
+    report = ", ".join(
+        f"{k}: {tries[k]} tries, {leaks[k]} leaks, {stray_guardians[k]} guardians left" for k in kinds
+    )
     print(f"\nkernel ends ({time.monotonic() - started:.0f} s): {report}")
     assert all(tries[k] == TRIES for k in kinds), report
     assert not leaked_ids, f"jobs left active: {leaked_ids} ({report})"

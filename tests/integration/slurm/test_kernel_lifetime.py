@@ -82,8 +82,11 @@ def test_a_new_kernel_finds_and_cancels_what_a_crashed_one_left(sandbox: Any) ->
     assert _state(sandbox, job_id) == "RUNNING"
     km2, kc2 = _kernel(sandbox)
     try:
-        found = _run(kc2, "from slurmlab.slurm.allocation import find_leftovers\n"
-                          "print(*[j.job_id for j in find_leftovers()])\n").split()
+        found = _run(
+            kc2,
+            "from slurmlab.slurm.allocation import find_leftovers\n"
+            "print(*[j.job_id for j in find_leftovers()])\n",
+        ).split()
         assert job_id in found
         _run(kc2, f"from slurmlab.slurm.allocation import Allocation\nAllocation.attach({job_id}).cancel()\n")
     finally:
@@ -101,12 +104,19 @@ def test_the_guardian_cancels_only_what_its_kernel_gave_it(sandbox: Any) -> None
     km, kc = _kernel(sandbox)
     try:
         mine, name, tag, guardian = _run(
-            kc, ALLOCATE + "from slurmlab.slurm.guardian import get_guardian\n"
-                           "print(a.name, a.tag, get_guardian().pid)\n").split()
-        kept = _run(kc, "b = Allocation.submit(['--gpus=1', '-t', '5'])\nb.wait(timeout=30)\nb.detach()\n"
-                        "print(b.job_id)\n").strip()
+            kc,
+            ALLOCATE + "from slurmlab.slurm.guardian import get_guardian\n"
+            "print(a.name, a.tag, get_guardian().pid)\n",
+        ).split()
+        kept = _run(
+            kc,
+            "b = Allocation.submit(['--gpus=1', '-t', '5'])\nb.wait(timeout=30)\nb.detach()\n"
+            "print(b.job_id)\n",
+        ).strip()
         # the same user's job with the very name and tag of the kernel's allocation
-        twin = runner.run(["salloc", "--no-shell", f"--job-name={name}", f"--comment={tag}", "-n1", "-t", "5"])
+        twin = runner.run(
+            ["salloc", "--no-shell", f"--job-name={name}", f"--comment={tag}", "-n1", "-t", "5"]
+        )
         twin_id = re.search(r"allocation (\d+)", twin.stderr).group(1)  # type: ignore[union-attr]
         os.killpg(km.provisioner.process.pid, signal.SIGKILL)  # as a forced restart does
     finally:

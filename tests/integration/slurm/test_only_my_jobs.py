@@ -12,8 +12,11 @@ from slurmlab.slurm import queries
 
 pytestmark = pytest.mark.sandbox
 
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to submit a job as a second Unix user")
-def test_cancelling_another_users_job_is_refused_and_the_job_keeps_running(sandbox: Any, server_jobs: Any) -> None:
+def test_cancelling_another_users_job_is_refused_and_the_job_keeps_running(
+    sandbox: Any, server_jobs: Any
+) -> None:
     jobs = server_jobs
     other = jobs.ensure_other_user()
     job_id = jobs.submit(sandbox, "--gpus=1", user=other)

@@ -22,7 +22,9 @@ def _example() -> str:
     return found[0].replace('["python", "train.py"]', '["hostname"]')
 
 
-def test_the_readme_python_example_runs_as_written(slurm_sandbox: Any, capfd: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_python_example_runs_as_written(
+    slurm_sandbox: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
     code = _example()
     assert '"-p"' not in code and "--partition" not in code  # no partition: the default one is found
     namespace: dict[str, Any] = {}
@@ -37,8 +39,11 @@ def test_the_readme_python_example_runs_as_written(slurm_sandbox: Any, capfd: py
     deadline = time.monotonic() + 15
     state = "?"
     while time.monotonic() < deadline:
-        state = slurm_sandbox.runner().run(["squeue", "-h", "-t", "all", "-j", alloc.job_id, "-o", "%T"],
-                                           check=False).stdout.strip()
+        state = (
+            slurm_sandbox.runner()
+            .run(["squeue", "-h", "-t", "all", "-j", alloc.job_id, "-o", "%T"], check=False)
+            .stdout.strip()
+        )
         if state in ("", "CANCELLED", "COMPLETED"):
             break
         time.sleep(0.2)

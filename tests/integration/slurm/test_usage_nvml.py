@@ -40,11 +40,17 @@ def test_the_sampler_reads_the_gpu_slurm_named_through_nvml() -> None:
         pynvml.nvmlShutdown()
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     env.update(SLURMD_NODENAME="here", SLURM_JOB_GPUS=str(minor))
-    out = subprocess.run([sys.executable, "-c", SAMPLER_SOURCE, "0.2", "1.5", "{}"], capture_output=True, text=True,
-                         env=env, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", SAMPLER_SOURCE, "0.2", "1.5", "{}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     parsed = [parse_sampler_line(line) for line in out.stdout.splitlines()]
     assert isinstance(parsed[0], SamplerNote) and parsed[0].source == "nvml", out.stdout + out.stderr
     samples = [s for p in parsed if isinstance(p, list) for s in p]
     assert samples and {s.series for s in samples} == {f"here GPU {minor}"}
-    assert all(0 <= s.util <= 100 and s.mem_total_mb and 0 <= (s.mem_used_mb or 0) <= s.mem_total_mb
-               for s in samples)
+    assert all(
+        0 <= s.util <= 100 and s.mem_total_mb and 0 <= (s.mem_used_mb or 0) <= s.mem_total_mb for s in samples
+    )

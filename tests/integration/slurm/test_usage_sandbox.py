@@ -28,7 +28,9 @@ def _until(check: Callable[[], object], seconds: float, what: str) -> None:
 def test_usage_shows_the_cpu_of_a_busy_task_from_sstat(sandbox: Any) -> None:
     runner = sandbox.runner()
     poller = JobPoller(runner, interval=0.5)
-    alloc = Allocation.submit(["-n1", "--gpus=1", "-t", "5"], runner=runner, poller=poller, release_at_exit=True)
+    alloc = Allocation.submit(
+        ["-n1", "--gpus=1", "-t", "5"], runner=runner, poller=poller, release_at_exit=True
+    )
     try:
         alloc.wait(timeout=30)
         busy = alloc.launch(["python3", "-c", BUSY])
@@ -42,7 +44,9 @@ def test_usage_shows_the_cpu_of_a_busy_task_from_sstat(sandbox: Any) -> None:
 
         _until(busy_seen, 60, "CPU utilisation above 0 from sstat")
         table = alloc.usage()
-        assert table.source == "sstat" and "CPU of the job's tasks (sstat) — this machine has no GPU" in str(table)
+        assert table.source == "sstat" and "CPU of the job's tasks (sstat) — this machine has no GPU" in str(
+            table
+        )
         [row] = [r for r in table.rows if r.peak_util > 0]
         assert row.series.startswith(f"step {alloc.job_id}.") and row.peak_mem_mb and row.peak_mem_mb > 0
         assert "slurmlab-usage-table" in table._repr_html_() and table.to_dict()["rows"]

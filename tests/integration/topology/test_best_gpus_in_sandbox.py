@@ -30,7 +30,8 @@ def _idx_on(runner: Any, job_id: str, node: str) -> set[int]:
 
 
 def test_best_among_the_free_gpus_of_a_node_and_the_line_that_gets_them(
-        dgx: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    dgx: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     runner = dgx.runner()
     holder = Allocation.submit(["-w", "node1", "-N", "1", "--gpus=h100:3", "-t", "5"], runner=runner)
     try:
@@ -98,7 +99,8 @@ def test_best_on_a_node_that_has_not_enough_free(dgx: Any, capsys: pytest.Captur
 
 
 def test_on_a_mig_node_slurm_idx_becomes_the_gpu_and_split_gpus_are_left_out(
-        h200_mig: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    h200_mig: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     from slurmlab.slurm.poller import JobPoller
     from slurmlab.slurm.runner import set_runner
 

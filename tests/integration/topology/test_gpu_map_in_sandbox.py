@@ -43,9 +43,12 @@ def test_the_gpu_map_names_every_gpu_as_slurm_and_nvidia_smi_do(sandbox_factory:
         gpus = {g["index"]: g for g in listed}
         for node in {g.node for g in table.gpu_rows}:
             # what the node's nvidia-smi -L prints in a step holding all the job's GPUs there
-            listing = alloc.srun(["nvidia-smi", "-L"], args=["--ntasks=1", f"--nodelist={node}",
-                                                             f"--gpus={len(held[node])}"],
-                                 on_output=lambda *_: None, timeout=60)
+            listing = alloc.srun(
+                ["nvidia-smi", "-L"],
+                args=["--ntasks=1", f"--nodelist={node}", f"--gpus={len(held[node])}"],
+                on_output=lambda *_: None,
+                timeout=60,
+            )
             printed = set(UUID.findall("\n".join(listing.stdout)))
             rows = [g for g in table.gpu_rows if g.node == node]
             for g in rows:
@@ -58,7 +61,8 @@ def test_the_gpu_map_names_every_gpu_as_slurm_and_nvidia_smi_do(sandbox_factory:
                 assert g.seen_as is not None and g.token is not None
         for rank in {g.rank for g in table.gpu_rows}:
             assert [g.seen_as for g in table.gpu_rows if g.rank == rank] == list(
-                range(sum(g.rank == rank for g in table.gpu_rows)))
+                range(sum(g.rank == rank for g in table.gpu_rows))
+            )
         assert (PER_TASK_GPUS in [t.kind for t in table.traps]) is per_task, table.text()
         if profile == "h200-mig":
             (row,) = table.gpu_rows

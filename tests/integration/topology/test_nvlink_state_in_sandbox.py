@@ -28,7 +28,9 @@ def test_nvlink_s_in_a_step_answers_for_its_gpus_and_parses(dgx: Any) -> None:
         assert [s.gpu for s in statuses] == [0, 1]  # the step's two GPUs, numbered from 0
         for s in statuses:
             row = nvlink_model_for(s.model)
-            assert row is not None and s.links == tuple((k, row.reported_gbps) for k in range(row.links_per_gpu))
+            assert row is not None and s.links == tuple(
+                (k, row.reported_gbps) for k in range(row.links_per_gpu)
+            )
         node, held = next(iter(alloc.gpus.items()))
         assert all(f"the node's GPU {i} (Slurm IDX {i})" in text for i in held), text
         assert f"on {node}" in text
@@ -41,8 +43,9 @@ def test_the_nvidia_smi_source_carries_link_state_and_the_sandbox_source_stays_f
     try:
         alloc.wait(timeout=30)
         live = node_topology(alloc, source="nvidia-smi")
-        assert live.source == "nvidia-smi" and live.detail.endswith("; link state from nvidia-smi nvlink -s on "
-                                                                    f"{live.node}")
+        assert live.source == "nvidia-smi" and live.detail.endswith(
+            f"; link state from nvidia-smi nvlink -s on {live.node}"
+        )
         assert [s.gpu for s in live.topology.link_states] == [0, 1]
         assert all(s.healthy for s in live.topology.link_states)
         assert "NVLink link state (nvidia-smi nvlink -s):" in live.summary()

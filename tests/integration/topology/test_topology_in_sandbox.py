@@ -42,7 +42,9 @@ def test_closest_binding_is_explained_and_drawn(dgx: Any) -> None:
         table = explain_binding(alloc)
         truth = _scontrol_records(runner, alloc.job_id or "")
         # the table agrees with scontrol show job -d and with job.gpu_allocs
-        assert {a.node: frozenset(a.gpu_indices) for a in alloc.job.gpu_allocs} == {n: t[0] for n, t in truth.items()}
+        assert {a.node: frozenset(a.gpu_indices) for a in alloc.job.gpu_allocs} == {
+            n: t[0] for n, t in truth.items()
+        }
         assert {r.node: (frozenset(r.gpu_idx), r.cpu_ids) for r in table.records} == truth
         assert len(table.rows) == 2
         for row in table.rows:
@@ -102,7 +104,11 @@ def test_mig_slice_of_the_allocation_is_highlighted(h200_mig: Any) -> None:
         (inst,) = [i for i in result.layout.gpu(gpu).instances if i.placement == placement]
         assert inst.profile == "3g.71gb"  # the type Slurm granted
         blocks = _data(mig_figure(**result.figure_args()), "instances")
-        lit = {(g, p) for g, p, h in zip(blocks["gpu"], blocks["placement"], blocks["highlighted"], strict=True) if h}
+        lit = {
+            (g, p)
+            for g, p, h in zip(blocks["gpu"], blocks["placement"], blocks["highlighted"], strict=True)
+            if h
+        }
         assert lit == {(gpu, placement)}
         # the topology view marks the slice's parent GPU, and says which slice it is
         t = alloc.topology(alloc.nodes[0])
@@ -145,7 +151,9 @@ def test_outside_a_sandbox_the_live_sources_are_tried_in_order(dgx: Any, tmp_pat
         # the sandbox's nodes keep their stand-in nvidia-smi (its TaskProlog puts it on each task's PATH): it
         # answers after the sandbox source, which this copy of slurm.conf hides, and says what it is
         topo = node_topology(alloc)
-        assert topo.source == "nvidia-smi" and topo.tried == ("sandbox: the cluster is not a slurmlab sandbox",)
+        assert topo.source == "nvidia-smi" and topo.tried == (
+            "sandbox: the cluster is not a slurmlab sandbox",
+        )
         assert any("stand-in nvidia-smi" in n for n in topo.notes), topo.notes
         assert not any("unclosed file" in n for n in topo.notes), topo.notes
         # with no nvidia-smi answer, NVML is tried and fails with what is missing
@@ -168,14 +176,22 @@ def test_explorer_lists_the_sandbox_nodes_and_builds_a_node_salloc_line(dgx: Any
     sel = ex.select("node:node2", 4)
     assert sel.topology.source == "sandbox" and sel.best is not None and sel.best.all_nvlink
     # one node (-w alone would let Slurm spread the GPUs over nodes), one socket's GPUs (enforce-binding)
-    assert sel.salloc == ["salloc", "--no-shell", "--nodes=1", "--gpus=h100:4", "--gres-flags=enforce-binding",
-                          "--nodelist=node2"]
+    assert sel.salloc == [
+        "salloc",
+        "--no-shell",
+        "--nodes=1",
+        "--gpus=h100:4",
+        "--gres-flags=enforce-binding",
+        "--nodelist=node2",
+    ]
 
 
 def test_two_node_binding_agrees_with_scontrol_per_node(dgx: Any) -> None:
     runner = dgx.runner()
-    alloc = Allocation.submit(["-N2", "-n4", "--gpus=4", "--gpu-bind=closest", "--gres-flags=enforce-binding",
-                               "-t", "5"], runner=runner)
+    alloc = Allocation.submit(
+        ["-N2", "-n4", "--gpus=4", "--gpu-bind=closest", "--gres-flags=enforce-binding", "-t", "5"],
+        runner=runner,
+    )
     try:
         alloc.wait(timeout=30)
         table = explain_binding(alloc)
@@ -195,7 +211,9 @@ def test_per_task_gpus_show_one_gpu_per_task(dgx: Any) -> None:
     # --gpus-per-task=1 binds one GPU per task. (With --gpu-bind=closest instead, Slurm hands each
     # task every GPU near its CPUs, which the table then shows.)
     runner = dgx.runner()
-    alloc = Allocation.submit(["-n2", "--gpus-per-task=1", "-t", "5"], runner=runner, poller=JobPoller(runner))
+    alloc = Allocation.submit(
+        ["-n2", "--gpus-per-task=1", "-t", "5"], runner=runner, poller=JobPoller(runner)
+    )
     try:
         alloc.wait(timeout=30)
         table = explain_binding(alloc)
@@ -271,7 +289,9 @@ def test_a_two_node_mig_job_shows_its_slice_on_every_node(sandbox_factory: Any) 
             assert inst.profile == "3g.71gb" and inst.label.startswith(f"GPU {inst.gpu} · 3g.71gb @ ")
             assert f"this allocation's slices: {inst.label}" in job[node].summary()
         page = job._repr_mimebundle_()["text/html"]
-        assert "slurmlab-figure-job-mig" in page and page.count("const docs_json") == 1  # one column of figures
+        assert (
+            "slurmlab-figure-job-mig" in page and page.count("const docs_json") == 1
+        )  # one column of figures
         assert alloc.mig("node2") == job["node2"]
     finally:
         alloc.cancel()

@@ -18,7 +18,7 @@ from benchmarks.run_all import fit_exponent, growth  # noqa: E402
 
 RUN_ALL = REPO / "benchmarks" / "run_all.py"
 
-OK_MODULE = '''
+OK_MODULE = """
 from benchmarks._bench import Row
 
 def measure(quick: bool = False) -> list[Row]:
@@ -26,16 +26,22 @@ def measure(quick: bool = False) -> list[Row]:
             for n in (1000, 5000, 10000)]
     slow = 3.0 if not quick else 0.5
     return rows + [Row("parse", "x json.loads", slow, "x", target=2.0, baseline=0.1, baseline_name="json.loads")]
-'''
+"""
 BROKEN_MODULE = "def measure(quick=False):\n    raise RuntimeError('boom: no such cluster')\n"
 NO_MEASURE = "print('a script, not a benchmark module')\n"
 
 
 def _run(folder: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     # no .pyc: a module rewritten within the same second at the same size would be read from its stale bytecode
-    return subprocess.run([sys.executable, str(RUN_ALL), "--dir", str(folder), "--out", str(out), *extra],
-                          capture_output=True, text=True, timeout=600, cwd=REPO, check=False,
-                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    return subprocess.run(
+        [sys.executable, str(RUN_ALL), "--dir", str(folder), "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        check=False,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
 
 
 @pytest.fixture
@@ -78,16 +84,30 @@ def test_a_missed_target_or_failure_exits_1(folder: Path, tmp_path: Path) -> Non
 def test_growth_fits_the_exponent() -> None:
     assert fit_exponent([(1000, 1.0), (2000, 4.0), (4000, 16.0)]) == pytest.approx(2.0)
     assert fit_exponent([(1000, 1.0)]) is None
-    rows = [{"group": "g", "name": f"poll, 1000 nodes x {j} jobs", "unit": "s", "value": (1000 + j) ** 2 / 1e8,
-             "size": f"1000 nodes x {j} jobs"} for j in (1000, 5000, 10000)]
+    rows = [
+        {
+            "group": "g",
+            "name": f"poll, 1000 nodes x {j} jobs",
+            "unit": "s",
+            "value": (1000 + j) ** 2 / 1e8,
+            "size": f"1000 nodes x {j} jobs",
+        }
+        for j in (1000, 5000, 10000)
+    ]
     [g] = growth(rows)
     assert g["name"] == "poll" and g["exponent"] == pytest.approx(2.0) and g["ok"] is False
 
 
 def test_the_real_modules_in_quick_mode_write_valid_json(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    done = subprocess.run([sys.executable, str(RUN_ALL), "--quick", "--only", "parse,analysis", "--out", str(out)],
-                          capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
+    done = subprocess.run(
+        [sys.executable, str(RUN_ALL), "--quick", "--only", "parse,analysis", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     report = json.loads(out.read_text())
     groups = {r["group"] for r in report["rows"]}

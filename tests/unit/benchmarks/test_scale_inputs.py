@@ -64,7 +64,9 @@ def test_realistic_variety(inputs) -> None:  # type: ignore[no-untyped-def]
     running = [j for j in jobs if j.state == "RUNNING"]
     assert any(len(j.nodes) > 1 for j in running), "no multi-node job"
     assert any(i.name == "shard" for j in running for a in j.gpu_allocs for i in a.items), "no shard job"
-    counts = {sum(len(i.indices or ()) for a in j.gpu_allocs for i in a.items if i.name == "gpu") for j in running}
+    counts = {
+        sum(len(i.indices or ()) for a in j.gpu_allocs for i in a.items if i.name == "gpu") for j in running
+    }
     assert {1, 2, 4, 8} <= counts
 
 

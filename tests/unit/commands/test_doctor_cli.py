@@ -37,7 +37,9 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str
     return rc, json.loads(capsys.readouterr().out)
 
 
-def test_a_pending_job_names_its_blockers_and_a_sooner_change(use: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_pending_job_names_its_blockers_and_a_sooner_change(
+    use: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     fake = use(cluster())
     rc, doc = _json(capsys, "--job", "16")
     assert rc == 0 and doc["worst"] == "WARN"  # a job waiting for GPUs is advice, not a failure

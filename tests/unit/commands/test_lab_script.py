@@ -15,8 +15,13 @@ SCRIPT = REPO / "scripts" / "lab.py"
 
 def _dry_run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SLURMLAB_")}
-    return subprocess.run([sys.executable, str(SCRIPT), "--dry-run", *args], capture_output=True, text=True,
-                          timeout=60, env={**clean, **env})
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--dry-run", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**clean, **env},
+    )
 
 
 def test_dry_run_says_what_it_would_start_on_localhost_by_default(tmp_path: Path) -> None:
@@ -36,8 +41,13 @@ def test_the_environment_chooses_address_port_profile_and_folder(tmp_path: Path)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    res = _dry_run(SLURMLAB_LAB_IP="127.0.0.2", SLURMLAB_LAB_PORT=str(port), SLURMLAB_PROFILE="h200-mig",
-                   SLURMLAB_LAB_DIR=str(tmp_path / "lab"), SLURMLAB_SANDBOX_DIR=str(tmp_path / "sb"))
+    res = _dry_run(
+        SLURMLAB_LAB_IP="127.0.0.2",
+        SLURMLAB_LAB_PORT=str(port),
+        SLURMLAB_PROFILE="h200-mig",
+        SLURMLAB_LAB_DIR=str(tmp_path / "lab"),
+        SLURMLAB_SANDBOX_DIR=str(tmp_path / "sb"),
+    )
     assert res.returncode == 0, res.stderr
     assert f"--ServerApp.ip=127.0.0.2 --ServerApp.port={port} " in res.stdout
     assert f"http://127.0.0.2:{port}/lab?token=<token>" in res.stdout

@@ -33,17 +33,28 @@ def test_model_given_for_a_capture_that_does_not_name_it(capsys: pytest.CaptureF
     assert "pass the GPU model" not in out
 
 
-@pytest.mark.parametrize(("name", "model", "expect"), [
-    # a GPU without MIG
-    (CGI, "V100", ["no MIG profile table for GPU model 'V100'", "fit A100-80GB or H100-80GB"]),
-    # a MIG GPU whose profiles are not those of the capture
-    (CGI, "A30", ["1g.10gb, 3g.40gb do not exist on A30-24GB", "fit A100-80GB or H100-80GB: give one of those"]),
-    # a listing that names its GPU, contradicted by --model
-    ("smi-L-h100-80gb-hbm3-ci-uuids-r570-migguide.txt", "A100-40GB",
-     ["names its GPU 'NVIDIA H100 80GB HBM3'", "leave the model out"]),
-])
-def test_model_mistakes_are_told(name: str, model: str, expect: list[str],
-                                 capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("name", "model", "expect"),
+    [
+        # a GPU without MIG
+        (CGI, "V100", ["no MIG profile table for GPU model 'V100'", "fit A100-80GB or H100-80GB"]),
+        # a MIG GPU whose profiles are not those of the capture
+        (
+            CGI,
+            "A30",
+            ["1g.10gb, 3g.40gb do not exist on A30-24GB", "fit A100-80GB or H100-80GB: give one of those"],
+        ),
+        # a listing that names its GPU, contradicted by --model
+        (
+            "smi-L-h100-80gb-hbm3-ci-uuids-r570-migguide.txt",
+            "A100-40GB",
+            ["names its GPU 'NVIDIA H100 80GB HBM3'", "leave the model out"],
+        ),
+    ],
+)
+def test_model_mistakes_are_told(
+    name: str, model: str, expect: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["mig", path(name), "--model", model]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -76,8 +87,10 @@ def test_catalogues_are_drawn(name: str, tmp_path: Path, capsys: pytest.CaptureF
 def test_lgip_lines_end_with_the_room_sentence(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["mig", path("mig-lgip-a100-80gb-partially-used.txt")]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[-1] == ("GPU 0: room for up to 4x 1g.10gb, 1x 1g.10gb+me, 2x 2g.20gb, 1x 3g.40gb "
-                       "(each count alone: they share the free slices)")
+    assert out[-1] == (
+        "GPU 0: room for up to 4x 1g.10gb, 1x 1g.10gb+me, 2x 2g.20gb, 1x 3g.40gb "
+        "(each count alone: they share the free slices)"
+    )
     assert main(["mig", path("mig-lgip-a30-24gb-all-used.txt")]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "GPU 0: no room for another instance"
 
@@ -95,14 +108,18 @@ def test_lgipp_with_a_model_of_other_placements_is_refused(capsys: pytest.Captur
 
 def test_lgipp_with_a_tab_in_the_braces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "lgipp.txt"
-    f.write_text("GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,\t6}:1\nGPU  0 Profile ID 14 Placements: {0,\t}:2\n")
+    f.write_text(
+        "GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,\t6}:1\nGPU  0 Profile ID 14 Placements: {0,\t}:2\n"
+    )
     assert main(["mig", str(f)]) == 0
 
 
-@pytest.mark.parametrize("failure", [ValueError("invalid literal for int()"), IndexError("list index"),
-                                     KeyError("x")])
-def test_any_parse_failure_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch, failure: Exception) -> None:
+@pytest.mark.parametrize(
+    "failure", [ValueError("invalid literal for int()"), IndexError("list index"), KeyError("x")]
+)
+def test_any_parse_failure_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, failure: Exception
+) -> None:
     def broken(*_a: object, **_k: object) -> None:
         raise failure
 
@@ -120,7 +137,12 @@ def test_a_tab_in_lgipp_braces_leaves_no_traceback(tmp_path: Path) -> None:
 
     f = tmp_path / "lgipp.txt"
     f.write_text("GPU  0 Profile ID 14 Placements: {\t}:2\n")
-    done = subprocess.run([sys.executable, "-m", "slurmlab", "mig", str(f)], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "slurmlab", "mig", str(f)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0].startswith("slurmlab: error: cannot parse nvidia-smi mig -lgipp")

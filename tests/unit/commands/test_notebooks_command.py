@@ -25,15 +25,18 @@ def test_plan_sorts_each_notebook_by_what_is_in_the_folder() -> None:
     import hashlib
 
     old = b"old"
-    plan = plan_copy({"a": b"A", "b": b"B", "c": b"C", "d": b"D"},
-                     {"b": b"B", "c": old, "d": b"mine"},
-                     {"c": hashlib.sha256(old).hexdigest(), "d": hashlib.sha256(b"D0").hexdigest()})
+    plan = plan_copy(
+        {"a": b"A", "b": b"B", "c": b"C", "d": b"D"},
+        {"b": b"B", "c": old, "d": b"mine"},
+        {"c": hashlib.sha256(old).hexdigest(), "d": hashlib.sha256(b"D0").hexdigest()},
+    )
     assert (plan.new, plan.same, plan.updated, plan.changed) == (("a",), ("b",), ("c",), ("d",))
     assert plan.writes(False) == ("a", "c") and plan.writes(True) == ("a", "c", "d")
 
 
 def test_copies_says_how_to_open_them_and_a_second_run_copies_nothing(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     target = tmp_path / "my notebooks"
     assert main(["notebooks", str(target)]) == 0
     out = capsys.readouterr().out
@@ -48,7 +51,8 @@ def test_copies_says_how_to_open_them_and_a_second_run_copies_nothing(
 
 
 def test_a_changed_notebook_is_refused_with_the_fix_and_nothing_is_copied(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shipped = shipped_notebooks()
     first, *rest = shipped
     (tmp_path / first).write_text("my own work")
@@ -76,8 +80,9 @@ def test_a_notebook_left_as_copied_is_updated_to_a_newer_shipped_one(tmp_path: P
         copy_notebooks({"n.ipynb": b"v3"}, tmp_path)
 
 
-def test_a_file_in_place_of_the_folder_is_a_one_line_error(tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_in_place_of_the_folder_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     target = tmp_path / "file"
     target.write_text("x")
     assert main(["notebooks", str(target)]) == 2

@@ -31,8 +31,9 @@ def _script_node(fake: FakeRunner, version: str, node: str) -> list[str]:
 
 
 @pytest.mark.parametrize("version", GOLDEN_VERSIONS)
-def test_best_on_a_node_asks_slurm_which_gpus_are_taken(version: str, fake: FakeRunner,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_best_on_a_node_asks_slurm_which_gpus_are_taken(
+    version: str, fake: FakeRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = _script_node(fake, version, "node2")
     text = golden_path(version, "s08_scontrol_show_node_d.txt").read_text()
     used = re.search(r"NodeName=node2 .*?GresUsed=gpu:h100:\d+\(IDX:([\d,-]+)\)", text, flags=re.S)
@@ -48,13 +49,19 @@ def test_best_on_a_node_asks_slurm_which_gpus_are_taken(version: str, fake: Fake
     line = re.search(r"ask Slurm: (.*)", out)
     assert line is not None
     # no --gres-flags=enforce-binding: no socket has 4 free, the job would wait until one has
-    assert shlex.split(line.group(1)) == ["salloc", "--no-shell", "--nodes=1", "--gpus=h100:4",
-                                          "--nodelist=node2"]
+    assert shlex.split(line.group(1)) == [
+        "salloc",
+        "--no-shell",
+        "--nodes=1",
+        "--gpus=h100:4",
+        "--nodelist=node2",
+    ]
     assert "Slurm cannot be asked for GPU indices" in out
 
 
-def test_a_node_with_fewer_free_gpus_is_refused_before_the_summary(fake: FakeRunner,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_node_with_fewer_free_gpus_is_refused_before_the_summary(
+    fake: FakeRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
     _script_node(fake, "22.05", "node1")  # GresUsed=gpu:h100:6(IDX:0,2-4,6-7),shard:h100:1(IDX:1)
     assert main(["topo", "--profile", "dgx-h100", "--best", "2", "--node", "node1"]) == 2
     captured = capsys.readouterr()
@@ -80,22 +87,30 @@ def test_taken_by_hand_on_a_capture(capsys: pytest.CaptureFixture[str]) -> None:
     assert "ask Slurm: salloc --no-shell --nodes=1 --gpus=4" in out
 
 
-@pytest.mark.parametrize(("args", "said", "hint"), [
-    (["--node", "node1"], "--node says which GPUs are taken, for --best N; it does nothing alone",
-     "add --best N (e.g. --best 2 --node node1)"),
-    (["--taken", "0,1"], "--taken says which GPUs are taken, for --best N", "--best 2 --taken 0,1"),
-    (["--best", "0"], "--best 0: choose at least 1 GPU", "e.g. --best 2"),
-    (["--best", "2", "--taken", "0,x"], "GPU list", ""),
-])
-def test_flag_mistakes_are_told_plainly(args: list[str], said: str, hint: str,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "said", "hint"),
+    [
+        (
+            ["--node", "node1"],
+            "--node says which GPUs are taken, for --best N; it does nothing alone",
+            "add --best N (e.g. --best 2 --node node1)",
+        ),
+        (["--taken", "0,1"], "--taken says which GPUs are taken, for --best N", "--best 2 --taken 0,1"),
+        (["--best", "0"], "--best 0: choose at least 1 GPU", "e.g. --best 2"),
+        (["--best", "2", "--taken", "0,x"], "GPU list", ""),
+    ],
+)
+def test_flag_mistakes_are_told_plainly(
+    args: list[str], said: str, hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["topo", "--profile", "dgx-h100", *args]) == 2
     err = capsys.readouterr().err
     assert said in err and hint in err and "Traceback" not in err
 
 
-def test_node_alone_outside_a_sandbox_says_to_give_a_capture(fake: FakeRunner,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_node_alone_outside_a_sandbox_says_to_give_a_capture(
+    fake: FakeRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["topo", "--best", "2", "--node", "gpu7"]) == 2
     err = capsys.readouterr().err
     assert "the topology of gpu7 is not known here" in err

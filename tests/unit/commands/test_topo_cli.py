@@ -27,14 +27,17 @@ def test_topo_partial_warns_on_stderr(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_a_resource_warning_from_elsewhere_is_not_told_as_the_capture_s(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import warnings
 
     from slurmlab.commands.topo import command as topo
 
     def collected_meanwhile(found: object, args: object) -> object:
         # what the garbage collector says of another thread's unclosed pipe while the capture is read
-        warnings.warn("unclosed file <_io.FileIO name=39 mode='rb' closefd=True>", ResourceWarning, stacklevel=1)
+        warnings.warn(
+            "unclosed file <_io.FileIO name=39 mode='rb' closefd=True>", ResourceWarning, stacklevel=1
+        )
         return found
 
     monkeypatch.setattr(topo, "apply_nvlink", collected_meanwhile)
@@ -80,11 +83,14 @@ def test_profiles(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["topo", "--profile", "no-such-profile"]) == 2
 
 
-@pytest.mark.parametrize("name", [
-    "mig-cgi-C-h100-pcie-create-log.txt",
-    "mig-lgi-a100-40gb-3-2-1-1-migguide-r450fmt.txt",
-    "smi-L-a100-40gb-2x3g.20gb-migguide.txt",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mig-cgi-C-h100-pcie-create-log.txt",
+        "mig-lgi-a100-40gb-3-2-1-1-migguide-r450fmt.txt",
+        "smi-L-a100-40gb-2x3g.20gb-migguide.txt",
+    ],
+)
 def test_cli_and_library_read_the_same_layout(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     # one reader: `slurmlab mig FILE` prints the summary of exactly what slurmlab.mig_from_file(FILE) loads
     from slurmlab import mig_from_file
@@ -96,13 +102,17 @@ def test_cli_and_library_read_the_same_layout(name: str, capsys: pytest.CaptureF
     assert layout.summary() in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("name", "kind", "expect"), [
-    ("mig-lgip-a100-80gb-partially-used.txt", "lgip", "free"),
-    ("mig-lgipp-a30-24gb.txt", "lgipp", "placements"),
-    ("mig-lci-a100-1g.5gb-single.txt", "lci", "CI"),
-])
-def test_catalogues_are_read_by_the_library_and_refused_as_layouts(name: str, kind: str, expect: str,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("name", "kind", "expect"),
+    [
+        ("mig-lgip-a100-80gb-partially-used.txt", "lgip", "free"),
+        ("mig-lgipp-a30-24gb.txt", "lgipp", "placements"),
+        ("mig-lci-a100-1g.5gb-single.txt", "lci", "CI"),
+    ],
+)
+def test_catalogues_are_read_by_the_library_and_refused_as_layouts(
+    name: str, kind: str, expect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from slurmlab import mig_from_file
     from slurmlab.core.gpu.captures import read_mig_capture
     from slurmlab.errors import RequestError

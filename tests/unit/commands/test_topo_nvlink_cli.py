@@ -15,13 +15,17 @@ NVLINK = "nvlink-status-i0-h100-80gb-hbm3.txt"
 
 def degraded(tmp_path: Path) -> Path:
     text = require_shared("nvidia-smi", NVLINK).read_text()
-    text = text.replace("Link 2: 26.562 GB/s", "Link 2: <inactive>").replace("Link 5: 26.562 GB/s", "Link 5: 0 GB/s")
+    text = text.replace("Link 2: 26.562 GB/s", "Link 2: <inactive>").replace(
+        "Link 5: 26.562 GB/s", "Link 5: 0 GB/s"
+    )
     path = tmp_path / "nvlink-s.txt"
     path.write_text(text)
     return path
 
 
-def test_topo_with_nvlink_prints_the_fabric_and_the_faults(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_topo_with_nvlink_prints_the_fabric_and_the_faults(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     topo = require_shared("nvidia-smi", TOPO)
     nv = degraded(tmp_path)
     assert main(["topo", str(topo), "--nvlink", str(nv)]) == 0
@@ -33,11 +37,24 @@ def test_topo_with_nvlink_prints_the_fabric_and_the_faults(capsys: pytest.Captur
     assert "GPU0: 2 of 18 links inactive" in capsys.readouterr().out
 
 
-def test_topo_with_nvlink_writes_the_marked_figure(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_topo_with_nvlink_writes_the_marked_figure(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     pytest.importorskip("bokeh")
     html = tmp_path / "topo.html"
-    assert main(["topo", str(require_shared("nvidia-smi", TOPO)), "--nvlink", str(degraded(tmp_path)),
-                 "--html", str(html)]) == 0
+    assert (
+        main(
+            [
+                "topo",
+                str(require_shared("nvidia-smi", TOPO)),
+                "--nvlink",
+                str(degraded(tmp_path)),
+                "--html",
+                str(html),
+            ]
+        )
+        == 0
+    )
     page = html.read_text()
     assert "2 of 18 links inactive" in page and "NVSwitch" in page
 
@@ -45,7 +62,10 @@ def test_topo_with_nvlink_writes_the_marked_figure(capsys: pytest.CaptureFixture
 def test_lone_nvlink_s_is_reported_not_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["topo", str(degraded(tmp_path))]) == 0
     out = capsys.readouterr().out
-    assert "GPU 0: NVIDIA H100 80GB HBM3 (GPU-5a10e6e5-95f7-2785-ed63-6f6147f304f7): 16 of 18 links active" in out
+    assert (
+        "GPU 0: NVIDIA H100 80GB HBM3 (GPU-5a10e6e5-95f7-2785-ed63-6f6147f304f7): 16 of 18 links active"
+        in out
+    )
     assert "for the fabric and the figure: slurmlab topo topo-m.txt --nvlink" in out
     assert "slurmlab mig" not in out
 
@@ -60,10 +80,22 @@ def test_nvlink_mistakes_are_told(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert "both FILE and --nvlink are `nvidia-smi nvlink -s` output" in capsys.readouterr().err
     topo = require_shared("nvidia-smi", TOPO)
     assert main(["topo", str(topo), "--nvlink", str(topo)]) == 2
-    assert "looks like `topo` output; the link state comes from `nvidia-smi nvlink -s`" in capsys.readouterr().err
+    assert (
+        "looks like `topo` output; the link state comes from `nvidia-smi nvlink -s`"
+        in capsys.readouterr().err
+    )
     assert main(["topo", str(topo), "--nvlink", str(tmp_path / "missing.txt")]) == 2
     assert "cannot read it" in capsys.readouterr().err
     other = require_shared("nvidia-smi", "nvlink-status-4x-a100-sxm4-80gb.txt")
-    assert main(["topo", str(require_shared("nvidia-smi", "topo-2x-rtx3090-nvlink-bridge-nv4.txt")),
-                 "--nvlink", str(other)]) == 2
+    assert (
+        main(
+            [
+                "topo",
+                str(require_shared("nvidia-smi", "topo-2x-rtx3090-nvlink-bridge-nv4.txt")),
+                "--nvlink",
+                str(other),
+            ]
+        )
+        == 2
+    )
     assert "the topology has GPUs 0, 1: were both captures taken on the same node" in capsys.readouterr().err

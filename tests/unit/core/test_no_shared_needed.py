@@ -14,25 +14,49 @@ from profiles import profile
 from shared_paths import ENV_VAR, REPO
 
 SLURM_OUTPUT_TESTS = [
-    "tests/unit/core/slurm/test_parse_fixtures.py", "tests/unit/core/slurm/test_parse_robustness.py",
-    "tests/unit/core/slurm/test_json_per_node.py", "tests/unit/core/slurm/test_record_grammar.py",
-    "tests/unit/core/slurm/test_parse_cli.py", "tests/unit/core/request/test_validate_inventory.py",
-    "tests/unit/core/request/test_one_pipeline.py", "tests/unit/slurm/test_submit_request.py",
-    "tests/unit/sandbox/test_sandbox_render_golden.py", "tests/unit/experiments/test_verdicts_on_every_slurm.py",
-    "tests/unit/slurm/test_runner.py", "tests/unit/fuzz/test_parse_cli_fuzz.py",
+    "tests/unit/core/slurm/test_parse_fixtures.py",
+    "tests/unit/core/slurm/test_parse_robustness.py",
+    "tests/unit/core/slurm/test_json_per_node.py",
+    "tests/unit/core/slurm/test_record_grammar.py",
+    "tests/unit/core/slurm/test_parse_cli.py",
+    "tests/unit/core/request/test_validate_inventory.py",
+    "tests/unit/core/request/test_one_pipeline.py",
+    "tests/unit/slurm/test_submit_request.py",
+    "tests/unit/sandbox/test_sandbox_render_golden.py",
+    "tests/unit/experiments/test_verdicts_on_every_slurm.py",
+    "tests/unit/slurm/test_runner.py",
+    "tests/unit/fuzz/test_parse_cli_fuzz.py",
 ]
 
 
-@pytest.mark.skipif(profile() != "ci", reason="re-runs ten test files in a subprocess: part of `make test` "
-                    "(HYPOTHESIS_PROFILE=ci), not of the fast tier")
-
+@pytest.mark.skipif(
+    profile() != "ci",
+    reason="re-runs ten test files in a subprocess: part of `make test` "
+    "(HYPOTHESIS_PROFILE=ci), not of the fast tier",
+)
 def test_slurm_output_tests_need_no_shared_fixtures(tmp_path: Path) -> None:
     empty = tmp_path / "no-shared"
     empty.mkdir()
     env = {**os.environ, ENV_VAR: str(empty)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                           "-m", "not sandbox and not browser", *SLURM_OUTPUT_TESTS],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-rs",
+            "-m",
+            "not sandbox and not browser",
+            *SLURM_OUTPUT_TESTS,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     skips = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
     # an extra test of the shared capture says so; an empty shared parametrisation is the only other skip

@@ -22,20 +22,53 @@ MODEL = "5b0ad6b1c3e34b4c9d3c6ad9b4f6e2aa"
 
 def _executed() -> Any:
     v4 = nbformat.v4
-    figure = v4.new_code_cell("fig", outputs=[v4.new_output(
-        "display_data", data={"text/html": "<script type='text/javascript'>window.slurmlabFigure = 1;</script>"
-                                           "<div class='figure-root'></div>", "text/plain": "<figure>"})])
-    widget = v4.new_code_cell("panel", outputs=[v4.new_output(
-        "display_data", data={WIDGET_VIEW: {"model_id": MODEL, "version_major": 2, "version_minor": 0},
-                              "text/html": "<b>job 12: RUNNING</b> (as of 08:10; re-run the cell to reconnect)",
-                              "text/plain": "Allocation(job 12)"})])
-    error = v4.new_code_cell("1/0", outputs=[v4.new_output("error", ename="ZeroDivisionError",
-                                                           evalue="division by zero",
-                                                           traceback=["ZeroDivisionError: division by zero"])])
-    nb = v4.new_notebook(cells=[v4.new_markdown_cell("# Lesson\nInline math $x^2$ stays text."), figure,
-                                widget, error])
-    nb.metadata["widgets"] = {WIDGET_STATE: {"version_major": 2, "version_minor": 0,
-                                             "state": {MODEL: {"model_name": "BoxModel", "state": {}}}}}
+    figure = v4.new_code_cell(
+        "fig",
+        outputs=[
+            v4.new_output(
+                "display_data",
+                data={
+                    "text/html": "<script type='text/javascript'>window.slurmlabFigure = 1;</script>"
+                    "<div class='figure-root'></div>",
+                    "text/plain": "<figure>",
+                },
+            )
+        ],
+    )
+    widget = v4.new_code_cell(
+        "panel",
+        outputs=[
+            v4.new_output(
+                "display_data",
+                data={
+                    WIDGET_VIEW: {"model_id": MODEL, "version_major": 2, "version_minor": 0},
+                    "text/html": "<b>job 12: RUNNING</b> (as of 08:10; re-run the cell to reconnect)",
+                    "text/plain": "Allocation(job 12)",
+                },
+            )
+        ],
+    )
+    error = v4.new_code_cell(
+        "1/0",
+        outputs=[
+            v4.new_output(
+                "error",
+                ename="ZeroDivisionError",
+                evalue="division by zero",
+                traceback=["ZeroDivisionError: division by zero"],
+            )
+        ],
+    )
+    nb = v4.new_notebook(
+        cells=[v4.new_markdown_cell("# Lesson\nInline math $x^2$ stays text."), figure, widget, error]
+    )
+    nb.metadata["widgets"] = {
+        WIDGET_STATE: {
+            "version_major": 2,
+            "version_minor": 0,
+            "state": {MODEL: {"model_name": "BoxModel", "state": {}}},
+        }
+    }
     return nb
 
 
@@ -45,7 +78,9 @@ def page() -> str:
 
 
 def test_nothing_is_loaded_from_the_network(page: str) -> None:
-    loads = re.findall(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(https?:)?//""", page, re.I)
+    loads = re.findall(
+        r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(https?:)?//""", page, re.I
+    )
     assert loads == [], "the page loads something over the network"
     assert "require.min.js" not in page and "MathJax.Hub.Config" not in page and "html-manager" not in page
     assert "mermaid.esm" not in page and "cdnjs" not in page and "unpkg.com" not in page

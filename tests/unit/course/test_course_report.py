@@ -60,13 +60,15 @@ def test_summary_lines_say_ok_with_time_and_cells_or_fail_with_the_cell_and_erro
     ok = LessonResult(_lesson("03-topology"), "ok", seconds=21.43, cells=12)
     assert re.fullmatch(r"ok   03-topology\s+21\.4 s  12 cells", summary_line(ok))
     assert summary_line(LessonResult(_lesson("00-q"), "ok", 1.0, cells=1)).endswith(" 1 cell")
-    fail = LessonResult(_lesson("05-time-slicing"), "FAIL", 3.0, 7, failed_cell=7,
-                        error="AllocationError: job 12 failed")
+    fail = LessonResult(
+        _lesson("05-time-slicing"), "FAIL", 3.0, 7, failed_cell=7, error="AllocationError: job 12 failed"
+    )
     assert summary_line(fail) == "FAIL 05-time-slicing cell 7: AllocationError: job 12 failed"
     broken = LessonResult(_lesson("02-x"), "FAIL", error="not a notebook: bad JSON")
     assert summary_line(broken) == "FAIL 02-x: not a notebook: bad JSON"
     assert summary_line(LessonResult(_lesson("04-mig"), "interrupted", 2.5, 1, 2)).startswith(
-        "STOP 04-mig cell 2: interrupted")
+        "STOP 04-mig cell 2: interrupted"
+    )
     assert "not run" in summary_line(LessonResult(_lesson("06-i"), "not run"))
 
 
@@ -86,10 +88,18 @@ def test_a_summary_is_always_one_line(error: str) -> None:
 
 
 def test_the_index_lists_every_lesson_with_status_time_link_and_the_build() -> None:
-    results = [LessonResult(_lesson("00-quickstart", "Quickstart: a GPU in 5 minutes"), "ok", 12.34, 9),
-               LessonResult(_lesson("01-requesting-gpus", "Requesting GPUs"), "FAIL", 4.0, 3, 3,
-                                    "RequestError: --gpus-per-task needs tasks"),
-               LessonResult(_lesson("02-sharing-a-gpu", "Sharing a GPU"), "not run")]
+    results = [
+        LessonResult(_lesson("00-quickstart", "Quickstart: a GPU in 5 minutes"), "ok", 12.34, 9),
+        LessonResult(
+            _lesson("01-requesting-gpus", "Requesting GPUs"),
+            "FAIL",
+            4.0,
+            3,
+            3,
+            "RequestError: --gpus-per-task needs tasks",
+        ),
+        LessonResult(_lesson("02-sharing-a-gpu", "Sharing a GPU"), "not run"),
+    ]
     page = _Page(render_index(results, INFO))
     assert page.links["Quickstart: a GPU in 5 minutes"] == "00-quickstart.html"
     assert page.links["Requesting GPUs"] == "01-requesting-gpus.html"
@@ -121,14 +131,19 @@ def test_an_all_ok_build_says_so_and_no_lesson_is_not_ok() -> None:
 
 
 def test_course_json_is_json_and_matches_the_results() -> None:
-    results = [LessonResult(_lesson("00-a"), "ok", 1.234, 4, kernel_pid=4242),
-               LessonResult(_lesson("01-b"), "FAIL", 2.0, 2, 2, "ValueError: x", 4343),
-               LessonResult(_lesson("02-c"), "not run")]
+    results = [
+        LessonResult(_lesson("00-a"), "ok", 1.234, 4, kernel_pid=4242),
+        LessonResult(_lesson("01-b"), "FAIL", 2.0, 2, 2, "ValueError: x", 4343),
+        LessonResult(_lesson("02-c"), "not run"),
+    ]
     data = json.loads(json.dumps(course_json(results, INFO)))
     assert data["ok"] is False and data["profile"] == "dgx-h100" and data["slurm"] == "24.11.5"
     lessons = data["lessons"]
     assert [(x["name"], x["status"], x["html"]) for x in lessons] == [
-        ("00-a", "ok", "00-a.html"), ("01-b", "FAIL", "01-b.html"), ("02-c", "not run", None)]
+        ("00-a", "ok", "00-a.html"),
+        ("01-b", "FAIL", "01-b.html"),
+        ("02-c", "not run", None),
+    ]
     assert lessons[1]["failed_cell"] == 2 and lessons[1]["error"] == "ValueError: x"
     assert [x["kernel_pid"] for x in lessons] == [4242, 4343, None]
 

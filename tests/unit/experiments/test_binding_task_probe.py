@@ -21,10 +21,12 @@ pytestmark = pytest.mark.skipif(PY is None, reason="python3 is not on PATH")
 
 def _fake_smi(folder: Path, listing: Path, csv: str) -> None:
     script = folder / "nvidia-smi"
-    script.write_text("#!/bin/sh\n"
-                      f'if [ "$1" = "-L" ]; then cat {listing}; exit 0; fi\n'
-                      f'case "$1" in --query-gpu=*) echo "{csv}"; exit 0;; esac\n'
-                      "exit 2\n")
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = "-L" ]; then cat {listing}; exit 0; fi\n'
+        f'case "$1" in --query-gpu=*) echo "{csv}"; exit 0;; esac\n'
+        "exit 2\n"
+    )
     script.chmod(0o755)
 
 
@@ -33,13 +35,23 @@ def test_the_task_reports_its_listing_and_pci_bus_ids(tmp_path: Path) -> None:
     lines = [ln for ln in listing.read_text().splitlines() if ln.strip()]
     first_uuid = lines[0].split("UUID: ")[1].rstrip(")")
     _fake_smi(tmp_path, listing, f"{first_uuid}, 00000000:07:00.0")
-    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ.get('PATH', '')}", "SLURM_PROCID": "1",
-           "SLURMD_NODENAME": "n1", "SLURM_STEP_GPUS": "0", "CUDA_VISIBLE_DEVICES": first_uuid}
-    out = subprocess.run([PY or "python3", "-c", TASK_PROBE], env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        **os.environ,
+        "PATH": f"{tmp_path}:{os.environ.get('PATH', '')}",
+        "SLURM_PROCID": "1",
+        "SLURMD_NODENAME": "n1",
+        "SLURM_STEP_GPUS": "0",
+        "CUDA_VISIBLE_DEVICES": first_uuid,
+    }
+    out = subprocess.run(
+        [PY or "python3", "-c", TASK_PROBE], env=env, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     printed = out.stdout.splitlines()
     # one line per device, each short enough that srun never cuts it with another task's output
-    assert all(len(ln) < 1024 for ln in printed) and sum(ln.startswith(TASK_DEVICE_PREFIX) for ln in printed) == 1 + len(lines)
+    assert all(len(ln) < 1024 for ln in printed) and sum(
+        ln.startswith(TASK_DEVICE_PREFIX) for ln in printed
+    ) == 1 + len(lines)
     (rep,) = parse_task_reports(printed)
     assert rep.visible == (first_uuid,) and rep.smi_list is not None
     assert [ln.strip() for ln in rep.smi_list.splitlines()] == [ln.strip() for ln in lines]
@@ -48,11 +60,19 @@ def test_the_task_reports_its_listing_and_pci_bus_ids(tmp_path: Path) -> None:
 
 def test_when_nvidia_smi_fails_the_report_has_no_listing(tmp_path: Path) -> None:
     script = tmp_path / "nvidia-smi"
-    script.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the driver'\nexit 9\n")
+    script.write_text(
+        "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the driver'\nexit 9\n"
+    )
     script.chmod(0o755)
-    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ.get('PATH', '')}", "SLURM_PROCID": "0",
-           "SLURMD_NODENAME": "n1"}
-    out = subprocess.run([PY or "python3", "-c", TASK_PROBE], env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        **os.environ,
+        "PATH": f"{tmp_path}:{os.environ.get('PATH', '')}",
+        "SLURM_PROCID": "0",
+        "SLURMD_NODENAME": "n1",
+    }
+    out = subprocess.run(
+        [PY or "python3", "-c", TASK_PROBE], env=env, capture_output=True, text=True, timeout=60
+    )
     (rep,) = parse_task_reports(out.stdout.splitlines())
     assert rep.smi_list is None and rep.pci == ()
 

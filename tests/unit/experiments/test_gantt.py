@@ -15,7 +15,9 @@ MS = 1_000_000
 def round_robin(n: int, slice_ns: int, rounds: int) -> list[np.ndarray]:
     """n processes taking turns: process i runs [k*n + i, k*n + i + 1) slices."""
     return [
-        np.array([[(k * n + i) * slice_ns, (k * n + i + 1) * slice_ns] for k in range(rounds)], dtype=np.int64)
+        np.array(
+            [[(k * n + i) * slice_ns, (k * n + i + 1) * slice_ns] for k in range(rounds)], dtype=np.int64
+        )
         for i in range(n)
     ]
 

@@ -27,20 +27,33 @@ from slurmlab.experiments.verify import _judge, in_sandbox
 from slurmlab.slurm.hardware_files import topology_from_profile
 
 DGX = topology_from_profile("dgx-h100")  # GPUs 0-3 on NUMA 0 (CPUs 0-55), 4-7 on NUMA 1
-SANDBOX_TOPO = NodeTopology(DGX.topology, "sandbox", "hardware profile dgx-h100 of the sandbox in /x", "node1")
+SANDBOX_TOPO = NodeTopology(
+    DGX.topology, "sandbox", "hardware profile dgx-h100 of the sandbox in /x", "node1"
+)
 
 
 def _per_task_job() -> Job:
     # %salloc -n2 --gpus-per-task=1 --gpu-bind=closest: Slurm put both GPUs on socket 0, CPUs 0-1
-    return Job(job_id=3, name="j", state="RUNNING", num_tasks=2,
-               tres_per_task=(GresItem("gpu", count=1, prefix="gres:"),), tres_bind="gres/gpu:closest",
-               gpu_allocs=(GresAlloc("node1", (GresItem("gpu", "h100", 2, (0, 1)),), "0-1"),))
+    return Job(
+        job_id=3,
+        name="j",
+        state="RUNNING",
+        num_tasks=2,
+        tres_per_task=(GresItem("gpu", count=1, prefix="gres:"),),
+        tres_bind="gres/gpu:closest",
+        gpu_allocs=(GresAlloc("node1", (GresItem("gpu", "h100", 2, (0, 1)),), "0-1"),),
+    )
 
 
 def _verify_report(rank: int, env: dict[str, str]) -> dict[str, Any]:
-    return {"label": str(rank), "node": "node1", "identity": {"devices": []}, "cpu_affinity": [rank],
-            "slurm_env": {"SLURMD_NODENAME": "node1", "SLURM_PROCID": str(rank), **env},
-            "gres_conf": {"path": "/x/gres.conf", "cores": {"0": "0-55", "1": "0-55"}}}
+    return {
+        "label": str(rank),
+        "node": "node1",
+        "identity": {"devices": []},
+        "cpu_affinity": [rank],
+        "slurm_env": {"SLURMD_NODENAME": "node1", "SLURM_PROCID": str(rank), **env},
+        "gres_conf": {"path": "/x/gres.conf", "cores": {"0": "0-55", "1": "0-55"}},
+    }
 
 
 def test_per_task_gpus_read_the_same_in_the_binding_table_and_the_isolation_check() -> None:
@@ -48,10 +61,18 @@ def test_per_task_gpus_read_the_same_in_the_binding_table_and_the_isolation_chec
     seen = {0: "0", 1: "1"}
     tasks = [TaskReport(r, "node1", (int(g),), (g,), frozenset({r}), 2) for r, g in seen.items()]
     job = _per_task_job()
-    table = explain(tasks, {"node1": SANDBOX_TOPO}, node_records(job), tres_bind=job.tres_bind, job_id="3",
-                    step_args=["--ntasks=2", "--gpus-per-task=1"])
-    reports = [_verify_report(r, {"SLURM_STEP_GPUS": g, "CUDA_VISIBLE_DEVICES": g, "SLURMLAB_SANDBOX": "/x"})
-               for r, g in seen.items()]
+    table = explain(
+        tasks,
+        {"node1": SANDBOX_TOPO},
+        node_records(job),
+        tres_bind=job.tres_bind,
+        job_id="3",
+        step_args=["--ntasks=2", "--gpus-per-task=1"],
+    )
+    reports = [
+        _verify_report(r, {"SLURM_STEP_GPUS": g, "CUDA_VISIBLE_DEVICES": g, "SLURMLAB_SANDBOX": "/x"})
+        for r, g in seen.items()
+    ]
     grant = grant_from_job(job, 2)
     checks, devs, source = _judge(job, reports, grant, None, sandbox=in_sandbox(reports))
     # one GPU each, the same one in both, and both say closest binding holds (I7 is the check of it)
@@ -69,8 +90,13 @@ def test_closest_on_a_step_that_holds_both_gpus_is_honoured_and_each_task_sees_b
     # the same job, probed with --gpu-bind=closest as explain_binding once did: each task gets every step GPU
     # near its CPUs (both sit on socket 0), which is Slurm's closest binding, honoured, but not one GPU each
     tasks = [TaskReport(r, "node1", (0, 1), ("0", "1"), frozenset({r}), 2) for r in (0, 1)]
-    table = explain(tasks, {"node1": SANDBOX_TOPO}, node_records(_per_task_job()), tres_bind="gres/gpu:closest",
-                    step_args=["--ntasks=2", "--gpus-per-task=1", "--gpu-bind=closest"])
+    table = explain(
+        tasks,
+        {"node1": SANDBOX_TOPO},
+        node_records(_per_task_job()),
+        tres_bind="gres/gpu:closest",
+        step_args=["--ntasks=2", "--gpus-per-task=1", "--gpu-bind=closest"],
+    )
     assert [r.gpus for r in table.rows] == [(0, 1), (0, 1)] and table.closest == HONOURED
     assert "repeats the job's GPU request without it" not in table.text()
 
@@ -113,10 +139,17 @@ def test_mig_on_the_sandbox_is_not_failed_for_lacking_mig_uuids_but_said_so() ->
 
 
 def test_a_mig_job_on_the_sandbox_is_isolated_with_every_check_agreeing_and_the_notes() -> None:
-    job = Job(job_id=4, name="m", state="RUNNING", num_tasks=1,
-              tres_per_node=(GresItem("gpu", "3g.71gb", 1, prefix="gres:"),),
-              gpu_allocs=(GresAlloc("node1", (GresItem("gpu", "3g.71gb", 1, (13,)),), "0"),))
-    reports = [_verify_report(0, {"SLURM_STEP_GPUS": "13", "CUDA_VISIBLE_DEVICES": "13", "SLURMLAB_SANDBOX": "/x"})]
+    job = Job(
+        job_id=4,
+        name="m",
+        state="RUNNING",
+        num_tasks=1,
+        tres_per_node=(GresItem("gpu", "3g.71gb", 1, prefix="gres:"),),
+        gpu_allocs=(GresAlloc("node1", (GresItem("gpu", "3g.71gb", 1, (13,)),), "0"),),
+    )
+    reports = [
+        _verify_report(0, {"SLURM_STEP_GPUS": "13", "CUDA_VISIBLE_DEVICES": "13", "SLURMLAB_SANDBOX": "/x"})
+    ]
     grant = grant_from_job(job, 1)
     assert grant.sharing == MIG
     checks, devs, _ = _judge(job, reports, grant, None, sandbox=True)

@@ -144,11 +144,15 @@ def test_a_task_that_failed_is_quoted_and_every_problem_listed() -> None:
         read_reports(_with(stdouts), 8, what="the verify step in allocation 12")
     text = str(err.value)
     assert text.startswith("the verify step in allocation 12: 6 of 8")
-    assert "task 2 failed: RuntimeError: no CUDA here" in text and "task 4's report is not a JSON object" in text
+    assert (
+        "task 2 failed: RuntimeError: no CUDA here" in text and "task 4's report is not a JSON object" in text
+    )
 
 
 def test_more_reports_than_tasks_is_an_error_not_a_silent_drop() -> None:
-    with pytest.raises(ExperimentError, match=r"more tasks than the 4 expected \(reports from task\(s\) 4, 5\)"):
+    with pytest.raises(
+        ExperimentError, match=r"more tasks than the 4 expected \(reports from task\(s\) 4, 5\)"
+    ):
         read_reports(_with(_stdouts(REAL[:6])), 4)
 
 

@@ -88,8 +88,15 @@ def _cores(conf: str, node: str) -> dict[str, str | None]:
 
 
 def _i7(job: Job, conf: str) -> Any:
-    reports = [{"label": "0", "node": a.node, "cpu_affinity": [0],
-                "gres_conf": {"path": "gres.conf", "cores": _cores(conf, a.node)}} for a in job.gpu_allocs]
+    reports = [
+        {
+            "label": "0",
+            "node": a.node,
+            "cpu_affinity": [0],
+            "gres_conf": {"path": "gres.conf", "cores": _cores(conf, a.node)},
+        }
+        for a in job.gpu_allocs
+    ]
     return slurm_i7(job, reports, grant_from_job(job))
 
 
@@ -97,19 +104,26 @@ def _binding(job: Job, conf: str) -> Any:
     """The table for one task per node, as in a sandbox (2 real CPUs, so judged on Slurm's CPU_IDs)."""
     topologies = {}
     for a in job.gpu_allocs:
-        gpus = tuple(Gpu(i, f"GPU{i}", parse_cpu_list(c) if c else None)
-                     for i, c in sorted(gpu_cores_from_gres_conf(conf, a.node).items()))
+        gpus = tuple(
+            Gpu(i, f"GPU{i}", parse_cpu_list(c) if c else None)
+            for i, c in sorted(gpu_cores_from_gres_conf(conf, a.node).items())
+        )
         topologies[a.node] = Topology(gpus)
-    tasks = [TaskReport(r, a.node, a.gpu_indices or None, None, frozenset({0}), 2)
-             for r, a in enumerate(job.gpu_allocs)]
+    tasks = [
+        TaskReport(r, a.node, a.gpu_indices or None, None, frozenset({0}), 2)
+        for r, a in enumerate(job.gpu_allocs)
+    ]
     return explain(tasks, topologies, _records(job), tres_bind="gres/gpu:closest", enforce_binding=True)
 
 
 def _judgeable(job: Job, conf: str) -> set[str]:
     """The nodes where gres.conf ties every GPU the job holds to cores (elsewhere "unknown" is right)."""
     shards = shard_gpus_of(job)
-    return {a.node for a in job.gpu_allocs
-            if all(_cores(conf, a.node).get(str(i)) for i in (a.gpu_indices or shards.get(a.node, ())))}
+    return {
+        a.node
+        for a in job.gpu_allocs
+        if all(_cores(conf, a.node).get(str(i)) for i in (a.gpu_indices or shards.get(a.node, ())))
+    }
 
 
 @pytest.mark.parametrize("cap", CAPTURES, ids=[c.label for c in CAPTURES])
@@ -139,13 +153,19 @@ def _verdicts(cap: Capture) -> dict[int, tuple[str, tuple[tuple[str, str, str], 
     out = {}
     for job in _gpu_jobs(cap.jobs()):
         table = _binding(job, cap.gres_conf)
-        out[job.job_id] = (_i7(job, cap.gres_conf).status,
-                           tuple((r.node, r.closest, r.enforce) for r in table.rows))
+        out[job.job_id] = (
+            _i7(job, cap.gres_conf).status,
+            tuple((r.node, r.closest, r.enforce) for r in table.rows),
+        )
     return out
 
 
-_PAIRS = [(t, j) for t in CAPTURES for j in CAPTURES
-          if t.label.endswith("-text") and j.label == t.label[: -len("text")] + "json"]
+_PAIRS = [
+    (t, j)
+    for t in CAPTURES
+    for j in CAPTURES
+    if t.label.endswith("-text") and j.label == t.label[: -len("text")] + "json"
+]
 
 
 @pytest.mark.parametrize("text,js", _PAIRS, ids=[t.label[: -len("-text")] for t, _ in _PAIRS])
@@ -168,7 +188,13 @@ def test_shards_are_judged_on_their_gpu_in_every_form(cap: Capture) -> None:
 
 
 def test_every_golden_version_is_judged() -> None:
-    assert {c.label for c in _GOLDEN_CAPS} >= {"22.05-text", "24.11-text", "24.11-json", "26.05-text", "26.05-json"}
+    assert {c.label for c in _GOLDEN_CAPS} >= {
+        "22.05-text",
+        "24.11-text",
+        "24.11-json",
+        "26.05-text",
+        "26.05-json",
+    }
 
 
 def test_shards_are_judged_on_their_gpu_in_both_forms() -> None:

@@ -136,7 +136,9 @@ def test_task_side_prints_one_report_with_the_gres_conf_cores(tmp_path: Path) ->
     assert line.startswith(BEGIN) and line.endswith(END)
     (sent,) = read_reports([f"0: {line}"], 1)
     # the task sends its node's GPU lines as they are; the Cores are numbered on this side
-    assert sent["gres_conf"]["gpu_lines"] == gres_conf_gpu_lines(GRES_CONF) and "cores" not in sent["gres_conf"]
+    assert (
+        sent["gres_conf"]["gpu_lines"] == gres_conf_gpu_lines(GRES_CONF) and "cores" not in sent["gres_conf"]
+    )
     (report,) = read_task_reports([f"0: {line}"], [], 1, "3")
     assert report["node"] == "node1" and report["label"] == "0"
     assert report["gres_conf"]["cores"]["4"] == "56-111"
@@ -194,19 +196,30 @@ def test_shards_in_either_slurm_form_give_the_same_gpu_and_grant(detail: str) ->
 def test_a_whole_gpu_job_beside_idle_shards_is_not_shared() -> None:
     from slurmlab.core.slurm.gres import parse_gres
 
-    job = _job(gpu_allocs=(GresAlloc("node1", parse_gres("gpu:h100:2(IDX:0-1),shard:h100:0(-/4,-/4,0/4,0/4)")),))
+    job = _job(
+        gpu_allocs=(GresAlloc("node1", parse_gres("gpu:h100:2(IDX:0-1),shard:h100:0(-/4,-/4,0/4,0/4)")),)
+    )
     assert shard_gpus_of(job) == {}
     assert grant_from_job(job).sharing == EXCLUSIVE
 
 
 def _i7(job: Job, cores: dict[str, str | None]) -> CheckResult:
-    reports = [{"label": "0", "node": "node1", "cpu_affinity": [0],
-                "gres_conf": {"path": "/x/gres.conf", "cores": cores}}]
+    reports = [
+        {
+            "label": "0",
+            "node": "node1",
+            "cpu_affinity": [0],
+            "gres_conf": {"path": "/x/gres.conf", "cores": cores},
+        }
+    ]
     return slurm_i7(job, reports, grant_from_job(job))
 
 
 def test_i7_says_which_slurm_fact_is_missing_and_judges_when_both_are_there() -> None:
-    bound: dict[str, object] = {"tres_per_task": (GresItem("gpu", count=1, prefix="gres/"),), "tres_bind": "gres/gpu:closest"}
+    bound: dict[str, object] = {
+        "tres_per_task": (GresItem("gpu", count=1, prefix="gres/"),),
+        "tres_bind": "gres/gpu:closest",
+    }
     no_ids = _i7(_job(gpu_allocs=_held(2, cpus=None), **bound), {"2": "24-47"})
     assert no_ids.status == SKIP and "no CPU_IDs for the job on node1" in no_ids.reason
     no_cores = _i7(_job(gpu_allocs=_held(2, cpus="26"), **bound), {"2": None})
@@ -234,7 +247,9 @@ def test_the_task_sends_only_gpu_lines_and_a_line_that_cannot_be_read_is_quoted(
         "NodeName=node[1-2] Name=gpu Type=h100 File=/dev/nvidia[4-7] Cores=56-111",
         "NodeName=node9 Name=gpu File=/dev/nvidia0 Cores=0-3",
     ]
-    bad = with_gres_cores({"node": "node1", "gres_conf": {"path": "/x", "gpu_lines": ["NodeName=node[1- Name=gpu"]}})
+    bad = with_gres_cores(
+        {"node": "node1", "gres_conf": {"path": "/x", "gpu_lines": ["NodeName=node[1- Name=gpu"]}}
+    )
     assert "cores" not in bad["gres_conf"] and "NodeName=node[1-" in bad["gres_conf"]["error"]
     # no gres.conf found on the node: nothing to number, nothing claimed
     assert with_gres_cores({"node": "n", "gres_conf": {"path": None}})["gres_conf"] == {"path": None}

@@ -17,31 +17,99 @@ from collections.abc import Iterator
 from typing import Any
 
 JUNK = [
-    "\x00", "\x00\x00\x00", "\x1b[0m", "\t", "\r", "\x7f", "\ufeff", "é", "\U0001f600", "²", "٣",
-    "=", "==", "[", "]", "(", ")", ",", "|", ":", "-", "*", "%", "\\", '"', "'", "{", "}",
-    " UserId=root(0)", "\n   UserId=root(0) GroupId=root(0)", "\n     Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)",
-    "n[1-1000]x[1-1001]", "n[1-1000]x[1-1000]y[1-1000]", "[0-99999999999999999999]", "9" * 5000,
-    "1e999", "nan", "-1", "NaN", "Infinity", "N/A", "(null)", "UNLIMITED", "4294967294",
-    "\nJobId=999 JobName=x\n", "\n\n", "IDX:0-99999999", "gpu:h100:99999999999999999999(IDX:0-7)",
+    "\x00",
+    "\x00\x00\x00",
+    "\x1b[0m",
+    "\t",
+    "\r",
+    "\x7f",
+    "\ufeff",
+    "é",
+    "\U0001f600",
+    "²",
+    "٣",
+    "=",
+    "==",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    "|",
+    ":",
+    "-",
+    "*",
+    "%",
+    "\\",
+    '"',
+    "'",
+    "{",
+    "}",
+    " UserId=root(0)",
+    "\n   UserId=root(0) GroupId=root(0)",
+    "\n     Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)",
+    "n[1-1000]x[1-1001]",
+    "n[1-1000]x[1-1000]y[1-1000]",
+    "[0-99999999999999999999]",
+    "9" * 5000,
+    "1e999",
+    "nan",
+    "-1",
+    "NaN",
+    "Infinity",
+    "N/A",
+    "(null)",
+    "UNLIMITED",
+    "4294967294",
+    "\nJobId=999 JobName=x\n",
+    "\n\n",
+    "IDX:0-99999999",
+    "gpu:h100:99999999999999999999(IDX:0-7)",
 ]
 # What a user can put in a free-text field (a job name, comment, work dir, node reason …): every line and record
 # separator Python's splitlines() and Slurm's readers know of, bytes that are not UTF-8 (as the runner reads
 # them: U+FFFD, or kept as lone surrogates by a file reader), and text that looks like the start of a record
 SEPARATORS = ["\n", "\r", "\r\n", "\u2028", "\u2029", "\x1c", "\x1d", "\x1e", "\x85", "\x0b", "\x0c", "\n\n"]
-KEY_LIKE = ["JobId=5000 JobName=fake", "   UserId=root(0) GroupId=root(0)", "NodeName=node9 Arch=x86_64",
-            "PartitionName=fake", "     Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)", "StepId=1.0",
-            "JobState=COMPLETED Reason=None", "1|0", '"job_id": 5000']
+KEY_LIKE = [
+    "JobId=5000 JobName=fake",
+    "   UserId=root(0) GroupId=root(0)",
+    "NodeName=node9 Arch=x86_64",
+    "PartitionName=fake",
+    "     Nodes=node1 CPU_IDs=0 Mem=0 GRES=gpu:h100:8(IDX:0-7)",
+    "StepId=1.0",
+    "JobState=COMPLETED Reason=None",
+    "1|0",
+    '"job_id": 5000',
+]
 NOT_UTF8 = ["\ufffd", "\udcff", "\udc80\udcc3", "bad\ufffd\ufffd"]
-FREE_TEXT_KEYS = ("JobName=", "Comment=", "WorkDir=", "StdOut=", "StdErr=", "StdIn=", "Reason=", "Command=",
-                  "MailUser=", "AdminComment=", "SystemComment=", "OS=", "Features=", '"name": "', '"comment": "',
-                  '"reason": "', '"current_working_directory": "')
+FREE_TEXT_KEYS = (
+    "JobName=",
+    "Comment=",
+    "WorkDir=",
+    "StdOut=",
+    "StdErr=",
+    "StdIn=",
+    "Reason=",
+    "Command=",
+    "MailUser=",
+    "AdminComment=",
+    "SystemComment=",
+    "OS=",
+    "Features=",
+    '"name": "',
+    '"comment": "',
+    '"reason": "',
+    '"current_working_directory": "',
+)
 
 
 def hostile_free_text(rng: random.Random) -> str:
     """One value a hostile user could write into a free-text field."""
     parts = [rng.choice(["a", "", "x y"])]
     for _ in range(rng.randint(1, 3)):
-        parts.append(rng.choice(SEPARATORS) + rng.choice(KEY_LIKE) if rng.random() < 0.6 else rng.choice(NOT_UTF8))
+        parts.append(
+            rng.choice(SEPARATORS) + rng.choice(KEY_LIKE) if rng.random() < 0.6 else rng.choice(NOT_UTF8)
+        )
     return "".join(parts)
 
 
@@ -51,7 +119,7 @@ def inject_free_text(text: str, rng: random.Random) -> str:
     spots = [i + len(key) for key in FREE_TEXT_KEYS for i in _find_all(text, key)]
     pos = rng.choice(spots) if spots else rng.randint(0, len(text))
     value = hostile_free_text(rng)
-    if text[max(pos - 1, 0):pos] == '"':  # inside a JSON string: written the way JSON would escape it
+    if text[max(pos - 1, 0) : pos] == '"':  # inside a JSON string: written the way JSON would escape it
         value = json.dumps(value.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))[1:-1]
     return text[:pos] + value + text[pos:]
 
@@ -65,13 +133,33 @@ def _find_all(text: str, key: str) -> list[int]:
 
 
 WRONG_TYPES: list[Any] = [
-    None, "", "x", "12", "1e999", -1, 0, 10**400, 1.5, float("nan"), float("inf"), True, [], [1, "a"], {},
-    {"set": True, "infinite": False, "number": "x"}, {"set": True, "number": 10**30}, {"number": None},
-    ["RUNNING", 3], [None], {"a": {"b": []}},
+    None,
+    "",
+    "x",
+    "12",
+    "1e999",
+    -1,
+    0,
+    10**400,
+    1.5,
+    float("nan"),
+    float("inf"),
+    True,
+    [],
+    [1, "a"],
+    {},
+    {"set": True, "infinite": False, "number": "x"},
+    {"set": True, "number": 10**30},
+    {"number": None},
+    ["RUNNING", 3],
+    [None],
+    {"a": {"b": []}},
 ]
 
 
-def _paths(doc: Any, prefix: tuple[Any, ...] = (), out: list[tuple[Any, ...]] | None = None) -> list[tuple[Any, ...]]:
+def _paths(
+    doc: Any, prefix: tuple[Any, ...] = (), out: list[tuple[Any, ...]] | None = None
+) -> list[tuple[Any, ...]]:
     out = [] if out is None else out
     if len(out) > 4000:
         return out
@@ -116,7 +204,11 @@ def mutate_json(doc: Any, rng: random.Random) -> str:
         roll = rng.random()
         try:
             if roll < 0.15 and isinstance(_get(doc, path), str):
-                _set(doc, path, hostile_free_text(rng).encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+                _set(
+                    doc,
+                    path,
+                    hostile_free_text(rng).encode("utf-8", "surrogatepass").decode("utf-8", "replace"),
+                )
             elif roll < 0.75:
                 _set(doc, path, copy.deepcopy(rng.choice(WRONG_TYPES)))
             elif roll < 0.85:
@@ -145,7 +237,7 @@ def mutate_text(text: str, rng: random.Random) -> str:
     if op == 1:  # truncation at a byte
         return text[: rng.randint(0, len(text))]
     if op == 2:  # truncation at a line or token boundary
-        cuts = [i for i, ch in enumerate(text) if ch in "\n =,:|[](){}\""] or [0]
+        cuts = [i for i, ch in enumerate(text) if ch in '\n =,:|[](){}"'] or [0]
         return text[: rng.choice(cuts)]
     lines = text.split("\n")
     if op == 3 and lines:  # duplicate lines
@@ -180,7 +272,11 @@ def mutate_text(text: str, rng: random.Random) -> str:
         digits = [i for i, ch in enumerate(text) if ch.isdigit()]
         if digits:
             pos = rng.choice(digits)
-            return text[:pos] + rng.choice(["99999999999999999999999", "0", "٣", "²", "-1", "9" * 5000]) + text[pos + 1 :]
+            return (
+                text[:pos]
+                + rng.choice(["99999999999999999999999", "0", "٣", "²", "-1", "9" * 5000])
+                + text[pos + 1 :]
+            )
     return "\n".join(lines)
 
 

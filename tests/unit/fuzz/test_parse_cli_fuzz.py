@@ -16,7 +16,9 @@ SEED = 424242
 
 
 def _sources() -> list[Path]:
-    shared = list_shared("slurm", "22.05") + list_shared("slurm", "24.11") + list_shared("slurm", "24.11", "dp")
+    shared = (
+        list_shared("slurm", "22.05") + list_shared("slurm", "24.11") + list_shared("slurm", "24.11", "dp")
+    )
     own = sorted(p for p in (REPO / "tests" / "data").rglob("*") if p.is_file())
     return [p for p in shared + own if p.suffix not in (".stderr",)]
 
@@ -63,7 +65,11 @@ def test_through_a_real_process(tmp_path: Path) -> None:
     for path in (deep, huge, hostile):
         proc = subprocess.run(
             [sys.executable, "-m", "slurmlab", "parse", str(path)],
-            capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+            check=False,
         )
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr

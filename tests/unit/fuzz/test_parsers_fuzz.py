@@ -81,9 +81,19 @@ def _text_parsers(text: str) -> None:
 
 
 SMI_PARSERS: tuple[Callable[[str], Any], ...] = (
-    sp.parse_topo_matrix, sp.parse_topo_cpu, sp.parse_topo_p2p, sp.parse_nvlink_status,
-    sp.parse_nvlink_capabilities, sp.parse_mig_lgip, sp.parse_mig_lgipp, sp.parse_mig_lgi, sp.parse_mig_lci,
-    sp.parse_mig_cgi_log, sp.parse_smi_list, sp.parse_mig_devices, sp.sniff,
+    sp.parse_topo_matrix,
+    sp.parse_topo_cpu,
+    sp.parse_topo_p2p,
+    sp.parse_nvlink_status,
+    sp.parse_nvlink_capabilities,
+    sp.parse_mig_lgip,
+    sp.parse_mig_lgipp,
+    sp.parse_mig_lgi,
+    sp.parse_mig_lci,
+    sp.parse_mig_cgi_log,
+    sp.parse_smi_list,
+    sp.parse_mig_devices,
+    sp.sniff,
 )
 
 
@@ -118,16 +128,24 @@ def _detect(text: str) -> None:
 
 def _slurm_files() -> list[Path]:
     """The project's own recordings of every Slurm version, plus the shared real-cluster captures when present."""
-    own = sorted(p for p in (REPO / "tests" / "data" / "slurm").rglob("*") if p.is_file() and p.name != "commands.txt")
-    shared: list[Path] = list_shared("slurm", "22.05") + list_shared("slurm", "24.11") + list_shared("slurm", "24.11", "dp")
+    own = sorted(
+        p for p in (REPO / "tests" / "data" / "slurm").rglob("*") if p.is_file() and p.name != "commands.txt"
+    )
+    shared: list[Path] = (
+        list_shared("slurm", "22.05") + list_shared("slurm", "24.11") + list_shared("slurm", "24.11", "dp")
+    )
     return own + shared
 
 
 def _repo_files() -> list[Path]:
-    return sorted(p for folder in ("golden", "data") for p in (REPO / "tests" / folder).rglob("*") if p.is_file())
+    return sorted(
+        p for folder in ("golden", "data") for p in (REPO / "tests" / folder).rglob("*") if p.is_file()
+    )
 
 
-def _run(cases: Iterable[tuple[str, str, Callable[[str], None]]], memory_every: int = 0) -> tuple[int, list[str]]:
+def _run(
+    cases: Iterable[tuple[str, str, Callable[[str], None]]], memory_every: int = 0
+) -> tuple[int, list[str]]:
     """Run every (label, text, check); return how many ran and one report per escaping site."""
     seen: dict[tuple[str, str, str], str] = {}
     n = 0
@@ -153,11 +171,15 @@ def _run(cases: Iterable[tuple[str, str, Callable[[str], None]]], memory_every: 
                     _cur, peak = tracemalloc.get_traced_memory()
                     tracemalloc.stop()
                     if peak > 64 * 1024 * 1024:
-                        seen.setdefault(("memory", label, ""), f"{peak / 2**20:.0f} MiB peak on {label}: {text[:300]!r}")
+                        seen.setdefault(
+                            ("memory", label, ""), f"{peak / 2**20:.0f} MiB peak on {label}: {text[:300]!r}"
+                        )
     return n, sorted(seen.values())
 
 
-def _cases(files: list[Path], per_file: int, checks: tuple[Callable[[str], None], ...]) -> Iterable[tuple[str, str, Callable[[str], None]]]:
+def _cases(
+    files: list[Path], per_file: int, checks: tuple[Callable[[str], None], ...]
+) -> Iterable[tuple[str, str, Callable[[str], None]]]:
     for i, path in enumerate(files):
         text = path.read_text(encoding="utf-8", errors="replace")
         for j, variant in enumerate(variants(text, per_file, SEED + i)):
@@ -196,10 +218,21 @@ def test_corrupted_repo_outputs_and_brief_lines_raise_only_parse_error() -> None
 
 
 VALUES: dict[str, tuple[list[str], Callable[[str], Any]]] = {
-    "gres": (["gpu:h100:3(IDX:0-2),shard:h100:4(0/4,0/4,0/4,4/4)", "gres/gpu:h100=2", "gpu:(null):0(IDX:N/A)",
-              "gpu:h100:4(S:0-1)", "shard:h100:0(-/4,0/4)"], parse_gres),
+    "gres": (
+        [
+            "gpu:h100:3(IDX:0-2),shard:h100:4(0/4,0/4,0/4,4/4)",
+            "gres/gpu:h100=2",
+            "gpu:(null):0(IDX:N/A)",
+            "gpu:h100:4(S:0-1)",
+            "shard:h100:0(-/4,0/4)",
+        ],
+        parse_gres,
+    ),
     "index": (["0-2,5", "N/A", "0,24"], parse_index_list),
-    "hostlist": (["node[1-3,7],gpu-a[01-04]", "r[1-2]n[1-2]", "node1", "(null)"], lambda t: compress(expand(t))),
+    "hostlist": (
+        ["node[1-3,7],gpu-a[01-04]", "r[1-2]n[1-2]", "node1", "(null)"],
+        lambda t: compress(expand(t)),
+    ),
     "count": (["node[1-3,7],gpu-a[01-04]", "r[1-2]n[1-2]"], count),
     "duration": (["1-02:03:04", "01:00:00", "30:00", "5", "UNLIMITED"], parse_duration),
     "timestamp": (["2026-11-29T15:04:03", "Unknown"], lambda t: parse_timestamp(t, UTC)),
@@ -223,7 +256,9 @@ def test_corrupted_values_raise_only_parse_error(kind: str) -> None:
 
     check.__name__ = kind
     cases = [(kind, mutate_text(rng.choice(seeds), rng), check) for _ in range(400)]
-    cases += [(kind, t, check) for t in ("9" * 5000, "²", "٣", "1e999", "nan", "\x00", "", " ", "-", "[", "]")]
+    cases += [
+        (kind, t, check) for t in ("9" * 5000, "²", "٣", "1e999", "nan", "\x00", "", " ", "-", "[", "]")
+    ]
     n, failures = _run(cases, memory_every=3)
     assert n > 400
     assert not failures, "\n".join(failures)

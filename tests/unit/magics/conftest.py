@@ -56,8 +56,11 @@ class RecordingRunner:
                     if "\x00" in a:
                         raise ValueError("embedded null byte")
                     os.fsencode(a)
-                raise ControllerDownError(f"{args[0]} failed: no Slurm in this test", argv=args,
-                                          hint="this test runs without a controller")
+                raise ControllerDownError(
+                    f"{args[0]} failed: no Slurm in this test",
+                    argv=args,
+                    hint="this test runs without a controller",
+                )
 
         runner = _Recording(slurm_conf="/nonexistent/slurmlab-test/slurm.conf")
         runner.seen = []  # type: ignore[attr-defined]

@@ -33,7 +33,9 @@ def shell(ip: Any, fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch) -> 
     return ip
 
 
-def test_sacct_lists_my_recent_jobs_in_plain_words_with_efficiency(shell: Any, fake_runner: FakeRunner) -> None:
+def test_sacct_lists_my_recent_jobs_in_plain_words_with_efficiency(
+    shell: Any, fake_runner: FakeRunner
+) -> None:
     fake_runner.on(["sacct", ...], stdout=SACCT)
     table = shell.run_line_magic("sacct", "")
     jobs = [r for r in parse_sacct(SACCT) if r.is_job and r.start is not None]
@@ -72,16 +74,22 @@ def test_sacct_keeps_only_jobs_of_my_uid(shell: Any, fake_runner: FakeRunner) ->
     other = _owner() + 1000
     t = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
     # same user NAME, another uid: a name is never proof of ownership
-    fake_runner.on(["sacct", ...], stdout=SACCT + f"77|{other}|root|research|debug|normal|COMPLETED|0:0|00:00:01|"
-                   f"00:05:00|{t}|{t}|{t}|node1|1|cpu=1|1000M||00:00.003||imposter\n")
+    fake_runner.on(
+        ["sacct", ...],
+        stdout=SACCT + f"77|{other}|root|research|debug|normal|COMPLETED|0:0|00:00:01|"
+        f"00:05:00|{t}|{t}|{t}|node1|1|cpu=1|1000M||00:00.003||imposter\n",
+    )
     assert "77" not in [r["job"] for r in shell.run_line_magic("sacct", "").rows]
 
 
 def test_sacct_one_job_shows_its_steps_and_efficiency_line(shell: Any, fake_runner: FakeRunner) -> None:
     records = parse_sacct(SACCT)
     job = next(r.job_id for r in records if not r.is_job and r.step not in ("batch", "extern"))
-    fake_runner.on(["sacct", ..., "-j", job], stdout="\n".join(
-        line for line in SACCT.splitlines() if line.split("|")[0].split(".")[0] == job) + "\n")
+    fake_runner.on(
+        ["sacct", ..., "-j", job],
+        stdout="\n".join(line for line in SACCT.splitlines() if line.split("|")[0].split(".")[0] == job)
+        + "\n",
+    )
     table = shell.run_line_magic("sacct", job)
     steps = [r.step or "(job)" for r in records if r.job_id == job]
     assert [row["step"] for row in table.rows] == steps
@@ -98,10 +106,18 @@ def test_sacct_when_accounting_is_off_says_how_to_turn_it_on(shell: Any, fake_ru
     assert "accounting is off" in message and "--accounting" in message and "Traceback" not in message
 
 
-@pytest.mark.parametrize(("line", "words"), [
-    ("--since yesterday", "give a span"), ("-n 0", "1 to 1000"), ("-n 5000", "1 to 1000"),
-    ("12 --since 3d", "drop --since"), ("12x", "job"), ("--since 3000d", "a year"), ("--bogus", "--bogus"),
-])
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("--since yesterday", "give a span"),
+        ("-n 0", "1 to 1000"),
+        ("-n 5000", "1 to 1000"),
+        ("12 --since 3d", "drop --since"),
+        ("12x", "job"),
+        ("--since 3000d", "a year"),
+        ("--bogus", "--bogus"),
+    ],
+)
 def test_sacct_usage_errors(shell: Any, fake_runner: FakeRunner, line: str, words: str) -> None:
     with pytest.raises(UsageError, match=words):
         shell.run_line_magic("sacct", line)
@@ -134,8 +150,11 @@ def test_sshare_with_accounting_off_is_one_clear_line(shell: Any, fake_runner: F
     with pytest.raises(UsageError) as info:
         shell.run_line_magic("sshare", "")
     assert "accounting" in str(info.value) and "--accounting" in str(info.value)
-    fake_runner.on(["sshare", ...], stderr="sshare: error: You are not running a supported priority plugin\n"
-                   "(priority/basic).\n", returncode=1)
+    fake_runner.on(
+        ["sshare", ...],
+        stderr="sshare: error: You are not running a supported priority plugin\n(priority/basic).\n",
+        returncode=1,
+    )
     with pytest.raises(AccountingOffError, match="accounting is off"):
         my_shares()
 
@@ -145,7 +164,9 @@ def test_sshare_takes_no_arguments(shell: Any, fake_runner: FakeRunner) -> None:
         shell.run_line_magic("sshare", "-A research")
 
 
-def test_sshare_of_a_user_with_no_association(fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sshare_of_a_user_with_no_association(
+    fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from slurmlab.slurm import identity
 
     monkeypatch.setattr(identity, "current_user", lambda: "nobody-here")
@@ -165,7 +186,9 @@ def _job_of(state: str) -> str:
     return next(r.job_id for r in parse_sacct(JOBS) if r.is_job and r.state == state)
 
 
-def test_sacct_one_ended_job_says_how_it_ended_and_what_to_change(shell: Any, fake_runner: FakeRunner) -> None:
+def test_sacct_one_ended_job_says_how_it_ended_and_what_to_change(
+    shell: Any, fake_runner: FakeRunner
+) -> None:
     job = _job_of("TIMEOUT")
     fake_runner.on(["sacct", ..., "-j", job], stdout=_only(job))
     table = shell.run_line_magic("sacct", job)
@@ -173,11 +196,16 @@ def test_sacct_one_ended_job_says_how_it_ended_and_what_to_change(shell: Any, fa
     assert table.notes[-1].startswith(f"Efficiency of job {job}")
 
 
-def test_sacct_one_job_with_a_hostile_name_stays_one_line_per_record(shell: Any, fake_runner: FakeRunner) -> None:
+def test_sacct_one_job_with_a_hostile_name_stays_one_line_per_record(
+    shell: Any, fake_runner: FakeRunner
+) -> None:
     records = parse_sacct(JOBS)
     job = next(r for r in records if r.is_job and ("\n" in r.name or "|" in r.name))
-    fake_runner.on(["sacct", ..., "-j", job.job_id], stdout=_only(job.job_id) + "\n".join(
-        line for line in JOBS.splitlines() if not line.split("|")[0][:1].isdigit()))  # the name's own lines
+    fake_runner.on(
+        ["sacct", ..., "-j", job.job_id],
+        stdout=_only(job.job_id)
+        + "\n".join(line for line in JOBS.splitlines() if not line.split("|")[0][:1].isdigit()),
+    )  # the name's own lines
     table = shell.run_line_magic("sacct", job.job_id)
     rows = [r for r in records if r.job_id == job.job_id]
     assert len(table.rows) == len(rows)

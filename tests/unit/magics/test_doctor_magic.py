@@ -46,11 +46,14 @@ def test_doctor_takes_variables_from_the_namespace(doc_ip: Any) -> None:
     assert any(f.check == "job.held" for f in report.findings) and report.exit_code() == 1
 
 
-@pytest.mark.parametrize("line, said", [
-    ("doctor --job 'x;y'", "--job"),
-    ("doctor --frobnicate", "does not take"),
-    ("doctor --job", "--job"),
-])
+@pytest.mark.parametrize(
+    "line, said",
+    [
+        ("doctor --job 'x;y'", "--job"),
+        ("doctor --frobnicate", "does not take"),
+        ("doctor --job", "--job"),
+    ],
+)
 def test_bad_doctor_lines_are_usage_errors(doc_ip: Any, line: str, said: str) -> None:
     with pytest.raises(UsageError) as err:
         doc_ip.run_line_magic("slurm", line)

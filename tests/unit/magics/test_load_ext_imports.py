@@ -72,8 +72,14 @@ _PROBE = textwrap.dedent("""
 def _probe(*args: str) -> dict[str, object]:
     env = {**os.environ, "SLURM_CONF": "/nonexistent/slurmlab-load-ext-test/slurm.conf"}
     env.pop("PYTHONSTARTUP", None)
-    out = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, timeout=120,
-                         env=env, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -109,8 +115,12 @@ def test_what_load_ext_defers_loads_on_first_use() -> None:
     assert request_loaded is True
     # the first %salloc imports its own magic module, and no other magic module with it
     assert "slurmlab.magics.allocate" in magic_modules
-    assert not {"slurmlab.magics.steps", "slurmlab.magics.status", "slurmlab.magics.experiments",
-                "slurmlab.magics.accounting"} & set(magic_modules), magic_modules
+    assert not {
+        "slurmlab.magics.steps",
+        "slurmlab.magics.status",
+        "slurmlab.magics.experiments",
+        "slurmlab.magics.accounting",
+    } & set(magic_modules), magic_modules
 
 
 def test_the_magics_resolve_after_unload_and_load_again() -> None:

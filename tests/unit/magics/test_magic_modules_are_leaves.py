@@ -21,8 +21,11 @@ PACKAGE = "slurmlab.magics"
 
 
 def _sources() -> dict[str, str]:
-    return {f"{PACKAGE}.{path.stem}": path.read_text() for path in sorted(MAGICS.glob("*.py"))
-            if path.stem != "__init__"}
+    return {
+        f"{PACKAGE}.{path.stem}": path.read_text()
+        for path in sorted(MAGICS.glob("*.py"))
+        if path.stem != "__init__"
+    }
 
 
 def _imported(text: str) -> Iterator[tuple[str, int]]:
@@ -36,7 +39,11 @@ def _imported(text: str) -> Iterator[tuple[str, int]]:
                 base = f"{PACKAGE}.{base}" if base else PACKAGE
             yield from ((f"{base}.{alias.name}", node.lineno) for alias in node.names)
             yield base, node.lineno
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(PACKAGE + "."):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith(PACKAGE + ".")
+        ):
             yield node.value.split(":")[0], node.lineno
 
 
@@ -56,8 +63,9 @@ def defines_magics(text: str) -> bool:
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.ClassDef):
             for deco in node.decorator_list:
-                if (isinstance(deco, ast.Name) and deco.id == "magics_class") or \
-                        (isinstance(deco, ast.Attribute) and deco.attr == "magics_class"):
+                if (isinstance(deco, ast.Name) and deco.id == "magics_class") or (
+                    isinstance(deco, ast.Attribute) and deco.attr == "magics_class"
+                ):
                     return True
     return False
 
@@ -66,9 +74,12 @@ def leaf_problems(sources: Mapping[str, str]) -> list[str]:
     """A magic module importing another magic module, each with the line that does."""
     magic_modules = {name for name, text in sources.items() if defines_magics(text)}
     graph = imports_of(sources)
-    return [f"{name} line {line} imports the magic module {target}"
-            for name in sorted(magic_modules) for target, line in sorted(graph[name].items())
-            if target in magic_modules]
+    return [
+        f"{name} line {line} imports the magic module {target}"
+        for name in sorted(magic_modules)
+        for target, line in sorted(graph[name].items())
+        if target in magic_modules
+    ]
 
 
 def circles(sources: Mapping[str, str]) -> list[str]:
@@ -101,7 +112,9 @@ def circles(sources: Mapping[str, str]) -> list[str]:
 def test_the_magic_modules_are_found() -> None:
     magic_modules = {name for name, text in _sources().items() if defines_magics(text)}
     # the five that %load_ext declares; a new one is a leaf too
-    assert {f"{PACKAGE}.{m}" for m in ("allocate", "steps", "status", "experiments", "accounting")} <= magic_modules
+    assert {
+        f"{PACKAGE}.{m}" for m in ("allocate", "steps", "status", "experiments", "accounting")
+    } <= magic_modules
 
 
 def test_no_magic_module_imports_another() -> None:
@@ -123,7 +136,10 @@ def test_a_magic_module_importing_another_is_caught_wherever_it_imports() -> Non
     for how, text in [
         ("module level", "from slurmlab.magics.steps import StepMagics\n"),
         ("in a function", "def f():\n    from slurmlab.magics import status\n"),
-        ("type checking", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import slurmlab.magics.allocate\n"),
+        (
+            "type checking",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import slurmlab.magics.allocate\n",
+        ),
         ("by name", 'SPEC = "slurmlab.magics.accounting:AccountingMagics"\n'),
     ]:
         planted = {**_sources(), f"{PACKAGE}._planted": _MAGIC + text}
@@ -135,6 +151,11 @@ def test_a_magic_module_importing_another_is_caught_wherever_it_imports() -> Non
 
 
 def test_a_circle_through_a_helper_is_caught() -> None:
-    planted = {**_sources(), f"{PACKAGE}._planted_a": "def f():\n    from slurmlab.magics import _planted_b\n",
-               f"{PACKAGE}._planted_b": "from slurmlab.magics._planted_a import f\n"}
-    assert any(set(c.split(" -> ")) == {f"{PACKAGE}._planted_a", f"{PACKAGE}._planted_b"} for c in circles(planted))
+    planted = {
+        **_sources(),
+        f"{PACKAGE}._planted_a": "def f():\n    from slurmlab.magics import _planted_b\n",
+        f"{PACKAGE}._planted_b": "from slurmlab.magics._planted_a import f\n",
+    }
+    assert any(
+        set(c.split(" -> ")) == {f"{PACKAGE}._planted_a", f"{PACKAGE}._planted_b"} for c in circles(planted)
+    )

@@ -95,7 +95,9 @@ def test_squeue_rejects_stray_arguments(ip: Any) -> None:
         ip.run_line_magic("squeue", "--bogus")
 
 
-def test_a_usage_error_in_a_cell_shows_one_line_not_a_traceback(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_usage_error_in_a_cell_shows_one_line_not_a_traceback(
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = ip.run_cell("%scancel abc")
     captured = capsys.readouterr()
     text = captured.out + captured.err
@@ -111,7 +113,8 @@ def test_split_line_keeps_slurm_flags_in_order_and_the_command_verbatim(ip: Any)
     magics = ip.magics_manager.registry["StepMagics"]
     assert isinstance(magics, StepMagics)
     ns, rest, command = split_line(
-        magics, "srun", "--jobid 7 -N2 --gpus-per-task=1 --label -- tool --jobid=9 --label 'a b'")
+        magics, "srun", "--jobid 7 -N2 --gpus-per-task=1 --label -- tool --jobid=9 --label 'a b'"
+    )
     assert ns.jobid == "7" and ns.label
     assert rest == ["-N2", "--gpus-per-task=1"]
     assert command == ["tool", "--jobid=9", "--label", "a b"]

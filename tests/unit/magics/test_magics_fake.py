@@ -24,8 +24,9 @@ def shell(ip: Any, fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch) -> 
     return ip
 
 
-def test_salloc_returns_at_once_and_srun_runs_once_it_is_granted(shell: Any, fake_runner: FakeRunner,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_salloc_returns_at_once_and_srun_runs_once_it_is_granted(
+    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
     job_in(fake_runner, "pending")
     fake_runner.on(SALLOC, reply=pending_salloc())
     start = time.monotonic()
@@ -59,7 +60,9 @@ def test_squeue_shows_my_recorded_jobs_with_their_gpus(shell: Any, fake_runner: 
     assert fake_runner.called(["scontrol", "show", "job", "-d"]) and not fake_runner.unscripted
 
 
-def test_slurm_status_names_the_version_and_the_notebooks_allocations(shell: Any, fake_runner: FakeRunner) -> None:
+def test_slurm_status_names_the_version_and_the_notebooks_allocations(
+    shell: Any, fake_runner: FakeRunner
+) -> None:
     job_in(fake_runner, "running")
     fake_runner.on(["squeue", "-h", "--me", ...], stdout="")  # no job left by an earlier kernel
     shell.run_line_magic("salloc", f"--attach {JOB}").wait(timeout=5)
@@ -76,23 +79,43 @@ def test_slurm_status_says_when_the_controller_is_down(shell: Any, fake_runner: 
 
 # What srun 22.05.8 printed (exit code 1) in a sandbox job when its controller or its munged was gone (issue 25,
 # point 9: the cell showed these lines and "step exited with code 1", and no next step).
-SRUN_CONTROLLER_DOWN = ("srun: error: Unable to confirm allocation for job 19: Unable to contact slurm controller "
-                        "(connect failure)\nsrun: Check SLURM_JOB_ID environment variable. Expired or invalid job 19\n")
+SRUN_CONTROLLER_DOWN = (
+    "srun: error: Unable to confirm allocation for job 19: Unable to contact slurm controller "
+    "(connect failure)\nsrun: Check SLURM_JOB_ID environment variable. Expired or invalid job 19\n"
+)
 SRUN_MUNGE_STOPPED = (
     "srun: error: If munged is up, restart with --num-threads=10\n"
-    "srun: error: Munge encode failed: Failed to access \"/tmp/sb/munge/munged.sock\": No such file or directory "
+    'srun: error: Munge encode failed: Failed to access "/tmp/sb/munge/munged.sock": No such file or directory '
     "(Did you start munged?)\n"
     "srun: error: slurm_send_node_msg: auth_g_create: REQUEST_HET_JOB_ALLOC_INFO has authentication error\n"
     "srun: error: Unable to confirm allocation for job 19: Protocol authentication error\n"
-    "srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 19\n")
+    "srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 19\n"
+)
 
 
-@pytest.mark.parametrize(("said", "reading", "hint"), [
-    (SRUN_CONTROLLER_DOWN, "the Slurm controller is not responding", "check that slurmctld is up (`scontrol ping`)"),
-    (SRUN_MUNGE_STOPPED, "munge (Slurm's authentication) gave no credential", "munged on this machine needs your cluster's"),
-], ids=["controller", "munge"])
+@pytest.mark.parametrize(
+    ("said", "reading", "hint"),
+    [
+        (
+            SRUN_CONTROLLER_DOWN,
+            "the Slurm controller is not responding",
+            "check that slurmctld is up (`scontrol ping`)",
+        ),
+        (
+            SRUN_MUNGE_STOPPED,
+            "munge (Slurm's authentication) gave no credential",
+            "munged on this machine needs your cluster's",
+        ),
+    ],
+    ids=["controller", "munge"],
+)
 def test_a_step_srun_could_not_run_shows_slurms_words_then_slurmlabs_reading_and_hint(
-    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str], said: str, reading: str, hint: str,
+    shell: Any,
+    fake_runner: FakeRunner,
+    capsys: pytest.CaptureFixture[str],
+    said: str,
+    reading: str,
+    hint: str,
 ) -> None:
     job_in(fake_runner, "running")
     shell.run_line_magic("salloc", f"--attach {JOB}").wait(timeout=5)
@@ -101,19 +124,25 @@ def test_a_step_srun_could_not_run_shows_slurms_words_then_slurmlabs_reading_and
     shell.run_line_magic("srun", "hostname")
     err = capsys.readouterr().err
     assert said.strip() in err  # Slurm's own words first, as they came
-    lines = err[err.index(said.strip()) + len(said.strip()):].strip().splitlines()
+    lines = err[err.index(said.strip()) + len(said.strip()) :].strip().splitlines()
     assert lines[0] == f"step exited with code 1: srun failed: {reading}"
     assert lines[1].startswith(f"-> {hint}") and len(lines) == 2
 
 
 def test_a_program_that_prints_like_srun_and_fails_gets_no_slurm_hint(
-    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str],
+    shell: Any,
+    fake_runner: FakeRunner,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Only srun's own lines are read: a task's line (labelled) that quotes Slurm's words is the program's."""
     job_in(fake_runner, "running")
     shell.run_line_magic("salloc", f"--attach {JOB}").wait(timeout=5)
-    fake_runner.on(["srun", ...], stderr="0: Unable to contact slurm controller (connect failure)\n"
-                                         "srun: error: node1: task 0: Exited with exit code 1\n", returncode=1)
+    fake_runner.on(
+        ["srun", ...],
+        stderr="0: Unable to contact slurm controller (connect failure)\n"
+        "srun: error: node1: task 0: Exited with exit code 1\n",
+        returncode=1,
+    )
     capsys.readouterr()
     shell.run_line_magic("srun", "--label python check.py")
     err = capsys.readouterr().err

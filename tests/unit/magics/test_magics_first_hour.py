@@ -63,7 +63,8 @@ def _submit(shell: Any, fake: FakeRunner, line: str) -> Any:
 
 # ---- 1: re-running an %salloc cell ------------------------------------------------------------------------
 def test_rerunning_the_same_line_reuses_the_live_allocation_and_says_so(
-        shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str]) -> None:
+    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
     first = _submit(shell, fake_runner, "--gpus=2 -t 10")
     capsys.readouterr()
     again = shell.run_line_magic("salloc", "--gpus=2 -t 10")
@@ -75,8 +76,9 @@ def test_rerunning_the_same_line_reuses_the_live_allocation_and_says_so(
     assert "--replace" in warning[0] and "--new" in warning[0]
 
 
-def test_new_keeps_both_and_replace_cancels_the_old_one(shell: Any, fake_runner: FakeRunner,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_new_keeps_both_and_replace_cancels_the_old_one(
+    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
     from slurmlab.magics.session import get_session
 
     first = _submit(shell, fake_runner, "--gpus=2 -t 10")
@@ -98,8 +100,9 @@ def test_replace_and_new_together_are_refused(shell: Any, fake_runner: FakeRunne
     assert not fake_runner.called(SALLOC)
 
 
-def test_the_cell_id_decides_what_a_rerun_is(shell: Any, fake_runner: FakeRunner, kernel: _Kernel,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cell_id_decides_what_a_rerun_is(
+    shell: Any, fake_runner: FakeRunner, kernel: _Kernel, capsys: pytest.CaptureFixture[str]
+) -> None:
     kernel.run("cell-a", "run-1")
     a = _submit(shell, fake_runner, "--gpus=1 -t 5")
     # another cell with the same line is a request of its own
@@ -128,14 +131,18 @@ def test_an_ended_allocation_is_not_reused(shell: Any, fake_runner: FakeRunner) 
 
 
 # ---- 2: no GPU, no time limit --------------------------------------------------------------------------------
-@pytest.mark.parametrize(("line", "named"), [
-    ("-t 5", "this request asks for no GPU"),
-    ("", "this request asks for no GPU"),
-    ("--gpus=0 -t 5", "--gpus=0 asks for no GPU"),
-    ("--gres=gpu:0 -t 5", "--gres=gpu:0 asks for no GPU"),
-])
-def test_a_request_for_no_gpu_is_refused_before_submitting(shell: Any, fake_runner: FakeRunner, line: str,
-                                                           named: str) -> None:
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("-t 5", "this request asks for no GPU"),
+        ("", "this request asks for no GPU"),
+        ("--gpus=0 -t 5", "--gpus=0 asks for no GPU"),
+        ("--gres=gpu:0 -t 5", "--gres=gpu:0 asks for no GPU"),
+    ],
+)
+def test_a_request_for_no_gpu_is_refused_before_submitting(
+    shell: Any, fake_runner: FakeRunner, line: str, named: str
+) -> None:
     with pytest.raises(UsageError) as info:
         shell.run_line_magic("salloc", line)
     message = str(info.value)
@@ -147,7 +154,9 @@ def test_no_gpu_says_a_cpu_job_is_meant(shell: Any, fake_runner: FakeRunner) -> 
     _submit(shell, fake_runner, "--no-gpu -n1 -t 5")
     salloc = fake_runner.called(SALLOC)
     assert len(salloc) == 1 and "--no-gpu" not in salloc[0]
-    with pytest.raises(UsageError, match="--no-gpu says a CPU-only job is meant, but the request asks for GPUs"):
+    with pytest.raises(
+        UsageError, match="--no-gpu says a CPU-only job is meant, but the request asks for GPUs"
+    ):
         shell.run_line_magic("salloc", "--no-gpu --gpus=1 -t 5")
 
 
@@ -157,8 +166,9 @@ def test_a_dry_run_without_gpu_warns_instead(shell: Any, fake_runner: FakeRunner
     assert not fake_runner.called(SALLOC)
 
 
-def test_no_time_limit_says_which_limit_the_job_gets(shell: Any, fake_runner: FakeRunner,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_time_limit_says_which_limit_the_job_gets(
+    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
     from slurmlab.slurm import queries
 
     _submit(shell, fake_runner, "--gpus=1")
@@ -174,8 +184,10 @@ def test_time_limit_note_names_default_time_then_max_time() -> None:
     from slurmlab.core.slurm.models import Partition
     from slurmlab.magics.salloc_checks import partition_for, time_limit_note
 
-    parts = [Partition("short", "n1", default=True, max_time=7200, default_time=1800),
-             Partition("long", "n1", max_time=86400)]
+    parts = [
+        Partition("short", "n1", default=True, max_time=7200, default_time=1800),
+        Partition("long", "n1", max_time=86400),
+    ]
     bare = parse_request(["--gpus=1"])
     assert "DefaultTime, 00:30:00" in (time_limit_note(bare, partition_for(bare, parts, None)) or "")
     long = parse_request(["--gpus=1", "-p", "long"])
@@ -268,12 +280,15 @@ def test_gpu_timeslice_after_every_allocation_ended_names_them(xip: Any, no_othe
     from slurmlab.magics.session import get_session
 
     get_session().remember(_Alloc("5", "TIMEOUT"))  # type: ignore[arg-type]
-    with pytest.raises(UsageError, match=r"no live allocation in this notebook \(the latest, 5, has ended: TIMEOUT\)"):
+    with pytest.raises(
+        UsageError, match=r"no live allocation in this notebook \(the latest, 5, has ended: TIMEOUT\)"
+    ):
         xip.run_line_magic("gpu_timeslice", "--backend cpu")
 
 
-def test_slurm_attach_makes_the_job_the_default(shell: Any, fake_runner: FakeRunner,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_slurm_attach_makes_the_job_the_default(
+    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
     from slurmlab.magics.session import get_session
 
     job_in(fake_runner, "running")
@@ -299,8 +314,15 @@ def _dead_pid() -> int:
 
 def _job(job_id: int, comment: str, state: str = "RUNNING") -> Job:
     start = datetime.now(timezone.utc) - timedelta(minutes=12)
-    return Job(job_id, f"slurmlab-{job_id}", state, nodelist="node1", nodes=("node1",), start_time=start,
-               comment=comment)
+    return Job(
+        job_id,
+        f"slurmlab-{job_id}",
+        state,
+        nodelist="node1",
+        nodes=("node1",),
+        start_time=start,
+        comment=comment,
+    )
 
 
 def test_the_tag_names_the_notebook_and_old_tags_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -338,12 +360,15 @@ def test_find_leftovers_keeps_this_notebooks_dead_kernels_jobs(monkeypatch: pyte
     from slurmlab.slurm.allocation import leftovers as lo
 
     host, dead, here = socket.gethostname(), _dead_pid(), notebook_key_for(monkeypatch, "/nb/a.ipynb")
-    _listed(monkeypatch, [
-        _job(1, f"slurmlab:{host}:{dead}:{here}:aaaa1111"),       # this notebook, kernel gone: listed
-        _job(2, f"slurmlab:{host}:{os.getpid()}:{here}:bbbb2222"),  # this notebook, kernel alive
-        _job(3, f"slurmlab:{host}:{dead}:0123456789:cccc3333"),    # another notebook
-        _job(4, f"slurmlab:{host}:{dead}:dddd4444"),               # an old tag: notebook unknown, listed
-    ])
+    _listed(
+        monkeypatch,
+        [
+            _job(1, f"slurmlab:{host}:{dead}:{here}:aaaa1111"),  # this notebook, kernel gone: listed
+            _job(2, f"slurmlab:{host}:{os.getpid()}:{here}:bbbb2222"),  # this notebook, kernel alive
+            _job(3, f"slurmlab:{host}:{dead}:0123456789:cccc3333"),  # another notebook
+            _job(4, f"slurmlab:{host}:{dead}:dddd4444"),  # an old tag: notebook unknown, listed
+        ],
+    )
     assert [j.job_id for j in lo.find_leftovers(notebook=here)] == [1, 4]
     assert [j.job_id for j in lo.find_leftovers(notebook=here, exclude=["1"])] == [4]
     assert [j.job_id for j in lo.find_leftovers()] == [1, 3, 4]
@@ -367,10 +392,13 @@ def test_a_zombie_kernel_counts_as_gone(monkeypatch: pytest.MonkeyPatch) -> None
         else:
             pytest.fail("the child did not exit")
         host = socket.gethostname()
-        _listed(monkeypatch, [
-            _job(1, f"slurmlab:{host}:{zombie.pid}:aaaa1111"),   # kernel a zombie: gone
-            _job(2, f"slurmlab:{host}:{os.getpid()}:bbbb2222"),  # this process: alive
-        ])
+        _listed(
+            monkeypatch,
+            [
+                _job(1, f"slurmlab:{host}:{zombie.pid}:aaaa1111"),  # kernel a zombie: gone
+                _job(2, f"slurmlab:{host}:{os.getpid()}:bbbb2222"),  # this process: alive
+            ],
+        )
         assert [j.job_id for j in lo.find_leftovers()] == [1]
     finally:
         zombie.wait()
@@ -379,8 +407,10 @@ def test_a_zombie_kernel_counts_as_gone(monkeypatch: pytest.MonkeyPatch) -> None
 def test_the_tag_listing_is_one_cheap_squeue(fake_runner: FakeRunner) -> None:
     from slurmlab.slurm.allocation.leftovers import tagged_jobs
 
-    fake_runner.on(["squeue", "-h", "--me", ...],
-                   stdout="12 slurmlab:h:1:nb:aaaa1111\n13 my own comment\n14 \n15 slurmlab:h:2:bbbb2222\n")
+    fake_runner.on(
+        ["squeue", "-h", "--me", ...],
+        stdout="12 slurmlab:h:1:nb:aaaa1111\n13 my own comment\n14 \n15 slurmlab:h:2:bbbb2222\n",
+    )
     assert tagged_jobs() == [("12", "slurmlab:h:1:nb:aaaa1111"), ("15", "slurmlab:h:2:bbbb2222")]
     argv = fake_runner.called(["squeue", ...])[0]
     assert "--me" in argv and argv[-1] == "%i %k"  # the comment last: its spaces cannot shift the id
@@ -407,8 +437,9 @@ def test_leftovers_show_as_a_short_table() -> None:
     assert repr(Leftovers()) == "no jobs left by earlier kernels"
 
 
-def test_slurm_status_lists_the_leftovers_with_attach_and_cancel(shell: Any, fake_runner: FakeRunner,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_slurm_status_lists_the_leftovers_with_attach_and_cancel(
+    shell: Any, fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
 
     here = notebook_key_for(monkeypatch, "/nb/crashed.ipynb")
     left = _job(77, f"slurmlab:{socket.gethostname()}:{_dead_pid()}:{here}:eeee5555")
@@ -438,8 +469,9 @@ def test_leftover_buttons_attach_and_cancel(shell: Any, fake_runner: FakeRunner)
 
 
 # ---- 5: Ctrl-C and expected errors: one line, never a traceback -----------------------------------------------
-def test_ctrl_c_in_srun_is_one_line(shell: Any, fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_ctrl_c_in_srun_is_one_line(
+    shell: Any, fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from slurmlab.slurm.allocation import Allocation
 
     job_in(fake_runner, "running")
@@ -467,10 +499,14 @@ def test_ctrl_c_in_an_experiment_is_one_line(ip: Any) -> None:
     assert str(info.value) == "interrupted: the isolation check ended; allocation 9 is still running"
 
 
-def test_a_slurmlab_error_from_a_plain_call_is_one_line(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    shell.run_cell("from slurmlab.errors import AllocationError\n"
-                   "def deep():\n    raise AllocationError('allocation 5 has no MIG', hint='ask for a MIG slice')\n"
-                   "deep()")
+def test_a_slurmlab_error_from_a_plain_call_is_one_line(
+    shell: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shell.run_cell(
+        "from slurmlab.errors import AllocationError\n"
+        "def deep():\n    raise AllocationError('allocation 5 has no MIG', hint='ask for a MIG slice')\n"
+        "deep()"
+    )
     out = capsys.readouterr()
     shown = out.out + out.err
     assert "AllocationError: allocation 5 has no MIG" in shown and "ask for a MIG slice" in shown
@@ -521,8 +557,9 @@ def test_another_extensions_handler_still_runs(ip: Any, capsys: pytest.CaptureFi
 
 
 # ---- 6: no Slurm: the sandbox picker under the message --------------------------------------------------------
-def test_no_slurm_shows_the_picker_under_the_one_line(ip: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_slurm_shows_the_picker_under_the_one_line(
+    ip: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("ipywidgets")
     from slurmlab.magics import error_display, sandbox
     from slurmlab.slurm.runner import Runner, set_runner
@@ -553,8 +590,9 @@ def test_no_slurm_shows_the_picker_under_the_one_line(ip: Any, tmp_path: Any, mo
     assert calls == [(["up", "h200-mig"], None, None)]  # what %slurm sandbox up --profile h200-mig does
 
 
-def test_slurm_status_with_no_slurm_offers_the_picker_too(ip: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
+def test_slurm_status_with_no_slurm_offers_the_picker_too(
+    ip: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from slurmlab.magics import error_display
     from slurmlab.slurm.runner import Runner, set_runner
 
@@ -581,7 +619,9 @@ def test_the_real_picker_starts_what_slurm_sandbox_up_starts(monkeypatch: pytest
     monkeypatch.setattr(sandbox, "sandbox_command", lambda *a: calls.append(a) or "sandbox dgx-h100 started")
     picker = error_display.offer_sandbox(sandbox.start_sandbox)
     assert shown == [picker] and "slurmlab-sandbox-picker" in picker._dom_classes
-    button = next(c for row in picker.children for c in getattr(row, "children", ()) if hasattr(c, "on_click"))
+    button = next(
+        c for row in picker.children for c in getattr(row, "children", ()) if hasattr(c, "on_click")
+    )
     button.click()
     deadline = time.monotonic() + 10
     while not calls and time.monotonic() < deadline:

@@ -19,8 +19,26 @@ def _watched(runner: Any) -> list[str]:
     return list(get_poller(runner).watched())
 
 
-BAD_IDS = ["-v", "0", "00", "1\n", " 7", "7 ", "7_", "_7", "+7", "０７", "²", "0x10", "-1", "12345678901", "7,8",
-           "7;touch x", "$(id)", "None"]
+BAD_IDS = [
+    "-v",
+    "0",
+    "00",
+    "1\n",
+    " 7",
+    "7 ",
+    "7_",
+    "_7",
+    "+7",
+    "０７",
+    "²",
+    "0x10",
+    "-1",
+    "12345678901",
+    "7,8",
+    "7;touch x",
+    "$(id)",
+    "None",
+]
 
 
 @pytest.mark.parametrize("bad", BAD_IDS)
@@ -121,7 +139,9 @@ def test_the_magics_expand_dollar_names_as_ipython_does(ip: Any, offline_runner:
         ip.user_ns.pop("ngpu", None)
 
 
-def test_a_long_line_with_dollars_is_refused_instead_of_freezing_the_kernel(ip: Any, offline_runner: Any) -> None:
+def test_a_long_line_with_dollars_is_refused_instead_of_freezing_the_kernel(
+    ip: Any, offline_runner: Any
+) -> None:
     # IPython's own expansion of this line runs for about a minute
     with pytest.raises(UsageError, match="IPython expands at most 2,000"):
         ip.run_line_magic("srun", "echo " + "$" * 16_000)
@@ -158,8 +178,11 @@ def test_squeue_shows_unreadable_records_as_one_line_instead_of_failing(
     from slurmlab.errors import ParseError
     from slurmlab.slurm import queries
 
-    bad = [ParseError("scontrol job record", "JobId=7 JobName=y Nodes=n[1-1000]x[1-1001] " + "x" * 500),
-           ParseError("scontrol job record", "JobId=8 ???"), ParseError("scontrol job record", "JobId=9 ???")]
+    bad = [
+        ParseError("scontrol job record", "JobId=7 JobName=y Nodes=n[1-1000]x[1-1001] " + "x" * 500),
+        ParseError("scontrol job record", "JobId=8 ???"),
+        ParseError("scontrol job record", "JobId=9 ???"),
+    ]
     monkeypatch.setattr(queries, "list_jobs", lambda *a, **k: queries.JobList([], bad))
     table = ip.run_line_magic("squeue", "--all")
     text = table.text()
@@ -176,8 +199,11 @@ def test_sinfo_shows_unreadable_node_records(ip: Any, monkeypatch: pytest.Monkey
     from slurmlab.errors import ParseError
     from slurmlab.slurm import queries
 
-    monkeypatch.setattr(queries, "list_nodes",
-                        lambda *a, **k: queries.Listing([], [ParseError("scontrol node record", "NodeName=?")]))
+    monkeypatch.setattr(
+        queries,
+        "list_nodes",
+        lambda *a, **k: queries.Listing([], [ParseError("scontrol node record", "NodeName=?")]),
+    )
     assert "1 node record(s) could not be read" in ip.run_line_magic("sinfo", "").text()
 
 
@@ -191,9 +217,31 @@ def foreign_job(slurm_sandbox: Any) -> Iterator[str]:
     from slurmlab.testing import other_user
 
     # submitted by that user for real: `--uid` is gone from salloc since 24.11 and 26.05's sbatch refuses nobody
-    jid = other_user.submit_as(slurm_sandbox, other_user.OTHER_USER, [
-        "sbatch", "--parsable", "--hold", "-D", "/tmp", "-o", "/dev/null", "-J", FOREIGN_NAME,
-        "--comment", "UserId=root(0)", "-t", "2", "--wrap", "sleep 60"]).stdout.strip().split(";")[0]
+    jid = (
+        other_user.submit_as(
+            slurm_sandbox,
+            other_user.OTHER_USER,
+            [
+                "sbatch",
+                "--parsable",
+                "--hold",
+                "-D",
+                "/tmp",
+                "-o",
+                "/dev/null",
+                "-J",
+                FOREIGN_NAME,
+                "--comment",
+                "UserId=root(0)",
+                "-t",
+                "2",
+                "--wrap",
+                "sleep 60",
+            ],
+        )
+        .stdout.strip()
+        .split(";")[0]
+    )
     try:
         yield jid
     finally:
@@ -201,7 +249,9 @@ def foreign_job(slurm_sandbox: Any) -> Iterator[str]:
 
 
 def _state(slurm_sandbox: Any, jid: str) -> str:
-    return str(slurm_sandbox.runner().run(["squeue", "-h", "-t", "all", "-j", jid, "-o", "%T"]).stdout.strip())
+    return str(
+        slurm_sandbox.runner().run(["squeue", "-h", "-t", "all", "-j", jid, "-o", "%T"]).stdout.strip()
+    )
 
 
 @pytest.mark.sandbox
@@ -237,8 +287,12 @@ def test_a_hostile_id_next_to_a_real_allocation_leaves_it_working(
 
     alloc = sandbox_ip.run_line_magic("salloc", "--no-gpu -n1 -t 5")
     alloc.wait("RUNNING", timeout=60)
-    for magic, line in [("srun", "--jobid=-v hostname"), ("salloc", "--attach 0"), ("scancel", "0"),
-                        ("srun", "--jobid='1\n' hostname")]:
+    for magic, line in [
+        ("srun", "--jobid=-v hostname"),
+        ("salloc", "--attach 0"),
+        ("scancel", "0"),
+        ("srun", "--jobid='1\n' hostname"),
+    ]:
         with pytest.raises(UsageError, match="not a (Slurm )?job id"):
             sandbox_ip.run_line_magic(magic, line)
     assert set(get_poller().watched()) == {str(alloc.job_id)}

@@ -60,7 +60,9 @@ def test_dollar_var_expands_in_the_line_and_dollar_dollar_stays(sandbox_ip: Any)
     assert "--comment=cost$5" in dry.argv
 
 
-def test_unknown_gpu_type_is_a_short_message_with_the_fix(sandbox_ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_gpu_type_is_a_short_message_with_the_fix(
+    sandbox_ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = sandbox_ip.run_cell("%salloc --gpus=a100:1")
     out = capsys.readouterr()
     text = out.out + out.err
@@ -95,7 +97,9 @@ def test_salloc_returns_at_once_and_becomes_the_default(sandbox_ip: Any) -> None
     assert alloc.job_id and get_session().default is alloc
     alloc.wait("RUNNING", timeout=30)
     assert sum(len(v) for v in alloc.gpus.values()) == 1
-    second = sandbox_ip.run_line_magic("salloc", "--gpus=1 -t 5 --new")  # the same line again: --new keeps both
+    second = sandbox_ip.run_line_magic(
+        "salloc", "--gpus=1 -t 5 --new"
+    )  # the same line again: --new keeps both
     assert get_session().default is second and second.job_id != alloc.job_id
 
 
@@ -195,7 +199,9 @@ def test_failing_step_reports_its_exit_code(
     assert "step exited with code 3" in capsys.readouterr().err
 
 
-def test_srun_jobid_runs_in_another_allocation(sandbox_ip: Any, running: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_srun_jobid_runs_in_another_allocation(
+    sandbox_ip: Any, running: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     other = sandbox_ip.run_line_magic("salloc", "--gpus=1 -t 5")
     other.wait("RUNNING", timeout=30)
     out = _TimedStream()
@@ -204,8 +210,9 @@ def test_srun_jobid_runs_in_another_allocation(sandbox_ip: Any, running: Any, mo
     assert _texts(out) == [str(running.job_id)]
 
 
-def test_ctrl_c_ends_the_step_not_the_allocation(sandbox_ip: Any, running: Any,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_ctrl_c_ends_the_step_not_the_allocation(
+    sandbox_ip: Any, running: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     import _thread
     import threading
 
@@ -215,14 +222,16 @@ def test_ctrl_c_ends_the_step_not_the_allocation(sandbox_ip: Any, running: Any,
     with pytest.raises(KeyboardInterrupt) as info:
         sandbox_ip.run_line_magic("srun", "-n1 sleep 60")
     assert time.monotonic() - start < 30
-    assert re.fullmatch(rf"interrupted: step .+ ended; allocation {running.job_id} is still running",
-                        str(info.value)), str(info.value)
+    assert re.fullmatch(
+        rf"interrupted: step .+ ended; allocation {running.job_id} is still running", str(info.value)
+    ), str(info.value)
     running.refresh()
     assert running.state == "RUNNING"
 
 
-def test_step_timeout_ends_the_step_not_the_allocation(sandbox_ip: Any, running: Any,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_step_timeout_ends_the_step_not_the_allocation(
+    sandbox_ip: Any, running: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     sandbox_ip.run_line_magic("srun", "--timeout 1 -n1 sleep 30")
     assert "step ended after --timeout 1 s" in capsys.readouterr().err
     running.refresh()
@@ -368,14 +377,17 @@ def test_squeue_watch_is_a_live_monitor(sandbox_ip: Any) -> None:
         sandbox_ip.run_line_magic("squeue", "--watch -u someone")
 
 
-def test_slurm_sandbox_up_reuses_a_running_sandbox_and_switches_to_it(sandbox_ip: Any, slurm_sandbox: Any) -> None:
+def test_slurm_sandbox_up_reuses_a_running_sandbox_and_switches_to_it(
+    sandbox_ip: Any, slurm_sandbox: Any
+) -> None:
     from slurmlab.magics.session import get_session
     from slurmlab.slurm.runner import Runner, get_runner, set_runner
 
     old = set_runner(Runner())  # as if the kernel pointed elsewhere
     try:
         text = sandbox_ip.run_line_magic(
-            "slurm", f"sandbox up {slurm_sandbox.profile_name} --dir {slurm_sandbox.directory}")
+            "slurm", f"sandbox up {slurm_sandbox.profile_name} --dir {slurm_sandbox.directory}"
+        )
         assert f"sandbox {slurm_sandbox.profile_name} reused" in text and "controller: answering" in text
         assert get_runner().slurm_conf == str(slurm_sandbox.conf_path)
         assert get_session().sandbox.directory == slurm_sandbox.directory
@@ -390,7 +402,8 @@ def test_slurm_sandbox_up_reuses_a_running_sandbox_and_switches_to_it(sandbox_ip
     old = set_runner(Runner())
     try:
         text = sandbox_ip.run_line_magic(
-            "slurm", f"sandbox up --profile {slurm_sandbox.profile_name} --dir {slurm_sandbox.directory}")
+            "slurm", f"sandbox up --profile {slurm_sandbox.profile_name} --dir {slurm_sandbox.directory}"
+        )
         assert f"sandbox {slurm_sandbox.profile_name} reused" in text
         assert get_runner().slurm_conf == str(slurm_sandbox.conf_path)
     finally:

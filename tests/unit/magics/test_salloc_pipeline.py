@@ -19,7 +19,9 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, Any]]]
 
     inv = ClusterInventory.build(
         nodes=[NodeInventory("node1", cpus=48, memory_mb=64000, sockets=2, gpus={"h100": 4}, shards=16)],
-        partitions={"gpu": ["node1"]}, default="gpu")
+        partitions={"gpu": ["node1"]},
+        default="gpu",
+    )
     submitted: list[tuple[Any, dict[str, Any]]] = []
 
     def submit(request: Any, **kw: Any) -> Any:
@@ -28,7 +30,11 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, Any]]]
 
     monkeypatch.setattr(queries, "inventory", lambda runner=None: inv)
     # %salloc reads the inventory cached per cluster (slurm/inventory.py): this one, fetched fresh for this test
-    monkeypatch.setattr(inventory, "fetch_inventory", lambda runner, clock=None: inventory.KnownInventory(inv, (), time.monotonic()))
+    monkeypatch.setattr(
+        inventory,
+        "fetch_inventory",
+        lambda runner, clock=None: inventory.KnownInventory(inv, (), time.monotonic()),
+    )
     monkeypatch.setattr(inventory, "_caches", {})
     monkeypatch.setattr(allocation_submit, "known_version", lambda runner: (24, 11, 5))
     monkeypatch.setattr(allocation.Allocation, "submit", staticmethod(submit))

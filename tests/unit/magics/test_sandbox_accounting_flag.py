@@ -26,8 +26,9 @@ def test_the_terminal_flag_is_three_valued() -> None:
 
 
 @pytest.mark.parametrize(("flag", "want"), [("", None), ("--accounting", True), ("--no-accounting", False)])
-def test_the_magic_passes_the_flag_to_sandbox_up(ip: Any, monkeypatch: pytest.MonkeyPatch, flag: str,
-                                                 want: bool | None) -> None:
+def test_the_magic_passes_the_flag_to_sandbox_up(
+    ip: Any, monkeypatch: pytest.MonkeyPatch, flag: str, want: bool | None
+) -> None:
     from slurmlab.sandbox.control import Sandbox
 
     seen: dict[str, Any] = {}

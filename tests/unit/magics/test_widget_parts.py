@@ -20,8 +20,17 @@ def test_reasons_in_plain_words_keep_slurms_word() -> None:
     assert plain_reason(None) == "" and plain_reason("None") == ""
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(None, "-"), (0, "00:00:00"), (59.9, "00:00:59"),
-                                               (3661, "01:01:01"), (90061, "1-01:01:01"), (-5, "00:00:00")])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (None, "-"),
+        (0, "00:00:00"),
+        (59.9, "00:00:59"),
+        (3661, "01:01:01"),
+        (90061, "1-01:01:01"),
+        (-5, "00:00:00"),
+    ],
+)
 def test_fmt_seconds(seconds: float | None, text: str) -> None:
     assert fmt_seconds(seconds) == text
 
@@ -132,11 +141,17 @@ def test_mark_dirty_of_an_unregistered_view_does_nothing() -> None:
 def inventory() -> Any:
     from slurmlab.core.request.inventory import ClusterInventory, NodeInventory
 
-    h100 = [NodeInventory(f"node{i}", cpus=112, memory_mb=2_000_000, sockets=2, gpus={"h100": 8}, shards=32)
-            for i in (1, 2)]
+    h100 = [
+        NodeInventory(f"node{i}", cpus=112, memory_mb=2_000_000, sockets=2, gpus={"h100": 8}, shards=32)
+        for i in (1, 2)
+    ]
     mig = NodeInventory("mig1", cpus=96, memory_mb=1_000_000, sockets=2, gpus={"1g.18gb": 7, "3g.71gb": 2})
-    return ClusterInventory.build(nodes=[*h100, mig], partitions={"gpu": ["node1", "node2"], "mig": ["mig1"]},
-                                  default="gpu", max_time={"mig": 3600})
+    return ClusterInventory.build(
+        nodes=[*h100, mig],
+        partitions={"gpu": ["node1", "node2"], "mig": ["mig1"]},
+        default="gpu",
+        max_time={"mig": 3600},
+    )
 
 
 @pytest.fixture

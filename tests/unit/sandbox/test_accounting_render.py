@@ -62,10 +62,14 @@ def test_slurmdbd_binds_the_address_it_is_called_on_not_every_address() -> None:
     NoInAddrAny (it does not read slurm.conf's CommunicationParameters), then the host name's address."""
     conf = conf_map(render_slurmdbd_conf(ctx()))
     assert conf["CommunicationParameters"] == "NoInAddrAny"
-    debian = conf_map(render_slurmdbd_conf(AccountingContext("/srv/sb", "alice", 6819, SOCK, bind_address="127.0.1.1")))
+    debian = conf_map(
+        render_slurmdbd_conf(AccountingContext("/srv/sb", "alice", 6819, SOCK, bind_address="127.0.1.1"))
+    )
     assert debian["DbdAddr"] == "127.0.1.1" and debian["CommunicationParameters"] == "NoInAddrAny"
     # a host name that resolves to no loopback address: binding by name would leave the address called on
-    anywhere = conf_map(render_slurmdbd_conf(AccountingContext("/srv/sb", "alice", 6819, SOCK, bind_address=None)))
+    anywhere = conf_map(
+        render_slurmdbd_conf(AccountingContext("/srv/sb", "alice", 6819, SOCK, bind_address=None))
+    )
     assert anywhere["DbdAddr"] == "127.0.0.1" and "CommunicationParameters" not in anywhere
 
 
@@ -81,27 +85,40 @@ def test_a_port_out_of_range_is_refused(port: int) -> None:
         render_slurmdbd_conf(ctx(port))
 
 
-@pytest.mark.parametrize(("types", "version", "want"), [
-    (("gpu", "shard", "mps"), (22, 5), "gres/gpu,gres/shard"),
-    (("gpu", "shard", "mps"), (24, 11), "gres/gpu,gres/shard,gres/gpumem,gres/gpuutil"),
-    (("gpu",), (26, 5), "gres/gpu,gres/gpumem,gres/gpuutil"),
-    ((), (26, 5), ""),
-])
-def test_accounted_tres_follow_the_profile_and_the_version(types: tuple[str, ...], version: tuple[int, int],
-                                                           want: str) -> None:
+@pytest.mark.parametrize(
+    ("types", "version", "want"),
+    [
+        (("gpu", "shard", "mps"), (22, 5), "gres/gpu,gres/shard"),
+        (("gpu", "shard", "mps"), (24, 11), "gres/gpu,gres/shard,gres/gpumem,gres/gpuutil"),
+        (("gpu",), (26, 5), "gres/gpu,gres/gpumem,gres/gpuutil"),
+        ((), (26, 5), ""),
+    ],
+)
+def test_accounted_tres_follow_the_profile_and_the_version(
+    types: tuple[str, ...], version: tuple[int, int], want: str
+) -> None:
     assert accounting_tres(types, version) == want
 
 
 def test_slurm_conf_without_accounting_is_unchanged_and_with_it_points_at_slurmdbd() -> None:
     prof = load_profile("dgx-h100")
-    base = RenderContext(directory="/srv/sb", hostname="vm", user="root", ctld_port=6817,
-                         node_ports=tuple(7001 + i for i in range(prof.nodes)), munge_socket=SOCK, version=(24, 11))
+    base = RenderContext(
+        directory="/srv/sb",
+        hostname="vm",
+        user="root",
+        ctld_port=6817,
+        node_ports=tuple(7001 + i for i in range(prof.nodes)),
+        munge_socket=SOCK,
+        version=(24, 11),
+    )
     plain = conf_map(render_slurm_conf(prof, base))
     assert plain["AccountingStorageType"] == "accounting_storage/none"
     # the gatherer runs without storage too: sstat answers and a --mem overrun ends as OUT_OF_MEMORY
     assert plain["JobAcctGatherType"] == "jobacct_gather/linux"
     assert "OverMemoryKill" in plain["JobAcctGatherParams"].split(",")
-    assert not {k for k in plain if k.startswith(("Priority", "AccountingStorageHost", "AccountingStorageEnforce"))}
+    assert not {
+        k for k in plain if k.startswith(("Priority", "AccountingStorageHost", "AccountingStorageEnforce"))
+    }
     on = conf_map(render_slurm_conf(prof, RenderContext(**{**base.__dict__, "accounting_port": 6819})))
     assert on["AccountingStorageType"] == "accounting_storage/slurmdbd"
     assert on["AccountingStorageHost"] == "127.0.0.1" and on["AccountingStoragePort"] == "6819"
@@ -112,8 +129,11 @@ def test_slurm_conf_without_accounting_is_unchanged_and_with_it_points_at_slurmd
     assert on["JobAcctGatherType"] == "jobacct_gather/linux"
     assert {k: v for k, v in on.items() if k in plain and v != plain[k]}.keys() == {"AccountingStorageType"}
     assert not any(x.startswith("AccountingStorageTRES") for x in slurm_conf_lines(6819, "", SOCK))
-    debian = conf_map(render_slurm_conf(prof, RenderContext(**{**base.__dict__, "accounting_port": 6819,
-                                                                "bind_address": "127.0.1.1"})))
+    debian = conf_map(
+        render_slurm_conf(
+            prof, RenderContext(**{**base.__dict__, "accounting_port": 6819, "bind_address": "127.0.1.1"})
+        )
+    )
     assert debian["AccountingStorageHost"] == "127.0.1.1"
 
 
@@ -151,9 +171,14 @@ def test_accounting_is_on_where_it_can_start_and_says_why_not(monkeypatch: pytes
 
     monkeypatch.setattr(ad, "_find", lambda name: None if name == "slurmdbd" else f"/usr/sbin/{name}")
     on, state = ad.resolve(None)
-    assert not on and "slurmdbd is not installed" in str(state["accounting_off"]) and "apt-get" in str(
-        state["accounting_off"])
-    assert ad.describe(Path("/nowhere"), {"accounting": False, **state}, {}).startswith("off (slurmdbd is not")
+    assert (
+        not on
+        and "slurmdbd is not installed" in str(state["accounting_off"])
+        and "apt-get" in str(state["accounting_off"])
+    )
+    assert ad.describe(Path("/nowhere"), {"accounting": False, **state}, {}).startswith(
+        "off (slurmdbd is not"
+    )
     with pytest.raises(SandboxError, match="slurmdbd is not installed"):
         ad.resolve(True)  # asked for: fails before any daemon starts
     assert ad.resolve(False) == (False, {"accounting_off": "--no-accounting was given", "gpu_caps": False})
@@ -177,12 +202,17 @@ def test_mariadb_stays_in_the_sandbox_folder_on_a_socket_without_networking() ->
     assert "[mariadbd]" in lines and "skip-networking" in lines
     values = conf_map("\n".join(line for line in lines if "=" in line))
     assert values["socket"] == "/srv/sb/db/mysqld.sock" and values["datadir"] == "/srv/sb/db/data"
-    assert all(v.startswith("/srv/sb/") for k, v in values.items() if k in ("socket", "datadir", "pid-file",
-                                                                            "log-error"))
+    assert all(
+        v.startswith("/srv/sb/")
+        for k, v in values.items()
+        if k in ("socket", "datadir", "pid-file", "log-error")
+    )
     assert not any(k in values for k in ("port", "bind-address"))
     assert install_argv("/usr/bin/mariadb-install-db", files, "alice")[1] == "--no-defaults"
     assert server_argv("/usr/sbin/mariadbd", files, as_root=False) == [
-        "/usr/sbin/mariadbd", "--defaults-file=/srv/sb/db/my.cnf"]
+        "/usr/sbin/mariadbd",
+        "--defaults-file=/srv/sb/db/my.cnf",
+    ]
     assert server_argv("/usr/sbin/mariadbd", files, as_root=True)[-1] == "--user=root"
     assert shutdown_argv("/usr/bin/mariadb-admin", files, "alice")[-1] == "shutdown"
     assert "--socket=/srv/sb/db/mysqld.sock" in shutdown_argv("x", files, "alice")
@@ -219,12 +249,15 @@ def test_prepare_writes_slurmdbd_conf_readable_by_its_owner_only(tmp_path: Path)
 def test_a_failing_install_names_its_log_and_leaves_no_half_made_tables(tmp_path: Path) -> None:
     (tmp_path / "log").mkdir()
     fake = tmp_path / "install"
-    fake.write_text("#!/bin/sh\necho 'Installing MariaDB/MySQL system tables... FATAL ERROR: disk full'\n"
-                    "mkdir -p \"${2#--datadir=}\"/partial\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'Installing MariaDB/MySQL system tables... FATAL ERROR: disk full'\n"
+        'mkdir -p "${2#--datadir=}"/partial\nexit 1\n'
+    )
     fake.chmod(0o755)
     with pytest.raises(SandboxError, match="mariadb-install-db failed") as info:
-        accounting_daemons.prepare(tmp_path, AccountingContext(str(tmp_path), "alice", 6819, SOCK),
-                                   {"install": str(fake)})
+        accounting_daemons.prepare(
+            tmp_path, AccountingContext(str(tmp_path), "alice", 6819, SOCK), {"install": str(fake)}
+        )
     assert "disk full" in str(info.value) and "mariadb-install-db.out" in str(info.value)
     assert not (tmp_path / "db" / "data").exists()
 
@@ -241,7 +274,9 @@ def test_status_says_whether_accounting_is_on() -> None:
     procs = {"munged": (10, True), "slurmdbd": (11, False), "mariadbd": (12, True)}
     off = accounting_daemons.describe(Path("/nonexistent"), {"accounting": False}, procs)
     assert off == "off"
-    on = accounting_daemons.describe(Path("/nonexistent"), {"accounting": True, "ports": {"slurmdbd": 1}}, procs)
+    on = accounting_daemons.describe(
+        Path("/nonexistent"), {"accounting": True, "ports": {"slurmdbd": 1}}, procs
+    )
     assert on.startswith("on (slurmdbd DOES NOT ANSWER on port 1; mariadbd DOES NOT ANSWER")
     st = SandboxStatus(Path("/x"), "seed", ("node1",), procs, {}, accounting=on)
     assert f"  accounting     {on}" in str(st).splitlines()
@@ -252,10 +287,17 @@ def test_a_database_server_that_exits_fails_the_start_at_once_with_its_log(tmp_p
     (tmp_path / "log").mkdir()
     (tmp_path / "db").mkdir()
     fake = tmp_path / "mariadbd"
-    fake.write_text(f"#!/bin/sh\necho '[ERROR] InnoDB: Unable to lock ./ibdata1 error: 11' >> {tmp_path}/log/mariadbd.log\n"
-                    "exit 1\n")
+    fake.write_text(
+        f"#!/bin/sh\necho '[ERROR] InnoDB: Unable to lock ./ibdata1 error: 11' >> {tmp_path}/log/mariadbd.log\n"
+        "exit 1\n"
+    )
     fake.chmod(0o755)
-    state: dict[str, object] = {"pids": {}, "ports": {"slurmdbd": 6819}, "user": "alice", "cluster": "sandbox"}
+    state: dict[str, object] = {
+        "pids": {},
+        "ports": {"slurmdbd": 6819},
+        "user": "alice",
+        "cluster": "sandbox",
+    }
     started: list[subprocess.Popen[bytes]] = []
 
     def run_start(exe: str, argv: list[str], name: str, env: Mapping[str, str]) -> None:

@@ -12,14 +12,30 @@ CONF, SOCK, LOG = Path("/sb/slurm.conf"), Path("/sb/munge/munge.socket"), Path("
 
 def test_slurmctld_restarted_ignores_missing_state_and_a_fresh_one_clears_it() -> None:
     assert daemon_argv("slurmctld", "/usr/sbin/slurmctld", CONF, SOCK, LOG) == [
-        "/usr/sbin/slurmctld", "-D", "-f", str(CONF)]
+        "/usr/sbin/slurmctld",
+        "-D",
+        "-f",
+        str(CONF),
+    ]
     assert daemon_argv("slurmctld", "slurmctld", CONF, SOCK, LOG, recover=True) == [
-        "slurmctld", "-D", "-i", "-f", str(CONF)]
+        "slurmctld",
+        "-D",
+        "-i",
+        "-f",
+        str(CONF),
+    ]
     # clearing the state wins: nothing is left to read, so nothing to ignore
     assert daemon_argv("slurmctld", "slurmctld", CONF, SOCK, LOG, fresh=True, recover=True) == [
-        "slurmctld", "-D", "-c", "-f", str(CONF)]
+        "slurmctld",
+        "-D",
+        "-c",
+        "-f",
+        str(CONF),
+    ]
 
 
 def test_recover_changes_only_slurmctld() -> None:
     for name in ("slurmd:node1", "munged"):
-        assert daemon_argv(name, "x", CONF, SOCK, LOG, recover=True) == daemon_argv(name, "x", CONF, SOCK, LOG)
+        assert daemon_argv(name, "x", CONF, SOCK, LOG, recover=True) == daemon_argv(
+            name, "x", CONF, SOCK, LOG
+        )

@@ -30,8 +30,14 @@ def decode(value: bytes) -> list[tuple[int, int, int]]:
 def test_acl_entries_keep_the_mode_and_add_each_user_under_a_mask() -> None:
     entries = access.acl_entries(0o700, [(1234, 0o1), (99, 0o6)])
     # kernel order: owner, named users by uid, group, mask, other
-    assert entries == [(0x01, 7, 0xFFFFFFFF), (0x02, 6, 99), (0x02, 1, 1234), (0x04, 0, 0xFFFFFFFF),
-                       (0x10, 7, 0xFFFFFFFF), (0x20, 0, 0xFFFFFFFF)]
+    assert entries == [
+        (0x01, 7, 0xFFFFFFFF),
+        (0x02, 6, 99),
+        (0x02, 1, 1234),
+        (0x04, 0, 0xFFFFFFFF),
+        (0x10, 7, 0xFFFFFFFF),
+        (0x20, 0, 0xFFFFFFFF),
+    ]
     assert decode(access.encode_acl(entries)) == entries
     # no named user: no mask entry (a minimal ACL is the mode bits themselves)
     assert [t for t, _, _ in access.acl_entries(0o600, [])] == [0x01, 0x04, 0x20]
@@ -78,7 +84,10 @@ def test_a_folder_an_admitted_user_cannot_enter_is_named() -> None:
         base.chmod(0o701)
         assert access.unreachable_folder(guest, inner) is None
         base.chmod(0o710)  # group may pass: a member passes, an outsider does not
-        assert access.unreachable_folder(access.AdmittedUser("member", 54321, (base.stat().st_gid,)), inner) is None
+        assert (
+            access.unreachable_folder(access.AdmittedUser("member", 54321, (base.stat().st_gid,)), inner)
+            is None
+        )
         assert access.unreachable_folder(guest, inner) == base
         base.chmod(0o700)
         assert access.unreachable_folder(access.AdmittedUser("owner", base.stat().st_uid, ()), inner) is None
@@ -88,8 +97,16 @@ def test_a_folder_an_admitted_user_cannot_enter_is_named() -> None:
 
 def test_slurmd_timeout_is_rendered_and_checked(tmp_path: Path) -> None:
     prof = load_profile("seed").scaled(1)
-    ctx = RenderContext(directory="/srv/sb", hostname="vm", user="root", ctld_port=6817, node_ports=(7001,),
-                        munge_socket="/srv/sb/munge/munged.sock", version=(22, 5), slurmd_timeout=15)
+    ctx = RenderContext(
+        directory="/srv/sb",
+        hostname="vm",
+        user="root",
+        ctld_port=6817,
+        node_ports=(7001,),
+        munge_socket="/srv/sb/munge/munged.sock",
+        version=(22, 5),
+        slurmd_timeout=15,
+    )
     conf = render_slurm_conf(prof, ctx)
     assert "SlurmdTimeout=15\n" in conf and conf.startswith("# slurmlab sandbox")
     for bad in (0, 4, 10_000, True, "15"):
@@ -107,7 +124,9 @@ def test_admitting_an_unknown_user_starts_nothing(tmp_path: Path) -> None:
 def status(frozen: frozenset[str] = frozenset(), dead: tuple[str, ...] = ()) -> SandboxStatus:
     names = ("munged", "slurmctld", "slurmd:node1")
     procs = {n: (100 + i, n not in dead) for i, n in enumerate(names)}
-    return SandboxStatus(Path("/srv/sb"), "seed", ("node1",), procs, {"slurmctld": 6817}, {"node1": "mixed*"}, frozen)
+    return SandboxStatus(
+        Path("/srv/sb"), "seed", ("node1",), procs, {"slurmctld": 6817}, {"node1": "mixed*"}, frozen
+    )
 
 
 def test_status_names_a_frozen_and_a_dead_daemon_and_the_restart() -> None:
@@ -140,7 +159,9 @@ def test_cli_knows_restart_and_admit() -> None:
     assert args.func is cmd._restart and args.directory == "/srv/sb"
 
 
-def test_restart_of_a_missing_sandbox_says_how_to_start_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_restart_of_a_missing_sandbox_says_how_to_start_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from slurmlab.cli import main
 
     assert main(["sandbox", "restart", "--dir", str(tmp_path)]) != 0

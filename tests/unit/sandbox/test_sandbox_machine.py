@@ -26,15 +26,18 @@ UNIFIED = "cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate 0 0\n"
 V1_MEMBER = "4:memory:/x\n0::/\n"
 
 
-@pytest.mark.parametrize(("mounts", "member", "systemd", "kind"), [
-    (HYBRID, V1_MEMBER, True, "v1"),
-    (UNIFIED, "0::/user.slice\n", True, "v2"),
-    (UNIFIED, "0::/\n", False, "v2-bare"),
-    (UNIFIED, V1_MEMBER, True, "hybrid-v2"),  # what Slurm refuses: "Hybrid mode is not supported"
-    ("proc /proc proc rw 0 0\n", "0::/\n", True, "none"),
-    ("tmpfs /sys/fs/cgroup tmpfs rw 0 0\n", "", True, "none"),  # an empty tmpfs holds no hierarchy
-    (HYBRID + UNIFIED, "0::/\n", True, "v2"),  # the last mount on the path is the one in effect
-])
+@pytest.mark.parametrize(
+    ("mounts", "member", "systemd", "kind"),
+    [
+        (HYBRID, V1_MEMBER, True, "v1"),
+        (UNIFIED, "0::/user.slice\n", True, "v2"),
+        (UNIFIED, "0::/\n", False, "v2-bare"),
+        (UNIFIED, V1_MEMBER, True, "hybrid-v2"),  # what Slurm refuses: "Hybrid mode is not supported"
+        ("proc /proc proc rw 0 0\n", "0::/\n", True, "none"),
+        ("tmpfs /sys/fs/cgroup tmpfs rw 0 0\n", "", True, "none"),  # an empty tmpfs holds no hierarchy
+        (HYBRID + UNIFIED, "0::/\n", True, "v2"),  # the last mount on the path is the one in effect
+    ],
+)
 def test_cgroup_kind(mounts: str, member: str, systemd: bool, kind: str) -> None:
     assert cgroup_kind(mounts, member, systemd) == kind
 
@@ -57,8 +60,15 @@ def test_usable_cgroups_keep_slurms_default(kind: str) -> None:
 
 def _ctx(**kw: object) -> RenderContext:
     kw = {"node_ports": (7001,), **kw}
-    return RenderContext(directory="/srv/sb", hostname="vm", user="root", ctld_port=6817,
-                         munge_socket="/srv/sb/munge/munged.sock", version=(24, 11), **kw)  # type: ignore[arg-type]
+    return RenderContext(
+        directory="/srv/sb",
+        hostname="vm",
+        user="root",
+        ctld_port=6817,
+        munge_socket="/srv/sb/munge/munged.sock",
+        version=(24, 11),
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_unresolvable_host_name_drops_binding_by_name_but_keeps_loopback_addresses() -> None:
@@ -76,7 +86,9 @@ def test_a_host_name_on_another_loopback_address_is_bound_and_named_everywhere()
     (slurm.conf said 127.0.0.1, where nothing listened, and the sandbox did not start)."""
     settings = sandbox_settings(MachineFacts("vm", "127.0.1.1", "v1"), (22, 5))
     assert settings.bind_address == "127.0.1.1" and "resolves to 127.0.1.1" in settings.notes[0]
-    conf = render_slurm_conf(load_profile("seed").scaled(2), _ctx(bind_address="127.0.1.1", node_ports=(7001, 7002)))
+    conf = render_slurm_conf(
+        load_profile("seed").scaled(2), _ctx(bind_address="127.0.1.1", node_ports=(7001, 7002))
+    )
     assert "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny" in conf
     assert "SlurmctldHost=vm(127.0.1.1)" in conf and conf.count("NodeAddr=127.0.1.1 ") == 2
     assert "127.0.0.1" not in conf
@@ -88,7 +100,9 @@ def test_a_host_name_on_a_network_address_is_not_bound_by_name() -> None:
     settings = sandbox_settings(MachineFacts("vm", "10.1.2.3", "v1"), (24, 11))
     assert settings.bind_address is None
     assert "resolves to 10.1.2.3, not to a loopback address" in settings.notes[0]
-    assert "listen on every address" in settings.notes[0] and "127.0.0.1 line of /etc/hosts" in settings.notes[0]
+    assert (
+        "listen on every address" in settings.notes[0] and "127.0.0.1 line of /etc/hosts" in settings.notes[0]
+    )
 
 
 def test_host_address_is_the_first_ipv4_answer_as_slurm_asks() -> None:
@@ -102,12 +116,20 @@ def test_cgroup_conf_only_where_needed() -> None:
 
 
 LOGS = {
-    "cgroup": ("slurmd: error: No filesystem mounted on /sys/fs/cgroup\nslurmd: error: Unable to initialize cgroup "
-               "plugin\nslurmd: error: slurmd initialization failed\n", "SLURMLAB_SANDBOX_CGROUP=disabled"),
-    "hybrid": ("fatal: Hybrid mode is not supported. Mounted cgroups are: 4:memory:/\n",
-               "SLURMLAB_SANDBOX_CGROUP=disabled"),
-    "host": ('error: slurm_set_addr: Unable to resolve "vm"\nfatal: _open_ports: Unable to listen to file '
-             "descriptors.\n", "/etc/hosts"),
+    "cgroup": (
+        "slurmd: error: No filesystem mounted on /sys/fs/cgroup\nslurmd: error: Unable to initialize cgroup "
+        "plugin\nslurmd: error: slurmd initialization failed\n",
+        "SLURMLAB_SANDBOX_CGROUP=disabled",
+    ),
+    "hybrid": (
+        "fatal: Hybrid mode is not supported. Mounted cgroups are: 4:memory:/\n",
+        "SLURMLAB_SANDBOX_CGROUP=disabled",
+    ),
+    "host": (
+        'error: slurm_set_addr: Unable to resolve "vm"\nfatal: _open_ports: Unable to listen to file '
+        "descriptors.\n",
+        "/etc/hosts",
+    ),
     "port": ("error: Error binding slurm stream socket: Address already in use\n", "--port"),
 }
 
@@ -127,6 +149,8 @@ def test_each_start_failure_gets_the_hint_of_its_cause(case: str, tmp_path: Path
 def test_an_unknown_failure_points_at_the_logs_only(tmp_path: Path) -> None:
     (tmp_path / "log").mkdir()
     (tmp_path / "log" / "slurmctld.log").write_text("fatal: something new\n")
-    err = Sandbox(tmp_path, {"profile": "seed", "pids": {}, "conf_path": "/x"})._failure("it died", "slurmctld")
+    err = Sandbox(tmp_path, {"profile": "seed", "pids": {}, "conf_path": "/x"})._failure(
+        "it died", "slurmctld"
+    )
     assert explain_failure("fatal: something new") is None
     assert "something new" in err.message and str(tmp_path / "log") in err.hint and "apt-get" not in err.hint

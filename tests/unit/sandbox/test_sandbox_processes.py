@@ -15,15 +15,25 @@ import pytest
 from slurmlab.sandbox.processes import alive, find_related, stop
 
 
-def _detached(name: str, pidfile: Path, *, fd_file: Path | None = None, env: dict[str, str] | None = None,
-              argument: str = "") -> int:
+def _detached(
+    name: str,
+    pidfile: Path,
+    *,
+    fd_file: Path | None = None,
+    env: dict[str, str] | None = None,
+    argument: str = "",
+) -> int:
     """A process running as ``name`` that left its parent (as slurmstepd leaves slurmd), optionally holding
     ``fd_file`` open or with ``argument`` on its command line; its environment is exactly ``env``."""
     hold = f" 3>>{fd_file}" if fd_file else ""
     program = f'bash -c "sleep 60; :" {argument}' if argument else "sleep 60"
     script = f'echo $$ > {pidfile}; exec -a "{name}" {program}{hold}'
-    subprocess.run(["setsid", "-f", "bash", "-c", script], env={"PATH": os.environ["PATH"], **(env or {})},
-                   check=True, timeout=10)
+    subprocess.run(
+        ["setsid", "-f", "bash", "-c", script],
+        env={"PATH": os.environ["PATH"], **(env or {})},
+        check=True,
+        timeout=10,
+    )
     for _ in range(100):
         if pidfile.exists() and pidfile.read_text().strip():
             pid = int(pidfile.read_text())
@@ -84,18 +94,27 @@ def test_a_daemon_starts_in_its_own_session_logging_both_streams_and_holding_not
     os.set_inheritable(keep_w, True)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error")  # a dropped Popen's "still running" ResourceWarning would fail here
-            pid, code = spawn_daemon("/bin/sh", ["sh", "-c", "echo out; echo err >&2; exec sleep 60"],
-                                     log, {"PATH": os.environ["PATH"]})
+            warnings.simplefilter(
+                "error"
+            )  # a dropped Popen's "still running" ResourceWarning would fail here
+            pid, code = spawn_daemon(
+                "/bin/sh",
+                ["sh", "-c", "echo out; echo err >&2; exec sleep 60"],
+                log,
+                {"PATH": os.environ["PATH"]},
+            )
             started.append(pid)
             deadline = time.monotonic() + 10
-            while cmdline_of(pid)[:1] != ["sleep"] and time.monotonic() < deadline:  # both lines written by then
+            while (
+                cmdline_of(pid)[:1] != ["sleep"] and time.monotonic() < deadline
+            ):  # both lines written by then
                 time.sleep(0.02)
         assert os.getsid(pid) == pid and code is None and alive(pid)
         assert log.read_text().splitlines() == ["earlier run", "out", "err"]
         assert not any(
             os.readlink(f"/proc/{pid}/fd/{fd}") == os.readlink(f"/proc/self/fd/{keep_w}")
-            for fd in os.listdir(f"/proc/{pid}/fd")), "the daemon holds our pipe open"
+            for fd in os.listdir(f"/proc/{pid}/fd")
+        ), "the daemon holds our pipe open"
     finally:
         os.close(keep_r)
         with contextlib.suppress(OSError):
@@ -108,7 +127,9 @@ def test_a_daemon_starts_in_its_own_session_logging_both_streams_and_holding_not
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         subprocess.run(["true"], check=True)
         time.sleep(0.05)
-    assert not os.path.exists(f"/proc/{pid}"), f"{pid} is left as a zombie: {Path(f'/proc/{pid}/stat').read_text()}"
+    assert not os.path.exists(f"/proc/{pid}"), (
+        f"{pid} is left as a zombie: {Path(f'/proc/{pid}/stat').read_text()}"
+    )
 
 
 def cmdline_of(pid: int) -> list[str]:

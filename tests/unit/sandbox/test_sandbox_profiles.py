@@ -87,7 +87,10 @@ def _broken(name: str, change) -> dict:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda d: d["mig"].append({"gpu": 0, "profile": "3g.71gb", "start": 2, "size": 4}), "cannot be placed at 2:4"),
+        (
+            lambda d: d["mig"].append({"gpu": 0, "profile": "3g.71gb", "start": 2, "size": 4}),
+            "cannot be placed at 2:4",
+        ),
         (lambda d: d["mig"].append({"gpu": 9, "profile": "1g.18gb", "start": 0, "size": 1}), "GPU 9"),
         (lambda d: d["mig"].append({"gpu": 0, "profile": "5g.90gb", "start": 0, "size": 4}), "not one of"),
         (lambda d: d["mig"][0].update(start=1), "overlap"),

@@ -20,9 +20,14 @@ VERSIONS = {"22.05": (22, 5), "24.11": (24, 11), "26.05": (26, 5)}
 
 def context(nodes: int, version: tuple[int, int], *, root: bool = True) -> RenderContext:
     return RenderContext(
-        directory="/srv/sandbox", hostname="vm", user="root" if root else "alice", ctld_port=6817,
-        node_ports=tuple(7001 + i for i in range(nodes)), munge_socket="/srv/sandbox/munge/munged.sock",
-        version=version, device_dir="/srv/sandbox/dev" if root else None,
+        directory="/srv/sandbox",
+        hostname="vm",
+        user="root" if root else "alice",
+        ctld_port=6817,
+        node_ports=tuple(7001 + i for i in range(nodes)),
+        munge_socket="/srv/sandbox/munge/munged.sock",
+        version=version,
+        device_dir="/srv/sandbox/dev" if root else None,
     )
 
 
@@ -31,7 +36,10 @@ def context(nodes: int, version: tuple[int, int], *, root: bool = True) -> Rende
 def test_rendering_matches_golden(name: str, version: str) -> None:
     profile = load_profile(name)
     ctx = context(profile.nodes, VERSIONS[version])
-    for kind, text in (("slurm.conf", render_slurm_conf(profile, ctx)), ("gres.conf", render_gres_conf(profile, ctx))):
+    for kind, text in (
+        ("slurm.conf", render_slurm_conf(profile, ctx)),
+        ("gres.conf", render_gres_conf(profile, ctx)),
+    ):
         path = GOLDEN / f"{name}-{version}.{kind}"
         if os.environ.get("SLURMLAB_UPDATE_GOLDEN"):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,8 +108,14 @@ def test_mig_profile_offers_each_instance_type_in_its_partition() -> None:
     conf = render_slurm_conf(profile, context(1, (22, 5)))
     node = next(line for line in conf.splitlines() if line.startswith("NodeName="))
     gres = dict(item.rsplit(":", 1) for item in node.split("Gres=")[1].split()[0].split(","))
-    assert gres == {"gpu:h200": "4", "gpu:1g.18gb": "9", "gpu:3g.71gb": "2", "gpu:4g.71gb": "1",
-                    "gpu:2g.35gb": "3", "gpu:1g.35gb": "1"}
+    assert gres == {
+        "gpu:h200": "4",
+        "gpu:1g.18gb": "9",
+        "gpu:3g.71gb": "2",
+        "gpu:4g.71gb": "1",
+        "gpu:2g.35gb": "3",
+        "gpu:1g.35gb": "1",
+    }
     assert "PartitionName=mig Nodes=node1 Default=YES" in conf
     assert "Links=" not in render_gres_conf(profile, context(1, (22, 5)))
 
@@ -110,11 +124,23 @@ def test_scaling_the_node_count() -> None:
     profile = load_profile("dgx-h100").scaled(3)
     conf = render_slurm_conf(profile, context(3, (22, 5)))
     assert "PartitionName=gpu Nodes=node[1-3] Default=YES" in conf
-    assert "NodeName=node[1-3] Name=shard Type=h100 Count=32" in render_gres_conf(profile, context(3, (22, 5)))
+    assert "NodeName=node[1-3] Name=shard Type=h100 Count=32" in render_gres_conf(
+        profile, context(3, (22, 5))
+    )
 
 
-SETTINGS = ("AuthType", "CredType", "ProctrackType", "TaskPlugin", "SelectType", "SelectTypeParameters",
-            "GresTypes", "SlurmdParameters", "DefMemPerCPU", "ReturnToService")
+SETTINGS = (
+    "AuthType",
+    "CredType",
+    "ProctrackType",
+    "TaskPlugin",
+    "SelectType",
+    "SelectTypeParameters",
+    "GresTypes",
+    "SlurmdParameters",
+    "DefMemPerCPU",
+    "ReturnToService",
+)
 
 
 @pytest.mark.parametrize("version", golden_with("s12b_scontrol_show_config.txt"))

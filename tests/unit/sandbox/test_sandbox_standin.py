@@ -26,8 +26,14 @@ def _sandbox(tmp_path: Path, profile: str = "dgx-h100") -> Path:
 
 def _smi(folder: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     # -I: no site-packages, no PYTHONPATH, no current folder: slurmlab cannot be imported, as on a bare node
-    return subprocess.run([sys.executable, "-I", str(folder / "bin" / "nvidia-smi"), *argv], capture_output=True,
-                          text=True, timeout=30, env={"PATH": "/usr/bin:/bin", **env}, check=False)
+    return subprocess.run(
+        [sys.executable, "-I", str(folder / "bin" / "nvidia-smi"), *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": "/usr/bin:/bin", **env},
+        check=False,
+    )
 
 
 def test_the_stand_in_runs_without_slurmlab_and_answers_for_the_step(tmp_path: Path) -> None:
@@ -42,7 +48,9 @@ def test_the_stand_in_runs_without_slurmlab_and_answers_for_the_step(tmp_path: P
 def test_an_unknown_option_exits_2_with_the_note(tmp_path: Path) -> None:
     res = _smi(_sandbox(tmp_path), "nvlink", "-e", CUDA_VISIBLE_DEVICES="0")
     assert res.returncode == 2
-    assert "Invalid combination of input arguments" in res.stdout and f"{STANDIN_MARK}: it answers" in res.stdout
+    assert (
+        "Invalid combination of input arguments" in res.stdout and f"{STANDIN_MARK}: it answers" in res.stdout
+    )
 
 
 def test_a_missing_hardware_file_is_named(tmp_path: Path) -> None:
@@ -55,11 +63,13 @@ def test_a_missing_hardware_file_is_named(tmp_path: Path) -> None:
 def test_the_task_prolog_exports_path_and_the_sandbox_once(tmp_path: Path) -> None:
     folder = _sandbox(tmp_path)
     prolog = str(folder / "bin" / "task-prolog")
-    out = subprocess.run([prolog], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=30,
-                         check=True).stdout
+    out = subprocess.run(
+        [prolog], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=30, check=True
+    ).stdout
     assert out.splitlines() == [f"export PATH={folder}/bin:/usr/bin:/bin", f"export {SANDBOX_ENV}={folder}"]
-    again = subprocess.run([prolog], capture_output=True, text=True, env={"PATH": f"{folder}/bin:/bin"},
-                           timeout=30, check=True).stdout
+    again = subprocess.run(
+        [prolog], capture_output=True, text=True, env={"PATH": f"{folder}/bin:/bin"}, timeout=30, check=True
+    ).stdout
     assert again.splitlines()[0] == f"export PATH={folder}/bin:/bin"
 
 

@@ -39,8 +39,12 @@ def _doc(profile: str) -> dict[str, object]:
 
 
 def _run(profile: str, *argv: str, **env: str) -> tuple[str, int]:
-    out, err, rc = answer(list(argv), _doc(profile), {"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "node1", **env},
-                          "Tue Dec  1 10:00:00 2026")
+    out, err, rc = answer(
+        list(argv),
+        _doc(profile),
+        {"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "node1", **env},
+        "Tue Dec  1 10:00:00 2026",
+    )
     assert err == ""
     return out, rc
 
@@ -55,7 +59,10 @@ def test_dash_l_lists_the_steps_gpus_numbered_from_zero_and_parses() -> None:
     assert rc == 0
     _marked(out)
     devices, layout = parse_smi_list(out)
-    assert [(d.index, d.name) for d in devices] == [(0, "NVIDIA H100 80GB HBM3"), (1, "NVIDIA H100 80GB HBM3")]
+    assert [(d.index, d.name) for d in devices] == [
+        (0, "NVIDIA H100 80GB HBM3"),
+        (1, "NVIDIA H100 80GB HBM3"),
+    ]
     assert layout is None and len({d.uuid for d in devices}) == 2
     # the last line names the node's GPUs behind the renumbered ones, and why the sandbox's variable differs
     assert "GPU 1 = the node's GPU 5 (Slurm IDX 5)" in out and "ConstrainDevices" in out
@@ -108,22 +115,30 @@ def test_mig_listing_lgi_lgip_and_summary_parse_for_the_visible_slices() -> None
     _marked(lgi)
     parsed = parse_mig_lgi(lgi, gpu_model="NVIDIA H200")
     insts = parsed.instances()
-    assert [(i.gpu, i.profile, i.start, i.size) for i in insts] == [(0, "1g.18gb", 0, 1), (1, "3g.71gb", 0, 4)]
-    assert [i.profile_id for i in insts] == [h200.profile("1g.18gb").profile_id, h200.profile("3g.71gb").profile_id]
+    assert [(i.gpu, i.profile, i.start, i.size) for i in insts] == [
+        (0, "1g.18gb", 0, 1),
+        (1, "3g.71gb", 0, 4),
+    ]
+    assert [i.profile_id for i in insts] == [
+        h200.profile("1g.18gb").profile_id,
+        h200.profile("3g.71gb").profile_id,
+    ]
 
     lgip, _ = _run("h200-mig", "mig", "-lgip", **env)
     rows = parse_mig_lgip(lgip)
     gpu0 = {r.name: r for r in rows if r.gpu == 0}
     assert set(gpu0) == {p.name for p in h200.profiles}
-    assert all(gpu0[p.name].profile_id == p.profile_id and gpu0[p.name].total == p.max_instances
-               for p in h200.profiles)
+    assert all(
+        gpu0[p.name].profile_id == p.profile_id and gpu0[p.name].total == p.max_instances
+        for p in h200.profiles
+    )
     assert gpu0["1g.18gb"].free == 0  # GPU 0 of the profile is seven 1g.18gb already
     gpu1 = {r.name: r for r in rows if r.gpu == 1}
     assert gpu1["3g.71gb"].free == 0 and gpu1["1g.18gb"].free == 0
 
     summary, _ = _run("h200-mig", **env)
     _marked(summary)
-    section = summary[summary.rfind("\n+", 0, summary.index("| MIG devices:")) + 1:]
+    section = summary[summary.rfind("\n+", 0, summary.index("| MIG devices:")) + 1 :]
     mig = parse_mig_devices(section)
     assert [(m.gpu, m.mig_dev, m.sm) for m in mig] == [(0, 0, 16), (1, 0, 60)]
 
@@ -147,13 +162,20 @@ def test_an_unknown_option_is_refused_as_nvidia_smi_does_with_the_note() -> None
 
 def test_the_summary_shows_each_gpu_and_no_driver() -> None:
     out, rc = _run("dgx-h100", CUDA_VISIBLE_DEVICES="3")
-    assert rc == 0 and "00000000:" in out and "Driver Version: N/A" in out and "No running processes found" in out
+    assert (
+        rc == 0
+        and "00000000:" in out
+        and "Driver Version: N/A" in out
+        and "No running processes found" in out
+    )
     assert all(len(ln) == 89 for ln in out.splitlines() if ln.startswith(("|", "+")) and "MIG" not in ln)
 
 
 def test_names_shared_with_slurmlab_are_the_same() -> None:
     for gpu, profile, start, size, gi in ((0, "3g.71gb", 4, 4, 2), (1, "1g.18gb", None, None, None)):
-        assert standin_devices.mig_slice_label(gpu, profile, start, size, gi) == mig_slice_label(gpu, profile, start, size, gi)
+        assert standin_devices.mig_slice_label(gpu, profile, start, size, gi) == mig_slice_label(
+            gpu, profile, start, size, gi
+        )
     grid = {(r[0], r[1], r[2]): r for r in standin_devices.GRID}
     for key, size_gb in ((81559, "H100-80GB"), (143771, "H200-141GB"), (40960, "A100-40GB")):
         table = MIG_PROFILE_TABLES[size_gb]
@@ -162,7 +184,10 @@ def test_names_shared_with_slurmlab_are_the_same() -> None:
         for p in table.profiles:
             row = grid[(p.compute_slices, p.memory_slices, p.name.endswith("+me"))]
             assert (row[3], row[4], row[5]) == (p.profile_id, p.max_instances, p.starts), p
-            assert names[(p.compute_slices, p.memory_slices)] + ("+me" if p.name.endswith("+me") else "") == p.name
+            assert (
+                names[(p.compute_slices, p.memory_slices)] + ("+me" if p.name.endswith("+me") else "")
+                == p.name
+            )
 
 
 @pytest.mark.parametrize("module", [nvidia_smi, standin_devices, nvlink_models, standin_names])
@@ -172,11 +197,16 @@ def test_the_modules_are_stdlib_only_so_the_sandbox_can_copy_them(module: object
     imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     stdlib = {"__future__", "hashlib", "collections.abc", "dataclasses", "re"}
     # the ones copied in before it (sandbox/standin/scripts.py): their names are defined in the script
-    assert imported - stdlib <= {"slurmlab.core.gpu.standin_names", "slurmlab.core.gpu.nvlink.models",
-                                 "slurmlab.sandbox.standin.devices"}, imported
+    assert imported - stdlib <= {
+        "slurmlab.core.gpu.standin_names",
+        "slurmlab.core.gpu.nvlink.models",
+        "slurmlab.sandbox.standin.devices",
+    }, imported
 
 
-@pytest.mark.parametrize("argv", [["-L"], ["topo", "-m"], ["nvlink", "-s"], ["mig", "-lgi"], ["mig", "-lgip"], []])
+@pytest.mark.parametrize(
+    "argv", [["-L"], ["topo", "-m"], ["nvlink", "-s"], ["mig", "-lgi"], ["mig", "-lgip"], []]
+)
 def test_every_answer_begins_and_ends_with_the_mark(argv: list[str]) -> None:
     out, _ = _run("h200-mig", *argv, CUDA_VISIBLE_DEVICES="0,13")
     _marked(out)
@@ -209,7 +239,9 @@ def test_nvlink_s_of_a_mig_step_shows_the_parent_gpus_links() -> None:
     row = nvlink_model_for("NVIDIA H200")
     assert row is not None
     assert [(s.gpu, s.model, len(s.links)) for s in parse_nvlink_status(out)] == [
-        (0, "NVIDIA H200", row.links_per_gpu), (1, "NVIDIA H200", row.links_per_gpu)]
+        (0, "NVIDIA H200", row.links_per_gpu),
+        (1, "NVIDIA H200", row.links_per_gpu),
+    ]
 
 
 def test_nvlink_s_prints_no_link_for_gpus_without_nvlink_and_says_why() -> None:
@@ -239,10 +271,21 @@ def test_the_sandbox_script_answers_nvlink_s_without_slurmlab(tmp_path: Path) ->
     (tmp_path / HARDWARE_FILE).write_text(render_hardware_file(load_profile("dgx-h100")))
     (tmp_path / "slurm.conf").write_text("# test\n")
     write_standins(tmp_path)
-    env = {"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "3", "SLURM_JOB_ID": "4", "SLURMD_NODENAME": "node2"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "CUDA_VISIBLE_DEVICES": "3",
+        "SLURM_JOB_ID": "4",
+        "SLURMD_NODENAME": "node2",
+    }
     # -I: no site-packages, no PYTHONPATH: the NVLink table must be in the script itself
-    res = subprocess.run([sys.executable, "-I", str(tmp_path / "bin" / "nvidia-smi"), "nvlink", "-s"],
-                         capture_output=True, text=True, timeout=30, env=env, check=False)
+    res = subprocess.run(
+        [sys.executable, "-I", str(tmp_path / "bin" / "nvidia-smi"), "nvlink", "-s"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     expected, _, _ = answer(["nvlink", "-s"], _doc("dgx-h100"), env)
     assert res.stdout == expected

@@ -37,15 +37,25 @@ def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return runtime / "slurmlab" / "sandbox"
 
 
-def make_sandbox(base: Path, profile: str, pid: int, cluster: str = "sandbox", *, folder_name: str | None = None
-                 ) -> Path:
+def make_sandbox(
+    base: Path, profile: str, pid: int, cluster: str = "sandbox", *, folder_name: str | None = None
+) -> Path:
     """A sandbox folder (named ``folder_name``, default the profile) as ``Sandbox.up`` leaves it: slurm.conf and
     state.json (written by the sandbox's own writer)."""
     folder = base / (folder_name or profile)
     folder.mkdir(parents=True)
     conf = folder / "slurm.conf"
     conf.write_text(f"# slurmlab sandbox\nClusterName={cluster}\nSlurmctldHost=vm\n")
-    state_file.write_state(folder, {"profile": profile, "nodes": 1, "node_names": ["node1"],
-                                    "pids": {"munged": pid, "slurmctld": pid}, "conf_path": str(conf),
-                                    "ports": {"slurmctld": 7000}, "version": [24, 11]})
+    state_file.write_state(
+        folder,
+        {
+            "profile": profile,
+            "nodes": 1,
+            "node_names": ["node1"],
+            "pids": {"munged": pid, "slurmctld": pid},
+            "conf_path": str(conf),
+            "ports": {"slurmctld": 7000},
+            "version": [24, 11],
+        },
+    )
     return conf

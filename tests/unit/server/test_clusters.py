@@ -42,7 +42,9 @@ def test_cluster_name_and_label() -> None:
 
 def test_running_sandboxes_are_found_and_stopped_ones_are_not(base: Path, slurmctld: int) -> None:
     conf = make_sandbox(base, "h200-mig", slurmctld)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     make_sandbox(base, "seed", int(dead.stdout))  # its slurmctld is gone: a stopped sandbox
     (base / "junk").mkdir()
     (base / "junk" / "state.json").write_text("{not json")
@@ -71,7 +73,9 @@ def test_the_servers_own_sandbox_is_listed_once_under_its_id(base: Path, slurmct
     make_sandbox(base, "h200-mig", slurmctld)
     views = find_clusters(str(own_conf))
     assert [(c["id"], c["own"], c["sandbox"]) for c in views] == [
-        ("sandbox-seed", True, "seed"), ("sandbox-h200-mig", False, "h200-mig")]
+        ("sandbox-seed", True, "seed"),
+        ("sandbox-h200-mig", False, "h200-mig"),
+    ]
     directory = ClusterDirectory(lambda: str(own_conf), ttl=0)
     # "default" (and no cluster at all) always names the server's own
     assert directory.find(OWN)["id"] == directory.find(None)["id"] == "sandbox-seed"
@@ -81,7 +85,11 @@ def test_an_own_sandbox_elsewhere_is_named_by_its_state_file(tmp_path: Path, bas
     conf = make_sandbox(tmp_path / "elsewhere", "dgx-h100", 1)
     (own,) = find_clusters(str(conf))
     assert (own["id"], own["sandbox"], own["label"], own["conf"]) == (
-        OWN, "dgx-h100", "sandbox · sandbox dgx-h100", str(conf))
+        OWN,
+        "dgx-h100",
+        "sandbox · sandbox dgx-h100",
+        str(conf),
+    )
 
 
 def test_an_unknown_cluster_is_refused_naming_the_known_ones(base: Path, slurmctld: int) -> None:
@@ -95,7 +103,9 @@ def test_an_unknown_cluster_is_refused_naming_the_known_ones(base: Path, slurmct
     assert "%slurm sandbox up" in message
 
 
-def test_a_sandbox_started_beside_the_servers_own_is_found(tmp_path: Path, base: Path, slurmctld: int) -> None:
+def test_a_sandbox_started_beside_the_servers_own_is_found(
+    tmp_path: Path, base: Path, slurmctld: int
+) -> None:
     # the server runs on a sandbox outside the default place (a test session's); `%slurm sandbox up h200-mig`
     # in a notebook puts the second one beside it, and the sidebar must list it
     family = tmp_path / "session"
@@ -110,8 +120,10 @@ def test_a_sandbox_started_beside_the_servers_own_is_found(tmp_path: Path, base:
     ]
     # the picker tells the two h200-mig apart by their folders; a label of its own stays as it was
     assert [c["label"] for c in views] == [
-        "sandbox · sandbox dgx-h100", f"sandbox · sandbox h200-mig in {base / 'h200-mig'}",
-        f"sandbox · sandbox h200-mig in {family / 'h200-mig'}"]
+        "sandbox · sandbox dgx-h100",
+        f"sandbox · sandbox h200-mig in {base / 'h200-mig'}",
+        f"sandbox · sandbox h200-mig in {family / 'h200-mig'}",
+    ]
     # a sandbox of the server's own profile: the own one keeps its label, the other names its folder
     twin = make_sandbox(family, "dgx-h100", slurmctld, folder_name="dgx-h100-2n")
     labels = {c["conf"]: c["label"] for c in find_clusters(str(own_conf))}

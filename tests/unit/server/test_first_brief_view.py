@@ -23,8 +23,9 @@ ME = 0
 LISTING = ["scontrol", "show", "job", "-d"]
 
 
-def test_a_large_first_poll_is_brief_and_the_next_brings_the_detail(fake_runner: FakeRunner,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_first_poll_is_brief_and_the_next_brings_the_detail(
+    fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cluster(fake_runner)
     owners = queries.job_owners(fake_runner)
     full = JobTracker().poll(fake_runner, owners, ME, {})
@@ -71,12 +72,14 @@ def test_the_spliced_nodes_answer_is_the_canonical_encoding(fake_runner: FakeRun
     nodes = sorted(queries.list_nodes(fake_runner), key=lambda n: n.name)
     jobs = list(queries.list_jobs(fake_runner, all_users=True))
     views, bodies = NodeViews().build(nodes, jobs)
-    problems = [{"kind": "node", "record": "node9", "message": "bad \"record\""}]
+    problems = [{"kind": "node", "record": "node9", "message": 'bad "record"'}]
     spliced = encode_answers(views, [], problems, "root", node_bodies=bodies)  # type: ignore[list-item]
     whole = encode_answers(nodes_view(nodes, jobs), [], problems, "root")  # type: ignore[list-item]
     assert spliced["nodes"] == whole["nodes"]
-    assert json.loads(spliced["nodes"].body)["nodes"] == json.loads(ResponseCache.encode(
-        {"nodes": nodes_view(nodes, jobs)}))["nodes"]
+    assert (
+        json.loads(spliced["nodes"].body)["nodes"]
+        == json.loads(ResponseCache.encode({"nodes": nodes_view(nodes, jobs)}))["nodes"]
+    )
 
 
 def test_collect_with_its_memory_gives_the_same_answers_as_a_fresh_one(fake_runner: FakeRunner) -> None:

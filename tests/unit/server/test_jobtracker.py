@@ -33,7 +33,9 @@ def test_first_poll_gives_the_views_of_the_whole_listing(fake_runner: FakeRunner
     cluster(fake_runner)
     views, problems = _poll(JobTracker(), fake_runner)
     owners = queries.job_owners(fake_runner)
-    full = {str(j.job_id): dict(job_view(j, owners, ME)) for j in queries.list_jobs(fake_runner, all_users=True)}
+    full = {
+        str(j.job_id): dict(job_view(j, owners, ME)) for j in queries.list_jobs(fake_runner, all_users=True)
+    }
     assert {v["job_id"] for v in views} == set(full)  # the active jobs, no ended ones
     for view in views:
         assert view == full[str(view["job_id"])]
@@ -54,14 +56,18 @@ def test_later_polls_ask_only_the_brief_listing_until_something_moves(fake_runne
 
 
 def test_a_reason_change_is_laid_over_without_detail_and_an_ended_job_is_forgotten(
-        fake_runner: FakeRunner) -> None:
+    fake_runner: FakeRunner,
+) -> None:
     cluster(fake_runner)
     tracker = JobTracker()
     _poll(tracker, fake_runner)
     calls = len(fake_runner.history)
     lines = _brief_lines()
-    moved = [line.replace("|PENDING|Resources|", "|PENDING|Priority|") if line.startswith("9|") else line
-             for line in lines if not line.startswith("1|")]
+    moved = [
+        line.replace("|PENDING|Resources|", "|PENDING|Priority|") if line.startswith("9|") else line
+        for line in lines
+        if not line.startswith("1|")
+    ]
     fake_runner.on(BRIEF, stdout="\n".join(moved) + "\n")
     views, _ = _poll(tracker, fake_runner)
     by_id = {v["job_id"]: v for v in views}
@@ -77,8 +83,12 @@ def test_a_new_job_gets_its_own_detail_and_garbage_lines_are_problems(fake_runne
     record = (Path(golden_dir()) / "22.05" / "l06_scontrol_show_job_d_running.txt").read_text()
     brief = (Path(golden_dir()) / "22.05" / "l06_squeue_brief_running.txt").read_text().strip()
     fake_runner.on(["scontrol", "show", "job", "-d", "19"], stdout=record)
-    hostile = ["x|y", "19|19|19|N/A|RUNNING|None|garbage-time|N/A|1:00:00|5:00|0:01|1|node1|gpu|root|N/A"
-               .replace("19|19|19", "77|77|77")]
+    hostile = [
+        "x|y",
+        "19|19|19|N/A|RUNNING|None|garbage-time|N/A|1:00:00|5:00|0:01|1|node1|gpu|root|N/A".replace(
+            "19|19|19", "77|77|77"
+        ),
+    ]
     fake_runner.on(BRIEF, stdout="\n".join([*_brief_lines(), brief, *hostile]) + "\n")
     views, problems = _poll(tracker, fake_runner)
     assert "19" in {v["job_id"] for v in views}
@@ -94,7 +104,7 @@ def test_answers_joined_from_each_jobs_json_are_the_canonical_encoding(fake_runn
 
     cluster(fake_runner)
     found = JobTracker().poll(fake_runner, queries.job_owners(fake_runner), ME, {})
-    problems = [{"kind": "job", "record": "9", "message": "bad \"record\""}]
+    problems = [{"kind": "job", "record": "9", "message": 'bad "record"'}]
     spliced = encode_answers([], found.views, problems, "root", found.bodies)  # type: ignore[list-item]
     whole = encode_answers([], found.views, problems, "root")  # type: ignore[list-item]
     assert len(found.views) > 3 and any(v["mine"] for v in found.views)

@@ -78,9 +78,11 @@ def test_a_new_node_garbage_or_the_slow_cadence_lists_them_all(fake_runner: Fake
     tracker = NodeTracker(clock)
     tracker.poll(fake_runner)
     lines = _brief(fake_runner)
-    for text in ("\n".join([*lines, "node3|idle|0/112/0/112"]),  # a node more
-                 "\n".join([*lines, "garbage with spaces | and | pipes"]),  # a line of another shape
-                 "\0\n" + "\n".join(lines)):
+    for text in (
+        "\n".join([*lines, "node3|idle|0/112/0/112"]),  # a node more
+        "\n".join([*lines, "garbage with spaces | and | pipes"]),  # a line of another shape
+        "\0\n" + "\n".join(lines),
+    ):
         fake_runner.on(list(NODE_BRIEF_ARGV), stdout=text + "\n")
         listings = _listings(fake_runner)
         tracker.poll(fake_runner)
@@ -95,8 +97,10 @@ def test_a_new_node_garbage_or_the_slow_cadence_lists_them_all(fake_runner: Fake
 
 
 def test_brief_lines_reads_slurms_shape_and_sets_aside_the_rest() -> None:
-    lines, bad = brief_lines("node1|mixed|7/105/0/112\nnode1|mixed|7/105/0/112\n\nx y|idle|0/1/0/1\nnode2|idle\n"
-                             "node3|down*|0/0/112/112\n|idle|0/1/0/1\n")
+    lines, bad = brief_lines(
+        "node1|mixed|7/105/0/112\nnode1|mixed|7/105/0/112\n\nx y|idle|0/1/0/1\nnode2|idle\n"
+        "node3|down*|0/0/112/112\n|idle|0/1/0/1\n"
+    )
     assert lines == {"node1": "node1|mixed|7/105/0/112", "node3": "node3|down*|0/0/112/112"}
     assert bad == ["x y|idle|0/1/0/1", "node2|idle", "|idle|0/1/0/1"]
 

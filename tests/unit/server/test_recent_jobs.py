@@ -24,8 +24,14 @@ OWNER = next(r.uid for r in parse_sacct(SACCT) if r.is_job and r.uid is not None
 def jp_server_config() -> dict[str, Any]:
     from traitlets.config import Config
 
-    return Config({"ServerApp": {"jpserver_extensions": {"slurmlab.server": True},
-                                 "tornado_settings": {"slurmlab_poll_interval": 0.2}}})
+    return Config(
+        {
+            "ServerApp": {
+                "jpserver_extensions": {"slurmlab.server": True},
+                "tornado_settings": {"slurmlab_poll_interval": 0.2},
+            }
+        }
+    )
 
 
 def test_the_answer_has_my_jobs_newest_first_with_words_and_efficiency(fake_runner: FakeRunner) -> None:
@@ -44,8 +50,11 @@ def test_the_answer_has_my_jobs_newest_first_with_words_and_efficiency(fake_runn
 def test_jobs_of_another_uid_are_not_shown_whatever_their_name(fake_runner: FakeRunner) -> None:
     t = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
     other = OWNER + 1000
-    fake_runner.on(["sacct", ...], stdout=SACCT + f"77|{other}|root|research|debug|normal|COMPLETED|0:0|00:00:01|"
-                   f"00:05:00|{t}|{t}|{t}|node1|1|cpu=1|1000M||00:00.003||root\n")
+    fake_runner.on(
+        ["sacct", ...],
+        stdout=SACCT + f"77|{other}|root|research|debug|normal|COMPLETED|0:0|00:00:01|"
+        f"00:05:00|{t}|{t}|{t}|node1|1|cpu=1|1000M||00:00.003||root\n",
+    )
     assert "77" not in [j["job_id"] for j in recent_answer(fake_runner, OWNER)["jobs"]]
     assert [j["job_id"] for j in recent_answer(fake_runner, other)["jobs"]] == ["77"]
 
@@ -63,8 +72,9 @@ def test_garbage_from_sacct_is_a_line_not_a_crash(fake_runner: FakeRunner) -> No
     assert answer["jobs"] == [] and "cannot read recent jobs" in (answer["message"] or "")
 
 
-async def test_the_route_answers_from_a_worker_and_keeps_the_answer(fake_runner: FakeRunner, jp_fetch: Any,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_route_answers_from_a_worker_and_keeps_the_answer(
+    fake_runner: FakeRunner, jp_fetch: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from slurmlab.slurm import identity
 
     monkeypatch.setattr(identity, "current_uid", lambda: OWNER)

@@ -24,15 +24,20 @@ ROUTES = ("status", "nodes", "queue", "jobs/19")
 def jp_server_config() -> dict[str, Any]:
     from traitlets.config import Config
 
-    return Config({"ServerApp": {
-        "jpserver_extensions": {"slurmlab.server": True},
-        "tornado_settings": {"slurmlab_poll_interval": POLL},
-    }})
+    return Config(
+        {
+            "ServerApp": {
+                "jpserver_extensions": {"slurmlab.server": True},
+                "tornado_settings": {"slurmlab_poll_interval": POLL},
+            }
+        }
+    )
 
 
 @pytest.fixture
-def two_clusters(fake_runner: FakeRunner, base: Path, slurmctld: int,
-                 monkeypatch: pytest.MonkeyPatch) -> FakeRunner:
+def two_clusters(
+    fake_runner: FakeRunner, base: Path, slurmctld: int, monkeypatch: pytest.MonkeyPatch
+) -> FakeRunner:
     """The recorded 22.05 cluster as the server's own, and a running h200-mig sandbox answering as the
     recorded 24.11 one; the sandbox's runner, which the test returns."""
     from slurmlab.slurm import identity
@@ -55,7 +60,9 @@ def two_clusters(fake_runner: FakeRunner, base: Path, slurmctld: int,
 
 
 async def _get(jp_fetch: Any, path: str, **params: str) -> Any:
-    return json.loads((await jp_fetch("slurmlab", "api", *path.split("/"), params=params or None)).body.decode())
+    return json.loads(
+        (await jp_fetch("slurmlab", "api", *path.split("/"), params=params or None)).body.decode()
+    )
 
 
 async def _error(jp_fetch: Any, path: str, **kw: Any) -> tuple[int, Any]:
@@ -65,14 +72,19 @@ async def _error(jp_fetch: Any, path: str, **kw: Any) -> tuple[int, Any]:
     return int(info.value.code), json.loads(info.value.response.body.decode())
 
 
-async def test_the_clusters_route_lists_the_own_cluster_and_the_sandbox(two_clusters: FakeRunner,
-                                                                         jp_fetch: Any) -> None:
+async def test_the_clusters_route_lists_the_own_cluster_and_the_sandbox(
+    two_clusters: FakeRunner, jp_fetch: Any
+) -> None:
     answer = await _get(jp_fetch, "clusters")
     assert answer["default"] == "default"
     ids = [c["id"] for c in answer["clusters"]]
     assert ids == ["default", "sandbox-h200-mig"]
     sandbox = answer["clusters"][1]
-    assert (sandbox["label"], sandbox["sandbox"], sandbox["own"]) == ("mig-lab · sandbox h200-mig", "h200-mig", False)
+    assert (sandbox["label"], sandbox["sandbox"], sandbox["own"]) == (
+        "mig-lab · sandbox h200-mig",
+        "h200-mig",
+        False,
+    )
 
 
 async def test_each_route_shows_the_cluster_it_is_asked_for(two_clusters: FakeRunner, jp_fetch: Any) -> None:
@@ -82,7 +94,9 @@ async def test_each_route_shows_the_cluster_it_is_asked_for(two_clusters: FakeRu
     assert picked["version"].startswith("24.11.") and picked["cluster"]["id"] == "sandbox-h200-mig"
     assert picked["cluster"]["label"] == "mig-lab · sandbox h200-mig"
     own_jobs = {j["job_id"] for j in (await _get(jp_fetch, "queue", scope="all"))["jobs"]}
-    sandbox_jobs = {j["job_id"] for j in (await _get(jp_fetch, "queue", scope="all", cluster="sandbox-h200-mig"))["jobs"]}
+    sandbox_jobs = {
+        j["job_id"] for j in (await _get(jp_fetch, "queue", scope="all", cluster="sandbox-h200-mig"))["jobs"]
+    }
     assert own_jobs and sandbox_jobs
     assert any(cmd[0] == "squeue" for cmd in two_clusters.history), "the sandbox's runner was never asked"
     # the same id asked again is the same poller: one runner made per cluster
@@ -90,14 +104,18 @@ async def test_each_route_shows_the_cluster_it_is_asked_for(two_clusters: FakeRu
     assert two_clusters.asked.count("sandbox-h200-mig") == 1  # type: ignore[attr-defined]
 
 
-async def test_an_unknown_cluster_is_a_400_naming_the_known_ones(two_clusters: FakeRunner, jp_fetch: Any) -> None:
+async def test_an_unknown_cluster_is_a_400_naming_the_known_ones(
+    two_clusters: FakeRunner, jp_fetch: Any
+) -> None:
     for path in ROUTES:
         code, body = await _error(jp_fetch, path, params={"cluster": "sandbox-dgx-h100"})
         assert code == 400, path
         assert "unknown cluster 'sandbox-dgx-h100'" in body["message"], (path, body)
         assert "sandbox-h200-mig (mig-lab · sandbox h200-mig)" in body["message"], (path, body)
         assert body["reason"] == "Unknown cluster"
-    code, body = await _error(jp_fetch, "jobs/19/cancel", method="POST", body="{}", params={"cluster": "nope"})
+    code, body = await _error(
+        jp_fetch, "jobs/19/cancel", method="POST", body="{}", params={"cluster": "nope"}
+    )
     assert code == 400 and "unknown cluster 'nope'" in body["message"]
     assert ["scancel", "19"] not in two_clusters.history
 
@@ -117,13 +135,22 @@ async def test_pending_jobs_come_with_their_reason_in_words(two_clusters: FakeRu
     assert running and all(j["reason_words"] is None and j["expected_start"] is None for j in running)
 
 
-async def test_every_route_needs_the_token(two_clusters: FakeRunner, http_server_client: Any,
-                                           jp_base_url: str) -> None:
-    for method, path in (("GET", "clusters"), ("GET", "status?cluster=sandbox-h200-mig"),
-                         ("GET", "nodes?cluster=default"), ("GET", "queue?cluster=sandbox-h200-mig"),
-                         ("GET", "jobs/19?cluster=sandbox-h200-mig"),
-                         ("POST", "jobs/19/cancel?cluster=sandbox-h200-mig")):
-        res = await http_server_client.fetch(f"{jp_base_url}slurmlab/api/{path}", method=method,
-                                             body="{}" if method == "POST" else None, raise_error=False)
+async def test_every_route_needs_the_token(
+    two_clusters: FakeRunner, http_server_client: Any, jp_base_url: str
+) -> None:
+    for method, path in (
+        ("GET", "clusters"),
+        ("GET", "status?cluster=sandbox-h200-mig"),
+        ("GET", "nodes?cluster=default"),
+        ("GET", "queue?cluster=sandbox-h200-mig"),
+        ("GET", "jobs/19?cluster=sandbox-h200-mig"),
+        ("POST", "jobs/19/cancel?cluster=sandbox-h200-mig"),
+    ):
+        res = await http_server_client.fetch(
+            f"{jp_base_url}slurmlab/api/{path}",
+            method=method,
+            body="{}" if method == "POST" else None,
+            raise_error=False,
+        )
         assert res.code in (401, 403), (method, path, res.code)
     assert not any(cmd[0] == "scancel" for cmd in two_clusters.history)

@@ -19,10 +19,14 @@ POLL = 0.2
 def jp_server_config() -> dict[str, Any]:
     from traitlets.config import Config
 
-    return Config({"ServerApp": {
-        "jpserver_extensions": {"slurmlab.server": True},
-        "tornado_settings": {"slurmlab_poll_interval": POLL},
-    }})
+    return Config(
+        {
+            "ServerApp": {
+                "jpserver_extensions": {"slurmlab.server": True},
+                "tornado_settings": {"slurmlab_poll_interval": POLL},
+            }
+        }
+    )
 
 
 @pytest.fixture
@@ -35,7 +39,9 @@ def recorded_cluster(fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch) -
 
 
 async def _get(jp_fetch: Any, path: str, **params: str) -> Any:
-    return json.loads((await jp_fetch("slurmlab", "api", *path.split("/"), params=params or None)).body.decode())
+    return json.loads(
+        (await jp_fetch("slurmlab", "api", *path.split("/"), params=params or None)).body.decode()
+    )
 
 
 async def _code(jp_fetch: Any, *parts: str, **kw: Any) -> tuple[int, Any]:
@@ -47,8 +53,9 @@ async def _code(jp_fetch: Any, *parts: str, **kw: Any) -> tuple[int, Any]:
     return int(res.code), json.loads(res.body.decode() or "{}")
 
 
-async def test_status_nodes_and_queue_come_from_the_recorded_cluster(recorded_cluster: FakeRunner,
-                                                                     jp_fetch: Any) -> None:
+async def test_status_nodes_and_queue_come_from_the_recorded_cluster(
+    recorded_cluster: FakeRunner, jp_fetch: Any
+) -> None:
     status = await _get(jp_fetch, "status")
     assert status["reachable"] is True and status["version"] == "22.05.8"
     nodes = (await _get(jp_fetch, "nodes"))["nodes"]
@@ -84,8 +91,9 @@ async def test_an_unknown_job_is_404_and_a_bad_id_400(recorded_cluster: FakeRunn
     assert code == 400
 
 
-async def test_a_stopped_controller_is_503_with_slurms_message(recorded_cluster: FakeRunner,
-                                                                jp_fetch: Any) -> None:
+async def test_a_stopped_controller_is_503_with_slurms_message(
+    recorded_cluster: FakeRunner, jp_fetch: Any
+) -> None:
     controller_down(recorded_cluster)
     code, answer = await _code(jp_fetch, "slurmlab", "api", "queue")
     assert code == 503 and "Unable to contact slurm controller" in answer["message"]

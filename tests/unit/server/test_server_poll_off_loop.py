@@ -28,10 +28,14 @@ def jp_server_config() -> dict[str, Any]:
     from traitlets.config import Config
 
     # a long interval: the test starts the polls itself, and no timer poll gets in between
-    return Config({"ServerApp": {
-        "jpserver_extensions": {"slurmlab.server": True},
-        "tornado_settings": {"slurmlab_poll_interval": 60},
-    }})
+    return Config(
+        {
+            "ServerApp": {
+                "jpserver_extensions": {"slurmlab.server": True},
+                "tornado_settings": {"slurmlab_poll_interval": 60},
+            }
+        }
+    )
 
 
 class _Gate:
@@ -60,9 +64,9 @@ async def _wait_for(event: threading.Event) -> None:
     raise AssertionError("the poll never reached Slurm")
 
 
-async def test_routes_answer_while_a_poll_is_in_progress(fake_runner: FakeRunner, jp_fetch: Any,
-                                                         jp_serverapp: Any,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_routes_answer_while_a_poll_is_in_progress(
+    fake_runner: FakeRunner, jp_fetch: Any, jp_serverapp: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from slurmlab.slurm import identity
 
     monkeypatch.setattr(identity, "current_uid", lambda: OWNER_UID)
@@ -134,13 +138,27 @@ def test_a_bad_worker_mode_says_which_are_known(monkeypatch: pytest.MonkeyPatch)
 
 
 def _node(i: int) -> Node:
-    return Node(name=f"gpu{i:03d}", state="MIXED", partitions=("gpu",), cpus=64, alloc_cpus=8,
-                gres=parse_gres("gpu:h100:4,shard:h100:16"), gres_used=parse_gres("gpu:h100:0(IDX:N/A)"))
+    return Node(
+        name=f"gpu{i:03d}",
+        state="MIXED",
+        partitions=("gpu",),
+        cpus=64,
+        alloc_cpus=8,
+        gres=parse_gres("gpu:h100:4,shard:h100:16"),
+        gres_used=parse_gres("gpu:h100:0(IDX:N/A)"),
+    )
 
 
 def _job(jid: int, node: str, gres: str, state: str = "RUNNING") -> Job:
-    return Job(job_id=jid, name=f"j{jid}", state=state, user="alice", nodelist=node, nodes=(node,),
-               gpu_allocs=(GresAlloc(node=node, items=parse_gres(gres)),))
+    return Job(
+        job_id=jid,
+        name=f"j{jid}",
+        state=state,
+        user="alice",
+        nodelist=node,
+        nodes=(node,),
+        gpu_allocs=(GresAlloc(node=node, items=parse_gres(gres)),),
+    )
 
 
 def test_nodes_view_indexes_jobs_by_node_with_the_same_answer() -> None:
@@ -148,8 +166,10 @@ def test_nodes_view_indexes_jobs_by_node_with_the_same_answer() -> None:
     nodes = [_node(i) for i in range(12)]
     jobs = [_job(100 + k, f"gpu{k % 12:03d}", f"gpu:h100:1(IDX:{k % 4})") for k in range(30)]
     jobs += [_job(200 + k, f"gpu{k:03d}", "shard:h100:2(IDX:1)") for k in range(5)]
-    jobs += [_job(300, "gpu000", "gpu:h100:1(IDX:3)", state="COMPLETED"), _job(301, "gpu001", "gpu:h100:1(IDX:2)",
-                                                                              state="PENDING")]
+    jobs += [
+        _job(300, "gpu000", "gpu:h100:1(IDX:3)", state="COMPLETED"),
+        _job(301, "gpu001", "gpu:h100:1(IDX:2)", state="PENDING"),
+    ]
     naive = [node_view(n, jobs) for n in sorted(nodes, key=lambda n: n.name)]
     assert nodes_view(nodes, jobs) == naive
     held = {j for view in naive for gpu in view["gpus"] for j in gpu["jobs"]}

@@ -44,8 +44,10 @@ def palette(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if node is None:
         pytest.skip("node is not installed (the extension's build needs it too)")
     if not COMPILED.exists() or COMPILED.stat().st_mtime < SOURCE.stat().st_mtime:
-        pytest.skip("the extension is not built from the current sources: "
-                    "bash extensions/slurmlab-lab/build.sh .venv/bin/python")
+        pytest.skip(
+            "the extension is not built from the current sources: "
+            "bash extensions/slurmlab-lab/build.sh .venv/bin/python"
+        )
     folder = tmp_path_factory.mktemp("palette")
     shutil.copy(COMPILED, folder / "palette.mjs")
     (folder / "run.mjs").write_text(SCRIPT)

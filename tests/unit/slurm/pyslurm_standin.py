@@ -42,7 +42,8 @@ SOURCE = "PySlurm/pyslurm v25.11.2 (commit b76f1867e5256edf3e8c4cd467edf99d79e46
 
 # The public names of pyslurm 25.11.2's Job: every `def` of `cdef class Job` in pyslurm/core/job/job.pyx
 # (properties and methods) plus the `cdef public` attributes of job.pxd (steps, stats, pids). There is no `nodes`.
-JOB_ATTRIBUTES = frozenset("""
+JOB_ATTRIBUTES = frozenset(
+    """
 account accrue_time admin_comment allocated_licenses allocated_nodes allocated_tres array_id array_task_id
 array_tasks_parallel array_tasks_waiting as_dict association_id batch_constraints batch_host billable_tres
 boards_per_node burst_buffer burst_buffer_state cancel cluster cluster_constraints command comment
@@ -65,7 +66,8 @@ submit_session_id submit_time suspend suspend_time system_comment temporary_disk
 threads_reserved_for_system time_limit time_limit_min to_dict tres tres_per_job tres_per_node tres_per_socket
 tres_per_task unsuspend user_id user_name wckey working_directory
 steps stats pids
-""".split())
+""".split()
+)
 # what pyslurm/__init__.py exports that this stand-in provides
 MODULE_ATTRIBUTES = frozenset({"__version__", "Job", "Jobs", "RPCError", "PyslurmError"})
 
@@ -73,13 +75,36 @@ MODULE_ATTRIBUTES = frozenset({"__version__", "Job", "Jobs", "RPCError", "Pyslur
 NO_VAL = 0xFFFFFFFE
 INFINITE = 0xFFFFFFFF
 JOB_STATE_BASE = 0x000000FF
-BASE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
-               "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY")  # enum job_states, as job_state_string names them
+BASE_STATES = (
+    "PENDING",
+    "RUNNING",
+    "SUSPENDED",
+    "COMPLETED",
+    "CANCELLED",
+    "FAILED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "OUT_OF_MEMORY",
+)  # enum job_states, as job_state_string names them
 # the flags job_state_string reports, in the order it tests them
-STATE_FLAGS = (("COMPLETING", 1 << 15), ("STAGE_OUT", 1 << 23), ("CONFIGURING", 1 << 14), ("EXPEDITING", 1 << 24),
-               ("RESIZING", 1 << 13), ("REQUEUED", 1 << 10), ("REQUEUE_FED", 1 << 20), ("REQUEUE_HOLD", 1 << 11),
-               ("SPECIAL_EXIT", 1 << 12), ("STOPPED", 1 << 16), ("REVOKED", 1 << 19), ("RESV_DEL_HOLD", 1 << 21),
-               ("SIGNALING", 1 << 22))
+STATE_FLAGS = (
+    ("COMPLETING", 1 << 15),
+    ("STAGE_OUT", 1 << 23),
+    ("CONFIGURING", 1 << 14),
+    ("EXPEDITING", 1 << 24),
+    ("RESIZING", 1 << 13),
+    ("REQUEUED", 1 << 10),
+    ("REQUEUE_FED", 1 << 20),
+    ("REQUEUE_HOLD", 1 << 11),
+    ("SPECIAL_EXIT", 1 << 12),
+    ("STOPPED", 1 << 16),
+    ("REVOKED", 1 << 19),
+    ("RESV_DEL_HOLD", 1 << 21),
+    ("SIGNALING", 1 << 22),
+)
 SLURM_ERROR = -1
 SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR = 1800
 ESLURM_INVALID_JOB_ID = 2017
@@ -145,8 +170,13 @@ def _raw_time(value: int, on_noval: int | None = None, on_inf: int | None = None
     return value
 
 
-def u32_parse(val: int, on_inf: object = UNLIMITED, on_noval: object = None, noval: int = NO_VAL,
-              zero_is_noval: bool = True) -> object:
+def u32_parse(
+    val: int,
+    on_inf: object = UNLIMITED,
+    on_noval: object = None,
+    noval: int = NO_VAL,
+    zero_is_noval: bool = True,
+) -> object:
     if val == noval or (val == 0 and zero_is_noval):
         return on_noval
     if val == INFINITE:
@@ -186,7 +216,9 @@ def to_gres_dict(gres: bytes | None) -> dict[str, object]:
     return output
 
 
-def uid_to_name(uid: int, err_on_invalid: bool = False, lookup: Mapping[int, str] | None = None) -> str | None:
+def uid_to_name(
+    uid: int, err_on_invalid: bool = False, lookup: Mapping[int, str] | None = None
+) -> str | None:
     if uid == NO_VAL or uid == INFINITE:
         return None
     try:
@@ -264,8 +296,10 @@ class Job:
 
     def __getattr__(self, name: str) -> object:
         if name in JOB_ATTRIBUTES:
-            raise AttributeError(f"pyslurm {VERSION} has Job.{name}, but the stand-in does not model it yet: "
-                                 "add it from pyslurm/core/job/job.pyx")
+            raise AttributeError(
+                f"pyslurm {VERSION} has Job.{name}, but the stand-in does not model it yet: "
+                "add it from pyslurm/core/job/job.pyx"
+            )
         raise AttributeError(f"'pyslurm.core.job.job.Job' object has no attribute '{name}'")
 
     def __repr__(self) -> str:
@@ -374,7 +408,7 @@ class Job:
         if not task_str:
             return None
         if "%" in task_str:
-            task_str = task_str[:task_str.rindex("%")]
+            task_str = task_str[: task_str.rindex("%")]
         return task_str
 
     def _calc_run_time(self) -> int | None:
@@ -446,11 +480,24 @@ def info_from_scontrol_json(record: Mapping[str, object]) -> SlurmJobInfo:
     reason = record.get("state_reason") or "None"
     assert isinstance(reason, str)
     return SlurmJobInfo(
-        job_id=num("job_id"), job_state=state, name=text("name"), user_id=num("user_id"), state_reason=reason,
-        state_desc=text("state_description"), array_job_id=num("array_job_id", 0),
-        array_task_id=num("array_task_id"), array_task_str=text("array_task_string"),
-        array_max_tasks=num("array_max_tasks", 0), start_time=num("start_time", 0), end_time=num("end_time", 0),
-        suspend_time=num("suspend_time", 0), pre_sus_time=num("pre_sus_time", 0), time_limit=num("time_limit"),
-        num_nodes=num("node_count", 0), nodes=text("nodes"), partition=text("partition"),
-        tres_per_node=text("tres_per_node"), cluster=text("cluster"),
+        job_id=num("job_id"),
+        job_state=state,
+        name=text("name"),
+        user_id=num("user_id"),
+        state_reason=reason,
+        state_desc=text("state_description"),
+        array_job_id=num("array_job_id", 0),
+        array_task_id=num("array_task_id"),
+        array_task_str=text("array_task_string"),
+        array_max_tasks=num("array_max_tasks", 0),
+        start_time=num("start_time", 0),
+        end_time=num("end_time", 0),
+        suspend_time=num("suspend_time", 0),
+        pre_sus_time=num("pre_sus_time", 0),
+        time_limit=num("time_limit"),
+        num_nodes=num("node_count", 0),
+        nodes=text("nodes"),
+        partition=text("partition"),
+        tres_per_node=text("tres_per_node"),
+        cluster=text("cluster"),
     )

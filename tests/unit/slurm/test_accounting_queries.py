@@ -39,9 +39,14 @@ def test_accounting_off_says_how_to_turn_it_on(fake: FakeRunner) -> None:
 
 
 def test_a_silent_slurmdbd_is_named(fake: FakeRunner) -> None:
-    fake.on(["sacct", ...], returncode=1, stderr=(
-        "sacct: error: slurm_persist_conn_open_without_init: failed to open persistent connection to host:127.0.0.1:"
-        "6819: Connection refused\nsacct: error: Problem talking to the database: Connection refused\n"))
+    fake.on(
+        ["sacct", ...],
+        returncode=1,
+        stderr=(
+            "sacct: error: slurm_persist_conn_open_without_init: failed to open persistent connection to host:127.0.0.1:"
+            "6819: Connection refused\nsacct: error: Problem talking to the database: Connection refused\n"
+        ),
+    )
     with pytest.raises(AccountingOffError, match="slurmdbd"):
         recent_records(fake)
 
@@ -53,11 +58,17 @@ def test_sacct_missing_says_where_it_comes_from(tmp_path: Path) -> None:
     assert "sacct is not installed" in str(err.value) and "slurm-client" in str(err.value)
 
 
-@pytest.mark.parametrize("call", [
-    lambda f: job_records(f, "-v"), lambda f: job_records(f, "0"), lambda f: recent_records(f, user="-x"),
-    lambda f: recent_records(f, user="a b"), lambda f: recent_records(f, since_hours=0),
-    lambda f: recent_records(f, limit=0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda f: job_records(f, "-v"),
+        lambda f: job_records(f, "0"),
+        lambda f: recent_records(f, user="-x"),
+        lambda f: recent_records(f, user="a b"),
+        lambda f: recent_records(f, since_hours=0),
+        lambda f: recent_records(f, limit=0),
+    ],
+)
 def test_bad_input_never_runs_sacct(fake: FakeRunner, call: object) -> None:
     with pytest.raises(RequestError):
         call(fake)  # type: ignore[operator]

@@ -20,7 +20,10 @@ def test_outcome_reads_sacct_and_keeps_the_request_for_the_advice(fake: FakeRunn
 def test_accounting_off_falls_back_to_the_controller_and_says_sacct_would_say_more(fake: FakeRunner) -> None:
     fake.on(["sacct", ...], reply=recorded("22.05/sacct/a04_sacct_disabled.txt"))
     fake.replay("22.05/00_sinfo_version.txt")
-    fake.on(["scontrol", "show", "job", "-d", "6"], reply=recorded("22.05/sacct/a03_scontrol_show_job_timeout.txt"))
+    fake.on(
+        ["scontrol", "show", "job", "-d", "6"],
+        reply=recorded("22.05/sacct/a03_scontrol_show_job_timeout.txt"),
+    )
     end = outcome("6", fake, settle=0)
     assert end.state == "TIMEOUT" and end.source == "scontrol"
     assert "accounting is off" in end.note and "sacct would add" in end.note and "--accounting" in end.note

@@ -34,11 +34,19 @@ def _until(check: Callable[[], object], seconds: float = 5.0) -> None:
 
 
 def _submit(fake: FakeRunner, poller: JobPoller, *, validate: bool = True) -> Allocation:
-    return Allocation.submit(["--gpus=2", "-t", "10"], runner=fake, poller=poller, name=NAME,
-                             release_at_exit=False, validate=validate)
+    return Allocation.submit(
+        ["--gpus=2", "-t", "10"],
+        runner=fake,
+        poller=poller,
+        name=NAME,
+        release_at_exit=False,
+        validate=validate,
+    )
 
 
-def test_submit_pends_with_slurms_reason_then_runs_on_the_granted_gpus(fake: FakeRunner, poller: JobPoller) -> None:
+def test_submit_pends_with_slurms_reason_then_runs_on_the_granted_gpus(
+    fake: FakeRunner, poller: JobPoller
+) -> None:
     cluster(fake)
     job_in(fake, "pending")
     fake.on(SALLOC, reply=pending_salloc())
@@ -75,7 +83,9 @@ def test_granted_at_once_is_running_before_the_first_poll(fake: FakeRunner, poll
     assert not fake.unscripted
 
 
-def test_cancel_while_pending_withdraws_salloc_with_sigint_and_scancels(fake: FakeRunner, poller: JobPoller) -> None:
+def test_cancel_while_pending_withdraws_salloc_with_sigint_and_scancels(
+    fake: FakeRunner, poller: JobPoller
+) -> None:
     cluster(fake)
     job_in(fake, "pending")
     fake.on(SALLOC, reply=pending_salloc())
@@ -83,7 +93,10 @@ def test_cancel_while_pending_withdraws_salloc_with_sigint_and_scancels(fake: Fa
     _until(lambda: alloc.reason == "Resources")
     alloc.cancel()
     job_in(fake, "cancelled")  # after scancel, as on the controller
-    assert alloc._salloc is not None and alloc._salloc.returncode == rec("l14_salloc_pending_interrupted.txt").returncode
+    assert (
+        alloc._salloc is not None
+        and alloc._salloc.returncode == rec("l14_salloc_pending_interrupted.txt").returncode
+    )
     assert ["scancel", JOB] in fake.history
     _until(lambda: "salloc: Job aborted due to signal" in alloc.salloc_messages)
     alloc.wait("ENDED", timeout=5)
@@ -94,8 +107,13 @@ def test_a_request_slurm_refuses_raises_with_slurms_own_words(fake: FakeRunner, 
     refused = recorded("26.05/e14_salloc_gres_and_gpus_per_node.txt")
     fake.on(SALLOC, reply=refused)
     with pytest.raises(AllocationError) as info:
-        Allocation.submit(["--gres=gpu:1", "--gpus-per-node=1"], runner=fake, poller=poller,
-                          release_at_exit=False, validate=False)
+        Allocation.submit(
+            ["--gres=gpu:1", "--gpus-per-node=1"],
+            runner=fake,
+            poller=poller,
+            release_at_exit=False,
+            validate=False,
+        )
     words = refused.stderr.strip().split(": ", 2)[-1]  # "salloc: fatal: <Slurm's words>"
     assert words in str(info.value)
     assert not fake.called(["squeue", ...])  # no job came out: nothing to watch
@@ -145,8 +163,9 @@ def test_a_step_streams_what_srun_printed(fake: FakeRunner, poller: JobPoller) -
     alloc.forget()
 
 
-def test_a_replayed_allocation_starts_no_guardian(fake: FakeRunner, poller: JobPoller,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_replayed_allocation_starts_no_guardian(
+    fake: FakeRunner, poller: JobPoller, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a guardian process would outlive the test and try to cancel a recorded job on no cluster
     from slurmlab.slurm.allocation import release as allocation_release
 
@@ -157,7 +176,9 @@ def test_a_replayed_allocation_starts_no_guardian(fake: FakeRunner, poller: JobP
     cluster(fake)
     job_in(fake, "running")
     fake.on(SALLOC, reply=granted_salloc())
-    alloc = Allocation.submit(["--gpus=2", "-t", "10"], runner=fake, poller=poller, name=NAME)  # released at exit
+    alloc = Allocation.submit(
+        ["--gpus=2", "-t", "10"], runner=fake, poller=poller, name=NAME
+    )  # released at exit
     alloc.wait(timeout=5)
     alloc.cancel()
     assert ["scancel", JOB] in fake.history

@@ -93,9 +93,25 @@ class _Poller:
 
 
 def _brief(state: str) -> JobBrief:
-    return JobBrief(display_id="401", job_id=401, array_job_id=None, array_task=None, state=state, reason=None,
-                    start_time=None, end_time=None, time_limit=None, time_left=None, time_used=None, num_nodes=1,
-                    nodelist="node1", nodes=("node1",), partition=None, user=None, tres_per_node=())
+    return JobBrief(
+        display_id="401",
+        job_id=401,
+        array_job_id=None,
+        array_task=None,
+        state=state,
+        reason=None,
+        start_time=None,
+        end_time=None,
+        time_limit=None,
+        time_left=None,
+        time_used=None,
+        num_nodes=1,
+        nodelist="node1",
+        nodes=("node1",),
+        partition=None,
+        user=None,
+        tres_per_node=(),
+    )
 
 
 @pytest.fixture
@@ -109,15 +125,21 @@ def follower(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReleaseFollower]:
 
 def _running(tmp_path: Path) -> tuple[Allocation, _Poller]:
     poller = _Poller()
-    alloc = Allocation("401", runner=_stand_ins(tmp_path), poller=poller, tag=TAG,  # type: ignore[arg-type]
-                       release_at_exit=False)
+    alloc = Allocation(
+        "401",
+        runner=_stand_ins(tmp_path),
+        poller=poller,
+        tag=TAG,  # type: ignore[arg-type]
+        release_at_exit=False,
+    )
     alloc._start_watch()
     alloc._on_update(JobUpdate("401", brief=_brief("RUNNING")))
     return alloc, poller
 
 
 def test_a_job_a_restart_brought_back_is_cancelled_again_and_the_view_says_so(
-        tmp_path: Path, follower: ReleaseFollower) -> None:
+    tmp_path: Path, follower: ReleaseFollower
+) -> None:
     alloc, poller = _running(tmp_path)
     clock = follower.clock
     assert isinstance(clock, FakeClock)
@@ -154,11 +176,20 @@ def test_a_job_a_restart_brought_back_is_cancelled_again_and_the_view_says_so(
     assert len(_calls(tmp_path, "squeue")) == 3 and len(_calls(tmp_path, "scancel")) == 2
 
 
-def test_one_squeue_per_round_follows_every_released_job_of_a_cluster(tmp_path: Path,
-                                                                     follower: ReleaseFollower) -> None:
+def test_one_squeue_per_round_follows_every_released_job_of_a_cluster(
+    tmp_path: Path, follower: ReleaseFollower
+) -> None:
     runner, poller = _stand_ins(tmp_path), _Poller()
-    allocs = [Allocation(str(j), runner=runner, poller=poller, tag=f"slurmlab:h:1:{j}",  # type: ignore[arg-type]
-                         release_at_exit=False) for j in (401, 402, 403)]
+    allocs = [
+        Allocation(
+            str(j),
+            runner=runner,
+            poller=poller,
+            tag=f"slurmlab:h:1:{j}",  # type: ignore[arg-type]
+            release_at_exit=False,
+        )
+        for j in (401, 402, 403)
+    ]
     for alloc in allocs:
         alloc.cancel()
     follower.check_once()
@@ -174,7 +205,9 @@ def test_another_job_with_the_released_id_is_left_alone(tmp_path: Path, follower
     alloc._on_update(JobUpdate("401", brief=_brief("CANCELLED")))
     (tmp_path / "squeue.out").write_text("401|RUNNING|slurmlab:h:2:ffff0000\n")
     follower.check_once()
-    assert _calls(tmp_path, "scancel") == ["scancel 401"] and alloc.note is None and alloc.state == "CANCELLED"
+    assert (
+        _calls(tmp_path, "scancel") == ["scancel 401"] and alloc.note is None and alloc.state == "CANCELLED"
+    )
 
 
 def test_a_controller_that_does_not_answer_settles_nothing(tmp_path: Path, follower: ReleaseFollower) -> None:
@@ -182,8 +215,12 @@ def test_a_controller_that_does_not_answer_settles_nothing(tmp_path: Path, follo
     alloc.cancel()
     alloc._on_update(JobUpdate("401", brief=_brief("CANCELLED")))
     squeue = tmp_path / "bin" / "squeue"
-    squeue.write_text(squeue.read_text().replace(
-        "cat ", "echo 'squeue: error: Unable to contact slurm controller (connect failure)' >&2; exit 1; cat "))
+    squeue.write_text(
+        squeue.read_text().replace(
+            "cat ",
+            "echo 'squeue: error: Unable to contact slurm controller (connect failure)' >&2; exit 1; cat ",
+        )
+    )
     clock = follower.clock
     assert isinstance(clock, FakeClock)
     clock.now += 1000  # long past the settle time, but every look failed: the crash may be now
@@ -195,7 +232,8 @@ def test_a_controller_that_does_not_answer_settles_nothing(tmp_path: Path, follo
 
 
 def test_a_cancel_before_the_first_round_keeps_the_job_released_in_the_guardians_list(
-        tmp_path: Path, follower: ReleaseFollower, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, follower: ReleaseFollower, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The guardian is told "released", not "drop": a kernel killed now still has its job looked at."""
     told: list[tuple[str, str]] = []
 
@@ -223,13 +261,23 @@ def test_a_cancel_before_the_first_round_keeps_the_job_released_in_the_guardians
 
 
 # ---- a submission given up before salloc said the job's id ---------------------------------------
-def test_a_job_made_after_its_submission_was_given_up_is_cancelled(tmp_path: Path,
-                                                                   follower: ReleaseFollower) -> None:
+def test_a_job_made_after_its_submission_was_given_up_is_cancelled(
+    tmp_path: Path, follower: ReleaseFollower
+) -> None:
     """salloc's request sat unread in a frozen controller; submit gave up and killed salloc, and the controller
     made the job when it resumed: found by its tag among this user's jobs, and cancelled."""
-    alloc = Allocation(None, runner=_stand_ins(tmp_path), poller=_Poller(), name="slurmlab-abcd1234",  # type: ignore[arg-type]
-                       tag=TAG, release_at_exit=False)
-    alloc.state, alloc.error = "REJECTED", "Job submit/allocate failed: Socket timed out on send/recv operation"
+    alloc = Allocation(
+        None,
+        runner=_stand_ins(tmp_path),
+        poller=_Poller(),
+        name="slurmlab-abcd1234",  # type: ignore[arg-type]
+        tag=TAG,
+        release_at_exit=False,
+    )
+    alloc.state, alloc.error = (
+        "REJECTED",
+        "Job submit/allocate failed: Socket timed out on send/recv operation",
+    )
     allocation_release.LIVE.follow_given_up(alloc)
     assert follower.following() == [f"tag:{TAG}"]
     (tmp_path / "squeue.out").write_text(f"778|PENDING|slurmlab:h:1:other\n777|RUNNING|{TAG}\n")
@@ -244,35 +292,56 @@ def test_a_job_made_after_its_submission_was_given_up_is_cancelled(tmp_path: Pat
     assert follower.following() == [] and len(_calls(tmp_path, "scancel")) == 1
 
 
-@pytest.mark.parametrize("said, may", [
-    ("Job submit/allocate failed: Socket timed out on send/recv operation", True),  # the request may be read later
-    ("Job submit/allocate failed: Invalid partition name specified", False),        # refused: no job
-    ('Munge encode failed: Failed to access "/run/munge/munge.socket.2": No such file or directory', False),
-])
+@pytest.mark.parametrize(
+    "said, may",
+    [
+        (
+            "Job submit/allocate failed: Socket timed out on send/recv operation",
+            True,
+        ),  # the request may be read later
+        ("Job submit/allocate failed: Invalid partition name specified", False),  # refused: no job
+        (
+            'Munge encode failed: Failed to access "/run/munge/munge.socket.2": No such file or directory',
+            False,
+        ),
+    ],
+)
 def test_which_given_up_submissions_may_still_make_a_job(said: str, may: bool) -> None:
     from slurmlab.slurm.allocation.salloc import may_still_be_made
 
     alloc = Allocation(None, runner=object(), poller=_Poller(), release_at_exit=False)  # type: ignore[arg-type]
-    assert may_still_be_made(alloc)  # salloc stopped while it waited: its request may be in the controller's hands
+    assert may_still_be_made(
+        alloc
+    )  # salloc stopped while it waited: its request may be in the controller's hands
     alloc.state, alloc.error = "REJECTED", said
     assert may_still_be_made(alloc) is may
 
 
 # ---- find_leftovers ---------------------------------------------------------------------------------
 def _job(job_id: int, comment: str, state: str = "RUNNING") -> Job:
-    return Job(job_id, f"slurmlab-{job_id}", state, nodelist="node1", nodes=("node1",),
-               start_time=datetime.now(timezone.utc), comment=comment)
+    return Job(
+        job_id,
+        f"slurmlab-{job_id}",
+        state,
+        nodelist="node1",
+        nodes=("node1",),
+        start_time=datetime.now(timezone.utc),
+        comment=comment,
+    )
 
 
 def test_find_leftovers_lists_a_job_this_kernel_released_that_is_alive_again(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from slurmlab.slurm import queries
     from slurmlab.slurm.allocation import leftovers as lo
 
     here = f"slurmlab:{socket.gethostname()}:{os.getpid()}"
-    jobs = [_job(1, f"{here}::aaaa1111"),                 # released by this kernel, RUNNING again: nobody follows it
-            _job(2, f"{here}::bbbb2222"),                 # this kernel's, never released: it follows it itself
-            _job(3, f"{here}::cccc3333", "COMPLETING")]   # released, its cancel still completing
+    jobs = [
+        _job(1, f"{here}::aaaa1111"),  # released by this kernel, RUNNING again: nobody follows it
+        _job(2, f"{here}::bbbb2222"),  # this kernel's, never released: it follows it itself
+        _job(3, f"{here}::cccc3333", "COMPLETING"),
+    ]  # released, its cancel still completing
     by_id = {str(j.job_id): j for j in jobs}
     monkeypatch.setattr(lo, "tagged_jobs", lambda runner=None: [(str(j.job_id), j.comment) for j in jobs])
     monkeypatch.setattr(queries, "job_detail", lambda job_id, runner=None: by_id[job_id])
@@ -304,9 +373,14 @@ def test_a_kernel_killed_after_a_cancel_has_its_guardian_cancel_a_job_that_came_
     runner = _stand_ins(tmp_path)
     # what a controller restarted after losing the cancel says: the job lives
     (tmp_path / "squeue.out").write_text("501|RUNNING|slurmlab:h:1:kept\n")
-    kernel = subprocess.Popen([sys.executable, "-c", KERNEL, str(runner.slurm_conf), runner.env["PATH"]],
-                              stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", KERNEL, str(runner.slurm_conf), runner.env["PATH"]],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert kernel.stdout is not None
     guardian = int(kernel.stdout.readline())
     os.killpg(kernel.pid, signal.SIGKILL)
@@ -339,7 +413,8 @@ class _Updater:
 
 
 def test_the_panel_keeps_following_a_released_job_until_slurm_has_saved_the_cancel(
-        tmp_path: Path, follower: ReleaseFollower) -> None:
+    tmp_path: Path, follower: ReleaseFollower
+) -> None:
     """The panel used to stop at the first ended state: a job a restart brought back then showed CANCELLED."""
     pytest.importorskip("ipywidgets")
     from slurmlab.widgets.panel import AllocationPanel

@@ -12,19 +12,39 @@ from slurmlab.slurm.poller import JobPoller, JobUpdate
 from slurmlab.widgets.panel import panel_html
 
 
-def Brief(job_id: int, state: str, reason: str | None = None,
-          nodes: tuple[str, ...] = ("node1",)) -> JobBrief:
+def Brief(
+    job_id: int, state: str, reason: str | None = None, nodes: tuple[str, ...] = ("node1",)
+) -> JobBrief:
     """The brief poll line of a job on ``nodes``."""
-    return JobBrief(display_id=str(job_id), job_id=job_id, array_job_id=None, array_task=None, state=state,
-                    reason=reason, start_time=None, end_time=None, time_limit=None, time_left=None,
-                    time_used=None, num_nodes=len(nodes), nodelist=",".join(nodes), nodes=nodes,
-                    partition=None, user=None, tres_per_node=())
+    return JobBrief(
+        display_id=str(job_id),
+        job_id=job_id,
+        array_job_id=None,
+        array_task=None,
+        state=state,
+        reason=reason,
+        start_time=None,
+        end_time=None,
+        time_limit=None,
+        time_left=None,
+        time_used=None,
+        num_nodes=len(nodes),
+        nodelist=",".join(nodes),
+        nodes=nodes,
+        partition=None,
+        user=None,
+        tres_per_node=(),
+    )
 
 
 def _alloc() -> Allocation:
     # a poller whose fetchers are never reached: the test hands updates over itself
-    poller = JobPoller(runner=object(), fetch_brief=lambda ids, r: {},  # type: ignore[arg-type]
-                       fetch_detail=lambda jid, r: None, interval=3600)
+    poller = JobPoller(
+        runner=object(),
+        fetch_brief=lambda ids, r: {},  # type: ignore[arg-type]
+        fetch_detail=lambda jid, r: None,
+        interval=3600,
+    )
     alloc = Allocation("5", runner=object(), poller=poller, release_at_exit=False)  # type: ignore[arg-type]
     poller.stop()
     return alloc

@@ -54,8 +54,13 @@ SSTAT = ["sstat", "--parsable2", "--noheader", "--allsteps", "-j", "77", ANY]
 
 
 def test_sstat_readings_become_the_cpu_of_the_jobs_tasks(fake: FakeRunner) -> None:
-    first, later = golden("22.05/sstat/u01_sstat_busy_step.txt"), golden("22.05/sstat/u02_sstat_busy_step_later.txt")
-    fake.on(SSTAT, stderr=golden("22.05/sstat/u00_sstat_no_step.stderr")).then(stdout=first).then(stdout=later)
+    first, later = (
+        golden("22.05/sstat/u01_sstat_busy_step.txt"),
+        golden("22.05/sstat/u02_sstat_busy_step_later.txt"),
+    )
+    fake.on(SSTAT, stderr=golden("22.05/sstat/u00_sstat_no_step.stderr")).then(stdout=first).then(
+        stdout=later
+    )
     alloc = StandIn(fake)
     sampler = _sampler(alloc)
     calls: list[int] = []
@@ -79,11 +84,14 @@ def test_the_argv_asks_for_every_field_parsably() -> None:
 
 def test_sampling_ends_when_sstat_says_the_job_is_gone_before_the_poller_does(fake: FakeRunner) -> None:
     fake.on(SSTAT, stdout=golden("26.05/sstat/u01_sstat_busy_step.txt")).then(
-        stderr=golden("26.05/sstat/u04_sstat_unknown_job.stderr"))
+        stderr=golden("26.05/sstat/u04_sstat_unknown_job.stderr")
+    )
     sampler = _sampler(StandIn(fake)).start()
     _until(lambda: not sampler.alive)
     table = sampler.table()
-    assert table.error is None and (table.note or "").startswith("sampling ended: the job has no running step")
+    assert table.error is None and (table.note or "").startswith(
+        "sampling ended: the job has no running step"
+    )
 
 
 def test_a_failing_sstat_is_the_tables_error(fake: FakeRunner) -> None:
@@ -103,12 +111,31 @@ def test_garbage_from_sstat_is_the_tables_error_naming_the_line(fake: FakeRunner
 
 
 def _gpu_lines() -> str:
-    lines = ["srun: warning: something srun says",
-             "0: " + SAMPLE_PREFIX + json.dumps({"source": "nvml", "gpus": ["GPU-a"]}),
-             "0: " + SAMPLE_PREFIX + '{"t": 1, "node": "n1", "gpus": [{"index": 0, "ut',  # cut in two
-             *("0: " + SAMPLE_PREFIX + json.dumps({"t": 100 + i, "node": "n1", "gpus": [
-                 {"index": 2, "uuid": "GPU-a", "util": 40 + i, "mem_used_mb": 10.0, "mem_total_mb": 80.0}]})
-               for i in range(3))]
+    lines = [
+        "srun: warning: something srun says",
+        "0: " + SAMPLE_PREFIX + json.dumps({"source": "nvml", "gpus": ["GPU-a"]}),
+        "0: " + SAMPLE_PREFIX + '{"t": 1, "node": "n1", "gpus": [{"index": 0, "ut',  # cut in two
+        *(
+            "0: "
+            + SAMPLE_PREFIX
+            + json.dumps(
+                {
+                    "t": 100 + i,
+                    "node": "n1",
+                    "gpus": [
+                        {
+                            "index": 2,
+                            "uuid": "GPU-a",
+                            "util": 40 + i,
+                            "mem_used_mb": 10.0,
+                            "mem_total_mb": 80.0,
+                        }
+                    ],
+                }
+            )
+            for i in range(3)
+        ),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -127,8 +154,11 @@ def test_on_a_gpu_cluster_one_overlapping_step_samples_this_jobs_gpus(fake: Fake
 
 
 def test_a_sampler_step_that_prints_no_sample_says_what_srun_said(fake: FakeRunner) -> None:
-    fake.on(["srun", ...], stdout="srun: error: Unable to create step for job 77: Job/step already completing\n",
-            returncode=1)
+    fake.on(
+        ["srun", ...],
+        stdout="srun: error: Unable to create step for job 77: Job/step already completing\n",
+        returncode=1,
+    )
     sampler = _sampler(StandIn(fake, gpus={"n1": [0]})).start()
     _until(lambda: not sampler.alive)
     error = sampler.table().error or ""
@@ -136,7 +166,9 @@ def test_a_sampler_step_that_prints_no_sample_says_what_srun_said(fake: FakeRunn
 
 
 def test_the_sampler_says_when_it_cannot_see_this_jobs_gpus(fake: FakeRunner) -> None:
-    fake.on(["srun", ...], stdout="0: " + SAMPLE_PREFIX + json.dumps({"error": "none of this job's GPUs"}) + "\n")
+    fake.on(
+        ["srun", ...], stdout="0: " + SAMPLE_PREFIX + json.dumps({"error": "none of this job's GPUs"}) + "\n"
+    )
     sampler = _sampler(StandIn(fake, gpus={"n1": [0]})).start()
     _until(lambda: not sampler.alive)
     assert sampler.table().error == "none of this job's GPUs"

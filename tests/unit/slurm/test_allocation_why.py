@@ -39,7 +39,11 @@ def test_a_job_pending_for_resources_says_why_who_holds_it_and_what_starts_soone
     assert got.pending and got.job_id == "16"
     assert [f.check for f in got.findings] == ["job.pending", "job.blockers", "job.alternatives"]
     pending = got.finding("job.pending")
-    assert pending is not None and "(Resources)" in pending.evidence and "expects it to start" in pending.details[0]
+    assert (
+        pending is not None
+        and "(Resources)" in pending.evidence
+        and "expects it to start" in pending.details[0]
+    )
     held = got.finding("job.blockers")
     assert held is not None and {d.split()[1] for d in held.details} == {"14", "15"}
     assert all(" ends " in d for d in held.details)
@@ -48,7 +52,9 @@ def test_a_job_pending_for_resources_says_why_who_holds_it_and_what_starts_soone
     assert any(a.answer.refused for a in got.rest)  # the refused variants are kept, with Slurm's words
     assert "would start" in got.text() and "slurmlab-why" in got._repr_html_()
     # the limits: accounting asked once, found off (that sandbox kept none), and nothing more asked for them
-    assert [argv[:4] for argv in fake.history if argv[0] == "sacctmgr"] == [["sacctmgr", "-nP", "show", "qos"]]
+    assert [argv[:4] for argv in fake.history if argv[0] == "sacctmgr"] == [
+        ["sacctmgr", "-nP", "show", "qos"]
+    ]
     assert not any(argv[:2] == ["squeue", "-h"] and "-r" in argv for argv in fake.history)
 
 
@@ -80,8 +86,11 @@ def _scene(prefix: str) -> FakeRunner:
 
 def _recorded_options(prefix: str) -> list[list[str]]:
     """The options of each `sbatch --test-only … --wrap=true` the scene ran, in order."""
-    return [list(args[args.index("/dev/null") + 1:-1]) for args in scene_names(prefix).values()
-            if args[:2] == ("sbatch", "--test-only")]
+    return [
+        list(args[args.index("/dev/null") + 1 : -1])
+        for args in scene_names(prefix).values()
+        if args[:2] == ("sbatch", "--test-only")
+    ]
 
 
 def _test_only_calls(fake: FakeRunner) -> list[list[str]]:
@@ -98,15 +107,24 @@ def test_at_the_qos_gpu_cap_only_a_change_that_lifts_the_cap_is_offered() -> Non
     assert "this job asks for 2 GPU(s)" in limit.details
     # which change lifts it: ending the user's own job (4 GPUs), or QOS debug (its own cap, none used there)
     first = scene_running("q")
-    assert limit.fix.startswith(f"lifts it: end your job {first}, 4 GPU(s), ends ") and f"`%scancel {first}`" in limit.fix
+    assert (
+        limit.fix.startswith(f"lifts it: end your job {first}, 4 GPU(s), ends ")
+        and f"`%scancel {first}`" in limit.fix
+    )
     assert "QOS debug instead of normal (`%salloc --account=research" in limit.fix
     # --test-only would start a shorter time, or 1 GPU, at once (qx01): the cap holds them, they are not offered
     assert [a.variant.kind for a in got.sooner] == ["qos"]
     assert [list(got.sooner[0].variant.options)] == _recorded_options("q")
     held = {a.variant.kind: a for a in got.rest if a.held_by}
     assert {"time", "gpus"} <= set(held) and "account" in held
-    assert held["time"].line().endswith("not offered: it would wait for QOS normal MaxTRESPU (per user): 4 GPU(s) "
-                                        "in use + 2 GPU(s) asked > 4 GPU(s) allowed")
+    assert (
+        held["time"]
+        .line()
+        .endswith(
+            "not offered: it would wait for QOS normal MaxTRESPU (per user): 4 GPU(s) "
+            "in use + 2 GPU(s) asked > 4 GPU(s) allowed"
+        )
+    )
     assert len(_test_only_calls(fake)) == 1  # a change the limits hold costs no --test-only call
     assert recorded(f"{LIMITS}/qt01_taken_state.txt").stdout.startswith("RUNNING")  # taken, it ran
     alternatives = got.finding("job.alternatives")
@@ -119,9 +137,15 @@ def test_an_associations_max_jobs_is_lifted_by_another_qos_or_account() -> None:
     limit = got.finding("job.limit")
     assert limit is not None, got.text()
     assert limit.evidence == "association research/root limit MaxJobs: 1 job(s) in use of 1 job(s) allowed"
-    assert f"end your job {scene_running('a')}" in limit.fix and "account teaching instead of research" in limit.fix
+    assert (
+        f"end your job {scene_running('a')}" in limit.fix
+        and "account teaching instead of research" in limit.fix
+    )
     assert [(a.variant.kind, a.variant.qos, a.variant.account) for a in got.sooner] == [
-        ("qos", "debug", None), ("account", "normal", "teaching"), ("account", "normal", "root")]
+        ("qos", "debug", None),
+        ("account", "normal", "teaching"),
+        ("account", "normal", "root"),
+    ]
     assert [list(a.variant.options) for a in got.sooner] == _recorded_options("a")
     assert all(a.held_by for a in got.rest)  # every other change waits for the same MaxJobs
     for n in ("at01", "at02", "at03"):  # each one offered was taken for real and ran
@@ -132,7 +156,11 @@ def test_with_the_accounting_database_down_nothing_is_offered_blind() -> None:
     with _scene("d") as fake:
         got = why(scene_job("d"), fake)
     limit = got.finding("job.limit")
-    assert limit is not None and "usage and cap unknown" in limit.evidence and "Connection refused" in limit.evidence
+    assert (
+        limit is not None
+        and "usage and cap unknown" in limit.evidence
+        and "Connection refused" in limit.evidence
+    )
     assert "QOSMaxGRESPerUser" in limit.evidence and "\n" not in limit.evidence
     assert got.sooner == () and got.rest and all("limits could not be read" in a.held_by[0] for a in got.rest)
     assert _test_only_calls(fake) == []
@@ -153,8 +181,11 @@ def test_without_accounting_a_change_is_offered_only_if_it_starts_before_the_job
 
 def test_a_down_controller_is_one_clear_error() -> None:
     down = cluster(controller_up=False)
-    down.on(["scontrol", "show", "job", "-d", "16"], stderr="slurm_load_jobs error: Unable to contact slurm "
-            "controller (connect failure)\n", returncode=1)
+    down.on(
+        ["scontrol", "show", "job", "-d", "16"],
+        stderr="slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n",
+        returncode=1,
+    )
     try:
         with pytest.raises(ControllerDownError):
             why("16", down)
@@ -164,18 +195,28 @@ def test_a_down_controller_is_one_clear_error() -> None:
 
 # ---- resubmit: the new request first, the old cancelled only once Slurm accepted it ----------------------------
 
+
 class _Old(SimpleNamespace):
     def cancel(self) -> None:
         self.cancelled = True
 
 
 def _old(fake: FakeRunner) -> Any:
-    return _Old(job_id="16", runner=fake, poller=None, release_at_exit=False, ended=False, state="PENDING",
-                cancelled=False, replaced_by=None)
+    return _Old(
+        job_id="16",
+        runner=fake,
+        poller=None,
+        release_at_exit=False,
+        ended=False,
+        state="PENDING",
+        cancelled=False,
+        replaced_by=None,
+    )
 
 
-def test_resubmit_switches_only_once_the_new_job_is_accepted(fake: FakeRunner,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resubmit_switches_only_once_the_new_job_is_accepted(
+    fake: FakeRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     asked: list[list[str]] = []
     new = object()
 
@@ -194,7 +235,10 @@ def test_resubmit_switches_only_once_the_new_job_is_accepted(fake: FakeRunner,
     named: list[dict[str, object]] = []
     monkeypatch.setattr(Allocation, "submit", lambda options, **kw: named.append(kw) or accepted(options))
     old4 = _old(fake)
-    old4.request_argv, old4.name = ("--gpus=2", "--signal=USR1@60", "--gpu-bind", "closest", "-t", "20"), "train"
+    old4.request_argv, old4.name = (
+        ("--gpus=2", "--signal=USR1@60", "--gpu-bind", "closest", "-t", "20"),
+        "train",
+    )
     assert resubmit(old4, best) is new
     assert asked[-1] == [*best.variant.options, "--signal=USR1@60", "--gpu-bind", "closest"]
     assert named[-1]["name"] == "train"

@@ -23,11 +23,14 @@ def test_ping_gives_the_version_as_slurm_writes_it(version: str) -> None:
         fake.close()
 
 
-@pytest.mark.parametrize(("said", "code", "ok"), [
-    ("Slurmctld(primary) at vm is DOWN\nSlurmctld(backup) at vm2 is UP", 1, True),
-    ("Slurmctld(primary) at vm is DOWN\nSlurmctld(backup) at vm2 is DOWN", 1, False),
-    ("Slurmctld(primary) at vm is DOWN", 1, False),
-])
+@pytest.mark.parametrize(
+    ("said", "code", "ok"),
+    [
+        ("Slurmctld(primary) at vm is DOWN\nSlurmctld(backup) at vm2 is UP", 1, True),
+        ("Slurmctld(primary) at vm is DOWN\nSlurmctld(backup) at vm2 is DOWN", 1, False),
+        ("Slurmctld(primary) at vm is DOWN", 1, False),
+    ],
+)
 def test_a_backup_that_is_up_answers(said: str, code: int, ok: bool) -> None:
     fake = FakeRunner()
     fake.replay("22.05/00_sinfo_version.txt")
@@ -53,13 +56,16 @@ def test_the_status_line_shows_the_padded_month() -> None:
         fake.close()
 
 
-@pytest.mark.parametrize(("said", "numbers"), [
-    ("slurm 24.11.0-0rc1", (24, 11, 0)),
-    ("slurm 23.02.7-vendor", (23, 2, 7)),
-    ("slurm-wlm 22.05.8", (22, 5, 8)),
-    ("slurm 25.11.0rc1", (25, 11, 0)),
-    ("slurm 24.05.4.1", (24, 5, 4)),
-])
+@pytest.mark.parametrize(
+    ("said", "numbers"),
+    [
+        ("slurm 24.11.0-0rc1", (24, 11, 0)),
+        ("slurm 23.02.7-vendor", (23, 2, 7)),
+        ("slurm-wlm 22.05.8", (22, 5, 8)),
+        ("slurm 25.11.0rc1", (25, 11, 0)),
+        ("slurm 24.05.4.1", (24, 5, 4)),
+    ],
+)
 def test_a_version_with_a_build_suffix_still_reads(said: str, numbers: tuple[int, int, int]) -> None:
     fake = FakeRunner()
     fake.on(["sinfo", "--version"], stdout=said + "\n")

@@ -23,8 +23,11 @@ def test_a_job_between_steps_has_none(said: str) -> None:
 def test_another_failure_is_still_an_error() -> None:
     fake = FakeRunner()
     fake.replay("22.05/00_sinfo_version.txt")
-    fake.on(["scontrol", "show", "step", "46"], stderr="slurm_load_job error: Unable to contact slurm controller\n",
-            returncode=1)
+    fake.on(
+        ["scontrol", "show", "step", "46"],
+        stderr="slurm_load_job error: Unable to contact slurm controller\n",
+        returncode=1,
+    )
     try:
         with pytest.raises(SlurmError):
             job_steps("46", fake)

@@ -21,6 +21,7 @@ def _short_graces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(steps, "GRACE_AFTER_SIGINT", 0.6)
     monkeypatch.setattr(steps, "GRACE_AFTER_SIGTERM", 0.6)
 
+
 # Prints each signal it gets; exits on the ones named in argv[1]. The handler writes with os.write: a signal that
 # lands while print("ready") still flushes would make a print in the handler re-enter the same buffered writer
 # (Python 3.13 raises RuntimeError for that, and the stand-in died of it instead of testing end_step).
@@ -41,8 +42,9 @@ while True:
 
 
 def _start(ends: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", FAKE_SRUN, ends], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FAKE_SRUN, ends], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     return proc

@@ -83,20 +83,36 @@ def test_cancels_what_is_registered_and_nothing_dropped(tmp_path: Path) -> None:
     assert _wait_exit(proc) == 0
     me = getpass.getuser()
     calls = sorted(_calls(tmp_path))
-    assert calls == [f"scancel --user={me} 101 conf={runner.slurm_conf}",
-                     f"scancel --user={me} 103 conf={runner.slurm_conf}"]
+    assert calls == [
+        f"scancel --user={me} 101 conf={runner.slurm_conf}",
+        f"scancel --user={me} 103 conf={runner.slurm_conf}",
+    ]
 
 
 def test_a_job_without_id_yet_is_found_by_name_and_exact_tag(tmp_path: Path) -> None:
     tag = "slurmlab:h:1:abcd"
-    runner = _fake_slurm(tmp_path, {
-        "scancel": "exit 0",
-        # the same user's other jobs of that name: another tag, a tag that only starts the same
-        "squeue": f"printf '7|slurmlab:h:2:ffff\\n8|{tag}\\n9|{tag}x\\n'",
-    })
+    runner = _fake_slurm(
+        tmp_path,
+        {
+            "scancel": "exit 0",
+            # the same user's other jobs of that name: another tag, a tag that only starts the same
+            "squeue": f"printf '7|slurmlab:h:2:ffff\\n8|{tag}\\n9|{tag}x\\n'",
+        },
+    )
     clock = FakeClock()
-    left = cancel_entries([{"job": None, "name": "slurmlab-abcd", "tag": tag, "conf": runner.slurm_conf,
-                            "env": dict(runner.env)}], sleep=clock.sleep, clock=clock)
+    left = cancel_entries(
+        [
+            {
+                "job": None,
+                "name": "slurmlab-abcd",
+                "tag": tag,
+                "conf": runner.slurm_conf,
+                "env": dict(runner.env),
+            }
+        ],
+        sleep=clock.sleep,
+        clock=clock,
+    )
     assert left == []
     cancelled = [c.split()[2] for c in _calls(tmp_path) if c.startswith("scancel")]
     assert cancelled == ["8"]  # once, however often the lookups see it
@@ -109,7 +125,7 @@ _DOWN = "echo 'squeue: error: Unable to contact slurm controller (connect failur
 def _counting_squeue(tmp_path: Path, body: str) -> str:
     """A stand-in squeue that knows how often it was called ($n, from 1) before running ``body``."""
     count = tmp_path / "squeue.count"
-    return f'n=$(cat {count} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {count}\n{body}'
+    return f"n=$(cat {count} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {count}\n{body}"
 
 
 def _stand_in_salloc() -> subprocess.Popen[bytes]:
@@ -118,9 +134,20 @@ def _stand_in_salloc() -> subprocess.Popen[bytes]:
 
 
 def _search(runner: Runner, clock: FakeClock, **entry: object) -> list[Any]:
-    return cancel_entries([{"job": None, "name": "slurmlab-abcd", "tag": "slurmlab:h:1:abcd",
-                            "conf": runner.slurm_conf, "env": dict(runner.env), **entry}],
-                          sleep=clock.sleep, clock=clock)
+    return cancel_entries(
+        [
+            {
+                "job": None,
+                "name": "slurmlab-abcd",
+                "tag": "slurmlab:h:1:abcd",
+                "conf": runner.slurm_conf,
+                "env": dict(runner.env),
+                **entry,
+            }
+        ],
+        sleep=clock.sleep,
+        clock=clock,
+    )
 
 
 def test_a_job_the_controller_creates_while_salloc_waits_is_found_and_cancelled(tmp_path: Path) -> None:
@@ -129,9 +156,19 @@ def test_a_job_the_controller_creates_while_salloc_waits_is_found_and_cancelled(
     salloc = _stand_in_salloc()
     (tmp_path / "salloc.pid").write_text(str(salloc.pid))
     try:
-        runner = _fake_slurm(tmp_path, {"scancel": "exit 0", "squeue": _counting_squeue(tmp_path, (
-            # the third lookup: the controller has read the request (job 8), and salloc, answered, exits
-            f'if [ "$n" -ge 3 ]; then kill $(cat {tmp_path}/salloc.pid); printf "8|slurmlab:h:1:abcd\\n"; fi'))})
+        runner = _fake_slurm(
+            tmp_path,
+            {
+                "scancel": "exit 0",
+                "squeue": _counting_squeue(
+                    tmp_path,
+                    (
+                        # the third lookup: the controller has read the request (job 8), and salloc, answered, exits
+                        f'if [ "$n" -ge 3 ]; then kill $(cat {tmp_path}/salloc.pid); printf "8|slurmlab:h:1:abcd\\n"; fi'
+                    ),
+                ),
+            },
+        )
         clock = FakeClock()
         assert _search(runner, clock, salloc_pid=salloc.pid) == []
     finally:
@@ -149,9 +186,19 @@ def test_a_job_the_controller_creates_while_salloc_waits_is_found_and_cancelled(
 def test_a_job_created_after_salloc_gave_up_is_found_once_the_controller_answers(tmp_path: Path) -> None:
     """salloc timed out and is gone; the controller, frozen, reads its request only when it resumes, and its
     first answers come before the job exists: the guardian believes "no such job" only after a grace."""
-    runner = _fake_slurm(tmp_path, {"scancel": "exit 0", "squeue": _counting_squeue(tmp_path, (
-        f'if [ "$n" -le 3 ]; then {_DOWN}; fi\n'
-        'if [ "$n" -ge 5 ]; then printf "9|slurmlab:h:1:abcd\\n"; fi'))})
+    runner = _fake_slurm(
+        tmp_path,
+        {
+            "scancel": "exit 0",
+            "squeue": _counting_squeue(
+                tmp_path,
+                (
+                    f'if [ "$n" -le 3 ]; then {_DOWN}; fi\n'
+                    'if [ "$n" -ge 5 ]; then printf "9|slurmlab:h:1:abcd\\n"; fi'
+                ),
+            ),
+        },
+    )
     clock = FakeClock()
     assert _search(runner, clock) == []
     assert [c.split()[2] for c in _calls(tmp_path) if c.startswith("scancel")] == ["9"]
@@ -169,38 +216,68 @@ def test_a_job_never_created_costs_a_few_lookups_then_the_guardian_ends(tmp_path
 def test_the_search_gives_up_when_the_controller_never_answers(tmp_path: Path) -> None:
     entry_runner = _fake_slurm(tmp_path, {"scancel": "exit 0", "squeue": _DOWN})
     clock = FakeClock()
-    left = cancel_entries([{"job": None, "name": "slurmlab-abcd", "tag": "slurmlab:h:1:abcd",
-                            "conf": entry_runner.slurm_conf, "env": dict(entry_runner.env)}],
-                          give_up_after=120, sleep=clock.sleep, clock=clock)
+    left = cancel_entries(
+        [
+            {
+                "job": None,
+                "name": "slurmlab-abcd",
+                "tag": "slurmlab:h:1:abcd",
+                "conf": entry_runner.slurm_conf,
+                "env": dict(entry_runner.env),
+            }
+        ],
+        give_up_after=120,
+        sleep=clock.sleep,
+        clock=clock,
+    )
     assert len(left) == 1 and clock.now <= 120
     assert len([c for c in _calls(tmp_path) if c.startswith("squeue")]) <= 20
 
 
 # ---- jobs the kernel released shortly before it died (issue 25, point 7) -----------------------------
 def test_released_jobs_are_checked_once_and_only_those_back_are_cancelled(tmp_path: Path) -> None:
-    runner = _fake_slurm(tmp_path, {
-        "scancel": "exit 0",
-        # 71 came back (its cancel lost); 72 is another job of this user with the id a restart reused
-        "squeue": "printf '71|RUNNING|slurmlab:h:1:a\\n72|RUNNING|slurmlab:h:1:other\\n'"})
+    runner = _fake_slurm(
+        tmp_path,
+        {
+            "scancel": "exit 0",
+            # 71 came back (its cancel lost); 72 is another job of this user with the id a restart reused
+            "squeue": "printf '71|RUNNING|slurmlab:h:1:a\\n72|RUNNING|slurmlab:h:1:other\\n'",
+        },
+    )
     now = time.time()
     base = {"conf": runner.slurm_conf, "env": dict(runner.env)}
-    entries = [{**base, "job": "71", "tag": "slurmlab:h:1:a", "released": now - 20},
-               {**base, "job": "72", "tag": "slurmlab:h:1:b", "released": now - 20},
-               {**base, "job": "73", "tag": "slurmlab:h:1:c", "released": now - 3600}]  # saved by Slurm long ago
+    entries = [
+        {**base, "job": "71", "tag": "slurmlab:h:1:a", "released": now - 20},
+        {**base, "job": "72", "tag": "slurmlab:h:1:b", "released": now - 20},
+        {**base, "job": "73", "tag": "slurmlab:h:1:c", "released": now - 3600},
+    ]  # saved by Slurm long ago
     clock = FakeClock()
     assert cancel_entries(entries, sleep=clock.sleep, clock=clock) == []
     calls = _calls(tmp_path)
     assert [c.split()[:6] for c in calls if c.startswith("squeue")] == [
-        ["squeue", "-h", "-u", getpass.getuser(), "-t", "PENDING,CONFIGURING,RUNNING,SUSPENDED,REQUEUED,RESIZING"]]
+        [
+            "squeue",
+            "-h",
+            "-u",
+            getpass.getuser(),
+            "-t",
+            "PENDING,CONFIGURING,RUNNING,SUSPENDED,REQUEUED,RESIZING",
+        ]
+    ]
     assert [c.split()[2] for c in calls if c.startswith("scancel")] == ["71"]
 
 
 def test_retries_while_the_controller_is_down_then_cancels(tmp_path: Path) -> None:
     count = tmp_path / "count"
-    runner = _fake_slurm(tmp_path, {"scancel": textwrap.dedent(f"""\
+    runner = _fake_slurm(
+        tmp_path,
+        {
+            "scancel": textwrap.dedent(f"""\
         n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}
         if [ "$n" -lt 2 ]; then echo 'scancel: error: Unable to contact slurm controller (connect failure)' >&2; exit 1; fi
-        exit 0""")})
+        exit 0""")
+        },
+    )
     clock = FakeClock()
     entry = {"job": "55", "conf": runner.slurm_conf, "env": dict(runner.env)}
     assert cancel_entries([entry], sleep=clock.sleep, clock=clock) == []
@@ -212,7 +289,9 @@ def test_retries_while_the_controller_is_down_then_cancels(tmp_path: Path) -> No
 
 def test_a_cluster_whose_configuration_is_gone_is_not_waited_for(tmp_path: Path) -> None:
     # a sandbox stopped and removed before the kernel's guardian got to it: no controller will come back
-    runner = _fake_slurm(tmp_path, {"scancel": "echo 'scancel: error: Unable to contact slurm controller' >&2; exit 1"})
+    runner = _fake_slurm(
+        tmp_path, {"scancel": "echo 'scancel: error: Unable to contact slurm controller' >&2; exit 1"}
+    )
     Path(str(runner.slurm_conf)).unlink()
     clock = FakeClock()
     entry = {"job": "56", "conf": runner.slurm_conf, "env": dict(runner.env)}
@@ -221,14 +300,25 @@ def test_a_cluster_whose_configuration_is_gone_is_not_waited_for(tmp_path: Path)
 
 
 def test_a_job_that_already_ended_is_not_an_error(tmp_path: Path) -> None:
-    runner = _fake_slurm(tmp_path, {
-        "scancel": "echo 'scancel: error: Kill job error on job id 9: Job/step already completing or completed' >&2; exit 1"})
+    runner = _fake_slurm(
+        tmp_path,
+        {
+            "scancel": "echo 'scancel: error: Kill job error on job id 9: Job/step already completing or completed' >&2; exit 1"
+        },
+    )
     assert cancel_entries([{"job": "9", "conf": runner.slurm_conf, "env": dict(runner.env)}]) == []
 
 
 def test_lines_that_are_not_messages_are_ignored() -> None:
-    lines = [b'{"op":"guard","key":"k","job":"1"}\n', b"garbage\n", b"[1,2]\n", b'{"op":"guard"}\n',
-             b'{"op":"guard","key":"j","job":"2"}\n', b'{"op":"drop","key":"j"}\n', b"\xff\xfe\n"]
+    lines = [
+        b'{"op":"guard","key":"k","job":"1"}\n',
+        b"garbage\n",
+        b"[1,2]\n",
+        b'{"op":"guard"}\n',
+        b'{"op":"guard","key":"j","job":"2"}\n',
+        b'{"op":"drop","key":"j"}\n',
+        b"\xff\xfe\n",
+    ]
     assert list(read_entries(lines)) == ["k"]
 
 
@@ -268,9 +358,14 @@ KERNEL = textwrap.dedent("""
 
 def test_killing_the_kernel_and_its_process_group_cancels_through_the_guardian(tmp_path: Path) -> None:
     runner = _fake_slurm(tmp_path, {"scancel": "exit 0"})
-    kernel = subprocess.Popen([sys.executable, "-c", KERNEL, str(runner.slurm_conf), runner.env["PATH"]],
-                              stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=REPO,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", KERNEL, str(runner.slurm_conf), runner.env["PATH"]],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert kernel.stdout is not None
     guardian_pid = int(kernel.stdout.readline())
     os.killpg(kernel.pid, signal.SIGKILL)  # a forced restart kills the whole group
@@ -331,9 +426,14 @@ SIGNALLED = textwrap.dedent("""
 
 def _signalled(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
     runner = _fake_slurm(tmp_path, {"scancel": "exit 0"})
-    return subprocess.run([sys.executable, "-c", SIGNALLED, str(runner.slurm_conf), runner.env["PATH"], mode],
-                          capture_output=True, text=True, timeout=60, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-c", SIGNALLED, str(runner.slurm_conf), runner.env["PATH"], mode],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 @pytest.mark.parametrize("mode, signum", [("term", signal.SIGTERM), ("hup", signal.SIGHUP)])
@@ -385,32 +485,54 @@ def _submit(runner: Runner) -> AllocationError:
     from slurmlab.slurm.allocation import Allocation
 
     with pytest.raises(AllocationError) as info:
-        Allocation.submit(["-n1"], runner=runner, poller=_Poller(), validate=False,  # type: ignore[arg-type]
-                          id_timeout=0.5, release_at_exit=False)
+        Allocation.submit(
+            ["-n1"],
+            runner=runner,
+            poller=_Poller(),
+            validate=False,  # type: ignore[arg-type]
+            id_timeout=0.5,
+            release_at_exit=False,
+        )
     return info.value
 
 
 def test_a_munge_failure_keeps_one_hint_naming_munge(tmp_path: Path) -> None:
-    runner = _fake_slurm(tmp_path, {"salloc": (
-        "echo 'salloc: error: Munge encode failed: Failed to access \"/run/munge/munge.socket.2\": "
-        "No such file or directory' >&2; exit 1")})
+    runner = _fake_slurm(
+        tmp_path,
+        {
+            "salloc": (
+                'echo \'salloc: error: Munge encode failed: Failed to access "/run/munge/munge.socket.2": '
+                "No such file or directory' >&2; exit 1"
+            )
+        },
+    )
     err = _submit(runner)
     assert "munge" in (err.hint or "").lower()
     assert "dry-run" not in str(err) and str(err).count("->") == 1
 
 
 def test_a_silent_controller_keeps_the_runners_hint(tmp_path: Path) -> None:
-    runner = _fake_slurm(tmp_path, {
-        "salloc": "sleep 30",
-        "squeue": "echo 'squeue: error: Socket timed out on send/recv operation' >&2; exit 1"})
+    runner = _fake_slurm(
+        tmp_path,
+        {
+            "salloc": "sleep 30",
+            "squeue": "echo 'squeue: error: Socket timed out on send/recv operation' >&2; exit 1",
+        },
+    )
     err = _submit(runner)
     assert isinstance(err.__cause__, ControllerDownError) or "controller" in str(err).lower()
     assert "dry-run" not in str(err) and str(err).count("->") == 1
 
 
 def test_a_refused_request_gets_a_request_hint(tmp_path: Path) -> None:
-    runner = _fake_slurm(tmp_path, {"salloc": (
-        "echo 'salloc: error: Job submit/allocate failed: Invalid partition name specified' >&2; exit 1")})
+    runner = _fake_slurm(
+        tmp_path,
+        {
+            "salloc": (
+                "echo 'salloc: error: Job submit/allocate failed: Invalid partition name specified' >&2; exit 1"
+            )
+        },
+    )
     err = _submit(runner)
     assert "Invalid partition name specified" in str(err) and "sinfo" in (err.hint or "")
     assert str(err).count("->") == 1

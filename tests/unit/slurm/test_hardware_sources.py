@@ -43,8 +43,11 @@ def test_unknown_profile_names_the_known_ones() -> None:
 
 
 def test_profile_json_file(tmp_path: Path) -> None:
-    data = {"gpus": [{"index": 0, "numa": 0, "cores": "0-3"}, {"index": 1, "numa": 1, "cores": "4-7"}],
-            "nvlink": {"0-1": 4}, "gpu_model": "RTX 3090"}
+    data = {
+        "gpus": [{"index": 0, "numa": 0, "cores": "0-3"}, {"index": 1, "numa": 1, "cores": "4-7"}],
+        "nvlink": {"0-1": 4},
+        "gpu_model": "RTX 3090",
+    }
     path = tmp_path / "box.json"
     path.write_text(json.dumps(data))
     got = topology_from_file(path)
@@ -112,16 +115,20 @@ def test_sandbox_is_found_by_its_hardware_file_next_to_slurm_conf(tmp_path: Path
     assert sandbox_hardware(Runner(slurm_conf=str(conf))) is None
     (tmp_path / HARDWARE_FILE).write_text(render_hardware_file(load_profile("h200-mig")))
     hw = sandbox_hardware(Runner(slurm_conf=str(conf)))
-    assert hw is not None and hw.name == "h200-mig" and hw.nodes == ("node1",) and hw.directory == str(tmp_path)
+    assert (
+        hw is not None and hw.name == "h200-mig" and hw.nodes == ("node1",) and hw.directory == str(tmp_path)
+    )
     # Slurm's IDX 13 is a 3g.71gb slice of GPU 1: the topology marks GPU 1 and says which slice it is
     topo = hw.node_topology("node1", (13,))
     assert topo.source == "sandbox" and str(tmp_path) in topo.detail and topo.gpus == (1,)
     assert topo.gpu_of_idx(0) == 4 and any("3g.71gb" in n for n in topo.notes) and topo.gpu_type == "h200"
-    (gpu, placement), = hw.node_mig("node1", (13,)).highlight
+    ((gpu, placement),) = hw.node_mig("node1", (13,)).highlight
     assert (gpu, placement) == (1, "0:4")
     with pytest.raises(RequestError, match="not in the sandbox"):
         hw.node_topology("node9")
-    (tmp_path / HARDWARE_FILE).write_text("[]")  # there, but not what the sandbox writes: said so, not guessed
+    (tmp_path / HARDWARE_FILE).write_text(
+        "[]"
+    )  # there, but not what the sandbox writes: said so, not guessed
     with pytest.raises(ParseError, match="hardware file"):
         sandbox_hardware(Runner(slurm_conf=str(conf)))
 
@@ -133,7 +140,11 @@ def test_hardware_file_roundtrip_and_refusals() -> None:
     assert hw.node_topology("node2").topology == topology_from_profile(prof).topology
     with pytest.raises(RequestError, match="no MIG instances"):
         hw.node_mig("node1")
-    for bad in ("{not json", '{"format": 99}', '{"format": 1, "profile": {}, "nodes": ["n1"], "gres_idx": [{"gpu": "0"}]}'):
+    for bad in (
+        "{not json",
+        '{"format": 99}',
+        '{"format": 1, "profile": {}, "nodes": ["n1"], "gres_idx": [{"gpu": "0"}]}',
+    ):
         with pytest.raises(ParseError):
             parse_hardware(bad, directory="/sb")
 
@@ -147,9 +158,11 @@ def test_source_order_and_forcing() -> None:
 
 def test_nvml_report_becomes_a_topology() -> None:
     report = {
-        "gpus": [{"index": 0, "name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-a", "cpus": [0, 1, 2, 3]},
-                 {"index": 1, "name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-b", "cpus": [0, 1, 2, 3]},
-                 {"index": 2, "name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-c", "cpus": [4, 5, 6, 7]}],
+        "gpus": [
+            {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-a", "cpus": [0, 1, 2, 3]},
+            {"index": 1, "name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-b", "cpus": [0, 1, 2, 3]},
+            {"index": 2, "name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-c", "cpus": [4, 5, 6, 7]},
+        ],
         # each NVLink is seen from both ends
         "nvlink_ends": {"0-1": 24, "1-2": 24},
         "pcie": {"0-1": "PXB", "0-2": "SYS", "1-2": "SYS"},
@@ -172,7 +185,13 @@ class _Alloc:
     def __init__(self, runner: Runner, idx: tuple[int, ...]) -> None:
         from types import SimpleNamespace
 
-        self.runner, self.job_id, self.state, self.running, self.nodes = runner, "7", "RUNNING", True, ["node1"]
+        self.runner, self.job_id, self.state, self.running, self.nodes = (
+            runner,
+            "7",
+            "RUNNING",
+            True,
+            ["node1"],
+        )
         self.job = SimpleNamespace(gpu_allocs=[SimpleNamespace(node="node1", gpu_indices=list(idx))])
 
 
@@ -187,7 +206,12 @@ def test_the_sandbox_source_of_an_allocation_reads_the_file_beside_slurm_conf(tm
         node_topology(alloc, source="sandbox")  # type: ignore[arg-type]
     (tmp_path / HARDWARE_FILE).write_text(render_hardware_file(load_profile("h200-mig")))
     topo = node_topology(alloc, source="sandbox")  # type: ignore[arg-type]
-    assert topo.source == "sandbox" and topo.node == "node1" and topo.gpus == (0, 1) and topo.slurm_gpus == (4, 13)
+    assert (
+        topo.source == "sandbox"
+        and topo.node == "node1"
+        and topo.gpus == (0, 1)
+        and topo.slurm_gpus == (4, 13)
+    )
     assert node_mig(alloc).highlight == ((0, "0:1"), (1, "0:4"))  # type: ignore[arg-type]
     (tmp_path / HARDWARE_FILE).write_text("{broken")
     with pytest.raises(SourceUnavailable, match="sandbox: .*hardware file"):

@@ -26,7 +26,9 @@ class Clock:
 
 
 def _cluster(gpu_type: str, nodes: int = 4) -> ClusterInventory:
-    ns = [NodeInventory(f"n{i}", cpus=48, memory_mb=64000, sockets=2, gpus={gpu_type: 4}) for i in range(nodes)]
+    ns = [
+        NodeInventory(f"n{i}", cpus=48, memory_mb=64000, sockets=2, gpus={gpu_type: 4}) for i in range(nodes)
+    ]
     return ClusterInventory.build(nodes=ns, partitions={"gpu": [n.name for n in ns]}, default="gpu")
 
 
@@ -130,14 +132,17 @@ def test_a_refusal_is_confirmed_against_a_fresh_inventory(cached: tuple[Inventor
 
 
 def test_a_refusal_from_an_inventory_fetched_for_this_check_is_not_fetched_again(
-        cached: tuple[InventoryCache, Controller]) -> None:
+    cached: tuple[InventoryCache, Controller],
+) -> None:
     cache, ctl = cached
     with pytest.raises(RequestProblems):
         check_with_inventory(parse_request(["--gpus=v100:1"]), cache.runner)
     assert ctl.fetched == 1
 
 
-def test_a_refusal_the_controller_cannot_confirm_is_not_given(cached: tuple[InventoryCache, Controller]) -> None:
+def test_a_refusal_the_controller_cannot_confirm_is_not_given(
+    cached: tuple[InventoryCache, Controller],
+) -> None:
     cache, ctl = cached
     check_with_inventory(parse_request(["--gpus=h100:1"]), cache.runner)
     ctl.clock.now += 5
@@ -146,7 +151,9 @@ def test_a_refusal_the_controller_cannot_confirm_is_not_given(cached: tuple[Inve
         check_with_inventory(parse_request(["--gpus=v100:1"]), cache.runner)
 
 
-def test_the_shared_poller_refreshes_a_stale_inventory_after_its_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_shared_poller_refreshes_a_stale_inventory_after_its_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from slurmlab.slurm.poller import get_poller
 
     monkeypatch.setattr(inv_mod, "_caches", {})
@@ -202,7 +209,7 @@ def test_unreadable_node_output_is_one_clear_error_and_nothing_is_cached(garbage
 def test_an_unreadable_node_record_is_kept_as_a_problem_not_dropped_silently(record: str) -> None:
     fake = FakeRunner()
     fake.replay_cluster("24.11")
-    fake.on(["scontrol", "--json", "show", "node"], stdout='{"nodes": [' + record + ']}')
+    fake.on(["scontrol", "--json", "show", "node"], stdout='{"nodes": [' + record + "]}")
     known = InventoryCache(fake).get()
     assert len(known.problems) == 1 and isinstance(known.problems[0], ParseError)
     assert all(p.nodes == () for p in known.inventory.partitions)  # no node invented from the bad record

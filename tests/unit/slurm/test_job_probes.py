@@ -20,8 +20,16 @@ class _Alloc:
     """As much of an Allocation as the sandbox source needs: its nodes and GPU IDX per node; no step is run."""
 
     def __init__(self, runner: Runner, idx: dict[str, tuple[int, ...]]) -> None:
-        self.runner, self.job_id, self.state, self.running, self.nodes = runner, "7", "RUNNING", True, list(idx)
-        self.job = SimpleNamespace(gpu_allocs=[SimpleNamespace(node=n, gpu_indices=list(i)) for n, i in idx.items()])
+        self.runner, self.job_id, self.state, self.running, self.nodes = (
+            runner,
+            "7",
+            "RUNNING",
+            True,
+            list(idx),
+        )
+        self.job = SimpleNamespace(
+            gpu_allocs=[SimpleNamespace(node=n, gpu_indices=list(i)) for n, i in idx.items()]
+        )
 
 
 def _sandbox(tmp_path: Path, profile: str, nodes: int | None = None) -> Runner:
@@ -60,7 +68,9 @@ def test_when_no_node_answers_the_first_nodes_error_is_raised(tmp_path: Path) ->
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=x\n")
     alloc = _Alloc(Runner(slurm_conf=str(conf)), {"node1": (0,), "node2": (0,)})
-    with pytest.raises(SourceUnavailable, match=r"no topology source answered for node1 (?s:.)*not a slurmlab sandbox"):
+    with pytest.raises(
+        SourceUnavailable, match=r"no topology source answered for node1 (?s:.)*not a slurmlab sandbox"
+    ):
         job_topology(alloc, source="sandbox")  # type: ignore[arg-type]
     with pytest.raises(RequestError, match="unknown topology source 'guess'"):
         job_topology(alloc, source="guess")  # type: ignore[arg-type]

@@ -41,8 +41,10 @@ def test_a_salloc_deaf_to_sigint_is_killed_with_what_it_started(tmp_path: Path) 
 def test_a_salloc_that_takes_sigint_ends_by_it(tmp_path: Path) -> None:
     ready = tmp_path / "ready"
     # SIGINT at its default whatever this test inherited (a real salloc sets its own handler)
-    script = ("import pathlib, signal, sys, time\nsignal.signal(signal.SIGINT, signal.SIG_DFL)\n"
-              f"pathlib.Path({str(ready)!r}).write_text('yes')\ntime.sleep(60)")
+    script = (
+        "import pathlib, signal, sys, time\nsignal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+        f"pathlib.Path({str(ready)!r}).write_text('yes')\ntime.sleep(60)"
+    )
     proc = Runner(timeout=10).popen([sys.executable, "-c", script])
     _wait_for(ready)
     kill_salloc(proc)

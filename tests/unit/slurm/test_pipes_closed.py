@@ -44,9 +44,15 @@ def test_the_salloc_reader_closes_both_pipes_and_keeps_the_error() -> None:
     proc = runner.popen([sys.executable, "-c", script])
     errors: list[str] = []
     exits: list[int] = []
-    salloc = SallocProcess(runner, [sys.executable, "-c", script], on_job_id=lambda job_id, state: None,
-                           on_error=errors.append, on_exit=exits.append, on_stuck=lambda exc: None,
-                           answered=lambda: False)
+    salloc = SallocProcess(
+        runner,
+        [sys.executable, "-c", script],
+        on_job_id=lambda job_id, state: None,
+        on_error=errors.append,
+        on_exit=exits.append,
+        on_stuck=lambda exc: None,
+        answered=lambda: False,
+    )
     salloc.read(proc)
     assert proc.stdout is not None and proc.stdout.closed
     assert proc.stderr is not None and proc.stderr.closed
@@ -81,9 +87,11 @@ def test_a_timed_out_wait_ends_within_its_grace_even_when_a_leftover_process_hol
 
     monkeypatch.setattr(steps, "GRACE_AFTER_SIGKILL", 0.5)
     pid_file = tmp_path / "leftover"
-    script = ("import pathlib, subprocess, time; "
-              "p = subprocess.Popen(['sleep', '60'], start_new_session=True); "
-              f"pathlib.Path({str(pid_file)!r}).write_text(str(p.pid)); print('started', flush=True); time.sleep(60)")
+    script = (
+        "import pathlib, subprocess, time; "
+        "p = subprocess.Popen(['sleep', '60'], start_new_session=True); "
+        f"pathlib.Path({str(pid_file)!r}).write_text(str(p.pid)); print('started', flush=True); time.sleep(60)"
+    )
     runner = _Keeping()
     step = steps.RunningStep([sys.executable, "-c", script], runner.popen([sys.executable, "-c", script]))
     try:

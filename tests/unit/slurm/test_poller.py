@@ -14,13 +14,29 @@ from slurmlab.errors import ControllerDownError, JobNotFoundError
 from slurmlab.slurm.poller import JobPoller, JobUpdate
 
 
-def B(job_id: int, state: str, reason: str | None = None, time_left: int = 0,
-      nodes: tuple[str, ...] = ()) -> JobBrief:
+def B(
+    job_id: int, state: str, reason: str | None = None, time_left: int = 0, nodes: tuple[str, ...] = ()
+) -> JobBrief:
     """The brief poll line of a job (what squeue -o BRIEF_FORMAT gives the poller)."""
-    return JobBrief(display_id=str(job_id), job_id=job_id, array_job_id=None, array_task=None, state=state,
-                    reason=reason, start_time=None, end_time=None, time_limit=None, time_left=time_left,
-                    time_used=None, num_nodes=len(nodes) or None, nodelist=",".join(nodes), nodes=nodes,
-                    partition=None, user=None, tres_per_node=())
+    return JobBrief(
+        display_id=str(job_id),
+        job_id=job_id,
+        array_job_id=None,
+        array_task=None,
+        state=state,
+        reason=reason,
+        start_time=None,
+        end_time=None,
+        time_limit=None,
+        time_left=time_left,
+        time_used=None,
+        num_nodes=len(nodes) or None,
+        nodelist=",".join(nodes),
+        nodes=nodes,
+        partition=None,
+        user=None,
+        tres_per_node=(),
+    )
 
 
 class Cluster:
@@ -199,8 +215,11 @@ def test_the_thread_outlives_any_exception_and_watchers_hear_it() -> None:
 
     c = Cluster()
     c.states = {"3": B(3, "RUNNING")}
-    failures: list[BaseException] = [ParseError("squeue output", "garbage"), TypeError("a parser bug"),
-                                     RecursionError("deep")]
+    failures: list[BaseException] = [
+        ParseError("squeue output", "garbage"),
+        TypeError("a parser bug"),
+        RecursionError("deep"),
+    ]
     real_brief = c.brief
 
     def brief(ids: Any, runner: Any) -> dict[str, JobBrief]:
@@ -208,8 +227,13 @@ def test_the_thread_outlives_any_exception_and_watchers_hear_it() -> None:
             raise failures.pop(0)
         return real_brief(ids, runner)
 
-    p = JobPoller(runner=object(), fetch_brief=brief, fetch_detail=c.detail,  # type: ignore[arg-type]
-                  interval=0.02, max_interval=0.05)
+    p = JobPoller(
+        runner=object(),
+        fetch_brief=brief,
+        fetch_detail=c.detail,  # type: ignore[arg-type]
+        interval=0.02,
+        max_interval=0.05,
+    )
     seen: list[JobUpdate] = []
     p.watch(3, seen.append)
     assert _until(lambda: any(u.brief is not None for u in seen), timeout=5)
@@ -232,8 +256,12 @@ def test_an_unreadable_job_detail_is_that_jobs_error_only() -> None:
             raise ParseError("scontrol job record", "JobId=1 JobName=x\n   UserId=a(1)\n   UserId=b(2)")
         return c.detail(job_id, runner)
 
-    p = JobPoller(runner=object(), fetch_brief=c.brief, fetch_detail=detail,  # type: ignore[arg-type]
-                  interval=0.05)
+    p = JobPoller(
+        runner=object(),
+        fetch_brief=c.brief,
+        fetch_detail=detail,  # type: ignore[arg-type]
+        interval=0.05,
+    )
     got: dict[str, list[JobUpdate]] = {"1": [], "2": []}
     p.watch(1, got["1"].append)
     p.watch(2, got["2"].append)
@@ -256,9 +284,14 @@ def test_a_running_jobs_node_that_stops_responding_reaches_its_watchers() -> Non
         return {n: states[n] for n in names}
 
     briefs = {"4": BN(4, "RUNNING", ("node1",)), "5": BN(5, "PENDING")}
-    p = JobPoller(runner=object(), fetch_brief=lambda ids, r: {i: briefs[i] for i in ids},  # type: ignore[arg-type]
-                  fetch_detail=lambda jid, r: ("detail", jid), fetch_nodes=nodes,
-                  interval=0.02, node_check_interval=0.05)
+    p = JobPoller(
+        runner=object(),
+        fetch_brief=lambda ids, r: {i: briefs[i] for i in ids},  # type: ignore[arg-type]
+        fetch_detail=lambda jid, r: ("detail", jid),
+        fetch_nodes=nodes,
+        interval=0.02,
+        node_check_interval=0.05,
+    )
     seen: list[JobUpdate] = []
     p.watch(4, seen.append)
     p.watch(5, lambda u: None)

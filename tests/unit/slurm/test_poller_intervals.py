@@ -28,10 +28,25 @@ class Clock:
 
 
 def B(job_id: int, state: str, reason: str | None = None) -> JobBrief:
-    return JobBrief(display_id=str(job_id), job_id=job_id, array_job_id=None, array_task=None, state=state,
-                    reason=reason, start_time=None, end_time=None, time_limit=None, time_left=0,
-                    time_used=None, num_nodes=None, nodelist="", nodes=(), partition=None, user=None,
-                    tres_per_node=())
+    return JobBrief(
+        display_id=str(job_id),
+        job_id=job_id,
+        array_job_id=None,
+        array_task=None,
+        state=state,
+        reason=reason,
+        start_time=None,
+        end_time=None,
+        time_limit=None,
+        time_left=0,
+        time_used=None,
+        num_nodes=None,
+        nodelist="",
+        nodes=(),
+        partition=None,
+        user=None,
+        tres_per_node=(),
+    )
 
 
 class Source:
@@ -53,8 +68,18 @@ class Source:
 
 
 def _poller(src: Source, clock: Clock, **kw: Any) -> JobPoller:
-    return _manual(JobPoller(runner=object(), fetch_brief=src.brief, fetch_detail=src.detail,  # type: ignore[arg-type]
-                             clock=clock, interval=1.0, max_interval=10.0, quiet_after=60.0, **kw))
+    return _manual(
+        JobPoller(
+            runner=object(),
+            fetch_brief=src.brief,
+            fetch_detail=src.detail,  # type: ignore[arg-type]
+            clock=clock,
+            interval=1.0,
+            max_interval=10.0,
+            quiet_after=60.0,
+            **kw,
+        )
+    )
 
 
 def _manual(p: JobPoller) -> JobPoller:
@@ -144,8 +169,12 @@ def test_a_failing_controller_is_asked_less_often_and_recovery_resets() -> None:
 
 def test_round_hooks_run_after_each_round_and_a_raising_hook_does_not_stop_polling() -> None:
     src = Source(**{"7": "RUNNING"})
-    p = JobPoller(runner=object(), fetch_brief=src.brief, fetch_detail=src.detail,  # type: ignore[arg-type]
-                  interval=0.01)
+    p = JobPoller(
+        runner=object(),
+        fetch_brief=src.brief,
+        fetch_detail=src.detail,  # type: ignore[arg-type]
+        interval=0.01,
+    )
     calls: list[int] = []
 
     def bad() -> None:
@@ -167,8 +196,11 @@ def test_against_recorded_slurm_output_one_brief_squeue_per_round_and_detail_onl
     """The real queries (argv through the one Runner, recorded 24.11 output): a quiet minute of a pending
     job costs one brief squeue a second; its start is fetched in detail at the next round."""
     fake = FakeRunner()
-    fake.replay("24.11/00_sinfo_version.txt", "24.11/l02_squeue_brief_pending.txt",
-                "24.11/l02_scontrol_json_show_job_d_pending.json")
+    fake.replay(
+        "24.11/00_sinfo_version.txt",
+        "24.11/l02_squeue_brief_pending.txt",
+        "24.11/l02_scontrol_json_show_job_d_pending.json",
+    )
     clock = Clock()
     p = _manual(JobPoller(fake, clock=clock, interval=1.0, max_interval=10.0, quiet_after=60.0))
     seen: list[JobUpdate] = []
@@ -179,9 +211,17 @@ def test_against_recorded_slurm_output_one_brief_squeue_per_round_and_detail_onl
     assert len(squeues) == len(waits)
     assert all(a == ["squeue", "-h", "-t", "all", "-j", "18", "-o", BRIEF_FORMAT] for a in squeues)
     details = [a for a in fake.history if a[0] == "scontrol" and "job" in a]
-    assert len(details) == 1 and seen[-1].error is None and seen[-1].brief is not None and seen[-1].brief.state == "PENDING"
-    fake.replay("24.11/l06_squeue_brief_running.txt", "24.11/l06_scontrol_json_show_job_d_running.json",
-                "24.11/l07_sinfo_node_states.txt")
+    assert (
+        len(details) == 1
+        and seen[-1].error is None
+        and seen[-1].brief is not None
+        and seen[-1].brief.state == "PENDING"
+    )
+    fake.replay(
+        "24.11/l06_squeue_brief_running.txt",
+        "24.11/l06_scontrol_json_show_job_d_running.json",
+        "24.11/l07_sinfo_node_states.txt",
+    )
     p.step()
     assert seen[-1].error is None and seen[-1].brief is not None and seen[-1].brief.state == "RUNNING"
     assert seen[-1].detail is not None

@@ -28,7 +28,9 @@ def _until(pred: Callable[[], bool], timeout: float) -> bool:
     return pred()
 
 
-def test_a_held_then_released_job_is_never_polled_less_often_than_the_base_interval(slurm_sandbox: Any) -> None:
+def test_a_held_then_released_job_is_never_polled_less_often_than_the_base_interval(
+    slurm_sandbox: Any,
+) -> None:
     runner = slurm_sandbox.runner()
     out = runner.run(["sbatch", "--parsable", "-H", "-t", "2", "-o", "/dev/null", "--wrap", "sleep 30"])
     jid = out.stdout.strip().split(";")[0]
@@ -42,8 +44,9 @@ def test_a_held_then_released_job_is_never_polled_less_often_than_the_base_inter
         quiet = list(p.intervals)
         assert len(quiet) >= 14 and max(quiet) == 0.2  # held for 3 s: never backed off
         runner.run(["scontrol", "release", jid])
-        assert _until(lambda: bool(seen) and seen[-1].brief is not None and seen[-1].brief.state in HOLDING,
-                      timeout=60), f"job {jid} never started: {seen[-1] if seen else None}"
+        assert _until(
+            lambda: bool(seen) and seen[-1].brief is not None and seen[-1].brief.state in HOLDING, timeout=60
+        ), f"job {jid} never started: {seen[-1] if seen else None}"
         assert seen[-1].detail is not None  # the change brought the detail with it
         assert max(p.intervals) == 0.2
     finally:

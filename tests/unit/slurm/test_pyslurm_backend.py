@@ -52,10 +52,21 @@ def standin(monkeypatch: pytest.MonkeyPatch) -> Controller:
 def test_a_running_job_on_node1_holding_gpus_reads_with_its_node_gpus_and_times(standin: Controller) -> None:
     now = 1_796_088_494
     standin.now = lambda: now
-    standin.jobs.append(SlurmJobInfo(
-        job_id=101, job_state=RUNNING, name=b"train", user_id=os.getuid(), start_time=now - 60,
-        end_time=now - 60 + 1800, time_limit=30, num_nodes=1, nodes=b"node1", partition=b"gpu",
-        tres_per_node=b"gres/gpu:h100:2"))
+    standin.jobs.append(
+        SlurmJobInfo(
+            job_id=101,
+            job_state=RUNNING,
+            name=b"train",
+            user_id=os.getuid(),
+            start_time=now - 60,
+            end_time=now - 60 + 1800,
+            time_limit=30,
+            num_nodes=1,
+            nodes=b"node1",
+            partition=b"gpu",
+            tres_per_node=b"gres/gpu:h100:2",
+        )
+    )
     brief = queries.brief_states(["101"], Runner())["101"]
     assert (brief.state, brief.reason, brief.nodelist, brief.nodes) == ("RUNNING", None, "node1", ("node1",))
     assert [(g.name, g.type, g.count) for g in brief.tres_per_node] == [("gpu", "h100", 2)]
@@ -63,7 +74,12 @@ def test_a_running_job_on_node1_holding_gpus_reads_with_its_node_gpus_and_times(
     assert brief.start_time == datetime.fromtimestamp(now - 60, timezone.utc)
     assert brief.end_time == datetime.fromtimestamp(now + 1740, timezone.utc)
     assert (brief.user, brief.partition, brief.num_nodes) == (pwd.getpwuid(os.getuid()).pw_name, "gpu", 1)
-    assert (brief.display_id, brief.array_job_id, brief.array_task, brief.name) == ("101", None, None, "train")
+    assert (brief.display_id, brief.array_job_id, brief.array_task, brief.name) == (
+        "101",
+        None,
+        None,
+        "train",
+    )
     # one job: what pyslurm's Job.load costs (the job, and the steps of a job that is not pending)
     assert standin.rpcs == ["slurm_load_job", "slurm_get_job_steps"]
 
@@ -76,7 +92,9 @@ def test_every_recorded_job_reads_as_squeue_printed_it(standin: Controller, vers
     folder = DATA / version
     records = json.loads((folder / "s05_scontrol_json_show_job_d.json").read_text())["jobs"]
     standin.jobs.extend(info_from_scontrol_json(r) for r in records)
-    printed = {b.job_id: b for b in parse_squeue_brief((folder / "s21_squeue_brief.txt").read_text(), timezone.utc)}
+    printed = {
+        b.job_id: b for b in parse_squeue_brief((folder / "s21_squeue_brief.txt").read_text(), timezone.utc)
+    }
     # when squeue ran: a running job's start plus the time squeue says it had used
     running = next(b for b in printed.values() if b.state == "RUNNING")
     assert running.start_time is not None and running.time_used is not None
@@ -110,8 +128,15 @@ def test_a_purged_job_is_absent_and_a_down_controller_says_so_with_the_next_step
 def test_a_name_that_is_not_utf8_or_forges_a_record_changes_nothing_else(standin: Controller) -> None:
     standin.jobs += [
         SlurmJobInfo(job_id=5, job_state=PENDING, name=b"bad\xff", state_reason="Resources", num_nodes=1),
-        SlurmJobInfo(job_id=6, job_state=RUNNING, name=b"a\nJobId=5 JobName=x", nodes=b"node1", num_nodes=1,
-                     start_time=1, end_time=2),
+        SlurmJobInfo(
+            job_id=6,
+            job_state=RUNNING,
+            name=b"a\nJobId=5 JobName=x",
+            nodes=b"node1",
+            num_nodes=1,
+            start_time=1,
+            end_time=2,
+        ),
     ]
     for ids in (["5"], ["5", "6"]):
         got = queries.brief_states(ids, Runner())
@@ -150,9 +175,14 @@ def _reads(tree: ast.AST, of: str) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == of:
             out.add(node.attr)
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-                and isinstance(node.args[0], ast.Name) and node.args[0].id == of
-                and isinstance(node.args[1], ast.Constant)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == of
+            and isinstance(node.args[1], ast.Constant)
+        ):
             out.add(str(node.args[1].value))
     return out
 
@@ -167,8 +197,9 @@ def test_the_backend_reads_only_what_pyslurm_25_11_has() -> None:
 
 def test_the_standin_has_nothing_pyslurm_lacks() -> None:
     assert {n for n in dir(pyslurm_standin.Job) if not n.startswith("_")} <= JOB_ATTRIBUTES
-    assert {n for n in vars(pyslurm_standin.module()) if not n.startswith("__") or n == "__version__"} \
-        <= MODULE_ATTRIBUTES
+    assert {
+        n for n in vars(pyslurm_standin.module()) if not n.startswith("__") or n == "__version__"
+    } <= MODULE_ATTRIBUTES
     job = pyslurm_standin.Job(1)
     with pytest.raises(AttributeError, match="no attribute 'nodes'"):
         _ = job.nodes

@@ -26,9 +26,20 @@ def test_the_default_partition_is_the_one_sinfo_stars() -> None:
     assert node_queries._parse_sinfo_default(_result("*\n")) is None
 
 
-@pytest.mark.parametrize(("version", "needs"), [((22, 5, 8), False), ((23, 2, 0), True), ((23, 11, 10), True),
-                                                ((24, 5, 1), False), ((24, 11, 5), False), ((26, 5, 5), False)])
-def test_only_the_json_layouts_without_node_shapes_fetch_the_nodes(version: tuple[int, ...], needs: bool) -> None:
+@pytest.mark.parametrize(
+    ("version", "needs"),
+    [
+        ((22, 5, 8), False),
+        ((23, 2, 0), True),
+        ((23, 11, 10), True),
+        ((24, 5, 1), False),
+        ((24, 11, 5), False),
+        ((26, 5, 5), False),
+    ],
+)
+def test_only_the_json_layouts_without_node_shapes_fetch_the_nodes(
+    version: tuple[int, ...], needs: bool
+) -> None:
     assert job_queries._needs_nodes(version) is needs
 
 
@@ -36,8 +47,9 @@ def test_a_listing_keeps_its_problems_through_filtering() -> None:
     from slurmlab.core.slurm.models import Job
 
     bad = ParseError("scontrol job record", "JobId=9 …", record_id="9")
-    jobs = queries.JobList([Job(job_id=1, name="a", state="RUNNING"), Job(job_id=2, name="b", state="COMPLETED")],
-                           [bad])
+    jobs = queries.JobList(
+        [Job(job_id=1, name="a", state="RUNNING"), Job(job_id=2, name="b", state="COMPLETED")], [bad]
+    )
     mine = job_queries._filter_jobs(jobs, {1: 5, 2: 5}, 5, active_only=True)
     assert [j.job_id for j in mine] == [1] and mine.problems == [bad]
     theirs = job_queries._filter_jobs(jobs, {1: 5, 2: 5}, 6, active_only=False)

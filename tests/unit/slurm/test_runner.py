@@ -70,8 +70,11 @@ def test_env_carries_slurm_conf_and_cluster(tmp_path) -> None:  # type: ignore[n
 @pytest.mark.parametrize(
     "stderr, kind",
     [
-        ("squeue: error: Munge decode failed: Socket communication error\n"
-         "slurm_load_jobs error: Protocol authentication error", MungeError),
+        (
+            "squeue: error: Munge decode failed: Socket communication error\n"
+            "slurm_load_jobs error: Protocol authentication error",
+            MungeError,
+        ),
         ("slurm_load_jobs error: Unable to contact slurm controller (connect failure)", ControllerDownError),
         ("squeue: error: slurm_receive_msg: Socket timed out on send/recv operation", ControllerDownError),
         ("slurm_load_jobs error: Invalid job id specified", JobNotFoundError),
@@ -86,8 +89,11 @@ def test_classify_known_messages(stderr: str, kind: type) -> None:
 
 
 # refusals recorded from the sandbox on every Slurm version, and the shared real-cluster ones when present
-FIXTURE_STDERR = (sorted((REPO / "tests" / "data" / "slurm").glob("*/e*.stderr"))
-                  + list_shared("slurm", "22.05", pattern="e*.stderr") + list_shared("slurm", "24.11", pattern="e*.stderr"))
+FIXTURE_STDERR = (
+    sorted((REPO / "tests" / "data" / "slurm").glob("*/e*.stderr"))
+    + list_shared("slurm", "22.05", pattern="e*.stderr")
+    + list_shared("slurm", "24.11", pattern="e*.stderr")
+)
 
 
 @pytest.mark.parametrize("path", FIXTURE_STDERR, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -103,7 +109,9 @@ def test_recorded_refusals_are_plain_slurm_errors_with_slurms_message(path) -> N
 
 def test_node_configuration_refusal_gets_a_next_step() -> None:
     err = classify_failure(
-        ["salloc"], 1, "salloc: error: Job submit/allocate failed: Requested node configuration is not available"
+        ["salloc"],
+        1,
+        "salloc: error: Job submit/allocate failed: Requested node configuration is not available",
     )
     assert err.hint and "sinfo" in err.hint
 
@@ -216,8 +224,9 @@ def test_probe_names_a_frozen_munged_within_its_timeout(silent_munged: Path) -> 
 
 
 @pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "cluster"])
-def test_a_command_stuck_on_a_stopped_munged_fails_fast_with_one_fitting_hint(short_dir: Path,
-                                                                             sandbox: bool) -> None:
+def test_a_command_stuck_on_a_stopped_munged_fails_fast_with_one_fitting_hint(
+    short_dir: Path, sandbox: bool
+) -> None:
     conf = conf_with_socket(short_dir, short_dir / "gone.sock", sandbox=sandbox)
     r = Runner(slurm_conf=str(conf), timeout=20, munge_probe_after=0.3)
     t0 = time.monotonic()
@@ -233,8 +242,9 @@ def test_a_command_stuck_on_a_stopped_munged_fails_fast_with_one_fitting_hint(sh
         assert "admins" in err.hint and "sandbox" not in err.hint
 
 
-def test_a_command_stuck_on_a_frozen_munged_fails_fast_sync_and_async(monkeypatch: pytest.MonkeyPatch,
-                                                                     short_dir: Path, silent_munged: Path) -> None:
+def test_a_command_stuck_on_a_frozen_munged_fails_fast_sync_and_async(
+    monkeypatch: pytest.MonkeyPatch, short_dir: Path, silent_munged: Path
+) -> None:
     monkeypatch.setattr(runner_mod, "MUNGE_PROBE_TIMEOUT", 0.5)
     conf = conf_with_socket(short_dir, silent_munged, sandbox=True)
     r = Runner(slurm_conf=str(conf), timeout=20, munge_probe_after=0.3)
@@ -246,7 +256,9 @@ def test_a_command_stuck_on_a_frozen_munged_fails_fast_sync_and_async(monkeypatc
         assert "frozen" in info.value.message and "sandbox restart" in str(info.value.hint)
 
 
-def test_a_slow_command_with_munge_answering_runs_to_its_end(monkeypatch: pytest.MonkeyPatch, short_dir: Path) -> None:
+def test_a_slow_command_with_munge_answering_runs_to_its_end(
+    monkeypatch: pytest.MonkeyPatch, short_dir: Path
+) -> None:
     conf = conf_with_socket(short_dir, short_dir / "munged.sock", sandbox=True)
     probes: list[str] = []
     monkeypatch.setattr(runner_mod, "probe_munge", lambda path, timeout: probes.append(path))
@@ -268,8 +280,10 @@ def test_a_slow_command_with_munge_answering_runs_to_its_end(monkeypatch: pytest
 def test_a_refused_munge_credential_gets_the_hint_of_its_cause(short_dir: Path) -> None:
     conf = conf_with_socket(short_dir, short_dir / "munged.sock", sandbox=True)
     r = Runner(slurm_conf=str(conf))
-    denied = ("squeue: error: Munge encode failed: Failed to access \"/x/munged.sock\": Permission denied "
-              "(Did you start munged?)\nslurm_load_jobs error: Protocol authentication error")
+    denied = (
+        'squeue: error: Munge encode failed: Failed to access "/x/munged.sock": Permission denied '
+        "(Did you start munged?)\nslurm_load_jobs error: Protocol authentication error"
+    )
     fail = [sys.executable, "-c", f"import sys; sys.stderr.write({denied!r}); sys.exit(1)"]
     with pytest.raises(MungeError) as info:
         r.run(fail)
@@ -286,8 +300,9 @@ def test_a_refused_munge_credential_gets_the_hint_of_its_cause(short_dir: Path) 
 
 def test_a_step_larger_than_its_allocation_gets_a_next_step() -> None:
     # Slurm's words for `srun --jobid=J -n4` in a 2-task allocation
-    err = classify_failure(["srun"], 1, "srun: error: Unable to create step for job 5: More processors requested "
-                                        "than permitted")
+    err = classify_failure(
+        ["srun"], 1, "srun: error: Unable to create step for job 5: More processors requested than permitted"
+    )
     assert "More processors requested than permitted" in str(err)
     assert err.hint and "fewer tasks" in err.hint and "%salloc" in err.hint
 
@@ -325,7 +340,11 @@ def test_a_step_stuck_on_a_frozen_munged_ends_within_seconds_in_the_runners_word
     for err in (streamed.value, waited.value):
         assert "frozen" in err.message and err.message.startswith(f"{SLOW[0]} got no answer in ")
         assert _after_because(err.message) == _after_because(ran.value.message)
-        assert err.hint == ran.value.hint == f"bring munged back, keeping every job: slurmlab sandbox restart --dir {short_dir}"
+        assert (
+            err.hint
+            == ran.value.hint
+            == f"bring munged back, keeping every job: slurmlab sandbox restart --dir {short_dir}"
+        )
 
 
 def test_a_step_that_has_answered_is_left_to_run_while_munged_is_probed(
@@ -338,7 +357,11 @@ def test_a_step_that_has_answered_is_left_to_run_while_munged_is_probed(
     monkeypatch.setattr(runner_mod, "probe_munge", lambda path, timeout: probes.append(path))
     conf = conf_with_socket(short_dir, silent_munged, sandbox=True)
     r = Runner(slurm_conf=str(conf), timeout=20, munge_probe_after=0.3)
-    talks = [sys.executable, "-c", "import time; print('started', flush=True); time.sleep(1.2); print('done')"]
+    talks = [
+        sys.executable,
+        "-c",
+        "import time; print('started', flush=True); time.sleep(1.2); print('done')",
+    ]
     seen: list[str] = []
     result = stream_step(r, talks, lambda stream, line: seen.append(line), None)
     assert result.returncode == 0 and seen == ["started", "done"] and result.failure is None
@@ -351,15 +374,17 @@ PING_DOWN = (REPO / "tests/data/slurm/22.05/l21_scontrol_ping_controller_down.tx
 PING_UP = (REPO / "tests/data/slurm/22.05/s23_scontrol_ping.txt").read_text()
 
 
-def stand_ins(folder: Path, ping: str, *, ping_rc: int = 1, ping_sleeps: float = 0.0,
-              squeue_sleeps: float = 8.0) -> tuple[dict[str, str], Path]:
+def stand_ins(
+    folder: Path, ping: str, *, ping_rc: int = 1, ping_sleeps: float = 0.0, squeue_sleeps: float = 8.0
+) -> tuple[dict[str, str], Path]:
     """A PATH with a stand-in ``scontrol`` (prints ``ping``, logs each call) and slow ``squeue``/``sacct``."""
     tools = folder / "bin"
     tools.mkdir()
     log = folder / "pings.log"
     (tools / "scontrol").write_text(
         f"#!{sys.executable}\nimport sys, time\nopen({str(log)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
-        f"time.sleep({ping_sleeps})\nsys.stdout.write({ping!r})\nsys.exit({ping_rc})\n")
+        f"time.sleep({ping_sleeps})\nsys.stdout.write({ping!r})\nsys.exit({ping_rc})\n"
+    )
     slow = f"#!{sys.executable}\nimport time\ntime.sleep({squeue_sleeps})\nprint('JOBID')\n"
     for name in ("squeue", "sacct"):
         (tools / name).write_text(slow)
@@ -381,13 +406,18 @@ def pings(log: Path) -> int:
 
 
 @pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "cluster"])
-def test_a_query_to_a_dead_controller_fails_within_seconds_with_the_pings_words(short_dir: Path,
-                                                                               sandbox: bool) -> None:
+def test_a_query_to_a_dead_controller_fails_within_seconds_with_the_pings_words(
+    short_dir: Path, sandbox: bool
+) -> None:
     """The panel needed 18 s to notice a dead controller (squeue -j retries that long); `scontrol ping` says DOWN
     in milliseconds. A controller query that has not answered in 2 s gets one ping, and DOWN ends it."""
     env, log = stand_ins(short_dir, PING_DOWN)
-    r = Runner(slurm_conf=str(auth_slurm_conf(short_dir, sandbox=sandbox)), env=env, timeout=20,
-               munge_probe_after=0.3)
+    r = Runner(
+        slurm_conf=str(auth_slurm_conf(short_dir, sandbox=sandbox)),
+        env=env,
+        timeout=20,
+        munge_probe_after=0.3,
+    )
     for call in (lambda: r.run(["squeue", "-h", "-j", "5"]), lambda: asyncio.run(r.arun(["squeue", "-h"]))):
         t0 = time.monotonic()
         with pytest.raises(ControllerDownError) as info:
@@ -395,24 +425,36 @@ def test_a_query_to_a_dead_controller_fails_within_seconds_with_the_pings_words(
         assert time.monotonic() - t0 < 5, "the query waited out squeue's own retries"
         err = info.value
         assert not isinstance(err, SlurmTimeoutError)
-        assert err.message.startswith("squeue got no answer in ") and "controller is not responding" in err.message
-        assert "(`scontrol ping` says: Slurmctld(primary) at vm is DOWN)" in err.message and "***" not in err.message
+        assert (
+            err.message.startswith("squeue got no answer in ")
+            and "controller is not responding" in err.message
+        )
+        assert (
+            "(`scontrol ping` says: Slurmctld(primary) at vm is DOWN)" in err.message
+            and "***" not in err.message
+        )
         if sandbox:
-            assert err.hint == f"bring slurmctld back, keeping every job: slurmlab sandbox restart --dir {short_dir}"
+            assert (
+                err.hint
+                == f"bring slurmctld back, keeping every job: slurmlab sandbox restart --dir {short_dir}"
+            )
         else:
             assert err.hint is not None and "scontrol ping" in err.hint and "--dir" not in err.hint
     assert pings(log) == 2 and log.read_text().split("\n")[0] == "ping"
 
 
-def test_the_controller_is_pinged_only_for_a_slow_controller_query(short_dir: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_controller_is_pinged_only_for_a_slow_controller_query(
+    short_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No ping while queries answer in time, none for slurmdbd's commands or another cluster's; a controller
     that answers the ping (UP) or does not answer it in time (busy, frozen) leaves the query to its own end."""
     conf = str(auth_slurm_conf(short_dir, sandbox=True))
     env, log = stand_ins(short_dir, PING_DOWN, squeue_sleeps=0.8)
     r = Runner(slurm_conf=conf, env=env, timeout=20, munge_probe_after=0.3)
     assert r.run([sys.executable, "-c", "print('quick')"]).ok and pings(log) == 0
-    assert r.run(["sacct"]).stdout.strip() == "JOBID" and pings(log) == 0  # slurmdbd's: the ping proves nothing
+    assert (
+        r.run(["sacct"]).stdout.strip() == "JOBID" and pings(log) == 0
+    )  # slurmdbd's: the ping proves nothing
     other = Runner(slurm_conf=conf, env=env, cluster="other", timeout=20, munge_probe_after=0.3)
     assert other.run(["squeue"]).ok and pings(log) == 0  # scontrol ping asks this configuration's controllers
     up_dir = short_dir / "up"
@@ -438,8 +480,10 @@ def test_down_words_read_the_recorded_ping_of_every_version(version: str) -> Non
     from slurmlab.slurm.stall import down_words
 
     folder = REPO / "tests/data/slurm" / version
-    assert down_words((folder / "l21_scontrol_ping_controller_down.txt").read_text()) == \
-        "Slurmctld(primary) at vm is DOWN"
+    assert (
+        down_words((folder / "l21_scontrol_ping_controller_down.txt").read_text())
+        == "Slurmctld(primary) at vm is DOWN"
+    )
     assert down_words((folder / "s23_scontrol_ping.txt").read_text()) is None
     # with a backup: one UP answers every query (the lines as 22.05 prints them, one per controller)
     assert down_words("Slurmctld(primary) at vm is DOWN\nSlurmctld(backup) at vm2 is UP\n") is None
@@ -454,7 +498,8 @@ def test_a_command_a_background_thread_waits_for_does_not_outlive_the_process(sh
     pid_file = short_dir / "squeue.pid"
     (tools / "squeue").write_text(
         f"#!{sys.executable}\nimport os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-        "time.sleep(60)\n")
+        "time.sleep(60)\n"
+    )
     (tools / "squeue").chmod(0o755)
     program = (
         "import os, sys, threading, time\n"

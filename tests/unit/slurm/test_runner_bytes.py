@@ -30,8 +30,14 @@ def test_arun_reads_bytes_that_are_not_utf8() -> None:
 
 def test_a_streamed_step_keeps_every_line_after_a_bad_byte() -> None:
     seen: list[tuple[str, str]] = []
-    argv = [sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'a\\xffb\\n'); print('after'); sys.exit(3)"]
-    result = stream_step(Runner(munge_probe_after=0), argv, lambda stream, line: seen.append((stream, line)), 30)
+    argv = [
+        sys.executable,
+        "-c",
+        "import sys; sys.stdout.buffer.write(b'a\\xffb\\n'); print('after'); sys.exit(3)",
+    ]
+    result = stream_step(
+        Runner(munge_probe_after=0), argv, lambda stream, line: seen.append((stream, line)), 30
+    )
     assert ("stdout", "a\ufffdb") in seen and ("stdout", "after") in seen
     assert result.stdout == ["a\ufffdb", "after"]
     assert result.returncode == 3

@@ -22,8 +22,11 @@ from slurmlab.slurm.poller import JobPoller, JobUpdate
 from slurmlab.testing import FakeRunner, recorded
 
 # the versions whose JSON job query answers a down controller with exit 0 and no jobs
-SILENT = [v for v in golden_with("l24_scontrol_json_show_job_d_controller_down.json")
-          if recorded(f"{v}/l24_scontrol_json_show_job_d_controller_down.json").returncode == 0]
+SILENT = [
+    v
+    for v in golden_with("l24_scontrol_json_show_job_d_controller_down.json")
+    if recorded(f"{v}/l24_scontrol_json_show_job_d_controller_down.json").returncode == 0
+]
 PING = ["scontrol", "ping"]
 SHOW_JOB = ["scontrol", "--json", "show", "job", "-d"]
 
@@ -44,8 +47,12 @@ def _silent(fake: FakeRunner, version: str, *, ping: str) -> str:
     """slurmctld as recorded when down: the JSON job queries print no jobs; ``ping`` is the ping's file."""
     empty = recorded(f"{version}/l24_scontrol_json_show_job_d_controller_down.json")
     jid = _job_id(version)
-    fake.replay(f"{version}/00_sinfo_version.txt", f"{version}/l24_scontrol_json_show_job_d_controller_down.json",
-                f"{version}/{ping}", f"{version}/l19_squeue_brief_controller_down.txt")
+    fake.replay(
+        f"{version}/00_sinfo_version.txt",
+        f"{version}/l24_scontrol_json_show_job_d_controller_down.json",
+        f"{version}/{ping}",
+        f"{version}/l19_squeue_brief_controller_down.txt",
+    )
     fake.on([*SHOW_JOB, jid], reply=empty)
     return jid
 
@@ -71,7 +78,9 @@ def test_no_jobs_from_a_down_controller_is_not_an_unknown_job(fake: FakeRunner, 
 
 @pytest.mark.parametrize("version", SILENT)
 @pytest.mark.parametrize("how", ["mine", "all users", "async"])
-def test_no_jobs_from_a_down_controller_is_not_an_empty_queue(fake: FakeRunner, version: str, how: str) -> None:
+def test_no_jobs_from_a_down_controller_is_not_an_empty_queue(
+    fake: FakeRunner, version: str, how: str
+) -> None:
     _silent(fake, version, ping="l21_scontrol_ping_controller_down.txt")
     with pytest.raises(ControllerDownError) as info:
         if how == "async":
@@ -106,8 +115,11 @@ def test_an_answer_with_jobs_costs_no_ping(fake: FakeRunner, version: str) -> No
 
 def test_the_text_form_fails_by_itself_and_costs_no_ping(fake: FakeRunner) -> None:
     # 22.05 has no scontrol --json; its text form exits 1 with "Unable to contact slurm controller"
-    fake.replay("22.05/00_sinfo_version.txt", "22.05/l20_scontrol_show_job_d_controller_down.txt",
-                "22.05/l23_scontrol_show_job_d_controller_down.txt")
+    fake.replay(
+        "22.05/00_sinfo_version.txt",
+        "22.05/l20_scontrol_show_job_d_controller_down.txt",
+        "22.05/l23_scontrol_show_job_d_controller_down.txt",
+    )
     with pytest.raises(ControllerDownError, match="not responding"):
         job_detail(_job_id("22.05"), fake)
     with pytest.raises(ControllerDownError, match="not responding"):
@@ -119,7 +131,9 @@ def test_the_text_form_fails_by_itself_and_costs_no_ping(fake: FakeRunner) -> No
 def test_a_backup_controller_that_is_up_answers(fake: FakeRunner, version: str) -> None:
     # hand-written, in scontrol ping's form: the primary is down, the backup took over and answers queries
     jid = _silent(fake, version, ping="l21_scontrol_ping_controller_down.txt")
-    fake.on(PING, stdout="Slurmctld(primary) at ctl1 is DOWN\nSlurmctld(backup) at ctl2 is UP\n", returncode=1)
+    fake.on(
+        PING, stdout="Slurmctld(primary) at ctl1 is DOWN\nSlurmctld(backup) at ctl2 is UP\n", returncode=1
+    )
     with pytest.raises(JobNotFoundError):
         job_detail(jid, fake)
 
@@ -128,8 +142,12 @@ def test_a_backup_controller_that_is_up_answers(fake: FakeRunner, version: str) 
 def test_a_ping_refused_by_munge_says_munge(fake: FakeRunner, version: str) -> None:
     jid = _silent(fake, version, ping="l21_scontrol_ping_controller_down.txt")
     # hand-written, in Slurm's words for a stopped munged
-    fake.on(PING, stderr='scontrol: error: Munge encode failed: Failed to connect to "/run/munge/munge.socket.2": '
-                         "Connection refused\nslurm_ping error: Protocol authentication error\n", returncode=1)
+    fake.on(
+        PING,
+        stderr='scontrol: error: Munge encode failed: Failed to connect to "/run/munge/munge.socket.2": '
+        "Connection refused\nslurm_ping error: Protocol authentication error\n",
+        returncode=1,
+    )
     with pytest.raises(MungeError) as info:
         job_detail(jid, fake)
     assert info.value.hint is not None and "munged" in info.value.hint
@@ -145,7 +163,9 @@ def _until(check: Callable[[], object], seconds: float = 5.0) -> None:
 
 @pytest.mark.parametrize("version", SILENT)
 @pytest.mark.parametrize("ping", ["l21_scontrol_ping_controller_down.txt", "s23_scontrol_ping.txt"])
-def test_the_poller_says_gone_only_when_the_controller_answered(fake: FakeRunner, version: str, ping: str) -> None:
+def test_the_poller_says_gone_only_when_the_controller_answered(
+    fake: FakeRunner, version: str, ping: str
+) -> None:
     # the controller died between squeue (which no longer listed the job) and scontrol
     jid = _silent(fake, version, ping=ping)
     poller = JobPoller(fake, interval=0.02, fetch_brief=lambda ids, runner: {})
@@ -166,7 +186,8 @@ def test_the_poller_says_gone_only_when_the_controller_answered(fake: FakeRunner
 @pytest.mark.parametrize("version", SILENT)
 @pytest.mark.parametrize("ping", ["l21_scontrol_ping_controller_down.txt", "s23_scontrol_ping.txt"])
 def test_a_refresh_ends_an_allocation_only_when_the_controller_answered(
-        fake: FakeRunner, poller: JobPoller, version: str, ping: str) -> None:
+    fake: FakeRunner, poller: JobPoller, version: str, ping: str
+) -> None:
     jid = _silent(fake, version, ping=ping)
     alloc = Allocation.attach(jid, runner=fake, poller=poller)
     try:

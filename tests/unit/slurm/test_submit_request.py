@@ -62,8 +62,11 @@ def _replay(tmp_path: Path, *, down: bool = False, shared: bool = False) -> Any:
             args = tuple(str(a) for a in argv)
             self.seen.append(args)
             if down or args not in outputs:
-                raise ControllerDownError(f"{args[0]}: slurm_load_partitions: Unable to contact slurm controller",
-                                          argv=args, hint="check the controller with `scontrol ping`")
+                raise ControllerDownError(
+                    f"{args[0]}: slurm_load_partitions: Unable to contact slurm controller",
+                    argv=args,
+                    hint="check the controller with `scontrol ping`",
+                )
             return RunResult(args, 0, outputs[args], "", 0.0)
 
         def popen(self, argv: Any, **_: Any) -> Any:
@@ -89,8 +92,10 @@ def test_the_cluster_is_asked_and_the_request_checked_against_it(tmp_path: Path)
     runner = _replay(tmp_path)
     request = check_request(["-p", "gpu", "--gpus=h100:2", "-t", "30"], runner)
     assert is_checked(request)
-    assert request.checked is not None and request.checked.note() == \
-        "checked against the cluster (1 partitions), Slurm 24.11.5"
+    assert (
+        request.checked is not None
+        and request.checked.note() == "checked against the cluster (1 partitions), Slurm 24.11.5"
+    )
     assert ("sinfo", "-h", "-o", "%P") in runner.seen  # 24.11 JSON partitions carry no default: sinfo says it
     with pytest.raises(RequestProblems) as info:
         check_request(["-p", "gpu", "--gpus=a100:1"], runner)
@@ -104,8 +109,10 @@ def test_the_shared_cluster_is_asked_and_the_request_checked_against_it(tmp_path
     runner = _replay(tmp_path, shared=True)
     request = check_request(["-p", "gpu", "--gpus=h100:2", "-t", "30"], runner)
     assert is_checked(request)
-    assert request.checked is not None and request.checked.note() == \
-        "checked against the cluster (3 partitions), Slurm 24.11.5"
+    assert (
+        request.checked is not None
+        and request.checked.note() == "checked against the cluster (3 partitions), Slurm 24.11.5"
+    )
     with pytest.raises(RequestProblems) as info:
         check_request(["-p", "mig", "--gpus=h100:1"], runner)
     assert "h100 GPUs are in partition gpu" in info.value.problems[0].hint
@@ -136,7 +143,9 @@ def test_submit_takes_the_checked_model_and_does_not_check_it_twice(tmp_path: Pa
     argv = _submit(request, runner)
     assert len(runner.seen) == asked  # the cluster was not asked again
     # the job name, inside the model, names the job: first, as for every allocation
-    assert argv[:3] == ["salloc", "--no-shell", "--job-name=train"] and argv[3].startswith("--comment=slurmlab:")
+    assert argv[:3] == ["salloc", "--no-shell", "--job-name=train"] and argv[3].startswith(
+        "--comment=slurmlab:"
+    )
     assert argv[4:] == ["--partition=gpu", "--time=00:30:00", "--gpus=2"]
     assert argv == salloc_argv(request, tag=argv[3].split("=", 1)[1])
     with pytest.raises(TypeError, match="its own job name"):
@@ -174,13 +183,18 @@ def test_tokens_run_the_same_pipeline_and_name_goes_in_as_a_job_name(tmp_path: P
         ("-n 1 --gpus-per-task=9", ("no node of partition 'gpu' has more than 8 GPUs", "--gpus-per-task=8")),
     ],
 )
-def test_a_request_too_big_for_the_partition_never_reaches_salloc(tmp_path: Path, request_line: str,
-                                                                 words: tuple[str, ...]) -> None:
+def test_a_request_too_big_for_the_partition_never_reaches_salloc(
+    tmp_path: Path, request_line: str, words: tuple[str, ...]
+) -> None:
     """Issue 13, point 8: refused with the numbers and the fix, not left pending for ever (PartitionConfig)."""
     runner = _replay(tmp_path)
     with pytest.raises(RequestProblems) as info:
-        Allocation.submit(request_line.split(), runner=runner, poller=_Poller(),  # type: ignore[arg-type]
-                          release_at_exit=False)
+        Allocation.submit(
+            request_line.split(),
+            runner=runner,
+            poller=_Poller(),  # type: ignore[arg-type]
+            release_at_exit=False,
+        )
     text = str(info.value) + " " + (info.value.hint or "")
     assert all(w in text for w in words), text
     assert "PartitionConfig" not in text

@@ -38,9 +38,17 @@ def test_drawn_reads_one_kind_back_from_a_layer_or_a_named_renderer() -> None:
     fig.add_glyph(models.ColumnDataSource({"x": [1], "y": [2]}), models.Scatter(), name="extra")
     gpus = drawn(fig, "gpus")
     assert gpus is not None and gpus["index"] == [0, 1] and gpus["title"] == ["GPU0", "GPU1"]
-    assert drawn(fig, "nics") == {**{k: [None] for k in gpus}, "kind": ["nics"], "title": ["NIC0 = mlx5_0"],
-                                  "tip": ["closest GPUs: GPU0 (PIX)"], "fill": ["#FFFFFF"], "size": [10],
-                                  "x": [1.0], "y": [1.0], "device": ["mlx5_0"]}
+    assert drawn(fig, "nics") == {
+        **{k: [None] for k in gpus},
+        "kind": ["nics"],
+        "title": ["NIC0 = mlx5_0"],
+        "tip": ["closest GPUs: GPU0 (PIX)"],
+        "fill": ["#FFFFFF"],
+        "size": [10],
+        "x": [1.0],
+        "y": [1.0],
+        "device": ["mlx5_0"],
+    }
     assert drawn(fig, "extra") == {"x": [1], "y": [2]}
     assert drawn(fig, "nvswitch") is None and drawn(fig, "nodes") is not None
 
@@ -66,4 +74,8 @@ def test_the_topology_figure_draws_with_five_renderers_at_most() -> None:
     assert [r.name for r in fig.renderers] == ["numa_groups", "links", "nodes", "cpus", "labels"]
     assert len(fig.select(models.HoverTool)) == 3
     assert {k for k in ("gpus", "nvswitch", "task_keys", "nvlinks", "pcie") if drawn(fig, k)} == {
-        "gpus", "nvswitch", "task_keys", "nvlinks"}  # a switched fabric: every GPU pair has NVLink, no PCIe curve
+        "gpus",
+        "nvswitch",
+        "task_keys",
+        "nvlinks",
+    }  # a switched fabric: every GPU pair has NVLink, no PCIe curve

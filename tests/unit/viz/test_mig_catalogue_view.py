@@ -26,9 +26,14 @@ def test_lgip_catalogue_boxes_are_the_printed_counts() -> None:
         assert (per[(r.name, "free")], per[(r.name, "free")] + per[(r.name, "taken")]) == (r.free, r.total)
     # -lgip gives counts only; these counts leave one layout (a 3g.40gb at 4:4), so the free placements follow
     d = data(mig_catalogue_figure(cat), "placements")
-    free = {(p, pl) for p, pl, st in zip(d["profile"], d["placement"], d["state"], strict=True) if st == "free"}
-    assert free == ({("1g.10gb", f"{s}:1") for s in range(4)} | {("1g.10gb+me", f"{s}:1") for s in range(4)}
-                    | {("2g.20gb", "0:2"), ("2g.20gb", "2:2"), ("3g.40gb", "0:4")})
+    free = {
+        (p, pl) for p, pl, st in zip(d["profile"], d["placement"], d["state"], strict=True) if st == "free"
+    }
+    assert free == (
+        {("1g.10gb", f"{s}:1") for s in range(4)}
+        | {("1g.10gb+me", f"{s}:1") for s in range(4)}
+        | {("2g.20gb", "0:2"), ("2g.20gb", "2:2"), ("3g.40gb", "0:4")}
+    )
     assert "unknown" not in d["state"]
 
 
@@ -52,14 +57,22 @@ def test_lgipp_catalogue_shows_every_allowed_placement() -> None:
     assert cat is not None and cat.memory_slices == 4 and cat.model == "A30-24GB"
     d = data(mig_catalogue_figure(cat), "placements")
     got = sorted(zip(d["profile"], d["placement"], strict=True))
-    assert got == sorted([("1g.6gb", f"{s}:1") for s in range(4)] + [("1g.6gb+me", f"{s}:1") for s in range(4)]
-                         + [("2g.12gb", "0:2"), ("2g.12gb", "2:2"), ("4g.24gb", "0:4")])
+    assert got == sorted(
+        [("1g.6gb", f"{s}:1") for s in range(4)]
+        + [("1g.6gb+me", f"{s}:1") for s in range(4)]
+        + [("2g.12gb", "0:2"), ("2g.12gb", "2:2"), ("4g.24gb", "0:4")]
+    )
     # a 7x8 -lgipp names no GPU: the rows are named by shape, and the figure says the names need the model
     h100 = read_mig_capture(read("mig-lgipp-h100-pcie-80gb-drv525.txt"), "lgipp").catalogue()
     assert h100 is not None and h100.model is None
-    assert [r.profile for r in h100.rows][:3] == ["1g (1 memory slice)", "1g+me (1 memory slice)",
-                                                   "1g (2 memory slices)"]
-    named = read_mig_capture(read("mig-lgipp-h100-pcie-80gb-drv525.txt"), "lgipp", model="H100-80GB").catalogue()
+    assert [r.profile for r in h100.rows][:3] == [
+        "1g (1 memory slice)",
+        "1g+me (1 memory slice)",
+        "1g (2 memory slices)",
+    ]
+    named = read_mig_capture(
+        read("mig-lgipp-h100-pcie-80gb-drv525.txt"), "lgipp", model="H100-80GB"
+    ).catalogue()
     assert named is not None and [r.profile for r in named.rows][0] == "1g.10gb"
 
 
@@ -68,7 +81,9 @@ def test_layout_catalogue_marks_free_and_taken_placements() -> None:
     cat = layout.catalogue()
     assert cat is not None
     d = data(mig_catalogue_figure(cat), "placements")
-    free = sorted((p, pl) for p, pl, s in zip(d["profile"], d["placement"], d["state"], strict=True) if s == "free")
+    free = sorted(
+        (p, pl) for p, pl, s in zip(d["profile"], d["placement"], d["state"], strict=True) if s == "free"
+    )
     assert free == [("1g.10gb", "0:1"), ("1g.10gb+me", "0:1")]
 
 

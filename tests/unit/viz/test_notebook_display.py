@@ -58,7 +58,10 @@ def _gpu_columns(html: str) -> list[dict[str, Any]]:
 
 
 def _titles(html: str) -> list[str]:
-    return re.findall(r'"name":"Title","id":"[^"]+","attributes":\{"text":"([^"]*)"', json.dumps(_docs(html), separators=(",", ":")))
+    return re.findall(
+        r'"name":"Title","id":"[^"]+","attributes":\{"text":"([^"]*)"',
+        json.dumps(_docs(html), separators=(",", ":")),
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -118,11 +121,15 @@ def test_without_bokeh_the_text_shows_with_the_extra_to_install(monkeypatch: pyt
     t = topology_from_profile("dgx-h100")
     bundle = t._repr_mimebundle_()
     assert bundle["text/plain"].startswith(t.summary())
-    assert bundle["text/plain"].endswith("(no figure: the topology view needs bokeh — pip install 'slurmlab[viz]')")
+    assert bundle["text/plain"].endswith(
+        "(no figure: the topology view needs bokeh — pip install 'slurmlab[viz]')"
+    )
     page = bundle["text/html"]
     assert "slurmlab-no-figure" in page and "docs_json" not in page
-    assert "<div class='slurmlab-no-figure-why'>no figure: the topology view needs bokeh — pip install " \
-           "&#x27;slurmlab[viz]&#x27;</div>" in page
+    assert (
+        "<div class='slurmlab-no-figure-why'>no figure: the topology view needs bokeh — pip install "
+        "&#x27;slurmlab[viz]&#x27;</div>" in page
+    )
 
 
 def test_a_drawer_that_fails_says_so_in_one_line_never_a_traceback() -> None:
@@ -150,12 +157,17 @@ def test_include_and_exclude_are_respected() -> None:
 
 
 def test_a_job_shows_one_figure_per_node() -> None:
-    job = JobTopology("7", {"node1": _sandbox_topology("node1", (0, 1)),
-                            "node2": _sandbox_topology("node2", (6,))}, {"node3": "no topology source answered"})
+    job = JobTopology(
+        "7",
+        {"node1": _sandbox_topology("node1", (0, 1)), "node2": _sandbox_topology("node2", (6,))},
+        {"node3": "no topology source answered"},
+    )
     assert list(job) == ["node1", "node2"] and job["node2"].gpus == (6,) and len(job) == 2
     with pytest.raises(KeyError, match="no topology of 'node3' in job 7: no topology source answered"):
         job["node3"]
-    assert job.figure_args()["highlight_gpus"] == (0, 1) and job.figure_args("node2")["highlight_gpus"] == (6,)
+    assert job.figure_args()["highlight_gpus"] == (0, 1) and job.figure_args("node2")["highlight_gpus"] == (
+        6,
+    )
     text = str(job)
     assert "node1" in text and "node2" in text and "node3: no topology (no topology source answered)" in text
     page = job._repr_mimebundle_()["text/html"]
@@ -167,24 +179,36 @@ def test_a_job_shows_one_figure_per_node() -> None:
 
 def test_a_jobs_mig_layouts_show_per_node() -> None:
     m = mig_from_profile("h200-mig")
-    per_node = {n: type(m)(m.layout, "sandbox", "h200-mig", n, ((1, "4:4"),) if n == "node2" else ())
-                for n in ("node1", "node2")}
+    per_node = {
+        n: type(m)(m.layout, "sandbox", "h200-mig", n, ((1, "4:4"),) if n == "node2" else ())
+        for n in ("node1", "node2")
+    }
     job = JobMig("9", per_node)
     assert "this allocation's slices: GPU 1 · 3g.71gb @ 4:4" in str(job)
     page = job._repr_mimebundle_()["text/html"]
     assert "slurmlab-figure-job-mig" in page
-    lit = [sorted(s for s, h in zip(c["slice"], c["highlighted"], strict=True) if h)
-           for doc in _docs(page) for c in _columns(doc) if "slice" in c and "part" in c]
+    lit = [
+        sorted(s for s, h in zip(c["slice"], c["highlighted"], strict=True) if h)
+        for doc in _docs(page)
+        for c in _columns(doc)
+        if "slice" in c and "part" in c
+    ]
     assert lit == [[], ["GPU 1 · 3g.71gb @ 4:4"] * 2]  # its compute and its memory block
 
 
 def test_a_binding_table_shows_the_table_then_each_nodes_figure() -> None:
     dgx = topology_from_profile("dgx-h100")
-    reports = [TaskReport(0, "n1", (0, 4), ("0",), frozenset({0, 1}), 224),
-               TaskReport(1, "n2", (4,), ("4",), frozenset({60, 61}), 224)]
-    table = explain(reports, {"n1": dgx, "n2": dgx}, [NodeRecord("n1", (0, 4), frozenset({0, 1})),
-                                                        NodeRecord("n2", (4,), frozenset({60, 61}))],
-                    tres_bind="gres/gpu:closest", job_id="12")
+    reports = [
+        TaskReport(0, "n1", (0, 4), ("0",), frozenset({0, 1}), 224),
+        TaskReport(1, "n2", (4,), ("4",), frozenset({60, 61}), 224),
+    ]
+    table = explain(
+        reports,
+        {"n1": dgx, "n2": dgx},
+        [NodeRecord("n1", (0, 4), frozenset({0, 1})), NodeRecord("n2", (4,), frozenset({60, 61}))],
+        tres_bind="gres/gpu:closest",
+        job_id="12",
+    )
     bundle = table._repr_mimebundle_()
     assert bundle["text/plain"] == table.text()
     page = bundle["text/html"]
@@ -193,22 +217,31 @@ def test_a_binding_table_shows_the_table_then_each_nodes_figure() -> None:
     assert hot == [[0], [4]]
     tasks = [c for doc in _docs(page) for c in _columns(doc) if "task" in c and "cpu" in c]
     assert [sorted(c for c, t in zip(col["cpu"], col["task"], strict=True) if t != "-") for col in tasks] == [
-        [0, 1], [60, 61]]
+        [0, 1],
+        [60, 61],
+    ]
 
 
 def test_the_front_door_registers_the_drawers_in_ipython_only() -> None:
     import subprocess
 
-    check = ("from slurmlab.core.gpu.figure_display import KINDS, drawer; "
-             "print(all(drawer(k) for k in KINDS), any(m.startswith('bokeh') for m in sys.modules), "
-             "'slurmlab.viz.notebook' in sys.modules)")
+    check = (
+        "from slurmlab.core.gpu.figure_display import KINDS, drawer; "
+        "print(all(drawer(k) for k in KINDS), any(m.startswith('bokeh') for m in sys.modules), "
+        "'slurmlab.viz.notebook' in sys.modules)"
+    )
     # in a notebook kernel IPython is loaded before any cell: the drawers are there, bokeh not yet
-    out = subprocess.run([sys.executable, "-c", f"import sys, IPython, slurmlab; {check}"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys, IPython, slurmlab; {check}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.split() == ["True", "False", "True"]
     # a plain Python (an allocation's node running a worker) loads none of it
-    out = subprocess.run([sys.executable, "-c", f"import sys, slurmlab; {check}"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys, slurmlab; {check}"], capture_output=True, text=True, check=True
+    ).stdout
     assert out.split() == ["False", "False", "False"]
     assert slurmlab.JobTopology is JobTopology and slurmlab.JobMig is JobMig
 
@@ -219,5 +252,6 @@ def test_without_the_drawers_the_text_says_how_to_load_them(monkeypatch: pytest.
     monkeypatch.setattr(figure_display, "_DRAWERS", {})
     bundle = topology_from_profile("seed")._repr_mimebundle_()
     assert bundle["text/plain"].endswith(
-        "(no figure: slurmlab's notebook figures are not loaded (import slurmlab.viz.notebook))")
+        "(no figure: slurmlab's notebook figures are not loaded (import slurmlab.viz.notebook))"
+    )
     assert "slurmlab-no-figure-why" in bundle["text/html"]

@@ -47,8 +47,9 @@ def test_png_of_the_dgx_h100_profile_topology() -> None:
 
     nt = topology_from_profile("dgx-h100")
     assert len(nt.topology.gpus) == 8 and nt.topology.nvlinks(0, 7) == 18
-    fig = topology_figure(nt.topology, highlight_gpus=[0, 1],
-                          task_cpus={"task 0": range(0, 28), "task 1": range(28, 56)})
+    fig = topology_figure(
+        nt.topology, highlight_gpus=[0, 1], task_cpus={"task 0": range(0, 28), "task 1": range(28, 56)}
+    )
     out = export_or_skip(fig, BUILD / "dgx-h100-topology.png")
     w, h = png_size(out)
     assert w >= fig.width and h >= fig.height * 0.9  # rendered at 1.5x device scale, cropped to the figure
@@ -59,8 +60,11 @@ def test_png_of_the_dgx_h100_profile_topology() -> None:
 def test_png_of_a_real_8x_h100_capture() -> None:
     text = require_shared("nvidia-smi", "topo-8x-h100-sxm-nv18-no-nics-spaces.txt").read_text()
     topo = parse_topo_matrix(text, gpu_model="NVIDIA H100 80GB HBM3")
-    fig = topology_figure(topo, highlight_gpus=[0, 1, 2, 3],
-                          task_cpus={"task 0": range(0, 12), "task 1": range(12, 24), "task 2": range(96, 108)})
+    fig = topology_figure(
+        topo,
+        highlight_gpus=[0, 1, 2, 3],
+        task_cpus={"task 0": range(0, 12), "task 1": range(12, 24), "task 2": range(96, 108)},
+    )
     out = export_or_skip(fig, BUILD / "h100-capture-topology.png")
     w, h = png_size(out)
     assert w >= fig.width and h >= fig.height * 0.9
@@ -80,8 +84,15 @@ def test_png_of_the_h200_mig_profile() -> None:
 @pytest.mark.slow
 @pytest.mark.browser  # headless chromium renders it: not in the fast tier
 def test_png_of_h200_mig_layout() -> None:
-    lay = MigLayout.from_spec("H200-141GB", {0: ["3g.71gb", "2g.35gb", "1g.18gb", "1g.18gb"], 1: ["7g.141gb"],
-                                             2: ["4g.71gb", "2g.35gb", "1g.18gb"], 3: ["1g.18gb"] * 7})
+    lay = MigLayout.from_spec(
+        "H200-141GB",
+        {
+            0: ["3g.71gb", "2g.35gb", "1g.18gb", "1g.18gb"],
+            1: ["7g.141gb"],
+            2: ["4g.71gb", "2g.35gb", "1g.18gb"],
+            3: ["1g.18gb"] * 7,
+        },
+    )
     fig = mig_figure(lay, highlight=[(0, "2:2"), (3, "6:1")])
     out = export_or_skip(fig, BUILD / "h200-mig.png")
     w, h = png_size(out)
@@ -91,7 +102,9 @@ def test_png_of_h200_mig_layout() -> None:
 @pytest.mark.slow
 @pytest.mark.browser  # headless chromium renders it: not in the fast tier
 def test_png_of_nic_rich_capture() -> None:
-    text = require_shared("nvidia-smi", "topo-8x-h100-princeton-pli-nv18-6nics-empty-cpu-affinity.txt").read_text()
+    text = require_shared(
+        "nvidia-smi", "topo-8x-h100-princeton-pli-nv18-6nics-empty-cpu-affinity.txt"
+    ).read_text()
     fig = topology_figure(parse_topo_matrix(text), highlight_gpus=[4, 5], show_pcie=True)
     w, _h = png_size(export_or_skip(fig, BUILD / "pli-h100-topology-nics.png"))
     assert w >= fig.width

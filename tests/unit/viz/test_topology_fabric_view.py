@@ -23,7 +23,8 @@ def h100(inactive: tuple[int, ...] = ()) -> Topology:
     for n in inactive:
         text = re.sub(rf"(Link {n}: )[\d.]+ GB/s", r"\1<inactive>", text)
     return parse_topo_matrix(read("topo-8x-h100-sxm-nv18-no-nics-spaces.txt")).with_nvlink_status(
-        parse_nvlink_status(text))
+        parse_nvlink_status(text)
+    )
 
 
 def test_switched_fabric_is_one_switch_with_a_spoke_per_gpu() -> None:
@@ -56,5 +57,7 @@ def test_a_degraded_gpu_is_marked_and_labelled() -> None:
     assert spokes["links"][0] == 16 and "400 GB/s" in spokes["bw"][0]
     gpus = data(fig, "gpus")
     assert gpus["link_state"][0] == "2 of 18 links inactive" and gpus["link_state"][1] == "not read"
-    texts = [t for r in fig.renderers if hasattr(r.glyph, "text") for t in (r.data_source.data.get("text") or [])]
+    texts = [
+        t for r in fig.renderers if hasattr(r.glyph, "text") for t in (r.data_source.data.get("text") or [])
+    ]
     assert any("red dashed ring = NVLinks inactive or slow" in str(t) for t in texts)

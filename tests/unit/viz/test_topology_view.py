@@ -22,12 +22,14 @@ def topo(name: str, **kw: Any) -> Topology:
     return parse_topo_matrix(require_shared("nvidia-smi", name).read_text(), **kw)
 
 
-
 def test_dgx1_edges_widths_and_highlight() -> None:
     t = topo("topo-dgx1-v100-8gpu-4mlx5-tabs.txt")
     fig = topology_figure(t, highlight_gpus=[0, 3])
     nv = data(fig, "nvlinks")
-    pairs = {frozenset((a, b)): (n, w) for a, b, n, w in zip(nv["a"], nv["b"], nv["links"], nv["width"], strict=True)}
+    pairs = {
+        frozenset((a, b)): (n, w)
+        for a, b, n, w in zip(nv["a"], nv["b"], nv["links"], nv["width"], strict=True)
+    }
     assert len(pairs) == 16
     assert pairs[frozenset(("GPU0", "GPU3"))][0] == 2 and pairs[frozenset(("GPU0", "GPU1"))][0] == 1
     assert pairs[frozenset(("GPU0", "GPU3"))][1] > pairs[frozenset(("GPU0", "GPU1"))][1]  # NV2 drawn wider
@@ -40,7 +42,10 @@ def test_dgx1_edges_widths_and_highlight() -> None:
     nics = data(fig, "nics")
     assert nics["device"] == ["mlx5_0", "mlx5_2", "mlx5_1", "mlx5_3"]
     links = data(fig, "nic_links")
-    assert sorted(zip(links["nic"], links["gpu"], strict=True))[:2] == [("mlx5_0", "GPU0"), ("mlx5_0", "GPU1")]
+    assert sorted(zip(links["nic"], links["gpu"], strict=True))[:2] == [
+        ("mlx5_0", "GPU0"),
+        ("mlx5_0", "GPU1"),
+    ]
 
 
 def test_pcie_relations_on_demand() -> None:
@@ -76,7 +81,9 @@ def test_task_cpu_sets_are_coloured_and_stray_cpus_called_out() -> None:
     assert owned == {48, 49, 50, 51}
     assert "task 1" not in cpus["task"]  # CPU 200 is not local to any GPU
     assert len(cpus["cpu"]) == 192
-    texts = [t for r in fig.renderers if hasattr(r.glyph, "text") for t in (r.data_source.data.get("text") or [])]
+    texts = [
+        t for r in fig.renderers if hasattr(r.glyph, "text") for t in (r.data_source.data.get("text") or [])
+    ]
     assert any("200 outside the GPUs' CPU affinity" in str(x) for x in texts)
 
 
@@ -88,8 +95,12 @@ def test_partial_and_empty_affinity_captures_still_draw() -> None:
     # every pair shows NV6 (15 x 6 = 90 links on a V100 that has 6): switched, so one spoke per GPU into the
     # NVSwitch node instead of the 4 * 15 - 6 pair chords the partial matrix shows
     spokes = data(fig, "nvlinks")
-    assert len(data(fig, "gpus")["name"]) == 16 and len(spokes["a"]) == 16 and set(spokes["b"]) == {"NVSwitch"}
-    pli = topo("topo-8x-h100-princeton-pli-nv18-6nics-empty-cpu-affinity.txt", gpu_model="NVIDIA H100 80GB HBM3")
+    assert (
+        len(data(fig, "gpus")["name"]) == 16 and len(spokes["a"]) == 16 and set(spokes["b"]) == {"NVSwitch"}
+    )
+    pli = topo(
+        "topo-8x-h100-princeton-pli-nv18-6nics-empty-cpu-affinity.txt", gpu_model="NVIDIA H100 80GB HBM3"
+    )
     g = data(topology_figure(pli), "gpus")
     assert g["cpus"][:4] == ["not shown"] * 4 and g["nics"][0] == "mlx5_0, mlx5_1 (PIX)"
     gh = data(topology_figure(topo("topo-4x-gh200-cray-ex-nv6-gpu-numa-id.txt")), "gpus")

@@ -7,8 +7,11 @@ from slurmlab.viz.usage_chart import UsageChart
 
 
 def _table(n: int, source: str = "nvml", series: tuple[str, ...] = ("n1 GPU 0",)) -> UsageTable:
-    return UsageTable("5", source, tuple(UsageSample(s, float(t), float(10 * t % 100), 5.0, 80.0)
-                                         for t in range(n) for s in series))
+    return UsageTable(
+        "5",
+        source,
+        tuple(UsageSample(s, float(t), float(10 * t % 100), 5.0, 80.0) for t in range(n) for s in series),
+    )
 
 
 def test_each_series_is_a_line_and_update_streams_only_new_samples() -> None:

@@ -12,8 +12,10 @@ from slurmlab.errors import MissingExtraError
 
 
 def test_imports_stay_light() -> None:
-    code = ("import sys, slurmlab.viz, slurmlab.core.gpu.smi, slurmlab.core.gpu.placement, slurmlab.commands.topo; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('bokeh', 'playwright')))")
+    code = (
+        "import sys, slurmlab.viz, slurmlab.core.gpu.smi, slurmlab.core.gpu.placement, slurmlab.commands.topo; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('bokeh', 'playwright')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -12,8 +12,10 @@ T = datetime(2026, 12, 1, 10, 0).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def _job(job_id: str, name: str, state: str = "COMPLETED", exit_code: str = "0:0") -> str:
-    return (f"{job_id}|1000|alice|research|debug|normal|{state}|{exit_code}|00:01:00|00:10:00|{T}|{T}|{T}|node1|2|"
-            f"billing=2,cpu=2,gres/gpu=1,mem=2000M,node=1|2000M||00:30.000||{name}")
+    return (
+        f"{job_id}|1000|alice|research|debug|normal|{state}|{exit_code}|00:01:00|00:10:00|{T}|{T}|{T}|node1|2|"
+        f"billing=2,cpu=2,gres/gpu=1,mem=2000M,node=1|2000M||00:30.000||{name}"
+    )
 
 
 def test_a_hostile_name_is_one_escaped_cell_in_html_and_one_line_in_text() -> None:
@@ -38,8 +40,10 @@ def test_states_read_in_words_with_slurms_word_first() -> None:
 
 
 def test_one_job_table_has_its_steps_and_the_efficiency_line() -> None:
-    step = (f"8.batch|||research|||COMPLETED|0:0|00:01:00||{T}|{T}|{T}|node1|2|cpu=2,mem=2000M,node=1||"
-            "512000K|00:30.000||batch")
+    step = (
+        f"8.batch|||research|||COMPLETED|0:0|00:01:00||{T}|{T}|{T}|node1|2|cpu=2,mem=2000M,node=1||"
+        "512000K|00:30.000||batch"
+    )
     records = parse_sacct(_job("8", "run") + "\n" + step + "\n")
     table = steps_table(records, "8", names={})
     assert [r["step"] for r in table.rows] == ["(job)", "batch"]

@@ -21,12 +21,18 @@ def _recorded_nodes() -> dict[str, object]:
     return {n.name: n for n in parse_scontrol_nodes(text)}
 
 
-
 def _dgx_node(name: str) -> NodeChoice:
     # a node of the recorded cluster (a dgx-h100 sandbox), its topology from the profile it was built from
     (choice,) = [c for c in _choices_from_nodes([_recorded_nodes()[name]])]
-    return NodeChoice(choice.key, choice.label, node=name, profile="dgx-h100", gpus=choice.gpus,
-                      gpu_type=choice.gpu_type, record=choice.record)
+    return NodeChoice(
+        choice.key,
+        choice.label,
+        node=name,
+        profile="dgx-h100",
+        gpus=choice.gpus,
+        gpu_type=choice.gpu_type,
+        record=choice.record,
+    )
 
 
 def test_the_best_free_gpus_and_what_the_taken_ones_cost() -> None:
@@ -39,8 +45,14 @@ def test_the_best_free_gpus_and_what_the_taken_ones_cost() -> None:
     assert "GPUs 0,4 were taken when the explorer opened" in ex.info.value
     assert "The best 3 would be 0-2 (NUMA 0, NV18 each); 0 is taken, so" in ex.info.value
     argv = shlex.split(sel.salloc_line or "")
-    assert argv == ["salloc", "--no-shell", "--nodes=1", "--gpus=h100:3", "--gres-flags=enforce-binding",
-                    "--nodelist=node2"]
+    assert argv == [
+        "salloc",
+        "--no-shell",
+        "--nodes=1",
+        "--gpus=h100:3",
+        "--gres-flags=enforce-binding",
+        "--nodelist=node2",
+    ]
     assert "indices" in ex.info.value and "enforce-binding: Slurm gives only GPUs" in ex.info.value
     assert highlighted_gpus(ex.figures[0]) == set(sel.best.gpus)
 

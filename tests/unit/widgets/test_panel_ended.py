@@ -21,16 +21,41 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "slurm" / "24.11" / "sacct
 
 
 def brief(state: str, jid: int = 6) -> JobBrief:
-    return JobBrief(display_id=str(jid), job_id=jid, array_job_id=None, array_task=None, state=state,
-                    reason=None, start_time=None, end_time=None, time_limit=1, time_left=None, time_used=None,
-                    num_nodes=None, nodelist="", nodes=(), partition="debug", user="root", tres_per_node=())
+    return JobBrief(
+        display_id=str(jid),
+        job_id=jid,
+        array_job_id=None,
+        array_task=None,
+        state=state,
+        reason=None,
+        start_time=None,
+        end_time=None,
+        time_limit=1,
+        time_left=None,
+        time_used=None,
+        num_nodes=None,
+        nodelist="",
+        nodes=(),
+        partition="debug",
+        user="root",
+        tres_per_node=(),
+    )
 
 
 def _alloc(jid: str = "6") -> Allocation:
-    poller = JobPoller(runner=object(), fetch_brief=lambda ids, r: {},  # type: ignore[arg-type]
-                       fetch_detail=lambda jid, r: None, interval=3600)  # type: ignore[arg-type,return-value]
-    alloc = Allocation(jid, runner=object(), poller=poller, release_at_exit=False,  # type: ignore[arg-type]
-                       argv=["--gpus=1", "-t", "1"])
+    poller = JobPoller(
+        runner=object(),
+        fetch_brief=lambda ids, r: {},  # type: ignore[arg-type]
+        fetch_detail=lambda jid, r: None,
+        interval=3600,
+    )  # type: ignore[arg-type,return-value]
+    alloc = Allocation(
+        jid,
+        runner=object(),
+        poller=poller,
+        release_at_exit=False,  # type: ignore[arg-type]
+        argv=["--gpus=1", "-t", "1"],
+    )
     poller.stop()
     return alloc
 

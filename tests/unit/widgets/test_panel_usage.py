@@ -50,7 +50,8 @@ def test_the_section_starts_when_the_job_runs_and_draws_the_samples_live() -> No
     pytest.importorskip("jupyter_bokeh")
     with FakeRunner() as fake:
         fake.on(["sstat", ..., "-j", "31", ANY], stdout=golden("22.05/sstat/u01_sstat_busy_step.txt")).then(
-            stdout=golden("22.05/sstat/u02_sstat_busy_step_later.txt"))
+            stdout=golden("22.05/sstat/u02_sstat_busy_step_later.txt")
+        )
         alloc = StandIn(fake)
         dirty: list[int] = []
         section = UsageSection(alloc, lambda: dirty.append(1))  # type: ignore[arg-type]
@@ -80,7 +81,9 @@ def test_the_section_starts_when_the_job_runs_and_draws_the_samples_live() -> No
 
 
 def test_the_summary_line_escapes_and_says_why_it_stopped() -> None:
-    table = UsageTable("3", "nvml", (UsageSample("n<1> GPU 0", 1.0, 42.0, 100.0, 200.0),), None, "<b>gone</b>")
+    table = UsageTable(
+        "3", "nvml", (UsageSample("n<1> GPU 0", 1.0, 42.0, 100.0, 200.0),), None, "<b>gone</b>"
+    )
     text = summary_html(table)
     assert "n&lt;1&gt; GPU 0: 42 % now, peak 42 %, 100 MiB" in text and "stopped: &lt;b&gt;gone" in text
     assert "no samples yet" in summary_html(UsageTable("3", None))
@@ -96,8 +99,12 @@ def test_the_panel_carries_the_usage_section() -> None:
         def remove(self, view: object) -> None: ...
         def mark_dirty(self, view: object) -> None: ...
 
-    poller = JobPoller(runner=object(), fetch_brief=lambda ids, r: {},  # type: ignore[arg-type]
-                       fetch_detail=lambda jid, r: None, interval=3600)  # type: ignore[arg-type,return-value]
+    poller = JobPoller(
+        runner=object(),
+        fetch_brief=lambda ids, r: {},  # type: ignore[arg-type]
+        fetch_detail=lambda jid, r: None,
+        interval=3600,
+    )  # type: ignore[arg-type,return-value]
     alloc = Allocation("8", runner=object(), poller=poller, release_at_exit=False)  # type: ignore[arg-type]
     poller.stop()
     panel = AllocationPanel(alloc, updater=Updater())  # type: ignore[arg-type]

@@ -23,27 +23,59 @@ from slurmlab.widgets.panel import panel_html
 from slurmlab.widgets.panel_why import WhyWorker, why_html
 
 NOW = datetime.now(timezone.utc)
-ALT = Alternative(Variant("gpus", "4 GPU(s) (--gpus) instead of 8", ("-p", "gpu", "--gpus=4", "-t", "20")),
-                  StartEstimate(NOW + timedelta(minutes=2), "node1", "gpu"))
+ALT = Alternative(
+    Variant("gpus", "4 GPU(s) (--gpus) instead of 8", ("-p", "gpu", "--gpus=4", "-t", "20")),
+    StartEstimate(NOW + timedelta(minutes=2), "node1", "gpu"),
+)
 
 
 def answer(job_id: str = "7") -> PendingWhy:
-    return PendingWhy(job_id, "PENDING", (
-        Finding("job.pending", "job pending", Verdict.WARN, "waiting for resources (Resources)"),
-        Finding("job.blockers", "what holds its GPUs", Verdict.WARN, "1 running job(s) hold GPUs it needs",
-                details=("job 5 (bob, RUNNING): 4 gpu on node1; ends soon",)),
-    ), sooner=(ALT,))
+    return PendingWhy(
+        job_id,
+        "PENDING",
+        (
+            Finding("job.pending", "job pending", Verdict.WARN, "waiting for resources (Resources)"),
+            Finding(
+                "job.blockers",
+                "what holds its GPUs",
+                Verdict.WARN,
+                "1 running job(s) hold GPUs it needs",
+                details=("job 5 (bob, RUNNING): 4 gpu on node1; ends soon",),
+            ),
+        ),
+        sooner=(ALT,),
+    )
 
 
 def brief(state: str, reason: str | None = None, end: datetime | None = None, jid: int = 7) -> JobBrief:
-    return JobBrief(display_id=str(jid), job_id=jid, array_job_id=None, array_task=None, state=state,
-                    reason=reason, start_time=None, end_time=end, time_limit=60, time_left=None, time_used=None,
-                    num_nodes=None, nodelist="", nodes=(), partition="gpu", user="alice", tres_per_node=())
+    return JobBrief(
+        display_id=str(jid),
+        job_id=jid,
+        array_job_id=None,
+        array_task=None,
+        state=state,
+        reason=reason,
+        start_time=None,
+        end_time=end,
+        time_limit=60,
+        time_left=None,
+        time_used=None,
+        num_nodes=None,
+        nodelist="",
+        nodes=(),
+        partition="gpu",
+        user="alice",
+        tres_per_node=(),
+    )
 
 
 def _alloc(jid: str = "7") -> Allocation:
-    poller = JobPoller(runner=object(), fetch_brief=lambda ids, r: {},  # type: ignore[arg-type]
-                       fetch_detail=lambda jid, r: None, interval=3600)  # type: ignore[arg-type,return-value]
+    poller = JobPoller(
+        runner=object(),
+        fetch_brief=lambda ids, r: {},  # type: ignore[arg-type]
+        fetch_detail=lambda jid, r: None,
+        interval=3600,
+    )  # type: ignore[arg-type,return-value]
     alloc = Allocation(jid, runner=object(), poller=poller, release_at_exit=False)  # type: ignore[arg-type]
     poller.stop()
     return alloc
@@ -58,6 +90,7 @@ def wait_until(check: Any, what: str) -> None:
 
 
 # ---- the worker: when it asks -----------------------------------------------------------------------------------
+
 
 def test_the_worker_asks_on_a_change_at_most_once_per_interval() -> None:
     calls: list[str] = []
@@ -94,13 +127,17 @@ def test_a_failing_ask_is_shown_not_raised() -> None:
 
 def test_the_section_escapes_what_slurm_and_users_wrote() -> None:
     worker = WhyWorker()
-    worker.result = PendingWhy("7", "PENDING", (Finding("job.blockers", "t", Verdict.WARN, "<script>x</script>",
-                                                        details=("job 5 (<img src=x>)",)),))
+    worker.result = PendingWhy(
+        "7",
+        "PENDING",
+        (Finding("job.blockers", "t", Verdict.WARN, "<script>x</script>", details=("job 5 (<img src=x>)",)),),
+    )
     shown = why_html(worker)
     assert "<script>" not in shown and "<img" not in shown and "data-check='job.blockers'" in shown
 
 
 # ---- the panel ---------------------------------------------------------------------------------------------------
+
 
 class Updater:
     def __init__(self) -> None:
@@ -146,7 +183,9 @@ def test_a_pending_panel_shows_why_and_one_switch_per_sooner_change(monkeypatch:
     button.click()
     wait_until(lambda: not panel._switching, "the switch")
     panel.render()
-    assert "switched to 4 GPU(s)" in panel.switch_status.value and "job 7 cancelled" in panel.switch_status.value
+    assert (
+        "switched to 4 GPU(s)" in panel.switch_status.value and "job 7 cancelled" in panel.switch_status.value
+    )
     panel.render()
     assert panel.alloc is new and "allocation 9" in panel.header.value
     new._on_update(JobUpdate("9", brief=brief("RUNNING", None, NOW + timedelta(hours=1), jid=9)))
@@ -185,10 +224,21 @@ def test_the_panel_turns_amber_and_prints_each_time_warning_once() -> None:
     assert "data-level='tenth'" in panel.body.value and "data-level='tenth'" in panel_html(alloc)
     panel.render()
     outputs = panel.output.outputs
-    assert len(outputs) == 1 and "Time running out" in outputs[0]["text"] and "allocation 7" in outputs[0]["text"]
+    assert (
+        len(outputs) == 1
+        and "Time running out" in outputs[0]["text"]
+        and "allocation 7" in outputs[0]["text"]
+    )
     later = now + timedelta(minutes=4)
-    alloc._on_update(JobUpdate("7", brief=brief("RUNNING", None, later), detail=Job(
-        job_id=7, name="nb", state="RUNNING", start_time=start, end_time=later, time_limit=limit)))
+    alloc._on_update(
+        JobUpdate(
+            "7",
+            brief=brief("RUNNING", None, later),
+            detail=Job(
+                job_id=7, name="nb", state="RUNNING", start_time=start, end_time=later, time_limit=limit
+            ),
+        )
+    )
     panel.render()
     panel.render()
     said = [o["text"] for o in panel.output.outputs]
@@ -198,11 +248,20 @@ def test_the_panel_turns_amber_and_prints_each_time_warning_once() -> None:
 
 def test_no_warning_with_plenty_of_time_left() -> None:
     now = datetime.now(timezone.utc)
-    detail = Job(job_id=7, name="nb", state="RUNNING", start_time=now, end_time=now + timedelta(hours=2),
-                 time_limit=7200)
+    detail = Job(
+        job_id=7,
+        name="nb",
+        state="RUNNING",
+        start_time=now,
+        end_time=now + timedelta(hours=2),
+        time_limit=7200,
+    )
     alloc = _alloc()
     alloc._on_update(JobUpdate("7", brief=brief("RUNNING", None, detail.end_time), detail=detail))
     panel = _panel(alloc)
     panel.render()
-    assert "slurmlab-Panel-warn" not in panel.widget._dom_classes and "slurmlab-time-warning" not in panel.body.value
+    assert (
+        "slurmlab-Panel-warn" not in panel.widget._dom_classes
+        and "slurmlab-time-warning" not in panel.body.value
+    )
     assert panel.output.outputs == ()

@@ -78,8 +78,10 @@ def test_start_runs_in_the_background_shows_progress_then_the_result(updater: Li
 
 def test_a_sandbox_error_is_one_line_with_its_fix_and_the_picker_can_retry(updater: LiveUpdater) -> None:
     def start(name: str) -> None:
-        raise SandboxError("slurmctld did not start\n(port 6817 in use)",
-                           hint="stop what uses the port, or `slurmlab sandbox down`")
+        raise SandboxError(
+            "slurmctld did not start\n(port 6817 in use)",
+            hint="stop what uses the port, or `slurmlab sandbox down`",
+        )
 
     picker = SandboxPicker(start, updater=updater)
     thread = picker.start("h200-mig")
@@ -121,5 +123,7 @@ def test_the_magics_usage_error_still_reads_as_the_sandbox_error_behind_it() -> 
     except UsageError as wrapped:
         line = outcome_line("seed", error=wrapped)
     assert line == "sandbox seed did not start: munged is not installed → apt-get install munge"
-    assert outcome_line("seed", error=UsageError("sandbox up failed: no\n  -> fix")) == \
-        "sandbox seed did not start: sandbox up failed: no -> fix"
+    assert (
+        outcome_line("seed", error=UsageError("sandbox up failed: no\n  -> fix"))
+        == "sandbox seed did not start: sandbox up failed: no -> fix"
+    )

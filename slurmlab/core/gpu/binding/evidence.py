@@ -16,8 +16,15 @@ from slurmlab.core.gpu.devices import parse_cpu_list
 from slurmlab.core.slurm.models import Job
 from slurmlab.errors import ParseError
 
-__all__ = ["TASK_DEVICE_PREFIX", "TASK_REPORT_PREFIX", "NodeRecord", "TaskReport", "gpu_bind_value", "node_records",
-           "parse_task_reports"]
+__all__ = [
+    "TASK_DEVICE_PREFIX",
+    "TASK_REPORT_PREFIX",
+    "NodeRecord",
+    "TaskReport",
+    "gpu_bind_value",
+    "node_records",
+    "parse_task_reports",
+]
 
 # each task of the probe step prints this, then its report as one JSON line
 TASK_REPORT_PREFIX = "SLURMLAB_TASK "
@@ -37,7 +44,9 @@ class TaskReport:
     host_cpus: int | None = None
     # the task's own `nvidia-smi -L` (the devices its cgroup lets it see; None: nvidia-smi did not answer there)
     smi_list: str | None = None
-    pci: tuple[tuple[str, str], ...] = ()  # (GPU UUID, PCI bus id) from `nvidia-smi --query-gpu=uuid,pci.bus_id`
+    pci: tuple[
+        tuple[str, str], ...
+    ] = ()  # (GPU UUID, PCI bus id) from `nvidia-smi --query-gpu=uuid,pci.bus_id`
 
 
 @dataclass(frozen=True)
@@ -68,23 +77,37 @@ def parse_task_reports(lines: Sequence[str]) -> list[TaskReport]:
         if not line.startswith(TASK_REPORT_PREFIX):
             continue
         try:
-            data = json.loads(line[len(TASK_REPORT_PREFIX):])
+            data = json.loads(line[len(TASK_REPORT_PREFIX) :])
             env = data["env"]
             rank = int(env["SLURM_PROCID"])
             node = str(env["SLURMD_NODENAME"])
         except (ValueError, KeyError, TypeError):
-            raise ParseError("task report of the binding probe", line[:300],
-                             hint="expected JSON with env.SLURM_PROCID and env.SLURMD_NODENAME") from None
+            raise ParseError(
+                "task report of the binding probe",
+                line[:300],
+                hint="expected JSON with env.SLURM_PROCID and env.SLURMD_NODENAME",
+            ) from None
         gpus = _idx_list(env.get("SLURM_STEP_GPUS") or env.get("SLURM_JOB_GPUS"), "SLURM_STEP_GPUS")
         cvd = env.get("CUDA_VISIBLE_DEVICES")
-        visible = tuple(t.strip() for t in cvd.split(",") if t.strip()) if isinstance(cvd, str) and cvd else None
+        visible = (
+            tuple(t.strip() for t in cvd.split(",") if t.strip()) if isinstance(cvd, str) and cvd else None
+        )
         aff = data.get("affinity")
         if aff is not None and not (isinstance(aff, list) and all(isinstance(c, int) for c in aff)):
             raise ParseError("task CPU affinity", repr(aff)[:200], hint="a list of CPU ids")
         host = data.get("host_cpus")
-        out.append(TaskReport(rank, node, gpus, visible, frozenset(aff) if aff is not None else None,
-                              host if isinstance(host, int) else None,
-                              "\n".join(listing[rank]) if rank in listing else None, tuple(pci.get(rank, ()))))
+        out.append(
+            TaskReport(
+                rank,
+                node,
+                gpus,
+                visible,
+                frozenset(aff) if aff is not None else None,
+                host if isinstance(host, int) else None,
+                "\n".join(listing[rank]) if rank in listing else None,
+                tuple(pci.get(rank, ())),
+            )
+        )
     return sorted(out, key=lambda t: t.rank)
 
 
@@ -96,12 +119,14 @@ def _device_lines(lines: Sequence[str]) -> tuple[dict[int, list[str]], dict[int,
         if not line.startswith(TASK_DEVICE_PREFIX):
             continue
         try:
-            data = json.loads(line[len(TASK_DEVICE_PREFIX):])
+            data = json.loads(line[len(TASK_DEVICE_PREFIX) :])
             rank = int(data["rank"])
         except (ValueError, KeyError, TypeError):
-            raise ParseError("device line of the binding probe", line[:300],
-                             hint='expected JSON {"rank": N, "L": "..."} or {"rank": N, "pci": [uuid, bus id]}'
-                             ) from None
+            raise ParseError(
+                "device line of the binding probe",
+                line[:300],
+                hint='expected JSON {"rank": N, "L": "..."} or {"rank": N, "pci": [uuid, bus id]}',
+            ) from None
         if isinstance(data.get("L"), str):
             listing.setdefault(rank, []).append(data["L"])
         pair = data.get("pci")
@@ -128,7 +153,7 @@ def gpu_bind_value(tres_bind: str | None) -> str | None:
     for part in tres_bind.split(";"):
         part = part.strip()
         if part.startswith("gres/gpu:"):
-            return part[len("gres/gpu:"):] or None
+            return part[len("gres/gpu:") :] or None
         if part.startswith("gpu:"):
-            return part[len("gpu:"):] or None
+            return part[len("gpu:") :] or None
     return None

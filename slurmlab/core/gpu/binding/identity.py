@@ -25,8 +25,16 @@ from slurmlab.core.gpu.standin_names import made_up_uuid
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError
 
-__all__ = ["GpuName", "NodeNames", "SeenGpu", "idx_to_gpu_map", "listed_gpu_uuids", "names_from_hardware",
-           "names_from_tasks", "resolve_visible"]
+__all__ = [
+    "GpuName",
+    "NodeNames",
+    "SeenGpu",
+    "idx_to_gpu_map",
+    "listed_gpu_uuids",
+    "names_from_hardware",
+    "names_from_tasks",
+    "resolve_visible",
+]
 
 
 @dataclass(frozen=True)
@@ -80,8 +88,17 @@ def _same(idx: int) -> int:
 def names_from_hardware(hw: SandboxHardware, node: str) -> NodeNames:
     """The names of a sandbox node's devices, as its stand-in ``nvidia-smi`` prints them (exact)."""
     gpus = hw.profile.get("gpus")
-    pci = {g["index"]: g["pci_bus_id"] for g in gpus if isinstance(g, Mapping)
-           and isinstance(g.get("index"), int) and isinstance(g.get("pci_bus_id"), str)} if isinstance(gpus, list) else {}
+    pci = (
+        {
+            g["index"]: g["pci_bus_id"]
+            for g in gpus
+            if isinstance(g, Mapping)
+            and isinstance(g.get("index"), int)
+            and isinstance(g.get("pci_bus_id"), str)
+        }
+        if isinstance(gpus, list)
+        else {}
+    )
     migs = hw.profile.get("mig")
     mig_list = [m for m in migs if isinstance(m, Mapping)] if isinstance(migs, list) else []
     by_idx: dict[int, GpuName] = {}
@@ -91,8 +108,12 @@ def names_from_hardware(hw: SandboxHardware, node: str) -> NodeNames:
         if pos is not None and pos < len(mig_list):
             m = mig_list[pos]
             start, size = m.get("start"), m.get("size")
-            label = mig_slice_label(gpu, str(m.get("profile")), start if isinstance(start, int) else None,
-                                    size if isinstance(size, int) else None)
+            label = mig_slice_label(
+                gpu,
+                str(m.get("profile")),
+                start if isinstance(start, int) else None,
+                size if isinstance(size, int) else None,
+            )
             name = GpuName(idx, gpu, "MIG-" + made_up_uuid(hw.name, node, "mig", pos), pci.get(gpu), label)
             by_uuid.setdefault(whole, GpuName(None, gpu, whole, pci.get(gpu)))
         else:
@@ -103,8 +124,9 @@ def names_from_hardware(hw: SandboxHardware, node: str) -> NodeNames:
     return NodeNames(node, by_idx, by_uuid, pci, f"the sandbox's hardware file ({hw.detail})")
 
 
-def names_from_tasks(node: str, reports: Sequence[object], entry: NodeTopology | Topology | None,
-                     step_idx: Sequence[int]) -> NodeNames:
+def names_from_tasks(
+    node: str, reports: Sequence[object], entry: NodeTopology | Topology | None, step_idx: Sequence[int]
+) -> NodeNames:
     """The names of a real node's devices: GPU UUIDs from its topology (``nvidia-smi -L`` in the topology probe),
     MIG UUIDs and their parent GPUs from the tasks' own ``-L``, PCI bus ids from the tasks' ``--query-gpu``.
 
@@ -135,14 +157,20 @@ def names_from_tasks(node: str, reports: Sequence[object], entry: NodeTopology |
         for d in devices:
             if d.parent is None:
                 gpu = gpu_of_uuid.get(d.uuid)
-                by_uuid.setdefault(d.uuid, GpuName(idx_of.get(gpu) if gpu is not None else None, gpu, d.uuid,
-                                                   pci.get(d.uuid)))
+                by_uuid.setdefault(
+                    d.uuid,
+                    GpuName(idx_of.get(gpu) if gpu is not None else None, gpu, d.uuid, pci.get(d.uuid)),
+                )
             else:
                 parent_uuid = parents.get(d.parent, "")
                 gpu = gpu_of_uuid.get(parent_uuid)
-                by_uuid.setdefault(d.uuid, GpuName(None, gpu, d.uuid, pci.get(parent_uuid), f"{d.name} on {parent_uuid}"))
+                by_uuid.setdefault(
+                    d.uuid, GpuName(None, gpu, d.uuid, pci.get(parent_uuid), f"{d.name} on {parent_uuid}")
+                )
     by_idx = {n.idx: n for n in by_uuid.values() if n.idx is not None and n.mig is None}
-    pci_of_gpu = {n.gpu: n.pci_bus_id for n in by_uuid.values() if n.gpu is not None and n.pci_bus_id and n.mig is None}
+    pci_of_gpu = {
+        n.gpu: n.pci_bus_id for n in by_uuid.values() if n.gpu is not None and n.pci_bus_id and n.mig is None
+    }
     return NodeNames(node, by_idx, by_uuid, pci_of_gpu, "nvidia-smi -L and --query-gpu on the node")
 
 
@@ -157,8 +185,14 @@ def listed_gpu_uuids(smi_list: str | None) -> tuple[str, ...]:
     return tuple(d.uuid for d in sorted(devices, key=lambda d: d.index) if d.parent is None)
 
 
-def resolve_visible(visible: Sequence[str] | None, step: Sequence[int], names: NodeNames | None,
-                    to_gpu: Callable[[int], int], rank: int, listed: Sequence[str] = ()) -> tuple[list[SeenGpu], list[str]]:
+def resolve_visible(
+    visible: Sequence[str] | None,
+    step: Sequence[int],
+    names: NodeNames | None,
+    to_gpu: Callable[[int], int],
+    rank: int,
+    listed: Sequence[str] = (),
+) -> tuple[list[SeenGpu], list[str]]:
     """The devices one task sees, in ``cuda:N`` order, and notes on entries no source could name.
 
     Numbers are Slurm's IDX when they are among the step's (no device cgroup), else positions among the devices
@@ -186,22 +220,34 @@ def resolve_visible(visible: Sequence[str] | None, step: Sequence[int], names: N
             out.append(SeenGpu(k, token, found))
         elif len(visible) == len(step):
             out.append(SeenGpu(k, token, _with_uuid(_named(step[k], names, to_gpu), token)))
-            notes.append(f"task {rank}: {token} is named by no source here; taken as Slurm IDX {step[k]}, the "
-                         f"step's {k + 1}. GPU (Slurm lists both in one order)")
+            notes.append(
+                f"task {rank}: {token} is named by no source here; taken as Slurm IDX {step[k]}, the "
+                f"step's {k + 1}. GPU (Slurm lists both in one order)"
+            )
         else:
             out.append(SeenGpu(k, token, GpuName(None, found.gpu if found else None, token, None)))
-            notes.append(f"task {rank}: CUDA_VISIBLE_DEVICES entry {token} matches no GPU of the node, so its Slurm "
-                         "IDX, NUMA node and peers are unknown; run `nvidia-smi -L` on the node (or load its "
-                         "output) to see which GPU holds that UUID")
+            notes.append(
+                f"task {rank}: CUDA_VISIBLE_DEVICES entry {token} matches no GPU of the node, so its Slurm "
+                "IDX, NUMA node and peers are unknown; run `nvidia-smi -L` on the node (or load its "
+                "output) to see which GPU holds that UUID"
+            )
     if numbers and vis and not (step and (set(vis) <= set(step) or max(vis) < len(step))):
-        notes.append(f"task {rank}: CUDA_VISIBLE_DEVICES={','.join(visible)} does not match "
-                     f"SLURM_STEP_GPUS={','.join(map(str, step)) or '-'}; taking the step's GPUs")
+        notes.append(
+            f"task {rank}: CUDA_VISIBLE_DEVICES={','.join(visible)} does not match "
+            f"SLURM_STEP_GPUS={','.join(map(str, step)) or '-'}; taking the step's GPUs"
+        )
         return [SeenGpu(None, None, _named(i, names, to_gpu)) for i in step], notes
     return out, notes
 
 
-def _named_by_number(vis: tuple[int, ...], k: int, step: tuple[int, ...], names: NodeNames,
-                     to_gpu: Callable[[int], int], listed: Sequence[str]) -> GpuName:
+def _named_by_number(
+    vis: tuple[int, ...],
+    k: int,
+    step: tuple[int, ...],
+    names: NodeNames,
+    to_gpu: Callable[[int], int],
+    listed: Sequence[str],
+) -> GpuName:
     """The names of the ``k``-th of numeric CUDA_VISIBLE_DEVICES entries ``vis`` (see :func:`resolve_visible`)."""
     if step and set(vis) <= set(step):
         return _named(vis[k], names, to_gpu)

@@ -87,10 +87,12 @@ def explain(
         notes.append(f"the tasks are those of one step: srun {' '.join(step_args)}")
     bind = gpu_bind_value(tres_bind)
     if bind and not any(a.startswith("--gpu-bind") for a in step_args) and step_args:
-        notes.append(f"the job asked --gpu-bind={bind}; this step, as %gpu_isolation's, repeats the job's GPU "
-                     "request without it, so each task holds what that request gives it; run "
-                     f"`%srun --gpu-bind={bind} …` to see Slurm's {bind} binding of a step (for closest: every GPU "
-                     "of the step near the task's CPUs)")
+        notes.append(
+            f"the job asked --gpu-bind={bind}; this step, as %gpu_isolation's, repeats the job's GPU "
+            "request without it, so each task holds what that request gives it; run "
+            f"`%srun --gpu-bind={bind} …` to see Slurm's {bind} binding of a step (for closest: every GPU "
+            "of the step near the task's CPUs)"
+        )
     if sandbox is None:
         sandbox = any(isinstance(t, NodeTopology) and t.source == "sandbox" for t in topologies.values())
     if sandbox:
@@ -98,18 +100,44 @@ def explain(
     by_node = {r.node: r for r in records}
     closest_wanted = bool(tres_bind and "closest" in tres_bind)
     seen = _seen_by_task(reports, topologies, by_node, names or {}, notes)
-    rows = [_judge_task(rep, topologies.get(rep.node), by_node.get(rep.node), seen[rep.rank], closest_wanted,
-                        enforce_binding) for rep in reports]
+    rows = [
+        _judge_task(
+            rep,
+            topologies.get(rep.node),
+            by_node.get(rep.node),
+            seen[rep.rank],
+            closest_wanted,
+            enforce_binding,
+        )
+        for rep in reports
+    ]
     gpu_rows = _gpu_rows(reports, rows, seen, topologies, by_node)
-    traps = find_traps(gpu_rows, rows, {n: _topo_of(t) for n, t in topologies.items()},
-                       {n: idx_to_gpu_map(t) for n, t in topologies.items()}, _alloc_idx(reports, by_node), free_gpus)
+    traps = find_traps(
+        gpu_rows,
+        rows,
+        {n: _topo_of(t) for n, t in topologies.items()},
+        {n: idx_to_gpu_map(t) for n, t in topologies.items()},
+        _alloc_idx(reports, by_node),
+        free_gpus,
+    )
     for rep in reports:
         if not _comparable(rep, _topo_of(topologies.get(rep.node))):
-            notes.append(f"{rep.node} has {rep.host_cpus} real CPUs but its topology names more (a sandbox node "
-                         "claims CPUs the host lacks): closest/enforce-binding are judged by Slurm's CPU_IDs, "
-                         "the task masks are shown as the kernel set them")
-    return BindingTable(job_id, tuple(rows), tres_bind, enforce_binding, tuple(records), dict(topologies),
-                        tuple(dict.fromkeys(notes)), tuple(gpu_rows), tuple(traps))
+            notes.append(
+                f"{rep.node} has {rep.host_cpus} real CPUs but its topology names more (a sandbox node "
+                "claims CPUs the host lacks): closest/enforce-binding are judged by Slurm's CPU_IDs, "
+                "the task masks are shown as the kernel set them"
+            )
+    return BindingTable(
+        job_id,
+        tuple(rows),
+        tres_bind,
+        enforce_binding,
+        tuple(records),
+        dict(topologies),
+        tuple(dict.fromkeys(notes)),
+        tuple(gpu_rows),
+        tuple(traps),
+    )
 
 
 def _step_idx(rep: TaskReport, rec: NodeRecord | None) -> tuple[int, ...]:
@@ -118,9 +146,13 @@ def _step_idx(rep: TaskReport, rec: NodeRecord | None) -> tuple[int, ...]:
     return rep.step_gpus or (rec.shard_gpus if rec is not None else ())
 
 
-def _seen_by_task(reports: Sequence[TaskReport], topologies: Mapping[str, NodeTopology | Topology],
-                  by_node: Mapping[str, NodeRecord], names: Mapping[str, NodeNames], notes: list[str]
-                  ) -> dict[int, list[SeenGpu]]:
+def _seen_by_task(
+    reports: Sequence[TaskReport],
+    topologies: Mapping[str, NodeTopology | Topology],
+    by_node: Mapping[str, NodeRecord],
+    names: Mapping[str, NodeNames],
+    notes: list[str],
+) -> dict[int, list[SeenGpu]]:
     """Per task rank, the devices it sees (its CUDA_VISIBLE_DEVICES resolved to the node's GPUs)."""
     out: dict[int, list[SeenGpu]] = {}
     for node in dict.fromkeys(r.node for r in reports):
@@ -130,13 +162,21 @@ def _seen_by_task(reports: Sequence[TaskReport], topologies: Mapping[str, NodeTo
         step = tuple(dict.fromkeys(i for r in mine for i in _step_idx(r, rec)))
         known = names.get(node) or names_from_tasks(node, mine, entry, (rec.gpu_idx if rec else ()) or step)
         for rep in mine:
-            out[rep.rank], said = resolve_visible(rep.visible, _step_idx(rep, rec), known, idx_to_gpu_map(entry),
-                                                  rep.rank, listed_gpu_uuids(rep.smi_list))
+            out[rep.rank], said = resolve_visible(
+                rep.visible,
+                _step_idx(rep, rec),
+                known,
+                idx_to_gpu_map(entry),
+                rep.rank,
+                listed_gpu_uuids(rep.smi_list),
+            )
             notes += said
     return out
 
 
-def _alloc_idx(reports: Sequence[TaskReport], by_node: Mapping[str, NodeRecord]) -> dict[str, tuple[int, ...]]:
+def _alloc_idx(
+    reports: Sequence[TaskReport], by_node: Mapping[str, NodeRecord]
+) -> dict[str, tuple[int, ...]]:
     """The allocation's GPUs per node as Slurm's IDX: the controller's record, else the tasks' step GPUs."""
     out: dict[str, tuple[int, ...]] = {}
     for rep in reports:
@@ -146,8 +186,13 @@ def _alloc_idx(reports: Sequence[TaskReport], by_node: Mapping[str, NodeRecord])
     return out
 
 
-def _gpu_rows(reports: Sequence[TaskReport], tasks: Sequence[TaskBinding], seen: Mapping[int, list[SeenGpu]],
-              topologies: Mapping[str, NodeTopology | Topology], by_node: Mapping[str, NodeRecord]) -> list[GpuRow]:
+def _gpu_rows(
+    reports: Sequence[TaskReport],
+    tasks: Sequence[TaskBinding],
+    seen: Mapping[int, list[SeenGpu]],
+    topologies: Mapping[str, NodeTopology | Topology],
+    by_node: Mapping[str, NodeRecord],
+) -> list[GpuRow]:
     """Per task, per GPU it sees: every name of that GPU, its NUMA node, the task's mask and its NVLink peers."""
     alloc = _alloc_idx(reports, by_node)
     out = []
@@ -163,12 +208,32 @@ def _gpu_rows(reports: Sequence[TaskReport], tasks: Sequence[TaskBinding], seen:
             peers: tuple[tuple[int, int], ...] = ()
             if gpu is not None and topo is not None and n.mig is None:
                 # MIG slices have no peer access; a whole GPU's peers are the allocation's others joined by NVLink
-                others = [(i, to_gpu(i)) for i in alloc.get(rep.node, ()) if i != n.idx and to_gpu(i) in known]
-                peers = tuple((i, topo.nvlinks(gpu.index, g)) for i, g in others
-                              if g != gpu.index and topo.nvlinks(gpu.index, g) > 0)
+                others = [
+                    (i, to_gpu(i)) for i in alloc.get(rep.node, ()) if i != n.idx and to_gpu(i) in known
+                ]
+                peers = tuple(
+                    (i, topo.nvlinks(gpu.index, g))
+                    for i, g in others
+                    if g != gpu.index and topo.nvlinks(gpu.index, g) > 0
+                )
             uuid = n.uuid or (gpu.uuid if gpu is not None and n.mig is None else None)
-            out.append(GpuRow(rep.rank, rep.node, n.idx, s.position, s.token, uuid, n.pci_bus_id, numa, n.gpu,
-                              mask, peers, n.mig, not task.comparable))
+            out.append(
+                GpuRow(
+                    rep.rank,
+                    rep.node,
+                    n.idx,
+                    s.position,
+                    s.token,
+                    uuid,
+                    n.pci_bus_id,
+                    numa,
+                    n.gpu,
+                    mask,
+                    peers,
+                    n.mig,
+                    not task.comparable,
+                )
+            )
     return out
 
 
@@ -197,8 +262,14 @@ class _TaskFacts:
         return self.rep.affinity if self.comparable else self.slurm_cpus
 
 
-def _judge_task(rep: TaskReport, entry: NodeTopology | Topology | None, rec: NodeRecord | None,
-                seen: Sequence[SeenGpu], closest_wanted: bool, enforce_binding: bool) -> TaskBinding:
+def _judge_task(
+    rep: TaskReport,
+    entry: NodeTopology | Topology | None,
+    rec: NodeRecord | None,
+    seen: Sequence[SeenGpu],
+    closest_wanted: bool,
+    enforce_binding: bool,
+) -> TaskBinding:
     topo = _topo_of(entry)
     to_gpu = idx_to_gpu_map(entry)
     step_idx = _step_idx(rep, rec)
@@ -217,13 +288,34 @@ def _judge_task(rep: TaskReport, entry: NodeTopology | Topology | None, rec: Nod
     # a sandbox node claims CPUs the host lacks: its tasks' real masks cannot be compared with the
     # topology's CPU ids, so judge by the CPUs Slurm recorded (CPU_IDs) instead
     comparable = _comparable(rep, topo)
-    facts = _TaskFacts(rep, topo, to_gpu, rec, gpus, step, local, gpu_cpus, comparable,
-                       _missing_fact(rep, topo, known, step, rec, comparable))
+    facts = _TaskFacts(
+        rep,
+        topo,
+        to_gpu,
+        rec,
+        gpus,
+        step,
+        local,
+        gpu_cpus,
+        comparable,
+        _missing_fact(rep, topo, known, step, rec, comparable),
+    )
     why: list[str] = []
     closest = _closest_verdict(facts, why) if closest_wanted else NOT_REQUESTED
     enforce = _enforce_verdict(facts, why) if enforce_binding else NOT_REQUESTED
-    return TaskBinding(rep.rank, rep.node, gpus, ",".join(map(str, sorted(numa))) or "?", gpu_cpus,
-                       rep.affinity, facts.slurm_cpus, closest, enforce, tuple(why), comparable)
+    return TaskBinding(
+        rep.rank,
+        rep.node,
+        gpus,
+        ",".join(map(str, sorted(numa))) or "?",
+        gpu_cpus,
+        rep.affinity,
+        facts.slurm_cpus,
+        closest,
+        enforce,
+        tuple(why),
+        comparable,
+    )
 
 
 def _gpu_of(seen: SeenGpu, to_gpu: Callable[[int], int]) -> int | None:
@@ -243,8 +335,10 @@ def _closest_verdict(f: _TaskFacts, why: list[str]) -> str:
     expect = near or f.step
     if set(f.gpus) == set(expect) or near and f.gpus and set(f.gpus) <= set(near):
         return HONOURED
-    why.append(f"closest: CPUs {format_cpu_list(judge)} are nearest GPU(s) "
-               f"{','.join(map(str, expect))}, but the task got {','.join(map(str, f.gpus)) or 'none'}")
+    why.append(
+        f"closest: CPUs {format_cpu_list(judge)} are nearest GPU(s) "
+        f"{','.join(map(str, expect))}, but the task got {','.join(map(str, f.gpus)) or 'none'}"
+    )
     return NOT_HONOURED
 
 
@@ -261,17 +355,27 @@ def _enforce_verdict(f: _TaskFacts, why: list[str]) -> str:
     allowed = _node_local(f.rec, f.to_gpu, f.local, topo) or f.gpu_cpus
     bad = []
     if slurm_cpus is not None and not slurm_cpus <= allowed:
-        bad.append(f"Slurm CPU_IDs {format_cpu_list(slurm_cpus - allowed)} lie outside the GPUs' CPUs "
-                   f"{format_cpu_list(allowed)}")
+        bad.append(
+            f"Slurm CPU_IDs {format_cpu_list(slurm_cpus - allowed)} lie outside the GPUs' CPUs "
+            f"{format_cpu_list(allowed)}"
+        )
     if f.comparable and mask is not None and not mask <= allowed:
-        bad.append(f"task mask CPUs {format_cpu_list(mask - allowed)} lie outside the GPUs' CPUs "
-                   f"{format_cpu_list(allowed)}")
+        bad.append(
+            f"task mask CPUs {format_cpu_list(mask - allowed)} lie outside the GPUs' CPUs "
+            f"{format_cpu_list(allowed)}"
+        )
     why += [f"enforce-binding: {b}" for b in bad]
     return NOT_HONOURED if bad else HONOURED
 
 
-def _missing_fact(rep: TaskReport, topo: Topology | None, known: set[int], step: tuple[int, ...],
-                  rec: NodeRecord | None, comparable: bool) -> str:
+def _missing_fact(
+    rep: TaskReport,
+    topo: Topology | None,
+    known: set[int],
+    step: tuple[int, ...],
+    rec: NodeRecord | None,
+    comparable: bool,
+) -> str:
     """Which fact the judgement lacks for this task (empty when it has them all), named so it can be fixed."""
     if topo is None:
         return f"no topology of {rep.node} (topology(alloc) says which sources were tried)"
@@ -280,14 +384,18 @@ def _missing_fact(rep: TaskReport, topo: Topology | None, known: set[int], step:
         return f"GPU(s) {','.join(map(str, absent))} of the step are not in {rep.node}'s topology"
     unplaced = [g for g in step if topo.gpu(g).cpu_affinity is None]
     if unplaced:
-        return (f"the local CPUs of GPU(s) {','.join(map(str, unplaced))} on {rep.node} are unknown (the topology "
-                "source gives none: gres.conf without Cores=, or an empty nvidia-smi topo cell)")
+        return (
+            f"the local CPUs of GPU(s) {','.join(map(str, unplaced))} on {rep.node} are unknown (the topology "
+            "source gives none: gres.conf without Cores=, or an empty nvidia-smi topo cell)"
+        )
     if comparable:
         return "" if rep.affinity is not None else f"task {rep.rank} reported no CPU mask (sched_getaffinity)"
     if rec is None or rec.cpu_ids is None:
-        return (f"Slurm recorded no CPU_IDs for the job on {rep.node} (scontrol show job -d gave neither the "
-                "text CPU_IDs= nor JSON job_resources.nodes.allocation[].sockets[].cores[]), and the task's real "
-                "mask names host CPUs, not the node's")
+        return (
+            f"Slurm recorded no CPU_IDs for the job on {rep.node} (scontrol show job -d gave neither the "
+            "text CPU_IDs= nor JSON job_resources.nodes.allocation[].sockets[].cores[]), and the task's real "
+            "mask names host CPUs, not the node's"
+        )
     return ""
 
 
@@ -305,8 +413,9 @@ def _topo_of(entry: NodeTopology | Topology | None) -> Topology | None:
     return entry.topology
 
 
-def _node_local(rec: NodeRecord | None, to_gpu: Callable[[int], int], local: dict[int, frozenset[int]],
-                topo: Topology) -> frozenset[int]:
+def _node_local(
+    rec: NodeRecord | None, to_gpu: Callable[[int], int], local: dict[int, frozenset[int]], topo: Topology
+) -> frozenset[int]:
     """CPUs local to all the job's GPUs on the node (what enforce-binding limits the job's CPUs to)."""
     if rec is None:
         return frozenset()

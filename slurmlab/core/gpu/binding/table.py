@@ -16,8 +16,17 @@ from slurmlab.core.gpu.node_models import NodeTopology, TopologyFigureArgs
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.core.palette import FAILED, FLAGGED_BACKGROUND, OK
 
-__all__ = ["HONOURED", "NOT_HONOURED", "NOT_REQUESTED", "UNKNOWN", "BindingFigureArgs", "BindingTable", "GpuRow",
-           "TaskBinding", "Trap"]
+__all__ = [
+    "HONOURED",
+    "NOT_HONOURED",
+    "NOT_REQUESTED",
+    "UNKNOWN",
+    "BindingFigureArgs",
+    "BindingTable",
+    "GpuRow",
+    "TaskBinding",
+    "Trap",
+]
 
 HONOURED = "honoured"
 NOT_HONOURED = "NOT honoured"
@@ -37,7 +46,9 @@ class TaskBinding:
     closest: str
     enforce: str
     why: tuple[str, ...] = ()
-    comparable: bool = True  # False: the real mask uses host CPU ids that differ from the topology's (sandbox)
+    comparable: bool = (
+        True  # False: the real mask uses host CPU ids that differ from the topology's (sandbox)
+    )
 
 
 @dataclass(frozen=True)
@@ -54,9 +65,13 @@ class GpuRow:
     numa: str  # the GPU's NUMA node(s), "?" when unknown
     gpu: int | None  # its topology index (the parent GPU of a MIG slice)
     mask: frozenset[int] | None  # the task's CPU mask
-    peers: tuple[tuple[int, int], ...] = ()  # (Slurm IDX, NVLinks) of the allocation's other GPUs joined by NVLink
+    peers: tuple[
+        tuple[int, int], ...
+    ] = ()  # (Slurm IDX, NVLinks) of the allocation's other GPUs joined by NVLink
     mig: str | None = None  # the MIG slice, None for a whole GPU
-    mask_is_slurms: bool = False  # the mask is Slurm's CPU_IDs for the job (a sandbox task's real one names host CPUs)
+    mask_is_slurms: bool = (
+        False  # the mask is Slurm's CPU_IDs for the job (a sandbox task's real one names host CPUs)
+    )
 
 
 @dataclass(frozen=True)
@@ -131,25 +146,49 @@ class BindingTable:
         topo = self.topologies.get(node)
         if topo is None:
             raise KeyError(f"no topology for node {node!r} (nodes: {', '.join(self.topologies)})")
-        return {"topo": topo if isinstance(topo, Topology) else topo.topology,
-                "highlight_gpus": self.highlight_gpus(node),
-                "task_cpus": self.task_cpus(node)}
+        return {
+            "topo": topo if isinstance(topo, Topology) else topo.topology,
+            "highlight_gpus": self.highlight_gpus(node),
+            "task_cpus": self.task_cpus(node),
+        }
 
     # ---- display -----------------------------------------------------------------------------------
-    _HEAD = ("task", "node", "GPUs", "GPU NUMA", "GPU-local CPUs", "task CPU mask", "Slurm CPU_IDs", "closest",
-             "enforce-binding")
+    _HEAD = (
+        "task",
+        "node",
+        "GPUs",
+        "GPU NUMA",
+        "GPU-local CPUs",
+        "task CPU mask",
+        "Slurm CPU_IDs",
+        "closest",
+        "enforce-binding",
+    )
 
     def _cells(self, r: TaskBinding) -> tuple[str, ...]:
-        return (str(r.rank), r.node, ",".join(map(str, r.gpus)) or "-", r.gpu_numa,
-                format_cpu_list(r.gpu_cpus) or "-", _cpus(r.mask), _cpus(r.slurm_cpus), r.closest, r.enforce)
+        return (
+            str(r.rank),
+            r.node,
+            ",".join(map(str, r.gpus)) or "-",
+            r.gpu_numa,
+            format_cpu_list(r.gpu_cpus) or "-",
+            _cpus(r.mask),
+            _cpus(r.slurm_cpus),
+            r.closest,
+            r.enforce,
+        )
 
     def _footer(self) -> list[str]:
-        lines = [f"--gpu-bind: {self.tres_bind or 'not set'} -> {self.closest}",
-                 f"--gres-flags=enforce-binding: {'set' if self.enforce_requested else 'not set'} -> {self.enforce}"]
+        lines = [
+            f"--gpu-bind: {self.tres_bind or 'not set'} -> {self.closest}",
+            f"--gres-flags=enforce-binding: {'set' if self.enforce_requested else 'not set'} -> {self.enforce}",
+        ]
         for rec in self.records:
             shards = f" shards on GPU {','.join(map(str, rec.shard_gpus))}" if rec.shard_gpus else ""
-            lines.append(f"scontrol show job -d: {rec.node} GRES IDX {','.join(map(str, rec.gpu_idx)) or '-'}"
-                         f"{shards} CPU_IDs {_cpus(rec.cpu_ids)}")
+            lines.append(
+                f"scontrol show job -d: {rec.node} GRES IDX {','.join(map(str, rec.gpu_idx)) or '-'}"
+                f"{shards} CPU_IDs {_cpus(rec.cpu_ids)}"
+            )
         for node, topo in self.topologies.items():
             src = getattr(topo, "source", None)
             if src:
@@ -157,16 +196,37 @@ class BindingTable:
         why = [f"task {r.rank}: {w}" for r in self.rows for w in r.why]
         return lines + why + [f"note: {n}" for n in self.notes]
 
-    _GPU_HEAD = ("task", "node", "Slurm IDX", "task sees", "CUDA_VISIBLE_DEVICES", "UUID", "PCI bus id", "NUMA",
-                 "task CPU mask", "NVLink peers (IDX)", "traps")
+    _GPU_HEAD = (
+        "task",
+        "node",
+        "Slurm IDX",
+        "task sees",
+        "CUDA_VISIBLE_DEVICES",
+        "UUID",
+        "PCI bus id",
+        "NUMA",
+        "task CPU mask",
+        "NVLink peers (IDX)",
+        "traps",
+    )
 
     def _gpu_cells(self, g: GpuRow) -> tuple[str, ...]:
         peers = ", ".join(f"{i} (NV{n})" for i, n in g.peers) or ("none (MIG slice)" if g.mig else "none")
         uuid = (g.uuid or "?") + (f" [{g.mig}]" if g.mig else "")
         traps = ", ".join(t.kind for t in self.traps_of(g)) or "-"
-        return (str(g.rank), g.node, _num(g.idx), "-" if g.seen_as is None else f"cuda:{g.seen_as}",
-                g.token or "(unset)", uuid, g.pci_bus_id or "?", g.numa,
-                _cpus(g.mask) + (" (Slurm CPU_IDs)" if g.mask_is_slurms else ""), peers, traps)
+        return (
+            str(g.rank),
+            g.node,
+            _num(g.idx),
+            "-" if g.seen_as is None else f"cuda:{g.seen_as}",
+            g.token or "(unset)",
+            uuid,
+            g.pci_bus_id or "?",
+            g.numa,
+            _cpus(g.mask) + (" (Slurm CPU_IDs)" if g.mask_is_slurms else ""),
+            peers,
+            traps,
+        )
 
     def traps_of(self, g: GpuRow) -> list[Trap]:
         """The traps that concern this GPU row (its task on its node)."""
@@ -191,12 +251,19 @@ class BindingTable:
         for g in self.gpu_rows:
             flagged = bool(self.traps_of(g))
             style = f' style="background:{FLAGGED_BACKGROUND}"' if flagged else ""
-            body += f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._gpu_cells(g)) + "</tr>"
-        traps = "".join(f"<li class='slurmlab-trap' style='color:{FAILED}'><b>{html.escape(t.kind)}</b>: "
-                        f"{html.escape(t.why)}. <i>Fix:</i> {html.escape(t.fix)}</li>" for t in self.traps)
-        return (f"<b>GPU map of job {html.escape(str(self.job_id))}: per task, per GPU</b>"
-                f"<table class='slurmlab-gpu-map'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-                f"<ul>{traps or '<li>no known trap found</li>'}</ul>")
+            body += (
+                f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._gpu_cells(g)) + "</tr>"
+            )
+        traps = "".join(
+            f"<li class='slurmlab-trap' style='color:{FAILED}'><b>{html.escape(t.kind)}</b>: "
+            f"{html.escape(t.why)}. <i>Fix:</i> {html.escape(t.fix)}</li>"
+            for t in self.traps
+        )
+        return (
+            f"<b>GPU map of job {html.escape(str(self.job_id))}: per task, per GPU</b>"
+            f"<table class='slurmlab-gpu-map'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            f"<ul>{traps or '<li>no known trap found</li>'}</ul>"
+        )
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEAD)
@@ -213,17 +280,34 @@ class BindingTable:
                 tds.append(f"<td{style}>{html.escape(c)}</td>")
             body += "<tr>" + "".join(tds) + "</tr>"
         # a sandbox's limits stand out where a reader would take the table for a real cluster's
-        foot = "".join(f"<li class='slurmlab-sandbox-note'>{html.escape(line)}</li>" if line.startswith("note: sandbox:")
-                       else f"<li>{html.escape(line)}</li>" for line in self._footer())
-        return (f"<div class='slurmlab-binding'>{self._gpu_html()}<b>binding of job {html.escape(str(self.job_id))}</b>"
-                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><ul>{foot}</ul></div>")
+        foot = "".join(
+            f"<li class='slurmlab-sandbox-note'>{html.escape(line)}</li>"
+            if line.startswith("note: sandbox:")
+            else f"<li>{html.escape(line)}</li>"
+            for line in self._footer()
+        )
+        return (
+            f"<div class='slurmlab-binding'>{self._gpu_html()}<b>binding of job {html.escape(str(self.job_id))}</b>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><ul>{foot}</ul></div>"
+        )
 
-    def _repr_mimebundle_(self, include: Container[str] | None = None,
-                          exclude: Container[str] | None = None) -> dict[str, str]:
+    def _repr_mimebundle_(
+        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+    ) -> dict[str, str]:
         """In a notebook: the table, then per node its topology with the tasks' GPUs and CPUs marked."""
-        caption = "per node: the tasks' GPUs highlighted, their CPUs coloured (the figures of figure_args(node))"
-        return mime_bundle(self, "binding", self.text(), caption, html_text=self._repr_html_(), text_first=True,
-                           include=include, exclude=exclude)
+        caption = (
+            "per node: the tasks' GPUs highlighted, their CPUs coloured (the figures of figure_args(node))"
+        )
+        return mime_bundle(
+            self,
+            "binding",
+            self.text(),
+            caption,
+            html_text=self._repr_html_(),
+            text_first=True,
+            include=include,
+            exclude=exclude,
+        )
 
 
 def _columns(rows: list[tuple[str, ...]]) -> list[str]:

@@ -65,7 +65,9 @@ def _group(rows: Sequence[GpuRow]) -> dict[tuple[str, int], list[GpuRow]]:
     return out
 
 
-def _far_socket(node: str, rank: int, rows: list[GpuRow], topo: Topology, task: TaskBinding | None) -> list[Trap]:
+def _far_socket(
+    node: str, rank: int, rows: list[GpuRow], topo: Topology, task: TaskBinding | None
+) -> list[Trap]:
     """A GPU none of whose local CPUs the task may run on."""
     if task is None:
         return []
@@ -78,13 +80,18 @@ def _far_socket(node: str, rank: int, rows: list[GpuRow], topo: Topology, task: 
     for g in rows:
         local = topo.gpu(g.gpu).cpu_affinity if g.gpu in known and g.gpu is not None else None
         if local and not cpus & local:
-            out.append(Trap(
-                FAR_SOCKET, node, (rank,),
-                f"task {rank} on {node} runs on CPUs {format_cpu_list(cpus)} but its GPU (Slurm IDX {_n(g.idx)}, "
-                f"cuda:{_n(g.seen_as)}) sits on NUMA {g.numa} beside CPUs {format_cpu_list(local)}: every "
-                "host-GPU copy and kernel launch crosses the socket link",
-                "ask --gpu-bind=closest with --gres-flags=enforce-binding (or bind the task's CPUs with --cpu-bind "
-                "to the GPU's cores), so that each task runs on the socket of its GPU"))
+            out.append(
+                Trap(
+                    FAR_SOCKET,
+                    node,
+                    (rank,),
+                    f"task {rank} on {node} runs on CPUs {format_cpu_list(cpus)} but its GPU (Slurm IDX {_n(g.idx)}, "
+                    f"cuda:{_n(g.seen_as)}) sits on NUMA {g.numa} beside CPUs {format_cpu_list(local)}: every "
+                    "host-GPU copy and kernel launch crosses the socket link",
+                    "ask --gpu-bind=closest with --gres-flags=enforce-binding (or bind the task's CPUs with --cpu-bind "
+                    "to the GPU's cores), so that each task runs on the socket of its GPU",
+                )
+            )
     return out
 
 
@@ -94,22 +101,33 @@ def _split_numa(node: str, rank: int, rows: list[GpuRow]) -> list[Trap]:
     if len(numa) < 2:
         return []
     where = "; ".join(f"IDX {_n(g.idx)} on NUMA {g.numa}" for g in rows)
-    return [Trap(SPLIT_NUMA, node, (rank,),
-                 f"task {rank} on {node} holds GPUs on {len(numa)} NUMA nodes ({where}): its CPUs are far from "
-                 "some of them, and traffic between them without NVLink crosses the socket link",
-                 "ask for GPUs of one socket (--gpus-per-socket=N --sockets-per-node=1), or run one task per "
-                 "socket with --gpus-per-task and --gpu-bind=closest")]
+    return [
+        Trap(
+            SPLIT_NUMA,
+            node,
+            (rank,),
+            f"task {rank} on {node} holds GPUs on {len(numa)} NUMA nodes ({where}): its CPUs are far from "
+            "some of them, and traffic between them without NVLink crosses the socket link",
+            "ask for GPUs of one socket (--gpus-per-socket=N --sockets-per-node=1), or run one task per "
+            "socket with --gpus-per-task and --gpu-bind=closest",
+        )
+    ]
 
 
-def _no_nvlink(node: str, idx: tuple[int, ...], topo: Topology, to_gpu: Callable[[int], int],
-               free: frozenset[int] | None) -> list[Trap]:
+def _no_nvlink(
+    node: str, idx: tuple[int, ...], topo: Topology, to_gpu: Callable[[int], int], free: frozenset[int] | None
+) -> list[Trap]:
     """The allocation's GPUs on a node not all joined by NVLink, while as many NVLink-joined GPUs were free."""
     gpus = [to_gpu(i) for i in idx]
     known = {g.index for g in topo.gpus}
     # MIG slices share a parent GPU and have no peer access at all: NVLink is not theirs to use
     if len(idx) < 2 or len(set(gpus)) != len(gpus) or not set(gpus) <= known or not topo.nvlink_edges():
         return []
-    missing = [(a, b) for (a, ga), (b, gb) in combinations(zip(idx, gpus, strict=True), 2) if topo.nvlinks(ga, gb) == 0]
+    missing = [
+        (a, b)
+        for (a, ga), (b, gb) in combinations(zip(idx, gpus, strict=True), 2)
+        if topo.nvlinks(ga, gb) == 0
+    ]
     if not missing:
         return []
     node_idx = _node_idx(topo, to_gpu, idx)
@@ -119,12 +137,18 @@ def _no_nvlink(node: str, idx: tuple[int, ...], topo: Topology, to_gpu: Callable
         return []
     pairs = ", ".join(f"{a}-{b}" for a, b in missing)
     was = "were free" if free is not None else "exist on the node (whether they were free is not known)"
-    return [Trap(NO_NVLINK, node, (),
-                 f"the allocation's GPUs on {node} (Slurm IDX {format_cpu_list(idx)}) have no NVLink between "
-                 f"{pairs}, so their traffic goes over PCIe, while GPUs {format_cpu_list(better)} joined by NVLink "
-                 f"{was}",
-                 f"ask for NVLink-joined GPUs: slurmlab's best_gpus({len(idx)}) / `slurmlab topo --best {len(idx)}` "
-                 "names them; gres.conf Links= lets Slurm prefer them")]
+    return [
+        Trap(
+            NO_NVLINK,
+            node,
+            (),
+            f"the allocation's GPUs on {node} (Slurm IDX {format_cpu_list(idx)}) have no NVLink between "
+            f"{pairs}, so their traffic goes over PCIe, while GPUs {format_cpu_list(better)} joined by NVLink "
+            f"{was}",
+            f"ask for NVLink-joined GPUs: slurmlab's best_gpus({len(idx)}) / `slurmlab topo --best {len(idx)}` "
+            "names them; gres.conf Links= lets Slurm prefer them",
+        )
+    ]
 
 
 def _node_idx(topo: Topology, to_gpu: Callable[[int], int], idx: tuple[int, ...]) -> dict[int, int]:
@@ -132,8 +156,11 @@ def _node_idx(topo: Topology, to_gpu: Callable[[int], int], idx: tuple[int, ...]
     IDX is their topology index (a node with neither MIG slices nor a device cgroup numbers them so)."""
     mine = {i: to_gpu(i) for i in idx}
     taken = set(mine.values())
-    others = {g.index: g.index for g in topo.gpus
-              if g.index not in taken and g.index not in mine and to_gpu(g.index) == g.index}
+    others = {
+        g.index: g.index
+        for g in topo.gpus
+        if g.index not in taken and g.index not in mine and to_gpu(g.index) == g.index
+    }
     return {**others, **mine}
 
 
@@ -154,14 +181,19 @@ def _per_task(rows: Sequence[GpuRow], alloc_idx: Mapping[str, Sequence[int]]) ->
         if len(seen) < 2 or len(whole) < 2 or not all(s < whole for s in seen.values()):
             continue
         sets = "; ".join(f"task {r} sees {format_cpu_list(s)}" for r, s in sorted(seen.items()))
-        out.append(Trap(
-            PER_TASK_GPUS, node, tuple(sorted(seen)),
-            f"on {node} each task sees only its own GPU(s) of the {format_cpu_list(whole)} its tasks hold ({sets}): "
-            "per-task GPU binding (--gpus-per-task under ConstrainDevices, --gpu-bind=single or per_task) hides "
-            "the others, so CUDA peer access and IPC between the tasks' GPUs fail and NCCL copies through host "
-            "memory instead of peer-to-peer over NVLink or PCIe (nccl-tests#300, ompi#11949)",
-            "give every task all the node's GPUs (--gpus-per-node=N, no --gpus-per-task, --gpu-bind=none) and pick "
-            "the device in the program by SLURM_LOCALID, e.g. torch.cuda.set_device(int(os.environ['SLURM_LOCALID']))"))
+        out.append(
+            Trap(
+                PER_TASK_GPUS,
+                node,
+                tuple(sorted(seen)),
+                f"on {node} each task sees only its own GPU(s) of the {format_cpu_list(whole)} its tasks hold ({sets}): "
+                "per-task GPU binding (--gpus-per-task under ConstrainDevices, --gpu-bind=single or per_task) hides "
+                "the others, so CUDA peer access and IPC between the tasks' GPUs fail and NCCL copies through host "
+                "memory instead of peer-to-peer over NVLink or PCIe (nccl-tests#300, ompi#11949)",
+                "give every task all the node's GPUs (--gpus-per-node=N, no --gpus-per-task, --gpu-bind=none) and pick "
+                "the device in the program by SLURM_LOCALID, e.g. torch.cuda.set_device(int(os.environ['SLURM_LOCALID']))",
+            )
+        )
     return out
 
 

@@ -29,7 +29,27 @@ from slurmlab.core.gpu.mig.tables import (
     tables_for_profile_names,
 )
 
-__all__ = ["MIG_PROFILE_TABLES", "ComputeInstance", "GpuInstance", "GpuMig", "MigCatalogue", "MigLayout", "MigProfile",
-           "MigProfileTable", "ProfileRoom", "TableChoice", "choose_table", "infer_placements", "is_mig_type",
-           "layouts_with_room", "mig_memory_gb", "mig_slice_label", "parse_profile_name", "room_left", "room_sentence",
-           "table_for_model", "table_for_profile_names", "tables_for_profile_names"]
+__all__ = [
+    "MIG_PROFILE_TABLES",
+    "ComputeInstance",
+    "GpuInstance",
+    "GpuMig",
+    "MigCatalogue",
+    "MigLayout",
+    "MigProfile",
+    "MigProfileTable",
+    "ProfileRoom",
+    "TableChoice",
+    "choose_table",
+    "infer_placements",
+    "is_mig_type",
+    "layouts_with_room",
+    "mig_memory_gb",
+    "mig_slice_label",
+    "parse_profile_name",
+    "room_left",
+    "room_sentence",
+    "table_for_model",
+    "table_for_profile_names",
+    "tables_for_profile_names",
+]

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 __all__ = ["ComputeInstance", "GpuInstance", "GpuMig", "mig_slice_label"]
 
 
-def mig_slice_label(gpu: int, profile: str, start: int | None, size: int | None, gi_id: int | None = None) -> str:
+def mig_slice_label(
+    gpu: int, profile: str, start: int | None, size: int | None, gi_id: int | None = None
+) -> str:
     """The one name of a MIG slice (GPU instance) in every slurmlab output: ``GPU 0 · 3g.71gb @ 4:4 · GI 2``.
 
     Why this form: the parent GPU, the profile and the placement ``start:size`` (in memory slices) are known from

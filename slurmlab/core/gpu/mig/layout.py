@@ -42,7 +42,9 @@ def parse_profile_name(name: str) -> tuple[int | None, int, int, bool]:
     """``1c.3g.20gb`` -> (ci compute slices or None, gi compute slices, GB in the name, media extensions)."""
     m = _NAME_RE.match(name.strip())
     if m is None:
-        raise ParseError("MIG profile name", name, hint="expected a name like 3g.40gb, 1g.10gb+me or 1c.3g.20gb")
+        raise ParseError(
+            "MIG profile name", name, hint="expected a name like 3g.40gb, 1g.10gb+me or 1c.3g.20gb"
+        )
     ci = int(m.group(1)) if m.group(1) else None
     return ci, int(m.group(2)), int(m.group(3)), bool(m.group(4))
 
@@ -147,8 +149,9 @@ class MigLayout:
         if self.table is None or any(r is None for r in rows):
             return None
         notes = tuple(n for n in self.notes if "inferred" in n)
-        return MigCatalogue(tuple(x for r in rows for x in r or ()), self.memory_slices, self.model_label,
-                            "layout", notes)
+        return MigCatalogue(
+            tuple(x for r in rows for x in r or ()), self.memory_slices, self.model_label, "layout", notes
+        )
 
     def room_lines(self, index: int) -> list[str]:
         """The free slices of GPU ``index`` and what can still be carved, in words."""
@@ -157,19 +160,28 @@ class MigLayout:
         if self.table is None:
             return ["  free capacity unknown: no MIG profile table for this GPU (pass its model)"]
         if unplaced:
-            return [f"  free capacity unknown: {unplaced} instance{'s' if unplaced > 1 else ''} without a placement"]
+            return [
+                f"  free capacity unknown: {unplaced} instance{'s' if unplaced > 1 else ''} without a placement"
+            ]
         free_mem = self.free_memory_slices(index)
         free_c = self.free_compute_slices(index)
-        where = f" (slice{'s' if len(free_mem) > 1 else ''} {', '.join(map(str, free_mem))})" if free_mem else ""
-        lines = [f"  free: {free_c} of {self.compute_slices} compute slices, "
-                 f"{len(free_mem)} of {self.memory_slices} memory slices{where}"]
+        where = (
+            f" (slice{'s' if len(free_mem) > 1 else ''} {', '.join(map(str, free_mem))})" if free_mem else ""
+        )
+        lines = [
+            f"  free: {free_c} of {self.compute_slices} compute slices, "
+            f"{len(free_mem)} of {self.memory_slices} memory slices{where}"
+        ]
         rooms = self.room(index) or ()
         sentence = room_sentence(rooms)
         if not any(r.free for r in rooms) and (free_mem or free_c):
             sentence += f" ({_stranded(free_mem, free_c)})"
         # an inferred placement matters only where the profile could have sat elsewhere
-        if any(i.placement_inferred and len(self.table.profile(i.profile).starts) > 1 for i in g.instances
-               if i.profile in {p.name for p in self.table.profiles}):
+        if any(
+            i.placement_inferred and len(self.table.profile(i.profile).starts) > 1
+            for i in g.instances
+            if i.profile in {p.name for p in self.table.profiles}
+        ):
             sentence += " — if the placements are as inferred"
         return lines + [f"  {sentence}"]
 
@@ -180,9 +192,15 @@ class MigLayout:
             for inst in g.instances:
                 if inst.start is None:
                     continue
-                if inst.size is None or inst.size < 1 or inst.start < 0 or inst.start + inst.size > self.memory_slices:
+                if (
+                    inst.size is None
+                    or inst.size < 1
+                    or inst.start < 0
+                    or inst.start + inst.size > self.memory_slices
+                ):
                     raise ParseError(
-                        f"MIG placement on GPU {g.index}", inst.placement,
+                        f"MIG placement on GPU {g.index}",
+                        inst.placement,
                         hint=f"placements are start:size within {self.memory_slices} memory slices",
                     )
                 for s in inst.memory_slices:
@@ -214,7 +232,9 @@ class MigLayout:
         """
         table = table_for_model(model)
         if table is None:
-            raise RequestError(f"no MIG profile table for GPU model {model!r}; known: {', '.join(MIG_PROFILE_TABLES)}")
+            raise RequestError(
+                f"no MIG profile table for GPU model {model!r}; known: {', '.join(MIG_PROFILE_TABLES)}"
+            )
         gpus = []
         for index, names in sorted(spec.items()):
             profiles = [table.profile(n) for n in names]
@@ -223,7 +243,9 @@ class MigLayout:
                     f"GPU {index}: {', '.join(names)} need more than the {table.compute_slices} compute slices"
                 )
             insts = tuple(
-                GpuInstance(gpu=index, profile=p.name, compute_slices=p.compute_slices, profile_id=p.profile_id)
+                GpuInstance(
+                    gpu=index, profile=p.name, compute_slices=p.compute_slices, profile_id=p.profile_id
+                )
                 for p in profiles
             )
             gpus.append(GpuMig(index=index, instances=insts, model=table.model))
@@ -235,10 +257,13 @@ class MigLayout:
                     f"the profiles {', '.join(spec[inst.gpu])} do not fit together"
                 )
         # a spec is placed deterministically, so these are the placements, not guesses
-        return replace(layout, gpus=tuple(
-            replace(g, instances=tuple(replace(i, placement_inferred=False) for i in g.instances))
-            for g in layout.gpus
-        ))
+        return replace(
+            layout,
+            gpus=tuple(
+                replace(g, instances=tuple(replace(i, placement_inferred=False) for i in g.instances))
+                for g in layout.gpus
+            ),
+        )
 
     @classmethod
     def from_profile(cls, data: Mapping[str, object]) -> MigLayout:
@@ -252,33 +277,49 @@ class MigLayout:
                     label = g.get("name") or g.get("model") or ""
                     names[int(g["index"])] = label if isinstance(label, str) else ""
         if not isinstance(raw, Sequence) or isinstance(raw, str):
-            raise ParseError("hardware profile 'mig'", quoted(raw), hint="a list of {gpu, profile, start, size}")
+            raise ParseError(
+                "hardware profile 'mig'", quoted(raw), hint="a list of {gpu, profile, start, size}"
+            )
         per_gpu: dict[int, list[GpuInstance]] = {}
         for item in raw:
             if not isinstance(item, Mapping):
-                raise ParseError("hardware profile MIG instance", quoted(item), hint="{gpu, profile, start, size}")
+                raise ParseError(
+                    "hardware profile MIG instance", quoted(item), hint="{gpu, profile, start, size}"
+                )
             gpu, prof, start, size = item.get("gpu"), item.get("profile"), item.get("start"), item.get("size")
-            if not (isinstance(gpu, int) and isinstance(prof, str) and isinstance(start, int)
-                    and isinstance(size, int)):
-                raise ParseError("hardware profile MIG instance", quoted(item), hint="{gpu, profile, start, size}")
+            if not (
+                isinstance(gpu, int)
+                and isinstance(prof, str)
+                and isinstance(start, int)
+                and isinstance(size, int)
+            ):
+                raise ParseError(
+                    "hardware profile MIG instance", quoted(item), hint="{gpu, profile, start, size}"
+                )
             _ci, gi_c, _gb, _me = parse_profile_name(prof)
-            per_gpu.setdefault(gpu, []).append(GpuInstance(gpu=gpu, profile=prof, compute_slices=gi_c,
-                                                           gi_id=None, start=start, size=size))
+            per_gpu.setdefault(gpu, []).append(
+                GpuInstance(gpu=gpu, profile=prof, compute_slices=gi_c, gi_id=None, start=start, size=size)
+            )
         if not per_gpu:
             raise RequestError("this hardware profile has no MIG instances (its 'mig' list is empty)")
         model = next((n for n in names.values() if n), None)
         table = (table_for_model(model) if model else None) or table_for_profile_names(
-            i.profile for v in per_gpu.values() for i in v)
-        gpus = tuple(GpuMig(index=g, instances=tuple(v), model=names.get(g) or (table.model if table else None))
-                     for g, v in sorted(per_gpu.items()))
+            i.profile for v in per_gpu.values() for i in v
+        )
+        gpus = tuple(
+            GpuMig(index=g, instances=tuple(v), model=names.get(g) or (table.model if table else None))
+            for g, v in sorted(per_gpu.items())
+        )
         return cls(gpus=gpus, table=table, notes=("from a hardware profile",))
 
     def summary(self) -> str:
         lines: list[str] = []
         if self.table:
             which = " or ".join(self.fits) if len(self.fits) > 1 else self.table.model
-            lines.append(f"MIG profile table: {which} "
-                         f"({self.table.compute_slices} compute x {self.table.memory_slices} memory slices)")
+            lines.append(
+                f"MIG profile table: {which} "
+                f"({self.table.compute_slices} compute x {self.table.memory_slices} memory slices)"
+            )
         for g in self.gpus:
             head = f"GPU {g.index}" + (f": {g.model}" if g.model else "") + (f" ({g.uuid})" if g.uuid else "")
             lines.append(head)

@@ -16,7 +16,14 @@ from slurmlab.core.gpu.mig.instances import GpuInstance, GpuMig
 from slurmlab.core.gpu.mig.tables import MigProfile, MigProfileTable
 from slurmlab.errors import RequestError
 
-__all__ = ["MigCatalogue", "ProfileRoom", "infer_placements", "layouts_with_room", "room_left", "room_sentence"]
+__all__ = [
+    "MigCatalogue",
+    "ProfileRoom",
+    "infer_placements",
+    "layouts_with_room",
+    "room_left",
+    "room_sentence",
+]
 
 
 @dataclass(frozen=True)
@@ -86,9 +93,14 @@ def room_left(g: GpuMig, table: MigProfileTable) -> tuple[ProfileRoom, ...] | No
         starts = tuple(s for s in p.starts if not used_memory & set(range(s, s + p.memory_slices)))
         if blocked or left < 1 or not fits_compute:
             starts = ()
-        count = min(_disjoint(starts, p.memory_slices), left, free_compute // p.compute_slices) if starts else 0
-        rows.append(ProfileRoom(g.index, p.name, p.profile_id, count, p.max_instances, p.memory_slices, p.starts,
-                                starts))
+        count = (
+            min(_disjoint(starts, p.memory_slices), left, free_compute // p.compute_slices) if starts else 0
+        )
+        rows.append(
+            ProfileRoom(
+                g.index, p.name, p.profile_id, count, p.max_instances, p.memory_slices, p.starts, starts
+            )
+        )
     return tuple(rows)
 
 
@@ -107,11 +119,20 @@ def layouts_with_room(table: MigProfileTable, free: Mapping[str, int], gpu: int 
         for j in range(i, len(spots)):
             prof, start = spots[j]
             span = frozenset(range(start, start + prof.memory_slices))
-            if (span & used or compute + prof.compute_slices > table.compute_slices
-                    or sum(1 for x in chosen if x.profile == prof.name) >= prof.max_instances):
+            if (
+                span & used
+                or compute + prof.compute_slices > table.compute_slices
+                or sum(1 for x in chosen if x.profile == prof.name) >= prof.max_instances
+            ):
                 continue
-            inst = GpuInstance(gpu=gpu, profile=prof.name, compute_slices=prof.compute_slices,
-                               profile_id=prof.profile_id, start=start, size=prof.memory_slices)
+            inst = GpuInstance(
+                gpu=gpu,
+                profile=prof.name,
+                compute_slices=prof.compute_slices,
+                profile_id=prof.profile_id,
+                start=start,
+                size=prof.memory_slices,
+            )
             grow(j + 1, (*chosen, inst), used | span, compute + prof.compute_slices)
 
     grow(0, (), frozenset(), 0)

@@ -74,7 +74,9 @@ class MigProfileTable:
 _BLOCKED_4G_AFTER_3G = ((4, 3),)
 
 
-def _seven_by_eight(model: str, gb: Sequence[int], *, ids: bool = True, partial: bool = False) -> MigProfileTable:
+def _seven_by_eight(
+    model: str, gb: Sequence[int], *, ids: bool = True, partial: bool = False
+) -> MigProfileTable:
     """The 7 compute x 8 memory table; ``gb`` = GB in the names of 1g, 1g(2 slices), 2g, 3g, 4g, 7g."""
     g1, g1x2, g2, g3, g4, g7 = gb
     rows = [
@@ -87,7 +89,9 @@ def _seven_by_eight(model: str, gb: Sequence[int], *, ids: bool = True, partial:
         (f"7g.{g7}gb", 0, 7, 8, 1, (0,)),
     ]
     profiles = tuple(
-        MigProfile(n, pid if ids else None, c, m, mx, st) for n, pid, c, m, mx, st in rows if not n.endswith(".0gb")
+        MigProfile(n, pid if ids else None, c, m, mx, st)
+        for n, pid, c, m, mx, st in rows
+        if not n.endswith(".0gb")
     )
     return MigProfileTable(model, 7, 8, profiles, partial, _BLOCKED_4G_AFTER_3G)
 
@@ -101,14 +105,21 @@ MIG_PROFILE_TABLES: dict[str, MigProfileTable] = {
     "H200-141GB": _seven_by_eight("H200-141GB", (18, 35, 35, 71, 71, 141)),
     # only 1g/1g+me/1g.36gb/2g rows were captured; larger GH200-144GB profiles are left out, not guessed
     "GH200-144GB": MigProfileTable(
-        "GH200-144GB", 7, 8,
-        tuple(p for p in _seven_by_eight("GH200-144GB", (18, 36, 36, 0, 0, 0)).profiles if p.compute_slices <= 2),
-        partial=True, blocked_by=_BLOCKED_4G_AFTER_3G,
+        "GH200-144GB",
+        7,
+        8,
+        tuple(
+            p for p in _seven_by_eight("GH200-144GB", (18, 36, 36, 0, 0, 0)).profiles if p.compute_slices <= 2
+        ),
+        partial=True,
+        blocked_by=_BLOCKED_4G_AFTER_3G,
     ),
     # B200 ids are not in any capture, so they stay unknown
     "B200-180GB": _seven_by_eight("B200-180GB", (23, 45, 45, 90, 90, 180), ids=False),
     "A30-24GB": MigProfileTable(
-        "A30-24GB", 4, 4,
+        "A30-24GB",
+        4,
+        4,
         (
             MigProfile("1g.6gb", 14, 1, 1, 4, (0, 1, 2, 3)),
             MigProfile("1g.6gb+me", 21, 1, 1, 1, (0, 1, 2, 3)),
@@ -175,8 +186,10 @@ class TableChoice:
     def notes(self) -> tuple[str, ...]:
         if len(self.fits) < 2:
             return ()
-        return (f"the profile names fit {', '.join(self.fits)} (same slice geometry); "
-                "pass the GPU model to tell (--model, or model= in Python)",)
+        return (
+            f"the profile names fit {', '.join(self.fits)} (same slice geometry); "
+            "pass the GPU model to tell (--model, or model= in Python)",
+        )
 
 
 def choose_table(names: Iterable[str], model: str | None = None, *, named: str | None = None) -> TableChoice:

@@ -18,6 +18,18 @@ from slurmlab.core.gpu.nvlink.models import (
 )
 from slurmlab.core.gpu.nvlink.state import SLOW_TOLERANCE, GpuLinkState, link_state_lines, link_states
 
-__all__ = ["NVLINK_GENERATIONS", "NVLINK_MODELS", "SLOW_TOLERANCE", "FabricKind", "GpuLinkState", "NvlinkFabric",
-           "NvlinkGeneration", "NvlinkModel", "link_state_lines", "link_states", "nvlink_fabric",
-           "nvlink_generation_for_model", "nvlink_model_for"]
+__all__ = [
+    "NVLINK_GENERATIONS",
+    "NVLINK_MODELS",
+    "SLOW_TOLERANCE",
+    "FabricKind",
+    "GpuLinkState",
+    "NvlinkFabric",
+    "NvlinkGeneration",
+    "NvlinkModel",
+    "link_state_lines",
+    "link_states",
+    "nvlink_fabric",
+    "nvlink_generation_for_model",
+    "nvlink_model_for",
+]

@@ -103,19 +103,26 @@ class NvlinkFabric:
         if self.kind is FabricKind.PCIE:
             return out
         if self.model is None and self.generation is not None:
-            out.append(f"  the capture does not name the GPU model: figures assume {self.generation.name} "
-                       f"({', '.join(self.generation.gpus)}); give the model to be sure")
+            out.append(
+                f"  the capture does not name the GPU model: figures assume {self.generation.name} "
+                f"({', '.join(self.generation.gpus)}); give the model to be sure"
+            )
         gpus = self.nvlink_gpus()
         if self.switched:
             full = self.links_per_gpu or max(self.pair_links.values())
             out.append(f"  per GPU: {self._bw(full)} into the switch, whatever the number of peers")
-            out.append(f"  per pair: any two GPUs get a GPU's full {self._bw(full).split(' = ')[-1]}"
-                       if self.per_link_gbps else "  per pair: any two GPUs get a GPU's full link count")
+            out.append(
+                f"  per pair: any two GPUs get a GPU's full {self._bw(full).split(' = ')[-1]}"
+                if self.per_link_gbps
+                else "  per pair: any two GPUs get a GPU's full link count"
+            )
             for g in gpus:
                 if self.gpu_links(g) < full:
                     why = self.faults.get(g, "links inactive")
-                    out.append(f"  GPU{g}: only {self._bw(self.gpu_links(g))} ({why}): every pair "
-                               f"with GPU{g} is held to that")
+                    out.append(
+                        f"  GPU{g}: only {self._bw(self.gpu_links(g))} ({why}): every pair "
+                        f"with GPU{g} is held to that"
+                    )
             return out
         per_pair = sorted(set(self.pair_links.values()), reverse=True)
         n = len(self.gpus)
@@ -126,8 +133,10 @@ class NvlinkFabric:
             totals.setdefault(self.gpu_links(g), []).append(g)
         for links, members in sorted(totals.items(), reverse=True):
             of = f" of its {self.links_per_gpu}" if self.links_per_gpu else ""
-            out.append(f"  per GPU: GPU {', '.join(map(str, members))}: {links}{of} links to peers — "
-                       f"{self._bw(links).split(' = ')[-1]}")
+            out.append(
+                f"  per GPU: GPU {', '.join(map(str, members))}: {links}{of} links to peers — "
+                f"{self._bw(links).split(' = ')[-1]}"
+            )
         return out
 
 
@@ -171,33 +180,50 @@ def nvlink_fabric(topo: Topology) -> NvlinkFabric:
         links = model.links_per_gpu if model else widest
         switch_gen = gen or _generation_of_switched(widest)
         speed = per_link if per_link is not None else (switch_gen.per_direction_gbps if switch_gen else None)
-        return NvlinkFabric(FabricKind.SWITCHED, reason, pair_links, links, speed, model, switch_gen, active, indices,
-                            faults)
+        return NvlinkFabric(
+            FabricKind.SWITCHED, reason, pair_links, links, speed, model, switch_gen, active, indices, faults
+        )
 
     if per_gpu[busiest] > capacity:
         nv = "/".join(f"NV{n}" for n in shown)
         has = f"{owner} has {capacity}" if model else f"no GPU has more than {capacity}"
-        return switched(f"GPU{busiest} shows {nv} to each of its {_plural(len(peers), 'peer')}, "
-                        f"{per_gpu[busiest]} links in all, but {has}: its links go to NVSwitch chips, "
-                        "and every peer is reached through them")
+        return switched(
+            f"GPU{busiest} shows {nv} to each of its {_plural(len(peers), 'peer')}, "
+            f"{per_gpu[busiest]} links in all, but {has}: its links go to NVSwitch chips, "
+            "and every peer is reached through them"
+        )
     if model and model.full_pair_means_switch and widest >= model.links_per_gpu:
-        return switched(f"a pair of {model.key} showing all {model.links_per_gpu} links (NV{widest}) can only be "
-                        f"an NVSwitch fabric: no direct {model.key} board joins two GPUs with every link")
+        return switched(
+            f"a pair of {model.key} showing all {model.links_per_gpu} links (NV{widest}) can only be "
+            f"an NVSwitch fabric: no direct {model.key} board joins two GPUs with every link"
+        )
     if topo.gpu_model and _SWITCHED_SYSTEM.search(topo.gpu_model.upper()) and len(topo.gpus) >= 8:
         return switched(f"{topo.gpu_model} joins its {len(topo.gpus)} GPUs through NVSwitch")
     nv = " or ".join(f"NV{n}" for n in sorted(set(pair_links.values()), reverse=True))
-    bridge = " (an NVLink bridge)" if len(topo.gpus) == 2 and model and not model.full_pair_means_switch else ""
+    bridge = (
+        " (an NVLink bridge)" if len(topo.gpus) == 2 and model and not model.full_pair_means_switch else ""
+    )
     limit = f"its {capacity}" if model else f"any GPU has ({capacity} at most)"
     return NvlinkFabric(
         FabricKind.DIRECT,
         f"GPU pairs are cabled to each other{bridge}: {nv}; no GPU shows more links than {limit} "
         f"(most: GPU{busiest} with {per_gpu[busiest]})",
-        pair_links, links_per_gpu, per_link, model, gen, active, indices, faults,
+        pair_links,
+        links_per_gpu,
+        per_link,
+        model,
+        gen,
+        active,
+        indices,
+        faults,
     )
 
 
 def _generation_of_switched(links: int) -> NvlinkGeneration | None:
     """The generation of an unnamed switched GPU, by the links each GPU brings to the switch."""
     # V100 (DGX-2): 6; A100: 12; H100/H200: 18 (B200 has 18 too: NVLink 5 only when the model says so)
-    return {6: NVLINK_GENERATIONS["nvlink2"], 12: NVLINK_GENERATIONS["nvlink3"],
-            18: NVLINK_GENERATIONS["nvlink4"]}.get(links)
+    return {
+        6: NVLINK_GENERATIONS["nvlink2"],
+        12: NVLINK_GENERATIONS["nvlink3"],
+        18: NVLINK_GENERATIONS["nvlink4"],
+    }.get(links)

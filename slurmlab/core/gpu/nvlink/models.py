@@ -115,8 +115,11 @@ class NvlinkGeneration:
 
 
 def _generation(key: str, name: str, links: int, reported: float, per_dir: float) -> NvlinkGeneration:
-    gpus = tuple(dict.fromkeys(m.key.split()[0] if m.key != "RTX 3090" else m.key
-                               for m in NVLINK_MODELS if m.generation == key))
+    gpus = tuple(
+        dict.fromkeys(
+            m.key.split()[0] if m.key != "RTX 3090" else m.key for m in NVLINK_MODELS if m.generation == key
+        )
+    )
     return NvlinkGeneration(name, gpus, links, reported, per_dir)
 
 

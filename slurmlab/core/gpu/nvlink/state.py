@@ -71,8 +71,11 @@ class GpuLinkState:
             out.append(f"inactive: link {_numbers(self.inactive)}")
         if self.slow:
             want = f"{self.expected_gbps:g}"
-            out.append("slow: " + ", ".join(f"link {n} at {v:g} GB/s" for n, v in self.slow)
-                       + f" (expected {want} GB/s)")
+            out.append(
+                "slow: "
+                + ", ".join(f"link {n} at {v:g} GB/s" for n, v in self.slow)
+                + f" (expected {want} GB/s)"
+            )
         return "; ".join(out)
 
 
@@ -87,7 +90,9 @@ def link_states(statuses: Sequence[NvlinkStatus]) -> tuple[GpuLinkState, ...]:
     out = []
     for s in statuses:
         row = nvlink_model_for(s.model)
-        out.append(GpuLinkState(s.gpu, s.model, s.uuid, tuple(s.links), row.reported_gbps if row else fastest))
+        out.append(
+            GpuLinkState(s.gpu, s.model, s.uuid, tuple(s.links), row.reported_gbps if row else fastest)
+        )
     return tuple(out)
 
 
@@ -101,12 +106,16 @@ def link_state_lines(states: Sequence[GpuLinkState]) -> list[str]:
         speeds = sorted({v for s in healthy for _, v in s.links if v})
         speed = " / ".join(f"{v:g}" for v in speeds) or "?"
         counts = sorted({s.total for s in healthy})
-        lines.append(f"  GPU {_numbers([s.gpu for s in healthy])}: all {' / '.join(map(str, counts))} links "
-                     f"active at {speed} GB/s")
+        lines.append(
+            f"  GPU {_numbers([s.gpu for s in healthy])}: all {' / '.join(map(str, counts))} links "
+            f"active at {speed} GB/s"
+        )
     for s in states:
         if s.healthy:
             continue
-        lines.append(f"  GPU{s.gpu}: {s.fault_label()} ({s.detail()}) — fewer or slower links cut its NVLink "
-                     "bandwidth; reseat the GPU or check its NVLink cables/baseboard (`nvidia-smi nvlink -e` "
-                     "shows error counters)")
+        lines.append(
+            f"  GPU{s.gpu}: {s.fault_label()} ({s.detail()}) — fewer or slower links cut its NVLink "
+            "bandwidth; reseat the GPU or check its NVLink cables/baseboard (`nvidia-smi nvlink -e` "
+            "shows error counters)"
+        )
     return lines

@@ -105,8 +105,9 @@ def _as_topology(topo: object) -> Topology:
     return inner
 
 
-def best_gpus(topo: Topology | object, n: int, *, available: Iterable[int] | None = None,
-              taken: Iterable[int] = ()) -> GpuChoice:
+def best_gpus(
+    topo: Topology | object, n: int, *, available: Iterable[int] | None = None, taken: Iterable[int] = ()
+) -> GpuChoice:
     """Choose ``n`` GPUs that are best connected; see the module doc.
 
     ``available``: the GPUs to choose from (default all); ``taken``: GPUs other jobs hold (Slurm's IDX as
@@ -126,7 +127,8 @@ def best_gpus(topo: Topology | object, n: int, *, available: Iterable[int] | Non
             f"taken GPU{'s' if len(stray) > 1 else ''} {format_cpu_list(stray)} "
             f"{'are' if len(stray) > 1 else 'is'} not in this topology (it has {format_cpu_list(known)})",
             hint="give the taken GPUs as indices of this topology; is the topology that of the node Slurm "
-                 "reported on?")
+            "reported on?",
+        )
     pool = [i for i in base if i not in held]
     if n < 1:
         raise RequestError(f"cannot choose {n} GPUs: ask for at least 1", hint="e.g. --best 2")
@@ -138,20 +140,29 @@ def best_gpus(topo: Topology | object, n: int, *, available: Iterable[int] | Non
     if not held:
         return choice
     ideal = _choose(topo, tables, base, n, all_gpus=len(base) == len(known))
-    lost = what_is_lost(topo, ideal.gpus, choice.gpus, held,
-                        same_links=link_score(topo, ideal.gpus) == link_score(topo, choice.gpus))
+    lost = what_is_lost(
+        topo,
+        ideal.gpus,
+        choice.gpus,
+        held,
+        same_links=link_score(topo, ideal.gpus) == link_score(topo, choice.gpus),
+    )
     return dataclasses.replace(choice, taken=tuple(held), ideal=ideal, lost=lost)
 
 
 def _too_many(n: int, base: list[int], pool: list[int], held: list[int]) -> tuple[str, str]:
     if not held:
-        return (f"cannot choose {n} GPUs from {len(pool)} available ({pool})",
-                f"ask for {len(pool)} or fewer" if pool else "there are no GPUs to choose from")
+        return (
+            f"cannot choose {n} GPUs from {len(pool)} available ({pool})",
+            f"ask for {len(pool)} or fewer" if pool else "there are no GPUs to choose from",
+        )
     free = f"free: {format_cpu_list(pool)}" if pool else "none is free"
-    return (f"cannot choose {n} GPUs: only {len(pool)} of the {len(base)} are free "
-            f"(taken: {format_cpu_list(held)}; {free})",
-            (f"ask for {len(pool)} or fewer, " if pool else "") + "wait for the jobs holding them to end, "
-            "or choose another node")
+    return (
+        f"cannot choose {n} GPUs: only {len(pool)} of the {len(base)} are free "
+        f"(taken: {format_cpu_list(held)}; {free})",
+        (f"ask for {len(pool)} or fewer, " if pool else "") + "wait for the jobs holding them to end, "
+        "or choose another node",
+    )
 
 
 def _choose(topo: Topology, tables: _Tables, pool: list[int], n: int, *, all_gpus: bool) -> GpuChoice:
@@ -174,8 +185,9 @@ def _greedy(t: _Tables, pool: list[int], n: int) -> tuple[int, ...]:
     return tuple(chosen)
 
 
-def _describe(topo: Topology, combo: tuple[int, ...], pool: list[int], exhaustive: bool, *,
-              all_gpus: bool) -> GpuChoice:
+def _describe(
+    topo: Topology, combo: tuple[int, ...], pool: list[int], exhaustive: bool, *, all_gpus: bool
+) -> GpuChoice:
     pairs = list(itertools.combinations(combo, 2))
     nv = [topo.nvlinks(a, b) for a, b in pairs]
     groups = tuple(sorted({topo.gpu(i).numa_label for i in combo}))
@@ -190,14 +202,19 @@ def _describe(topo: Topology, combo: tuple[int, ...], pool: list[int], exhaustiv
         weakest_label = weakest_link.short if weakest_link is not None else "?"
         if all(x > 0 for x in nv) and switched:
             # a switched fabric: each GPU's links go to the switches, so NV# is per GPU, not per cable
-            reasons.append(f"every pair is joined by NVLink through the NVSwitch fabric ({links_phrase(topo, combo)}"
-                           "; any set of GPUs has the same links)")
+            reasons.append(
+                f"every pair is joined by NVLink through the NVSwitch fabric ({links_phrase(topo, combo)}"
+                "; any set of GPUs has the same links)"
+            )
         elif all(x > 0 for x in nv):
-            reasons.append(f"every pair is joined by NVLink ({sum(nv)} bonded links in total, weakest "
-                           f"{weakest_label})")
+            reasons.append(
+                f"every pair is joined by NVLink ({sum(nv)} bonded links in total, weakest {weakest_label})"
+            )
         elif any(nv):
-            reasons.append(f"{sum(1 for x in nv if x)} of {len(pairs)} pairs use NVLink ({sum(nv)} links); "
-                           f"the rest go over {weakest_label}")
+            reasons.append(
+                f"{sum(1 for x in nv if x)} of {len(pairs)} pairs use NVLink ({sum(nv)} links); "
+                f"the rest go over {weakest_label}"
+            )
         else:
             reasons.append(f"no NVLink between these GPUs; the weakest path is {weakest_label}")
     else:
@@ -209,8 +226,11 @@ def _describe(topo: Topology, combo: tuple[int, ...], pool: list[int], exhaustiv
         for i in pool:
             label = topo.gpu(i).numa_label
             sizes[label] = sizes.get(label, 0) + 1
-        why = (f"no NUMA group holds {len(combo)} available GPUs" if max(sizes.values()) < len(combo)
-               else "staying on one NUMA group would cost NVLink connectivity")
+        why = (
+            f"no NUMA group holds {len(combo)} available GPUs"
+            if max(sizes.values()) < len(combo)
+            else "staying on one NUMA group would cost NVLink connectivity"
+        )
         reasons.append(f"spans {len(groups)} NUMA groups ({', '.join(groups)}): {why}")
     fabric = topo.fabric()
     gen = fabric.generation or topo.nvlink_generation
@@ -221,18 +241,30 @@ def _describe(topo: Topology, combo: tuple[int, ...], pool: list[int], exhaustiv
     if known and len(known) == len(pairs):
         weakest_gbps = min(known)
         if switched:
-            reasons.append(f"{name}: {weakest_gbps:g} GB/s per direction from each GPU, to any peer "
-                           "(shared by its peers, not added up over pairs)")
+            reasons.append(
+                f"{name}: {weakest_gbps:g} GB/s per direction from each GPU, to any peer "
+                "(shared by its peers, not added up over pairs)"
+            )
         elif max(known) == weakest_gbps:
             reasons.append(f"{name}: {weakest_gbps:g} GB/s per direction between each pair")
         else:
             reasons.append(f"{name}: {weakest_gbps:g}–{max(known):g} GB/s per direction between pairs")
     elif known:
-        reasons.append(f"{name}: up to {max(known):g} GB/s per direction between NVLink pairs; the others go "
-                       "over PCIe")
+        reasons.append(
+            f"{name}: up to {max(known):g} GB/s per direction between NVLink pairs; the others go over PCIe"
+        )
     if not exhaustive:
         reasons.append("chosen greedily (too many combinations to compare all)")
     if not all_gpus:
         reasons.append(f"chosen among the available GPUs {pool}")
-    return GpuChoice(combo, sum(nv), weakest_label, bool(pairs) and all(x > 0 for x in nv), groups, weakest_gbps,
-                     tuple(reasons), exhaustive, switched)
+    return GpuChoice(
+        combo,
+        sum(nv),
+        weakest_label,
+        bool(pairs) and all(x > 0 for x in nv),
+        groups,
+        weakest_gbps,
+        tuple(reasons),
+        exhaustive,
+        switched,
+    )

@@ -72,8 +72,9 @@ def _non_nvlink_pairs(topo: Topology, gpus: Sequence[int]) -> str:
         by_path.setdefault(link.short if link is not None else "an unknown path", []).append(f"{a}-{b}")
     parts = []
     for path, names in sorted(by_path.items()):
-        shown = ", ".join(names[:_PAIRS_LISTED]) + (f" and {len(names) - _PAIRS_LISTED} more"
-                                                    if len(names) > _PAIRS_LISTED else "")
+        shown = ", ".join(names[:_PAIRS_LISTED]) + (
+            f" and {len(names) - _PAIRS_LISTED} more" if len(names) > _PAIRS_LISTED else ""
+        )
         parts.append(f"{shown} over {path}")
     text = "; ".join(parts)
     return f"pair{'s' if sum(len(v) for v in by_path.values()) > 1 else ''} {text.replace(' over ', ' go over ', 1)}"
@@ -87,8 +88,9 @@ def _is_are(items: Sequence[int]) -> str:
     return "is" if len(items) == 1 else "are"
 
 
-def what_is_lost(topo: Topology, ideal: Sequence[int], chosen: Sequence[int], taken: Sequence[int], *,
-                 same_links: bool) -> str:
+def what_is_lost(
+    topo: Topology, ideal: Sequence[int], chosen: Sequence[int], taken: Sequence[int], *, same_links: bool
+) -> str:
     """One sentence: the best set of an idle node, which of it is taken, and how the free choice differs.
 
     ``same_links``: the free choice is linked as well as the best set (the caller scores both the same way).
@@ -96,16 +98,21 @@ def what_is_lost(topo: Topology, ideal: Sequence[int], chosen: Sequence[int], ta
     n = len(chosen)
     best, got = format_cpu_list(ideal), format_cpu_list(chosen)
     if set(ideal) == set(chosen):
-        return (f"{_gpus(taken)} {_is_are(taken)} taken, but the best {n} ({best}: "
-                f"{set_phrase(topo, ideal)}) are free: nothing lost.")
+        return (
+            f"{_gpus(taken)} {_is_are(taken)} taken, but the best {n} ({best}: "
+            f"{set_phrase(topo, ideal)}) are free: nothing lost."
+        )
     hit = sorted(set(ideal) & set(taken))
     head = f"The best {n} would be {best} ({set_phrase(topo, ideal)}); {format_cpu_list(hit)} {_is_are(hit)} taken"
     ideal_nv = n > 1 and all(topo.nvlinks(a, b) for a, b in itertools.combinations(ideal, 2))
     got_nv = all(topo.nvlinks(a, b) for a, b in itertools.combinations(chosen, 2))
     if ideal_nv and not got_nv:
         return f"{head}. No free set of {n} shares NVLink: {got} — {_non_nvlink_pairs(topo, chosen)}."
-    parts = ["same links" if same_links else f"weaker links ({links_phrase(topo, chosen)}, where the best has "
-                                                f"{links_phrase(topo, ideal)})"]
+    parts = [
+        "same links"
+        if same_links
+        else f"weaker links ({links_phrase(topo, chosen)}, where the best has {links_phrase(topo, ideal)})"
+    ]
     was = sorted({topo.gpu(i).numa_label for i in ideal})
     now = sorted({topo.gpu(i).numa_label for i in chosen})
     if same_links and now == was:
@@ -118,8 +125,10 @@ def what_is_lost(topo: Topology, ideal: Sequence[int], chosen: Sequence[int], ta
         other = "another NUMA node" if now[0].startswith("NUMA") else "other CPUs"
         parts.append(f"{other} ({now[0]} instead of {was[0]})")
     elif len(now) > len(was):
-        parts.append(f"spread over {len(now)} NUMA groups where the best sits on "
-                     f"{'one' if len(was) == 1 else len(was)}")
+        parts.append(
+            f"spread over {len(now)} NUMA groups where the best sits on "
+            f"{'one' if len(was) == 1 else len(was)}"
+        )
     else:
         parts.append(f"on {', '.join(now)} instead of {', '.join(was)}")
     return f"{head}, so {got}: {', '.join(parts)}."

@@ -18,8 +18,10 @@ from slurmlab.core.slurm.models import Node
 
 __all__ = ["INDICES_NOTE", "SallocAdvice", "TakenGpus", "salloc_advice", "taken_on_node"]
 
-INDICES_NOTE = ("Slurm cannot be asked for GPU indices: --gpus takes a count (and a type) and -w names the node; "
-                "Slurm picks which of the node's free GPUs the job gets.")
+INDICES_NOTE = (
+    "Slurm cannot be asked for GPU indices: --gpus takes a count (and a type) and -w names the node; "
+    "Slurm picks which of the node's free GPUs the job gets."
+)
 LINKS_NOTE = "Slurm prefers NVLink-joined GPUs only when gres.conf records the NVLinks (Links=)."
 CLOSEST_NOTE = "With several tasks add --gpu-bind=closest: each task then gets the GPUs nearest its CPUs."
 
@@ -38,7 +40,9 @@ class TakenGpus:
         return format_cpu_list(self.gpus)
 
     def line(self) -> str:
-        held = f"GPU{'s' if len(self.gpus) > 1 else ''} {self.gpus_text} taken" if self.gpus else "no GPU taken"
+        held = (
+            f"GPU{'s' if len(self.gpus) > 1 else ''} {self.gpus_text} taken" if self.gpus else "no GPU taken"
+        )
         return f"{self.node}: {held} ({self.total} GPUs; from scontrol show node -d)"
 
 
@@ -59,16 +63,24 @@ def taken_on_node(node: Node, idx_to_gpu: Mapping[int, int] | None = None) -> Ta
                 skipped.append(item.render())
                 continue
             taken.update(mapping.get(i, i) for i in item.indices or ())
-    shared = sorted(i for name in ("shard", "mps") for i, (used, _) in node.shard_usage(name).items()
-                    if used is None or used > 0)
+    shared = sorted(
+        i
+        for name in ("shard", "mps")
+        for i, (used, _) in node.shard_usage(name).items()
+        if used is None or used > 0
+    )
     # a GPU shared out as shards/MPS cannot be given whole to another job while its shares are held
     shared_idx = [mapping.get(i, i) for i in shared if mapping.get(i, i) not in taken]
     if shared_idx:
-        notes.append(f"GPU{'s' if len(shared_idx) > 1 else ''} {format_cpu_list(shared_idx)} "
-                     f"{'are' if len(shared_idx) > 1 else 'is'} shared out (shards/MPS in use): counted as taken")
+        notes.append(
+            f"GPU{'s' if len(shared_idx) > 1 else ''} {format_cpu_list(shared_idx)} "
+            f"{'are' if len(shared_idx) > 1 else 'is'} shared out (shards/MPS in use): counted as taken"
+        )
         taken.update(shared_idx)
     if skipped:
-        notes.append(f"MIG slices in use ({', '.join(skipped)}) are not whole GPUs: their GPUs are not marked")
+        notes.append(
+            f"MIG slices in use ({', '.join(skipped)}) are not whole GPUs: their GPUs are not marked"
+        )
     return TakenGpus(node.name, tuple(sorted(taken)), node.gpu_total, tuple(notes))
 
 
@@ -80,8 +92,14 @@ class SallocAdvice:
     notes: tuple[str, ...]
 
 
-def salloc_advice(topo: Topology, choice: GpuChoice, *, node: str | None = None, gpu_type: str | None = None,
-                  free: int | None = None) -> SallocAdvice:
+def salloc_advice(
+    topo: Topology,
+    choice: GpuChoice,
+    *,
+    node: str | None = None,
+    gpu_type: str | None = None,
+    free: int | None = None,
+) -> SallocAdvice:
     """What to ask Slurm for to get ``choice`` (or as close as Slurm allows).
 
     ``free``: how many GPUs of the node are free now (None: unknown). ``--gres-flags=enforce-binding`` is
@@ -97,13 +115,17 @@ def salloc_advice(topo: Topology, choice: GpuChoice, *, node: str | None = None,
         options = ["-w", node, *options]
     notes = [INDICES_NOTE]
     if free is not None and free == n:
-        notes.append(f"Only {n} GPUs are free{' on ' + node if node else ''} now ({choice.gpu_list}): those are "
-                     "the ones Slurm gives, unless another job takes one first.")
+        notes.append(
+            f"Only {n} GPUs are free{' on ' + node if node else ''} now ({choice.gpu_list}): those are "
+            "the ones Slurm gives, unless another job takes one first."
+        )
     if len(choice.numa_groups) == 1 and len(topo.numa_groups()) > 1 and n > 1:
         options.append("--gres-flags=enforce-binding")
-        notes.append("--gres-flags=enforce-binding: Slurm gives only GPUs that gres.conf binds (Cores=) to the "
-                     f"job's CPUs, so the {n} GPUs come from one socket, as {choice.gpu_list} do "
-                     f"({choice.numa_groups[0]}); the job waits if no socket has {n} free.")
+        notes.append(
+            "--gres-flags=enforce-binding: Slurm gives only GPUs that gres.conf binds (Cores=) to the "
+            f"job's CPUs, so the {n} GPUs come from one socket, as {choice.gpu_list} do "
+            f"({choice.numa_groups[0]}); the job waits if no socket has {n} free."
+        )
     if choice.all_nvlink and not choice.switched and n > 1:
         notes.append(LINKS_NOTE)
     if n > 1:

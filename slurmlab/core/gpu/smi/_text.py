@@ -28,12 +28,16 @@ def clean(text: str) -> list[str]:
         raise ParseError("nvidia-smi output", repr(text)[:200], hint="pass the captured text as a str")
     huge = _HUGE_NUMBER.search(text)
     if huge:
-        raise ParseError("number in nvidia-smi output", huge.group(0)[:40], hint="no field of nvidia-smi is this long")
+        raise ParseError(
+            "number in nvidia-smi output", huge.group(0)[:40], hint="no field of nvidia-smi is this long"
+        )
     # \d and int() take other scripts' digits, isdigit() even superscripts int() refuses;
     # nvidia-smi prints ASCII digits only, so any other digit is corruption
     for m in _NON_ASCII.finditer(text):
         if m.group(0).isdigit():
-            raise ParseError("number in nvidia-smi output", m.group(0), hint="nvidia-smi prints ASCII digits only")
+            raise ParseError(
+                "number in nvidia-smi output", m.group(0), hint="nvidia-smi prints ASCII digits only"
+            )
     lines = ANSI_RE.sub("", text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     # the sandbox's stand-in nvidia-smi says what it is on lines of its own: they are not the tool's output
     return [ln for ln in lines if not ln.lstrip().startswith(STANDIN_MARK)]

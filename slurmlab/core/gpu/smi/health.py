@@ -20,15 +20,29 @@ from typing import TypeVar
 from slurmlab.core.gpu.standin_names import STANDIN_MARK
 from slurmlab.errors import ParseError
 
-__all__ = ["MARK", "TIMED_OUT", "ComputeApp", "GpuProbe", "GpuRow", "Section", "parse_compute_apps",
-           "parse_query_gpu", "parse_version", "read_probe", "split_sections"]
+__all__ = [
+    "MARK",
+    "TIMED_OUT",
+    "ComputeApp",
+    "GpuProbe",
+    "GpuRow",
+    "Section",
+    "parse_compute_apps",
+    "parse_query_gpu",
+    "parse_version",
+    "read_probe",
+    "split_sections",
+]
 
 MARK = "@@slurmlab-gpu"
 TIMED_OUT = frozenset({124, 137})  # timeout(1)'s status when it ended the command (137: after -k's SIGKILL)
 _MAX_TEXT = 1_000_000
 _MAX_ROWS = 1024  # GPUs or compute processes on one node; far above any real node
-_UNAVAILABLE = re.compile(r"^\[?(N/A|Not Supported|Unknown Error|Insufficient Permissions|GPU is lost|"
-                          r"Requested functionality has been deprecated)\]?$", re.IGNORECASE)
+_UNAVAILABLE = re.compile(
+    r"^\[?(N/A|Not Supported|Unknown Error|Insufficient Permissions|GPU is lost|"
+    r"Requested functionality has been deprecated)\]?$",
+    re.IGNORECASE,
+)
 _VERSION = re.compile(r"^\d{1,4}(\.\d{1,4}){0,3}$")
 _QUERY_FIELDS = 12
 T = TypeVar("T")
@@ -54,7 +68,9 @@ class Section:
 
 def _bounded(text: str, what: str) -> str:
     if len(text) > _MAX_TEXT:
-        raise ParseError(what, text[:200] + " ...", hint=f"more than {_MAX_TEXT:,} characters: not nvidia-smi output")
+        raise ParseError(
+            what, text[:200] + " ...", hint=f"more than {_MAX_TEXT:,} characters: not nvidia-smi output"
+        )
     return text
 
 
@@ -69,7 +85,7 @@ def split_sections(text: str) -> dict[str, Section]:
             if name is not None:
                 lines.append(line)
             continue
-        words = line[len(MARK):].split()
+        words = line[len(MARK) :].split()
         if len(words) >= 2 and words[0] == "begin":
             if name is not None:  # a section opened inside another: the first was cut short
                 out[name] = Section(name, tuple(lines), None)
@@ -140,9 +156,20 @@ def _gpu_row(line: str) -> GpuRow:
     driver = _value(cells[3])
     if driver is not None and not _VERSION.match(driver):
         raise ValueError(f"driver version {driver!r} is not a version")
-    return GpuRow(index, uuid, name, driver, _int(cells[4], "link generation"), _int(cells[5], "max generation"),
-                  _int(cells[6], "link width"), _int(cells[7], "max width"), _int(cells[8], "memory.used"),
-                  _int(cells[9], "memory.total"), _int(cells[10], "utilization"), _bool(cells[11], "persistence"))
+    return GpuRow(
+        index,
+        uuid,
+        name,
+        driver,
+        _int(cells[4], "link generation"),
+        _int(cells[5], "max generation"),
+        _int(cells[6], "link width"),
+        _int(cells[7], "max width"),
+        _int(cells[8], "memory.used"),
+        _int(cells[9], "memory.total"),
+        _int(cells[10], "utilization"),
+        _bool(cells[11], "persistence"),
+    )
 
 
 @dataclass(frozen=True)
@@ -166,7 +193,11 @@ def _app_row(line: str) -> ComputeApp:
 
 
 def _rows(text: str, what: str, read: Callable[[str], T]) -> tuple[list[T], list[str]]:
-    lines = [ln for ln in _bounded(text, what).splitlines() if ln.strip() and not ln.lstrip().startswith(STANDIN_MARK)]
+    lines = [
+        ln
+        for ln in _bounded(text, what).splitlines()
+        if ln.strip() and not ln.lstrip().startswith(STANDIN_MARK)
+    ]
     if len(lines) > _MAX_ROWS:
         raise ParseError(what, lines[0][:200], hint=f"{len(lines)} rows: more than a node has ({_MAX_ROWS})")
     rows: list[T] = []
@@ -263,7 +294,7 @@ def _runtime(section: Section | None) -> tuple[str | None, str]:
         if len(words) == 3 and words[0] == "cudart" and parse_version(words[1]):
             return words[1], words[2][:200]
         if words[:1] == ["cudart"]:
-            return None, line[len("cudart"):].strip()[:200] or "not found"
+            return None, line[len("cudart") :].strip()[:200] or "not found"
     if section is not None and section.timed_out:
         return None, "not found (the probe timed out)"
     return None, "not found"
@@ -275,8 +306,11 @@ def read_probe(text: str) -> GpuProbe:
     env = _key_values(sections.get("env"))
     # the stand-in's own lines begin with its mark; a process name that holds the words does not make a sandbox
     standin = bool(env.get("SLURMLAB_SANDBOX")) or any(
-        line.lstrip().startswith(STANDIN_MARK) for name in _SMI_SECTIONS if name in sections
-        for line in sections[name].lines)
+        line.lstrip().startswith(STANDIN_MARK)
+        for name in _SMI_SECTIONS
+        if name in sections
+        for line in sections[name].lines
+    )
     problems: list[str] = []
     gpus: tuple[GpuRow, ...] = ()
     apps: tuple[ComputeApp, ...] = ()
@@ -295,5 +329,17 @@ def read_probe(text: str) -> GpuProbe:
         path, _, how = line.partition(" ")
         if path.startswith("/dev/nvidia") and how in ("open", "denied"):
             devices[path] = how == "open"
-    return GpuProbe(sections, standin, gpus, apps, tuple(problems), driver, cuda, runtime, source,
-                    _pids(sections.get("pids")), env, devices)
+    return GpuProbe(
+        sections,
+        standin,
+        gpus,
+        apps,
+        tuple(problems),
+        driver,
+        cuda,
+        runtime,
+        source,
+        _pids(sections.get("pids")),
+        env,
+        devices,
+    )

@@ -55,8 +55,11 @@ def parse_smi_list(text: str, *, gpu_model: str | None = None) -> tuple[list[Smi
             mig_rows[current].append((int(mm.group(2)), mm.group(1), mm.group(3)))
             devices.append(SmiDevice(int(mm.group(2)), mm.group(1), mm.group(3), parent=current))
             continue
-        raise ParseError("nvidia-smi -L line", s,
-                         hint="expected 'GPU <n>: <name> (UUID: GPU-...)' or 'MIG <profile> Device <n>: (UUID: MIG-...)'")
+        raise ParseError(
+            "nvidia-smi -L line",
+            s,
+            hint="expected 'GPU <n>: <name> (UUID: GPU-...)' or 'MIG <profile> Device <n>: (UUID: MIG-...)'",
+        )
     if not devices:
         raise ParseError("nvidia-smi -L output", text, hint="no GPU lines found")
     if not any(mig_rows.values()):
@@ -68,8 +71,15 @@ def parse_smi_list(text: str, *, gpu_model: str | None = None) -> tuple[list[Smi
         names += [i.profile for i in insts]
         gpus.append(GpuMig(index=idx, instances=tuple(insts), model=model, uuid=uuid))
     choice = choose_table(names, gpu_model, named=next(iter(gpu_rows.values()))[0])
-    layout = MigLayout(gpus=tuple(gpus), table=choice.table, fits=choice.fits, notes=(
-        "placements are not in `nvidia-smi -L`; shown where they fit, largest first (inferred)", *choice.notes))
+    layout = MigLayout(
+        gpus=tuple(gpus),
+        table=choice.table,
+        fits=choice.fits,
+        notes=(
+            "placements are not in `nvidia-smi -L`; shown where they fit, largest first (inferred)",
+            *choice.notes,
+        ),
+    )
     return devices, layout.with_inferred_placements()
 
 
@@ -86,12 +96,15 @@ def _instances_from_listing(gpu: int, rows: list[tuple[int, str, str]]) -> list[
             continue
         group = open_gi.setdefault(gi_name, [])
         if sum(c.compute_slices for c in group) + ci.compute_slices > gi_c:
-            out.append(GpuInstance(gpu=gpu, profile=gi_name, compute_slices=gi_c, compute_instances=tuple(group)))
+            out.append(
+                GpuInstance(gpu=gpu, profile=gi_name, compute_slices=gi_c, compute_instances=tuple(group))
+            )
             group = open_gi[gi_name] = []
         group.append(ci)
     for gi_name, group in open_gi.items():
         if group:
             gi_c = parse_profile_name(gi_name)[1]
-            out.append(GpuInstance(gpu=gpu, profile=gi_name, compute_slices=gi_c, compute_instances=tuple(group)))
+            out.append(
+                GpuInstance(gpu=gpu, profile=gi_name, compute_slices=gi_c, compute_instances=tuple(group))
+            )
     return out
-

@@ -37,7 +37,9 @@ def _gpu_blocks(text: str, what: str) -> list[tuple[re.Match[str], list[str]]]:
         if m:
             blocks.append((m, []))
         elif not blocks:
-            raise ParseError(what, s, hint="expected the output to start with 'GPU <n>: <name> (UUID: GPU-...)'")
+            raise ParseError(
+                what, s, hint="expected the output to start with 'GPU <n>: <name> (UUID: GPU-...)'"
+            )
         else:
             blocks[-1][1].append(s)
     if not blocks:
@@ -53,8 +55,11 @@ def parse_nvlink_status(text: str) -> list[NvlinkStatus]:
         for s in body:
             lm = re.match(r"^Link (\d+): (?:([\d.]+) GB/s|<inactive>|Inactive)$", s)
             if lm is None:
-                raise ParseError("nvidia-smi nvlink -s line", s,
-                                 hint="expected 'Link <n>: <speed> GB/s' or 'Link <n>: <inactive>'")
+                raise ParseError(
+                    "nvidia-smi nvlink -s line",
+                    s,
+                    hint="expected 'Link <n>: <speed> GB/s' or 'Link <n>: <inactive>'",
+                )
             # a link that trained at 0 GB/s carries nothing: it is as down as an <inactive> one
             speed = float(lm.group(2)) if lm.group(2) else None
             links.append((int(lm.group(1)), speed or None))
@@ -66,9 +71,12 @@ def read_nvlink_status(text: str, where: str) -> list[NvlinkStatus]:
     """Saved ``nvidia-smi nvlink -s`` output; other output is refused saying what it looks like."""
     kind = sniff(text)
     if kind != "nvlink-s":
-        raise ParseError("nvidia-smi nvlink -s output", text[:120],
-                         hint=f"{where} looks like `{kind}` output; the link state comes from "
-                         "`nvidia-smi nvlink -s` (each link's speed or <inactive>)")
+        raise ParseError(
+            "nvidia-smi nvlink -s output",
+            text[:120],
+            hint=f"{where} looks like `{kind}` output; the link state comes from "
+            "`nvidia-smi nvlink -s` (each link's speed or <inactive>)",
+        )
     return parse_nvlink_status(text)
 
 
@@ -80,8 +88,9 @@ def parse_nvlink_capabilities(text: str) -> list[NvlinkStatus]:
         for s in body:
             cm = re.match(r"^Link (\d+), (.+?): (true|false)$", s)
             if cm is None:
-                raise ParseError("nvidia-smi nvlink -c line", s, hint="expected 'Link <n>, <capability>: true|false'")
+                raise ParseError(
+                    "nvidia-smi nvlink -c line", s, hint="expected 'Link <n>, <capability>: true|false'"
+                )
             caps.append((int(cm.group(1)), cm.group(2), cm.group(3) == "true"))
         out.append(NvlinkStatus(int(m.group(1)), m.group(2), m.group(3), (), tuple(caps)))
     return out
-

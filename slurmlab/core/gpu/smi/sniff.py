@@ -32,10 +32,14 @@ def sniff(text: str) -> str:
         return "nvlink-c"
     if re.search(r"^\s*Link \d+: ", body, re.M):
         return "nvlink-s"
-    if re.search(r"^\s*MIG \S+\s+Device\s+\d+:", body, re.M) or re.search(r"^\s*GPU \d+: .*\(UUID:", body, re.M):
+    if re.search(r"^\s*MIG \S+\s+Device\s+\d+:", body, re.M) or re.search(
+        r"^\s*GPU \d+: .*\(UUID:", body, re.M
+    ):
         return "list"
     if re.search(r"^\s*OK\s+= Status Ok", body, re.M):
         return "topo-p2p"
     if re.search(r"GPU0", body):
         return "topo"
-    raise ParseError("nvidia-smi output", text[:200], hint="not a topo/nvlink/mig/-L capture that slurmlab knows")
+    raise ParseError(
+        "nvidia-smi output", text[:200], hint="not a topo/nvlink/mig/-L capture that slurmlab knows"
+    )

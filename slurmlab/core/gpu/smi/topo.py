@@ -44,10 +44,14 @@ def _parse_header(line: str) -> _Header:
 
 def _check_device_columns(devices: tuple[str, ...], line: str) -> None:
     if not devices:
-        raise ParseError("nvidia-smi topo -m header", line, hint="expected device columns such as GPU0 GPU1 ...")
+        raise ParseError(
+            "nvidia-smi topo -m header", line, hint="expected device columns such as GPU0 GPU1 ..."
+        )
     for d in devices:
         if not _DEVICE_RE.match(d):
-            raise ParseError("nvidia-smi topo -m column name", d, hint="expected names like GPU0, NIC0 or mlx5_0")
+            raise ParseError(
+                "nvidia-smi topo -m column name", d, hint="expected names like GPU0, NIC0 or mlx5_0"
+            )
     if not _GPU_RE.match(devices[0]):
         raise ParseError("nvidia-smi topo -m header", line, hint="the first column should be GPU0")
     if len(set(devices)) != len(devices):
@@ -65,7 +69,8 @@ def _trailing_columns(rest: str, cut: int) -> tuple[tuple[str, ...], tuple[int, 
         name = next((n for n in _TRAILING if stripped.startswith(n)), None)
         if name is None:
             raise ParseError(
-                "nvidia-smi topo -m header", stripped.split()[0],
+                "nvidia-smi topo -m header",
+                stripped.split()[0],
                 hint="after the device columns only 'CPU Affinity', 'NUMA Affinity' and 'GPU NUMA ID' are known",
             )
         trailing.append(name)
@@ -109,20 +114,29 @@ def _assign_trailing(
         # anything between must be empty
         head, middle, last = cells[: m - 1], cells[m - 1 : -1], cells[-1]
         if m == 0 or any(middle):
-            raise ParseError(f"nvidia-smi topo -m row {label}", line.strip(),
-                             hint=f"more cells than the columns {', '.join(header.trailing) or '(none)'}")
+            raise ParseError(
+                f"nvidia-smi topo -m row {label}",
+                line.strip(),
+                hint=f"more cells than the columns {', '.join(header.trailing) or '(none)'}",
+            )
         return dict(zip(header.trailing, [*head, last], strict=False))
     if len(cells) > m:
-        raise ParseError(f"nvidia-smi topo -m row {label}", line.strip(),
-                         hint=f"more cells than the columns {', '.join(header.trailing) or '(none)'}")
+        raise ParseError(
+            f"nvidia-smi topo -m row {label}",
+            line.strip(),
+            hint=f"more cells than the columns {', '.join(header.trailing) or '(none)'}",
+        )
     # space-aligned with empty cells: each value belongs to the column whose header starts nearest
     out: dict[str, str] = {}
     for cell, off in zip(cells, offsets, strict=True):
         best = min(range(m), key=lambda k: abs(header.trailing_at[k] - off))
         name = header.trailing[best]
         if name in out:
-            raise ParseError(f"nvidia-smi topo -m row {label}", line.strip(),
-                             hint="cannot tell which affinity column each value belongs to")
+            raise ParseError(
+                f"nvidia-smi topo -m row {label}",
+                line.strip(),
+                hint="cannot tell which affinity column each value belongs to",
+            )
         out[name] = cell
     return out
 
@@ -150,7 +164,9 @@ def parse_topo_matrix(text: str, *, gpu_model: str | None = None) -> Topology:
     while i < len(lines) and not lines[i].strip():
         i += 1
     if i == len(lines):
-        raise ParseError("nvidia-smi topo -m output", text, hint="the text is empty; capture `nvidia-smi topo -m`")
+        raise ParseError(
+            "nvidia-smi topo -m output", text, hint="the text is empty; capture `nvidia-smi topo -m`"
+        )
     header = _parse_header(lines[i])
     matrix = _read_matrix(lines, i + 1, header)
     nic_legend, pcie_only_legend = _read_legends(lines, matrix.end)
@@ -164,12 +180,15 @@ def parse_topo_matrix(text: str, *, gpu_model: str | None = None) -> Topology:
     if any(lk.label == "SOC" for lk in links):
         notes.append("SOC (older drivers) read as SYS")
     if pcie_only_legend and not any(lk.is_nvlink for lk in links):
-        notes.append("the legend has no NV# line: this looks like `nvidia-smi topo -mp`, which shows PCIe paths "
-                     "only; NVLink, if the node has any, is not in it (capture `nvidia-smi topo -m`)")
+        notes.append(
+            "the legend has no NV# line: this looks like `nvidia-smi topo -mp`, which shows PCIe paths "
+            "only; NVLink, if the node has any, is not in it (capture `nvidia-smi topo -m`)"
+        )
 
     gpus, nics = _devices_of(header, matrix.affinity, nic_legend, gpu_model)
-    topo = Topology(gpus=gpus, nics=nics, links=links,
-                    complete=not (matrix.truncated or missing), notes=tuple(notes))
+    topo = Topology(
+        gpus=gpus, nics=nics, links=links, complete=not (matrix.truncated or missing), notes=tuple(notes)
+    )
     return topo.with_model(gpu_model)
 
 
@@ -188,8 +207,11 @@ def _read_matrix(lines: list[str], start: int, header: _Header) -> _Matrix:
         cells, offsets = _row_cells(line)
         label = cells[0]
         if label not in header.devices:
-            raise ParseError("nvidia-smi topo -m row label", label,
-                             hint=f"rows must be named after the columns {' '.join(header.devices)}")
+            raise ParseError(
+                "nvidia-smi topo -m row label",
+                label,
+                hint=f"rows must be named after the columns {' '.join(header.devices)}",
+            )
         if label in rows:
             raise ParseError("nvidia-smi topo -m row", line.strip(), hint=f"row {label} appears twice")
         matrix = cells[1 : 1 + n]
@@ -199,18 +221,25 @@ def _read_matrix(lines: list[str], start: int, header: _Header) -> _Matrix:
                 rows[label] = [c for c in matrix if c]
                 i += 1
                 break
-            raise ParseError(f"nvidia-smi topo -m row {label}", line.strip(),
-                             hint=f"expected {n} link cells, one per column")
+            raise ParseError(
+                f"nvidia-smi topo -m row {label}",
+                line.strip(),
+                hint=f"expected {n} link cells, one per column",
+            )
         rows[label] = matrix
         tail = _assign_trailing(header, cells[1 + n :], offsets[1 + n :], "\t" in line, label, line)
         if tail and not _GPU_RE.match(label):
-            raise ParseError(f"nvidia-smi topo -m row {label}", line.strip(),
-                             hint="only GPU rows carry CPU/NUMA affinity")
+            raise ParseError(
+                f"nvidia-smi topo -m row {label}", line.strip(), hint="only GPU rows carry CPU/NUMA affinity"
+            )
         affinity[label] = tail
         i += 1
     if not rows:
-        raise ParseError("nvidia-smi topo -m output", "\n".join(lines[: i + 1]),
-                         hint="no matrix rows follow the header; was the capture cut short?")
+        raise ParseError(
+            "nvidia-smi topo -m output",
+            "\n".join(lines[: i + 1]),
+            hint="no matrix rows follow the header; was the capture cut short?",
+        )
     return _Matrix(rows, affinity, truncated, i)
 
 
@@ -234,8 +263,11 @@ def _read_legends(lines: list[str], start: int) -> tuple[dict[str, str], bool]:
         if section == "NIC Legend:" and m:
             nic_legend[m.group(1)] = m.group(2)
             continue
-        raise ParseError("nvidia-smi topo -m line", s,
-                         hint="after the matrix only the Legend and NIC Legend sections are expected")
+        raise ParseError(
+            "nvidia-smi topo -m line",
+            s,
+            hint="after the matrix only the Legend and NIC Legend sections are expected",
+        )
     return nic_legend, bool(legend_entries) and "NV#" not in legend_entries
 
 
@@ -244,24 +276,36 @@ def _links_of(header: _Header, rows: dict[str, list[str]]) -> tuple[Link, ...]:
     links: dict[frozenset[str], Link] = {}
     p2p = sorted({c for m in rows.values() for c in m} & _P2P_STATUS.keys())
     if p2p:
-        raise ParseError("nvidia-smi topo -m cell", p2p[0],
-                         hint="this is `nvidia-smi topo -p2p` output; read it with parse_topo_p2p")
+        raise ParseError(
+            "nvidia-smi topo -m cell",
+            p2p[0],
+            hint="this is `nvidia-smi topo -p2p` output; read it with parse_topo_p2p",
+        )
     for label, matrix in rows.items():
         for col, token in zip(header.devices, matrix, strict=False):
             if col == label:
                 if token != "X":
-                    raise ParseError(f"nvidia-smi topo -m cell {label}/{col}", token,
-                                     hint="the diagonal of the matrix must be X")
+                    raise ParseError(
+                        f"nvidia-smi topo -m cell {label}/{col}",
+                        token,
+                        hint="the diagonal of the matrix must be X",
+                    )
                 continue
             link = Link.from_token(label, col, token)
             if link.kind is LinkKind.SELF:
-                raise ParseError(f"nvidia-smi topo -m cell {label}/{col}", token,
-                                 hint="X (self) may only appear on the diagonal")
+                raise ParseError(
+                    f"nvidia-smi topo -m cell {label}/{col}",
+                    token,
+                    hint="X (self) may only appear on the diagonal",
+                )
             key = frozenset((label, col))
             seen = links.get(key)
             if seen is not None and (seen.kind, seen.nvlinks) != (link.kind, link.nvlinks):
-                raise ParseError(f"nvidia-smi topo -m cells {label}/{col}", f"{seen.label} vs {token}",
-                                 hint="the matrix is not symmetric; the capture looks damaged")
+                raise ParseError(
+                    f"nvidia-smi topo -m cells {label}/{col}",
+                    f"{seen.label} vs {token}",
+                    hint="the matrix is not symmetric; the capture looks damaged",
+                )
             if seen is None:
                 links[key] = link
     return tuple(links.values())
@@ -269,8 +313,12 @@ def _links_of(header: _Header, rows: dict[str, list[str]]) -> tuple[Link, ...]:
 
 def _incomplete_note(missing: list[str], truncated: bool) -> str:
     shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-    return ("capture is incomplete: " + (f"no rows for {shown}" if missing else "")
-            + ("; " if missing and truncated else "") + ("last row cut short" if truncated else ""))
+    return (
+        "capture is incomplete: "
+        + (f"no rows for {shown}" if missing else "")
+        + ("; " if missing and truncated else "")
+        + ("last row cut short" if truncated else "")
+    )
 
 
 def _devices_of(
@@ -283,20 +331,25 @@ def _devices_of(
         gm = _GPU_RE.match(d)
         if gm:
             aff = affinity.get(d, {})
-            gpus.append(Gpu(
-                index=int(gm.group(1)),
-                name=d,
-                cpu_affinity=_affinity(aff.get("CPU Affinity"), f"CPU affinity of {d}"),
-                numa_affinity=_affinity(aff.get("NUMA Affinity"), f"NUMA affinity of {d}"),
-                gpu_numa_id=_gpu_numa_id(aff.get("GPU NUMA ID"), d),
-                model=gpu_model,
-            ))
+            gpus.append(
+                Gpu(
+                    index=int(gm.group(1)),
+                    name=d,
+                    cpu_affinity=_affinity(aff.get("CPU Affinity"), f"CPU affinity of {d}"),
+                    numa_affinity=_affinity(aff.get("NUMA Affinity"), f"NUMA affinity of {d}"),
+                    gpu_numa_id=_gpu_numa_id(aff.get("GPU NUMA ID"), d),
+                    model=gpu_model,
+                )
+            )
         else:
             nics.append(Nic(d, nic_legend.get(d, d)))
     unknown = set(nic_legend) - {n.name for n in nics}
     if unknown:
-        raise ParseError("nvidia-smi topo -m NIC Legend", ", ".join(sorted(unknown)),
-                         hint="the legend names NICs that are not columns of the matrix")
+        raise ParseError(
+            "nvidia-smi topo -m NIC Legend",
+            ", ".join(sorted(unknown)),
+            hint="the legend names NICs that are not columns of the matrix",
+        )
     return tuple(gpus), tuple(nics)
 
 
@@ -309,8 +362,13 @@ def _gpu_numa_id(value: str | None, device: str) -> int | None:
 
 
 _P2P_STATUS = {
-    "OK": "supported", "CNS": "chipset not supported", "GNS": "GPU not supported",
-    "TNS": "topology not supported", "NS": "not supported", "DR": "disabled by regkey", "U": "unknown",
+    "OK": "supported",
+    "CNS": "chipset not supported",
+    "GNS": "GPU not supported",
+    "TNS": "topology not supported",
+    "NS": "not supported",
+    "DR": "disabled by regkey",
+    "U": "unknown",
 }
 
 
@@ -336,18 +394,25 @@ def parse_topo_p2p(text: str) -> dict[tuple[int, int], str]:
 
 def _p2p_row(cells: list[str], cols: list[str], line: str) -> dict[tuple[int, int], str]:
     if not _GPU_RE.match(cells[0]) or cells[0] not in cols or len(cells) != len(cols) + 1:
-        raise ParseError("nvidia-smi topo -p2p row", line.strip(), hint=f"expected a label and {len(cols)} cells")
+        raise ParseError(
+            "nvidia-smi topo -p2p row", line.strip(), hint=f"expected a label and {len(cols)} cells"
+        )
     a = int(cells[0][3:])
     row: dict[tuple[int, int], str] = {}
     for col, cell in zip(cols, cells[1:], strict=True):
         b = int(col[3:])
         if a == b:
             if cell != "X":
-                raise ParseError(f"nvidia-smi topo -p2p cell {cells[0]}/{col}", cell, hint="diagonal must be X")
+                raise ParseError(
+                    f"nvidia-smi topo -p2p cell {cells[0]}/{col}", cell, hint="diagonal must be X"
+                )
             continue
         if cell not in _P2P_STATUS:
-            raise ParseError(f"nvidia-smi topo -p2p cell {cells[0]}/{col}", cell,
-                             hint=f"known codes: {', '.join(_P2P_STATUS)}")
+            raise ParseError(
+                f"nvidia-smi topo -p2p cell {cells[0]}/{col}",
+                cell,
+                hint=f"known codes: {', '.join(_P2P_STATUS)}",
+            )
         row[(a, b)] = cell
     return row
 
@@ -357,7 +422,9 @@ def parse_topo_cpu(text: str) -> tuple[int, tuple[int, ...]]:
     lines = list(_nonblank_lines(text))
     m = re.match(r"^The GPUs that have an affinity with CPU (\d+) are:$", lines[0]) if lines else None
     if m is None:
-        raise ParseError("nvidia-smi topo -c output", text, hint="expected 'The GPUs that have an affinity ...'")
+        raise ParseError(
+            "nvidia-smi topo -c output", text, hint="expected 'The GPUs that have an affinity ...'"
+        )
     gpus: list[int] = []
     for ln in lines[1:]:
         for part in ln.split(","):

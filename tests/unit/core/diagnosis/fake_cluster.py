@@ -48,6 +48,8 @@ def cluster(*, controller_up: bool = True) -> FakeRunner:
     fake.replay("22.05/limits/o08_sacctmgr_nP_show.txt")  # accounting is off: no QOS/association limit
     fake.on(["sbatch", "--test-only", ...], stderr=read("test_only_refused.txt"), returncode=1)
     fake.on(["sbatch", "--test-only", ..., "--gpus=4", ...], stderr=read("test_only_4gpus.txt"))
-    fake.on(["sbatch", "--test-only", ..., "--gpus=8", "-t", ANY, "--wrap=true"],
-            stderr=read("test_only_8gpus_t10.txt"))
+    fake.on(
+        ["sbatch", "--test-only", ..., "--gpus=8", "-t", ANY, "--wrap=true"],
+        stderr=read("test_only_8gpus_t10.txt"),
+    )
     return fake

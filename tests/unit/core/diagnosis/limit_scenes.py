@@ -24,14 +24,19 @@ def scene_names(prefix: str) -> dict[str, tuple[str, ...]]:
 
 def scene_out(prefix: str, *argv: str, exact: bool = False) -> str:
     """The stdout of the scene's command whose argv starts with ``argv`` (is ``argv``: exact)."""
-    name = next(n for n, args in scene_names(prefix).items() if (args == argv if exact else args[:len(argv)] == argv))
+    name = next(
+        n for n, args in scene_names(prefix).items() if (args == argv if exact else args[: len(argv)] == argv)
+    )
     return recorded(f"{LIMITS}/{name}").stdout
 
 
 def scene_job(prefix: str) -> str:
     """The id of the job the scene asked about (its ``scontrol show job -d ID``)."""
-    return next(args[4] for args in scene_names(prefix).values()
-                if args[:4] == ("scontrol", "show", "job", "-d") and len(args) == 5)
+    return next(
+        args[4]
+        for args in scene_names(prefix).values()
+        if args[:4] == ("scontrol", "show", "job", "-d") and len(args) == 5
+    )
 
 
 def scene_running(prefix: str) -> str:

@@ -24,8 +24,13 @@ from slurmlab.core.slurm.parse_text import parse_scontrol_nodes
 from tests.unit.core.diagnosis.fake_cluster import read
 
 
-def _node(name: str, state: str = "IDLE", flags: tuple[str, ...] = (), gres: str = "gpu:h100:8",
-          reason: str | None = None) -> Node:
+def _node(
+    name: str,
+    state: str = "IDLE",
+    flags: tuple[str, ...] = (),
+    gres: str = "gpu:h100:8",
+    reason: str | None = None,
+) -> Node:
     return Node(name, state, flags, gres=parse_gres(gres), reason=reason)
 
 
@@ -43,7 +48,11 @@ def test_every_controller_down_fails_with_the_fix() -> None:
 
 def test_a_backup_taking_over_is_a_warning_not_an_outage() -> None:
     f = judge_controller("Slurmctld(primary) at head1 is DOWN\nSlurmctld(backup1) at head2 is UP\n")
-    assert f.verdict is Verdict.WARN and "backup1 at head2 answers" in f.evidence and "primary at head1" in f.evidence
+    assert (
+        f.verdict is Verdict.WARN
+        and "backup1 at head2 answers" in f.evidence
+        and "primary at head1" in f.evidence
+    )
 
 
 @pytest.mark.parametrize("garbage", ["", "\x00\x1b[31mUP", "Slurmctld(primary) at  is", "is UP is UP"])
@@ -59,7 +68,9 @@ def test_a_ping_that_could_not_run_fails_saying_why() -> None:
 
 def test_munge_is_named_as_munge() -> None:
     f = judge_munge("Protocol authentication error", "start munged: munged --key-file ...")
-    assert f.verdict is Verdict.FAIL and "munge" in f.evidence and "Protocol authentication error" in f.evidence
+    assert (
+        f.verdict is Verdict.FAIL and "munge" in f.evidence and "Protocol authentication error" in f.evidence
+    )
     assert f.fix == "start munged: munged --key-file ..."
     assert "munged" in judge_munge("x").fix
 
@@ -88,15 +99,23 @@ def test_a_node_gres_the_cluster_does_not_declare_fails() -> None:
 
 
 def test_a_node_that_found_fewer_gpus_than_configured_fails() -> None:
-    sick = _node("n7", "IDLE", ("DRAIN",), reason="gres/gpu count reported lower than configured (7 < 8) "
-                 "[slurm@2026-11-30T10:00:00]")
+    sick = _node(
+        "n7",
+        "IDLE",
+        ("DRAIN",),
+        reason="gres/gpu count reported lower than configured (7 < 8) [slurm@2026-11-30T10:00:00]",
+    )
     f = judge_config(["gpu"], [_node("n1"), sick])
     assert f.verdict is Verdict.FAIL and "fewer GPUs" in f.evidence
     assert f.details[0].startswith("n7: gres/gpu count reported lower")
 
 
 def test_split_reason_reads_who_and_when() -> None:
-    assert split_reason("fan failure [root@2026-12-01T07:55:35]") == ("fan failure", "root", "2026-12-01T07:55:35")
+    assert split_reason("fan failure [root@2026-12-01T07:55:35]") == (
+        "fan failure",
+        "root",
+        "2026-12-01T07:55:35",
+    )
     assert split_reason("no brackets") == ("no brackets", "", "")
     assert split_reason("odd [x] y") == ("odd [x] y", "", "")
     assert split_reason(None) == ("", "", "")

@@ -13,10 +13,14 @@ from slurmlab.core.slurm.sacct import SacctRecord, parse_sacct
 DATA = Path(__file__).resolve().parents[3] / "data" / "slurm"
 RECORDINGS = sorted(DATA.glob("*/sacct/a01_sacct_jobs.txt"))
 
-JOB = ("7|1000|alice|research|debug|normal|COMPLETED|0:0|01:00:00|02:00:00|2026-12-01T10:00:00|2026-12-01T10:00:00|"
-       "2026-12-01T11:00:00|node1|4|billing=4,cpu=4,gres/gpu=2,mem=8G,node=1|8G||02:00:00||train")
-STEP = ("7.0|||research|||COMPLETED|0:0|00:30:00||2026-12-01T10:00:00|2026-12-01T10:00:00|2026-12-01T10:30:00|node1|4|"
-        "cpu=4,gres/gpu=2,mem=8G,node=1||{rss}|01:00:00|{usage}|python")
+JOB = (
+    "7|1000|alice|research|debug|normal|COMPLETED|0:0|01:00:00|02:00:00|2026-12-01T10:00:00|2026-12-01T10:00:00|"
+    "2026-12-01T11:00:00|node1|4|billing=4,cpu=4,gres/gpu=2,mem=8G,node=1|8G||02:00:00||train"
+)
+STEP = (
+    "7.0|||research|||COMPLETED|0:0|00:30:00||2026-12-01T10:00:00|2026-12-01T10:00:00|2026-12-01T10:30:00|node1|4|"
+    "cpu=4,gres/gpu=2,mem=8G,node=1||{rss}|01:00:00|{usage}|python"
+)
 
 
 def records(usage: str = "cpu=01:00:00", rss: str = "2048M") -> list[SacctRecord]:
@@ -53,7 +57,9 @@ def test_no_gpu_no_measure_say_so_and_never_divide_by_zero() -> None:
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.parent.parent.name)
 def test_every_recorded_job_has_a_line_and_the_overrun_shows(path: Path) -> None:
     per_job = efficiencies(parse_sacct(path.read_text()))
-    assert len(per_job) >= 9 and all(e.line().startswith(f"Efficiency of job {j}:") for j, e in per_job.items())
+    assert len(per_job) >= 9 and all(
+        e.line().startswith(f"Efficiency of job {j}:") for j, e in per_job.items()
+    )
     over = [e for e in per_job.values() if (e.memory_fraction or 0) > 1]
     assert len(over) == 1 and over[0].requested_mem_mb == 200  # only the --mem=200M job went over
     assert sum(e.gpus for e in per_job.values()) == 1

@@ -86,7 +86,11 @@ def test_the_report_is_text_html_and_json(version: str) -> None:
     ids, by_id = jobs(version)
     end = explain_end(by_id[ids["timeout"]], me=ME, argv=ARGV)
     html = end._repr_html_()
-    assert "class='slurmlab-ended'" in html and "data-state='TIMEOUT'" in html and "slurmlab-ended-advice" in html
+    assert (
+        "class='slurmlab-ended'" in html
+        and "data-state='TIMEOUT'" in html
+        and "slurmlab-ended-advice" in html
+    )
     doc = json.loads(end.to_json())
     assert doc["state"] == "TIMEOUT" and doc["source"] == "sacct" and doc["advice"] == list(end.advice)
     assert end.text().startswith(f"Job {ids['timeout']} reached its time limit")
@@ -99,18 +103,28 @@ def test_scontrol_fallback_when_accounting_is_off(version: str, name: str) -> No
     end = explain_end(records_from_job(job), me=ME, argv=ARGV, source="scontrol", note="sacct would say more")
     assert end.source == "scontrol" and end.note and end.efficiency == ""
     assert end.slurm_state == job.state and end.state == {"timeout": "TIMEOUT", "cancelme": "CANCELLED"}.get(
-        name, job.state)
+        name, job.state
+    )
 
 
 def test_with_option_replaces_every_spelling() -> None:
-    assert with_option(["-t", "5", "--gpus=1", "--time=7", "-t9"], ("-t", "--time"), "20") == ["--gpus=1", "-t", "20"]
-    assert with_option(["--mem-per-gpu", "4G", "-n2"], ("--mem", "--mem-per-gpu"), "8G") == ["-n2", "--mem=8G"]
+    assert with_option(["-t", "5", "--gpus=1", "--time=7", "-t9"], ("-t", "--time"), "20") == [
+        "--gpus=1",
+        "-t",
+        "20",
+    ]
+    assert with_option(["--mem-per-gpu", "4G", "-n2"], ("--mem", "--mem-per-gpu"), "8G") == [
+        "-n2",
+        "--mem=8G",
+    ]
     assert with_option([], ("-t", "--time"), "3") == ["-t", "3"]
 
 
 def test_memory_advice_keeps_the_per_gpu_form() -> None:
     ids, by_id = jobs(VERSIONS[0])
-    records = [replace(r, alloc_tres={**r.alloc_tres, "gres/gpu": "2"}) if r.is_job else r for r in by_id[ids["oom"]]]
+    records = [
+        replace(r, alloc_tres={**r.alloc_tres, "gres/gpu": "2"}) if r.is_job else r for r in by_id[ids["oom"]]
+    ]
     end = explain_end(records, me=ME, argv=("--gpus=2", "--mem-per-gpu=100M"))
     assert "--mem-per-gpu=" in end.advice[0] and "--mem=" not in end.advice[0]
 
@@ -120,20 +134,25 @@ def test_no_records_is_a_value_error() -> None:
         explain_end([], me=ME)
 
 
-BASE = ("40|1000|alice|research|gpu|normal|{state}|{exit}|00:10:00|01:00:00|2026-12-01T10:00:00|2026-12-01T10:00:00|"
-        "2026-12-01T10:10:00|node[1-2]|8|billing=8,cpu=8,gres/gpu=2,mem=16G,node=2|16G||00:20:00||train\n"
-        "40.0|||research|||{step}|{step_exit}|00:10:00||2026-12-01T10:00:00|2026-12-01T10:00:00|2026-12-01T10:10:00|"
-        "node[1-2]|8|cpu=8,gres/gpu=2,mem=16G,node=2||9000M|00:20:00||python\n"
-        "40.extern|||research|||COMPLETED|0:0|00:10:00||2026-12-01T10:00:00|2026-12-01T10:00:00|2026-12-01T10:10:00|"
-        "node[1-2]|8|cpu=8,gres/gpu=2,mem=16G,node=2||1M|00:00:00||extern")
+BASE = (
+    "40|1000|alice|research|gpu|normal|{state}|{exit}|00:10:00|01:00:00|2026-12-01T10:00:00|2026-12-01T10:00:00|"
+    "2026-12-01T10:10:00|node[1-2]|8|billing=8,cpu=8,gres/gpu=2,mem=16G,node=2|16G||00:20:00||train\n"
+    "40.0|||research|||{step}|{step_exit}|00:10:00||2026-12-01T10:00:00|2026-12-01T10:00:00|2026-12-01T10:10:00|"
+    "node[1-2]|8|cpu=8,gres/gpu=2,mem=16G,node=2||9000M|00:20:00||python\n"
+    "40.extern|||research|||COMPLETED|0:0|00:10:00||2026-12-01T10:00:00|2026-12-01T10:00:00|2026-12-01T10:10:00|"
+    "node[1-2]|8|cpu=8,gres/gpu=2,mem=16G,node=2||1M|00:00:00||extern"
+)
 
 
-@pytest.mark.parametrize(("state", "step", "want", "advice"), [
-    ("OUT_OF_MEMORY", "OUT_OF_MEMORY", "OUT_OF_MEMORY", "--mem-per-gpu="),  # cgroups: Slurm's own word
-    ("NODE_FAIL", "CANCELLED", "NODE_FAIL", "--requeue"),
-    ("PREEMPTED", "CANCELLED", "PREEMPTED", "--requeue"),
-    ("BOOT_FAIL", "CANCELLED", "BOOT_FAIL", None),
-])
+@pytest.mark.parametrize(
+    ("state", "step", "want", "advice"),
+    [
+        ("OUT_OF_MEMORY", "OUT_OF_MEMORY", "OUT_OF_MEMORY", "--mem-per-gpu="),  # cgroups: Slurm's own word
+        ("NODE_FAIL", "CANCELLED", "NODE_FAIL", "--requeue"),
+        ("PREEMPTED", "CANCELLED", "PREEMPTED", "--requeue"),
+        ("BOOT_FAIL", "CANCELLED", "BOOT_FAIL", None),
+    ],
+)
 def test_slurms_own_end_states_and_their_advice(state: str, step: str, want: str, advice: str | None) -> None:
     records = parse_sacct(BASE.format(state=state, exit="0:0", step=step, step_exit="0:9"))
     end = explain_end(records, me=1000, argv=["-N2", "--gpus-per-node=1", "--mem-per-gpu=8G", "-t", "60"])
@@ -144,5 +163,7 @@ def test_slurms_own_end_states_and_their_advice(state: str, step: str, want: str
 
 
 def test_a_running_job_has_not_ended() -> None:
-    end = explain_end(parse_sacct(BASE.format(state="RUNNING", exit="0:0", step="RUNNING", step_exit="0:0")), me=1)
+    end = explain_end(
+        parse_sacct(BASE.format(state="RUNNING", exit="0:0", step="RUNNING", step_exit="0:0")), me=1
+    )
     assert not end.over and "has not ended yet" in end.headline and end.efficiency == ""

@@ -31,7 +31,10 @@ def test_parents_follow_the_indentation() -> None:
     records = parse_sshare(TREE)
     up = parents(records)
     assert up[0] is None
-    names = [(r.account, r.user, p.account if p else None, p.user if p else "-") for r, p in zip(records, up, strict=True)]
+    names = [
+        (r.account, r.user, p.account if p else None, p.user if p else "-")
+        for r, p in zip(records, up, strict=True)
+    ]
     assert names[1] == ("physics", None, "root", None)
     assert names[2] == ("physics", "alice", "physics", None)
     assert names[5] == ("biology", "alice", "biology", None)
@@ -46,10 +49,19 @@ def test_usage_part_is_raw_usage_over_the_parents() -> None:
     assert usage_part(records[2], None) == records[2].effective_usage
 
 
-@pytest.mark.parametrize(("usage", "shares", "raw", "expected"), [
-    (0.9, 0.5, 180, "over"), (0.1, 0.5, 20, "under"), (0.5, 0.5, 100, "about"), (0.0, 0.5, 0, "unused"),
-    (0.3, 0.0, 5, "over"), (None, 0.5, 5, "unknown"), (0.6, 0.5, 5, "about"), (0.7, 0.5, 5, "over"),
-])
+@pytest.mark.parametrize(
+    ("usage", "shares", "raw", "expected"),
+    [
+        (0.9, 0.5, 180, "over"),
+        (0.1, 0.5, 20, "under"),
+        (0.5, 0.5, 100, "about"),
+        (0.0, 0.5, 0, "unused"),
+        (0.3, 0.0, 5, "over"),
+        (None, 0.5, 5, "unknown"),
+        (0.6, 0.5, 5, "about"),
+        (0.7, 0.5, 5, "over"),
+    ],
+)
 def test_standing(usage: float | None, shares: float, raw: int, expected: str) -> None:
     assert standing(usage, shares, raw) == expected
 
@@ -57,9 +69,14 @@ def test_standing(usage: float | None, shares: float, raw: int, expected: str) -
 def test_explanations_say_where_each_of_my_associations_stands_and_why() -> None:
     alice = explain_shares(parse_sshare(TREE), "alice")
     assert [(e.account, e.standing, e.account_standing) for e in alice] == [
-        ("physics", "over", "under"), ("biology", "about", "over")]
+        ("physics", "over", "under"),
+        ("biology", "about", "over"),
+    ]
     physics, biology = alice
-    assert "more than your share" in physics.sentence and "start after those of users who used less" in physics.sentence
+    assert (
+        "more than your share" in physics.sentence
+        and "start after those of users who used less" in physics.sentence
+    )
     assert "90% of its usage for 50% of its shares" in physics.sentence
     assert "used less than its share" in physics.sentence
     assert "account biology itself has used more than its share" in biology.sentence

@@ -18,36 +18,65 @@ def _uuid(i: int) -> str:
     return f"GPU-{i:08x}-5e1c-9a0f-2b7d-0c4e6f81a9b{i}"
 
 
-def gpu_row(i: int, *, gen: str = "5", width: str = "16", util: int = 0, driver: str = "550.54.15",
-            used: int = 70736, persistence: str = "Enabled") -> str:
-    return (f"{i}, {_uuid(i)}, NVIDIA H100 80GB HBM3, {driver}, {gen}, 5, {width}, 16, {used}, 81559, {util}, "
-            f"{persistence}")
+def gpu_row(
+    i: int,
+    *,
+    gen: str = "5",
+    width: str = "16",
+    util: int = 0,
+    driver: str = "550.54.15",
+    used: int = 70736,
+    persistence: str = "Enabled",
+) -> str:
+    return (
+        f"{i}, {_uuid(i)}, NVIDIA H100 80GB HBM3, {driver}, {gen}, 5, {width}, 16, {used}, 81559, {util}, "
+        f"{persistence}"
+    )
 
 
 def header(driver: str, cuda: str) -> list[str]:
-    return ["Mon Dec  1 09:12:44 2026",
-            "+-----------------------------------------------------------------------------------------+",
-            f"| NVIDIA-SMI {driver}              Driver Version: {driver}      CUDA Version: {cuda}     |",
-            "|-----------------------------------------+------------------------+----------------------+"]
+    return [
+        "Mon Dec  1 09:12:44 2026",
+        "+-----------------------------------------------------------------------------------------+",
+        f"| NVIDIA-SMI {driver}              Driver Version: {driver}      CUDA Version: {cuda}     |",
+        "|-----------------------------------------+------------------------+----------------------+",
+    ]
 
 
 def section(name: str, lines: Sequence[str], rc: int | None = 0) -> list[str]:
     return [f"{MARK} begin {name}", *lines, *([] if rc is None else [f"{MARK} end {name} {rc}"])]
 
 
-def probe_text(*, rows: Sequence[str] | None = None, apps: Sequence[str] | None = None, query_rc: int | None = 0,
-               driver: str = "550.54.15", cuda: str = "12.4", runtime: str = "cudart 12.4 cupy 13.3.0",
-               cvd: str = "0,1,2,3,4,5,6,7", job_gpus: str = "0,1,2,3,4,5,6,7", pids: Sequence[int] = STEP_PIDS,
-               devices: int = 8, denied_from: int = 8) -> str:
+def probe_text(
+    *,
+    rows: Sequence[str] | None = None,
+    apps: Sequence[str] | None = None,
+    query_rc: int | None = 0,
+    driver: str = "550.54.15",
+    cuda: str = "12.4",
+    runtime: str = "cudart 12.4 cupy 13.3.0",
+    cvd: str = "0,1,2,3,4,5,6,7",
+    job_gpus: str = "0,1,2,3,4,5,6,7",
+    pids: Sequence[int] = STEP_PIDS,
+    devices: int = 8,
+    denied_from: int = 8,
+) -> str:
     rows = [gpu_row(i) for i in range(8)] if rows is None else rows
     apps = [f"{_uuid(i)}, {pid}, 70212, python" for i, pid in enumerate(pids[:8])] if apps is None else apps
     out = section("query-gpu", rows, query_rc)
     if query_rc == 0:
         out += section("compute-apps", apps) + section("header", header(driver, cuda))
     out += section("env", [f"CUDA_VISIBLE_DEVICES={cvd}", f"SLURM_JOB_GPUS={job_gpus}", "SLURM_JOB_ID=77"])
-    out += section("devices", [f"/dev/nvidia{i} {'open' if i < denied_from else 'denied'}" for i in range(devices)])
-    out += section("pids", ["PID      JOBID    STEPID   LOCALID GLOBALID",
-                            *(f"{p}    77       0        {k}       {k}" for k, p in enumerate(pids))])
+    out += section(
+        "devices", [f"/dev/nvidia{i} {'open' if i < denied_from else 'denied'}" for i in range(devices)]
+    )
+    out += section(
+        "pids",
+        [
+            "PID      JOBID    STEPID   LOCALID GLOBALID",
+            *(f"{p}    77       0        {k}       {k}" for k, p in enumerate(pids)),
+        ],
+    )
     out += section("cudart", [runtime])
     return "\n".join(out)
 
@@ -63,7 +92,10 @@ def test_a_healthy_8x_h100_job_is_ok_everywhere() -> None:
     found = judge(probe_text())
     assert {c: f.verdict for c, f in found.items()} == dict.fromkeys(GPU_CHECKS, Verdict.OK)
     assert "8 × NVIDIA H100 80GB HBM3, driver 550.54.15" in found["gpu.smi"].evidence
-    assert "supports CUDA 12.4" in found["gpu.driver"].evidence and "runtime is CUDA 12.4" in found["gpu.driver"].evidence
+    assert (
+        "supports CUDA 12.4" in found["gpu.driver"].evidence
+        and "runtime is CUDA 12.4" in found["gpu.driver"].evidence
+    )
     assert "(8 process(es) of the job)" in found["gpu.memory"].evidence
     assert "Gen5 x16" in found["gpu.pcie"].evidence
     assert found["gpu.smi"].details == ()
@@ -75,7 +107,9 @@ def test_memory_no_listed_process_holds_and_persistence_off_are_said() -> None:
     found = judge(probe_text(rows=rows))
     memory = found["gpu.memory"]
     assert memory.verdict is Verdict.WARN and "no process nvidia-smi lists" in memory.evidence
-    assert len(memory.details) == 1 and memory.details[0].startswith("GPU6: 111172 MiB in use, 70212 MiB of it")
+    assert len(memory.details) == 1 and memory.details[0].startswith(
+        "GPU6: 111172 MiB in use, 70212 MiB of it"
+    )
     smi = found["gpu.smi"]
     assert smi.verdict is Verdict.OK and "persistence mode is off on GPU6" in smi.details[0]
 
@@ -105,7 +139,10 @@ def test_a_card_at_x8_warns_and_an_idle_low_generation_does_not() -> None:
     assert idle.verdict is Verdict.OK and "normal" in idle.evidence
     rows[5] = gpu_row(5, gen="3", util=87)
     busy = judge(probe_text(rows=rows))["gpu.pcie"]
-    assert busy.verdict is Verdict.WARN and "GPU5 runs Gen3 x16 of Gen5 x16 while busy (87% utilization)" in busy.details
+    assert (
+        busy.verdict is Verdict.WARN
+        and "GPU5 runs Gen3 x16 of Gen5 x16 while busy (87% utilization)" in busy.details
+    )
     unknown = judge(probe_text(rows=[gpu_row(i, gen="[N/A]", width="[N/A]") for i in range(8)]))["gpu.pcie"]
     assert unknown.verdict is Verdict.SKIP
 
@@ -117,9 +154,16 @@ def test_a_hung_nvidia_smi_fails_with_the_persistence_fix() -> None:
         assert smi.verdict is Verdict.FAIL and "did not answer within its timeout" in smi.evidence
         assert "nvidia-persistenced" in smi.fix and "nvidia-smi -pm 1" in smi.fix
         assert {f.verdict for c, f in found.items() if c != "gpu.smi"} == {Verdict.SKIP}
-    broken = judge(probe_text(query_rc=9, rows=["NVIDIA-SMI has failed because it couldn't communicate with the "
-                                                 "NVIDIA driver."]))["gpu.smi"]
-    assert broken.verdict is Verdict.FAIL and "couldn't communicate" in broken.evidence and "exit 9" in broken.evidence
+    broken = judge(
+        probe_text(
+            query_rc=9, rows=["NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."]
+        )
+    )["gpu.smi"]
+    assert (
+        broken.verdict is Verdict.FAIL
+        and "couldn't communicate" in broken.evidence
+        and "exit 9" in broken.evidence
+    )
 
 
 def test_an_old_driver_under_a_cuda_12_4_runtime_fails_and_minor_compat_warns() -> None:
@@ -139,7 +183,9 @@ def test_an_old_driver_under_a_cuda_12_4_runtime_fails_and_minor_compat_warns() 
 
 def test_devices_seen_against_what_slurm_assigned() -> None:
     two = [gpu_row(i) for i in range(2)]
-    ok = judge(probe_text(rows=two, cvd="0,1", job_gpus="4,5", devices=8, denied_from=2), (4, 5))["gpu.devices"]
+    ok = judge(probe_text(rows=two, cvd="0,1", job_gpus="4,5", devices=8, denied_from=2), (4, 5))[
+        "gpu.devices"
+    ]
     assert ok.verdict is Verdict.OK and "Slurm assigned GPU 4,5 (2)" in ok.evidence
     open_all = judge(probe_text(cvd="4,5", job_gpus="4,5"), (4, 5))["gpu.devices"]
     assert open_all.verdict is Verdict.WARN and "ConstrainDevices=yes" in open_all.fix
@@ -150,15 +196,27 @@ def test_devices_seen_against_what_slurm_assigned() -> None:
 
 
 def test_the_sandbox_stand_in_skips_every_check_and_says_why() -> None:
-    text = "\n".join([*section("query-gpu", ["Invalid combination of input arguments.",
-                                              f"{STANDIN_MARK}: it answers -L, not '--query-gpu=index'"], 2),
-                      *section("env", ["SLURMLAB_SANDBOX=/tmp/sb"])])
+    text = "\n".join(
+        [
+            *section(
+                "query-gpu",
+                [
+                    "Invalid combination of input arguments.",
+                    f"{STANDIN_MARK}: it answers -L, not '--query-gpu=index'",
+                ],
+                2,
+            ),
+            *section("env", ["SLURMLAB_SANDBOX=/tmp/sb"]),
+        ]
+    )
     found = judge(text)
     assert {f.verdict for f in found.values()} == {Verdict.SKIP}
     assert all("the sandbox has no GPU" in f.evidence and STANDIN_MARK in f.evidence for f in found.values())
     # a process whose name holds the stand-in's words on a real node does not make it a sandbox
-    named = probe_text(rows=[gpu_row(0)] + [gpu_row(i, used=600) for i in range(1, 8)],
-                       apps=[f"{_uuid(0)}, {STEP_PIDS[0]}, 70212, python {STANDIN_MARK}"])
+    named = probe_text(
+        rows=[gpu_row(0)] + [gpu_row(i, used=600) for i in range(1, 8)],
+        apps=[f"{_uuid(0)}, {STEP_PIDS[0]}, 70212, python {STANDIN_MARK}"],
+    )
     assert judge(named)["gpu.smi"].verdict is Verdict.OK
     assert "(1 process(es) of the job)" in judge(named)["gpu.memory"].evidence
     bare = judge("\n".join([*section("no-smi", []), *section("env", ["SLURMLAB_SANDBOX=/tmp/sb"])]))

@@ -20,13 +20,12 @@ ROW = "{i}, GPU-{i}, NVIDIA H100 80GB HBM3, 550.54.15, 5, 5, {w}, 16, 600, 81559
 def fake_smi(folder: Path, *, hang: bool = False, width: int = 16) -> None:
     rows = "\\n".join(ROW.format(i=i, w=width if i == 1 else 16) for i in range(2))
     (folder / "nvidia-smi").write_text(
-        "#!/bin/sh\n"
-        + ("sleep 60\n" if hang else "")
-        + 'case "$1" in\n'
+        "#!/bin/sh\n" + ("sleep 60\n" if hang else "") + 'case "$1" in\n'
         f'  --query-gpu=*) printf "{rows}\\n" ;;\n'
-        '  --query-compute-apps=*) ;;\n'
+        "  --query-compute-apps=*) ;;\n"
         '  "") echo "| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4 |" ;;\n'
-        "esac\n")
+        "esac\n"
+    )
     (folder / "nvidia-smi").chmod(0o755)
 
 
@@ -34,9 +33,17 @@ def run_probe(folder: Path, timeout: int = 20) -> str:
     """The probe with ``timeout`` seconds per command: generous where nothing hangs (a loaded machine starts
     Python slowly), short where the hang is the point."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM", "CUDA_VISIBLE"))}
-    env.update(PATH=f"{folder}{os.pathsep}{env.get('PATH', '')}", CUDA_VISIBLE_DEVICES="0,1", SLURM_JOB_GPUS="2,3")
-    done = subprocess.run(["/bin/sh", "-c", doctor_gpu.GPU_PROBE, "probe", str(timeout), "print('cudart 12.4 test')"],
-                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    env.update(
+        PATH=f"{folder}{os.pathsep}{env.get('PATH', '')}", CUDA_VISIBLE_DEVICES="0,1", SLURM_JOB_GPUS="2,3"
+    )
+    done = subprocess.run(
+        ["/bin/sh", "-c", doctor_gpu.GPU_PROBE, "probe", str(timeout), "print('cudart 12.4 test')"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
     return done.stdout
 
 

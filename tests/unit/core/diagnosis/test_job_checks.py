@@ -68,16 +68,22 @@ def test_squeue_start_gives_the_planned_start_and_nodes() -> None:
     planned = parse_planned_start(f"{later}|node2\n")
     assert planned.nodes == "node2" and planned.start is not None
     f = judge_pending(job, now, planned)
-    assert f.details == ("Slurm expects it to start 2026-12-01 08:35:35 (in 40 minutes) on node2 (squeue --start)",)
+    assert f.details == (
+        "Slurm expects it to start 2026-12-01 08:35:35 (in 40 minutes) on node2 (squeue --start)",
+    )
     # the scheduler has not planned it yet: the job record's StartTime still answers, without the nodes
     unknown = parse_planned_start("N/A|(null)\n")
     assert unknown == PlannedStart(None, None)
-    assert judge_pending(job, now, unknown).details == ("Slurm expects it to start 2026-12-01 08:25:35 (in 30 minutes)",)
+    assert judge_pending(job, now, unknown).details == (
+        "Slurm expects it to start 2026-12-01 08:25:35 (in 30 minutes)",
+    )
     assert parse_planned_start("") == PlannedStart(None, None)  # it started meanwhile: squeue lists nothing
 
 
-@pytest.mark.parametrize("garbage", ["2026-12-01T08:00:00", "a|b|c", "2026-13-45T99:00:00|node1",
-                                     "x|node1\ny|node2", "\x00" * 5000 + "|n"])
+@pytest.mark.parametrize(
+    "garbage",
+    ["2026-12-01T08:00:00", "a|b|c", "2026-13-45T99:00:00|node1", "x|node1\ny|node2", "\x00" * 5000 + "|n"],
+)
 def test_squeue_start_garbage_is_a_parse_error(garbage: str) -> None:
     with pytest.raises(ParseError):
         parse_planned_start(garbage)
@@ -93,12 +99,16 @@ def test_a_reason_that_never_resolves_fails() -> None:
 def test_blockers_are_the_running_jobs_holding_its_gpus_soonest_first() -> None:
     job = _job("pending")
     found = blockers(job, ALL, usable_nodes(job, NODES, PARTS))
-    assert [(o.job_id, held) for o, held in found] == [(14, ["4 gpu:h100 on node1 [0-3]"]),
-                                                       (15, ["4 gpu:h100 on node2 [0-3]"])]
+    assert [(o.job_id, held) for o, held in found] == [
+        (14, ["4 gpu:h100 on node1 [0-3]"]),
+        (15, ["4 gpu:h100 on node2 [0-3]"]),
+    ]
     # the hostile name is a name, not a state or an owner
     assert found[1][0].name == "x UserId=root(0) JobState=RUNNING"
     f = judge_blockers(job, found, job.expected_start - timedelta(minutes=30))  # type: ignore[operator]
-    assert f.verdict is Verdict.WARN and f.details[0].startswith("job 14 (root, RUNNING): 4 gpu:h100 on node1 [0-3]")
+    assert f.verdict is Verdict.WARN and f.details[0].startswith(
+        "job 14 (root, RUNNING): 4 gpu:h100 on node1 [0-3]"
+    )
     assert "the first ends 2026-12-01 08:25:35 (in 30 minutes)" in f.evidence
 
 
@@ -120,7 +130,9 @@ def test_alternatives_best_first_with_the_salloc_line() -> None:
     f = judge_alternatives(job, [good], [late])
     assert f.verdict is Verdict.WARN and "best: 4 GPU(s)" in f.evidence
     assert f.fix == "`%scancel 16` then `%salloc -p gpu --gpus=4 -t 20`"
-    assert f.details[0].endswith("->  %salloc -p gpu --gpus=4 -t 20") and f.details[1].startswith("(not sooner)")
+    assert f.details[0].endswith("->  %salloc -p gpu --gpus=4 -t 20") and f.details[1].startswith(
+        "(not sooner)"
+    )
     none = judge_alternatives(job, [], [late])
     assert none.verdict is Verdict.OK and "waiting is the fastest" in none.evidence
     assert judge_alternatives(job, [], []).verdict is Verdict.SKIP

@@ -48,17 +48,24 @@ class Scene:
         show = ("sacctmgr", "-nP", "show")
         self.tables = LimitTables(
             tuple(parse_rows(scene_out(prefix, *show, "qos"), QOS_LIMIT_FIELDS)),
-            tuple(parse_rows(scene_out(prefix, *show, "assoc", "where", "user=root"), ASSOC_LIMIT_FIELDS)
-                  + parse_rows(scene_out(prefix, *show, "assoc", "where", "user="), ASSOC_LIMIT_FIELDS)))
+            tuple(
+                parse_rows(scene_out(prefix, *show, "assoc", "where", "user=root"), ASSOC_LIMIT_FIELDS)
+                + parse_rows(scene_out(prefix, *show, "assoc", "where", "user="), ASSOC_LIMIT_FIELDS)
+            ),
+        )
         self.records = parse_scontrol_jobs(scene_out(prefix, "scontrol", "show", "job", "-d", exact=True))
         self.jobs = parse_queue(scene_out(prefix, *QUEUE_ARGV), self.records)
         self.partitions = parse_scontrol_partitions(scene_out(prefix, "scontrol", "show", "partition"))
         jid = scene_job(prefix)
         self.job: Job = next(j for j in self.records if str(j.job_id) == jid)
 
-    def held(self, variant: Variant | None = None, *, account: str = "research", qos: str = "normal") -> list[str]:
+    def held(
+        self, variant: Variant | None = None, *, account: str = "research", qos: str = "normal"
+    ) -> list[str]:
         ask = ask_of(self.job, variant, user="root", account=account, qos=qos)
-        return [h.text() for h in holds(ask, self.tables, self.jobs, self.partitions, submitted=variant is None)]
+        return [
+            h.text() for h in holds(ask, self.tables, self.jobs, self.partitions, submitted=variant is None)
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -73,20 +80,26 @@ def a() -> Scene:
 
 def test_the_recorded_queue_is_read_with_what_each_running_job_holds(q: Scene) -> None:
     assert [(j.job_id, j.state, j.user, j.account, j.qos) for j in q.jobs] == [
-        ("2", "PD", "root", "research", "normal"), ("1", "R", "root", "research", "normal")]
+        ("2", "PD", "root", "research", "normal"),
+        ("1", "R", "root", "research", "normal"),
+    ]
     running = q.jobs[1]
     assert running.running and running.tres is not None and running.tres["gres/gpu"] == 4
     assert running.ends is not None and not q.jobs[0].running
 
 
 def test_the_qos_gpu_cap_holds_the_job_and_every_change_test_only_would_start(q: Scene) -> None:
-    assert q.held() == ["QOS normal MaxTRESPU (per user): 4 GPU(s) in use + 2 GPU(s) asked > 4 GPU(s) allowed"]
+    assert q.held() == [
+        "QOS normal MaxTRESPU (per user): 4 GPU(s) in use + 2 GPU(s) asked > 4 GPU(s) allowed"
+    ]
     shorter = Variant("time", "-t 5", (), minutes=5)
     # what --test-only said of the shorter time: a start, as if no QOS held it ...
     said = parse_test_only(recorded("22.05/limits/qx01_test_only_ignores_the_qos_cap.txt").stderr, 0)
     assert said.starts is not None and not said.refused
     # ... while the cap holds it exactly as it holds the job: the change the old why() offered
-    assert q.held(shorter) == ["QOS normal MaxTRESPU (per user): 4 GPU(s) in use + 2 GPU(s) asked > 4 GPU(s) allowed"]
+    assert q.held(shorter) == [
+        "QOS normal MaxTRESPU (per user): 4 GPU(s) in use + 2 GPU(s) asked > 4 GPU(s) allowed"
+    ]
     assert q.held(Variant("gpus", "1 GPU", (), gpus=1))[0].startswith("QOS normal MaxTRESPU")
     assert q.held(Variant("account", "teaching", (), account="teaching"), account="teaching") != []  # per QOS
     assert q.held(Variant("qos", "QOS debug", (), qos="debug")) == []  # its own cap, nothing used in it yet
@@ -99,8 +112,21 @@ def test_what_lifts_the_qos_cap_is_said_and_tried(q: Scene) -> None:
     assert [v.kind for v in tried] == ["qos", "account", "account"]  # no GPU count fits: 4 of 4 are in use
     debug = tried[0]
     assert debug.qos == "debug" and "--qos=debug" in debug.options and debug.minutes is None  # 10 <= 30 min
-    said = lifts(own, [(v, [h.text() for h in holds(ask_of(q.job, v, user="root", account="research",
-                                                                qos="normal"), q.tables, q.jobs)]) for v in tried])
+    said = lifts(
+        own,
+        [
+            (
+                v,
+                [
+                    h.text()
+                    for h in holds(
+                        ask_of(q.job, v, user="root", account="research", qos="normal"), q.tables, q.jobs
+                    )
+                ],
+            )
+            for v in tried
+        ],
+    )
     first = scene_running("q")
     assert said[0].startswith(f"end your job {first}, 4 GPU(s), ends ") and f"(`%scancel {first}`)" in said[0]
     assert any(s.startswith("QOS debug instead of normal (`%salloc") for s in said)
@@ -115,8 +141,9 @@ def test_association_limits_the_account_tree_and_the_qos_that_overrides_them(a: 
     assert [r["Account"] for r in a.tables.account_chain("research")] == ["research", "root"]
     assert a.tables.subtree("root") == {"root", "research", "teaching"}
     assert a.tables.allowed_qos("root", "research") == ["debug", "normal"]
-    assert a.held() == ["association research/root MaxJobs (per user): 1 job(s) in use + 1 job(s) asked > "
-                        "1 job(s) allowed"]
+    assert a.held() == [
+        "association research/root MaxJobs (per user): 1 job(s) in use + 1 job(s) asked > 1 job(s) allowed"
+    ]
     # QOS debug sets MaxJobsPU: Slurm takes the QOS's limit first, so the association's MaxJobs=1 does not hold
     # (taken, the debug change ran: at01)
     assert a.held(Variant("qos", "debug", (), qos="debug")) == []
@@ -124,8 +151,9 @@ def test_association_limits_the_account_tree_and_the_qos_that_overrides_them(a: 
     teaching = a.held(Variant("account", "teaching", (), account="teaching"), account="teaching")
     assert teaching == []  # 2 GPUs of the account's 2, none used
     more = Variant("gpus", "3", (), gpus=3)
-    assert a.held(more, account="teaching") == ["account teaching GrpTRES (whole account): 0 GPU(s) in use + "
-                                                "3 GPU(s) asked > 2 GPU(s) allowed"]
+    assert a.held(more, account="teaching") == [
+        "account teaching GrpTRES (whole account): 0 GPU(s) in use + 3 GPU(s) asked > 2 GPU(s) allowed"
+    ]
     big = a.held(Variant("qos", "debug", (), qos="debug", gpus=5))
     assert "QOS debug MaxTRES (per job): asks 5 GPU(s), 4 GPU(s) allowed" in big
     assert "QOS debug GrpTRES (whole QOS): 0 GPU(s) in use + 5 GPU(s) asked > 6 GPU(s) allowed" not in big
@@ -144,9 +172,12 @@ def test_a_qos_change_gets_the_qos_wall_time_when_the_job_asks_more(a: Scene) ->
 
 def test_the_partitions_max_time_holds_too_unless_the_qos_overrides_it(q: Scene) -> None:
     short = [replace(q.partitions[0], max_time=5 * 60)]
-    ask = ask_of(q.job, Variant("qos", "debug", (), qos="debug"), user="root", account="research", qos="normal")
+    ask = ask_of(
+        q.job, Variant("qos", "debug", (), qos="debug"), user="root", account="research", qos="normal"
+    )
     assert [h.text() for h in holds(ask, q.tables, q.jobs, short)] == [
-        "partition debug MaxTime: asks 10 min, 5 min allowed"]
+        "partition debug MaxTime: asks 10 min, 5 min allowed"
+    ]
     flagged = LimitTables(tuple({**r, "Flags": "PartitionTimeLimit"} for r in q.tables.qos), q.tables.assocs)
     assert holds(ask, flagged, q.jobs, short) == []
     # a job queued in two partitions starts in the one it fits
@@ -161,8 +192,9 @@ def test_without_accounting_only_the_partitions_limits_hold(q: Scene) -> None:
 
 def test_what_cannot_be_read_holds_rather_than_being_counted_as_nothing(q: Scene) -> None:
     unread = [replace(j, tres=None) if j.running else j for j in q.jobs]
-    ask = ask_of(q.job, Variant("qos", "x", (), qos="normal", gpus=1), user="root", account="research",
-                 qos="normal")
+    ask = ask_of(
+        q.job, Variant("qos", "x", (), qos="normal", gpus=1), user="root", account="research", qos="normal"
+    )
     said = [h.text() for h in holds(ask, q.tables, unread)]
     assert said == ["QOS normal MaxTRESPU (per user): usage unknown (the record of job 1 could not be read)"]
     garbage = LimitTables(tuple({**r, "MaxTRESPU": "gres/gpu=lots"} for r in q.tables.qos), q.tables.assocs)
@@ -176,13 +208,18 @@ def test_what_cannot_be_read_holds_rather_than_being_counted_as_nothing(q: Scene
 
 
 def test_a_switch_counts_against_the_submit_limits_the_job_itself_no_longer_does(q: Scene) -> None:
-    capped = LimitTables(tuple({**r, "MaxSubmitPU": "2"} if r["Name"] == "normal" else r for r in q.tables.qos),
-                         q.tables.assocs)
+    capped = LimitTables(
+        tuple({**r, "MaxSubmitPU": "2"} if r["Name"] == "normal" else r for r in q.tables.qos),
+        q.tables.assocs,
+    )
     ask = ask_of(q.job, None, user="root", account="research", qos="normal")
     assert not [h for h in holds(ask, capped, q.jobs, submitted=True) if "MaxSubmitPU" in h.limit]
     switched = holds(ask, capped, q.jobs)  # the new job is submitted before the old one is cancelled
-    assert any(h.text() == "QOS normal MaxSubmitPU (per user, queued and running): 2 job(s) in use + 1 job(s) "
-               "asked > 2 job(s) allowed" for h in switched)
+    assert any(
+        h.text() == "QOS normal MaxSubmitPU (per user, queued and running): 2 job(s) in use + 1 job(s) "
+        "asked > 2 job(s) allowed"
+        for h in switched
+    )
 
 
 def test_sooner_is_measured_against_what_is_known_of_the_jobs_own_start(q: Scene) -> None:
@@ -198,8 +235,17 @@ def test_sooner_is_measured_against_what_is_known_of_the_jobs_own_start(q: Scene
     assert start_bound(later, [], now)[0] == later
     at_once, why = start_bound(None, [], now)  # nothing known: only a change that starts at once
     assert at_once == now + timedelta(seconds=60) and "at once" in why
-    never = holds(ask_of(q.job, Variant("qos", "d", (), qos="debug", minutes=45), user="root",
-                         account="research", qos="normal"), q.tables, q.jobs)
+    never = holds(
+        ask_of(
+            q.job,
+            Variant("qos", "d", (), qos="debug", minutes=45),
+            user="root",
+            account="research",
+            qos="normal",
+        ),
+        q.tables,
+        q.jobs,
+    )
     assert start_bound(None, never, now)[0] is None  # it never starts as it is: any start is sooner
     unknown_end = [replace(j, ends=None) for j in q.jobs]
     assert start_bound(None, holds(ask, q.tables, unknown_end, submitted=True), now)[0] == at_once
@@ -214,8 +260,10 @@ def test_job_uses_are_plain_data() -> None:
     assert j.running and not JobUse("4", "PD", "bob", "acct", "normal").running
 
 
-_HOSTILE = st.text(alphabet=st.sampled_from(list("|=,:/-.\n\r\u2028\x1c\ufffd\u00b2 0123456789gresgpucpumemUNLIMITED")),
-                   max_size=60)
+_HOSTILE = st.text(
+    alphabet=st.sampled_from(list("|=,:/-.\n\r\u2028\x1c\ufffd\u00b2 0123456789gresgpucpumemUNLIMITED")),
+    max_size=60,
+)
 
 
 @given(queue=_HOSTILE, cell=_HOSTILE, wall=_HOSTILE)

@@ -22,27 +22,43 @@ from slurmlab.testing import recorded
 QOS_ROWS = recorded("22.05/limits/q08_sacctmgr_nP_show.txt").stdout
 
 
-@pytest.mark.parametrize(("reason", "table", "field", "key", "scope"), [
-    ("QOSMaxGRESPerUser", "qos", "MaxTRESPU", "gres/gpu", "user"),
-    ("(QOSMaxGRESPerUser)", "qos", "MaxTRESPU", "gres/gpu", "user"),
-    ("MaxGRESPerAccount", "qos", "MaxTRESPA", "gres/gpu", "account"),
-    ("QOSGrpCpuLimit", "qos", "GrpTRES", "cpu", "qos"),
-    ("AssocGrpGRES", "assoc", "GrpTRES", "gres/gpu", "account"),
-    ("AssocMaxCpuPerJobLimit", "assoc", "MaxTRES", "cpu", "job"),
-    ("QOSMaxMemoryPerNode", "qos", "MaxTRESPerNode", "mem", "job"),
-    ("QOSMaxJobsPerUserLimit", "qos", "MaxJobsPU", None, "user"),
-    ("QOSMaxSubmitJobPerUserLimit", "qos", "MaxSubmitPU", None, "user"),
-    # an association's MaxJobs counts the user's running jobs in that account, not the whole account's
-    ("AssocMaxJobsLimit", "assoc", "MaxJobs", None, "user"),
-])
-def test_the_lookup_comes_from_slurms_reason(reason: str, table: str, field: str, key: str | None,
-                                             scope: str) -> None:
+@pytest.mark.parametrize(
+    ("reason", "table", "field", "key", "scope"),
+    [
+        ("QOSMaxGRESPerUser", "qos", "MaxTRESPU", "gres/gpu", "user"),
+        ("(QOSMaxGRESPerUser)", "qos", "MaxTRESPU", "gres/gpu", "user"),
+        ("MaxGRESPerAccount", "qos", "MaxTRESPA", "gres/gpu", "account"),
+        ("QOSGrpCpuLimit", "qos", "GrpTRES", "cpu", "qos"),
+        ("AssocGrpGRES", "assoc", "GrpTRES", "gres/gpu", "account"),
+        ("AssocMaxCpuPerJobLimit", "assoc", "MaxTRES", "cpu", "job"),
+        ("QOSMaxMemoryPerNode", "qos", "MaxTRESPerNode", "mem", "job"),
+        ("QOSMaxJobsPerUserLimit", "qos", "MaxJobsPU", None, "user"),
+        ("QOSMaxSubmitJobPerUserLimit", "qos", "MaxSubmitPU", None, "user"),
+        # an association's MaxJobs counts the user's running jobs in that account, not the whole account's
+        ("AssocMaxJobsLimit", "assoc", "MaxJobs", None, "user"),
+    ],
+)
+def test_the_lookup_comes_from_slurms_reason(
+    reason: str, table: str, field: str, key: str | None, scope: str
+) -> None:
     ask = limit_ask(reason)
     assert ask is not None and (ask.table, ask.field, ask.key, ask.scope) == (table, field, key, scope)
 
 
-@pytest.mark.parametrize("reason", [None, "", "Resources", "Priority", "JobHeldUser", "QOSGrpCPUMinutesLimit",
-                                    "QOSMinGRES", "QOSMaxGRESPerUser; DROP TABLE", "X" * 500])
+@pytest.mark.parametrize(
+    "reason",
+    [
+        None,
+        "",
+        "Resources",
+        "Priority",
+        "JobHeldUser",
+        "QOSGrpCPUMinutesLimit",
+        "QOSMinGRES",
+        "QOSMaxGRESPerUser; DROP TABLE",
+        "X" * 500,
+    ],
+)
 def test_reasons_that_are_no_cap_to_read(reason: str | None) -> None:
     assert limit_ask(reason) is None
 
@@ -97,8 +113,15 @@ def test_the_finding_names_the_limit_with_usage_and_cap() -> None:
 def test_without_accounting_the_limit_is_named_without_numbers() -> None:
     ask = limit_ask("QOSMaxGRESPerUser")
     assert ask is not None
-    f = judge_limit(ask, None, None, None, subject="job 9", name="normal",
-                    why_no_numbers="accounting could not be asked: slurmdbd is down")
+    f = judge_limit(
+        ask,
+        None,
+        None,
+        None,
+        subject="job 9",
+        name="normal",
+        why_no_numbers="accounting could not be asked: slurmdbd is down",
+    )
     assert "QOSMaxGRESPerUser" in f.evidence and "MaxTRESPU" in f.evidence
     assert "usage and cap unknown (accounting could not be asked: slurmdbd is down)" in f.evidence
     assert "sacctmgr show qos" in f.fix
@@ -111,9 +134,22 @@ def test_the_finding_says_which_change_lifts_the_limit_and_what_else_holds() -> 
     ask = limit_ask("QOSMaxGRESPerUser")
     assert ask is not None
     rows = parse_rows(QOS_ROWS, QOS_LIMIT_FIELDS)[:1]
-    lifted = ["end your job 1, 4 GPU(s) (`%scancel 1`): that frees QOS normal MaxTRESPU", "QOS debug instead of normal"]
-    f = judge_limit(ask, rows, 4, 2, subject="job 2", name="normal", lifts=lifted,
-                    also=["association research/root MaxJobs (per user): 1 job(s) in use + 1 job(s) asked > 1 job(s) allowed"])
+    lifted = [
+        "end your job 1, 4 GPU(s) (`%scancel 1`): that frees QOS normal MaxTRESPU",
+        "QOS debug instead of normal",
+    ]
+    f = judge_limit(
+        ask,
+        rows,
+        4,
+        2,
+        subject="job 2",
+        name="normal",
+        lifts=lifted,
+        also=[
+            "association research/root MaxJobs (per user): 1 job(s) in use + 1 job(s) asked > 1 job(s) allowed"
+        ],
+    )
     assert f.fix == "lifts it: " + "; or ".join(lifted)
     assert "also held by association research/root MaxJobs" in f.details[-1]
     never = judge_limit(ask, rows, 0, 8, subject="job 2", name="normal", lifts=["ask for 4 GPU(s) or fewer"])

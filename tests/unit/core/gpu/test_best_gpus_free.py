@@ -27,7 +27,9 @@ def _matrix_captures() -> list[object]:
     if not index:
         return []
     entries = json.loads(index[0].read_text())
-    names = {e["file"] for e in entries if e["command"].startswith(("nvidia-smi topo -m", "nvidia-smi topo -mp"))}
+    names = {
+        e["file"] for e in entries if e["command"].startswith(("nvidia-smi topo -m", "nvidia-smi topo -mp"))
+    }
     return [p for p in list_shared("nvidia-smi", pattern="topo-*.txt") if p.name in names]
 
 
@@ -87,9 +89,11 @@ def test_nvswitch_box_with_one_socket_taken_moves_to_the_other_with_the_same_lin
     taken = [numa0[0], numa0[2], numa0[3]]
     choice = best_gpus(t, 4, taken=taken)
     assert choice.gpus == numa1 and choice.switched and choice.numa_groups == ("NUMA 1",)
-    assert choice.lost == (f"The best 4 would be {format_cpu_list(numa0)} (NUMA 0, NV18 each); "
-                           f"{format_cpu_list(taken)} are taken, so {format_cpu_list(numa1)}: same links, "
-                           "another NUMA node (NUMA 1 instead of NUMA 0).")
+    assert choice.lost == (
+        f"The best 4 would be {format_cpu_list(numa0)} (NUMA 0, NV18 each); "
+        f"{format_cpu_list(taken)} are taken, so {format_cpu_list(numa1)}: same links, "
+        "another NUMA node (NUMA 1 instead of NUMA 0)."
+    )
     # a switched pair gets the GPU's full links (18 x 25 GB/s), not a share of a sum over pairs
     gen = t.nvlink_generation
     assert gen is not None and choice.weakest_pair_gbps == gen.bandwidth_gbps(gen.links_per_gpu)
@@ -124,13 +128,20 @@ def test_direct_mesh_pairs_are_stated_pairwise() -> None:
     assert "25–50 GB/s per direction between pairs" in choice.explain()
 
 
-@pytest.mark.parametrize(("n", "taken", "said", "hint"), [
-    (4, [0, 1, 2, 3, 4, 5], "cannot choose 4 GPUs: only 2 of the 8 are free (taken: 0-5; free: 6-7)",
-     "ask for 2 or fewer"),
-    (1, list(range(8)), "only 0 of the 8 are free (taken: 0-7; none is free)", "wait for the jobs"),
-    (0, [], "cannot choose 0 GPUs: ask for at least 1", "--best 2"),
-    (2, [9], "taken GPU 9 is not in this topology (it has 0-7)", "topology that of the node"),
-])
+@pytest.mark.parametrize(
+    ("n", "taken", "said", "hint"),
+    [
+        (
+            4,
+            [0, 1, 2, 3, 4, 5],
+            "cannot choose 4 GPUs: only 2 of the 8 are free (taken: 0-5; free: 6-7)",
+            "ask for 2 or fewer",
+        ),
+        (1, list(range(8)), "only 0 of the 8 are free (taken: 0-7; none is free)", "wait for the jobs"),
+        (0, [], "cannot choose 0 GPUs: ask for at least 1", "--best 2"),
+        (2, [9], "taken GPU 9 is not in this topology (it has 0-7)", "topology that of the node"),
+    ],
+)
 def test_user_mistakes_are_told_with_what_to_do(n: int, taken: list[int], said: str, hint: str) -> None:
     t = topo_of("topo-8x-h100-sxm-nv18-no-nics-spaces.txt")
     with pytest.raises(RequestError) as err:

@@ -26,14 +26,20 @@ NODE0 = frozenset(range(0, 56))
 NODE1 = frozenset(range(56, 112))
 
 
-def _task(rank: int, step: tuple[int, ...], visible: str | None, mask: set[int], host: int | None = 224) -> TaskReport:
+def _task(
+    rank: int, step: tuple[int, ...], visible: str | None, mask: set[int], host: int | None = 224
+) -> TaskReport:
     return TaskReport(rank, "n1", step, tuple(visible.split(",")) if visible else None, frozenset(mask), host)
 
 
 def test_closest_honoured_when_each_task_gets_the_gpu_on_its_socket() -> None:
     reports = [_task(0, (0, 4), "0", {0, 1}), _task(1, (0, 4), "4", {60, 61})]
-    table = explain(reports, {"n1": DGX}, [NodeRecord("n1", (0, 4), frozenset({0, 1, 60, 61}))],
-                    tres_bind="gres/gpu:closest")
+    table = explain(
+        reports,
+        {"n1": DGX},
+        [NodeRecord("n1", (0, 4), frozenset({0, 1, 60, 61}))],
+        tres_bind="gres/gpu:closest",
+    )
     assert [r.closest for r in table.rows] == [HONOURED, HONOURED]
     assert table.closest == HONOURED
     assert table.rows[0].gpu_numa == "0" and table.rows[1].gpu_numa == "1"
@@ -72,11 +78,19 @@ def test_cgroup_renumbered_visible_devices_map_through_step_gpus() -> None:
 
 
 def test_enforce_binding_honoured_and_not() -> None:
-    good = explain([_task(0, (1,), "1", {4, 5})], {"n1": DGX}, [NodeRecord("n1", (1,), frozenset({4, 5}))],
-                   enforce_binding=True)
+    good = explain(
+        [_task(0, (1,), "1", {4, 5})],
+        {"n1": DGX},
+        [NodeRecord("n1", (1,), frozenset({4, 5}))],
+        enforce_binding=True,
+    )
     assert good.rows[0].enforce == HONOURED and good.enforce == HONOURED
-    bad = explain([_task(0, (1,), "1", {4, 60})], {"n1": DGX}, [NodeRecord("n1", (1,), frozenset({4, 60}))],
-                  enforce_binding=True)
+    bad = explain(
+        [_task(0, (1,), "1", {4, 60})],
+        {"n1": DGX},
+        [NodeRecord("n1", (1,), frozenset({4, 60}))],
+        enforce_binding=True,
+    )
     assert bad.rows[0].enforce == NOT_HONOURED
     assert any("CPU_IDs 60" in w for w in bad.rows[0].why)
 
@@ -99,7 +113,12 @@ def test_sandbox_masks_are_not_compared_with_topology_cpu_ids() -> None:
 
 
 def _line(rank: object, node: object = "n1", **extra: object) -> str:
-    env = {"SLURM_PROCID": rank, "SLURMD_NODENAME": node, "SLURM_STEP_GPUS": "0,1", "CUDA_VISIBLE_DEVICES": "1"}
+    env = {
+        "SLURM_PROCID": rank,
+        "SLURMD_NODENAME": node,
+        "SLURM_STEP_GPUS": "0,1",
+        "CUDA_VISIBLE_DEVICES": "1",
+    }
     return "SLURMLAB_TASK " + json.dumps({"env": env, "affinity": [3, 4], "host_cpus": 8, **extra})
 
 
@@ -109,11 +128,14 @@ def test_task_reports_are_parsed_and_chatter_ignored() -> None:
     assert reps[0].step_gpus == (0, 1) and reps[0].visible == ("1",) and reps[0].affinity == frozenset({3, 4})
 
 
-@pytest.mark.parametrize("line", [
-    "SLURMLAB_TASK {broken",
-    _line(None),
-    _line("0", affinity="all"),
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "SLURMLAB_TASK {broken",
+        _line(None),
+        _line("0", affinity="all"),
+    ],
+)
 def test_bad_task_reports_are_parse_errors(line: str) -> None:
     with pytest.raises(ParseError):
         parse_task_reports([line])
@@ -125,10 +147,17 @@ def test_bad_step_gpus_are_quoted() -> None:
         parse_task_reports([line])
 
 
-@pytest.mark.parametrize(("tres", "want"), [
-    ("gres/gpu:closest", "closest"), ("gpu:closest", "closest"), ("gres/gpu:map_gpu:0,1", "map_gpu:0,1"),
-    (None, None), ("", None), ("gres/shard:per_task:1", None),
-])
+@pytest.mark.parametrize(
+    ("tres", "want"),
+    [
+        ("gres/gpu:closest", "closest"),
+        ("gpu:closest", "closest"),
+        ("gres/gpu:map_gpu:0,1", "map_gpu:0,1"),
+        (None, None),
+        ("", None),
+        ("gres/shard:per_task:1", None),
+    ],
+)
 def test_gpu_bind_value(tres: str | None, want: str | None) -> None:
     assert gpu_bind_value(tres) == want
 
@@ -136,8 +165,13 @@ def test_gpu_bind_value(tres: str | None, want: str | None) -> None:
 def test_a_sandbox_node_without_cpu_ids_is_unknown_and_names_the_missing_fact() -> None:
     # real masks name host CPUs, and Slurm recorded no CPU_IDs: nothing to judge by, so no "honoured"
     reports = [_task(0, (4,), "4", {0}, host=2)]
-    table = explain(reports, {"n1": DGX}, [NodeRecord("n1", (4,), None)], tres_bind="gres/gpu:closest",
-                    enforce_binding=True)
+    table = explain(
+        reports,
+        {"n1": DGX},
+        [NodeRecord("n1", (4,), None)],
+        tres_bind="gres/gpu:closest",
+        enforce_binding=True,
+    )
     row = table.rows[0]
     assert (row.closest, row.enforce) == (UNKNOWN, UNKNOWN)
     assert all("no CPU_IDs for the job on n1" in w for w in row.why), row.why

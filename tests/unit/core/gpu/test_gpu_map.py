@@ -65,19 +65,35 @@ def test_gpu_uuids_in_cuda_visible_devices_resolve_to_the_nodes_gpus() -> None:
     topo = _dgx_a100()
     uuids = _gpus_of(_capture("smi-L-dgx-a100-8gpu-mixed-mig-r470-migguide.txt"))
     entry = NodeTopology(topo, "nvidia-smi", "nvidia-smi topo -m on n1", "n1", (2, 5), (2, 5))
-    reports = [TaskReport(r, "n1", (2, 5), (uuids[g][1],), frozenset(topo.gpu(g).cpu_affinity or ()), 256,
-                          f"GPU 0: {uuids[g][0]} (UUID: {uuids[g][1]})")
-               for r, g in enumerate((2, 5))]
+    reports = [
+        TaskReport(
+            r,
+            "n1",
+            (2, 5),
+            (uuids[g][1],),
+            frozenset(topo.gpu(g).cpu_affinity or ()),
+            256,
+            f"GPU 0: {uuids[g][0]} (UUID: {uuids[g][1]})",
+        )
+        for r, g in enumerate((2, 5))
+    ]
     table = explain(reports, {"n1": entry}, [NodeRecord("n1", (2, 5), None)], job_id="7")
     assert [(g.rank, g.idx, g.seen_as, g.uuid, g.gpu) for g in table.gpu_rows] == [
-        (0, 2, 0, uuids[2][1], 2), (1, 5, 0, uuids[5][1], 5)]
+        (0, 2, 0, uuids[2][1], 2),
+        (1, 5, 0, uuids[5][1], 5),
+    ]
     assert [g.numa for g in table.gpu_rows] == [
-        ",".join(map(str, sorted(topo.gpu(i).numa_affinity or ()))) for i in (2, 5)]
+        ",".join(map(str, sorted(topo.gpu(i).numa_affinity or ()))) for i in (2, 5)
+    ]
     # the two GPUs are joined by NVLink (NV12 on a DGX A100), so each is the other's peer
     assert table.gpu_rows[0].peers == ((5, topo.nvlinks(2, 5)),) and topo.nvlinks(2, 5) > 0
     assert [r.gpus for r in table.rows] == [(2,), (5,)]
     (trap,) = [t for t in table.traps if t.kind == PER_TASK_GPUS]
-    assert "CUDA peer access and IPC" in trap.why and "nccl-tests#300" in trap.why and "SLURM_LOCALID" in trap.fix
+    assert (
+        "CUDA peer access and IPC" in trap.why
+        and "nccl-tests#300" in trap.why
+        and "SLURM_LOCALID" in trap.fix
+    )
     text = table.text()
     assert uuids[5][1] in text and "cuda:0" in text and "TRAP per-task-GPUs" in text
 
@@ -88,11 +104,15 @@ def test_a_cgroup_per_task_numbers_each_tasks_gpu_0_and_its_own_listing_names_it
     topo = _dgx_a100()
     uuids = _gpus_of(_capture("smi-L-dgx-a100-8gpu-mixed-mig-r470-migguide.txt"))
     entry = NodeTopology(topo, "nvidia-smi", "nvidia-smi topo -m on n1", "n1", (3, 6), (3, 6))
-    reports = [TaskReport(r, "n1", (3, 6), ("0",), None, None, f"GPU 0: {uuids[g][0]} (UUID: {uuids[g][1]})")
-               for r, g in enumerate((3, 6))]
+    reports = [
+        TaskReport(r, "n1", (3, 6), ("0",), None, None, f"GPU 0: {uuids[g][0]} (UUID: {uuids[g][1]})")
+        for r, g in enumerate((3, 6))
+    ]
     table = explain(reports, {"n1": entry}, [NodeRecord("n1", (3, 6), None)])
     assert [(g.idx, g.seen_as, g.token, g.uuid) for g in table.gpu_rows] == [
-        (3, 0, "0", uuids[3][1]), (6, 0, "0", uuids[6][1])]
+        (3, 0, "0", uuids[3][1]),
+        (6, 0, "0", uuids[6][1]),
+    ]
     assert [t.kind for t in table.traps] == [PER_TASK_GPUS]
 
 
@@ -102,7 +122,9 @@ def test_mig_uuids_in_cuda_visible_devices_resolve_to_their_parent_gpu() -> None
     topo = _dgx_a100()
     migs = _migs_of(listing)
     assert len(migs) > 8
-    reports = [TaskReport(r, "n1", (r,), (uuid,), None, None, listing) for r, (_p, _prof, uuid) in enumerate(migs)]
+    reports = [
+        TaskReport(r, "n1", (r,), (uuid,), None, None, listing) for r, (_p, _prof, uuid) in enumerate(migs)
+    ]
     table = explain(reports, {"n1": topo}, [], job_id="8")
     for row, (parent, profile, uuid) in zip(table.gpu_rows, migs, strict=True):
         assert (row.uuid, row.gpu, row.idx) == (uuid, parent, row.rank)
@@ -113,8 +135,10 @@ def test_mig_uuids_in_cuda_visible_devices_resolve_to_their_parent_gpu() -> None
 
 def test_an_h100_mig_uuid_names_its_slice_on_a_one_gpu_node() -> None:
     listing = _capture("smi-L-h100-80gb-hbm3-ci-uuids-r570-migguide.txt")
-    (name, gpu_uuid), = _gpus_of(listing).values()
-    topo = Topology((Gpu(0, "GPU0", frozenset(range(32)), frozenset({0})),)).with_gpu_details({0: (name, gpu_uuid)})
+    ((name, gpu_uuid),) = _gpus_of(listing).values()
+    topo = Topology((Gpu(0, "GPU0", frozenset(range(32)), frozenset({0})),)).with_gpu_details(
+        {0: (name, gpu_uuid)}
+    )
     one_g = [m for m in _migs_of(listing) if m[1].startswith("1g.")]
     task = TaskReport(0, "n1", (3,), (one_g[0][2],), frozenset({1}), 64, listing)
     (row,) = explain([task], {"n1": topo}, [NodeRecord("n1", (3,), None)]).gpu_rows
@@ -168,30 +192,49 @@ def test_one_tasks_gpus_on_two_numa_nodes_is_a_trap() -> None:
     assert "2 NUMA nodes" in table.traps[0].why and "--gpus-per-socket" in table.traps[0].fix
     # the whole table: Slurm IDX, the index the task sees, NUMA, peers over NVSwitch (NV18)
     assert [(g.idx, g.seen_as, g.numa, g.peers) for g in table.gpu_rows] == [
-        (0, 0, "0", ((4, 18),)), (4, 1, "1", ((0, 18),))]
+        (0, 0, "0", ((4, 18),)),
+        (4, 1, "1", ((0, 18),)),
+    ]
 
 
 def test_per_task_gpus_hide_the_peers_and_all_gpus_per_task_do_not() -> None:
-    split = explain([_task(0, (0, 1), "0", {0}), _task(1, (0, 1), "1", {1})], {"n1": DGX},
-                    [NodeRecord("n1", (0, 1), frozenset({0, 1}))])
+    split = explain(
+        [_task(0, (0, 1), "0", {0}), _task(1, (0, 1), "1", {1})],
+        {"n1": DGX},
+        [NodeRecord("n1", (0, 1), frozenset({0, 1}))],
+    )
     assert [t.kind for t in split.traps] == [PER_TASK_GPUS] and split.traps[0].ranks == (0, 1)
     assert "ompi#11949" in split.traps[0].why and "--gpus-per-node" in split.traps[0].fix
-    shared = explain([_task(0, (0, 1), "0,1", {0}), _task(1, (0, 1), "0,1", {1})], {"n1": DGX},
-                     [NodeRecord("n1", (0, 1), frozenset({0, 1}))])
+    shared = explain(
+        [_task(0, (0, 1), "0,1", {0}), _task(1, (0, 1), "0,1", {1})],
+        {"n1": DGX},
+        [NodeRecord("n1", (0, 1), frozenset({0, 1}))],
+    )
     assert shared.traps == ()
     # both tasks given the same one GPU of the job's two (a step that got one GPU): nothing hidden between them
-    one = explain([_task(0, (0,), "0", {0}), _task(1, (0,), "0", {1})], {"n1": DGX},
-                  [NodeRecord("n1", (0, 1), frozenset({0, 1}))])
+    one = explain(
+        [_task(0, (0,), "0", {0}), _task(1, (0,), "0", {1})],
+        {"n1": DGX},
+        [NodeRecord("n1", (0, 1), frozenset({0, 1}))],
+    )
     assert one.traps == ()
 
 
 def test_gpus_without_nvlink_when_nvlink_gpus_were_free_is_a_trap() -> None:
     # DGX-1 V100 hybrid cube mesh (real capture): some pairs have no NVLink at all
     v100 = parse_topo_matrix(_capture("topo-dgx1-v100-8gpu-4mlx5-tabs.txt"))
-    a, b = next((x.index, y.index) for x in v100.gpus for y in v100.gpus
-                if x.index < y.index and v100.nvlinks(x.index, y.index) == 0)
-    joined = next((x.index, y.index) for x in v100.gpus for y in v100.gpus
-                  if x.index < y.index and v100.nvlinks(x.index, y.index) > 0 and {x.index, y.index} & {a, b} == set())
+    a, b = next(
+        (x.index, y.index)
+        for x in v100.gpus
+        for y in v100.gpus
+        if x.index < y.index and v100.nvlinks(x.index, y.index) == 0
+    )
+    joined = next(
+        (x.index, y.index)
+        for x in v100.gpus
+        for y in v100.gpus
+        if x.index < y.index and v100.nvlinks(x.index, y.index) > 0 and {x.index, y.index} & {a, b} == set()
+    )
     cpus = set(v100.gpu(a).cpu_affinity or ()) | set(v100.gpu(b).cpu_affinity or ())
     reports = [_task(0, (a, b), f"{a},{b}", cpus)]
     free = {"n1": frozenset({a, b, *joined})}
@@ -199,11 +242,15 @@ def test_gpus_without_nvlink_when_nvlink_gpus_were_free_is_a_trap() -> None:
     (trap,) = [t for t in table.traps if t.kind == NO_NVLINK]
     assert f"no NVLink between {a}-{b}" in trap.why and "were free" in trap.why and "best_gpus(2)" in trap.fix
     # nothing better was free: no trap
-    alone = explain(reports, {"n1": v100}, [NodeRecord("n1", (a, b), None)], free_gpus={"n1": frozenset({a, b})})
+    alone = explain(
+        reports, {"n1": v100}, [NodeRecord("n1", (a, b), None)], free_gpus={"n1": frozenset({a, b})}
+    )
     assert NO_NVLINK not in [t.kind for t in alone.traps]
     # a PCIe-only node (the seed profile) has nothing better to offer
     seed = topology_from_profile("seed")
-    flat = explain([_task(0, (0, 1), "0,1", {0})], {"n1": seed}, [], free_gpus={"n1": frozenset({0, 1, 2, 3})})
+    flat = explain(
+        [_task(0, (0, 1), "0,1", {0})], {"n1": seed}, [], free_gpus={"n1": frozenset({0, 1, 2, 3})}
+    )
     assert NO_NVLINK not in [t.kind for t in flat.traps]
 
 
@@ -211,4 +258,6 @@ def test_the_gpu_map_of_an_allocation_that_is_not_running_says_to_wait() -> None
     pending = SimpleNamespace(running=False, state="PENDING", job_id="41")
     with pytest.raises(AllocationError) as caught:
         Allocation.gpu_map(pending)  # type: ignore[arg-type]
-    assert "allocation 41 is PENDING, not RUNNING" in str(caught.value) and "alloc.wait()" in str(caught.value)
+    assert "allocation 41 is PENDING, not RUNNING" in str(caught.value) and "alloc.wait()" in str(
+        caught.value
+    )

@@ -80,8 +80,9 @@ MEMORY_SLICES = {"A30-24GB": 4}
 COMPUTE_SLICES = {"A30-24GB": 4}
 
 
-def free_counts(placed: Iterable[tuple[str, int]], geo: dict[str, Geo], model: str, *,
-                no_4g_after_3g: bool = True) -> dict[str, int]:
+def free_counts(
+    placed: Iterable[tuple[str, int]], geo: dict[str, Geo], model: str, *, no_4g_after_3g: bool = True
+) -> dict[str, int]:
     """Per profile, the most instances that could still be created beside ``placed`` ((name, start) pairs)."""
     placed = list(placed)
     n_mem, n_comp = MEMORY_SLICES.get(model, 8), COMPUTE_SLICES.get(model, 7)
@@ -119,8 +120,11 @@ def model_of(layout: MigLayout) -> str:
     return layout.table.model
 
 
-LAYOUT_CAPTURES = [p.name for p in list_shared("nvidia-smi", pattern="*.txt")
-                   if p.name.startswith(("mig-lgi-", "mig-cgi-", "smi-L-"))]
+LAYOUT_CAPTURES = [
+    p.name
+    for p in list_shared("nvidia-smi", pattern="*.txt")
+    if p.name.startswith(("mig-lgi-", "mig-cgi-", "smi-L-"))
+]
 
 
 def test_every_mig_layout_capture_is_covered() -> None:
@@ -133,8 +137,13 @@ def test_every_mig_layout_capture_is_covered() -> None:
 def test_free_counts_of_every_layout_capture_follow_the_geometry(name: str) -> None:
     text = read(name)
     kind = sniff(text)
-    layout = (parse_mig_lgi(text) if kind == "lgi" else parse_mig_cgi_log(text) if kind == "cgi"
-              else parse_smi_list(text)[1])
+    layout = (
+        parse_mig_lgi(text)
+        if kind == "lgi"
+        else parse_mig_cgi_log(text)
+        if kind == "cgi"
+        else parse_smi_list(text)[1]
+    )
     assert layout is not None
     model = model_of(layout)
     geo = geometry(*GEOMETRY_SOURCES[model])
@@ -159,12 +168,15 @@ def test_the_issue_example_three_1g_and_one_3g_leave_room_for_one_1g() -> None:
     assert "free memory slices: 0" not in summary  # the old line read as "nothing free"
 
 
-@pytest.mark.parametrize(("lgip", "model"), [
-    ("mig-lgip-a100-pcie-40gb.txt", "A100-40GB"),
-    ("mig-lgip-4x-h100-sxm5-80gb-multi-gpu.txt", "H100-80GB"),
-    ("mig-lgip-gh200-144gb-PARTIAL.txt", "GH200-144GB"),
-    ("mig-lgip-h200-141gb-gpu6-PARTIAL.txt", "H200-141GB"),
-])
+@pytest.mark.parametrize(
+    ("lgip", "model"),
+    [
+        ("mig-lgip-a100-pcie-40gb.txt", "A100-40GB"),
+        ("mig-lgip-4x-h100-sxm5-80gb-multi-gpu.txt", "H100-80GB"),
+        ("mig-lgip-gh200-144gb-PARTIAL.txt", "GH200-144GB"),
+        ("mig-lgip-h200-141gb-gpu6-PARTIAL.txt", "H200-141GB"),
+    ],
+)
 def test_lgip_of_empty_gpus_is_what_an_empty_layout_leaves(lgip: str, model: str) -> None:
     import warnings
 
@@ -180,11 +192,17 @@ def test_lgip_of_empty_gpus_is_what_an_empty_layout_leaves(lgip: str, model: str
         assert {n: derived[n] for n in printed} == printed
 
 
-@pytest.mark.parametrize(("lgi", "lgip"), [
-    # the same sources captured the layout and the profile listing of the same GPU state
-    ("mig-lgi-a30-24gb-4x1g.6gb.txt", "mig-lgip-a30-24gb-all-used.txt"),  # Summer-Lo README
-    ("mig-lgi-h100-nvl-94gb-2x3g.47gb.txt", "mig-lgip-h100-nvl-94gb-all-used.txt"),  # harvester mig_test.go
-])
+@pytest.mark.parametrize(
+    ("lgi", "lgip"),
+    [
+        # the same sources captured the layout and the profile listing of the same GPU state
+        ("mig-lgi-a30-24gb-4x1g.6gb.txt", "mig-lgip-a30-24gb-all-used.txt"),  # Summer-Lo README
+        (
+            "mig-lgi-h100-nvl-94gb-2x3g.47gb.txt",
+            "mig-lgip-h100-nvl-94gb-all-used.txt",
+        ),  # harvester mig_test.go
+    ],
+)
 def test_lgip_of_used_gpus_matches_the_layout_captured_beside_it(lgi: str, lgip: str) -> None:
     layout = parse_mig_lgi(read(lgi))
     printed = {r.name: r.free for r in parse_mig_lgip(read(lgip))}
@@ -192,8 +210,11 @@ def test_lgip_of_used_gpus_matches_the_layout_captured_beside_it(lgi: str, lgip:
     got = code_counts(layout, 0)
     assert {n: got[n] for n in printed} == printed
     model = model_of(layout)
-    expected = free_counts([(i.profile, i.start) for i in layout.gpu(0).instances if i.start is not None],
-                           geometry(*GEOMETRY_SOURCES[model]), model)
+    expected = free_counts(
+        [(i.profile, i.start) for i in layout.gpu(0).instances if i.start is not None],
+        geometry(*GEOMETRY_SOURCES[model]),
+        model,
+    )
     assert {n: expected[n] for n in printed} == printed
 
 
@@ -238,7 +259,9 @@ def test_a_4g_is_not_created_after_a_3g() -> None:
     # without that rule no layout gives the A100-80GB capture's counts: 4g.40gb is 0/1 though slices 0-3 are free
     printed = {r.name: r.free for r in parse_mig_lgip(read("mig-lgip-a100-80gb-partially-used.txt"))}
     geo = geometry(*GEOMETRY_SOURCES["A100-80GB"])
-    assert not [lay for lay in _layouts(geo) if free_counts(lay, geo, "A100-80GB", no_4g_after_3g=False) == printed]
+    assert not [
+        lay for lay in _layouts(geo) if free_counts(lay, geo, "A100-80GB", no_4g_after_3g=False) == printed
+    ]
     # created the other way round, both fit: the spec places the 4g first, as `-cgi 4g,3g` does
     both = MigLayout.from_spec("A100-80GB", {0: ["3g.40gb", "4g.40gb"]})
     assert sorted(i.placement for i in both.instances()) == ["0:4", "4:4"]
@@ -247,7 +270,9 @@ def test_a_4g_is_not_created_after_a_3g() -> None:
 
 
 def test_room_lists_the_free_starts_per_profile() -> None:
-    layout = parse_mig_lgi(read("mig-lgi-a100-40gb-3-2-1-1-migguide-r450fmt.txt"))  # 1g 0:1, 1:1, 2g 2:2, 3g 4:4
+    layout = parse_mig_lgi(
+        read("mig-lgi-a100-40gb-3-2-1-1-migguide-r450fmt.txt")
+    )  # 1g 0:1, 1:1, 2g 2:2, 3g 4:4
     rooms = {r.profile: r for r in layout.room(0) or ()}
     assert all(r.free == 0 and r.free_starts == () for r in rooms.values())  # 7 compute slices used
     lay = MigLayout.from_spec("H200-141GB", {0: ["3g.71gb"]})

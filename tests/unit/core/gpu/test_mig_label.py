@@ -19,17 +19,22 @@ def test_the_label_names_gpu_profile_placement_and_the_gi_where_known() -> None:
 
 
 def test_every_source_names_the_same_slice_the_same_way() -> None:
-    lgi = parse_mig_lgi(require_shared("nvidia-smi", "mig-lgi-a100-40gb-3-2-1-1-migguide-r450fmt.txt").read_text())
+    lgi = parse_mig_lgi(
+        require_shared("nvidia-smi", "mig-lgi-a100-40gb-3-2-1-1-migguide-r450fmt.txt").read_text()
+    )
     (inst,) = [i for i in lgi.instances() if i.profile == "3g.20gb"]
     assert inst.label == "GPU 0 · 3g.20gb @ 4:4 · GI 2"
     assert "  GPU 0 · 3g.20gb @ 4:4 · GI 2" in lgi.summary().splitlines()
     spec = MigLayout.from_spec("A100-40GB", {0: ["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"]})
     # the same slice from a layout built without GI ids: the same name, less the GI
     assert "GPU 0 · 3g.20gb @ 4:4" in [i.label for i in spec.instances()]
-    _, listed = parse_smi_list(require_shared("nvidia-smi", "smi-L-h100-80gb-hbm3-ci-uuids-r570-migguide.txt")
-                               .read_text())
+    _, listed = parse_smi_list(
+        require_shared("nvidia-smi", "smi-L-h100-80gb-hbm3-ci-uuids-r570-migguide.txt").read_text()
+    )
     assert listed is not None
-    assert all(line.endswith("(placement inferred)") for line in listed.summary().splitlines() if " @ " in line)
+    assert all(
+        line.endswith("(placement inferred)") for line in listed.summary().splitlines() if " @ " in line
+    )
 
 
 def test_the_allocations_slices_and_the_topology_note_use_the_name() -> None:
@@ -63,6 +68,8 @@ def test_the_mig_cli_names_listed_devices_by_their_slice(capsys: pytest.CaptureF
     assert main(["mig", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     # nvidia-smi's "MIG 1c.3g.40gb Device 1" is the slice GPU 0 · 3g.40gb @ 4:4 (placement inferred from -L)
-    assert ("    GPU 0 · 3g.40gb @ 4:4 — -L device 1 (1c.3g.40gb): MIG-405bbda1-6b05-535f-9702-f95e8cd170ce"
-            in lines)
+    assert (
+        "    GPU 0 · 3g.40gb @ 4:4 — -L device 1 (1c.3g.40gb): MIG-405bbda1-6b05-535f-9702-f95e8cd170ce"
+        in lines
+    )
     assert "  GPU 0 · 3g.40gb @ 4:4 (placement inferred)" in lines

@@ -20,8 +20,9 @@ from slurmlab.errors import ParseError, RequestError
         ("nvlink-status-2x-rtx3090-nv4.txt", 2, 4, 14.062, "nvlink3-bridge"),
     ],
 )
-def test_nvlink_status_matches_the_generation_table(name: str, gpus: int, links: int, per_link: float,
-                                                     gen: str) -> None:
+def test_nvlink_status_matches_the_generation_table(
+    name: str, gpus: int, links: int, per_link: float, gen: str
+) -> None:
     status = parse_nvlink_status(read(name))
     assert len(status) == gpus
     for s in status:
@@ -89,8 +90,11 @@ def test_best_gpus_power9_takes_the_nvlinked_pair() -> None:
 
 
 def test_best_gpus_greedy_on_a_large_topology() -> None:
-    data = {"gpus": [{"index": i, "numa": i // 16, "cores": f"{i * 2}-{i * 2 + 1}"} for i in range(32)],
-            "nvlink": {f"{i}-{i + 1}": 4 for i in range(0, 32, 2)}, "gpu_model": "H100"}
+    data = {
+        "gpus": [{"index": i, "numa": i // 16, "cores": f"{i * 2}-{i * 2 + 1}"} for i in range(32)],
+        "nvlink": {f"{i}-{i + 1}": 4 for i in range(0, 32, 2)},
+        "gpu_model": "H100",
+    }
     t = Topology.from_profile(data)
     choice = best_gpus(t, 12)
     assert not choice.exhaustive and len(choice.gpus) == 12 and "greedily" in choice.explain()

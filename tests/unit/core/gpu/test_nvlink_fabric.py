@@ -38,30 +38,68 @@ H100, A100, V100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla V100
 #          {pair: GB/s per direction or None}, source of the figures)
 FABRICS: dict[str, tuple[str | None, FabricKind, float | None, dict[tuple[int, int], float | None], str]] = {
     # 16 GPUs, NV6 to each of 15 peers = 90 links on a V100 that has 6
-    "topo-16gpu-nvswitch-nv6-10mlx5-dgx2-class-PARTIAL.txt": (None, SWITCHED, 150.0, {(0, 1): 150.0, (3, 15): 150.0},
-                                                              "DGX-2"),
+    "topo-16gpu-nvswitch-nv6-10mlx5-dgx2-class-PARTIAL.txt": (
+        None,
+        SWITCHED,
+        150.0,
+        {(0, 1): 150.0, (3, 15): 150.0},
+        "DGX-2",
+    ),
     "topo-2x-a100-della-sys-2mlx5-numa.txt": (None, PCIE, None, {(0, 1): None}, "-"),
     "topo-2x-gtx1080ti-pcie-phb.txt": (None, PCIE, None, {(0, 1): None}, "-"),
-    "topo-2x-rtx3090-nvlink-bridge-nv4.txt": ("NVIDIA GeForce RTX 3090", DIRECT, 56.25, {(0, 1): 56.25}, "GA102"),
+    "topo-2x-rtx3090-nvlink-bridge-nv4.txt": (
+        "NVIDIA GeForce RTX 3090",
+        DIRECT,
+        56.25,
+        {(0, 1): 56.25},
+        "GA102",
+    ),
     "topo-4x-a10-pcie-sys-2nics.txt": (None, PCIE, None, {(0, 3): None}, "-"),
     # NV12 to each of 3 peers = 36 links on an A100 that has 12 (a true HGX A100 4-GPU board shows NV4 per pair:
     # see test_direct_hgx_a100_4gpu_board): these 4 GPUs sit on an NVSwitch baseboard
     "topo-4x-a100-sxm4-80gb-nv12-ansi-underline-header.txt": (A100, SWITCHED, 300.0, {(0, 3): 300.0}, "A100"),
     "topo-4x-a100-sxm4-80gb-nv12-rocenic-ansi-drv580.txt": (A100, SWITCHED, 300.0, {(1, 2): 300.0}, "A100"),
-    "topo-4x-gh200-cray-ex-nv6-gpu-numa-id.txt": (None, DIRECT, 450.0, {(0, 1): 150.0, (2, 3): 150.0}, "GH200"),
-    "topo-4x-v100-power9-ac922-traverse-nv3-numa8.txt": (None, DIRECT, 75.0, {(0, 1): 75.0, (0, 2): None}, "AC922"),
+    "topo-4x-gh200-cray-ex-nv6-gpu-numa-id.txt": (
+        None,
+        DIRECT,
+        450.0,
+        {(0, 1): 150.0, (2, 3): 150.0},
+        "GH200",
+    ),
+    "topo-4x-v100-power9-ac922-traverse-nv3-numa8.txt": (
+        None,
+        DIRECT,
+        75.0,
+        {(0, 1): 75.0, (0, 2): None},
+        "AC922",
+    ),
     "topo-8x-a100-nv12-17nics-bond.txt": (None, SWITCHED, 300.0, {(0, 7): 300.0}, "A100"),
-    "topo-8x-h100-princeton-pli-nv18-6nics-empty-cpu-affinity.txt": (H100, SWITCHED, 450.0, {(0, 7): 450.0}, "H100"),
+    "topo-8x-h100-princeton-pli-nv18-6nics-empty-cpu-affinity.txt": (
+        H100,
+        SWITCHED,
+        450.0,
+        {(0, 7): 450.0},
+        "H100",
+    ),
     "topo-8x-h100-sxm-nv18-no-nics-spaces.txt": (H100, SWITCHED, 450.0, {(3, 4): 450.0}, "H100"),
     "topo-8x-pcie-sys-only-2numa-gpunumaid.txt": (None, PCIE, None, {(0, 7): None}, "-"),
     "topo-dgx-a100-mlx5-header-numa-3175.txt": (None, SWITCHED, 300.0, {(0, 7): 300.0}, "A100"),
-    "topo-dgx1-v100-8gpu-4mlx5-tabs.txt": (None, DIRECT, 150.0, {(0, 3): 50.0, (0, 1): 25.0, (0, 5): None}, "DGX-1"),
+    "topo-dgx1-v100-8gpu-4mlx5-tabs.txt": (
+        None,
+        DIRECT,
+        150.0,
+        {(0, 3): 50.0, (0, 1): 25.0, (0, 5): None},
+        "DGX-1",
+    ),
     # `topo -mp` shows PCIe paths only, even on this NVLink box: PCIe only is what the capture can say
     "topo-mp-dgx1-pcie-only-matrix.txt": (None, PCIE, None, {(0, 1): None}, "-"),
 }
 
-TOPO_FILES = [p.name for p in list_shared("nvidia-smi", pattern="topo-*.txt")
-              if not p.name.startswith(("topo-c-", "topo-p2p-"))]
+TOPO_FILES = [
+    p.name
+    for p in list_shared("nvidia-smi", pattern="topo-*.txt")
+    if not p.name.startswith(("topo-c-", "topo-p2p-"))
+]
 
 
 def topo(name: str, model: str | None = None) -> Topology:
@@ -120,8 +158,10 @@ def test_dgx2_partial_capture_guesses_nvlink2_from_the_switched_links() -> None:
 
 def test_pcie_only_says_how_gpus_talk_and_spots_topo_mp() -> None:
     t = topo("topo-8x-pcie-sys-only-2numa-gpunumaid.txt")
-    assert "NVLink fabric: PCIe only — no GPU pair shows NV# in the matrix; GPUs reach each other over PCIe (SYS)" \
+    assert (
+        "NVLink fabric: PCIe only — no GPU pair shows NV# in the matrix; GPUs reach each other over PCIe (SYS)"
         in t.summary()
+    )
     mp = topo("topo-mp-dgx1-pcie-only-matrix.txt").summary()
     assert "looks like `nvidia-smi topo -mp`, which shows PCIe paths only" in mp
     assert "capture `nvidia-smi topo -m`" in mp
@@ -132,7 +172,9 @@ def test_pcie_only_says_how_gpus_talk_and_spots_topo_mp() -> None:
 def _matrix(n: int, cell: str) -> str:
     names = [f"GPU{i}" for i in range(n)]
     rows = ["\t" + "\t".join(names)]
-    rows += [name + "\t" + "\t".join(" X " if i == j else cell for j in range(n)) for i, name in enumerate(names)]
+    rows += [
+        name + "\t" + "\t".join(" X " if i == j else cell for j in range(n)) for i, name in enumerate(names)
+    ]
     return "\n".join(rows) + "\n"
 
 

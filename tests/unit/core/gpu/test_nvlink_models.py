@@ -13,24 +13,27 @@ from slurmlab.core.gpu.nvlink import (
 from slurmlab.experiments.bandwidth import check_link_speeds, expected_nvlink_gbps, gpu_model
 
 
-@pytest.mark.parametrize(("name", "key", "links"), [
-    ("NVIDIA H100 80GB HBM3", "H100", 18),
-    ("NVIDIA H100 PCIe", "H100 PCIe", 12),
-    ("NVIDIA H100 NVL", "H100 PCIe", 12),
-    ("NVIDIA H200", "H200", 18),
-    ("NVIDIA H200 NVL", "H200 NVL", 18),
-    ("NVIDIA GH200 480GB", "GH200", 18),  # not H200
-    ("NVIDIA H20", "H20", 18),  # not H200
-    ("NVIDIA H800", "H800", 8),
-    ("NVIDIA A100-SXM4-40GB", "A100", 12),
-    ("NVIDIA A100-PCIE-40GB", "A100 PCIe", 12),
-    ("NVIDIA A800-SXM4-80GB", "A800", 8),
-    ("NVIDIA A30", "A30", 4),
-    ("Tesla V100-SXM2-32GB", "V100", 6),
-    ("NVIDIA GeForce RTX 3090", "RTX 3090", 4),
-    ("NVIDIA RTX A6000", "A6000", 4),
-    ("NVIDIA B200", "B200", 18),
-])
+@pytest.mark.parametrize(
+    ("name", "key", "links"),
+    [
+        ("NVIDIA H100 80GB HBM3", "H100", 18),
+        ("NVIDIA H100 PCIe", "H100 PCIe", 12),
+        ("NVIDIA H100 NVL", "H100 PCIe", 12),
+        ("NVIDIA H200", "H200", 18),
+        ("NVIDIA H200 NVL", "H200 NVL", 18),
+        ("NVIDIA GH200 480GB", "GH200", 18),  # not H200
+        ("NVIDIA H20", "H20", 18),  # not H200
+        ("NVIDIA H800", "H800", 8),
+        ("NVIDIA A100-SXM4-40GB", "A100", 12),
+        ("NVIDIA A100-PCIE-40GB", "A100 PCIe", 12),
+        ("NVIDIA A800-SXM4-80GB", "A800", 8),
+        ("NVIDIA A30", "A30", 4),
+        ("Tesla V100-SXM2-32GB", "V100", 6),
+        ("NVIDIA GeForce RTX 3090", "RTX 3090", 4),
+        ("NVIDIA RTX A6000", "A6000", 4),
+        ("NVIDIA B200", "B200", 18),
+    ],
+)
 def test_model_names_find_their_row(name: str, key: str, links: int) -> None:
     row = nvlink_model_for(name)
     assert row is not None and row.key == key and row.links_per_gpu == links

@@ -23,7 +23,6 @@ A100_TOPO = "topo-4x-a100-sxm4-80gb-nv12-ansi-underline-header.txt"
 A100_NVLINK = "nvlink-status-4x-a100-sxm4-80gb.txt"
 
 
-
 def degrade(text: str, gpu: int, inactive: tuple[int, ...] = (), slow: tuple[int, ...] = ()) -> str:
     """The capture with some links of one GPU edited to <inactive> or to half speed."""
     out, current = [], None
@@ -40,12 +39,20 @@ def degrade(text: str, gpu: int, inactive: tuple[int, ...] = (), slow: tuple[int
     return "\n".join(out) + "\n"
 
 
-@pytest.mark.parametrize(("name", "gpus", "links"), [
-    (H100_NVLINK, [0], 18), (A100_NVLINK, [0, 1, 2, 3], 12), ("nvlink-status-2x-rtx3090-nv4.txt", [0, 1], 4)])
+@pytest.mark.parametrize(
+    ("name", "gpus", "links"),
+    [
+        (H100_NVLINK, [0], 18),
+        (A100_NVLINK, [0, 1, 2, 3], 12),
+        ("nvlink-status-2x-rtx3090-nv4.txt", [0, 1], 4),
+    ],
+)
 def test_real_captures_are_healthy(name: str, gpus: list[int], links: int) -> None:
     states = link_states(parse_nvlink_status(read(name)))
     assert [s.gpu for s in states] == gpus
-    assert all(s.healthy and s.total == links and s.active == links and s.fault_label() is None for s in states)
+    assert all(
+        s.healthy and s.total == links and s.active == links and s.fault_label() is None for s in states
+    )
 
 
 def test_degraded_links_show_in_the_summary_and_cut_the_switched_bandwidth() -> None:
@@ -59,9 +66,14 @@ def test_degraded_links_show_in_the_summary_and_cut_the_switched_bandwidth() -> 
     assert "GPU0: only 16 links x 25 GB/s = 400 GB/s per direction" in text
     assert t.bandwidth_gbps(0, 5) == 400.0 and t.bandwidth_gbps(1, 5) == 450.0
     # the nvlink -s names the model the topo -m capture did not
-    assert t.gpu_model == "NVIDIA H100 80GB HBM3" and t.gpu(0).uuid == "GPU-5a10e6e5-95f7-2785-ed63-6f6147f304f7"
+    assert (
+        t.gpu_model == "NVIDIA H100 80GB HBM3" and t.gpu(0).uuid == "GPU-5a10e6e5-95f7-2785-ed63-6f6147f304f7"
+    )
     healthy = parse_topo_matrix(read(H100_TOPO)).with_nvlink_status(parse_nvlink_status(read(H100_NVLINK)))
-    assert "GPU 0: all 18 links active at 26.562 GB/s" in healthy.summary() and "inactive" not in healthy.summary()
+    assert (
+        "GPU 0: all 18 links active at 26.562 GB/s" in healthy.summary()
+        and "inactive" not in healthy.summary()
+    )
 
 
 def test_a_slow_link_is_told_with_its_speed_and_the_expected_one() -> None:
@@ -95,8 +107,12 @@ def test_nvlink_s_alone_is_pointed_to_nvlink_argument() -> None:
 
 def test_wrong_file_as_nvlink_is_refused_saying_what_it_is() -> None:
     with pytest.raises(ParseError) as err:
-        topology_from_file(require_shared("nvidia-smi", H100_TOPO), nvlink=require_shared("nvidia-smi", A100_TOPO))
-    assert "looks like `topo` output" in str(err.value.hint) and "`nvidia-smi nvlink -s`" in str(err.value.hint)
+        topology_from_file(
+            require_shared("nvidia-smi", H100_TOPO), nvlink=require_shared("nvidia-smi", A100_TOPO)
+        )
+    assert "looks like `topo` output" in str(err.value.hint) and "`nvidia-smi nvlink -s`" in str(
+        err.value.hint
+    )
     with pytest.raises(ParseError, match="looks like `lgi`"):
         read_nvlink_status(read("mig-lgi-a30-24gb-4x1g.6gb.txt"), "x.txt")
 
@@ -106,7 +122,8 @@ def test_captures_of_different_nodes_are_refused() -> None:
     # GPU indices the topology lacks
     with pytest.raises(ParseError) as err:
         parse_topo_matrix("\tGPU0\tGPU1\nGPU0\t X \tNV12\nGPU1\tNV12\t X \n").with_nvlink_status(
-            parse_nvlink_status(read(A100_NVLINK)))
+            parse_nvlink_status(read(A100_NVLINK))
+        )
     assert "GPU 2, 3" in str(err.value) and "same node" in str(err.value.hint)
     # an RTX 3090's 4 links cannot make the NV12 this topology shows
     with pytest.raises(ParseError) as err:
@@ -120,6 +137,7 @@ def test_captures_of_different_nodes_are_refused() -> None:
 
 def test_with_model_keeps_and_rejudges_the_link_state() -> None:
     t: Topology = parse_topo_matrix(read(A100_TOPO)).with_nvlink_status(
-        parse_nvlink_status(degrade(read(A100_NVLINK), 1, inactive=(0,))))
+        parse_nvlink_status(degrade(read(A100_NVLINK), 1, inactive=(0,)))
+    )
     again = t.with_model("NVIDIA A100-SXM4-80GB")
     assert again.link_state(1) is not None and again.link_state(1).fault_label() == "1 of 12 links inactive"  # type: ignore[union-attr]

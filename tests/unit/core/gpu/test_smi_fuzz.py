@@ -45,10 +45,43 @@ def test_every_capture_is_recognised() -> None:
         pytest.skip("shared nvidia-smi fixtures not found (see tests/shared_paths.py)")
     assert len(CAPTURES) == len(names)
 
+
 # tokens that real captures use, plus some that they never do
-TOKENS = st.sampled_from(["X", "NV1", "NV18", "NV0", "SOC", "PIX", "NODE", "SYS", "N/A", "", "0-47", "5-3",
-                          "0,,1", "GPU0", "GPU99", "NIC3", "mlx5_0", "|", "MIG", "1g.10gb", "9g.1gb", "7/3",
-                          "4:4", "9:9", "{0,2}:2", "Link", "GB/s", "(UUID:", "\t", "-", "12345678901234567890"])
+TOKENS = st.sampled_from(
+    [
+        "X",
+        "NV1",
+        "NV18",
+        "NV0",
+        "SOC",
+        "PIX",
+        "NODE",
+        "SYS",
+        "N/A",
+        "",
+        "0-47",
+        "5-3",
+        "0,,1",
+        "GPU0",
+        "GPU99",
+        "NIC3",
+        "mlx5_0",
+        "|",
+        "MIG",
+        "1g.10gb",
+        "9g.1gb",
+        "7/3",
+        "4:4",
+        "9:9",
+        "{0,2}:2",
+        "Link",
+        "GB/s",
+        "(UUID:",
+        "\t",
+        "-",
+        "12345678901234567890",
+    ]
+)
 ALPHABET = "GPUNVXSYCIOD0123456789-,:/. \t|+=_{}()gbmlxe"
 
 

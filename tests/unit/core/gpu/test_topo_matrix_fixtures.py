@@ -19,8 +19,11 @@ from slurmlab.core.gpu.smi import (
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError
 
-TOPO_FILES = [p for p in list_shared("nvidia-smi", pattern="topo-*.txt")
-              if not p.name.startswith(("topo-c-", "topo-p2p-"))]
+TOPO_FILES = [
+    p
+    for p in list_shared("nvidia-smi", pattern="topo-*.txt")
+    if not p.name.startswith(("topo-c-", "topo-p2p-"))
+]
 
 
 def topo(name: str, **kw: object) -> Topology:
@@ -89,7 +92,10 @@ def test_topo_c_of_the_same_dgx_a100_agrees_with_the_matrix() -> None:
     for name in ("topo-c-48-dgx-a100.txt", "topo-c-222-dgx-a100.txt"):
         cpu, gpus = parse_topo_cpu(require_shared("nvidia-smi", name).read_text())
         assert gpus == tuple(g.index for g in t.gpus if cpu in (g.cpu_affinity or ()))
-    assert parse_topo_cpu(require_shared("nvidia-smi", "topo-c-222-dgx-a100.txt").read_text()) == (222, (6, 7))
+    assert parse_topo_cpu(require_shared("nvidia-smi", "topo-c-222-dgx-a100.txt").read_text()) == (
+        222,
+        (6, 7),
+    )
 
 
 def test_princeton_pli_h100_empty_cpu_affinity_cells_and_nic_legend() -> None:
@@ -154,7 +160,11 @@ def test_small_boxes_and_nic_naming_variants() -> None:
     bond = topo("topo-8x-a100-nv12-17nics-bond.txt")
     assert bond.nics[16].device == "mlx5_bond_0" and len(bond.nics) == 17
     assert [n.device for n, lk in bond.closest_nics(0) if lk.kind is LinkKind.PXB] == [
-        "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5"]
+        "mlx5_2",
+        "mlx5_3",
+        "mlx5_4",
+        "mlx5_5",
+    ]
     spaces = topo("topo-8x-h100-sxm-nv18-no-nics-spaces.txt")
     assert spaces.numa_groups() == {"NUMA 0": (0, 1, 2, 3), "NUMA 1": (4, 5, 6, 7)}
     assert len(spaces.gpu(5).cpu_affinity or ()) == 96

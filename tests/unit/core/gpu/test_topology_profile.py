@@ -41,12 +41,18 @@ def test_h200_mig_profile_layout() -> None:
     raw = data["mig"]
     assert isinstance(raw, list)
     assert sorted((i.gpu, i.profile, i.start, i.size) for i in lay.instances()) == sorted(
-        (m["gpu"], m["profile"], m["start"], m["size"]) for m in raw)
+        (m["gpu"], m["profile"], m["start"], m["size"]) for m in raw
+    )
 
 
 def test_profile_defaults_and_errors() -> None:
-    t = Topology.from_profile({"gpus": [{"index": 0, "numa": 0}, {"index": 1, "numa": 0}, {"index": 2, "numa": 1}],
-                               "pcie": {"0-1": "PIX"}, "nics": [{"name": "mlx5_0", "near": [2]}]})
+    t = Topology.from_profile(
+        {
+            "gpus": [{"index": 0, "numa": 0}, {"index": 1, "numa": 0}, {"index": 2, "numa": 1}],
+            "pcie": {"0-1": "PIX"},
+            "nics": [{"name": "mlx5_0", "near": [2]}],
+        }
+    )
     assert t.link(0, 1).kind is LinkKind.PIX and t.link(0, 2).kind is LinkKind.SYS
     assert t.link("GPU2", "mlx5_0").kind is LinkKind.PIX and t.nvlink_generation is None
     all18 = Topology.from_profile({"gpus": 4, "nvlink": "all:18"})

@@ -15,9 +15,19 @@ def _line(obj: object, label: str = "") -> str:
 
 
 def test_a_sample_line_gives_one_sample_per_gpu_named_by_node_and_index() -> None:
-    got = parse_sampler_line(_line({"t": 1000.5, "node": "gpu7", "gpus": [
-        {"index": 2, "uuid": "GPU-aa", "util": 55, "mem_used_mb": 1024.5, "mem_total_mb": 81559},
-        {"index": None, "uuid": "MIG-bb", "util": 0.0, "mem_used_mb": None, "mem_total_mb": None}]}, "0: "))
+    got = parse_sampler_line(
+        _line(
+            {
+                "t": 1000.5,
+                "node": "gpu7",
+                "gpus": [
+                    {"index": 2, "uuid": "GPU-aa", "util": 55, "mem_used_mb": 1024.5, "mem_total_mb": 81559},
+                    {"index": None, "uuid": "MIG-bb", "util": 0.0, "mem_used_mb": None, "mem_total_mb": None},
+                ],
+            },
+            "0: ",
+        )
+    )
     assert isinstance(got, list) and [s.series for s in got] == ["gpu7 GPU 2", "gpu7 MIG-bb"]
     assert got[0] == UsageSample("gpu7 GPU 2", 1000.5, 55.0, 1024.5, 81559.0)
     assert got[1].mem_used_mb is None
@@ -32,29 +42,35 @@ def test_notes_and_other_lines() -> None:
     assert parse_sampler_line("") is None
 
 
-@pytest.mark.parametrize("line", [
-    SAMPLE_PREFIX + "{not json",
-    SAMPLE_PREFIX + "[1, 2]",
-    SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": "x"}),
-    SAMPLE_PREFIX + json.dumps({"t": 1, "node": "", "gpus": []}),
-    SAMPLE_PREFIX + json.dumps({"t": "soon", "node": "n", "gpus": []}),
-    SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": [{"index": 0, "util": 140}]}),
-    SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": [{"index": 0, "util": -1}]}),
-    SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": [{"index": 0, "util": True}]}),
-    SAMPLE_PREFIX + '{"t": 1, "node": "n", "gpus": [{"index": 0, "util": NaN}]}',
-    SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": [{"index": 0, "util": 5, "mem_used_mb": "1G"}]}),
-    SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": [7]}),
-    SAMPLE_PREFIX + '{"t": 1, "node": "n", "gpus": [' + "1," * 60_000 + "1]}",
-    # a line another task's output cut in two (srun forwards in chunks)
-    SAMPLE_PREFIX + '{"t": 1, "node": "n", "gpus": [{"index": 0, "ut',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        SAMPLE_PREFIX + "{not json",
+        SAMPLE_PREFIX + "[1, 2]",
+        SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": "x"}),
+        SAMPLE_PREFIX + json.dumps({"t": 1, "node": "", "gpus": []}),
+        SAMPLE_PREFIX + json.dumps({"t": "soon", "node": "n", "gpus": []}),
+        SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": [{"index": 0, "util": 140}]}),
+        SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": [{"index": 0, "util": -1}]}),
+        SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": [{"index": 0, "util": True}]}),
+        SAMPLE_PREFIX + '{"t": 1, "node": "n", "gpus": [{"index": 0, "util": NaN}]}',
+        SAMPLE_PREFIX
+        + json.dumps({"t": 1, "node": "n", "gpus": [{"index": 0, "util": 5, "mem_used_mb": "1G"}]}),
+        SAMPLE_PREFIX + json.dumps({"t": 1, "node": "n", "gpus": [7]}),
+        SAMPLE_PREFIX + '{"t": 1, "node": "n", "gpus": [' + "1," * 60_000 + "1]}",
+        # a line another task's output cut in two (srun forwards in chunks)
+        SAMPLE_PREFIX + '{"t": 1, "node": "n", "gpus": [{"index": 0, "ut',
+    ],
+)
 def test_garbled_sampler_lines_are_parse_errors(line: str) -> None:
     with pytest.raises(ParseError, match="usage sample"):
         parse_sampler_line(line)
 
 
 def _table() -> UsageTable:
-    samples = [UsageSample("n1 GPU 0", t, u, m, 80_000.0) for t, u, m in ((1, 10, 100), (2, 90, 300), (3, 50, 200))]
+    samples = [
+        UsageSample("n1 GPU 0", t, u, m, 80_000.0) for t, u, m in ((1, 10, 100), (2, 90, 300), (3, 50, 200))
+    ]
     samples.append(UsageSample("n1 GPU 1", 2, 0, None, None))
     return UsageTable("42", "nvml", tuple(samples))
 

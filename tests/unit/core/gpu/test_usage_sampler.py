@@ -70,19 +70,23 @@ def test_the_jobs_gpus_come_from_uuids_first_then_the_kernels_indices_then_slurm
     assert wanted(env, {"n2": [0]})[2] == {2, 3}  # the kernel knows other nodes only: Slurm's env here
 
 
-@pytest.mark.parametrize("uuids, idx, expected", [
-    (set(), {1, 2}, [1, 2]),                    # by global index = minor number
-    ({"GPU-0002"}, {0, 1, 2}, [2]),             # UUIDs win over indices
-    (set(), {3}, []),                           # the one we may not open is never read
-    (set(), set(), []),
-])
+@pytest.mark.parametrize(
+    "uuids, idx, expected",
+    [
+        (set(), {1, 2}, [1, 2]),  # by global index = minor number
+        ({"GPU-0002"}, {0, 1, 2}, [2]),  # UUIDs win over indices
+        (set(), {3}, []),  # the one we may not open is never read
+        (set(), set(), []),
+    ],
+)
 def test_only_this_jobs_gpus_are_matched(uuids: set[str], idx: set[int], expected: list[int]) -> None:
     devices = _program()["nvml_devices"](FakeNVML(), uuids, idx)
     assert [d[0] for d in devices] == expected and all(d[1] == f"GPU-{d[0]:04d}" for d in devices)
 
 
-def test_the_program_prints_lines_the_kernel_side_reads(monkeypatch: pytest.MonkeyPatch,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_program_prints_lines_the_kernel_side_reads(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     fake = FakeNVML()
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     monkeypatch.setenv("SLURMD_NODENAME", "n1")
@@ -98,7 +102,8 @@ def test_the_program_prints_lines_the_kernel_side_reads(monkeypatch: pytest.Monk
 
 
 def test_no_gpu_of_this_job_visible_is_an_error_line_not_another_jobs_gpu(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", FakeNVML())
     monkeypatch.setenv("SLURMD_NODENAME", "n1")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -117,11 +122,21 @@ def test_no_gpu_of_this_job_visible_is_an_error_line_not_another_jobs_gpu(
 def test_nvidia_smi_rows_are_read_for_this_jobs_gpus_only() -> None:
     row = _program()["smi_row"]
     assert row("1, GPU-0001, 57, 1200, 81559", set(), {1}) == {
-        "index": 1, "uuid": "GPU-0001", "util": 57.0, "mem_used_mb": 1200.0, "mem_total_mb": 81559.0}
+        "index": 1,
+        "uuid": "GPU-0001",
+        "util": 57.0,
+        "mem_used_mb": 1200.0,
+        "mem_total_mb": 81559.0,
+    }
     assert row("3, GPU-0003, 99, 1, 2", set(), {1}) is None
     assert row("3, GPU-0003, 99, 1, 2", {"GPU-0003"}, set()) is not None
-    for bad in ("", "index, uuid, utilization.gpu [%], a, b", "0, GPU-0, [N/A], 1, 2", "0, GPU-0, 1, 2",
-                "No devices were found"):
+    for bad in (
+        "",
+        "index, uuid, utilization.gpu [%], a, b",
+        "0, GPU-0, [N/A], 1, 2",
+        "0, GPU-0, 1, 2",
+        "No devices were found",
+    ):
         assert row(bad, set(), {0}) is None
 
 

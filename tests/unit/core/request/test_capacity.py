@@ -38,51 +38,110 @@ def accepted(line: str, inv: ClusterInventory) -> None:
     ("line", "message", "hint"),
     [
         # tasks: the issue's own mistake
-        ("-n 1000 --gpus=1 -t 5", "--ntasks=1000 asks for 1000 tasks of 1 CPU = 1000 CPUs; partition 'gpu' has "
-         "224 CPUs in 2 nodes (112 each)", "ask for at most -n 224, or add -O (--overcommit)"),
+        (
+            "-n 1000 --gpus=1 -t 5",
+            "--ntasks=1000 asks for 1000 tasks of 1 CPU = 1000 CPUs; partition 'gpu' has "
+            "224 CPUs in 2 nodes (112 each)",
+            "ask for at most -n 224, or add -O (--overcommit)",
+        ),
         # -n x -c, counted in whole tasks per node: 112 // 12 = 9 on each node
         ("-n 20 -c 12", "20 tasks of 12 CPUs = 240 CPUs; partition 'gpu' has 224 CPUs", "at most -n 18"),
-        ("-N 1 -n 200", "-N 1 gives at most 112 CPUs of partition 'gpu'", "at most -n 112, or more nodes (-N; "
-         "the partition has 2)"),
+        (
+            "-N 1 -n 200",
+            "-N 1 gives at most 112 CPUs of partition 'gpu'",
+            "at most -n 112, or more nodes (-N; the partition has 2)",
+        ),
         # CPUs per task
-        ("-c 113", "--cpus-per-task=113 = 113 CPUs per node: no node of partition 'gpu' has more than 112",
-         "at most 112 CPUs"),
-        ("-n 2 --gpus-per-task=2 --cpus-per-gpu=64", "--cpus-per-gpu=64 x --gpus-per-task=2 = 128 CPUs per task: "
-         "a task's CPUs sit on one node, and no node of partition 'gpu' has more than 112", "--cpus-per-gpu=56"),
-        ("--gpus=16 --cpus-per-gpu=20", "--gpus=16 with --cpus-per-gpu=20: the nodes of partition 'gpu' have the "
-         "CPUs for only 10 GPUs", "at most --gpus=10"),
-        ("--gpus-per-node=8 --cpus-per-gpu=20", "--cpus-per-gpu=20 x --gpus-per-node=8 = 160 CPUs per node",
-         "at most 112 CPUs per node"),
-        ("--ntasks-per-node=113", "--ntasks-per-node=113 = 113 CPUs per node: no node of partition 'gpu' has more "
-         "than 112", "at most --ntasks-per-node=112, or add -O"),
+        (
+            "-c 113",
+            "--cpus-per-task=113 = 113 CPUs per node: no node of partition 'gpu' has more than 112",
+            "at most 112 CPUs",
+        ),
+        (
+            "-n 2 --gpus-per-task=2 --cpus-per-gpu=64",
+            "--cpus-per-gpu=64 x --gpus-per-task=2 = 128 CPUs per task: "
+            "a task's CPUs sit on one node, and no node of partition 'gpu' has more than 112",
+            "--cpus-per-gpu=56",
+        ),
+        (
+            "--gpus=16 --cpus-per-gpu=20",
+            "--gpus=16 with --cpus-per-gpu=20: the nodes of partition 'gpu' have the CPUs for only 10 GPUs",
+            "at most --gpus=10",
+        ),
+        (
+            "--gpus-per-node=8 --cpus-per-gpu=20",
+            "--cpus-per-gpu=20 x --gpus-per-node=8 = 160 CPUs per node",
+            "at most 112 CPUs per node",
+        ),
+        (
+            "--ntasks-per-node=113",
+            "--ntasks-per-node=113 = 113 CPUs per node: no node of partition 'gpu' has more than 112",
+            "at most --ntasks-per-node=112, or add -O",
+        ),
         # memory
-        ("--mem=3T", "--mem=3T: no node of partition 'gpu' has that much memory (the most is 2048000 MiB)",
-         "--mem=2048000M"),
-        ("-c 100 --mem-per-cpu=30G", "--mem-per-cpu=30G x 100 CPUs = 3000 GiB per task: no node of partition "
-         "'gpu' has that much memory (the most is 2048000 MiB)", "at most --mem-per-cpu=20480M"),
-        ("-n 4 --mem-per-cpu=1500G", "--ntasks=4 x --mem-per-cpu=1500G = 6000 GiB: partition 'gpu' has 4000 GiB "
-         "of memory in 2 nodes (2048000 MiB each), room for 2 such tasks", "at most -n 2"),
-        ("-n 2 --gpus-per-task=1 --mem-per-gpu=2500G", "--mem-per-gpu=2500G = 2500 GiB per task: no node",
-         "at most --mem-per-gpu=2048000M"),
-        ("--gpus=16 --mem-per-gpu=300G", "--gpus=16 with --mem-per-gpu=300G: the nodes of partition 'gpu' have "
-         "the memory for only 12 GPUs", "at most --gpus=12"),
-        ("--ntasks-per-node=4 --mem-per-cpu=600G", "--ntasks-per-node=4 x --mem-per-cpu=600G = 2400 GiB per node",
-         "at most --ntasks-per-node=3"),
+        (
+            "--mem=3T",
+            "--mem=3T: no node of partition 'gpu' has that much memory (the most is 2048000 MiB)",
+            "--mem=2048000M",
+        ),
+        (
+            "-c 100 --mem-per-cpu=30G",
+            "--mem-per-cpu=30G x 100 CPUs = 3000 GiB per task: no node of partition "
+            "'gpu' has that much memory (the most is 2048000 MiB)",
+            "at most --mem-per-cpu=20480M",
+        ),
+        (
+            "-n 4 --mem-per-cpu=1500G",
+            "--ntasks=4 x --mem-per-cpu=1500G = 6000 GiB: partition 'gpu' has 4000 GiB "
+            "of memory in 2 nodes (2048000 MiB each), room for 2 such tasks",
+            "at most -n 2",
+        ),
+        (
+            "-n 2 --gpus-per-task=1 --mem-per-gpu=2500G",
+            "--mem-per-gpu=2500G = 2500 GiB per task: no node",
+            "at most --mem-per-gpu=2048000M",
+        ),
+        (
+            "--gpus=16 --mem-per-gpu=300G",
+            "--gpus=16 with --mem-per-gpu=300G: the nodes of partition 'gpu' have "
+            "the memory for only 12 GPUs",
+            "at most --gpus=12",
+        ),
+        (
+            "--ntasks-per-node=4 --mem-per-cpu=600G",
+            "--ntasks-per-node=4 x --mem-per-cpu=600G = 2400 GiB per node",
+            "at most --ntasks-per-node=3",
+        ),
         # GPUs per task and per node
-        ("-n 1 --gpus-per-task=9", "--gpus-per-task=9: a task's GPUs sit on one node, and no node of partition "
-         "'gpu' has more than 8 GPUs", "at most --gpus-per-task=8, and more tasks (-n)"),
-        ("-n 5 --gpus-per-task=3", "--ntasks=5 x --gpus-per-task=3: a task's GPUs sit on one node, and the nodes "
-         "of partition 'gpu' hold only 4 such tasks", "at most -n 4"),
-        ("--gpus-per-node=9", "--gpus-per-node=9: no node of partition 'gpu' has 9 GPUs (the most is 8",
-         "at most 8 per node"),
-        ("-n 17 --gpus-per-task=1", "--gpus-per-task=1 x --ntasks=17: partition 'gpu' has only 16 GPUs in total",
-         "at most 16"),
+        (
+            "-n 1 --gpus-per-task=9",
+            "--gpus-per-task=9: a task's GPUs sit on one node, and no node of partition "
+            "'gpu' has more than 8 GPUs",
+            "at most --gpus-per-task=8, and more tasks (-n)",
+        ),
+        (
+            "-n 5 --gpus-per-task=3",
+            "--ntasks=5 x --gpus-per-task=3: a task's GPUs sit on one node, and the nodes "
+            "of partition 'gpu' hold only 4 such tasks",
+            "at most -n 4",
+        ),
+        (
+            "--gpus-per-node=9",
+            "--gpus-per-node=9: no node of partition 'gpu' has 9 GPUs (the most is 8",
+            "at most 8 per node",
+        ),
+        (
+            "-n 17 --gpus-per-task=1",
+            "--gpus-per-task=1 x --ntasks=17: partition 'gpu' has only 16 GPUs in total",
+            "at most 16",
+        ),
         # nodes
         ("-N 3", "--nodes=3: partition 'gpu' has only 2 node(s)", "at most --nodes=2"),
     ],
 )
-def test_requests_too_big_for_the_partition_are_refused_with_the_numbers(version: str, line: str, message: str,
-                                                                       hint: str) -> None:
+def test_requests_too_big_for_the_partition_are_refused_with_the_numbers(
+    version: str, line: str, message: str, hint: str
+) -> None:
     inv, _ = golden_inventory(version)
     found = refused(line, inv)
     assert any(message in m and hint in h for m, h in found), found
@@ -91,12 +150,24 @@ def test_requests_too_big_for_the_partition_are_refused_with_the_numbers(version
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("line", [
-    "-n 224", "-n 1000 -O", "-n 1000 --overcommit", "-n 18 -c 12", "-N 2 -n 16 --gpus-per-task=1",
-    "-n 2 --gpus-per-task=2 --cpus-per-gpu=56", "--gpus=10 --cpus-per-gpu=20", "-c 112 --mem-per-cpu=17G",
-    "-n 2 --mem-per-cpu=1500G", "--gpus=12 --mem-per-gpu=300G", "--ntasks-per-node=112", "-n 4 --gpus-per-task=3",
-    "--gpus=2 --cpus-per-gpu=64",  # two GPUs may sit on two nodes: 64 CPUs on each
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "-n 224",
+        "-n 1000 -O",
+        "-n 1000 --overcommit",
+        "-n 18 -c 12",
+        "-N 2 -n 16 --gpus-per-task=1",
+        "-n 2 --gpus-per-task=2 --cpus-per-gpu=56",
+        "--gpus=10 --cpus-per-gpu=20",
+        "-c 112 --mem-per-cpu=17G",
+        "-n 2 --mem-per-cpu=1500G",
+        "--gpus=12 --mem-per-gpu=300G",
+        "--ntasks-per-node=112",
+        "-n 4 --gpus-per-task=3",
+        "--gpus=2 --cpus-per-gpu=64",  # two GPUs may sit on two nodes: 64 CPUs on each
+    ],
+)
 def test_requests_that_fit_pass(version: str, line: str) -> None:
     accepted(line, golden_inventory(version)[0])
 

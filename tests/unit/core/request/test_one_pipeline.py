@@ -56,11 +56,22 @@ def _uses(path: Path, names: set[str]) -> list[str]:
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Call):
             func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            name = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else ""
+            )
             if name in names:
                 found.append(f"{_rel(path)}:{node.lineno} calls {name}()")
-            if (isinstance(func, ast.Attribute) and func.attr == "parse" and isinstance(func.value, ast.Name)
-                    and func.value.id == "GpuRequest" and "parse_request" in names):
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "parse"
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "GpuRequest"
+                and "parse_request" in names
+            ):
                 found.append(f"{_rel(path)}:{node.lineno} calls GpuRequest.parse()")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("slurmlab.core.request"):
             found += [f"{_rel(path)}:{node.lineno} imports {a.name}" for a in node.names if a.name in names]
@@ -69,16 +80,20 @@ def _uses(path: Path, names: set[str]) -> list[str]:
 
 def test_only_the_pipeline_validates_a_request() -> None:
     found = [f for p in _modules() if _rel(p) not in VALIDATOR_HOMES for f in _uses(p, VALIDATORS)]
-    assert not found, ("a second place validates a request; call slurmlab.core.request.pipeline.check_request "
-                       "(or slurmlab.slurm.allocation.check_request, which asks the cluster) instead:\n  "
-                       + "\n  ".join(found))
+    assert not found, (
+        "a second place validates a request; call slurmlab.core.request.pipeline.check_request "
+        "(or slurmlab.slurm.allocation.check_request, which asks the cluster) instead:\n  "
+        + "\n  ".join(found)
+    )
 
 
 def test_only_the_pipeline_parses_salloc_tokens_into_a_request() -> None:
     allowed = PARSER_HOMES | set(PARSE_ONLY)
     found = [f for p in _modules() if _rel(p) not in allowed for f in _uses(p, PARSERS)]
-    assert not found, ("a second place parses tokens into a request; use the pipeline "
-                       "(slurmlab.core.request.pipeline.check_request / read_request):\n  " + "\n  ".join(found))
+    assert not found, (
+        "a second place parses tokens into a request; use the pipeline "
+        "(slurmlab.core.request.pipeline.check_request / read_request):\n  " + "\n  ".join(found)
+    )
 
 
 def test_the_magics_and_the_form_never_skip_validation() -> None:
@@ -88,10 +103,15 @@ def test_the_magics_and_the_form_never_skip_validation() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call):
-                found += [f"{_rel(path)}:{node.lineno}" for k in node.keywords
-                          if k.arg == "validate" and isinstance(k.value, ast.Constant) and k.value.value is False]
-    assert not found, "validate=False in the magics, widgets or server: hand Allocation.submit the checked " \
-                      "request instead:\n  " + "\n  ".join(found)
+                found += [
+                    f"{_rel(path)}:{node.lineno}"
+                    for k in node.keywords
+                    if k.arg == "validate" and isinstance(k.value, ast.Constant) and k.value.value is False
+                ]
+    assert not found, (
+        "validate=False in the magics, widgets or server: hand Allocation.submit the checked "
+        "request instead:\n  " + "\n  ".join(found)
+    )
 
 
 def test_the_guard_sees_a_second_pipeline(tmp_path: Path) -> None:
@@ -117,8 +137,14 @@ def test_the_guard_sees_a_second_pipeline(tmp_path: Path) -> None:
 
 def test_step_gpu_options_are_built_in_one_place() -> None:
     """``--gpus-per-task=`` / ``--gpus-per-node=`` rendered for a step: only in core.request.step_request."""
-    homes = {"core/request/step_request.py", "core/request/request.py", "core/request/validate.py",
-             "core/request/inventory_checks.py", "core/request/capacity_checks.py", "core/request/explain.py"}
+    homes = {
+        "core/request/step_request.py",
+        "core/request/request.py",
+        "core/request/validate.py",
+        "core/request/inventory_checks.py",
+        "core/request/capacity_checks.py",
+        "core/request/explain.py",
+    }
     found = []
     for path in _modules():
         if _rel(path) in homes:
@@ -126,11 +152,15 @@ def test_step_gpu_options_are_built_in_one_place() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.JoinedStr):
                 head = next((v.value for v in node.values if isinstance(v, ast.Constant)), "")
-                if isinstance(head, str) and head.startswith(("--gpus-per-task=", "--gpus-per-node=", "--gpus=")):
+                if isinstance(head, str) and head.startswith(
+                    ("--gpus-per-task=", "--gpus-per-node=", "--gpus=")
+                ):
                     found.append(f"{_rel(path)}:{node.lineno} builds {head!r}…")
     allowed = {"widgets/form.py", "widgets/explorer.py"}  # salloc options the user chose, not a step's
     found = [f for f in found if f.split(":")[0] not in allowed]
-    assert not found, "step GPU options built outside core.request.step_request.step_gpu_args:\n  " + "\n  ".join(found)
+    assert not found, (
+        "step GPU options built outside core.request.step_request.step_gpu_args:\n  " + "\n  ".join(found)
+    )
 
 
 # ---- the pipeline on the recorded clusters ---------------------------------------------------------------
@@ -145,12 +175,17 @@ def _golden_sallocs(version: str) -> list[tuple[str, bool, list[str]]]:
     out = []
     for line in golden_path(version, "commands.txt").read_text().splitlines():
         cols = line.split("\t")
-        if len(cols) < 3 or not cols[1].startswith("rc=") or "salloc " not in cols[2] or cols[0].startswith("x"):
+        if (
+            len(cols) < 3
+            or not cols[1].startswith("rc=")
+            or "salloc " not in cols[2]
+            or cols[0].startswith("x")
+        ):
             continue
         argv = shlex.split(cols[2])
         said = recorded(f"{version}/{cols[0]}")
         accepted = said.returncode == 0 or "queued and waiting" in said.stderr
-        out.append((cols[0], accepted, argv[argv.index("salloc") + 1:]))
+        out.append((cols[0], accepted, argv[argv.index("salloc") + 1 :]))
     return out
 
 
@@ -164,7 +199,10 @@ def test_the_pipeline_passes_what_slurm_accepted_and_refuses_what_it_refused(ver
         if accepted:
             request = check_request(options, inventory, version=slurm_version)
             assert is_checked(request), name
-            assert request.checked is not None and f"({len(inventory.partitions)} partitions)" in request.checked.note()
+            assert (
+                request.checked is not None
+                and f"({len(inventory.partitions)} partitions)" in request.checked.note()
+            )
             continue
         with pytest.raises(RequestError) as info:
             check_request(options, inventory, version=slurm_version)
@@ -198,7 +236,7 @@ def _recorded_sallocs(version: str) -> list[tuple[str, int | None, list[str]]]:
             continue
         argv = shlex.split(cols[2])
         rc = cols[1][3:]
-        out.append((cols[0], int(rc) if rc.isdigit() else None, argv[argv.index("salloc") + 1:]))
+        out.append((cols[0], int(rc) if rc.isdigit() else None, argv[argv.index("salloc") + 1 :]))
     return out
 
 
@@ -215,7 +253,10 @@ def test_the_pipeline_refuses_what_the_real_slurm_refused(version: str) -> None:
         if valid:
             request = check_request(options, inventory, version=slurm_version)
             assert is_checked(request), name
-            assert request.checked is not None and f"({len(inventory.partitions)} partitions)" in request.checked.note()
+            assert (
+                request.checked is not None
+                and f"({len(inventory.partitions)} partitions)" in request.checked.note()
+            )
             continue
         with pytest.raises(RequestProblems) as info:
             check_request(options, inventory, version=slurm_version)
@@ -223,18 +264,25 @@ def test_the_pipeline_refuses_what_the_real_slurm_refused(version: str) -> None:
         assert info.value.hint, name  # the error names a fix, as every slurmlab error does
 
 
-@pytest.mark.parametrize(("line", "wrong", "fix"), [
-    ("--gres=gpu:nonexistent:1", "no nonexistent GPUs", "h100"),        # unknown GRES type: the types offered
-    ("-p gpu --gpus=a100:1", "no a100 GPUs", "h100"),
-    ("--gres=fpga:1", "offers no 'fpga' GRES", "gpu, shard"),            # unknown GRES name
-    ("-p mig --gpus=1g.18gb:1 -t 2-00:00:00", "time limit", "--time=1-00:00:00"),  # the shared cluster's mig
-    ("--gpus=two", "not a GPU count", "--gpus=2"),                        # malformed option
-    ("-t 5:99:00", "out of range", "6:39:00"),
-    ("--gpu-bind=map:0,1", "not a GPU binding", "map_gpu"),
-    ("--gres=gpu:h100:", "empty field", "name[:type][:count]"),
-    ("--nodes", "needs a value", "--nodes=VALUE"),
-    ("--gpus=1 --gres=shard:2", "both whole (gpu) and shared", "never both"),
-])
+@pytest.mark.parametrize(
+    ("line", "wrong", "fix"),
+    [
+        ("--gres=gpu:nonexistent:1", "no nonexistent GPUs", "h100"),  # unknown GRES type: the types offered
+        ("-p gpu --gpus=a100:1", "no a100 GPUs", "h100"),
+        ("--gres=fpga:1", "offers no 'fpga' GRES", "gpu, shard"),  # unknown GRES name
+        (
+            "-p mig --gpus=1g.18gb:1 -t 2-00:00:00",
+            "time limit",
+            "--time=1-00:00:00",
+        ),  # the shared cluster's mig
+        ("--gpus=two", "not a GPU count", "--gpus=2"),  # malformed option
+        ("-t 5:99:00", "out of range", "6:39:00"),
+        ("--gpu-bind=map:0,1", "not a GPU binding", "map_gpu"),
+        ("--gres=gpu:h100:", "empty field", "name[:type][:count]"),
+        ("--nodes", "needs a value", "--nodes=VALUE"),
+        ("--gpus=1 --gres=shard:2", "both whole (gpu) and shared", "never both"),
+    ],
+)
 def test_a_wrong_request_is_a_request_error_naming_the_fix(line: str, wrong: str, fix: str) -> None:
     # the recorded cluster has no partition with a time limit: that case needs the shared capture's
     inventory, version = _shared_cluster("22.05") if "-p mig" in line else _cluster("22.05")
@@ -247,8 +295,11 @@ def test_a_wrong_request_is_a_request_error_naming_the_fix(line: str, wrong: str
 def test_hostile_free_text_stays_one_argument_and_is_checked() -> None:
     inventory, version = _cluster("24.11")
     name = "x\nUserId=root(0) JobState=RUNNING; rm -rf ~"
-    request = check_request(["-J", name, "--comment=GRES=gpu:h100:8(IDX:0-7)", "-p", "gpu", "--gpus=1"],
-                            inventory, version=version)
+    request = check_request(
+        ["-J", name, "--comment=GRES=gpu:h100:8(IDX:0-7)", "-p", "gpu", "--gpus=1"],
+        inventory,
+        version=version,
+    )
     assert request.job_name == name and f"--job-name={name}" in request.to_argv()
     assert is_checked(request)
 
@@ -278,8 +329,11 @@ def test_checked_marks_the_request_as_it_was_checked() -> None:
 
 
 def test_without_a_cluster_only_the_request_itself_is_checked() -> None:
-    request = check_request(["--gpus=2", "--gpu-freq=high", "--gres-flags=one-task-per-sharing"], None,
-                            why_no_inventory="slurmctld is not responding")
+    request = check_request(
+        ["--gpus=2", "--gpu-freq=high", "--gres-flags=one-task-per-sharing"],
+        None,
+        why_no_inventory="slurmctld is not responding",
+    )
     assert request.checked is not None and not request.checked.against_cluster
     assert request.checked.note() == "not checked against the cluster: slurmctld is not responding"
     assert not is_checked(request)

@@ -28,8 +28,10 @@ def p(line: str) -> GpuRequest:
 
 
 def test_fixture_w02_line() -> None:
-    r = p("-J gpn2 -t 60 -N 2 --ntasks-per-node=2 --gpus-per-node=h100:1 --gpu-bind=closest "
-          "--gres-flags=enforce-binding")
+    r = p(
+        "-J gpn2 -t 60 -N 2 --ntasks-per-node=2 --gpus-per-node=h100:1 --gpu-bind=closest "
+        "--gres-flags=enforce-binding"
+    )
     assert r.job_name == "gpn2"
     assert r.time == TimeLimit(3600)
     assert r.nodes == NodeCount(2)
@@ -90,8 +92,11 @@ def test_short_long_attached_and_separate_forms_agree(tokens: list[str]) -> None
         ("--gpu-bind=single:2", "gpu_bind", GpuBind("single", "2")),
         ("--gpu-bind=per_task:1", "gpu_bind", GpuBind("per_task", "1")),
         ("--gpu-bind=none", "gpu_bind", GpuBind("none")),
-        ("--gres-flags=disable-binding,one-task-per-sharing", "gres_flags",
-         ("disable-binding", "one-task-per-sharing")),
+        (
+            "--gres-flags=disable-binding,one-task-per-sharing",
+            "gres_flags",
+            ("disable-binding", "one-task-per-sharing"),
+        ),
     ],
 )
 def test_each_option(line: str, field: str, value: object) -> None:
@@ -107,7 +112,10 @@ def test_each_option(line: str, field: str, value: object) -> None:
         ("gpu:1g.18gb:2", (GresSpec("gpu", "1g.18gb", 2),)),
         ("shard:4", (GresSpec("shard", None, 4),)),
         ("mps:h100:50", (GresSpec("mps", "h100", 50),)),
-        ("gpu:a:1,gpu:b:2,fpga:1", (GresSpec("gpu", "a", 1), GresSpec("gpu", "b", 2), GresSpec("fpga", None, 1))),
+        (
+            "gpu:a:1,gpu:b:2,fpga:1",
+            (GresSpec("gpu", "a", 1), GresSpec("gpu", "b", 2), GresSpec("fpga", None, 1)),
+        ),
     ],
 )
 def test_gres_lists(text: str, specs: tuple[GresSpec, ...]) -> None:
@@ -143,8 +151,17 @@ def test_time_renders_canonically() -> None:
 def test_to_argv_uses_canonical_long_forms() -> None:
     r = p("-N2 -n4 -c 8 -G h100:4 -t 1:00:00 -p gpu --exclusive --mem=16G -- python train.py")
     assert r.to_argv() == [
-        "--partition=gpu", "--time=01:00:00", "--nodes=2", "--ntasks=4", "--cpus-per-task=8",
-        "--gpus=h100:4", "--mem=16G", "--exclusive", "--", "python", "train.py",
+        "--partition=gpu",
+        "--time=01:00:00",
+        "--nodes=2",
+        "--ntasks=4",
+        "--cpus-per-task=8",
+        "--gpus=h100:4",
+        "--mem=16G",
+        "--exclusive",
+        "--",
+        "python",
+        "train.py",
     ]
     assert parse_request(r.to_argv()) == r
 
@@ -154,7 +171,13 @@ def test_to_argv_uses_canonical_long_forms() -> None:
 
 def test_unknown_options_are_kept_in_order_with_a_warning() -> None:
     r = p("--no-shell --frobnicate=3 -J x --zap --immediate=5 -o out.txt")
-    assert r.extra == (("--no-shell",), ("--frobnicate=3",), ("--zap",), ("--immediate=5",), ("-o", "out.txt"))
+    assert r.extra == (
+        ("--no-shell",),
+        ("--frobnicate=3",),
+        ("--zap",),
+        ("--immediate=5",),
+        ("-o", "out.txt"),
+    )
     assert r.job_name == "x"
     assert len(r.warnings) == 2
     assert "--frobnicate=3" in r.warnings[0] and "--zap" in r.warnings[1]
@@ -235,7 +258,11 @@ def test_every_malformed_value_is_reported_at_once() -> None:
     with pytest.raises(RequestProblems) as info:
         p("--gpus=two --gres=gpu::2 -t 5:99:00 -N 1")
     problems = info.value.problems
-    assert [pr.message.split(":")[0].split(" ")[0] for pr in problems] == ["--gpus=two", "--gres=gpu", "--time=5"]
+    assert [pr.message.split(":")[0].split(" ")[0] for pr in problems] == [
+        "--gpus=two",
+        "--gres=gpu",
+        "--time=5",
+    ]
     assert "3 problems" in str(info.value)
     assert "--gpus=two" in str(info.value) and "5:99:00" in str(info.value)
 

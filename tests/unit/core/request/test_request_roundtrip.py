@@ -48,10 +48,18 @@ gres_specs = st.builds(
 gpu_binds = st.one_of(
     st.builds(GpuBind, st.sampled_from(["closest", "none"]), st.none(), st.booleans()),
     st.builds(GpuBind, st.sampled_from(["single", "per_task"]), positive.map(str), st.booleans()),
-    st.builds(GpuBind, st.just("map_gpu"), st.lists(st.integers(0, 15), min_size=1, max_size=4).map(
-        lambda xs: ",".join(map(str, xs))), st.booleans()),
-    st.builds(GpuBind, st.just("mask_gpu"), st.lists(st.integers(1, 255), min_size=1, max_size=4).map(
-        lambda xs: ",".join(hex(x) for x in xs)), st.booleans()),
+    st.builds(
+        GpuBind,
+        st.just("map_gpu"),
+        st.lists(st.integers(0, 15), min_size=1, max_size=4).map(lambda xs: ",".join(map(str, xs))),
+        st.booleans(),
+    ),
+    st.builds(
+        GpuBind,
+        st.just("mask_gpu"),
+        st.lists(st.integers(1, 255), min_size=1, max_size=4).map(lambda xs: ",".join(hex(x) for x in xs)),
+        st.booleans(),
+    ),
 )
 node_counts = st.one_of(
     st.builds(NodeCount, positive),
@@ -127,8 +135,9 @@ def test_explain_and_validate_never_fail_from_deep_inside(request: GpuRequest) -
     text = explain(request)
     assert text and "None" not in text
     # the phrase itself, not a GPU type that happens to be called "no" ("0 no GPUs per socket")
-    assert (re.search(r"(?:^|, )no GPUs\b", text) is not None) == (not request.gpu_options and not any(
-        s.name != "none" for s in request.gres))
+    assert (re.search(r"(?:^|, )no GPUs\b", text) is not None) == (
+        not request.gpu_options and not any(s.name != "none" for s in request.gres)
+    )
     try:
         validate(request, CLUSTER)
     except RequestProblems as err:

@@ -26,7 +26,9 @@ DATA = Path(__file__).resolve().parents[3] / "data" / "slurm"
 V2205, V2411, V2505, V2605 = (22, 5, 8), (24, 11, 5), (25, 5, 0), (26, 5, 5)
 
 
-def _problems(line: str, version: tuple[int, ...] | None, inventory: ClusterInventory | None = None) -> list[str]:
+def _problems(
+    line: str, version: tuple[int, ...] | None, inventory: ClusterInventory | None = None
+) -> list[str]:
     with pytest.raises(RequestProblems) as info:
         validate(parse_request(shlex.split(line)), inventory, version=version)
     return [f"{p.message} | {p.hint}" for p in info.value.problems]
@@ -61,7 +63,9 @@ def test_a_separate_value_stays_with_its_retired_option() -> None:
     old = parse_request(["--uid", "bob", "-n1"], version=V2205)
     assert old.extra == (("--uid", "bob"),) and old.command == () and old.warnings == ()
     assert validate(old, version=V2205).warnings == ()
-    with pytest.raises(RequestProblems, match=r"--gid users: salloc and srun of Slurm 26\.05\.5 have no --gid"):
+    with pytest.raises(
+        RequestProblems, match=r"--gid users: salloc and srun of Slurm 26\.05\.5 have no --gid"
+    ):
         parse_request(["--gid", "users", "-n1"], version=V2605)
 
 
@@ -78,7 +82,10 @@ def test_a_request_parsed_without_a_version_is_judged_by_validate() -> None:
 def test_26_05_refuses_gres_gpu_beside_gpus_per_node_in_its_own_words() -> None:
     said = (DATA / "26.05" / "e14_salloc_gres_and_gpus_per_node.stderr").read_text()
     assert GRES_WITH_GPUS_PER_NODE_SAYS in said
-    assert GRES_WITH_GPUS_PER_NODE_SAYS not in (DATA / "24.11" / "e14_salloc_gres_and_gpus_per_node.stderr").read_text()
+    assert (
+        GRES_WITH_GPUS_PER_NODE_SAYS
+        not in (DATA / "24.11" / "e14_salloc_gres_and_gpus_per_node.stderr").read_text()
+    )
     for line in ("--gres=gpu:1 --gpus-per-node=1", "--gres=gpu:h100:2 --gpus-per-node=h100:2"):
         (problem,) = _problems(line, V2605)
         assert GRES_WITH_GPUS_PER_NODE_SAYS in problem and "26.05.5" in problem and "keep one" in problem
@@ -101,7 +108,10 @@ def _two_nodes() -> ClusterInventory:
     node = {"cpus": 48, "memory_mb": 64000, "sockets": 2, "gpus": {"h100": 4}}
     return ClusterInventory.build(
         nodes=[NodeInventory("node1", **node), NodeInventory("node2", **node)],  # type: ignore[arg-type]
-        partitions={"gpu": ["node1", "node2"]}, default="gpu", name="two")
+        partitions={"gpu": ["node1", "node2"]},
+        default="gpu",
+        name="two",
+    )
 
 
 def test_more_task_cpus_than_the_partition_holds_is_refused_before_slurm() -> None:

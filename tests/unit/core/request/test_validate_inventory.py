@@ -25,14 +25,26 @@ from slurmlab.errors import RequestError
 
 
 def fixture_cluster() -> ClusterInventory:
-    h100 = {"cpus": 48, "memory_mb": 64000, "sockets": 2, "gpus": {"h100": 4}, "shards": 16,
-            "features": ("h100", "nvlink")}
+    h100 = {
+        "cpus": 48,
+        "memory_mb": 64000,
+        "sockets": 2,
+        "gpus": {"h100": 4},
+        "shards": 16,
+        "features": ("h100", "nvlink"),
+    }
     return ClusterInventory.build(
         nodes=[
             NodeInventory("node1", **h100),  # type: ignore[arg-type]
             NodeInventory("node2", **h100),  # type: ignore[arg-type]
-            NodeInventory("node3", cpus=32, memory_mb=32000, sockets=2, gpus={"1g.18gb": 4, "3g.71gb": 1},
-                          features=("h200", "mig")),
+            NodeInventory(
+                "node3",
+                cpus=32,
+                memory_mb=32000,
+                sockets=2,
+                gpus={"1g.18gb": 4, "3g.71gb": 1},
+                features=("h200", "mig"),
+            ),
         ],
         partitions={"gpu": ["node1", "node2"], "mig": ["node3"], "all": ["node1", "node2", "node3"]},
         default="gpu",
@@ -97,7 +109,9 @@ def _check_against_conf(conf: Path, cluster: ClusterInventory, *, sockets: bool 
 @pytest.mark.parametrize("version", GOLDEN_VERSIONS)
 def test_inventory_read_from_the_recordings_matches_the_sandbox_slurm_conf(version: str) -> None:
     """What slurmlab reads from the recorded cluster is what the sandbox configured (its rendered slurm.conf)."""
-    _check_against_conf(SANDBOX_CONF / f"dgx-h100-{version}.slurm.conf", golden_inventory(version)[0], sockets=False)
+    _check_against_conf(
+        SANDBOX_CONF / f"dgx-h100-{version}.slurm.conf", golden_inventory(version)[0], sockets=False
+    )
 
 
 @pytest.mark.parametrize("version", GOLDEN_VERSIONS)
@@ -141,38 +155,68 @@ def test_accepted_requests_pass(line: str) -> None:
 @pytest.mark.parametrize(
     ("fixture", "line", "message", "hint"),
     [
-        ("e03_salloc_bad_gres_type", "-t 5 --gres=gpu:nonexistent:1",
-         "--gres=gpu:nonexistent:1: partition 'gpu' has no nonexistent GPUs",
-         "use a GPU type of partition 'gpu': h100 (no partition has nonexistent; the cluster's GPU types are "
-         "1g.18gb, 3g.71gb, h100)"),
-        ("e04_salloc_gpus99", "-t 5 --gpus=99",
-         "--gpus=99: partition 'gpu' has only 8 GPUs in total",
-         "ask for at most 8, or use a partition with more GPUs"),
-        ("e05_salloc_bad_partition", "-t 5 -p nosuchpart --gpus=1",
-         "--partition=nosuchpart: the cluster has no partition 'nosuchpart'",
-         "use one of: gpu, mig, all"),
-        ("e07_salloc_gpus_per_node_too_many", "-t 5 --gpus-per-node=8",
-         "--gpus-per-node=8: no node of partition 'gpu' has 8 GPUs (the most is 4, on node1, node2)",
-         "ask for at most 4 per node and more nodes (--nodes) if you need more"),
-        ("e08_salloc_bad_gres_name", "-t 5 --gres=fpga:1",
-         "--gres=fpga:1: partition 'gpu' offers no 'fpga' GRES",
-         "this cluster offers the GRES: gpu, shard"),
-        ("e09_sbatch_bad_gpus_type", "-t 5 --gpus=a100:1",
-         "--gpus=a100:1: partition 'gpu' has no a100 GPUs",
-         "use a GPU type of partition 'gpu': h100 (no partition has a100; the cluster's GPU types are 1g.18gb, "
-         "3g.71gb, h100)"),
-        ("e10_salloc_mig_wrong_partition", "-t 5 -p gpu --gres=gpu:1g.18gb:1",
-         "--gres=gpu:1g.18gb:1: partition 'gpu' has no 1g.18gb GPUs",
-         "1g.18gb GPUs are in partition mig or all: add -p mig; or use a GPU type of partition 'gpu': h100"),
+        (
+            "e03_salloc_bad_gres_type",
+            "-t 5 --gres=gpu:nonexistent:1",
+            "--gres=gpu:nonexistent:1: partition 'gpu' has no nonexistent GPUs",
+            "use a GPU type of partition 'gpu': h100 (no partition has nonexistent; the cluster's GPU types are "
+            "1g.18gb, 3g.71gb, h100)",
+        ),
+        (
+            "e04_salloc_gpus99",
+            "-t 5 --gpus=99",
+            "--gpus=99: partition 'gpu' has only 8 GPUs in total",
+            "ask for at most 8, or use a partition with more GPUs",
+        ),
+        (
+            "e05_salloc_bad_partition",
+            "-t 5 -p nosuchpart --gpus=1",
+            "--partition=nosuchpart: the cluster has no partition 'nosuchpart'",
+            "use one of: gpu, mig, all",
+        ),
+        (
+            "e07_salloc_gpus_per_node_too_many",
+            "-t 5 --gpus-per-node=8",
+            "--gpus-per-node=8: no node of partition 'gpu' has 8 GPUs (the most is 4, on node1, node2)",
+            "ask for at most 4 per node and more nodes (--nodes) if you need more",
+        ),
+        (
+            "e08_salloc_bad_gres_name",
+            "-t 5 --gres=fpga:1",
+            "--gres=fpga:1: partition 'gpu' offers no 'fpga' GRES",
+            "this cluster offers the GRES: gpu, shard",
+        ),
+        (
+            "e09_sbatch_bad_gpus_type",
+            "-t 5 --gpus=a100:1",
+            "--gpus=a100:1: partition 'gpu' has no a100 GPUs",
+            "use a GPU type of partition 'gpu': h100 (no partition has a100; the cluster's GPU types are 1g.18gb, "
+            "3g.71gb, h100)",
+        ),
+        (
+            "e10_salloc_mig_wrong_partition",
+            "-t 5 -p gpu --gres=gpu:1g.18gb:1",
+            "--gres=gpu:1g.18gb:1: partition 'gpu' has no 1g.18gb GPUs",
+            "1g.18gb GPUs are in partition mig or all: add -p mig; or use a GPU type of partition 'gpu': h100",
+        ),
     ],
 )
 def test_recorded_rejections_are_caught(fixture: str, line: str, message: str, hint: str) -> None:
     assert problems_of(line) == [(message, hint)]
 
 
-@pytest.mark.parametrize("fixture", ["e03_salloc_bad_gres_type", "e04_salloc_gpus99", "e05_salloc_bad_partition",
-                                     "e07_salloc_gpus_per_node_too_many", "e08_salloc_bad_gres_name",
-                                     "e09_sbatch_bad_gpus_type", "e10_salloc_mig_wrong_partition"])
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "e03_salloc_bad_gres_type",
+        "e04_salloc_gpus99",
+        "e05_salloc_bad_partition",
+        "e07_salloc_gpus_per_node_too_many",
+        "e08_salloc_bad_gres_name",
+        "e09_sbatch_bad_gpus_type",
+        "e10_salloc_mig_wrong_partition",
+    ],
+)
 def test_the_shared_capture_shows_slurm_refused_them(fixture: str) -> None:
     """Extra: the real Slurm of the shared capture refused each request of the test above."""
     for version in ("22.05", "24.11"):
@@ -182,15 +226,27 @@ def test_the_shared_capture_shows_slurm_refused_them(fixture: str) -> None:
 
 # the refusals recorded in the golden files: (file, versions that refused, the request, slurmlab's problem)
 GOLDEN_REFUSALS = [
-    ("e12_sbatch_more_gpus_than_partition", GOLDEN_VERSIONS, "-t 5 --gpus=17",
-     "--gpus=17: partition 'gpu' has only 16 GPUs in total"),
-    ("e11_sbatch_more_nodes_than_partition", ("24.11",), "-t 5 -N 3", "--nodes=3: partition 'gpu' has only 2 node(s)"),
+    (
+        "e12_sbatch_more_gpus_than_partition",
+        GOLDEN_VERSIONS,
+        "-t 5 --gpus=17",
+        "--gpus=17: partition 'gpu' has only 16 GPUs in total",
+    ),
+    (
+        "e11_sbatch_more_nodes_than_partition",
+        ("24.11",),
+        "-t 5 -N 3",
+        "--nodes=3: partition 'gpu' has only 2 node(s)",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("fixture", "versions", "line", "message"), GOLDEN_REFUSALS, ids=[r[0] for r in GOLDEN_REFUSALS])
-def test_recorded_refusals_are_caught_before_submission(fixture: str, versions: tuple[str, ...], line: str,
-                                                        message: str) -> None:
+@pytest.mark.parametrize(
+    ("fixture", "versions", "line", "message"), GOLDEN_REFUSALS, ids=[r[0] for r in GOLDEN_REFUSALS]
+)
+def test_recorded_refusals_are_caught_before_submission(
+    fixture: str, versions: tuple[str, ...], line: str, message: str
+) -> None:
     for version in versions:
         stderr = golden_path(version, fixture + ".stderr").read_text()
         assert "error" in stderr  # Slurm really refused this request
@@ -213,39 +269,88 @@ def test_the_shared_capture_shows_slurm_refused_gpu_bind_bogus() -> None:
 @pytest.mark.parametrize(
     ("line", "message", "hint"),
     [
-        ("-p gpx --gpus=1", "--partition=gpx: the cluster has no partition 'gpx'",
-         "did you mean 'gpu'? use one of: gpu, mig, all"),
+        (
+            "-p gpx --gpus=1",
+            "--partition=gpx: the cluster has no partition 'gpx'",
+            "did you mean 'gpu'? use one of: gpu, mig, all",
+        ),
         ("-N 3", "--nodes=3: partition 'gpu' has only 2 node(s)", "ask for at most --nodes=2"),
-        ("--gres=shard:17", "--gres=shard:17: no node of partition 'gpu' has 17 shards (the most is 16, on node1, "
-         "node2)", "ask for at most 16 per node"),
-        ("-p mig --gres=shard:2", "--gres=shard:2: partition 'mig' offers no 'shard' GRES",
-         "shard is offered in partition gpu or all: add -p gpu"),
-        ("-p mig --gres=gpu:1g.18gb:5", "--gres=gpu:1g.18gb:5: no node of partition 'mig' has 5 1g.18gb GPUs "
-         "(the most is 4, on node3)", "at most 4 per node"),
-        ("-p mig --gpus=h100:1", "--gpus=h100:1: partition 'mig' has no h100 GPUs",
-         "h100 GPUs are in partition gpu or all: add -p gpu; or use a GPU type of partition 'mig': 1g.18gb, 3g.71gb"),
-        ("-p all --gpus-per-node=6", "--gpus-per-node=6: no node of partition 'all' has 6 GPUs (the most is 5, on "
-         "node3)", "at most 5 per node"),
-        ("-p all -N 3 --gpus-per-node=h100:1", "--gpus-per-node=h100:1 on --nodes=3: only 2 node(s) of "
-         "partition 'all' have 1 h100 GPUs (node1, node2)", "ask for at most --nodes=2"),
-        ("-p all -N 2 --gpus-per-node=5", "only 1 node(s) of partition 'all' have 5 GPUs (node3)",
-         "--nodes=1, or fewer GPUs per node"),
-        ("-n 9 --gpus-per-task=1", "--gpus-per-task=1 x --ntasks=9: partition 'gpu' has only 8 GPUs in total",
-         "at most 8"),
-        ("-n 4 --ntasks-per-node=4 --gpus-per-task=2", "--gpus-per-task=2 x --ntasks-per-node=4: no node of "
-         "partition 'gpu' has 8 GPUs", "at most 4 per node"),
-        ("-c 64", "--cpus-per-task=64 = 64 CPUs per node: no node of partition 'gpu' has more than 48",
-         "at most 48 CPUs"),
-        ("--mem=100G", "--mem=100G: no node of partition 'gpu' has that much memory (the most is 64000 MiB)",
-         "--mem=64000M"),
-        ("-p mig --gpus-per-node=1 --mem-per-gpu=40G",
-         "--mem-per-gpu=40G x --gpus-per-node=1: no node of partition 'mig' has that much memory", "--mem=32000M"),
-        ("-p mig -t 2-0", "--time=2-00:00:00 is above the time limit of partition 'mig' (1-00:00:00)",
-         "--time=1-00:00:00"),
-        ("-C a100", "--constraint=a100: no node of partition 'gpu' has the feature(s) a100",
-         "use features of partition 'gpu': h100, nvlink"),
-        ("-w node[3-4]", "--nodelist=node[3-4]: node3, node4 not in partition 'gpu'",
-         "pick nodes of partition 'gpu': node1, node2"),
+        (
+            "--gres=shard:17",
+            "--gres=shard:17: no node of partition 'gpu' has 17 shards (the most is 16, on node1, node2)",
+            "ask for at most 16 per node",
+        ),
+        (
+            "-p mig --gres=shard:2",
+            "--gres=shard:2: partition 'mig' offers no 'shard' GRES",
+            "shard is offered in partition gpu or all: add -p gpu",
+        ),
+        (
+            "-p mig --gres=gpu:1g.18gb:5",
+            "--gres=gpu:1g.18gb:5: no node of partition 'mig' has 5 1g.18gb GPUs (the most is 4, on node3)",
+            "at most 4 per node",
+        ),
+        (
+            "-p mig --gpus=h100:1",
+            "--gpus=h100:1: partition 'mig' has no h100 GPUs",
+            "h100 GPUs are in partition gpu or all: add -p gpu; or use a GPU type of partition 'mig': 1g.18gb, 3g.71gb",
+        ),
+        (
+            "-p all --gpus-per-node=6",
+            "--gpus-per-node=6: no node of partition 'all' has 6 GPUs (the most is 5, on node3)",
+            "at most 5 per node",
+        ),
+        (
+            "-p all -N 3 --gpus-per-node=h100:1",
+            "--gpus-per-node=h100:1 on --nodes=3: only 2 node(s) of "
+            "partition 'all' have 1 h100 GPUs (node1, node2)",
+            "ask for at most --nodes=2",
+        ),
+        (
+            "-p all -N 2 --gpus-per-node=5",
+            "only 1 node(s) of partition 'all' have 5 GPUs (node3)",
+            "--nodes=1, or fewer GPUs per node",
+        ),
+        (
+            "-n 9 --gpus-per-task=1",
+            "--gpus-per-task=1 x --ntasks=9: partition 'gpu' has only 8 GPUs in total",
+            "at most 8",
+        ),
+        (
+            "-n 4 --ntasks-per-node=4 --gpus-per-task=2",
+            "--gpus-per-task=2 x --ntasks-per-node=4: no node of partition 'gpu' has 8 GPUs",
+            "at most 4 per node",
+        ),
+        (
+            "-c 64",
+            "--cpus-per-task=64 = 64 CPUs per node: no node of partition 'gpu' has more than 48",
+            "at most 48 CPUs",
+        ),
+        (
+            "--mem=100G",
+            "--mem=100G: no node of partition 'gpu' has that much memory (the most is 64000 MiB)",
+            "--mem=64000M",
+        ),
+        (
+            "-p mig --gpus-per-node=1 --mem-per-gpu=40G",
+            "--mem-per-gpu=40G x --gpus-per-node=1: no node of partition 'mig' has that much memory",
+            "--mem=32000M",
+        ),
+        (
+            "-p mig -t 2-0",
+            "--time=2-00:00:00 is above the time limit of partition 'mig' (1-00:00:00)",
+            "--time=1-00:00:00",
+        ),
+        (
+            "-C a100",
+            "--constraint=a100: no node of partition 'gpu' has the feature(s) a100",
+            "use features of partition 'gpu': h100, nvlink",
+        ),
+        (
+            "-w node[3-4]",
+            "--nodelist=node[3-4]: node3, node4 not in partition 'gpu'",
+            "pick nodes of partition 'gpu': node1, node2",
+        ),
         ("-w node[1-", "--nodelist=node[1-: cannot parse", "node[1-3,7]"),
     ],
 )
@@ -277,8 +382,10 @@ def test_no_partition_and_no_known_default_checks_every_partition() -> None:
     checked = validate(p("--gpus=4"), cluster)  # only p2 can run it: Slurm will pick it
     assert any("checked against every partition (p1, p2)" in w for w in checked.warnings)
     found = problems_of("--gpus=9", cluster)
-    assert [m for m, _ in found] == ["--gpus=9: partition 'p1' has only 2 GPUs in total",
-                                     "--gpus=9: partition 'p2' has only 4 GPUs in total"]
+    assert [m for m, _ in found] == [
+        "--gpus=9: partition 'p1' has only 2 GPUs in total",
+        "--gpus=9: partition 'p2' has only 4 GPUs in total",
+    ]
     assert validate(p("-p p2 --gpus=2"), cluster).partition == "p2"
     found = problems_of("-p p1 --gpus=h100:1", cluster)
     assert found[0][1].startswith("h100 GPUs are in partition p2: add -p p2")

@@ -53,7 +53,9 @@ def test_a_collector_turned_off_by_the_program_stays_off_and_nesting_is_safe() -
     assert gc.isenabled()
 
 
-def test_the_jobs_parser_pauses_the_collector_only_for_a_large_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_jobs_parser_pauses_the_collector_only_for_a_large_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from slurmlab.core.slurm import json_jobs
 
     seen: list[bool] = []

@@ -31,7 +31,12 @@ def test_text_jobs_agree_with_squeue_json() -> None:
     assert text.keys() == as_json.keys()
     for jid, tj in text.items():
         jj = as_json[jid]
-        assert (tj.state, tj.reason, tj.nodes, tj.time_limit) == (jj.state, jj.reason, jj.nodes, jj.time_limit), jid  # type: ignore[attr-defined]
+        assert (tj.state, tj.reason, tj.nodes, tj.time_limit) == (
+            jj.state,
+            jj.reason,
+            jj.nodes,
+            jj.time_limit,
+        ), jid  # type: ignore[attr-defined]
         assert [a.items for a in tj.gpu_allocs] == [a.items for a in jj.gpu_allocs], jid  # type: ignore[attr-defined]
 
 
@@ -63,8 +68,10 @@ def test_brief_states_and_owners_agree_with_the_text_form() -> None:
 
 
 def test_the_recorded_life_of_one_allocation() -> None:
-    states = [parse_squeue_brief((DATA / f"{p}_squeue_brief_{s}.txt").read_text())[0]
-              for p, s in (("l02", "pending"), ("l06", "running"), ("l12", "cancelled"))]
+    states = [
+        parse_squeue_brief((DATA / f"{p}_squeue_brief_{s}.txt").read_text())[0]
+        for p, s in (("l02", "pending"), ("l06", "running"), ("l12", "cancelled"))
+    ]
     assert [(b.job_id, b.state) for b in states] == [(19, "PENDING"), (19, "RUNNING"), (19, "CANCELLED")]
     assert states[0].reason == "Resources"
     running = _text_jobs("l06_scontrol_show_job_d_running.txt")[19]

@@ -19,8 +19,13 @@ from slurmlab.core.slurm.squeue_brief import parse_squeue_brief
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "slurm"
 VERSIONS = ["24.11", "26.05"]
-_PARSERS = {"job": parse_jobs_json, "squeue": parse_jobs_json, "node": parse_nodes_json,
-            "partition": parse_partitions_json, "steps": parse_steps_json}
+_PARSERS = {
+    "job": parse_jobs_json,
+    "squeue": parse_jobs_json,
+    "node": parse_nodes_json,
+    "partition": parse_partitions_json,
+    "steps": parse_steps_json,
+}
 
 
 def _json_files() -> list[Path]:
@@ -40,13 +45,23 @@ def test_every_recorded_json_parses_without_problems(path: Path) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_gpu_indices_shards_and_mig_types(version: str) -> None:
-    jobs = {j.name: j for j in parse_jobs_json(json.loads((DATA / version / "s05_scontrol_json_show_job_d.json").read_text()))}
+    jobs = {
+        j.name: j
+        for j in parse_jobs_json(
+            json.loads((DATA / version / "s05_scontrol_json_show_job_d.json").read_text())
+        )
+    }
     assert len(jobs["gpus2"].gpu_allocs[0].gpu_indices) == 2
     gpn2 = jobs["gpn2"]
     assert len(gpn2.gpu_allocs) == 2 and all(len(a.gpu_indices) == 1 for a in gpn2.gpu_allocs)
     assert gpn2.gres_binding_enforced
     assert sum(jobs["shard4"].gpu_allocs[0].shares().values()) == 4
-    mig = {j.name: j for j in parse_jobs_json(json.loads((DATA / version / "x05_scontrol_json_show_job_d.json").read_text()))}
+    mig = {
+        j.name: j
+        for j in parse_jobs_json(
+            json.loads((DATA / version / "x05_scontrol_json_show_job_d.json").read_text())
+        )
+    }
     assert set(mig["migjob"].gpu_allocs[0].gpu_types) == {"1g.18gb"}
     assert len(mig["migjob"].gpu_allocs[0].gpu_indices) == 2
     assert set(mig["mig3g"].gpu_allocs[0].gpu_types) == {"3g.71gb"}
@@ -58,7 +73,12 @@ def test_default_partition_is_where_slurm_says_it(version: str) -> None:
     starred = [p[:-1] for p in (folder / "s20_sinfo_partitions.txt").read_text().split() if p.endswith("*")]
     text = parse_scontrol_partitions((folder / "s16_scontrol_show_partition.txt").read_text())
     assert starred == [p.name for p in text if p.default]
-    assert [p.name for p in parse_partitions_json(json.loads((folder / "s09_scontrol_json_show_partition.json").read_text()))] == [p.name for p in text]
+    assert [
+        p.name
+        for p in parse_partitions_json(
+            json.loads((folder / "s09_scontrol_json_show_partition.json").read_text())
+        )
+    ] == [p.name for p in text]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -21,11 +21,23 @@ BRIEF = parse_squeue_brief(
 
 def _job(**kw: object) -> Job:
     fields: dict[str, object] = dict(
-        job_id=2, name="train", state="RUNNING", user="ada", partition="gpu", nodelist="node[1-2]",
-        nodes=("node1", "node2"), start_time=START, end_time=START + timedelta(hours=1), time_limit=3600,
-        gpu_allocs=(GresAlloc("node1", parse_gres("gpu:h100:2(IDX:0-1),shard:h100:4(IDX:3)")),
-                    GresAlloc("node2", parse_gres("gpu:h100:1(IDX:2)"))),
-        num_tasks=4, comment="slurmlab:host:1:ab")
+        job_id=2,
+        name="train",
+        state="RUNNING",
+        user="ada",
+        partition="gpu",
+        nodelist="node[1-2]",
+        nodes=("node1", "node2"),
+        start_time=START,
+        end_time=START + timedelta(hours=1),
+        time_limit=3600,
+        gpu_allocs=(
+            GresAlloc("node1", parse_gres("gpu:h100:2(IDX:0-1),shard:h100:4(IDX:3)")),
+            GresAlloc("node2", parse_gres("gpu:h100:1(IDX:2)")),
+        ),
+        num_tasks=4,
+        comment="slurmlab:host:1:ab",
+    )
     fields.update(kw)
     return Job(**fields)  # type: ignore[arg-type]
 
@@ -34,8 +46,13 @@ def test_a_view_of_the_full_record_keeps_what_only_the_detail_knows() -> None:
     job = _job()
     view = JobView.from_job(job)
     assert view.detailed and view.gpus_by_node() == job.gpus_by_node() == {"node1": (0, 1), "node2": (2,)}
-    assert (view.display_id, view.name, view.user, view.num_tasks, view.comment) == ("2", "train", "ada", 4,
-                                                                                     "slurmlab:host:1:ab")
+    assert (view.display_id, view.name, view.user, view.num_tasks, view.comment) == (
+        "2",
+        "train",
+        "ada",
+        4,
+        "slurmlab:host:1:ab",
+    )
     now = START + timedelta(minutes=10)
     assert view.time_left(now) == job.time_left(now) == 3000.0
     assert view.elapsed(now) == 600.0 and view.expected_start is None
@@ -65,8 +82,17 @@ def test_both_records_merge_state_from_the_poll_and_the_rest_from_the_detail() -
 
 def test_the_job_table_reads_a_job_and_its_view_alike() -> None:
     now = START + timedelta(minutes=5)
-    for job in (_job(), _job(state="PENDING", reason="Resources", gpu_allocs=(), nodes=(), nodelist="",
-                             tres_req=Tres.parse("cpu=4,node=1,gres/gpu=2"))):
+    for job in (
+        _job(),
+        _job(
+            state="PENDING",
+            reason="Resources",
+            gpu_allocs=(),
+            nodes=(),
+            nodelist="",
+            tres_req=Tres.parse("cpu=4,node=1,gres/gpu=2"),
+        ),
+    ):
         assert job_row(job, now) == job_row(JobView.from_job(job), now)
     job = _job()
     assert gpus_text(job) == "node1:0,1 (h100) node2:2 (h100)" and shards_text(job) == "node1 gpu3:4"

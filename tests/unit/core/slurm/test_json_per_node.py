@@ -17,7 +17,9 @@ DATA = Path(__file__).resolve().parents[3] / "data" / "slurm"
 
 
 def _allocs(jobs):  # type: ignore[no-untyped-def]
-    return {j.job_id: [(a.node, a.cpu_ids, a.mem_mb, a.gpu_indices, a.items) for a in j.gpu_allocs] for j in jobs}
+    return {
+        j.job_id: [(a.node, a.cpu_ids, a.mem_mb, a.gpu_indices, a.items) for a in j.gpu_allocs] for j in jobs
+    }
 
 
 def _compare(json_path: Path, text_path: Path, nodes_path: Path | None = None) -> int:
@@ -43,9 +45,15 @@ def test_recorded_json_jobs_equal_the_text_form(version: str, jobs: str) -> None
 def test_hyperthreaded_node_counts_every_thread_of_a_core(version: str, with_nodes: bool) -> None:
     folder = DATA / version
     nodes = folder / "x07_scontrol_json_show_node.json" if with_nodes else None
-    assert _compare(folder / "x05_scontrol_json_show_job_d.json", folder / "x06_scontrol_show_job_d.txt", nodes) == 3
-    job = next(j for j in parse_jobs_json(json.loads((folder / "x05_scontrol_json_show_job_d.json").read_text()))
-               if j.name == "sock1")
+    assert (
+        _compare(folder / "x05_scontrol_json_show_job_d.json", folder / "x06_scontrol_show_job_d.txt", nodes)
+        == 3
+    )
+    job = next(
+        j
+        for j in parse_jobs_json(json.loads((folder / "x05_scontrol_json_show_job_d.json").read_text()))
+        if j.name == "sock1"
+    )
     # 120 CPUs on 2-thread cores: 60 cores, both threads of each listed (pairs 2k, 2k+1)
     ids = parse_index_list(job.gpu_allocs[0].cpu_ids or "")
     assert len(ids) == 120 and all(i + 1 in ids for i in ids if i % 2 == 0)
@@ -64,7 +72,9 @@ LAYOUT_JOBS = [
 @pytest.mark.parametrize(("version", "name"), LAYOUT_JOBS, ids=[f"{v}/{n}" for v, n in LAYOUT_JOBS])
 def test_older_layout_json_jobs_equal_the_text_form(version: str, name: str) -> None:
     nodes = golden_path(version, "s07_scontrol_json_show_node.json")
-    assert _compare(golden_path(version, name), golden_path(version, "s06_scontrol_show_job_d.txt"), nodes) >= 8
+    assert (
+        _compare(golden_path(version, name), golden_path(version, "s06_scontrol_show_job_d.txt"), nodes) >= 8
+    )
 
 
 def test_22_05_json_jobs_equal_the_text_form_with_the_node_records() -> None:
@@ -82,16 +92,26 @@ def _shared(*parts: str) -> Path:
     base = shared_fixtures_dir()
     path = base.joinpath(*parts) if base else None
     if path is None or not path.exists():
-        pytest.skip(f"shared fixture {'/'.join(parts)} not available (extra test of the real-cluster capture)")
+        pytest.skip(
+            f"shared fixture {'/'.join(parts)} not available (extra test of the real-cluster capture)"
+        )
     return path
 
 
-@pytest.mark.parametrize("name", [
-    "s05_scontrol_show_job_d.json", "s05b_scontrol_json_show_job_d.json", "s01_squeue.json",
-    "dp/scontrol_show_job_d.v0.0.40.json", "dp/scontrol_show_job_d.v0.0.41.json",
-    "dp/scontrol_show_job_d.v0.0.42.json", "dp/squeue.v0.0.40.json", "dp/squeue.v0.0.41.json",
-    "dp/squeue.v0.0.42.json",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "s05_scontrol_show_job_d.json",
+        "s05b_scontrol_json_show_job_d.json",
+        "s01_squeue.json",
+        "dp/scontrol_show_job_d.v0.0.40.json",
+        "dp/scontrol_show_job_d.v0.0.41.json",
+        "dp/scontrol_show_job_d.v0.0.42.json",
+        "dp/squeue.v0.0.40.json",
+        "dp/squeue.v0.0.41.json",
+        "dp/squeue.v0.0.42.json",
+    ],
+)
 def test_shared_24_11_json_jobs_equal_the_text_form(name: str) -> None:
     nodes = _shared("slurm", "24.11", "s07_scontrol_show_node.json")
     text = _shared("slurm", "24.11", "s06_scontrol_show_job_d.txt")
@@ -101,22 +121,35 @@ def test_shared_24_11_json_jobs_equal_the_text_form(name: str) -> None:
 def test_shared_22_05_json_jobs_equal_the_text_form_with_the_node_records() -> None:
     text = _shared("slurm", "22.05", "s06_scontrol_show_job_d.txt")
     json_path = _shared("slurm", "22.05", "s01_squeue.json")
-    nodes = _shared("slurm", "24.11", "s07_scontrol_show_node.json")  # same node[1-3] shapes; 22.05 has no JSON nodes
+    nodes = _shared(
+        "slurm", "24.11", "s07_scontrol_show_node.json"
+    )  # same node[1-3] shapes; 22.05 has no JSON nodes
     assert _compare(json_path, text, nodes) >= 7
 
 
 def _old_layout_job(sockets: dict[str, object]) -> dict[str, object]:
-    return {"jobs": [{
-        "job_id": 5, "job_state": "RUNNING", "nodes": "n1", "gres_detail": ["gpu:h100:1(IDX:3)"],
-        "job_resources": {"allocated_nodes": [{"nodename": "n1", "sockets": sockets, "memory_allocated": 4000}]},
-    }]}
+    return {
+        "jobs": [
+            {
+                "job_id": 5,
+                "job_state": "RUNNING",
+                "nodes": "n1",
+                "gres_detail": ["gpu:h100:1(IDX:3)"],
+                "job_resources": {
+                    "allocated_nodes": [{"nodename": "n1", "sockets": sockets, "memory_allocated": 4000}]
+                },
+            }
+        ]
+    }
 
 
 def test_old_layout_past_socket_0_without_node_record_is_unknown_not_guessed() -> None:
     doc = _old_layout_job({"1": {"cores": {"2": "allocated"}}})
     alloc = parse_jobs_json(doc)[0].gpu_allocs[0]
     assert alloc.cpu_ids is None and alloc.mem_mb == 4000
-    nodes = parse_nodes_json({"nodes": [{"name": "n1", "state": "IDLE", "sockets": 2, "cores": 8, "threads": 2}]})
+    nodes = parse_nodes_json(
+        {"nodes": [{"name": "n1", "state": "IDLE", "sockets": 2, "cores": 8, "threads": 2}]}
+    )
     assert parse_jobs_json(doc, nodes=nodes)[0].gpu_allocs[0].cpu_ids == "20-21"
 
 

@@ -15,7 +15,15 @@ from slurmlab.cli import main
 
 # what `slurmlab parse` does not claim to read (one-column lists, srun output, ping, the hand-made hostile
 # records) and what a stopped controller printed: test_parse_fixtures checks each is refused or empty
-NOT_PARSED = ("sinfo_node_states", "owner", "srun_", "ping", "sinfo_partitions", "hostile_", "controller_down")
+NOT_PARSED = (
+    "sinfo_node_states",
+    "owner",
+    "srun_",
+    "ping",
+    "sinfo_partitions",
+    "hostile_",
+    "controller_down",
+)
 OUTPUTS = [p for p in golden_outputs() if p.suffix != ".yaml" and not any(k in p.name for k in NOT_PARSED)]
 
 
@@ -54,12 +62,17 @@ def test_parse_json_has_the_gpu_facts(version: str, capsys: pytest.CaptureFixtur
 
 
 @pytest.mark.parametrize("version", GOLDEN_VERSIONS)
-def test_parse_reads_stdin(version: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_parse_reads_stdin(
+    version: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = golden_path(version, "s08_scontrol_show_node_d.txt").read_text()
     monkeypatch.setattr(sys, "stdin", io.StringIO(text))
     assert main(["parse", "-"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["kind"] == "nodes" and doc["version"] == {"22.05": "22.05.8", "24.11": "24.11.5", "26.05": "26.05.5"}[version]
+    assert (
+        doc["kind"] == "nodes"
+        and doc["version"] == {"22.05": "22.05.8", "24.11": "24.11.5", "26.05": "26.05.5"}[version]
+    )
     assert [n["gpu_used_indices"] for n in doc["items"]][1] == {"h100": [0, 4]}
 
 

@@ -13,8 +13,12 @@ from slurmlab.core.slurm.detect import detect_and_parse
 
 
 @pytest.mark.parametrize("version", GOLDEN_VERSIONS)
-@pytest.mark.parametrize("name", ["s01_squeue.json", "s06_scontrol_show_job_d.txt", "s08_scontrol_show_node_d.txt"])
-def test_compact_lines_hold_the_same_document(version: str, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "name", ["s01_squeue.json", "s06_scontrol_show_job_d.txt", "s08_scontrol_show_node_d.txt"]
+)
+def test_compact_lines_hold_the_same_document(
+    version: str, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = golden_path(version, name)
     assert main(["parse", str(path)]) == 0
     out = capsys.readouterr().out

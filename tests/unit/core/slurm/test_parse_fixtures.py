@@ -59,13 +59,22 @@ def check_jobs(jobs: dict[str, Job], full: bool) -> None:
     assert a3.node == "node1" and a3.gpu_indices == () and a3.shares() == {1: 4} and a3.shard_count == 4
     assert [(g.name, g.count) for g in j3.tres_per_node] == [("shard", 4)]
     assert j4.name == "batchrun" and j4.gpus_by_node() == {"node1": (2,)}  # --gpus-per-task=1
-    assert (j5.state, j5.reason, j5.held, j5.time_limit, j5.gpu_allocs) == ("PENDING", "JobHeldUser", True, 1800, ())
+    assert (j5.state, j5.reason, j5.held, j5.time_limit, j5.gpu_allocs) == (
+        "PENDING",
+        "JobHeldUser",
+        True,
+        1800,
+        (),
+    )
     assert [(g.name, g.count) for g in j5.tres_per_job] == [("gpu", 1)]
     assert (jobs["9"].state, jobs["9"].reason) == ("PENDING", "Resources")
     assert [(g.name, g.count) for g in jobs["9"].tres_per_node] == [("gpu", 8)]
     pending_array = jobs["8_[3-5%3]"]
     assert (pending_array.state, pending_array.reason, pending_array.array_tasks) == (
-        "PENDING", "JobArrayTaskLimit", "3-5%3")
+        "PENDING",
+        "JobArrayTaskLimit",
+        "3-5%3",
+    )
     assert pending_array.array_job_id == 8 and pending_array.job_id == 8
     assert jobs["8_0"].gpus_by_node() == {"node1": (6,)} and jobs["8_0"].array_task_id == 0
     assert jobs["8_1"].gpus_by_node() == {"node1": (7,)} and jobs["8_1"].array_task_id == 1
@@ -128,7 +137,13 @@ def check_partitions(parts: dict[str, Partition]) -> None:
 
 def check_steps(steps: dict[str, Step]) -> None:
     s2, s4 = steps["2.0"], steps["4.0"]
-    assert (s4.name, s4.nodes, s4.state, s4.num_tasks, s4.job_id) == ("stepsleep", ("node1",), "RUNNING", 1, "4")
+    assert (s4.name, s4.nodes, s4.state, s4.num_tasks, s4.job_id) == (
+        "stepsleep",
+        ("node1",),
+        "RUNNING",
+        1,
+        "4",
+    )
     assert (s2.name, s2.nodes, s2.num_tasks, s2.job_id) == ("gpustep", ("node1", "node2"), 2, "2")
     assert [(g.name, g.count) for g in s2.tres_per_node] == [("gpu", 1)]
     assert s2.tres_alloc is not None and (s2.tres_alloc.cpus, s2.tres_alloc.mem_mb) == (4, 4000)
@@ -218,14 +233,27 @@ def test_every_golden_file(path: Path) -> None:
 def test_every_version_holds_the_whole_workload(version: str) -> None:
     """The kinds the parametrised test checks are all there (a recording that lost a file fails here)."""
     names = {p.name for p in golden_outputs(version)}
-    for name in ("s06_scontrol_show_job_d.txt", "s08_scontrol_show_node_d.txt", "s13b_scontrol_show_steps.txt",
-                 "s16_scontrol_show_partition.txt", "s21_squeue_brief.txt", "s01_squeue.json",
-                 "x06_scontrol_show_job_d.txt", "w06_sbatch_running.txt", "00_slurmd_version.txt"):
+    for name in (
+        "s06_scontrol_show_job_d.txt",
+        "s08_scontrol_show_node_d.txt",
+        "s13b_scontrol_show_steps.txt",
+        "s16_scontrol_show_partition.txt",
+        "s21_squeue_brief.txt",
+        "s01_squeue.json",
+        "x06_scontrol_show_job_d.txt",
+        "w06_sbatch_running.txt",
+        "00_slurmd_version.txt",
+    ):
         assert name in names, f"{version} lacks {name}"
     if version != "22.05":  # scontrol --json exists from 23.02
-        for name in ("s05_scontrol_json_show_job_d.json", "s07_scontrol_json_show_node.json",
-                     "s09_scontrol_json_show_partition.json", "s13_scontrol_json_show_steps.json",
-                     "x05_scontrol_json_show_job_d.json", "x07_scontrol_json_show_node.json"):
+        for name in (
+            "s05_scontrol_json_show_job_d.json",
+            "s07_scontrol_json_show_node.json",
+            "s09_scontrol_json_show_partition.json",
+            "s13_scontrol_json_show_steps.json",
+            "x05_scontrol_json_show_job_d.json",
+            "x07_scontrol_json_show_node.json",
+        ):
             assert name in names, f"{version} lacks {name}"
 
 
@@ -242,7 +270,12 @@ def test_same_job_facts_from_text_and_json(version: str) -> None:
     assert text_jobs.keys() == json_jobs.keys()
     for job_id, tj in text_jobs.items():
         jj = json_jobs[job_id]
-        assert (tj.state, tj.reason, tj.nodes, tj.time_limit) == (jj.state, jj.reason, jj.nodes, jj.time_limit), job_id
+        assert (tj.state, tj.reason, tj.nodes, tj.time_limit) == (
+            jj.state,
+            jj.reason,
+            jj.nodes,
+            jj.time_limit,
+        ), job_id
         assert tj.gpu_allocs == jj.gpu_allocs or [a.items for a in tj.gpu_allocs] == [
             a.items for a in jj.gpu_allocs
         ]
@@ -295,11 +328,21 @@ def check_shared_jobs(jobs: dict[str, Job], full: bool) -> None:
     assert j5.alloc_on("node3").gpu_types == {"3g.71gb": (4,)}  # type: ignore[union-attr]
     assert j6.gpus_by_node() == {"node2": (1,)}
     j7 = jobs["7"]
-    assert (j7.state, j7.reason, j7.held, j7.time_limit, j7.gpu_allocs) == ("PENDING", "JobHeldUser", True, 1800, ())
+    assert (j7.state, j7.reason, j7.held, j7.time_limit, j7.gpu_allocs) == (
+        "PENDING",
+        "JobHeldUser",
+        True,
+        1800,
+        (),
+    )
     assert [(g.name, g.count) for g in j7.tres_per_job] == [("gpu", 1)]
     assert (jobs["11"].state, jobs["11"].reason) == ("PENDING", "Priority")
     pending_array = jobs["10_[2-5%3]"]
-    assert (pending_array.state, pending_array.reason, pending_array.array_tasks) == ("PENDING", "Resources", "2-5%3")
+    assert (pending_array.state, pending_array.reason, pending_array.array_tasks) == (
+        "PENDING",
+        "Resources",
+        "2-5%3",
+    )
     assert pending_array.array_job_id == 10
     assert jobs["10_0"].gpus_by_node() == {"node2": (3,)} and jobs["10_0"].array_task_id == 0
     assert jobs["10_1"].gpus_by_node() == {"node2": (2,)} and jobs["10_1"].array_task_id == 1

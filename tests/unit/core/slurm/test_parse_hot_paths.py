@@ -80,8 +80,17 @@ def test_number_fast_path_agrees_with_the_checked_one(value: object, expected: i
     assert number(value) == expected
 
 
-@pytest.mark.parametrize("value", [2**64, -(2**64), {"set": True, "infinite": False, "number": 2**70},
-                                   {"set": True, "number": [1]}, "x1", float("nan")])
+@pytest.mark.parametrize(
+    "value",
+    [
+        2**64,
+        -(2**64),
+        {"set": True, "infinite": False, "number": 2**70},
+        {"set": True, "number": [1]},
+        "x1",
+        float("nan"),
+    ],
+)
 def test_number_still_refuses_what_is_no_slurm_number(value: object) -> None:
     with pytest.raises(ParseError):
         number(value)
@@ -107,9 +116,18 @@ def test_core_status_fast_path_refuses_a_bad_status() -> None:
 
 def _old_layout_job(job_id: int, node: str, cores: object, **more: object) -> dict[str, object]:
     """A 22.05 (openapi v0.0.38) running job holding one GPU and ``cores`` of socket 0 on ``node``."""
-    return {"job_id": job_id, "job_state": "RUNNING", "nodes": node, "gres_detail": ["gpu:h100:1(IDX:0)"],
-            "job_resources": {"allocated_nodes": [{"nodename": node, "memory_allocated": 1000,
-                                                   "sockets": {"0": {"cores": cores}}}]}, **more}
+    return {
+        "job_id": job_id,
+        "job_state": "RUNNING",
+        "nodes": node,
+        "gres_detail": ["gpu:h100:1(IDX:0)"],
+        "job_resources": {
+            "allocated_nodes": [
+                {"nodename": node, "memory_allocated": 1000, "sockets": {"0": {"cores": cores}}}
+            ]
+        },
+        **more,
+    }
 
 
 def test_the_collector_is_switched_back_as_it_was_even_after_a_failure() -> None:
@@ -134,29 +152,40 @@ def test_memoised_core_sets_follow_each_nodes_shape_and_never_hide_a_corrupt_one
     from slurmlab.core.slurm.json_job_resources import NodeShape
 
     cores = {"0": "allocated", "1": "allocated"}
-    doc = {"jobs": [_old_layout_job(1, "node1", cores), _old_layout_job(2, "node2", dict(cores)),
-                    _old_layout_job(3, "node1", dict(cores))]}
+    doc = {
+        "jobs": [
+            _old_layout_job(1, "node1", cores),
+            _old_layout_job(2, "node2", dict(cores)),
+            _old_layout_job(3, "node1", dict(cores)),
+        ]
+    }
     shapes = {"node1": NodeShape(56, 1), "node2": NodeShape(56, 2)}  # node2 has two threads per core
     jobs = parse_jobs_json(doc, nodes=shapes)
     assert [j.gpu_allocs[0].cpu_ids for j in jobs] == ["0-1", "0-3", "0-1"]
     for bad in ({"0": "allocated", "1": 7}, {"0": ["allocated", {}]}, {"x": "allocated"}, ["allocated"]):
         problems: list[ParseError] = []
-        found = parse_jobs_json({"jobs": [*doc["jobs"], _old_layout_job(4, "node1", bad)]}, nodes=shapes,
-                                problems=problems)
+        found = parse_jobs_json(
+            {"jobs": [*doc["jobs"], _old_layout_job(4, "node1", bad)]}, nodes=shapes, problems=problems
+        )
         assert [j.job_id for j in found] == [1, 2, 3], bad
         assert len(problems) == 1 and problems[0].record_id == "4", bad
 
 
 def test_shared_text_fields_are_read_once_and_a_hostile_one_is_still_reported() -> None:
-    base = {"user_name": "alice", "partition": "gpu", "tres_req_str": "cpu=4,mem=8G,node=1,gres/gpu=1",
-            "tres_per_node": "gres:gpu:1"}
+    base = {
+        "user_name": "alice",
+        "partition": "gpu",
+        "tres_req_str": "cpu=4,mem=8G,node=1,gres/gpu=1",
+        "tres_per_node": "gres:gpu:1",
+    }
     doc = {"jobs": [_old_layout_job(k, "node1", {"0": "allocated"}, **base) for k in (1, 2)]}
     one, two = parse_jobs_json(doc)
     assert one.tres_req is two.tres_req and one.tres_per_node is two.tres_per_node
     assert one.user == "alice" and one.tres_req is not None and one.tres_req.cpus == 4
     for hostile in ({"user_name": ["a", "b"]}, {"tres_req_str": {"x": 1}}, {"partition": 10**30}):
         problems: list[ParseError] = []
-        found = parse_jobs_json({"jobs": [*doc["jobs"], _old_layout_job(3, "node1", {"0": "allocated"},
-                                                                         **{**base, **hostile})]},
-                                problems=problems)
+        found = parse_jobs_json(
+            {"jobs": [*doc["jobs"], _old_layout_job(3, "node1", {"0": "allocated"}, **{**base, **hostile})]},
+            problems=problems,
+        )
         assert [j.job_id for j in found] == [1, 2] and len(problems) == 1, hostile

@@ -26,9 +26,14 @@ from slurmlab.errors import ParseError
 # every JSON job layout recorded: openapi v0.0.38 (22.05), data_parser v0.0.40-v0.0.45 (24.11, 26.05)
 JOB_FILES = [("22.05", "s01_squeue.json")] + [
     (version, name)
-    for name in ("s05_scontrol_json_show_job_d.json", "s01_squeue_json_v0.0.40.json", "s01_squeue_json_v0.0.41.json",
-                 "s05_scontrol_json_v0.0.42_show_job_d.json", "s05_scontrol_json_v0.0.43_show_job_d.json",
-                 "s05_scontrol_json_v0.0.44_show_job_d.json")
+    for name in (
+        "s05_scontrol_json_show_job_d.json",
+        "s01_squeue_json_v0.0.40.json",
+        "s01_squeue_json_v0.0.41.json",
+        "s05_scontrol_json_v0.0.42_show_job_d.json",
+        "s05_scontrol_json_v0.0.43_show_job_d.json",
+        "s05_scontrol_json_v0.0.44_show_job_d.json",
+    )
     for version in golden_with(name, "24.11", "26.05")
 ]
 OPTIONAL_JOB_FIELDS = [
@@ -98,8 +103,12 @@ def test_bad_gres_detail_is_reported_not_dropped(folder: str, name: str) -> None
 @pytest.mark.parametrize("version", golden_with("s08_scontrol_show_node_d.txt"))
 def test_unknown_and_missing_keys_in_text(version: str) -> None:
     text = golden_path(version, "s08_scontrol_show_node_d.txt").read_text()
-    changed = re.sub(r"   AllocTRES=[^\n]*\n", "\n", text.replace("GresDrain=N/A", "GresDrain=N/A NewKey2027=whatever"),
-                     count=1)
+    changed = re.sub(
+        r"   AllocTRES=[^\n]*\n",
+        "\n",
+        text.replace("GresDrain=N/A", "GresDrain=N/A NewKey2027=whatever"),
+        count=1,
+    )
     assert "NewKey2027" in changed and changed.count("AllocTRES=") == text.count("AllocTRES=") - 1
     assert [n.gpu_used_indices() for n in parse_scontrol_nodes(changed)] == [
         n.gpu_used_indices() for n in parse_scontrol_nodes(text)
@@ -119,7 +128,10 @@ def test_text_job_without_state_is_an_error() -> None:
 def test_sinfo_merges_node_partition_rows_without_losing_any(version: str) -> None:
     doc = _load(version, "s04_sinfo_nodes.json")
     assert len(doc["sinfo"]) == 2  # node1, node2 in the one partition gpu
-    assert [(n.name, n.partitions) for n in parse_nodes_json(doc)] == [("node1", ("gpu",)), ("node2", ("gpu",))]
+    assert [(n.name, n.partitions) for n in parse_nodes_json(doc)] == [
+        ("node1", ("gpu",)),
+        ("node2", ("gpu",)),
+    ]
     # node2 also in a second partition, as on a cluster with overlapping partitions: one row more, one node
     extra = copy.deepcopy(next(r for r in doc["sinfo"] if r["nodes"]["nodes"] == ["node2"]))
     extra["partition"]["name"] = "all"

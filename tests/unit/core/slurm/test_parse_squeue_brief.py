@@ -74,9 +74,7 @@ def test_detect_recognises_brief_output() -> None:
 )
 def test_bad_lines_raise_quoting_the_line(bad: str) -> None:
     with pytest.raises(ParseError) as info:
-        parse_squeue_brief(
-            "2|2|2|N/A|RUNNING|None|N/A|N/A|1:00:00|1:00:00|0:00|1|node1|gpu|root|N/A\n" + bad
-        )
+        parse_squeue_brief("2|2|2|N/A|RUNNING|None|N/A|N/A|1:00:00|1:00:00|0:00|1|node1|gpu|root|N/A\n" + bad)
     assert bad[:10] in str(info.value)
 
 
@@ -87,6 +85,9 @@ def test_sinfo_node_states() -> None:
     from slurmlab.errors import ParseError
 
     assert parse_sinfo_node_states("node1|idle\nnode2|mixed\nnode1|idle\nnode3|down*\n") == {
-        "node1": "idle", "node2": "mixed", "node3": "down*"}
+        "node1": "idle",
+        "node2": "mixed",
+        "node3": "down*",
+    }
     with pytest.raises(ParseError, match="node1 idle"):
         parse_sinfo_node_states("node1 idle\n")

@@ -31,7 +31,9 @@ def test_the_recorded_list_is_slurms_whole_list() -> None:
     releases = dict(NAMES)
     assert "22.05.11" in releases["FrontEndDown"] and "26.05.3" not in releases["FrontEndDown"]
     assert "22.05.11" not in releases["NvidiaImexChannels"] and "26.05.3" in releases["NvidiaImexChannels"]
-    assert "22.05.11" not in releases["MaxGRESRunMinsPerUser"] and "24.11.7" in releases["MaxGRESRunMinsPerUser"]
+    assert (
+        "22.05.11" not in releases["MaxGRESRunMinsPerUser"] and "24.11.7" in releases["MaxGRESRunMinsPerUser"]
+    )
 
 
 @pytest.mark.parametrize(("name", "releases"), NAMES, ids=[n for n, _ in NAMES])
@@ -52,19 +54,46 @@ def test_every_reason_in_slurms_source_is_in_plain_words(name: str, releases: st
     [
         ("PartitionConfig", "than its partition allows or has", "ask for less", True),
         ("Resources", "in use by other jobs", "", False),
-        ("QOSMaxGRESPerUser", "your jobs already use the most GPUs (GRES) your QOS allows per user",
-         "when your other jobs end", False),
-        ("AssocGrpCPURunMinutesLimit", "running jobs of your account already hold the most CPUs × time",
-         "shorter -t", False),
+        (
+            "QOSMaxGRESPerUser",
+            "your jobs already use the most GPUs (GRES) your QOS allows per user",
+            "when your other jobs end",
+            False,
+        ),
+        (
+            "AssocGrpCPURunMinutesLimit",
+            "running jobs of your account already hold the most CPUs × time",
+            "shorter -t",
+            False,
+        ),
         ("QOSGrpGRESMinutes", "your QOS has used up its GPUs (GRES) × time budget", "administrator", False),
-        ("QOSMaxCpuPerJobLimit", "asks for more CPUs per job than your QOS allows", "sacctmgr show qos", True),
-        ("AssocMaxMemPerNode", "asks for more memory on one node than your account allows", "ask for less", True),
+        (
+            "QOSMaxCpuPerJobLimit",
+            "asks for more CPUs per job than your QOS allows",
+            "sacctmgr show qos",
+            True,
+        ),
+        (
+            "AssocMaxMemPerNode",
+            "asks for more memory on one node than your account allows",
+            "ask for less",
+            True,
+        ),
         ("QOSMaxWallDurationPerJobLimit", "asks for more time than your QOS allows a job", "-t", True),
         ("QOSMinGRES", "asks for less GPUs (GRES) than your QOS requires", "--qos", True),
-        ("MaxJobsPerAccount", "your account already has the most running jobs your QOS allows",
-         "your account's other jobs end", False),
+        (
+            "MaxJobsPerAccount",
+            "your account already has the most running jobs your QOS allows",
+            "your account's other jobs end",
+            False,
+        ),
         ("QOSMaxSubmitJobPerUserLimit", "you already have the most jobs queued", "cancel one", False),
-        ("MaxMemoryRunMinsPerUser", "your jobs already hold the most memory × running time", "shorter -t", False),
+        (
+            "MaxMemoryRunMinsPerUser",
+            "your jobs already hold the most memory × running time",
+            "shorter -t",
+            False,
+        ),
         ("JobHeldUser", "held by you", "scontrol release", True),
         ("ReqNodeNotAvail, UnavailableNodes:node[1-2]", "down, drained or reserved", "-x", False),
         ("(Priority)", "waiting in line", "", False),

@@ -27,7 +27,7 @@ HOSTILE_VALUES = [
     "y UserId=root(0)",
     f"c {FORGED_GRES}",
     "n NodeList=n[1-1000]x[1-1001] NumNodes=1000",
-    'q"uo=te\'s =  JobState=COMPLETED Partition=admin',
+    "q\"uo=te's =  JobState=COMPLETED Partition=admin",
 ]
 
 
@@ -95,7 +95,9 @@ def test_a_name_holding_a_newline_makes_its_record_bad_and_only_that_one(forged:
 
 @pytest.mark.parametrize("version", GOLDEN_VERSIONS)
 def test_a_forged_gres_block_in_a_later_field_is_refused(version: str) -> None:
-    text = _job2(version).replace("   WorkDir=/home/user", f"   WorkDir=/tmp/x\n   JOB_GRES=gpu:h100:8\n     {FORGED_GRES}")
+    text = _job2(version).replace(
+        "   WorkDir=/home/user", f"   WorkDir=/tmp/x\n   JOB_GRES=gpu:h100:8\n     {FORGED_GRES}"
+    )
     problems: list[ParseError] = []
     assert parse_scontrol_jobs(text, tz=UTC, problems=problems) == []
     assert problems[0].record_id == "2"
@@ -141,7 +143,9 @@ def test_hostlist_counts_before_it_expands() -> None:
 def test_node_reason_and_os_with_keys_stay_text(version: str) -> None:
     text = golden_path(version, "s08_scontrol_show_node_d.txt").read_text()
     first = text[: text.index("NodeName=node2")]
-    hostile = first.replace("   OS=Linux", "   Reason=maint State=IDLE Gres=gpu:h100:99 [root@2026-11-29T15:00:00]\n   OS=Linux")
+    hostile = first.replace(
+        "   OS=Linux", "   Reason=maint State=IDLE Gres=gpu:h100:99 [root@2026-11-29T15:00:00]\n   OS=Linux"
+    )
     assert hostile != first
     (node,) = parse_scontrol_nodes(hostile)
     (plain,) = parse_scontrol_nodes(first)
@@ -158,7 +162,9 @@ def test_step_names_and_partitions_are_checked_too(version: str) -> None:
     assert renamed.name == "a b Network=x State=COMPLETED" and renamed.state == "RUNNING"
     forged = steps.replace("Name=stepsleep", "Name=s\n   UserId=0", 1)
     problems: list[ParseError] = []
-    assert len(parse_scontrol_steps(forged, tz=UTC, problems=problems)) == len(parse_scontrol_steps(steps)) - 1
+    assert (
+        len(parse_scontrol_steps(forged, tz=UTC, problems=problems)) == len(parse_scontrol_steps(steps)) - 1
+    )
     parts = golden_path(version, "s16_scontrol_show_partition.txt").read_text()
     twice = parts.replace("   Nodes=node[1-2]", "   Nodes=node[1-2]\n   Nodes=node[1-9]", 1)
     problems = []

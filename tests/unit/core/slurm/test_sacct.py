@@ -67,7 +67,10 @@ def test_states_exit_codes_and_who_cancelled(version: str) -> None:
     per_step = {s.name: (s.state, s.exit.code) for s in steps(by_id[ids["steps"]]).values()}  # type: ignore[union-attr]
     assert per_step["ok"] == ("COMPLETED", 0) and per_step["bad"] == ("FAILED", 2)
     alloc = steps(by_id[ids["alloc"]])
-    assert {s.name: s.exit.code for s in alloc.values() if s.name in ("hello", "four")} == {"hello": 0, "four": 4}  # type: ignore[union-attr]
+    assert {s.name: s.exit.code for s in alloc.values() if s.name in ("hello", "four")} == {
+        "hello": 0,
+        "four": 4,
+    }  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -98,14 +101,23 @@ def test_the_argv_asks_for_the_fields_in_the_parsers_order() -> None:
     assert SACCT_FIELDS[-1] == "JobName"  # the free-text field last: a '|' in it cannot shift the others
 
 
-LINE = ("12|1000|alice|research|debug|normal|{state}|{exit}|00:01:05|{limit}|2026-12-01T11:00:00|"
-        "2026-12-01T11:00:01|2026-12-01T11:01:06|{nodes}|2|billing=2,cpu=2,gres/gpu=1,mem=2000M,node=2|"
-        "2000M|{rss}|{cpu}|gres/gpuutil=42|{name}")
+LINE = (
+    "12|1000|alice|research|debug|normal|{state}|{exit}|00:01:05|{limit}|2026-12-01T11:00:00|"
+    "2026-12-01T11:00:01|2026-12-01T11:01:06|{nodes}|2|billing=2,cpu=2,gres/gpu=1,mem=2000M,node=2|"
+    "2000M|{rss}|{cpu}|gres/gpuutil=42|{name}"
+)
 
 
 def line(**over: str) -> str:
-    base = {"state": "COMPLETED", "exit": "0:0", "limit": "00:05:00", "nodes": "node[1-2]", "rss": "", "cpu": "01:02.500",
-            "name": "x"}
+    base = {
+        "state": "COMPLETED",
+        "exit": "0:0",
+        "limit": "00:05:00",
+        "nodes": "node[1-2]",
+        "rss": "",
+        "cpu": "01:02.500",
+        "name": "x",
+    }
     return LINE.format(**{**base, **over})
 
 
@@ -123,12 +135,24 @@ def test_fields_are_read_by_the_shared_helpers() -> None:
     assert r.to_dict()["elapsed_text"] == "00:01:05"
 
 
-@pytest.mark.parametrize("bad", [
-    line(state="cancelled"), line(state="RUNNING by x"), line(exit="zero"), line(limit="1:2:3:4:5"),
-    line(nodes="node[1-"), line(rss="lots"), line(cpu="1.5.5"), line().replace("billing=2", "billing"),
-    line().replace("2026-12-01T11:00:00", "yesterday"), line().replace("|2|", "|two|"),
-    "x" * 5000, "12|only|three", "１２|" + "|" * 20,
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        line(state="cancelled"),
+        line(state="RUNNING by x"),
+        line(exit="zero"),
+        line(limit="1:2:3:4:5"),
+        line(nodes="node[1-"),
+        line(rss="lots"),
+        line(cpu="1.5.5"),
+        line().replace("billing=2", "billing"),
+        line().replace("2026-12-01T11:00:00", "yesterday"),
+        line().replace("|2|", "|two|"),
+        "x" * 5000,
+        "12|only|three",
+        "１２|" + "|" * 20,
+    ],
+)
 def test_garbage_raises_parse_error_naming_the_record(bad: str) -> None:
     with pytest.raises(ParseError) as err:
         parse_sacct(bad)
@@ -154,7 +178,24 @@ def test_hostile_sizes_parse_in_bounded_time() -> None:
 def _mutations(text: str, rng: random.Random, n: int) -> list[str]:
     """Corrupted copies of a recording: bytes flipped, lines cut, fields doubled or dropped, hostile characters."""
     out = []
-    junk = ["|", "\n", "", "-", ":", "=", ",", "\x00", "٣", "9" * 30, "None assigned", "UNLIMITED", "by", "?", "[", "]"]
+    junk = [
+        "|",
+        "\n",
+        "",
+        "-",
+        ":",
+        "=",
+        ",",
+        "\x00",
+        "٣",
+        "9" * 30,
+        "None assigned",
+        "UNLIMITED",
+        "by",
+        "?",
+        "[",
+        "]",
+    ]
     for _ in range(n):
         chars = list(text)
         for _ in range(rng.randint(1, 6)):
@@ -163,7 +204,7 @@ def _mutations(text: str, rng: random.Random, n: int) -> list[str]:
             if op == 0:
                 chars[i] = rng.choice(junk)
             elif op == 1:
-                del chars[i: i + rng.randint(1, 40)]
+                del chars[i : i + rng.randint(1, 40)]
             else:
                 chars.insert(i, rng.choice(junk))
         out.append("".join(chars))

@@ -30,7 +30,13 @@ def test_the_recorded_tree_parses_line_for_line(version: str) -> None:
         assert record.user == (cells[1] or None)
         assert record.raw_usage == int(cells[4])
     root = records[0]
-    assert (root.account, root.user, root.depth, root.raw_shares, root.fair_share) == ("root", None, 0, None, None)
+    assert (root.account, root.user, root.depth, root.raw_shares, root.fair_share) == (
+        "root",
+        None,
+        0,
+        None,
+        None,
+    )
     users = [r for r in records if r.is_user]
     assert users and all(r.fair_share is not None and 0 <= r.fair_share <= 1 for r in users)
     accounts = [r for r in records if not r.is_user and r.depth == 1]
@@ -69,18 +75,37 @@ def test_parent_shares_are_read_as_such() -> None:
 
 
 def _line(**cells: str) -> str:
-    base = dict(zip(SSHARE_FIELDS, " research|alice|1|0.5|10|0.1|0.2|0.6|2.5|cpu=1,gres/gpu=3".split("|"),
-                    strict=True))
+    base = dict(
+        zip(
+            SSHARE_FIELDS, " research|alice|1|0.5|10|0.1|0.2|0.6|2.5|cpu=1,gres/gpu=3".split("|"), strict=True
+        )
+    )
     base.update(cells)
     return "|".join(base[f] for f in SSHARE_FIELDS)
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("RawUsage", "-1"), ("RawUsage", "1e9"), ("RawUsage", "٣"), ("NormShares", "nan"), ("NormShares", "inf"),
-    ("FairShare", "1e999"), ("FairShare", "7.5"), ("EffectvUsage", "0x10"), ("LevelFS", "-inf"),
-    ("GrpTRESRaw", "cpu"), ("GrpTRESRaw", "cpu=1,=2"), ("GrpTRESRaw", "cpu=NaN"), ("GrpTRESRaw", "x y=1"),
-    ("Account", " "), ("Account", " re search"), ("User", "bob smith"), ("RawShares", "lots"),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("RawUsage", "-1"),
+        ("RawUsage", "1e9"),
+        ("RawUsage", "٣"),
+        ("NormShares", "nan"),
+        ("NormShares", "inf"),
+        ("FairShare", "1e999"),
+        ("FairShare", "7.5"),
+        ("EffectvUsage", "0x10"),
+        ("LevelFS", "-inf"),
+        ("GrpTRESRaw", "cpu"),
+        ("GrpTRESRaw", "cpu=1,=2"),
+        ("GrpTRESRaw", "cpu=NaN"),
+        ("GrpTRESRaw", "x y=1"),
+        ("Account", " "),
+        ("Account", " re search"),
+        ("User", "bob smith"),
+        ("RawShares", "lots"),
+    ],
+)
 def test_a_bad_value_is_a_parse_error_naming_the_record(field: str, value: str) -> None:
     with pytest.raises(ParseError) as info:
         parse_sshare(_line(**{field: value}))
@@ -120,4 +145,4 @@ def test_garbage_never_escapes_as_another_exception() -> None:
 
 def test_not_text_is_a_parse_error() -> None:
     with pytest.raises(ParseError):
-        parse_sshare(b"root|||" )  # type: ignore[arg-type]
+        parse_sshare(b"root|||")  # type: ignore[arg-type]

@@ -10,7 +10,11 @@ from slurmlab.core.slurm.sstat import cpu_seconds, job_not_running, parse_sstat,
 from slurmlab.errors import ParseError
 from slurmlab.testing.recordings import golden_dir
 
-VERSIONS = [v for v in ("22.05", "24.11", "26.05") if (golden_dir() / v / "sstat" / "u01_sstat_busy_step.txt").is_file()]
+VERSIONS = [
+    v
+    for v in ("22.05", "24.11", "26.05")
+    if (golden_dir() / v / "sstat" / "u01_sstat_busy_step.txt").is_file()
+]
 
 
 def _text(version: str, name: str) -> str:
@@ -60,8 +64,9 @@ def test_no_step_and_unknown_job_are_empty_with_plain_words(version: str) -> Non
     assert sstat_problem("sstat: error: something new\n") == "sstat: sstat: error: something new"
 
 
-@pytest.mark.parametrize("text, seconds", [("00:00:07", 7), ("01:02.345", 62.345), ("1-02:03:04", 93784),
-                                           ("00:00.001", 0.001)])
+@pytest.mark.parametrize(
+    "text, seconds", [("00:00:07", 7), ("01:02.345", 62.345), ("1-02:03:04", 93784), ("00:00.001", 0.001)]
+)
 def test_cpu_times_in_every_form_sstat_prints(text: str, seconds: float) -> None:
     assert cpu_seconds(text) == pytest.approx(seconds)
 
@@ -77,19 +82,22 @@ def test_a_hostlist_and_sizes_with_units() -> None:
     assert rec.step == "batch" and rec.total_cpu_s == 12 and rec.max_rss_mb == 0
 
 
-@pytest.mark.parametrize("line, what", [
-    ("7.0|2|node1|00:00:03", "sstat line"),                                   # fields missing
-    (GOOD + "|extra", "sstat line"),                                          # one too many
-    (GOOD.replace("7.0", "7;rm -rf /"), "sstat step id"),                     # not a step id
-    (GOOD.replace("7.0", "7"), "sstat step id"),                              # the job, no step
-    (GOOD.replace("|2|", "|-2|"), "sstat task count"),
-    (GOOD.replace("|2|", "|٢|"), "sstat task count"),                         # another script's digit
-    (GOOD.replace("|00:00:03|00", "|garbage|00"), "CPU time"),
-    (GOOD.replace("cpu=00:00:07", "cpu=1e999"), "CPU time"),
-    (GOOD.replace("13460K", "nanK"), "memory size"),
-    (GOOD.replace("node[1-2]", "node[2-"), "hostlist"),
-    ("x" * 30_000, "sstat line"),
-])
+@pytest.mark.parametrize(
+    "line, what",
+    [
+        ("7.0|2|node1|00:00:03", "sstat line"),  # fields missing
+        (GOOD + "|extra", "sstat line"),  # one too many
+        (GOOD.replace("7.0", "7;rm -rf /"), "sstat step id"),  # not a step id
+        (GOOD.replace("7.0", "7"), "sstat step id"),  # the job, no step
+        (GOOD.replace("|2|", "|-2|"), "sstat task count"),
+        (GOOD.replace("|2|", "|٢|"), "sstat task count"),  # another script's digit
+        (GOOD.replace("|00:00:03|00", "|garbage|00"), "CPU time"),
+        (GOOD.replace("cpu=00:00:07", "cpu=1e999"), "CPU time"),
+        (GOOD.replace("13460K", "nanK"), "memory size"),
+        (GOOD.replace("node[1-2]", "node[2-"), "hostlist"),
+        ("x" * 30_000, "sstat line"),
+    ],
+)
 def test_hostile_lines_are_a_parse_error_naming_what(line: str, what: str) -> None:
     with pytest.raises(ParseError) as info:
         parse_sstat(GOOD + "\n" + line)
