@@ -106,8 +106,16 @@ def _wants_help(name: str, tokens: Sequence[str]) -> bool:
 
 
 # what slides and word processors turn "-" and quotes into
-_DASHES = {"\u2010": "hyphen", "\u2011": "non-breaking hyphen", "\u2012": "figure dash", "\u2013": "en dash",
-           "\u2014": "em dash", "\u2212": "minus sign", "\ufe63": "small hyphen-minus", "\uff0d": "fullwidth hyphen"}
+_DASHES = {
+    "\u2010": "hyphen",
+    "\u2011": "non-breaking hyphen",
+    "\u2012": "figure dash",
+    "\u2013": "en dash",
+    "\u2014": "em dash",
+    "\u2212": "minus sign",
+    "\ufe63": "small hyphen-minus",
+    "\uff0d": "fullwidth hyphen",
+}
 _QUOTES = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00ab": '"', "\u00bb": '"'}
 
 
@@ -118,23 +126,30 @@ def _check_pasted_typography(tokens: Sequence[str]) -> None:
         dashes = token[: len(token) - len(head)]
         if dashes and head:
             name = head.split("=", 1)[0]
-            short = len(name) == 1 or (name[0].isalpha() and name[1:].isdigit())  # -t, -N2
+            short = len(name) == 1 or (name[:1].isalpha() and name[1:].isdigit())  # -t, -N2 (none: "−=")
             # autocorrect turns "--" into one en/em dash: a long option lost a dash too
             fixed = "-" * len(dashes) if len(dashes) > 1 else ("-" if short else "--")
             names = " and ".join(sorted({_DASHES[d] for d in dashes}))
-            raise UsageError(f"{token!r} starts with {names} ({', '.join(f'U+{ord(d):04X}' for d in dashes)}), not "
-                             f"the ASCII '-' options need (a paste from slides or a word processor?): "
-                             f"write {fixed + head!r}")
+            raise UsageError(
+                f"{token!r} starts with {names} ({', '.join(f'U+{ord(d):04X}' for d in dashes)}), not "
+                f"the ASCII '-' options need (a paste from slides or a word processor?): "
+                f"write {fixed + head!r}"
+            )
         if token.startswith("-") and any(q in token for q in _QUOTES):
             fixed = "".join(_QUOTES.get(c, c) for c in token)
-            raise UsageError(f"{token!r} holds typographic quotes, which reach Slurm as part of the value: "
-                             f"write {fixed!r} (plain quotes are removed as in a shell)")
+            raise UsageError(
+                f"{token!r} holds typographic quotes, which reach Slurm as part of the value: "
+                f"write {fixed!r} (plain quotes are removed as in a shell)"
+            )
 
 
 def _show_help(name: str, parser: argparse.ArgumentParser) -> None:
     print(parser.format_help().rstrip())
-    print(f"\nOptions %{name} does not know go to Slurm unchanged; Slurm's own list: `man {name}`"
-          if name in {"salloc", "srun", "squeue", "sinfo"} else "")
+    print(
+        f"\nOptions %{name} does not know go to Slurm unchanged; Slurm's own list: `man {name}`"
+        if name in {"salloc", "srun", "squeue", "sinfo"}
+        else ""
+    )
 
 
 def expand_line(magics: Any, line: str, local_ns: dict[str, Any] | None) -> str:
@@ -177,7 +192,7 @@ def check_text(text: str, where: str = "the line", *, cell: bool = False) -> Non
         at = found.start()
         raise UsageError(
             f"{where} has {_describe(found.group())} at character {at + 1} "
-            f"(after {text[max(0, at - 20):at]!r}): a command-line argument cannot carry it; "
+            f"(after {text[max(0, at - 20) : at]!r}): a command-line argument cannot carry it; "
             "delete it (it usually comes from a paste) and run again"
         )
     try:
@@ -189,8 +204,11 @@ def check_text(text: str, where: str = "the line", *, cell: bool = False) -> Non
         ) from None
     limit = MAX_ARG_BYTES if cell else MAX_LINE_BYTES
     if size > limit:
-        fix = ("put the code in a file and run it with %srun bash FILE (or %srun python FILE)" if cell
-               else "put long input in a file and pass its name")
+        fix = (
+            "put the code in a file and run it with %srun bash FILE (or %srun python FILE)"
+            if cell
+            else "put long input in a file and pass its name"
+        )
         raise UsageError(f"{where} is {size:,} bytes; a command line takes at most {limit:,}: {fix}")
 
 
@@ -203,8 +221,10 @@ def line_tokens(line: str) -> list[str]:
         raise UsageError(f"cannot split the line ({exc}): close the quote, or escape it") from None
     big = next((t for t in tokens if len(os.fsencode(t)) > MAX_ARG_BYTES), None)
     if big is not None:
-        raise UsageError(f"one argument ({big[:20]!r}…) is over {MAX_ARG_BYTES:,} bytes, more than a "
-                         "command line takes: put it in a file and pass the file's name")
+        raise UsageError(
+            f"one argument ({big[:20]!r}…) is over {MAX_ARG_BYTES:,} bytes, more than a "
+            "command line takes: put it in a file and pass the file's name"
+        )
     return tokens
 
 
