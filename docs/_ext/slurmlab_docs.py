@@ -93,7 +93,7 @@ API_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 def _in_module(module: str, room: str) -> bool:
     if room == "slurmlab":
         return module == room
-    # slurm.allocation covers the package slurm/allocation/ and, while they exist, its slurm/allocation_*.py
+    # a room covers its package and the prefixed modules beside it (slurm.doctor: slurm/doctor_*.py)
     return module == room or module.startswith((room + ".", room + "_"))
 
 

@@ -2,7 +2,7 @@
 
 A MIG-capable GPU has 7 compute slices and 8 memory slices (A30: 4 and 4). A GPU instance (GI) takes a profile
 (``3g.40gb``), sits at a placement ``start:size`` in memory slices and holds one or more compute instances (CI).
-Facts from NVIDIA's MIG user guide and real ``nvidia-smi mig -lgip/-lgipp`` captures (FACTS-mig-nvlink.md).
+Facts from NVIDIA's MIG user guide and real ``nvidia-smi mig -lgip/-lgipp`` captures.
 Pure data, no I/O.
 
 The profile tables live in :mod:`.tables`, the instances in :mod:`.instances`, and the inference of placements and

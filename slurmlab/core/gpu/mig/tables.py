@@ -1,6 +1,6 @@
 """MIG profile tables per GPU model: each GPU-instance profile's slices, instance count and allowed placements.
 
-Facts from NVIDIA's MIG user guide and real ``nvidia-smi mig -lgip/-lgipp`` captures (FACTS-mig-nvlink.md).
+Facts from NVIDIA's MIG user guide and real ``nvidia-smi mig -lgip/-lgipp`` captures.
 """
 
 from __future__ import annotations

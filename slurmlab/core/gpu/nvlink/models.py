@@ -4,8 +4,8 @@ showing all its links can only be an NVSwitch) and the generations they belong t
 This is the one table of NVLink figures in slurmlab; the topology summary, the figure and the bandwidth
 experiments all read it. Sources (figures restated, not copied):
 
-- per-generation links and per-link speed: FACTS-mig-nvlink.md of the shared fixtures (stas00/ml-engineering
-  network/README.md; `nvidia-smi nvlink -s` captures for the reported speeds);
+- per-generation links and per-link speed: stas00/ml-engineering (network/README.md) and public
+  `nvidia-smi nvlink -s` captures for the reported speeds;
 - P100/V100: NVIDIA Tesla P100 and V100 datasheets (160 / 300 GB/s NVLink), DGX-1 V100 system architecture
   whitepaper (hybrid cube mesh, at most 2 links per pair), NVIDIA NVSwitch / DGX-2 datasheet (16 V100, 6 links
   each into NVSwitch, 300 GB/s per GPU);
