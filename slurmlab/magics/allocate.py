@@ -27,13 +27,21 @@ from slurmlab.magics.args import (
     split_line,
 )
 from slurmlab.magics.kernel import attach_as_default, no_allocation_message
-from slurmlab.magics.rerun import Origin, current_origin, find_rerun, rerun_warning
+from slurmlab.magics.rerun import (
+    Origin,
+    current_origin,
+    find_rerun,
+    find_same_request,
+    rerun_warning,
+    same_request_warning,
+)
 from slurmlab.magics.salloc_checks import (
     asks_for_gpu,
     no_gpu_message,
     partition_for,
     time_limit_note,
     unlimited,
+    zero_time_message,
 )
 from slurmlab.magics.session import EXPANSION_HELP, Session, user_errors
 from slurmlab.slurm import queries
@@ -133,12 +141,12 @@ class AllocateMagics(Magics):
     @argument(
         "--replace",
         action="store_true",
-        help="re-running a cell whose allocation still lives: cancel that one and submit this request",
+        help="re-running a cell (or the same request) whose allocation still lives: cancel it and submit",
     )
     @argument(
         "--new",
         action="store_true",
-        help="re-running a cell whose allocation still lives: submit another and keep both",
+        help="re-running a cell (or the same request) whose allocation still lives: submit another, keep both",
     )
     @argument(
         "--no-gpu",
@@ -152,13 +160,15 @@ class AllocateMagics(Magics):
 
         Validates the request against the cluster (a mistake comes back with its fix), submits
         ``salloc --no-shell`` in the background and returns the Allocation at once; displayed, it is a
-        live panel (state, why it waits, nodes and GPU indices, time left, Cancel). The newest live
-        allocation is where %srun runs. It is released when the kernel shuts down.
+        live panel (state, why it waits, nodes and GPU indices, time left, Cancel). The newest running
+        allocation (else the newest pending one) is where %srun runs. It is released when the kernel shuts
+        down.
 
         Re-running a cell whose allocation is still pending or running submits nothing: it says so and
-        returns that allocation (``--replace`` cancels it and submits; ``--new`` keeps both). A request for
-        no GPU is refused unless ``--no-gpu`` says a CPU-only job is meant; one without ``-t`` says which
-        limit it will get.
+        returns that allocation (``--replace`` cancels it and submits; ``--new`` keeps both); so does the same
+        request in another cell while this kernel's allocation for it lives. A request for no GPU is refused
+        unless ``--no-gpu`` says a CPU-only job is meant; ``-t 0`` (Slurm's "no limit") is refused, and one
+        without ``-t`` says which limit it will get.
 
         Examples: ``%salloc --gpus=2 -t 30``, ``%salloc -N2 --gpus-per-node=h100:4 --gpu-bind=closest``,
         ``%salloc --gres=shard:2``, ``%salloc --dry-run --gres=gpu:1g.18gb:1``.
@@ -189,12 +199,16 @@ class AllocateMagics(Magics):
                 "--no-gpu says a CPU-only job is meant, but the request asks for GPUs: drop one of them"
             )
         no_gpu = None if ns.no_gpu or asks_for_gpu(req) else no_gpu_message(req)
+        zero_time = zero_time_message(req)
         if ns.dry_run:
-            extra = tuple(w.removeprefix("note: ") for w in (no_gpu, _time_note(req)) if w)
+            notes = (no_gpu, zero_time, None if zero_time else _time_note(req))
+            extra = tuple(w.removeprefix("note: ") for w in notes if w)
             said = explain(req) + (f". {n}" if (n := signal_note(req.extra)) else "")  # --signal in words
             return DryRun(tuple(salloc_argv(req)), said, tuple(req.warnings) + extra, note)
         if no_gpu is not None:
             raise UsageError(no_gpu)
+        if zero_time is not None:
+            raise UsageError(zero_time)
         origin = current_origin(self.shell, req.to_argv(), typed=" ".join(rest))
         if not ns.new:
             earlier = self._rerun(origin, replace=ns.replace)
@@ -211,24 +225,30 @@ class AllocateMagics(Magics):
         return alloc
 
     def _rerun(self, origin: Origin, *, replace: bool) -> Allocation | None:
-        """The earlier allocation of this cell to return instead of submitting (after saying so), or None.
+        """The live allocation to return instead of submitting (after saying so), or None: the one an earlier
+        run of this cell made, else one another cell made with the same request.
 
-        With ``replace`` the earlier one is cancelled and None returned, so that the request is submitted."""
+        With ``replace`` that one is cancelled and None returned, so that the request is submitted."""
         session = Session.of(self.shell)
         made = [(a, session.origins[id(a)]) for a in reversed(session.live()) if id(a) in session.origins]
         earlier = find_rerun(origin, made)
+        same_cell = earlier is not None
+        if earlier is None:
+            earlier = find_same_request(origin, made)
         if earlier is None:
             return None
         was = session.origins[id(earlier)]
         if replace:
             with user_errors(f"cannot cancel allocation {earlier.job_id}"):
                 earlier.cancel()
+            whose = "this cell's" if same_cell else "the same request's"
             print(
-                f"cancelled this cell's allocation {earlier.job_id} (--replace); submitting the new request",
+                f"cancelled {whose} allocation {earlier.job_id} (--replace); submitting the new request",
                 file=sys.stderr,
             )
             return None
-        print(rerun_warning(earlier, origin, was), file=sys.stderr, flush=True)
+        said = rerun_warning(earlier, origin, was) if same_cell else same_request_warning(earlier, origin)
+        print(said, file=sys.stderr, flush=True)
         # this execution has claimed it: a second %salloc line of the same cell run is a request of its own
         session.origins[id(earlier)] = dataclasses.replace(was, execution=origin.execution)
         session.remember(earlier)
@@ -239,12 +259,17 @@ class AllocateMagics(Magics):
         "job_ids",
         nargs="*",
         metavar="JOBID",
-        help="jobs to cancel (default: this notebook's newest live allocation)",
+        help="jobs to cancel (default: this notebook's default allocation, the one %%srun uses)",
     )
+    @argument("--all", action="store_true", help="cancel every live allocation of this notebook")
     @raw_line
     @line_magic
     def scancel(self, line: str, local_ns: dict[str, Any] | None = None) -> None:
-        """Cancel jobs: ``%scancel`` (the newest live allocation) or ``%scancel 12 13``."""
+        """Cancel jobs: ``%scancel`` (the default allocation, the one %srun uses), ``%scancel --all`` (every
+        live allocation of this notebook) or ``%scancel 12 13``.
+
+        A bare ``%scancel`` cancels one allocation: with several live, it names the ones still live and how to
+        cancel them, so that none is left running unnoticed."""
         line = expand_line(self, line, local_ns)
         ns, rest, _ = split_line(self, "scancel", line)
         ids = [*ns.job_ids, *rest]
@@ -253,12 +278,15 @@ class AllocateMagics(Magics):
         if bad:
             shown = ", ".join(b if len(b) <= 40 else b[:40] + "…" for b in bad[:5])
             raise UsageError(
-                f"not a job id: {shown} (give numbers like 42 or 42_3, or nothing "
-                "for the newest live allocation)"
+                f"not a job id: {shown} (give numbers like 42 or 42_3, or nothing for the default allocation)"
             )
+        if ns.all and ids:
+            raise UsageError("--all cancels every live allocation of this notebook: give it no job ids")
         ids = list(dict.fromkeys(ids))  # the same id twice would be cancelled, then reported unknown
+        chosen: list[Allocation] = []
         if not ids:
-            if session.default is None:
+            chosen = session.live() if ns.all else [a for a in (session.default,) if a is not None]
+            if not chosen:
                 raise UsageError(
                     no_allocation_message(
                         "no live allocation to cancel in this notebook",
@@ -266,12 +294,18 @@ class AllocateMagics(Magics):
                         session,
                     )
                 )
-            if session.default.job_id is None:  # salloc has not heard back: withdraw the request
+            for alloc in [a for a in chosen if a.job_id is None]:  # salloc has not heard back: withdraw it
                 with user_errors("cannot withdraw the request"):
-                    session.default.cancel()
+                    alloc.cancel()
                 print("withdrew the pending request")
-                return
-            ids = [str(session.default.job_id)]
+            ids = [str(a.job_id) for a in chosen if a.job_id is not None]
+        if ids:
+            self._cancel_ids(ids, session)
+        if not ns.all and chosen:
+            _say_still_live(session, chosen)
+
+    @staticmethod
+    def _cancel_ids(ids: list[str], session: Session) -> None:
         mine = {str(a.job_id): a for a in session.allocations}
         runner = get_runner()
         with user_errors("cannot read the queue"):
@@ -293,6 +327,19 @@ class AllocateMagics(Magics):
                 else:
                     queries.cancel_job(jid, runner)
             print(f"cancelled job {jid}")
+
+
+def _say_still_live(session: Session, cancelled: list[Allocation]) -> None:
+    """After a bare ``%scancel``: the allocations of this notebook that still live, and how to end them.
+    ``cancelled`` (just asked to end: Slurm has not confirmed it yet) are not among them."""
+    left = [a for a in session.live() if a.job_id is not None and all(a is not c for c in cancelled)]
+    if left:
+        shown = ", ".join(f"{a.job_id} ({a.state})" for a in left)
+        ids = " ".join(str(a.job_id) for a in left)
+        print(
+            f"still live in this notebook: {shown}; %scancel {ids} cancels "
+            f"{'them' if len(left) > 1 else 'it'} (%scancel --all: every one)"
+        )
 
 
 for _m in (AllocateMagics.salloc, AllocateMagics.scancel):

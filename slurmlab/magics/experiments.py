@@ -1,7 +1,7 @@
 """``%gpu_timeslice`` and ``%gpu_isolation``: the time-slicing and isolation experiments in the notebook's
 allocation.
 
-Both run in ``--jobid`` or the notebook's newest live ``%salloc`` allocation and return an object that
+Both run in ``--jobid`` or the allocation ``%srun`` would use (the newest running one) and return an object that
 displays itself (a TimesliceResult with its measured table, a VerifyReport with its checks); the
 Gantt chart of a TimesliceResult is ``slurmlab.viz.gantt.gantt_figure(result)``.
 ``%gpu_timeslice`` with no allocation at all runs its workers as local processes (a laptop).
@@ -94,7 +94,11 @@ class ExperimentMagics(Magics):
     )
     @argument("--device", type=int, default=0, help="cupy backend: the GPU ordinal the workers share")
     @argument("--nice", type=int, default=None, help="workers' niceness (negative needs privilege)")
-    @argument("--jobid", metavar="ID", help="run in this job (default: the newest live %%salloc allocation)")
+    @argument(
+        "--jobid",
+        metavar="ID",
+        help="run in this job (default: the one %%srun uses, the newest running allocation)",
+    )
     @argument("--local", action="store_true", help="run local processes even when there is an allocation")
     @raw_line
     @line_magic
@@ -136,7 +140,11 @@ class ExperimentMagics(Magics):
             return run(alloc, plan)
 
     @magic_arguments()
-    @argument("--jobid", metavar="ID", help="check this job (default: the newest live %%salloc allocation)")
+    @argument(
+        "--jobid",
+        metavar="ID",
+        help="check this job (default: the one %%srun uses, the newest running allocation)",
+    )
     @argument("--tasks", "-n", type=int, default=None, help="tasks in the check step (default: the job's)")
     @argument("--backend", choices=("auto", "cpu", "cupy"), default="auto")
     @argument("--timeslice", action="store_true", help="also run a short time-slicing test (I6, I10)")

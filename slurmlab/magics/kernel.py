@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 from slurmlab.errors import JobNotFoundError, SlurmlabError, SlurmNotConfiguredError
 from slurmlab.magics.args import job_id_option
 from slurmlab.magics.error_display import StepInterrupted
-from slurmlab.magics.session import Session, is_live, user_errors
+from slurmlab.magics.session import NOT_STARTED_STATES, Session, is_live, user_errors
 from slurmlab.slurm import queries
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.allocation.leftovers import live_jobs
@@ -28,6 +28,7 @@ __all__ = [
     "SlurmStatus",
     "attach_as_default",
     "attach_job",
+    "chosen_message",
     "ended_message",
     "no_allocation_message",
     "read_status",
@@ -39,7 +40,8 @@ __all__ = [
 
 
 def resolve_allocation(job_id: str | None, session: Session | None = None) -> Allocation:
-    """The allocation a step goes to: ``--jobid`` (checked, and yours) or this notebook's newest live one."""
+    """The allocation a step goes to: ``--jobid`` (checked, and yours) or this notebook's default (its newest
+    running one, else its newest pending one); passing over a newer pending one is said in one line."""
     session = session or Session.of()
     if job_id is not None:
         jid = job_id_option(job_id)
@@ -67,7 +69,26 @@ def resolve_allocation(job_id: str | None, session: Session | None = None) -> Al
                 session,
             )
         )
+    passed_over = session.waiting()
+    if passed_over:
+        print(chosen_message(alloc, passed_over), file=sys.stderr, flush=True)
     return alloc
+
+
+def chosen_message(alloc: Allocation, passed_over: list[Allocation]) -> str:
+    """``using job 29 (RUNNING); job 30 is still PENDING — --jobid 30 waits for it``: the default, and the
+    newer allocations it was chosen over because they have not started (newest first)."""
+
+    def name(a: Allocation) -> str:
+        return f"job {a.job_id}" if a.job_id is not None else "a request Slurm has not numbered yet"
+
+    if len(passed_over) == 1:
+        newer = f"{name(passed_over[0])} is still {passed_over[0].state}"
+    else:
+        newer = "newer " + ", ".join(f"{name(a)} ({a.state})" for a in passed_over) + " have not started"
+    first = next((a.job_id for a in passed_over if a.job_id is not None), None)
+    waits = f" — --jobid {first} waits for it" if first is not None else ""
+    return f"using job {alloc.job_id} ({alloc.state}); {newer}{waits}"
 
 
 def ended_message(alloc: Allocation, session: Session | None = None) -> str:
@@ -142,7 +163,7 @@ def stop_following(alloc: Allocation) -> None:
 
 def wait_until_started(alloc: Allocation) -> None:
     """Wait for a pending allocation to run (saying so); Ctrl-C stops the wait in one line, not the job."""
-    if alloc.state not in ("SUBMITTING", "PENDING", "CONFIGURING"):
+    if alloc.state not in NOT_STARTED_STATES:
         return
     print(f"waiting for allocation {alloc.job_id} to start ({alloc.state})…", file=sys.stderr, flush=True)
     try:

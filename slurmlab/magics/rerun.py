@@ -5,6 +5,10 @@ a second job would hold GPUs nobody uses. A cell is known by the ``cellId`` Jupy
 the metadata of each execute request; a front end without it is matched by the request line, in this kernel.
 Within one execution of a cell, several ``%salloc`` lines are meant (a loop, two lines): only an earlier
 execution counts as a re-run.
+
+The same request typed in *another* cell while this kernel's allocation for it still lives is most often a
+copied line or a notebook run twice over, and is treated the same way: reused, said in one line, ``--new``
+for a second job, ``--replace`` to cancel the first (``find_same_request``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
 
-__all__ = ["Origin", "current_origin", "find_rerun", "rerun_warning"]
+__all__ = [
+    "Origin",
+    "current_origin",
+    "find_rerun",
+    "find_same_request",
+    "rerun_warning",
+    "same_request_warning",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,4 +101,21 @@ def rerun_warning(alloc: Allocation, origin: Origin, earlier: Origin) -> str:
     return (
         f"warning: this cell's allocation {alloc.job_id} ({flags}) is still {alloc.state}: reusing it, "
         f"no second job{changed}. Add --replace to cancel it and submit again, or --new to keep both."
+    )
+
+
+def find_same_request(origin: Origin, made: Iterable[tuple[Allocation, Origin]]) -> Allocation | None:
+    """The newest live allocation that an earlier execution (of any cell) made with the same request (in
+    canonical form), or None. ``made`` is as for :func:`find_rerun`; this execution's own ones do not count."""
+    same = [a for a, o in made if o.request == origin.request and not o.same_run(origin)]
+    return same[-1] if same else None
+
+
+def same_request_warning(alloc: Allocation, origin: Origin) -> str:
+    """The one line said instead of submitting a second job for a request this kernel already holds."""
+    asked = origin.typed or shlex.join(origin.request) or "no options"
+    return (
+        f"warning: this kernel already holds job {alloc.job_id} ({alloc.state}), made by another cell with the "
+        f"same request ({asked}): reusing it, no second job. Add --new to submit another and keep both, or "
+        "--replace to cancel it and submit again."
     )

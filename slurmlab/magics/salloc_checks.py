@@ -16,7 +16,14 @@ if TYPE_CHECKING:  # types only: the checks read what the request and the partit
     from slurmlab.core.request.request import GpuRequest
     from slurmlab.core.slurm.models import Partition
 
-__all__ = ["asks_for_gpu", "no_gpu_message", "partition_for", "time_limit_note", "unlimited"]
+__all__ = [
+    "asks_for_gpu",
+    "no_gpu_message",
+    "partition_for",
+    "time_limit_note",
+    "unlimited",
+    "zero_time_message",
+]
 
 _GPU_WORDS = ("gpu", "shard", "mps")
 
@@ -55,6 +62,20 @@ def partition_for(req: GpuRequest, partitions: Sequence[Partition], default: str
 def unlimited(req: GpuRequest) -> bool:
     """No ``-t``, ``-t UNLIMITED`` or ``-t 0`` (which Slurm reads as "no limit")."""
     return req.time is None or req.time.infinite or req.time.seconds == 0
+
+
+def zero_time_message(req: GpuRequest) -> str | None:
+    """Why ``-t 0`` is refused (None for any other time): it reads as "no time at all" but salloc(1) says "a
+    time limit of zero requests that no time limit be imposed" (salloc sets 0 to INFINITE), so a user who
+    wanted a quick test gets a job that holds its GPUs for as long as the partition allows."""
+    if req.time is None or req.time.seconds != 0:
+        return None
+    return (
+        "-t 0 does not mean a short job: Slurm reads a time limit of zero as no time limit at all, so the "
+        "job would hold its GPUs until it is cancelled or this kernel ends (only the partition's MaxTime, if "
+        "it has one, limits it); nothing was submitted: give a real limit, e.g. -t 30 (minutes) or "
+        "-t 2:00:00, or write -t UNLIMITED if no limit is meant"
+    )
 
 
 def time_limit_note(req: GpuRequest, partition: Partition | None) -> str | None:

@@ -38,7 +38,16 @@ if TYPE_CHECKING:  # %load_ext imports this module: the Slurm layer and the sand
     from slurmlab.slurm.runner import Runner
     from slurmlab.slurm.steps import StepResult
 
-__all__ = ["EXPANSION_HELP", "Before", "Session", "get_session", "is_live", "user_errors"]
+__all__ = [
+    "EXPANSION_HELP",
+    "NOT_STARTED_STATES",
+    "Before",
+    "Session",
+    "get_session",
+    "has_started",
+    "is_live",
+    "user_errors",
+]
 
 EXPANSION_HELP = (
     "$var: IPython expands $name and {expr} in the line before the magic runs (%salloc --gpus=$n). "
@@ -48,6 +57,9 @@ EXPANSION_HELP = (
     f"A line over {MAX_EXPAND_CHARS:,} characters with $ or {{…}} is refused (IPython's expansion of it "
     "would take minutes)."
 )
+
+# an allocation in one of these states has no nodes to run a step on yet: a step there waits for it
+NOT_STARTED_STATES = ("SUBMITTING", "PENDING", "CONFIGURING")
 
 # the attribute of the IPython shell that holds its session
 SHELL_ATTRIBUTE = "slurmlab_session"
@@ -66,8 +78,10 @@ class Session:
     """State of the magics in one kernel (one per IPython shell).
 
     ``default`` (where ``%srun``, ``%gpu_timeslice`` and ``%gpu_isolation`` run without ``--jobid``) is the
-    newest *live* allocation, made or attached: one that has ended never stays the default while an older one
-    still runs. ``origins`` says which cell made each allocation, so that re-running the cell is noticed.
+    newest *running* allocation, made or attached; only when none runs, the newest pending one. A step sent to
+    a pending job waits until it starts, perhaps for hours, while the running one the user has just used sits
+    idle: a user who wants the pending one names it with ``--jobid``. One that has ended is never the
+    default. ``waiting()`` lists the newer ones passed over, for the line that says so. ``origins`` says which cell made each allocation, so that re-running the cell is noticed.
     ``Session(shell)`` becomes the session of ``shell`` (replacing the one it had).
     """
 
@@ -111,7 +125,8 @@ class Session:
     @property
     def default(self) -> Allocation | None:
         live = self.live()
-        return live[0] if live else None
+        started = [a for a in live if has_started(a)]
+        return started[0] if started else (live[0] if live else None)
 
     @default.setter
     def default(self, alloc: Allocation | None) -> None:
@@ -119,6 +134,13 @@ class Session:
             self.allocations[:] = [a for a in self.allocations if not is_live(a)]
         else:
             self.remember(alloc)
+
+    def waiting(self) -> list[Allocation]:
+        """The live allocations newer than the default that have not started (passed over for it), newest
+        first; empty when the default is the newest live one."""
+        live, default = self.live(), self.default
+        at = next((i for i, a in enumerate(live) if a is default), 0)
+        return live[:at]
 
     def live_note(self, extra: Sequence[tuple[str, str]] = ()) -> str:
         """``live: 4 (RUNNING), 7 (PENDING): run there with --jobid ID`` for this notebook's live allocations and
@@ -132,8 +154,14 @@ class Session:
 
 
 def is_live(alloc: Allocation) -> bool:
-    """Pending or running (or not heard of yet): not ended, not rejected, not forgotten by Slurm."""
-    return not alloc.ended
+    """Pending or running (or not heard of yet): not ended, not rejected, not forgotten by Slurm, and not
+    cancelled by this kernel (its state says RUNNING until the next poll: a step or a reuse must not pick it)."""
+    return not alloc.ended and getattr(alloc, "released_at", None) is None
+
+
+def has_started(alloc: Allocation) -> bool:
+    """Live and past pending and configuring: a step sent there runs now."""
+    return is_live(alloc) and alloc.state not in NOT_STARTED_STATES
 
 
 def get_session() -> Session:

@@ -43,7 +43,11 @@ def _print(stream: str, line: str) -> None:
 @magics_class
 class StepMagics(Magics):
     @magic_arguments()
-    @argument("--jobid", metavar="ID", help="run in this job (default: the newest live %%salloc allocation)")
+    @argument(
+        "--jobid",
+        metavar="ID",
+        help="run in this job (default: the newest running %%salloc allocation, else the newest pending one)",
+    )
     @argument("--label", "-l", action="store_true", help="prefix every line with its task number")
     @argument("--python", action="store_true", help="(cell) run the cell as Python code instead of bash")
     @argument(

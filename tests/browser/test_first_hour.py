@@ -163,7 +163,7 @@ def test_rerun_reuses_no_gpu_is_refused_and_default_is_the_newest_live(
             "x = %salloc --gpus=1 -t 5",
             "print('JOB', x.job_id)",
             "%salloc -t 5",
-            "y = %salloc --gpus=1 -t 5\ny.wait('RUNNING', timeout=60)\nprint('JOB', y.job_id)",
+            "y = %salloc --new --gpus=1 -t 5\ny.wait('RUNNING', timeout=60)\nprint('JOB', y.job_id)",
             "y.cancel()\ny.wait('CANCELLED', timeout=60)",
             "%srun printenv SLURM_JOB_ID",
         ],

@@ -167,10 +167,12 @@ def test_picker_follows_a_sandbox_started_later(page: Any, slurm_sandbox: Any, s
     picker = page.locator("#slurmlab-sidebar select.slurmlab-ClusterPicker")
     # the sidebar asks for the list at every refresh: one refresh, plus slack
     try:
+        # this test's own sandbox, by the slurm.conf in its folder (the option's title names it): another h200-mig
+        # of this session may be listed first under the same label, before the labels name their folders
         found = page.wait_for_function(
-            "ends => [...document.querySelectorAll('#slurmlab-sidebar select.slurmlab-ClusterPicker option')]"
-            ".find(o => ends.some(e => o.textContent.endsWith(e)))?.value",
-            arg=mig_label,
+            "dir => [...document.querySelectorAll('#slurmlab-sidebar select.slurmlab-ClusterPicker option')]"
+            ".find(o => (o.title || '').includes('(' + dir + '/'))?.value",
+            arg=str(mig.directory),
             timeout=(SIDEBAR_REFRESH_S + 5) * 1000,
         )
     except Exception:

@@ -64,6 +64,19 @@ def _type_name(text: str, what: str, example: str) -> str:
     return text
 
 
+def _number_as_type(given: str, form: str, gtype: str, fix: str) -> None:
+    """Refuse a GPU type that is a number (``--gpus=4:1``, ``--gres=gpu:4:1``): Slurm reads ``form``, so the 4
+    would be a GPU type no cluster has, and the partition check would then say "no 4 GPUs"."""
+    if INT_RE.match(gtype):
+        raise BadValue(
+            f"{given}: Slurm reads {form}, so {gtype!r} would be a GPU type, not a number of GPUs", fix
+        )
+
+
+def _gpus_in_words(count: str) -> str:
+    return f"for {count} GPUs on each node write --gpus-per-node={count}; for {count} in all, --gpus={count}"
+
+
 def read_gpu_count(opt: str) -> Callable[[str], GpuCount]:
     def parse(text: str) -> GpuCount:
         example = f"{opt}=2 or {opt}=h100:2"
@@ -71,6 +84,8 @@ def read_gpu_count(opt: str) -> Callable[[str], GpuCount]:
         if len(parts) > 2:
             raise BadValue(f"{opt}={text}: too many ':' for [type:]count", f"write {example}")
         if len(parts) == 2:
+            fix = _gpus_in_words(parts[0]) if opt == "--gpus" else f"write {opt}={parts[0]}"
+            _number_as_type(f"{opt}={text}", "[type:]count", parts[0], fix)
             gtype = _type_name(parts[0], f"{opt}={text}", example)
             return GpuCount(_positive(parts[1], f"{opt} count", example, zero=True), gtype)
         if text and not INT_RE.match(text):
@@ -106,6 +121,8 @@ def read_gres_list(text: str) -> tuple[GresSpec, ...]:
             else:
                 specs.append(GresSpec(parts[0], _type_name(parts[1], where, example)))
         elif len(parts) == 3:
+            if parts[0] == "gpu":
+                _number_as_type(where, "name[:type][:count]", parts[1], _gpus_in_words(parts[1]))
             gtype = _type_name(parts[1], where, example)
             specs.append(GresSpec(parts[0], gtype, _positive(parts[2], f"{where} count", example, zero=True)))
         else:

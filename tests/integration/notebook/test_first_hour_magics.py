@@ -210,7 +210,10 @@ def test_a_real_kernel_knows_the_cell_and_shows_one_line_errors(slurm_sandbox: A
         jobs.append(job)
         again = _execute(kc, cell, "c1")  # the same cell re-run: no second job
         assert again.split("JOB ")[-1].split()[0] == job and "--replace" in again and "--new" in again, again
-        other = _execute(kc, cell, "c2")  # another cell with the same line: a job of its own
+        # another cell with the same line: the live job again, said in one line (issue 28 point 7)
+        same = _execute(kc, cell, "c2")
+        assert same.split("JOB ")[-1].split()[0] == job and f"already holds job {job}" in same, same
+        other = _execute(kc, cell.replace("%salloc ", "%salloc --new "), "c2")  # --new: a job of its own
         jobs.append(other.split("JOB ")[-1].split()[0])
         assert jobs[1] != job and sorted(_tagged_live(slurm_sandbox)) == sorted(jobs)
 

@@ -105,9 +105,10 @@ def test_the_cell_id_decides_what_a_rerun_is(
 ) -> None:
     kernel.run("cell-a", "run-1")
     a = _submit(shell, fake_runner, "--gpus=1 -t 5")
-    # another cell with the same line is a request of its own
+    # another cell with another line is a request of its own (the same line there reuses a: issue 28's
+    # test_magics_which_allocation.py)
     kernel.run("cell-b", "run-2")
-    b = _submit(shell, fake_runner, "--gpus=1 -t 5")
+    b = _submit(shell, fake_runner, "--gpus=1 -t 6")
     assert b is not a and len(fake_runner.called(SALLOC)) == 2
     # cell a again, its line edited: still this cell's allocation, not a second job
     kernel.run("cell-a", "run-3")
@@ -220,7 +221,9 @@ def no_other_jobs(fake_runner: FakeRunner) -> FakeRunner:
     return fake_runner
 
 
-def test_the_default_is_the_newest_live_allocation(ip: Any, no_other_jobs: FakeRunner) -> None:
+def test_the_default_is_the_newest_running_then_the_newest_live_allocation(
+    ip: Any, no_other_jobs: FakeRunner
+) -> None:
     from slurmlab.magics.kernel import resolve_allocation
     from slurmlab.magics.session import get_session
 
@@ -228,6 +231,10 @@ def test_the_default_is_the_newest_live_allocation(ip: Any, no_other_jobs: FakeR
     older, newer = _Alloc("4", "RUNNING"), _Alloc("5", "PENDING")
     session.remember(older)  # type: ignore[arg-type]
     session.remember(newer)  # type: ignore[arg-type]
+    assert resolve_allocation(None) is older  # a step there runs now; job 5 is named (issue 28 point 2)
+    older.state = "PENDING"
+    assert resolve_allocation(None) is newer  # none runs: the newest pending one
+    older.state, newer.state = "RUNNING", "RUNNING"
     assert resolve_allocation(None) is newer
     newer.state = "TIMEOUT"
     assert resolve_allocation(None) is older

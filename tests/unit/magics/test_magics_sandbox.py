@@ -100,7 +100,10 @@ def test_salloc_returns_at_once_and_becomes_the_default(sandbox_ip: Any) -> None
     second = sandbox_ip.run_line_magic(
         "salloc", "--gpus=1 -t 5 --new"
     )  # the same line again: --new keeps both
-    assert get_session().default is second and second.job_id != alloc.job_id
+    assert second.job_id != alloc.job_id
+    # the default is the newest *running* one: job 1 until the second has started
+    second.wait("RUNNING", timeout=30)
+    assert get_session().default is second
 
 
 def test_pending_allocation_turns_running_when_the_blocker_is_cancelled(sandbox_ip: Any) -> None:

@@ -342,3 +342,24 @@ def test_without_a_cluster_only_the_request_itself_is_checked() -> None:
     # checked again against the cluster: each warning once
     again = check_request(request, _cluster("22.05")[0])
     assert len(again.warnings) == len(set(again.warnings)) and again.warnings
+
+
+@pytest.mark.parametrize("version", GOLDEN_VERSIONS)
+@pytest.mark.parametrize(
+    "line", ["-N 2 --gpus=4:1 -t 30", "-N 2 --gres=gpu:4:1 -t 30", "-N 2 --gpus-per-node=4:1 -t 30"]
+)
+def test_a_gpu_count_written_as_a_type_is_named_against_a_real_cluster(version: str, line: str) -> None:
+    """Issue 28 point 4, on the recorded 2-node, 16-GPU cluster: the article's ``--gpus=4:1`` was answered
+    "partition 'gpu' has no 4 GPUs" (Slurm's [type:]count made 4 a type); the pipeline now says so, and
+    offers the spelling that asks for four GPUs on each node."""
+    inventory, slurm_version = golden_inventory(version)
+    nodes = {n.name: n for part in inventory.partitions for n in part.nodes}
+    assert sum(n.gpu_count() for n in nodes.values()) == 16
+    with pytest.raises(RequestError) as info:
+        check_request(shlex.split(line), inventory, version=slurm_version)
+    err = info.value
+    assert "'4' would be a GPU type, not a number of GPUs" in err.message and "has no 4 GPUs" not in str(err)
+    assert err.hint is not None and "--gpus-per-node=4" in err.hint
+    assert check_request(
+        ["-N", "2", "--gpus-per-node=4", "-t", "30"], inventory, version=slurm_version
+    ).checked

@@ -254,6 +254,27 @@ def test_malformed_values(line: str, in_message: str, in_hint: str) -> None:
     assert err.hint is not None and in_hint in err.hint
 
 
+@pytest.mark.parametrize(
+    ("line", "form", "fix"),
+    [
+        ("--gpus=4:1", "[type:]count", "--gpus-per-node=4; for 4 in all, --gpus=4"),
+        ("--gres=gpu:4:1", "name[:type][:count]", "--gpus-per-node=4; for 4 in all, --gpus=4"),
+        ("--gpus-per-task=2:1", "[type:]count", "write --gpus-per-task=2"),
+    ],
+)
+def test_a_number_where_slurm_reads_a_gpu_type_is_named_as_such(line: str, form: str, fix: str) -> None:
+    """Issue 28 point 4: the article's --gpus=4:1 means "4 GPUs" to its reader but "type 4, one GPU" to
+    Slurm; before, it passed the parser and the partition check said "partition 'gpu' has no 4 GPUs"."""
+    with pytest.raises(RequestError) as info:
+        p(line)
+    number = line.split("=")[1].split(":")[-2]
+    assert info.value.message == (
+        f"{line}: Slurm reads {form}, so {number!r} would be a GPU type, not a number of GPUs"
+    )
+    assert info.value.hint is not None and info.value.hint.endswith(fix)
+    assert p("--gpus=h100:1").gpus is not None  # a named type is still a type
+
+
 def test_every_malformed_value_is_reported_at_once() -> None:
     with pytest.raises(RequestProblems) as info:
         p("--gpus=two --gres=gpu::2 -t 5:99:00 -N 1")
