@@ -110,7 +110,9 @@ def test_the_default_is_the_newest_live_and_the_message_names_the_live_ones(
     nb: Any, slurm_sandbox: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     older = _cell(nb, "cell-a", "--gpus=1 -t 5")
-    newer = _cell(nb, "cell-b", "--gpus=1 -t 5")
+    newer = _cell(
+        nb, "cell-b", "--gpus=1 -t 5 --new"
+    )  # the same request in another cell: --new for a second job
     older.wait("RUNNING", timeout=60)
     newer.wait("RUNNING", timeout=60)
     newer.cancel()
