@@ -78,6 +78,11 @@ def unload_ipython_extension(ip: Any) -> None:
     ours = {f"{module}:{cls}" for module, cls, _ in _MAGICS}
     for name in [n for n, spec in lazy_magics.items() if spec in ours]:
         del lazy_magics[name]  # a magic used after unload_ext must not bring the extension back
+    # `%load_ext slurmlab` and `%load_ext slurmlab.magics` load this one extension: unloaded under one name, it is
+    # unloaded under both, or IPython would take a later load under the other name for a no-op
+    loaded = getattr(getattr(ip, "extension_manager", None), "loaded", None)
+    if isinstance(loaded, set):
+        loaded.difference_update({"slurmlab", "slurmlab.magics"})
 
 
 def _offer_sandbox() -> object:

@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
 from slurmlab.core.jsontypes import JSONObject
 from slurmlab.errors import ControllerDownError, MungeError, SlurmError
 from slurmlab.slurm.identity import current_user
@@ -446,18 +447,36 @@ class _Recheck(_Work):
 RELEASE_SETTLE = 330.0
 
 
+# A sandbox publishes this file beside its slurm.conf while it runs, and removes it when it is taken down on
+# purpose; a crashed or frozen one keeps it (and its slurm.conf and HARDWARE_FILE stay either way)
+SANDBOX_STATE = "state.json"
+
+
+def cluster_gone(conf: object) -> str | None:
+    """Why no controller will come back for the cluster of ``conf``, or None: its configuration is gone (a sandbox
+    stopped and removed), or it is a sandbox taken down on purpose (whose slurmctld saved its state as it stopped,
+    so no cancel was lost, and whose jobs ended with it). Waiting GIVE_UP_AFTER for either would leave this
+    process behind."""
+    if not isinstance(conf, str) or not conf:
+        return None
+    if not os.path.exists(conf):
+        return f"its cluster's configuration {conf} is gone"
+    folder = os.path.dirname(conf)
+    if os.path.exists(os.path.join(folder, HARDWARE_FILE)) and not os.path.exists(
+        os.path.join(folder, SANDBOX_STATE)
+    ):
+        return f"the sandbox of {conf} was taken down"
+    return None
+
+
 def _plan(entries: Sequence[Mapping[str, object]], wall_now: float, grace: float) -> list[_Work]:
     """The work each entry needs; the released ones of one cluster share one lookup."""
     works: list[_Work] = []
     released: dict[str, tuple[Runner, list[Mapping[str, object]]]] = {}
     for entry in entries:
-        conf = entry.get("conf")
-        if isinstance(conf, str) and conf and not os.path.exists(conf):
-            # the cluster's configuration is gone (a sandbox that was stopped and removed): there is no
-            # controller left to ask, and waiting GIVE_UP_AFTER for one would leave this process behind
-            log.info(
-                "job %s: its cluster's configuration %s is gone; nothing to cancel", entry.get("job"), conf
-            )
+        gone = cluster_gone(entry.get("conf"))
+        if gone is not None:
+            log.info("job %s: %s; nothing to cancel", entry.get("job") or entry.get("name"), gone)
             continue
         runner = Runner.from_settings(entry)
         job, name, tag, when = entry.get("job"), entry.get("name"), entry.get("tag"), entry.get("released")
@@ -493,6 +512,11 @@ def cancel_entries(
         for work in list(works):
             now = clock()
             if work.due > now:
+                continue
+            gone = cluster_gone(work.runner.slurm_conf)  # taken down while the guardian waited for it
+            if gone is not None:
+                log.info("%s: %s; nothing left to do", work, gone)
+                works.remove(work)
                 continue
             try:
                 done = work.step(user, now)

@@ -46,6 +46,7 @@ def shell(slurm_sandbox: Any) -> Iterator[Any]:
     finally:
         runner.run(["scontrol", "update", f"nodename={node}", "state=resume"], check=False)
         runner.run(["scancel", "--user", getpass.getuser()], check=False)
+        ip.run_line_magic("unload_ext", "slurmlab")  # the shell is shared with the tests after this one
 
 
 def test_the_magic_shows_a_report_of_the_held_job_and_the_drained_node(shell: Any) -> None:

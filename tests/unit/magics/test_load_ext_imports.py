@@ -57,6 +57,11 @@ _PROBE = textwrap.dedent("""
         gone = ip.find_line_magic("salloc") is None
         ip.run_line_magic("load_ext", "slurmlab")
         assert gone, "%salloc still there after %unload_ext slurmlab"
+    if "--two-names" in sys.argv:  # loaded as slurmlab, unloaded as slurmlab.magics: one extension, two names
+        ip.run_line_magic("load_ext", "slurmlab.magics")
+        ip.run_line_magic("unload_ext", "slurmlab.magics")
+        ip.run_line_magic("load_ext", "slurmlab")
+        first_use = [ip.find_line_magic("salloc") is not None]
     if "--use" in sys.argv:  # the deferred imports resolve on first use: a dry run with no cluster
         dry = ip.run_line_magic("salloc", "--dry-run --gpus=1 -t 10")
         first_use = [dry.command, "slurmlab.core.request.request" in sys.modules,
@@ -127,3 +132,10 @@ def test_the_magics_resolve_after_unload_and_load_again() -> None:
     first_use = _probe("--reload", "--use")["first_use"]
     assert isinstance(first_use, list)
     assert first_use[0].startswith("salloc --no-shell") and "--gpus=2" in first_use[-1]
+
+
+def test_unloaded_under_one_name_the_extension_loads_again_under_the_other() -> None:
+    """`%load_ext slurmlab` and `%load_ext slurmlab.magics` are one extension: a shell that loaded it as
+    slurmlab, then loaded and unloaded it as slurmlab.magics, gets the magics back from `%load_ext slurmlab`
+    (IPython had kept slurmlab as loaded, so that load did nothing and %salloc was gone)."""
+    assert _probe("--two-names")["first_use"] == [True]

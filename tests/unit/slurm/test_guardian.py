@@ -299,6 +299,40 @@ def test_a_cluster_whose_configuration_is_gone_is_not_waited_for(tmp_path: Path)
     assert _calls(tmp_path) == [] and clock.sleeps == []
 
 
+def test_a_sandbox_taken_down_is_not_waited_for_before_or_during_the_retries(tmp_path: Path) -> None:
+    """A sandbox taken down on purpose keeps its slurm.conf and hardware file and removes its state file: its
+    slurmctld saved the cancel as it stopped and its jobs ended with it, so there is nothing to retry for (the
+    guardians of the demo's kernels waited GIVE_UP_AFTER for it, left behind in the Slurm roots)."""
+    from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
+
+    runner = _fake_slurm(
+        tmp_path, {"squeue": "echo 'squeue: error: Unable to contact slurm controller' >&2; exit 1"}
+    )
+    folder = Path(str(runner.slurm_conf)).parent
+    (folder / HARDWARE_FILE).write_text("{}")
+    state = folder / "state.json"
+    entry = {
+        "job": "57",
+        "tag": "slurmlab:h:1:a",
+        "released": time.time() - 5,
+        "conf": runner.slurm_conf,
+        "env": dict(runner.env),
+    }
+    clock = FakeClock()
+    assert cancel_entries([entry], sleep=clock.sleep, clock=clock) == []  # already down: not asked at all
+    assert _calls(tmp_path) == [] and clock.sleeps == []
+
+    state.write_text("{}")  # running (or crashed: the state file stays), then taken down during the retries
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        if len(clock.sleeps) == 2:
+            state.unlink()
+
+    assert cancel_entries([entry], sleep=sleep, clock=clock) == []
+    assert len(_calls(tmp_path)) == 2 and clock.now < 10  # the squeue twice, not GIVE_UP_AFTER of retries
+
+
 def test_a_job_that_already_ended_is_not_an_error(tmp_path: Path) -> None:
     runner = _fake_slurm(
         tmp_path,
