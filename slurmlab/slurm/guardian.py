@@ -474,11 +474,11 @@ def _plan(entries: Sequence[Mapping[str, object]], wall_now: float, grace: float
     works: list[_Work] = []
     released: dict[str, tuple[Runner, list[Mapping[str, object]]]] = {}
     for entry in entries:
-        gone = cluster_gone(entry.get("conf"))
+        runner = Runner.from_settings(entry)
+        gone = cluster_gone(runner.environ().get("SLURM_CONF"))  # the runner's own env may name it
         if gone is not None:
             log.info("job %s: %s; nothing to cancel", entry.get("job") or entry.get("name"), gone)
             continue
-        runner = Runner.from_settings(entry)
         job, name, tag, when = entry.get("job"), entry.get("name"), entry.get("tag"), entry.get("released")
         if isinstance(when, (int, float)) and job is not None:
             if wall_now - when < RELEASE_SETTLE:
@@ -513,7 +513,7 @@ def cancel_entries(
             now = clock()
             if work.due > now:
                 continue
-            gone = cluster_gone(work.runner.slurm_conf)  # taken down while the guardian waited for it
+            gone = cluster_gone(work.runner.environ().get("SLURM_CONF"))  # taken down while it waited
             if gone is not None:
                 log.info("%s: %s; nothing left to do", work, gone)
                 works.remove(work)
