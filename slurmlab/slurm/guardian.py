@@ -50,6 +50,7 @@ from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
 from slurmlab.core.jsontypes import JSONObject
 from slurmlab.errors import ControllerDownError, MungeError, SlurmError
 from slurmlab.slurm.identity import current_user
+from slurmlab.slurm.munge import DEFAULT_MUNGE_SOCKET, munge_socket
 from slurmlab.slurm.runner import Runner
 
 __all__ = [
@@ -461,6 +462,10 @@ def cluster_gone(conf: object) -> str | None:
         return None
     if not os.path.exists(conf):
         return f"its cluster's configuration {conf} is gone"
+    socket = munge_socket(conf)
+    if socket is not None and socket != DEFAULT_MUNGE_SOCKET and not os.path.isdir(os.path.dirname(socket)):
+        # a copy of a sandbox's slurm.conf outliving the sandbox: the folder of the munge it names is gone
+        return f"the munge folder {os.path.dirname(socket)} that {conf} names is gone"
     folder = os.path.dirname(conf)
     if os.path.exists(os.path.join(folder, HARDWARE_FILE)) and not os.path.exists(
         os.path.join(folder, SANDBOX_STATE)

@@ -333,6 +333,25 @@ def test_a_sandbox_taken_down_is_not_waited_for_before_or_during_the_retries(tmp
     assert len(_calls(tmp_path)) == 2 and clock.now < 10  # the squeue twice, not GIVE_UP_AFTER of retries
 
 
+def test_a_copied_configuration_whose_sandbox_is_gone_is_not_waited_for(tmp_path: Path) -> None:
+    # a copy of a sandbox's slurm.conf outlives the sandbox: the munge folder it names is gone with it
+    runner = _fake_slurm(
+        tmp_path, {"squeue": "echo 'squeue: error: Unable to contact slurm controller' >&2; exit 1"}
+    )
+    conf = Path(str(runner.slurm_conf))
+    conf.write_text(conf.read_text() + f"AuthInfo=socket={tmp_path}/gone-sandbox/munge/munged.sock\n")
+    entry = {
+        "job": "58",
+        "tag": "slurmlab:h:1:a",
+        "released": time.time() - 5,
+        "conf": str(conf),
+        "env": dict(runner.env),
+    }
+    clock = FakeClock()
+    assert cancel_entries([entry], sleep=clock.sleep, clock=clock) == []
+    assert _calls(tmp_path) == [] and clock.sleeps == []
+
+
 def test_a_job_that_already_ended_is_not_an_error(tmp_path: Path) -> None:
     runner = _fake_slurm(
         tmp_path,
