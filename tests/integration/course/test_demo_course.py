@@ -38,13 +38,17 @@ SLURM_CELLS = [
 FIGURE_CELLS = ["import slurmlab\nslurmlab.topology_from_profile('dgx-h100')"]
 BROKEN_CELLS = ["x = 1", "raise ValueError('lesson 01 broke on purpose')", "print('never printed')"]
 SLEEPING_CELLS = [
-    "import pathlib, time\npathlib.Path('sleeping').write_text('yes')\ntime.sleep(300)",
+    "import os, pathlib, time\npathlib.Path('sleeping.new').write_text('yes')\nos.replace('sleeping.new', 'sleeping')\n"
+    "time.sleep(300)",
     "print('never printed')",
 ]
-# a cell that swallows KeyboardInterrupt and started a process: both end, whatever the kernel does with Ctrl-C
+# a cell that swallows KeyboardInterrupt and started a process: both end, whatever the kernel does with Ctrl-C.
+# 'sleeping' appears whole (written beside, then renamed): the test's Ctrl-C, sent once it exists, never lands
+# between the file's creation and its write
 DEAF_CELLS = [
-    "import pathlib, subprocess, time\n"
-    "child = subprocess.Popen(['sleep', '300'])\npathlib.Path('sleeping').write_text(str(child.pid))\n"
+    "import os, pathlib, subprocess, time\n"
+    "child = subprocess.Popen(['sleep', '300'])\npathlib.Path('sleeping.new').write_text(str(child.pid))\n"
+    "os.replace('sleeping.new', 'sleeping')\n"
     "for _ in range(300):\n    try:\n        time.sleep(1)\n    except KeyboardInterrupt:\n        pass"
 ]
 
