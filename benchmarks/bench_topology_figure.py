@@ -37,9 +37,9 @@ def _shared_capture() -> Path | None:
 
 def _cases() -> list[tuple[str, dict[str, Any]]]:
     from slurmlab.core.gpu.smi import parse_topo_matrix
-    from slurmlab.slurm.hardware_files import topology_from_profile
+    from slurmlab.slurm.hardware_files import topology
 
-    profile = topology_from_profile("dgx-h100").topology
+    profile = topology(profile="dgx-h100").topology
     cpus = sorted(profile.gpu(0).cpu_affinity or ())
     cases = [
         (

@@ -34,12 +34,16 @@ from slurmlab.errors import (
 __version__ = "0.1.0"
 
 # In IPython (a notebook kernel has it loaded before any cell runs) the hardware models draw themselves: viz
-# registers their drawers with core, bokeh loading with the first figure. Elsewhere, on an allocation's nodes
-# above all, `import slurmlab` loads none of it.
+# registers their figures with the running shell's display formatter, by class name (nothing imported; bokeh
+# loads with the first figure). Elsewhere, on an allocation's nodes above all, `import slurmlab` loads none of it
+# (IPython is looked up, never imported, here).
 import sys as _sys
 
-if "IPython" in _sys.modules:
-    from slurmlab.viz import notebook as _viz_notebook  # noqa: F401
+_ipython = _sys.modules.get("IPython")
+if _ipython is not None and callable(getattr(_ipython, "get_ipython", None)):
+    from slurmlab.viz import notebook as _viz_notebook
+
+    _viz_notebook.install(_ipython.get_ipython())
 
 # The library's front door, loaded on first use so that `import slurmlab` stays light: name -> its module
 _LAZY = {
@@ -53,14 +57,11 @@ _LAZY = {
     "Sandbox": "slurmlab.sandbox",
     "parse_request": "slurmlab.core.request.request",
     "explain": "slurmlab.core.request.explain",
-    # what an allocation's nodes hold: probes run as its steps, or files read without one
-    "node_topology": "slurmlab.slurm.probes",
-    "node_mig": "slurmlab.slurm.probes",
+    # what a node holds, without an allocation: a saved capture, a profile or text (one function each, the
+    # source as an argument); an allocation's nodes answer live through alloc.topology() / alloc.mig()
+    "topology": "slurmlab.slurm.hardware_files",
+    "mig": "slurmlab.slurm.hardware_files",
     "explain_binding": "slurmlab.slurm.binding_probe",
-    "topology_from_file": "slurmlab.slurm.hardware_files",
-    "topology_from_profile": "slurmlab.slurm.hardware_files",
-    "mig_from_file": "slurmlab.slurm.hardware_files",
-    "mig_from_profile": "slurmlab.slurm.hardware_files",
     "NodeTopology": "slurmlab.core.gpu.node_models",
     "NodeMig": "slurmlab.core.gpu.node_models",
     "JobTopology": "slurmlab.core.gpu.job_hardware",
@@ -97,13 +98,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and editors see: the same names 
     from slurmlab.slurm.allocation import Allocation, find_leftovers
     from slurmlab.slurm.binding_probe import explain_binding
     from slurmlab.slurm.doctor import doctor
-    from slurmlab.slurm.hardware_files import (
-        mig_from_file,
-        mig_from_profile,
-        topology_from_file,
-        topology_from_profile,
-    )
-    from slurmlab.slurm.probes import node_mig, node_topology
+    from slurmlab.slurm.hardware_files import mig, topology
     from slurmlab.slurm.queries import list_nodes
     from slurmlab.slurm.runner import Runner, get_runner, set_runner
     from slurmlab.widgets.explorer import TopologyExplorer
@@ -183,16 +178,12 @@ __all__ = [
     "isolation",
     "list_nodes",
     "load_ipython_extension",
-    "mig_from_file",
-    "mig_from_profile",
-    "node_mig",
-    "node_topology",
+    "mig",
     "parse_request",
     "set_runner",
     "teach",
     "timeslice",
-    "topology_from_file",
-    "topology_from_profile",
+    "topology",
     "unload_ipython_extension",
     "viz",
 ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
@@ -245,25 +246,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif sb.reused:
             print(f"sandbox {sb.profile_name} was already running: left running as found")
         else:
-            print(f"sandbox {sb.profile_name} left running (--keep): `slurmlab sandbox down` stops it")
+            down = f"slurmlab sandbox down --dir {shlex.quote(str(sb.directory))}"
+            print(f"sandbox {sb.profile_name} left running (--keep): `{down}` stops it")
         signal.signal(signal.SIGINT, previous)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if code == 0:
-        print(NEXT_STEPS)
+        print(next_steps(args.profile, args.directory))
     return code
 
 
-# what a new user runs after the demo: the same sandbox in JupyterLab, or by hand
-NEXT_STEPS = """
-next:
-  make lab                                           the sandbox and JupyterLab on the workshop notebooks, in
-                                                     one command; it prints the URL; Ctrl-C stops both
-  .venv/bin/slurmlab sandbox up                      start the sandbox again and leave it running
-  eval "$(.venv/bin/slurmlab sandbox env)"; sinfo    use it from this shell with Slurm's own commands
-  .venv/bin/jupyter lab notebooks/                   the workshop notebooks by hand; in one, `%load_ext slurmlab`
-                                                     then `%slurm sandbox up` and `%salloc --gpus=2 -t 10`
-  .venv/bin/slurmlab sandbox down                    stop it; nothing is left running
-  .venv/bin/slurmlab notebooks DIR                   copy the workshop notebooks into a folder of your own"""
+def next_steps(profile: str = DEFAULT_PROFILE, directory: str | None = None) -> str:
+    """What a new user runs after the demo: the same sandbox (the profile and ``--dir`` the demo was given) in
+    JupyterLab, or by hand."""
+    where = "" if profile == DEFAULT_PROFILE else f" --profile {shlex.quote(profile)}"
+    if directory is not None:
+        where += f" --dir {shlex.quote(directory)}"
+    # scripts/lab.py reads these (its own --dir is the notebooks' folder, not the sandbox's)
+    lab = " ".join(
+        [
+            *([f"SLURMLAB_PROFILE={shlex.quote(profile)}"] if profile != DEFAULT_PROFILE else []),
+            *([f"SLURMLAB_SANDBOX_DIR={shlex.quote(directory)}"] if directory is not None else []),
+            "make lab",
+        ]
+    )
+    env_where = f" --dir {shlex.quote(directory)}" if directory is not None else where
+    rows = [
+        (lab, "the sandbox and JupyterLab on the workshop notebooks, in"),
+        ("", "one command; it prints the URL; Ctrl-C stops both"),
+        (f".venv/bin/slurmlab sandbox up{where}", "start the sandbox again and leave it running"),
+        (
+            f'eval "$(.venv/bin/slurmlab sandbox env{env_where})"; sinfo',
+            "use it from this shell with Slurm's own commands",
+        ),
+        (".venv/bin/jupyter lab notebooks/", "the workshop notebooks by hand; in one, `%load_ext slurmlab`"),
+        ("", f"then `%slurm sandbox up{where}` and `%salloc --gpus=2 -t 10`"),
+        (f".venv/bin/slurmlab sandbox down{env_where}", "stop it; nothing is left running"),
+        (".venv/bin/slurmlab notebooks DIR", "copy the workshop notebooks into a folder of your own"),
+    ]
+    width = max(50, *(len(command) + 1 for command, _ in rows))
+    return "\nnext:\n" + "\n".join(f"  {command:<{width}} {words}".rstrip() for command, words in rows)
+
+
+# the lines after a demo on the default sandbox
+NEXT_STEPS = next_steps()
 
 
 if __name__ == "__main__":

@@ -122,10 +122,37 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    sb = _find(args)
+    from slurmlab.errors import SandboxError
+
+    try:
+        sb = _find(args)
+    except SandboxError:
+        already = _already_down(args)
+        if already is None:
+            raise  # not a stopped sandbox: a corrupt state file, several sandboxes, a folder that is not there
+        print(already)
+        return 0
     stopped = sb.down()
     print(f"sandbox {sb.profile_name} in {sb.directory} stopped ({len(stopped)} processes)")
     return 0
+
+
+def _already_down(args: argparse.Namespace) -> str | None:
+    """What to say when the sandbox to stop is not running (``down`` removes its state file, the folder stays):
+    stopping it again is no error. None when that is not the case."""
+    from slurmlab.sandbox.folder import base_directory, locate
+    from slurmlab.sandbox.state_file import STATE_FILE
+
+    where = args.directory or args.profile
+    if where is None:
+        base = base_directory()
+        if base.is_dir() and any(base.glob(f"*/{STATE_FILE}")):
+            return None
+        return f"no sandbox is running under {base}: nothing to stop"
+    folder = locate(where)
+    if not folder.is_dir() or (folder / STATE_FILE).exists():
+        return None
+    return f"the sandbox in {folder} is already down (no {STATE_FILE}): nothing to stop"
 
 
 def _restart(args: argparse.Namespace) -> int:

@@ -48,10 +48,11 @@ class BuildInfo:
 
 
 def summary_line(result: LessonResult) -> str:
-    """``ok   03-topology  21.4 s  12 cells`` or ``FAIL 05-time-slicing cell 7: <error line>``."""
+    """``ok   03-topology  21.4 s  12 code cells`` or ``FAIL 05-time-slicing cell 7: <error line>``."""
     name = result.lesson.name
     if result.status == "ok":
-        cells = "1 cell" if result.cells == 1 else f"{result.cells} cells"
+        # code cells that ran: "cells" alone reads as all of the lesson's cells, markdown included
+        cells = "1 code cell" if result.cells == 1 else f"{result.cells} code cells"
         return f"ok   {name:<24} {result.seconds:6.1f} s  {cells}"
     where = f" cell {result.failed_cell}" if result.failed_cell is not None else ""
     if result.status == "FAIL":
@@ -123,7 +124,7 @@ def render_index(results: list[LessonResult], info: BuildInfo) -> str:
 <p class="meta">Executed on {where}, Slurm {html.escape(info.slurm)}, built {html.escape(info.built)}
 in {info.seconds:.0f} s: {verdict}.</p>
 <table>
-<thead><tr><th>#</th><th>lesson</th><th>status</th><th>time</th><th>cells</th></tr></thead>
+<thead><tr><th>#</th><th>lesson</th><th>status</th><th>time</th><th>code cells run</th></tr></thead>
 <tbody>
 {rows}
 </tbody>

@@ -16,7 +16,6 @@ on this host (a sandbox), and a folder under ``$HOME`` otherwise (home is shared
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import re
 import socket
@@ -26,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from slurmlab.core.framing import has_reports, read_reports
 from slurmlab.core.slurm.models import Job
 from slurmlab.errors import ExperimentError, SlurmlabError
 from slurmlab.experiments.protocols import ExperimentAllocation, LaunchedStep
@@ -39,12 +39,15 @@ __all__ = [
     "step_gpu_args",
 ]
 
+# the task's report in the one framing of node programs (a TaskProlog's or a shell's own lines beside it are not
+# mistaken for it), read back by srun's label
 _PROBE = (
-    "import json, os, socket\n"
+    "import os, socket\n"
+    "from slurmlab.core.framing import frame\n"
     "from slurmlab.experiments.node.worker import cpu_affinity, pick_backend\n"
-    "print(json.dumps({'cpus': cpu_affinity(), 'backend': pick_backend('auto'),\n"
-    "                  'node': os.environ.get('SLURMD_NODENAME') or socket.gethostname(),\n"
-    "                  'cuda_visible_devices': os.environ.get('CUDA_VISIBLE_DEVICES')}))\n"
+    "print(frame({'cpus': cpu_affinity(), 'backend': pick_backend('auto'),\n"
+    "             'node': os.environ.get('SLURMD_NODENAME') or socket.gethostname(),\n"
+    "             'cuda_visible_devices': os.environ.get('CUDA_VISIBLE_DEVICES')}), flush=True)\n"
 )
 
 
@@ -186,14 +189,21 @@ def probe_node(
 ) -> dict[str, Any]:
     """What a one-task step on ``node`` sees: its CPUs, the backend it would pick, its node name."""
     args = ["-n1", "-N1", *(["-w", node] if node else []), *step_gpu_args(allocation.job, node)]
-    result = allocation.srun([python, "-c", _PROBE], args=args, on_output=lambda s, ln: None, timeout=120)
-    lines = [ln for ln in result.stdout if ln.strip().startswith("{")]
-    if result.returncode != 0 or not lines:
+    result = allocation.srun(
+        [python, "-c", _PROBE], args=args, on_output=lambda s, ln: None, label=True, timeout=120
+    )
+    hint = "can the allocation's nodes run this Python (with slurmlab installed)? pass python=… for another interpreter"
+    if result.returncode != 0 or not has_reports(result.stdout):
         raise ExperimentError(
             f"the probe step in allocation {allocation.job_id} failed (exit {result.returncode}): "
             + " | ".join((result.stderr or result.stdout)[-3:]),
-            hint="can the allocation's nodes run this Python (with slurmlab installed)? "
-            "pass python=… for another interpreter",
+            hint=hint,
         )
-    probe: dict[str, Any] = json.loads(lines[-1])
-    return probe
+    (probe,) = read_reports(
+        result.stdout,
+        1,
+        stderr=result.stderr,
+        what=f"the probe step in allocation {allocation.job_id}",
+        hint=hint,
+    )
+    return dict(probe)

@@ -79,7 +79,7 @@ class ProcessStats:
     slowdown: float | None = None  # fixed-work time / solo fixed-work time
 
 
-@dataclass
+@dataclass(repr=False)  # the generated repr would print every run array: __repr__ summarises instead
 class TimesliceResult:
     """The measured picture of N processes sharing (or not) one processor."""
 
@@ -189,6 +189,16 @@ class TimesliceResult:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def __repr__(self) -> str:
+        """One line: what was measured, never the run arrays (``str()`` has the whole summary)."""
+        runs = sum(p.runs for p in self.processes)
+        return (
+            f"<TimesliceResult {self.classification}: {len(self.labels)} process(es), {self.backend}, "
+            f"D = {self.duration_ns / 1e9:.3f} s, {runs} runs, measured Jain fairness {self.jain:.3f}"
+            + (f", {len(self.warnings)} warning(s)" if self.warnings else "")
+            + ">"
+        )
 
     def _repr_html_(self) -> str:
         rows = "".join(

@@ -6,7 +6,7 @@ when there are real ones), ``CUDA_VISIBLE_DEVICES``/``SLURM_STEP_GPUS``, its CPU
 the ``Cores=`` that the node's gres.conf ties to each GPU. The :class:`Grant` comes from what
 Slurm granted (``allocation.job``), not from what was typed, and :func:`.isolation.run_checks`
 judges the reports, with Slurm's own view (:mod:`.slurm_view`) where no GPU hardware answers. A report is longer than the 1 KiB pieces srun interleaves between tasks,
-so it travels framed and labelled and is put back together per task (:mod:`.task_reports`).
+so it travels framed and labelled and is put back together per task (:mod:`slurmlab.core.framing`).
 
 Without GPU hardware (the sandbox's GPUs are stand-in device files) the checks that need a GPU
 SKIP, and I1–I3 and I10 are judged on Slurm's own view instead, said so in each reason: a GPU's
@@ -35,10 +35,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from slurmlab.core import framing
 from slurmlab.core.gpu.sandbox_limits import SANDBOX_ENV, sandbox_notes
 from slurmlab.core.request.step_request import step_args_for
 from slurmlab.errors import ExperimentError
-from slurmlab.experiments import task_reports
 from slurmlab.experiments.gres_conf import with_gres_cores
 from slurmlab.experiments.isolation import check_i1, check_i2, check_i3, run_checks
 from slurmlab.experiments.isolation_result import MIG, SKIP, Grant, IsolationReport, VerifyReport
@@ -65,7 +65,7 @@ def read_task_reports(
     lines: Sequence[str], stderr: Sequence[str], tasks: int, job_id: Any
 ) -> list[dict[str, Any]]:
     """The verify step's task reports, each with its node's gres.conf Cores (numbered here, see gres_conf)."""
-    reports = task_reports.read_reports(
+    reports = framing.read_reports(
         lines,
         tasks,
         stderr=stderr,
@@ -180,7 +180,7 @@ def _run_step(
     argv = [sys.executable, "-m", TASK_MODULE, "--backend", backend]
     result = allocation.srun(argv, args=args, on_output=lambda s, ln: None, label=True, timeout=timeout)
     # a step whose tasks began reporting ran its command: their own failures are in their reports
-    if result.returncode != 0 and not task_reports.has_reports(result.stdout):
+    if result.returncode != 0 and not framing.has_reports(result.stdout):
         raise ExperimentError(
             f"the verify step in allocation {allocation.job_id} failed (exit {result.returncode}): "
             + " | ".join(result.stderr[-3:]),

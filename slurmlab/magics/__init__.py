@@ -10,7 +10,9 @@ magics class gets them registered at once, as before. Each magic module is a lea
 lives in the kernel's :class:`~slurmlab.magics.session.Session` and the operations on it in
 :mod:`slurmlab.magics.kernel`. Loading also makes slurmlab's expected errors, from magics and plain calls
 alike (``a.mig()``), show as one line with the fix instead of a traceback (:mod:`slurmlab.magics.error_display`;
-``%slurm debug on`` for the full one).
+``%slurm debug on`` for the full one), and registers how an Allocation displays (its live panel) and the
+hardware models' figures with IPython's own display formatter, by class name (``for_type_by_name``: nothing is
+imported to register them).
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from IPython.core import magic as ipython_magic
 
 from slurmlab.magics import error_display
 from slurmlab.magics.session import Session
-
-# the hook list, without the Slurm layer: %load_ext must not import the allocation machinery (asyncio, the
-# poller, the queries), only what registering the magics needs
-from slurmlab.slurm.display_hooks import DISPLAY_HOOKS
+from slurmlab.viz import notebook as notebook_figures
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
+
+# the class an allocation is, by name: its live panel is registered with IPython's display formatter without
+# importing the allocation machinery (asyncio, the poller, the queries) at %load_ext
+_ALLOCATION_TYPE = ("slurmlab.slurm.allocation.lifecycle", "Allocation")
 
 # (module, Magics class, {kind: its magics}), in the order the magics are documented
 _MAGICS: tuple[tuple[str, str, dict[str, tuple[str, ...]]], ...] = (
@@ -61,14 +64,15 @@ def load_ipython_extension(ip: Any) -> None:
                     continue  # declared with its line magic
                 manager.register_lazy(name, f"{module}:{cls}", "line_cell" if both else kind)
     error_display.install(ip, debug=lambda: Session.of(ip).debug, offer=_offer_sandbox)
-    if _panel_bundle not in DISPLAY_HOOKS:
-        DISPLAY_HOOKS.append(_panel_bundle)  # an Allocation now displays as its live panel
+    # an Allocation now displays as its live panel; the hardware models draw their figures (`import slurmlab`
+    # registered them already where a shell was running; again is harmless)
+    ip.display_formatter.mimebundle_formatter.for_type_by_name(*_ALLOCATION_TYPE, _panel_bundle)
+    notebook_figures.install(ip)
 
 
 def unload_ipython_extension(ip: Any) -> None:
     error_display.uninstall(ip)
-    while _panel_bundle in DISPLAY_HOOKS:
-        DISPLAY_HOOKS.remove(_panel_bundle)
+    ip.display_formatter.mimebundle_formatter.pop(".".join(_ALLOCATION_TYPE), None)
     manager = ip.magics_manager
     magics = manager.magics
     for kind, names in _MAGIC_NAMES.items():
@@ -97,8 +101,13 @@ def _start_sandbox(profile: str) -> str:
     return start_sandbox(profile)
 
 
-def _panel_bundle(alloc: Any) -> dict[str, object] | None:
-    """The live panel of an Allocation; the widgets room is imported when the first one displays."""
+def _panel_bundle(alloc: Any) -> dict[str, object]:
+    """The live panel of an Allocation (what IPython's formatter shows for one); the widgets room is imported
+    when the first one displays. Without ipywidgets: the allocation's own dated text and HTML."""
     from slurmlab.widgets.panel import display_bundle
 
-    return display_bundle(alloc)
+    bundle = display_bundle(alloc)
+    if bundle is None:
+        own: dict[str, object] = alloc._repr_mimebundle_()
+        return own
+    return bundle

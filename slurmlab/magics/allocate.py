@@ -26,7 +26,7 @@ from slurmlab.magics.args import (
     raw_line,
     split_line,
 )
-from slurmlab.magics.kernel import attach_as_default, no_allocation_message
+from slurmlab.magics.kernel import attach_as_default, is_own_job, no_allocation_message
 from slurmlab.magics.rerun import (
     Origin,
     current_origin,
@@ -185,9 +185,10 @@ class AllocateMagics(Magics):
             if rest:
                 raise UsageError("--form takes no salloc options: choose them in the form")
             from slurmlab.widgets.form import RequestForm
+            from slurmlab.widgets.form_memory import default_path
 
             with user_errors("cannot build the request form"):
-                return RequestForm(on_submit=session.remember)
+                return RequestForm(on_submit=session.remember, memory=default_path())
         if ns.attach is not None:
             if rest:
                 raise UsageError("--attach takes only a job id; it cannot be combined with salloc options")
@@ -311,6 +312,11 @@ class AllocateMagics(Magics):
         with user_errors("cannot read the queue"):
             known = queries.brief_states(ids, runner)
         for jid in ids:
+            if is_own_job(jid, session):
+                raise UsageError(
+                    f"job {jid} is the job this session runs in: cancelling it would end this kernel too; "
+                    "stop the session itself (the hub's control panel), or scancel it in a terminal"
+                )
             brief = known.get(jid)
             if brief is None:
                 # scancel of an unknown id succeeds silently on some Slurm versions: say it here

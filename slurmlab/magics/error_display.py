@@ -120,12 +120,12 @@ def offer_sandbox(start: Callable[[str], str]) -> Any:
     try:
         import ipywidgets  # noqa: F401  (the picker is a widget: nothing to offer without it)
 
-        from slurmlab.widgets.sandbox_picker import sandbox_picker
+        from slurmlab.widgets.sandbox_picker import SandboxPicker
     except ImportError:
         return None
-    picker = sandbox_picker(start)
-    show(picker)
-    return picker
+    picker = SandboxPicker(start)
+    show(picker)  # the picker, not its bare widget: a saved notebook keeps its readable snapshot
+    return picker.widget
 
 
 def show(obj: object, *, raw: bool = False) -> None:

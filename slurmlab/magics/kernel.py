@@ -22,6 +22,7 @@ from slurmlab.slurm import queries
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.allocation.leftovers import live_jobs
 from slurmlab.slurm.failures import NOT_CONFIGURED_HINT
+from slurmlab.slurm.own_job import find_own_job
 from slurmlab.slurm.runner import Runner, classify_failure, get_runner
 
 __all__ = [
@@ -31,8 +32,11 @@ __all__ = [
     "chosen_message",
     "ended_message",
     "no_allocation_message",
+    "own_allocation",
+    "own_line",
     "read_status",
     "resolve_allocation",
+    "same_slurm",
     "slurm_status",
     "stop_following",
     "wait_until_started",
@@ -46,6 +50,8 @@ def resolve_allocation(job_id: str | None, session: Session | None = None) -> Al
     if job_id is not None:
         jid = job_id_option(job_id)
         alloc = next((a for a in reversed(session.allocations) if str(a.job_id) == jid), None)
+        if alloc is None and is_own_job(jid, session):
+            alloc = session.own
         if alloc is None:
             alloc = attach_job(jid, "use")
             if alloc.state == "GONE":
@@ -61,6 +67,11 @@ def resolve_allocation(job_id: str | None, session: Session | None = None) -> Al
             raise UsageError(ended_message(alloc, session))
         return alloc
     alloc = session.default
+    if alloc is None:
+        alloc = own_allocation(session)
+        if alloc is not None:
+            print(f"using job {alloc.job_id}, the job this session runs in", file=sys.stderr, flush=True)
+            return alloc
     if alloc is None:
         raise UsageError(
             no_allocation_message(
@@ -117,6 +128,65 @@ def no_allocation_message(what: str, fix: str, session: Session | None = None) -
     if others is None:
         return f"{what}: {fix}, or give --jobid ID to use a live job of yours (see %squeue)"
     return f"{what}, and no job of yours is pending or running: {fix} (--jobid ID uses a live job)"
+
+
+def own_allocation(session: Session | None = None) -> Allocation | None:
+    """The job this kernel runs in (JupyterHub's batchspawner, Open OnDemand, a kernel started by salloc) as an
+    allocation the kernel does not own (:meth:`Allocation.own`: never cancelled by it), or None: not inside a job,
+    or Slurm did not confirm the job ``SLURM_JOB_ID`` names (``session.own_problem`` says why). Looked for once
+    per session: one squeue when the environment names a job, nothing otherwise."""
+    session = session or Session.of()
+    if not session.own_checked:
+        session.own_checked = True
+        found = find_own_job()
+        session.own_problem = found.problem
+        if found.job_id is not None:
+            try:
+                alloc = Allocation.own(found.job_id)
+                alloc.refresh()
+            except SlurmlabError as exc:
+                session.own_problem = (
+                    f"the job this session runs in ({found.job_id}) could not be followed: {exc}"
+                )
+            else:
+                session.own = alloc
+    own = session.own
+    if own is None or not is_live(own):
+        return None
+    # after `%slurm sandbox up` the kernel talks to another Slurm, where the job it runs in does not exist
+    mine, now = own.runner.settings(), get_runner().settings()
+    return own if (mine["conf"], mine["cluster"]) == (now["conf"], now["cluster"]) else None
+
+
+def is_own_job(jid: str, session: Session | None = None) -> bool:
+    """Whether job ``jid`` is the one this kernel runs in (confirmed with Slurm, see :func:`own_allocation`)."""
+    from slurmlab.slurm.job_environment import job_id_of
+
+    if job_id_of(os.environ) != jid:
+        return False  # no squeue for an id the environment does not even name
+    own = own_allocation(session)
+    return own is not None and str(own.job_id) == jid
+
+
+def own_line(alloc: Allocation) -> str:
+    """``this session: job 14 on node1, 2 × h100, 1 h 12 min left …``: the job this kernel runs in, and that the
+    kernel never ends it."""
+    nodes = ",".join(alloc.nodes) or "its nodes"
+    counts: dict[str, int] = {}
+    for grant in alloc.job.gpu_allocs if alloc.job is not None else ():
+        for kind, indices in grant.gpu_types.items():
+            counts[kind or "GPU"] = counts.get(kind or "GPU", 0) + len(indices)
+    gpus = ", ".join(f"{n} × {kind}" for kind, n in counts.items()) or "no GPU"
+    left = alloc.time_left()
+    if left is None:
+        time_words = "no time limit known"
+    else:
+        hours, minutes = int(left) // 3600, int(left) % 3600 // 60
+        time_words = (f"{hours} h {minutes} min" if hours else f"{minutes} min") + " left"
+    return (
+        f"this session: job {alloc.job_id} on {nodes}, {gpus}, {time_words} (the job this kernel runs in; "
+        "slurmlab never cancels it: it ends when the session is stopped or its time runs out)"
+    )
 
 
 def attach_as_default(jid: str, session: Session | None = None) -> Allocation:
@@ -208,18 +278,46 @@ def read_status(session: Session | None = None) -> SlurmStatus:
         status.no_slurm = _not_configured(runner, str(answer.get("message") or ""))
         if status.no_slurm and NOT_CONFIGURED_HINT not in lines[-1]:
             lines.append(NOT_CONFIGURED_HINT)
+    own = own_allocation(session) if status.answers else None
+    if own is not None:
+        lines.append(own_line(own))
+    elif session.own_problem:
+        lines.append(f"{session.own_problem}: slurmlab works as from a login node")
     default = session.default
-    if session.allocations:
+    # a job id means something only on its own Slurm: after `%slurm sandbox up OTHER`, job 12 of the sandbox
+    # before is not job 12 of this one
+    here = [a for a in session.allocations if same_slurm(a.runner, runner)]
+    if here:
         lines.append("allocations of this notebook:")
         lines += [
-            f"  {a.summary()}" + ("  (default for %srun)" if a is default else "")
-            for a in reversed(session.allocations)
+            f"  {a.summary()}" + ("  (default for %srun)" if a is default else "") for a in reversed(here)
         ]
         if default is None:
-            lines.append("none of them is live: %salloc --gpus=1 -t 30 for a new one")
+            lines.append(
+                f"none of them is live: %srun runs in job {own.job_id}; %salloc for another"
+                if own is not None
+                else "none of them is live: %salloc --gpus=1 -t 30 for a new one"
+            )
+    elif own is not None:
+        lines.append(
+            f"no allocation of this notebook yet: %srun runs in job {own.job_id}; %salloc for another"
+        )
     else:
         lines.append("no allocation yet: %salloc --gpus=1 -t 30")
+    elsewhere = [a for a in session.allocations if a not in here]
+    if elsewhere:
+        confs = sorted({str(a.runner.configuration() or "Slurm's default configuration") for a in elsewhere})
+        lines.append(
+            f"not listed: {len(elsewhere)} allocation(s) of this notebook on another Slurm ({', '.join(confs)}); "
+            "`%slurm use` that slurm.conf to see them"
+        )
     return status
+
+
+def same_slurm(one: Runner, other: Runner) -> bool:
+    """Whether two runners talk to the same Slurm: the same slurm.conf and cluster (:meth:`Runner.settings`)."""
+    a, b = one.settings(), other.settings()
+    return (a["conf"], a["cluster"]) == (b["conf"], b["cluster"])
 
 
 def slurm_status(session: Session | None = None) -> str:

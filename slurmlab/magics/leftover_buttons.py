@@ -16,7 +16,7 @@ from slurmlab.magics.kernel import attach_as_default
 from slurmlab.slurm import queries
 from slurmlab.slurm.allocation.leftovers import Leftovers
 
-__all__ = ["leftover_buttons"]
+__all__ = ["leftover_bundle", "leftover_buttons"]
 
 
 def leftover_buttons(leftovers: Leftovers) -> Any:
@@ -41,6 +41,20 @@ def leftover_buttons(leftovers: Leftovers) -> Any:
     box = w.VBox([*rows, said])
     box.add_class("slurmlab-leftovers-buttons")
     return box
+
+
+def leftover_bundle(buttons: Any, leftovers: Leftovers) -> dict[str, object]:
+    """How the buttons display: the widget, and for a saved notebook the jobs with what the buttons would run."""
+    from slurmlab.widgets.saved import saved_bundle
+
+    lines = [
+        f"job {job.job_id} ({job.state}): %slurm attach {job.job_id} · %scancel {job.job_id}"
+        for job in leftovers
+    ]
+    items = "".join(f"<li><code>{html.escape(line)}</code></li>" for line in lines)
+    return saved_bundle(
+        buttons, "leftovers", "\n".join(lines), f"<div class='slurmlab-leftovers'><ul>{items}</ul></div>"
+    )
 
 
 def _say(html_widget: Any, text: str) -> None:

@@ -124,9 +124,11 @@ def _up(profile: str | None, nodes: int | None, directory: str | None, accountin
         session.before.setdefault(key, Before(runner_before, session.sandbox, not sb.reused))
     session.sandbox = sb
     set_runner(sb.runner())
+    # what differs on this machine (nodes claiming CPUs it lacks, where the daemons listen), as `sandbox up` says
+    notes = "".join(f"on this machine: {note}\n" for note in sb.notes)
     return (
         f"sandbox {sb.profile_name} {'reused' if sb.reused else 'started'} in {sb.directory}; this kernel now "
-        "uses it\n" + slurm_status()
+        "uses it\n" + notes + slurm_status()
     )
 
 

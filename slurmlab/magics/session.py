@@ -82,6 +82,8 @@ class Session:
     a pending job waits until it starts, perhaps for hours, while the running one the user has just used sits
     idle: a user who wants the pending one names it with ``--jobid``. One that has ended is never the
     default. ``waiting()`` lists the newer ones passed over, for the line that says so. ``origins`` says which cell made each allocation, so that re-running the cell is noticed.
+    The job the kernel itself runs in (``own``) is not among ``allocations``: ``%srun`` runs there only when none
+    of them is live, and a bare ``%scancel`` never picks it.
     ``Session(shell)`` becomes the session of ``shell`` (replacing the one it had).
     """
 
@@ -93,6 +95,11 @@ class Session:
         self.before: dict[str, Before] = {}
         self.last_step: StepResult | None = None  # what the latest %srun gave
         self.debug = False  # %slurm debug on: full tracebacks instead of one-line errors
+        # the job this kernel runs in (JupyterHub's batchspawner, Open OnDemand, salloc), looked for once:
+        # an allocation the kernel does not own (kernel.own_allocation), or why the job it names is not taken
+        self.own: Allocation | None = None
+        self.own_problem: str | None = None
+        self.own_checked = False
         if shell is not None:
             self.install(shell)
 

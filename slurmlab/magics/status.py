@@ -24,7 +24,7 @@ from slurmlab.magics.args import (
 )
 from slurmlab.magics.doctor import doctor_magic
 from slurmlab.magics.kernel import attach_as_default, read_status
-from slurmlab.magics.leftover_buttons import leftover_buttons
+from slurmlab.magics.leftover_buttons import leftover_bundle, leftover_buttons
 from slurmlab.magics.sandbox import sandbox_command, start_sandbox, use_conf
 from slurmlab.magics.session import EXPANSION_HELP, Session, user_errors
 from slurmlab.slurm import identity, queries
@@ -133,7 +133,7 @@ class StatusText(str):
         if self.leftovers:
             buttons = leftover_buttons(self.leftovers)
             if buttons is not None:
-                error_display.show(buttons)
+                error_display.show(leftover_bundle(buttons, self.leftovers), raw=True)
 
 
 @magics_class

@@ -256,7 +256,7 @@ class Sandbox:
             "conf_path": str(conf),
             "version": list(ctx.version),
             "release": release,
-            "notes": list(settings.notes),
+            "notes": [*settings.notes, *_cpu_notes(prof)],
             "user": ctx.user,
             "hostname": ctx.hostname,
             "bind_address": ctx.bind_address,
@@ -430,6 +430,11 @@ def _check_reachable(guests: Sequence[access.AdmittedUser], folder: Path) -> Non
                 f"cannot admit {guest.name}: they may not enter {closed}, on the way to the sandbox's munge socket",
                 hint=f"let them pass (`chmod o+x {closed}`) or put the sandbox elsewhere (--dir)",
             )
+
+
+def _cpu_notes(prof: Profile) -> list[str]:
+    note = machine.simulated_cpus_note(prof.cpu.cpus, os.cpu_count())
+    return [note] if note else []
 
 
 def _context(

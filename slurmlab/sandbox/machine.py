@@ -37,6 +37,7 @@ __all__ = [
     "host_address",
     "inspect",
     "sandbox_settings",
+    "simulated_cpus_note",
 ]
 
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -164,6 +165,23 @@ def sandbox_settings(facts: MachineFacts, version: tuple[int, int]) -> SandboxSe
             "address"
         )
     return SandboxSettings(plugin, bound, tuple(notes))
+
+
+def simulated_cpus_note(node_cpus: int, machine_cpus: int | None) -> str | None:
+    """What ``sandbox up`` says when each node claims more CPUs than the machine has (None when it does not).
+
+    slurmd's task/affinity pins tasks only to CPUs that exist (seen on 22.05: "only 2 bits in avail_map,
+    threads_per_core requires 12!"), so a step that pins more per node than the machine has fails with
+    "Unable to layout tasks on given cpus"; without pinning the same step runs."""
+    if machine_cpus is None or node_cpus <= machine_cpus:
+        return None
+    return (
+        f"each node claims {node_cpus} CPUs but this machine has {machine_cpus}: Slurm counts and allocates the "
+        f"claimed CPUs, yet every task runs on the machine's {machine_cpus}, so a step that pins CPUs "
+        f"(--cpu-bind=cores, threads or sockets) with more than {machine_cpus} tasks on a node or more than "
+        f"{machine_cpus} --cpus-per-task fails with 'Unable to layout tasks on given cpus'; run such a step "
+        "with --cpu-bind=none"
+    )
 
 
 # (words in a daemon's log, what they mean, the next step); the first match wins

@@ -65,9 +65,13 @@ def cluster_name(conf_text: str) -> str | None:
 
 
 def label_of(name: str | None, sandbox: str | None) -> str:
-    """What the sidebar calls a cluster: its ClusterName, and the sandbox's profile when it is one."""
-    head = name or "this server's Slurm"
-    return f"{head} · sandbox {sandbox}" if sandbox else head
+    """What the sidebar calls a cluster: its ClusterName, and the sandbox's profile when it is one.
+
+    A sandbox's own ClusterName is "sandbox": "sandbox · sandbox dgx-h100" said it twice (issue 28), so a
+    sandbox under that name (or none) is just "sandbox dgx-h100"."""
+    if sandbox:
+        return f"sandbox {sandbox}" if name in (None, "sandbox") else f"{name} · sandbox {sandbox}"
+    return name or "this server's Slurm"
 
 
 def _read(path: Path) -> str | None:

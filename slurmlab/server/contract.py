@@ -14,6 +14,8 @@ Routes (under ``<base_url>/slurmlab/api/``) and what they answer::
     GET  nodes               NodesAnswer
     GET  jobs/ID             JobDetailAnswer
     POST jobs/ID/cancel      CancelAnswer
+    POST jobs/ID/hold        JobActionAnswer   scontrol uhold of a pending job of the server's user
+    POST jobs/ID/release     JobActionAnswer   scontrol release of a held job of the server's user
     GET  recent              RecentJobsAnswer  my jobs of the last day, from Slurm accounting (slurmlab.server.recent)
     any error                ErrorAnswer       with the HTTP status
 
@@ -37,6 +39,7 @@ __all__ = [
     "ClustersAnswer",
     "ErrorAnswer",
     "GpuSlot",
+    "JobActionAnswer",
     "JobDetailAnswer",
     "JobGpu",
     "JobView",
@@ -136,7 +139,7 @@ class ClusterView(TypedDict):
     id: str  # what ``cluster=`` takes
     name: str | None  # ClusterName of its slurm.conf, when readable
     sandbox: str | None  # the hardware profile, when it is a slurmlab sandbox
-    label: str  # what the sidebar calls it: "sandbox · sandbox h200-mig"
+    label: str  # what the sidebar calls it: "sandbox h200-mig"
     conf: str | None  # the slurm.conf its commands read (None: Slurm's default or configless)
     own: bool  # the Slurm of the server's own environment (SLURM_CONF)
 
@@ -163,6 +166,13 @@ class JobDetailAnswer(JobView, Stamped):
 class CancelAnswer(TypedDict):
     job_id: str
     cancelled: bool
+    user: str
+
+
+class JobActionAnswer(TypedDict):
+    job_id: str
+    action: str  # "hold" or "release"
+    done: bool
     user: str
 
 
@@ -211,6 +221,7 @@ TS_INTERFACES: dict[str, type] = {
     "ICluster": ClusterView,
     "IClusters": ClustersAnswer,
     "ICancelled": CancelAnswer,
+    "IJobAction": JobActionAnswer,
     "IErrorBody": ErrorAnswer,
     "IRecentJob": RecentJob,
     "IRecentJobs": RecentJobsAnswer,

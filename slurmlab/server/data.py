@@ -2,7 +2,7 @@
 
 ``ClusterSource`` polls through a :class:`~slurmlab.server.worker.PollWorker` (a worker process: the
 listing, the views and their encoding never run on Jupyter's event loop) and asks the on-demand questions
-of the routes (one job's detail, its owner, cancel) through ``slurmlab.slurm.queries`` — their async twins
+of the routes (one job's detail, its owner, cancel, hold, release) through ``slurmlab.slurm.queries`` — their async twins
 when present, else the sync query in the loop's default executor. It parses nothing itself; the views
 are in :mod:`slurmlab.server.views`.
 """
@@ -68,3 +68,11 @@ class ClusterSource:
         """scancel ``job_id``. The route has already checked (:meth:`check_mine`) that the
         server's uid owns it, so the Slurm layer is not asked again."""
         await self._call("cancel_job", job_id, only_mine=False)
+
+    async def hold(self, job_id: str) -> None:
+        """scontrol uhold ``job_id``, the owner checked by the route as for :meth:`cancel`."""
+        await self._call("hold_job", job_id, only_mine=False)
+
+    async def release(self, job_id: str) -> None:
+        """scontrol release ``job_id``, the owner checked by the route as for :meth:`cancel`."""
+        await self._call("release_job", job_id, only_mine=False)

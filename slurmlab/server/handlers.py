@@ -35,7 +35,13 @@ from slurmlab.errors import (
 )
 from slurmlab.server.cache import CacheEntry, ResponseCache, etag_matches, etag_of
 from slurmlab.server.clusters import UnknownClusterError
-from slurmlab.server.contract import CancelAnswer, ClustersAnswer, ErrorAnswer, JobDetailAnswer
+from slurmlab.server.contract import (
+    CancelAnswer,
+    ClustersAnswer,
+    ErrorAnswer,
+    JobActionAnswer,
+    JobDetailAnswer,
+)
 from slurmlab.server.hub import ClusterHub
 from slurmlab.server.poller import ClusterPoller
 from slurmlab.server.recent import recent_for
@@ -214,6 +220,31 @@ class JobHandler(_SlurmlabHandler):
         self.write_entry(CacheEntry(body, etag_of(body), now, now))
 
 
+async def _check_owned(source: Any, job_id: str, verb: str) -> Any:
+    """The job, once the server's Unix user is known to own it; an HTTP error otherwise.
+
+    Slurm lets an operator (root, SlurmUser) cancel, hold or release anything: this server acts only on
+    the jobs of the Unix user it runs as, whoever is logged in to Jupyter, decided by the job's uid as
+    squeue prints it alone (a record's UserId= sits after a free-text name that anyone can fill in)."""
+    try:
+        await source.check_mine(job_id)
+    except NotYourJobError as exc:
+        raise _http_error(
+            403,
+            f"{exc.message}; this server runs as {source.user} and {verb} only that user's jobs",
+            "Not your job",
+        ) from exc
+    except SlurmlabError as exc:
+        raise _slurm_failure(exc) from exc
+    try:
+        job = await source.job(job_id)
+    except SlurmlabError as exc:
+        raise _slurm_failure(exc) from exc
+    if job.state in ENDED:
+        raise _http_error(409, f"job {job_id} has already ended ({job.state})", "Job ended")
+    return job
+
+
 class CancelHandler(_SlurmlabHandler):
     @web.authenticated
     @authorized
@@ -221,25 +252,7 @@ class CancelHandler(_SlurmlabHandler):
         _check_job_id(job_id)
         poller = self.poller
         source = poller.source
-        # Slurm lets an operator (root, SlurmUser) cancel anything: this server cancels only
-        # the jobs of the Unix user it runs as, whoever is logged in to Jupyter, decided by the
-        # job's uid as squeue prints it alone (a record's UserId= sits after a free-text name).
-        try:
-            await source.check_mine(job_id)
-        except NotYourJobError as exc:
-            raise _http_error(
-                403,
-                f"{exc.message}; this server runs as {source.user} and cancels only that user's jobs",
-                "Not your job",
-            ) from exc
-        except SlurmlabError as exc:
-            raise _slurm_failure(exc) from exc
-        try:
-            job = await source.job(job_id)
-        except SlurmlabError as exc:
-            raise _slurm_failure(exc) from exc
-        if job.state in ENDED:
-            raise _http_error(409, f"job {job_id} has already ended ({job.state})", "Job ended")
+        await _check_owned(source, job_id, "cancels")
         try:
             await source.cancel(job_id)
         except SlurmlabError as exc:
@@ -247,6 +260,45 @@ class CancelHandler(_SlurmlabHandler):
         self.log.info("slurmlab: cancelled job %s of %s", job_id, source.user)
         await poller.refresh()
         self.finish(json.dumps(CancelAnswer(job_id=job_id, cancelled=True, user=source.user)))
+
+
+class _HoldReleaseHandler(_SlurmlabHandler):
+    """``scontrol uhold`` / ``release`` of one pending job of the server's user (the queue view's buttons)."""
+
+    action = "hold"
+
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str) -> None:
+        _check_job_id(job_id)
+        poller = self.poller
+        source = poller.source
+        job = await _check_owned(source, job_id, "holds and releases")
+        if job.state != "PENDING":
+            # Slurm refuses both for a job that has started ("Job is no longer pending execution")
+            raise _http_error(
+                409,
+                f"job {job_id} is {job.state}: only a pending job can be held or released "
+                "(cancel a running one instead)",
+                "Not pending",
+            )
+        try:
+            await (source.hold(job_id) if self.action == "hold" else source.release(job_id))
+        except SlurmlabError as exc:
+            raise _slurm_failure(exc) from exc
+        self.log.info("slurmlab: %s of job %s of %s", self.action, job_id, source.user)
+        await poller.refresh()
+        self.finish(
+            json.dumps(JobActionAnswer(job_id=job_id, action=self.action, done=True, user=source.user))
+        )
+
+
+class HoldHandler(_HoldReleaseHandler):
+    action = "hold"
+
+
+class ReleaseHandler(_HoldReleaseHandler):
+    action = "release"
 
 
 class RecentHandler(_SlurmlabHandler):
@@ -269,5 +321,7 @@ def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
         (at("nodes"), NodesHandler),
         (at("recent"), RecentHandler),
         (at(r"jobs/([^/]+)/cancel"), CancelHandler),
+        (at(r"jobs/([^/]+)/hold"), HoldHandler),
+        (at(r"jobs/([^/]+)/release"), ReleaseHandler),
         (at(r"jobs/([^/]+)"), JobHandler),
     ]

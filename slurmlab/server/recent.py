@@ -3,7 +3,9 @@
 Only the jobs of the uid the server runs as: ``sacct -u`` selects by that uid's name, then every record whose
 UID (Slurm's, never a name field a user can write) is another is dropped. sacct asks slurmdbd, which a real
 site does not want asked every few seconds, so the answer is kept for ``RECENT_INTERVAL`` (a minute) and
-refreshed only when a client asks after that: the slow cadence of a list that changes when a job ends. The
+refreshed only when a client asks after that, or sooner when the user's own jobs in the poller's queue changed
+(one started, ended or left): the list changes when a job ends, and a minute's lag showed a job that had
+ended as still running (issue 28). That check reads the queue the poller already holds: no extra RPC. The
 query and its parsing run in the poll worker (:mod:`slurmlab.server.worker`: its process for a real Slurm, else
 a thread), never on Jupyter's event loop. Accounting off is an answer, not an error: ``accounting`` false and
 a ``message`` saying how to turn it on, which the sidebar shows as its one line. The route is
@@ -36,6 +38,8 @@ from slurmlab.slurm.runner import Runner, get_runner
 __all__ = ["RECENT_HOURS", "RECENT_INTERVAL", "RECENT_LIMIT", "RecentJobs", "recent_answer", "recent_for"]
 
 RECENT_INTERVAL = 60.0
+# after a change of my jobs, sacct is asked once more this much later: slurmdbd may take a moment to record an end
+RECENT_SETTLE = 5.0
 RECENT_HOURS = 24.0
 RECENT_LIMIT = 30
 log = logging.getLogger("slurmlab.server")
@@ -105,13 +109,32 @@ class RecentJobs:
         self.fetched_at = 0.0
         self.fetches = 0
         self._inflight: asyncio.Future[None] | None = None
+        self._queue_seen: frozenset[tuple[str, str]] | None = None  # my jobs and states at the last fetch
+        self._recheck_at: float | None = None  # when to ask once more after a change
+
+    def _my_queue(self) -> frozenset[tuple[str, str]] | None:
+        """My jobs in the poller's last queue answer, with their states (None before its first poll)."""
+        entry = self.poller.cache.get("queue:mine")
+        if entry is None:
+            return None
+        jobs = entry.payload.get("jobs") or []
+        return frozenset((str(j.get("job_id")), str(j.get("state"))) for j in jobs)
 
     async def answer(self) -> CacheEntry:
-        """The kept answer, or a fresh one when it is older than ``interval`` (one fetch at a time)."""
-        if self.entry is None or time.monotonic() - self.fetched_at > self.interval:
+        """The kept answer, or a fresh one when it is older than ``interval`` or my jobs in the queue changed
+        since it was fetched (one fetch at a time)."""
+        mine = self._my_queue()
+        moved = mine is not None and self._queue_seen is not None and mine != self._queue_seen
+        now = time.monotonic()
+        settle = self._recheck_at is not None and now >= self._recheck_at
+        if self.entry is None or moved or settle or now - self.fetched_at > self.interval:
             if self._inflight is None or self._inflight.done():
+                self._queue_seen = mine
+                self._recheck_at = now + RECENT_SETTLE if moved else None
                 self._inflight = asyncio.ensure_future(self._fetch())
             await asyncio.shield(self._inflight)
+        elif self._queue_seen is None:
+            self._queue_seen = mine
         assert self.entry is not None
         return self.entry
 

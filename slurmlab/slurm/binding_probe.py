@@ -1,10 +1,10 @@
 """The step that gathers what an allocation's tasks were bound to, and its explanation (the GPU map).
 
-One probe step runs over the allocation's tasks with the job's own GPU request; each task prints its
-``SLURM_STEP_GPUS``, ``CUDA_VISIBLE_DEVICES`` and real CPU mask, then what its own ``nvidia-smi`` lists (``-L``, and
-each GPU's UUID with its PCI bus id), one short line each. With each node's topology
-(:func:`slurmlab.slurm.probes.node_topology`), the names of its devices (the sandbox's hardware file, else those
-listings), the GPUs free on it (``scontrol show node -d``) and the controller's records,
+One probe step (``srun --label``) runs over the allocation's tasks with the job's own GPU request; each task prints
+its ``SLURM_STEP_GPUS``, ``CUDA_VISIBLE_DEVICES`` and real CPU mask, and what its own ``nvidia-smi`` lists (``-L``,
+and each GPU's UUID with its PCI bus id), as one report in the framing of :mod:`slurmlab.core.framing`. With each
+node's topology (:func:`slurmlab.slurm.probes.node_topology`), the names of its devices (the sandbox's hardware
+file, else those listings), the GPUs free on it (``scontrol show node -d``) and the controller's records,
 :func:`slurmlab.core.gpu.binding.explain` builds the table and flags the traps.
 """
 
@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from slurmlab.core.framing import FRAME_SOURCE, has_reports
 from slurmlab.core.gpu.binding import (
-    TASK_DEVICE_PREFIX,
-    TASK_REPORT_PREFIX,
     BindingTable,
     NodeNames,
     explain,
@@ -35,30 +34,30 @@ if TYPE_CHECKING:
 
 __all__ = ["TASK_PROBE", "explain_binding"]
 
-# Each task prints one JSON line, then one short line per device nvidia-smi shows it (a whole -L can pass the
-# 1 KiB at which srun cuts a line with another task's output); python3 is what the node has (not this kernel's
-# interpreter), and a node without nvidia-smi or one that hangs costs at most its timeout.
+# Each task prints its report in the one framing (slurmlab.core.framing: srun cuts a line longer than 1 KiB and
+# mixes its pieces with the other tasks' output, and a report with the 224 CPUs of a DGX H100 or a MIG node's -L is
+# longer than that), read back per task from srun's labels; python3 is what the node has (not this kernel's
+# interpreter, so the frame function travels as source), and a node without nvidia-smi or one that hangs costs at
+# most its timeout.
 TASK_PROBE = (
-    "import json, os, subprocess\n"
+    FRAME_SOURCE + "import os, subprocess\n"
     "e = os.environ\n"
     "aff = sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else None\n"
     "keys = ('SLURM_PROCID', 'SLURMD_NODENAME', 'SLURM_STEP_GPUS', 'SLURM_JOB_GPUS', 'CUDA_VISIBLE_DEVICES',"
     " 'GPU_DEVICE_ORDINAL')\n"
-    f"print({TASK_REPORT_PREFIX!r} + json.dumps({{'env': {{k: e.get(k) for k in keys}}, 'affinity': aff,"
-    " 'host_cpus': os.cpu_count()}), flush=True)\n"
     "def smi(*args):\n"
     "    try:\n"
     "        r = subprocess.run(('nvidia-smi',) + args, capture_output=True, text=True, timeout=20)\n"
     "    except (OSError, subprocess.SubprocessError):\n"
     "        return []\n"
     "    return r.stdout.splitlines() if r.returncode == 0 else []\n"
-    "rank = e.get('SLURM_PROCID')\n"
-    "for line in smi('-L'):\n"
-    f"    print({TASK_DEVICE_PREFIX!r} + json.dumps({{'rank': rank, 'L': line[:500]}}), flush=True)\n"
+    "pci = []\n"
     "for line in smi('--query-gpu=uuid,pci.bus_id', '--format=csv,noheader'):\n"
     "    parts = [p.strip() for p in line.split(',')]\n"
     "    if len(parts) == 2 and parts[0].startswith('GPU-'):\n"
-    f"        print({TASK_DEVICE_PREFIX!r} + json.dumps({{'rank': rank, 'pci': parts}}), flush=True)\n"
+    "        pci.append(parts)\n"
+    "print(frame({'env': {k: e.get(k) for k in keys}, 'affinity': aff, 'host_cpus': os.cpu_count(),"
+    " 'L': [line[:500] for line in smi('-L')], 'pci': pci}), flush=True)\n"
 )
 
 
@@ -83,8 +82,13 @@ def explain_binding(
     tasks = job.num_tasks or len(alloc.nodes) or 1
     # the probe asks for what the job's tasks were granted, or its tasks would see other GPUs
     args = list(step_args) if step_args is not None else step_args_for(job, tasks)
-    res = alloc.srun(["python3", "-c", TASK_PROBE], args=args, on_output=lambda *_: None, timeout=120)
-    reports = parse_task_reports(res.stdout)
+    res = alloc.srun(
+        ["python3", "-c", TASK_PROBE], args=args, on_output=lambda *_: None, label=True, timeout=120
+    )
+    # the task count is the job's unless step_args chose another: then every task that printed must report
+    count = tasks if step_args is None else None
+    # a step that printed no report did not run the probe: Slurm's own words say why
+    reports = parse_task_reports(res.stdout, count, stderr=res.stderr) if has_reports(res.stdout) else []
     if not res.ok or not reports:
         raise AllocationError(
             f"the binding probe step failed (exit {res.returncode}): " + " / ".join(res.stderr[-3:]),

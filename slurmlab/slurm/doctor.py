@@ -1,11 +1,13 @@
 """``slurmlab doctor``: the field guide's troubleshooting as checks, run against the cluster the runner talks to.
 
 Order: the controller first (every later check SKIPs with "controller down" when it does not answer); the GRES
-configuration; with ``job``, why it is pending (held, blockers, the QOS/association limit that holds it and
-which change lifts it, changes ``sbatch --test-only`` says would start it sooner and no limit would hold) or how
-it runs (its nodes, steps, time left, then the GPU-node checks of :mod:`slurmlab.slurm.doctor_gpu`); the drained
-or down nodes (``node``, those of the job's partition, or the whole cluster's). Every Slurm call goes through the runner with a timeout; the judgement is pure
-(:mod:`slurmlab.core.diagnosis`). An ordinary user gets every check; fixes only admins can apply say so.
+configuration; with ``job``, why it is pending (held, its begin time, the QOS/association limit that holds it
+and which change lifts it, blockers, changes ``sbatch --test-only`` says would start it sooner and no limit would
+hold: :func:`slurmlab.slurm.pending_alternatives.pending_checks`, as ``alloc.why()`` has them) or how it runs
+(its nodes, steps, time left, then the GPU-node checks of :mod:`slurmlab.slurm.doctor_gpu`); the drained or down
+nodes (``node``, those of the job's partition, or the whole cluster's). Every Slurm call goes through the runner
+with a timeout; the judgement is pure (:mod:`slurmlab.core.diagnosis`). An ordinary user gets every check; fixes
+only admins can apply say so.
 
 API::
 
@@ -17,7 +19,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from functools import partial
 
-from slurmlab.core.diagnosis.alternatives import NO_ALTERNATIVES
 from slurmlab.core.diagnosis.cluster_checks import (
     judge_config,
     judge_controller,
@@ -30,25 +31,21 @@ from slurmlab.core.diagnosis.cluster_checks import (
 from slurmlab.core.diagnosis.findings import Finding, Report, Verdict
 from slurmlab.core.diagnosis.findings import guarded as _guarded_by
 from slurmlab.core.diagnosis.job_checks import (
-    blockers,
-    judge_alternatives,
-    judge_blockers,
     judge_ended,
     judge_held,
     judge_pending,
     judge_running,
     usable_nodes,
 )
-from slurmlab.core.diagnosis.pending_limits import limit_ask
 from slurmlab.core.slurm.jobid import check_job_id
 from slurmlab.core.slurm.models import Job, Node, Partition
 from slurmlab.core.slurm.states import HOLDING
 from slurmlab.errors import MungeError, SlurmError, SlurmlabError
 from slurmlab.slurm.doctor_evidence import gres_types, job_steps, node_reasons, ping_text, planned_start
 from slurmlab.slurm.failures import classify_failure
-from slurmlab.slurm.job_queries import job_detail, list_jobs
+from slurmlab.slurm.job_queries import job_detail
 from slurmlab.slurm.node_queries import list_nodes, list_partitions
-from slurmlab.slurm.pending_alternatives import LimitContext, limit_finding, pending_alternatives
+from slurmlab.slurm.pending_alternatives import pending_checks
 from slurmlab.slurm.runner import Runner, get_runner
 
 __all__ = ["doctor"]
@@ -89,42 +86,17 @@ def _pending(
         planned = planned_start(str(job.job_id), runner)
     except SlurmlabError:
         planned = None  # the job record's StartTime still says when
-    out = [judge_pending(job, now, planned)]
-    usable = usable_nodes(job, nodes, partitions)
-    subject = f"job {job.display_id}"
-    jobs: list[Job] = []
-
-    def held_by() -> list[Finding]:
-        jobs.extend(list_jobs(runner, all_users=True))
-        return [judge_blockers(job, blockers(job, jobs, usable), now)]
-
-    out += _guarded("job.blockers", "what holds its GPUs", subject, held_by)
-    # the same limits and alternatives as alloc.why(): the queue and the accounting limits asked once for both
-    limits = LimitContext(job, runner, jobs, partitions)
-    ask = limit_ask(job.reason)
-    if ask is not None:
-        out += _guarded(
-            "job.limit",
-            "which limit holds it",
-            subject,
-            lambda: [limit_finding(job, ask, limits)],
-            verdict=Verdict.WARN,
-        )
-    if not (job.reason or "").startswith(NO_ALTERNATIVES):
-        out += _guarded(
-            "job.alternatives",
-            "what would start it sooner",
-            subject,
-            lambda: [
-                judge_alternatives(
-                    job,
-                    *pending_alternatives(job, runner, nodes=nodes, partitions=partitions, limits=limits),
-                    unchecked=limits.known().why_unknown,
-                    compared=limits.compared,
-                )
-            ],
-        )
-    return out
+    # the same limit, blockers and alternatives as alloc.why()
+    checks = pending_checks(
+        job,
+        runner,
+        nodes=nodes,
+        partitions=partitions,
+        now=now,
+        failed=Verdict.FAIL,
+        fix="run the doctor again; if it recurs, run the failing command by hand",
+    )
+    return [judge_pending(job, now, planned), *checks.findings]
 
 
 def _job_findings(

@@ -19,6 +19,7 @@ from slurmlab.errors import (
 
 __all__ = [
     "CONTROLLER_HINT",
+    "CPU_LAYOUT_HINT",
     "INSTALL_HINT",
     "NOT_CONFIGURED_HINT",
     "classify_failure",
@@ -149,6 +150,19 @@ def refusal_hint(stderr: str) -> str | None:
     return next((h for frag, h in _HINTS if frag in low), None)
 
 
+# slurmd's task/affinity could not pin the tasks' CPUs: 22.05 prints both lines, later releases at least the
+# second (ESLURMD_CPU_LAYOUT_ERROR, "Unable to layout tasks on given cpus", exit 193 from srun)
+_CPU_LAYOUT_FRAGMENTS = ("failed to distribute tasks", "unable to layout tasks on given cpus")
+CPU_LAYOUT_HINT = (
+    "slurmd could not pin the tasks to CPUs: the node claims more CPUs in slurm.conf than its machine has, and "
+    "Slurm pins only CPUs that exist. A slurmlab sandbox is built so (each node claims the profile's CPUs, e.g. "
+    "112 for dgx-h100, on a machine with a few: `slurmlab sandbox up` says how many), so --cpu-bind=cores, "
+    "threads or sockets fails once a node's tasks or one task's --cpus-per-task outnumber the machine's CPUs: "
+    "run the same line with --cpu-bind=none (each task still holds its --cpus-per-task CPUs in Slurm's count; "
+    "only the pinning is left out). On a real cluster it usually means a node whose configuration does not match "
+    "its hardware: tell the admins, and use --cpu-bind=none meanwhile"
+)
+
 # Next steps for Slurm's most common refusals (fragments stable from 22.05 to 25.x).
 _HINTS = (
     (
@@ -167,4 +181,5 @@ _HINTS = (
     ("invalid account", "your accounts: `sacctmgr show assoc user=$USER format=account`"),
     ("invalid qos", "your QOS: `sacctmgr show assoc user=$USER format=qos`"),
     ("time limit", "ask for less time (-t) or another partition (`sinfo -o '%P %l'`)"),
+    *((fragment, CPU_LAYOUT_HINT) for fragment in _CPU_LAYOUT_FRAGMENTS),
 )

@@ -25,7 +25,7 @@ from slurmlab.core.gpu.hardware_profile import (
     profile_topology,
 )
 from slurmlab.core.gpu.node_models import NodeMig, NodeTopology
-from slurmlab.errors import ParseError, SandboxError
+from slurmlab.errors import ParseError, RequestError, SandboxError
 from slurmlab.slurm.runner import Runner
 
 if TYPE_CHECKING:
@@ -35,15 +35,7 @@ if TYPE_CHECKING:
 # schema); the slurm room never imports the sandbox, so the dataclass is recognised at run time
 ProfileSource: TypeAlias = object
 
-__all__ = [
-    "mig_from_file",
-    "mig_from_profile",
-    "profile_data",
-    "profile_names",
-    "sandbox_hardware",
-    "topology_from_file",
-    "topology_from_profile",
-]
+__all__ = ["mig", "profile_data", "profile_names", "sandbox_hardware", "topology"]
 
 
 def _read(path: str | os.PathLike[str], what: str) -> str:
@@ -53,27 +45,83 @@ def _read(path: str | os.PathLike[str], what: str) -> str:
         raise ParseError(what, os.fspath(path), hint=f"cannot read it: {exc.strerror}") from None
 
 
-def topology_from_file(
-    path: str | os.PathLike[str], *, model: str | None = None, nvlink: str | os.PathLike[str] | None = None
-) -> NodeTopology:
-    """A topology from a saved ``nvidia-smi topo -m`` capture or a hardware-profile JSON file; ``nvlink`` names
-    a saved ``nvidia-smi nvlink -s`` of the same node, whose inactive or slow links then show too.
+def _capture(
+    what: str,
+    file: str | os.PathLike[str] | None,
+    profile: ProfileSource | None,
+    text: str | None,
+    reading: str,
+) -> tuple[str, str] | None:
+    """(the text to read, where it came from) of a ``file`` or ``text`` source; None for a ``profile``.
 
-    In a notebook, ``slurmlab.topology_from_file("topo-m.txt")`` alone draws it (GPUs, NVLink, NUMA, CPUs)."""
-    topo = topology_from_text(_read(path, "topology file"), os.fspath(path), model=model)
+    Exactly one source is given, or RequestError saying which were."""
+    given = [
+        name for name, value in (("file", file), ("profile", profile), ("text", text)) if value is not None
+    ]
+    if len(given) != 1:
+        example = "h200-mig" if what == "mig" else "dgx-h100"
+        raise RequestError(
+            f"slurmlab.{what}() reads one source: a file, profile= or text= "
+            f"(got {' and '.join(given) if given else 'none'})",
+            hint=f"slurmlab.{what}('saved.txt'), slurmlab.{what}(profile='{example}') or "
+            f"slurmlab.{what}(text=output); the nodes of an allocation: alloc.{what}(node)",
+        )
+    if text is not None:
+        return text, "the text given"
+    if file is not None:
+        return _read(file, reading), os.fspath(file)
+    return None
+
+
+def topology(
+    file: str | os.PathLike[str] | None = None,
+    *,
+    profile: ProfileSource | None = None,
+    text: str | None = None,
+    nvlink: str | os.PathLike[str] | None = None,
+    model: str | None = None,
+) -> NodeTopology:
+    """A node's topology without an allocation, from one source: ``file``, a saved ``nvidia-smi topo -m`` or a
+    hardware-profile JSON; ``profile``, a built-in hardware profile by name (``dgx-h100``, ``h200-mig``,
+    ``seed``: see ``slurmlab sandbox profiles``) or profile data; or ``text``, such output as a string.
+
+    ``nvlink`` names a saved ``nvidia-smi nvlink -s`` of the same node, whose inactive or slow links then show
+    too; ``model`` names the GPU (``"H100-SXM5-80GB"``) where the source does not.
+    In a notebook ``slurmlab.topology(profile="dgx-h100")`` or ``slurmlab.topology("topo-m.txt")`` alone draws
+    it (GPUs, NVLink, NUMA, CPUs). An allocation's nodes answer live: ``alloc.topology(node)``.
+    """
+    capture = _capture("topology", file, profile, text, "topology file")
+    if capture is not None:
+        topo = topology_from_text(*capture, model=model)
+    else:
+        topo = profile_topology(_data(profile))
+        if model:
+            topo = dataclasses.replace(topo, topology=topo.topology.with_model(model))
     if nvlink is None:
         return topo
     return topo.with_nvlink_text(_read(nvlink, "nvlink -s file"), os.fspath(nvlink))
 
 
-def mig_from_file(path: str | os.PathLike[str], *, model: str | None = None) -> NodeMig:
-    """A MIG layout from saved ``nvidia-smi mig -lgi`` / ``nvidia-smi -L`` output or a profile JSON file.
+def mig(
+    file: str | os.PathLike[str] | None = None,
+    *,
+    profile: ProfileSource | None = None,
+    text: str | None = None,
+    model: str | None = None,
+) -> NodeMig:
+    """A node's MIG layout without an allocation, from one source: ``file``, a saved ``nvidia-smi mig -lgi`` /
+    ``nvidia-smi -L`` output, a ``mig -cgi`` log or a hardware-profile JSON; ``profile``, a built-in hardware
+    profile by name (``h200-mig``) or profile data (RequestError when it has no MIG instances); or ``text``,
+    such output as a string. ``model`` names the GPU when a capture does not (``"A100-40GB"``).
 
-    In a notebook it draws itself: ``slurmlab.mig_from_file("mig-lgi.txt")`` alone shows each GPU's 7 compute x
-    8 memory slices with its instances as blocks, each named ``GPU 0 · 3g.40gb @ 4:4 · GI 2``; ``model=`` names
-    the GPU when the capture does not (``"A100-40GB"``). As a file: ``slurmlab mig mig-lgi.txt --html mig.html``.
+    In a notebook it draws itself: ``slurmlab.mig("mig-lgi.txt")`` alone shows each GPU's 7 compute x 8 memory
+    slices with its instances as blocks, each named ``GPU 0 · 3g.40gb @ 4:4 · GI 2``. As a file:
+    ``slurmlab mig mig-lgi.txt --html mig.html``. An allocation's nodes answer live: ``alloc.mig(node)``.
     """
-    return mig_from_text(_read(path, "MIG file"), os.fspath(path), model=model)
+    capture = _capture("mig", file, profile, text, "MIG file")
+    if capture is None:
+        return profile_mig(_data(profile))
+    return mig_from_text(*capture, model=model)
 
 
 # ---- built-in hardware profiles ----------------------------------------------------------------------
@@ -85,7 +133,7 @@ def _profiles() -> Traversable:
 
 
 def profile_names() -> list[str]:
-    """The built-in hardware profiles (``topology_from_profile`` takes these names)."""
+    """The built-in hardware profiles (``topology(profile=…)`` and ``mig(profile=…)`` take these names)."""
     return sorted(p.name[: -len(".json")] for p in _profiles().iterdir() if p.name.endswith(".json"))
 
 
@@ -116,18 +164,6 @@ def _data(profile: ProfileSource) -> Mapping[str, object]:
         # a sandbox Profile: its fields are the profile schema
         return dataclasses.asdict(profile)
     raise TypeError(f"expected a profile name, profile data or a Profile, not {type(profile).__name__}")
-
-
-def topology_from_profile(profile: ProfileSource) -> NodeTopology:
-    """The topology of a built-in hardware profile (``dgx-h100``, ``h200-mig``, ``seed``) or of profile data;
-    in a notebook ``slurmlab.topology_from_profile("dgx-h100")`` alone draws it."""
-    return profile_topology(_data(profile))
-
-
-def mig_from_profile(profile: ProfileSource) -> NodeMig:
-    """The MIG layout of a built-in hardware profile (RequestError when it has none); in a notebook
-    ``slurmlab.mig_from_profile("h200-mig")`` alone draws it."""
-    return profile_mig(_data(profile))
 
 
 # ---- the sandbox beside SLURM_CONF -----------------------------------------------------------------

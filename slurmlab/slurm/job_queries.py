@@ -35,10 +35,12 @@ __all__ = [
     "alist_jobs",
     "brief_states",
     "cancel_job",
+    "hold_job",
     "job_detail",
     "job_ids_by_name",
     "list_jobs",
     "my_tagged_jobs",
+    "release_job",
 ]
 
 ACTIVE_STATES = ACTIVE
@@ -311,3 +313,26 @@ def cancel_job(job_id: str | int, runner: Runner | None = None, *, only_mine: bo
     if only_mine:
         check_mine(jid, runner)
     runner.run(["scancel", jid])
+
+
+def hold_job(job_id: str | int, runner: Runner | None = None, *, only_mine: bool = True) -> None:
+    """``scontrol uhold`` one pending job of this user: Slurm will not start it until it is released.
+    The owner is checked as :func:`cancel_job` checks it (an operator may hold anyone's job).
+
+    ``uhold``, not ``hold``: for a plain user the two are the same, but ``hold`` by an operator account (root,
+    SlurmUser: the sandbox's user) is an administrator's hold (``JobHeldAdmin``) that its owner cannot lift;
+    ``uhold`` is always the user's own (``JobHeldUser``), which :func:`release_job` lifts."""
+    _scontrol_on_mine("uhold", job_id, runner, only_mine)
+
+
+def release_job(job_id: str | int, runner: Runner | None = None, *, only_mine: bool = True) -> None:
+    """``scontrol release`` one held job of this user (a user's own hold; an administrator's stays)."""
+    _scontrol_on_mine("release", job_id, runner, only_mine)
+
+
+def _scontrol_on_mine(verb: str, job_id: str | int, runner: Runner | None, only_mine: bool) -> None:
+    jid = check_job_id(job_id)
+    runner = runner or get_runner()
+    if only_mine:
+        check_mine(jid, runner)
+    runner.run(["scontrol", verb, jid])

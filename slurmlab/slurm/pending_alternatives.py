@@ -9,12 +9,21 @@ one they would hold is kept with the limit named and never offered, and costs no
 limit holds the job itself, the changes that may lift it (as many GPUs as fit under the cap, another QOS or
 account the user's association allows) are tried too.
 
+Each ``sbatch --test-only`` takes a job number (Slurm 22.05 allocates one to answer, so the next real job's
+id jumps by one per question): no other client command tells when a request not yet submitted would start, so
+the questions are cut instead: none before Slurm's scheduler has looked at the job (no reason, no expected
+start: nothing to compare with yet), none for a change a limit would hold, at most
+:data:`~slurmlab.core.diagnosis.alternatives.MAX_VARIANTS`, and none after a change that starts at once (no
+later one can start sooner; the smallest changes are asked first).
+
 API::
 
     ask_test_only(options, runner=None, timeout=10.0) -> StartEstimate      one request
     LimitContext(job, runner, records=None)       what the limits need, each asked once per why()/doctor call
     limit_finding(job, limit_ask, limits) -> Finding      the limit Slurm names, usage, cap, what lifts it
     pending_alternatives(job, runner=None, *, nodes=None, partitions=None, limits=None) -> (sooner, rest)
+    pending_checks(job, runner, *, nodes, partitions, now, ...) -> PendingChecks
+        the limit, the blockers and the alternatives of a pending job: what alloc.why() and the doctor both say
 
 Each call has its own timeout; a refusal keeps Slurm's words, an answer that cannot be read is recorded as
 such (one bad answer never takes the others down).
@@ -24,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from slurmlab.core.diagnosis.alternatives import (
     MAX_VARIANTS,
@@ -35,8 +44,16 @@ from slurmlab.core.diagnosis.alternatives import (
     rank,
     variants,
 )
-from slurmlab.core.diagnosis.findings import Finding
-from slurmlab.core.diagnosis.job_checks import blockers, usable_nodes
+from slurmlab.core.diagnosis.findings import Finding, Verdict, guarded
+from slurmlab.core.diagnosis.job_checks import (
+    blockers,
+    judge_alternatives,
+    judge_blockers,
+    judge_unlooked,
+    looked_at,
+    usable_nodes,
+    waits_for,
+)
 from slurmlab.core.diagnosis.limit_changes import ask_of, lifting_variants, lifts, pinned
 from slurmlab.core.diagnosis.limit_rules import (
     QUEUE_ARGV,
@@ -62,13 +79,16 @@ __all__ = [
     "TEST_ONLY_TIMEOUT",
     "KnownLimits",
     "LimitContext",
+    "PendingChecks",
     "ask_test_only",
     "limit_finding",
     "pending_alternatives",
+    "pending_checks",
 ]
 
 TEST_ONLY_TIMEOUT = 10.0
 _NO_VALUE = ("", "(null)", "N/A")
+_AT_ONCE = timedelta(seconds=60)  # a start this close to now is "at once": nothing starts surely sooner
 
 
 def ask_test_only(
@@ -149,6 +169,11 @@ class LimitContext:
             return None
         ends = [o.end_time for o, _ in held]
         return min(e for e in ends if e is not None) if ends and all(e is not None for e in ends) else None
+
+    @property
+    def asked(self) -> KnownLimits | None:
+        """The limits as read, once :meth:`known` has been asked (None before: nothing is asked here)."""
+        return self._known
 
     def known(self) -> KnownLimits:
         """Never raises for accounting or queue trouble: that makes the limits "unknown", saying why."""
@@ -297,12 +322,14 @@ def pending_alternatives(
     blind = _blind(job, known, own)
     found = []
     asked = 0
+    now = datetime.now(timezone.utc)
+    done = False  # each --test-only takes a job number: none is asked once no answer can be sooner
     for v in _candidates(job, known, nodes, partitions):
         held = (blind,) if blind else tuple(f"it would wait for {h.text()}" for h in known.holds(job, v))
         if held:
             found.append(Alternative(v, StartEstimate(), held))
             continue
-        if asked >= MAX_VARIANTS:
+        if asked >= MAX_VARIANTS or done:
             continue
         asked += 1
         try:
@@ -314,4 +341,87 @@ def pending_alternatives(
         except SlurmError as exc:
             answer = StartEstimate(refused=exc.message)
         found.append(Alternative(v, answer))
+        done = _at_once(answer.starts, now)
     return rank(found, bound)
+
+
+def _at_once(start: datetime | None, now: datetime) -> bool:
+    """A start no other change can beat: within a minute of now (one well before now is no fresh answer)."""
+    return start is not None and now - _AT_ONCE <= start <= now + _AT_ONCE
+
+
+@dataclass(frozen=True)
+class PendingChecks:
+    """What slurmlab says of a pending job beyond its reason (:func:`pending_checks`): the findings (the limit
+    Slurm names first, then what holds its GPUs, then the changes), the changes that start sooner and the
+    others, why the limits could not be checked ("" when they could) and what "sooner" was measured against."""
+
+    findings: tuple[Finding, ...] = ()
+    sooner: tuple[Alternative, ...] = ()
+    rest: tuple[Alternative, ...] = ()
+    unchecked: str = ""
+    compared: str = ""
+
+
+def pending_checks(
+    job: Job,
+    runner: Runner,
+    *,
+    nodes: Sequence[Node],
+    partitions: Sequence[Partition],
+    now: datetime,
+    alternatives: bool = True,
+    failed: Verdict = Verdict.WARN,
+    fix: str = "ask again in a moment",
+) -> PendingChecks:
+    """The checks ``alloc.why()`` and the doctor run on a pending job that is not held, each guarded (a failing
+    one is a ``failed`` finding with ``fix``, never an exception): the limit Slurm names (usage, cap, what lifts
+    it), the running jobs that hold its GPUs, and — ``alternatives`` — the changes ``--test-only`` says start
+    sooner. A job that waits for its begin time or a dependency gets none: no change of resources cures that
+    (``judge_pending`` names the cause). The queue and the accounting limits are asked once for all three."""
+    if waits_for(job, now):
+        return PendingChecks()
+    subject = f"job {job.display_id}"
+    limits = LimitContext(job, runner, partitions=partitions)
+    out: list[Finding] = []
+    ask = limit_ask(job.reason)
+    if ask is not None:  # the limit Slurm names is the cause: said first
+        out += guarded(
+            "job.limit",
+            "which limit holds it",
+            subject,
+            lambda: [limit_finding(job, ask, limits)],
+            verdict=Verdict.WARN,
+            fix=fix,
+        )
+    usable = usable_nodes(job, nodes, partitions)
+    out += guarded(
+        "job.blockers",
+        "what holds its GPUs",
+        subject,
+        lambda: [judge_blockers(job, blockers(job, limits.records(), usable), now)],
+        verdict=failed,
+        fix=fix,
+    )
+    sooner: list[Alternative] = []
+    rest: list[Alternative] = []
+
+    def changes() -> list[Finding]:
+        s, r = pending_alternatives(job, runner, nodes=nodes, partitions=partitions, limits=limits)
+        sooner.extend(s)
+        rest.extend(r)
+        return [judge_alternatives(job, s, r, unchecked=limits.known().why_unknown, compared=limits.compared)]
+
+    if alternatives and not looked_at(job):
+        out.append(judge_unlooked(job))
+    elif alternatives:
+        out += guarded(
+            "job.alternatives", "what would start it sooner", subject, changes, verdict=failed, fix=fix
+        )
+    return PendingChecks(tuple(out), tuple(sooner), tuple(rest), _unchecked(limits), limits.compared)
+
+
+def _unchecked(limits: LimitContext) -> str:
+    """Why the limits could not be read, once they were asked ("" when they could, or were never needed)."""
+    known = limits.asked
+    return known.why_unknown if known is not None else ""

@@ -1,4 +1,6 @@
-"""Probes that ask an allocated node for its GPU topology and MIG layout, as steps of the allocation.
+"""Probes that ask an allocated node for its GPU topology and MIG layout, as steps of the allocation: what
+``alloc.topology()`` and ``alloc.mig()`` answer with (the one live way; ``slurmlab.topology()`` and
+``slurmlab.mig()`` read saved captures and profiles without an allocation).
 
 Sources, in the order :func:`node_topology` tries them:
 
@@ -275,8 +277,8 @@ def node_topology(alloc: Allocation, node: str | None = None, *, source: str = "
             )
     raise SourceUnavailable(
         f"no topology source answered for {node} of allocation {alloc.job_id}:\n  " + "\n  ".join(tried),
-        hint="load a saved capture with slurmlab.topology_from_file('topo-m.txt') or a profile with "
-        "slurmlab.topology_from_profile('dgx-h100')",
+        hint="load a saved capture with slurmlab.topology('topo-m.txt') or a profile with "
+        "slurmlab.topology(profile='dgx-h100')",
     )
 
 
@@ -377,5 +379,5 @@ def node_mig(alloc: Allocation, node: str | None = None, *, source: str = "auto"
             tried.append("NVML: MIG layouts are read with nvidia-smi only")
     raise SourceUnavailable(
         f"no MIG source answered for {node} of allocation {alloc.job_id}:\n  " + "\n  ".join(tried),
-        hint="load a saved `nvidia-smi mig -lgi` capture with slurmlab.mig_from_file(path)",
+        hint="load a saved `nvidia-smi mig -lgi` capture with slurmlab.mig(path)",
     )

@@ -13,6 +13,7 @@ API::
     job_detail(job_id, runner) -> Job                   (scontrol show job -d)
     list_jobs(runner, *, user=None, all_users=False, active_only=True) -> JobList
     cancel_job(job_id, runner)         job_ids_by_name(name, runner) -> [str]
+    hold_job(job_id, runner)           release_job(job_id, runner)      (scontrol hold/release)
     my_tagged_jobs(prefix, runner) -> [Job]
     job_owner_uid(job_id, runner) -> int                (squeue %U: the uid alone)       (owners)
     job_owners(runner) -> {job_id: uid}                 (squeue %A|%U: every job's uid)
@@ -37,10 +38,12 @@ from slurmlab.slurm.job_queries import (
     alist_jobs,
     brief_states,
     cancel_job,
+    hold_job,
     job_detail,
     job_ids_by_name,
     list_jobs,
     my_tagged_jobs,
+    release_job,
 )
 from slurmlab.slurm.node_queries import (
     alist_nodes,
@@ -80,6 +83,7 @@ __all__ = [
     "current_uid",
     "current_user",
     "default_partition",
+    "hold_job",
     "inventory",
     "job_detail",
     "job_ids_by_name",
@@ -92,6 +96,7 @@ __all__ = [
     "node_states",
     "node_states_of",
     "ping",
+    "release_job",
     "slurm_version",
     "user_name",
 ]

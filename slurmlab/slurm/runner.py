@@ -32,6 +32,7 @@ from slurmlab.core.jsontypes import JSONObject
 from slurmlab.errors import SlurmError
 from slurmlab.slurm import failures, stall
 from slurmlab.slurm.failures import INSTALL_HINT, classify_failure, not_installed
+from slurmlab.slurm.job_environment import login_environment
 from slurmlab.slurm.munge import (
     DEFAULT_MUNGE_SOCKET,
     MUNGE_PROBE_TIMEOUT,
@@ -120,6 +121,10 @@ class Runner:
     ``slurm_conf`` and ``cluster`` select which Slurm to talk to (``SLURM_CONF`` and
     ``SLURM_CLUSTERS``); ``env`` adds variables. ``timeout`` bounds every call.
     ``munge_probe_after``: seconds a command may take before munged is probed (0: never).
+
+    Inside a Slurm job, commands run without the job's variables, as from a login node
+    (:func:`slurmlab.slurm.job_environment.login_environment`); ``in_own_job=True`` keeps them, for steps in
+    that very job only.
     """
 
     slurm_conf: str | None = None
@@ -127,6 +132,7 @@ class Runner:
     timeout: float = DEFAULT_TIMEOUT
     env: Mapping[str, str] = field(default_factory=dict)
     munge_probe_after: float = MUNGE_PROBE_AFTER
+    in_own_job: bool = field(default=False, compare=False)  # which environment, not which Slurm
     # whether allocations made through this runner get the per-kernel guardian (a replaying runner, which has
     # no cluster to cancel on, says no)
     guarded: ClassVar[bool] = True
@@ -135,8 +141,9 @@ class Runner:
 
     # ---- environment -------------------------------------------------------------------
     def environ(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The environment a command runs with."""
-        env = dict(os.environ)
+        """The environment a command runs with: this process's, less a surrounding job's variables unless
+        ``in_own_job``, then ``env``, the configuration, the cluster and ``extra``."""
+        env = login_environment(os.environ, keep_job=self.in_own_job)
         env.update(_flatten_env(self.env))
         if self.slurm_conf:
             env["SLURM_CONF"] = self.slurm_conf

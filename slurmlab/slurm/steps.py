@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -31,6 +31,7 @@ __all__ = [
     "end_step",
     "overlap_refused",
     "print_output",
+    "split_at_newlines_only",
     "srun_failure",
     "step_argv",
     "stream_step",
@@ -175,6 +176,21 @@ def step_argv(job_id: str, extra: list[str], command: list[str], *, label: bool,
     return argv + extra + command
 
 
+def _labelled(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` is a step that :func:`step_argv` gave srun's ``--label`` (before the step's own options)."""
+    return bool(argv) and argv[0] == "srun" and "--label" in argv[1:4]
+
+
+def split_at_newlines_only(proc: subprocess.Popen[str]) -> None:
+    """Read a labelled step's pipes split at ``\n`` only. srun ends each piece with ``\n``; a ``\r`` a task prints
+    must stay inside its labelled line, or the text after it would read as a line of its own, with whatever label
+    the task wrote there (another task's)."""
+    for stream in (proc.stdout, proc.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(newline="\n")
+
+
 def stream_step(
     runner: Runner, argv: list[str], on_output: OutputCallback, timeout: float | None
 ) -> StepResult:
@@ -184,6 +200,8 @@ def stream_step(
     and the runner's MungeError raised. A step srun could not run says why in ``failure``."""
     start = time.monotonic()
     proc = runner.popen(argv)
+    if _labelled(argv):
+        split_at_newlines_only(proc)
     out: list[str] = []
     err: list[str] = []
     lines: queue.Queue[tuple[str, str] | None] = queue.Queue()

@@ -1,7 +1,7 @@
 """Bokeh figures of slurmlab's models. Bokeh is imported only when a figure is built.
 
 In a notebook no call is needed: a topology, a MIG layout or a binding table evaluated alone draws itself
-(``alloc.topology()``, ``alloc.mig()``, ``alloc.explain_binding()``, ``slurmlab.mig_from_file(path)``; see
+(``alloc.topology()``, ``alloc.mig()``, ``alloc.explain_binding()``, ``slurmlab.mig(path)``; see
 :mod:`slurmlab.viz.notebook`). The functions below place a figure yourself, e.g.
 ``show(topology_figure(**alloc.topology("node1").figure_args()))``.
 

@@ -15,9 +15,12 @@ from slurmlab.core.palette import CATEGORICAL
 from slurmlab.viz._bokeh import bokeh
 from slurmlab.viz.export import figure_html
 
-__all__ = ["RunLog", "ensure_available", "gantt_figure", "timeslice_page"]
+__all__ = ["FIRST_VIEW_RUNS", "RunLog", "ensure_available", "first_view_ms", "gantt_figure", "timeslice_page"]
 
 _FEATURE = "the time-slicing Gantt chart"
+# runs (of all processes together) the first view shows: a 2 s window of 1 ms slices is 2,000 bars, a barcode at
+# any width, while some 40 are a few rounds whose turns can be read; the wheel zooms out to the whole window
+FIRST_VIEW_RUNS = 40
 
 
 class RunLog(Protocol):
@@ -52,16 +55,23 @@ def gantt_figure(result: RunLog, *, max_runs_per_process: int = 20000, width: in
     plotting = bokeh("plotting", _FEATURE)
     models = bokeh("models", _FEATURE)
     labels = list(result.labels)
+    t0 = result.window[0]
+    whole_ms = (result.window[1] - t0) / 1e6
+    shown_ms = first_view_ms(result)
+    part = "" if shown_ms >= whole_ms else f"; the first {_ms(shown_ms)} ms of {_ms(whole_ms)} ms shown"
     fig = plotting.figure(
-        title=f"measured runs — {result.classification}",
+        title=f"measured runs — {result.classification}{part} (the wheel zooms, drag pans, ⟲ goes back)",
         y_range=list(reversed(labels)),
+        # panning stops at the window's ends; reset returns to this first view
+        x_range=models.Range1d(0, shown_ms, bounds=(0, whole_ms)),
         x_axis_label="ms since T0 (measured)",
         height=80 + 40 * len(labels),
         width=width,
         tools="xpan,xwheel_zoom,box_zoom,reset,hover",
+        active_drag="xpan",
+        active_scroll="xwheel_zoom",  # Bokeh leaves the wheel to the page unless told
         tooltips=[("process", "@label"), ("start ms", "@left{0.000}"), ("length µs", "@length{0.0}")],
     )
-    t0 = result.window[0]
     for i, (label, runs) in enumerate(zip(labels, result.runs, strict=True)):
         shown = runs[:max_runs_per_process]
         src = models.ColumnDataSource(
@@ -81,6 +91,19 @@ def gantt_figure(result: RunLog, *, max_runs_per_process: int = 20000, width: in
             color=CATEGORICAL[i % len(CATEGORICAL)],
         )
     return fig
+
+
+def first_view_ms(result: RunLog, runs: int = FIRST_VIEW_RUNS) -> float:
+    """Where the chart's first view ends (ms since T0): the end of the ``runs``-th run of all processes together,
+    or the whole window when there are fewer."""
+    t0, t1 = result.window
+    ends = sorted(int(end) for process in result.runs for end in process[:, 1][: runs + 1])
+    last = ends[runs - 1] if len(ends) >= runs else t1
+    return max(min(last, t1) - t0, 1) / 1e6
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def timeslice_page(result: ShownRunLog, title: str = "slurmlab timeslice") -> str:

@@ -46,8 +46,8 @@ def mig_figure(
     one way slurmlab names it everywhere (``GPU 0 · 3g.71gb @ 4:4 · GI 2``, see
     :func:`~slurmlab.core.gpu.mig.mig_slice_label`).
 
-    In a notebook a MIG layout needs no call: ``alloc.mig()``, ``slurmlab.mig_from_file("mig-lgi.txt")`` or
-    ``slurmlab.mig_from_profile("h200-mig")`` evaluated alone draws this figure. To place it yourself:
+    In a notebook a MIG layout needs no call: ``alloc.mig()``, ``slurmlab.mig("mig-lgi.txt")`` or
+    ``slurmlab.mig(profile="h200-mig")`` evaluated alone draws this figure. To place it yourself:
     ``mig_figure(**alloc.mig("node1").figure_args())`` or ``mig_figure(MigLayout.from_spec("H200-141GB",
     {0: ["3g.71gb", "3g.71gb"]}))``, then ``bokeh.io.show`` or :func:`slurmlab.viz.save_html`.
     """

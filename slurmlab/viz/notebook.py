@@ -1,11 +1,14 @@
 """The figures the hardware models draw when a notebook shows them: no Bokeh import, no ``figure_args()``.
 
-``import slurmlab`` in IPython (every notebook kernel) imports this module, which registers one drawer per kind of
-model with :mod:`slurmlab.core.gpu.figure_display` (core cannot import viz); bokeh itself loads when the first
-figure is drawn. So in a notebook::
+``import slurmlab`` in IPython (every notebook kernel) and ``%load_ext slurmlab`` call :func:`install`, which
+registers one function per kind of model with the shell's own display formatter (IPython's mime-bundle
+formatter, ``for_type_by_name``: by module and class name, so neither the models nor bokeh are imported to
+register them). When the shell displays a model it calls that function, which asks the model for its bundle
+with the figure's drawing function (:func:`slurmlab.core.gpu.figure_display.mime_bundle`; core cannot import
+viz); bokeh itself loads when the first figure is drawn. So in a notebook::
 
-    slurmlab.topology_from_profile("dgx-h100")        # the topology figure
-    slurmlab.mig_from_file("mig-lgi.txt")             # the MIG slice grid of a saved capture
+    slurmlab.topology(profile="dgx-h100")             # the topology figure
+    slurmlab.mig("mig-lgi.txt")                       # the MIG slice grid of a saved capture
     alloc.topology(); alloc.mig()                     # every node of the job, this job's GPUs / slices marked
     alloc.explain_binding()                           # the table, then per node the tasks' GPUs and CPUs
 
@@ -20,10 +23,10 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from slurmlab.core.gpu.figure_display import register_drawer
+from slurmlab.core.gpu.figure_display import FigureHtml
 from slurmlab.viz._bokeh import bokeh
 
-__all__ = ["figure_html", "install", "resend_bokehjs"]
+__all__ = ["FIGURE_TYPES", "figure_html", "install", "resend_bokehjs"]
 
 _FEATURE = "the notebook figures"
 _state = {"bokehjs_sent": False}
@@ -119,13 +122,37 @@ def _binding(table: Any) -> str:
     return figure_html(_column(figs)) + note
 
 
-def install() -> None:
-    """Register the drawers (done on import; again is harmless)."""
-    register_drawer("topology", _topology)
-    register_drawer("mig", _mig)
-    register_drawer("job-topology", _job_topology)
-    register_drawer("job-mig", _job_mig)
-    register_drawer("binding", _binding)
+def _bundle_with(draw: FigureHtml) -> Any:
+    """What the shell's formatter calls for a model: the model's own bundle, with ``draw`` making its figure."""
+
+    def bundle(model: Any) -> dict[str, str]:
+        shown: dict[str, str] = model._repr_mimebundle_(draw=draw)
+        return shown
+
+    return bundle
 
 
-install()
+# (module, class) of each model that draws itself -> its drawing function; by name, so nothing is imported
+FIGURE_TYPES: dict[tuple[str, str], FigureHtml] = {
+    ("slurmlab.core.gpu.node_models", "NodeTopology"): _topology,
+    ("slurmlab.core.gpu.node_models", "NodeMig"): _mig,
+    ("slurmlab.core.gpu.job_hardware", "JobTopology"): _job_topology,
+    ("slurmlab.core.gpu.job_hardware", "JobMig"): _job_mig,
+    ("slurmlab.core.gpu.binding.table", "BindingTable"): _binding,
+}
+
+
+def _mimebundle_formatter(shell: Any) -> Any:
+    formatter = getattr(getattr(shell, "display_formatter", None), "mimebundle_formatter", None)
+    return formatter if callable(getattr(formatter, "for_type_by_name", None)) else None
+
+
+def install(shell: Any) -> bool:
+    """Register the models' figures with ``shell``'s display formatter (an IPython ``InteractiveShell``; None or
+    a shell without one: nothing to do). Registering again replaces; nothing is imported. True if registered."""
+    formatter = _mimebundle_formatter(shell)
+    if formatter is None:
+        return False
+    for (module, name), draw in FIGURE_TYPES.items():
+        formatter.for_type_by_name(module, name, _bundle_with(draw))
+    return True

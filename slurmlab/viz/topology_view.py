@@ -122,7 +122,7 @@ def topology_figure(
     """A Bokeh figure of ``topo``; ``highlight_gpus`` (indices) and ``task_cpus`` (task -> CPU ids) are marked.
 
     In a notebook a topology needs no call: ``alloc.topology()`` (every node), ``alloc.explain_binding()`` or
-    ``slurmlab.topology_from_profile("dgx-h100")`` evaluated alone draws this figure. To place it yourself:
+    ``slurmlab.topology(profile="dgx-h100")`` evaluated alone draws this figure. To place it yourself:
     ``topology_figure(**alloc.topology("node1").figure_args())`` or ``topology_figure(**binding.figure_args(node))``.
     """
     plotting = bokeh("plotting", "the topology view")

@@ -17,6 +17,10 @@ from slurmlab.viz._bokeh import bokeh
 __all__ = ["ROLLOVER", "UsageChart"]
 
 ROLLOVER = 1800  # points kept per line in the browser (an hour at 2 s)
+FULL_SCALE = (
+    105.0  # the axis always shows 100 % (one GPU busy, or one CPU): an idle job is a line near 0, not
+)
+# a line across an automatic 0-1 axis whose ticks read like whole CPUs
 
 
 class UsageChart:
@@ -35,8 +39,8 @@ class UsageChart:
             y_axis_label="CPU % (100 = one CPU)" if cpu else "GPU utilisation %",
         )
         self.figure.y_range.start = 0
-        if not cpu:
-            self.figure.y_range.end = 105
+        self.figure.y_range.end = FULL_SCALE
+        self._cpu = cpu
         self.figure.add_tools(
             models.HoverTool(tooltips=[("", "@series"), ("util", "@util{0.0} %"), ("memory", "@mem MiB")])
         )
@@ -79,4 +83,9 @@ class UsageChart:
             )
             self._drawn[row.series] = new[-1].t
             added += len(new)
+            if self._cpu:
+                # CPU % passes 100 with every further CPU busy: the axis grows with the peak, never below 100
+                peak = max(s.util for s in new) * 1.05
+                if peak > self.figure.y_range.end:
+                    self.figure.y_range.end = peak
         return added

@@ -10,4 +10,5 @@ Importing this package loads no widget library: each module imports ipywidgets l
     sandbox_picker          a profile list and a Start button: a sandbox when no Slurm is configured
     live                    the ONE thread that assigns widget traits
     rows                    table rows, times and Slurm reasons in plain words (no ipywidgets)
+    saved                   the readable snapshot each widget saves beside its view (a reopened notebook, the course)
 """

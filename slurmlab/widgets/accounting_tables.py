@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from slurmlab.core.diagnosis.efficiency import Efficiency, efficiencies
 from slurmlab.core.diagnosis.fairshare import FAIRSHARE_LEGEND, ShareExplained, state_in_words
 from slurmlab.core.jsontypes import JSONObject, JSONValue
+from slurmlab.core.slurm.exit_status import LAST_SIGNAL, NOT_A_SIGNAL
 from slurmlab.core.slurm.sacct import SacctRecord
 from slurmlab.core.slurm.timefmt import format_duration
 from slurmlab.widgets.rows import Table
@@ -141,7 +142,7 @@ def steps_table(
         exit_text = (
             "-"
             if r.exit is None
-            else f"{r.exit.code}" + (f" (signal {r.exit.signal})" if r.exit.signal else "")
+            else f"{r.exit.code}" + (f", {r.exit.signal_words}" if r.exit.signal else "")
         )
         rows.append(
             {
@@ -157,6 +158,8 @@ def steps_table(
     job = next((r for r in records if r.is_job), None)
     eff = efficiencies(records).get(job_id) if records and job is not None and job.start is not None else None
     notes = [eff.line()] if eff is not None else []
+    if any(r.exit is not None and r.exit.signal > LAST_SIGNAL for r in records):
+        notes.append(NOT_A_SIGNAL)
     data: JSONObject = {
         "job_id": job_id,
         "records": [r.to_dict() for r in records],

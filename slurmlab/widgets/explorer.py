@@ -8,7 +8,9 @@ the explorer says what the taken ones cost.
     TopologyExplorer.from_cluster()                    # the nodes of the cluster the runner talks to
 
 :class:`ExplorerModel` holds the logic without ipywidgets (used by the widget and by tests);
-:class:`TopologyExplorer` builds the widgets lazily.
+:class:`TopologyExplorer` builds the widgets lazily. Displayed, the explorer leaves a readable snapshot of its
+pick (the explanation, the salloc line, the topology as text) for a saved notebook or the HTML course
+(:mod:`slurmlab.widgets.saved`); ``select()`` from a cell brings every display of it up to date.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from slurmlab.core.gpu.placement import GpuChoice, best_gpus
 from slurmlab.core.gpu.placement.request import INDICES_NOTE, LINKS_NOTE, salloc_advice, taken_on_node
 from slurmlab.core.palette import INK_SOFT, WARN
 from slurmlab.errors import RequestError, SlurmlabError
+from slurmlab.widgets.saved import Snapshots, saved_bundle
 
 __all__ = ["ExplorerModel", "NodeChoice", "Selection", "TopologyExplorer"]
 
@@ -96,15 +99,15 @@ class ExplorerModel:
             if c.gpus == 0:
                 message = f"{c.node or c.profile} has no GPUs: nothing to place."
             elif c.profile is not None:
-                topo = hardware_files.topology_from_profile(c.profile)
-                mig = _mig_or_none(lambda: hardware_files.mig_from_profile(c.profile or ""))
+                topo = hardware_files.topology(profile=c.profile)
+                mig = _mig_or_none(lambda: hardware_files.mig(profile=c.profile or ""))
             elif c.node is not None:
                 hw = hardware_files.sandbox_hardware(self.runner) if self.runner is not None else None
                 if hw is None:
                     message = (
                         f"The topology of {c.node} is known only from inside an allocation: allocate it "
                         "(the line below) and call alloc.topology(), or load a saved `nvidia-smi topo -m` "
-                        "with slurmlab.topology_from_file(path)."
+                        "with slurmlab.topology(path)."
                     )
                 else:
                     topo = hw.node_topology(c.node)
@@ -225,6 +228,7 @@ class TopologyExplorer:
     ) -> None:
         choices = list(nodes) + [NodeChoice(f"profile:{p}", f"profile {p}", profile=p) for p in profiles]
         self.model = ExplorerModel(choices, runner)
+        self._snapshots = Snapshots(self._repr_mimebundle_)
         w = require("ipywidgets", feature="the topology explorer", extra="widgets")
         self._w = w
         first = self.model.choices[0].key
@@ -275,6 +279,7 @@ class TopologyExplorer:
             self.picker.value = key
         if n is not None:
             self.count.value = n
+        self._snapshots.refresh()  # a pick made from code: the saved explorer follows
         return self.selection
 
     # ---- drawing -----------------------------------------------------------------------------------
@@ -296,8 +301,45 @@ class TopologyExplorer:
             for fig in figs:
                 _show(fig)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+    # ---- what a saved notebook keeps ---------------------------------------------------------------
+    def snapshot_text(self) -> str:
+        sel = self.selection
+        lines = [f"topology explorer: {sel.choice.label}, N GPUs {sel.n}"]
+        if sel.message:
+            lines.append(sel.message)
+        if sel.best is not None:
+            lines.append(f"best {sel.n}: {sel.best.explain()}")
+        if sel.salloc_line:
+            lines.append(sel.salloc_line)
+        return "\n".join(lines)
+
+    def snapshot_html(self) -> str:
+        sel = self.selection
+        head = (
+            f"<div><b>topology explorer</b>: {html.escape(sel.choice.label)}, N GPUs {sel.n}</div>"
+            if sel.topology is None
+            else f"<div><b>topology explorer</b>, N GPUs {sel.n}</div>"
+        )
+        topo = (
+            f"<details class='slurmlab-figure-text'><summary>the topology as text</summary>"
+            f"<pre>{html.escape(sel.topology.summary())}</pre></details>"
+            if sel.topology is not None
+            else ""
+        )
+        return f"<div class='slurmlab-explorer'>{head}{info_html(sel)}{topo}</div>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, object]:
+        return saved_bundle(
+            self.widget,
+            "explorer",
+            self.snapshot_text(),
+            self.snapshot_html(),
+            include=include,
+            exclude=exclude,
+        )
+
+    def _ipython_display_(self) -> None:
+        self._snapshots.show()
 
 
 def _show(fig: Any) -> None:

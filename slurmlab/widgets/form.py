@@ -5,6 +5,10 @@ shards, MPS, MIG slice — only what the partition offers), nodes and tasks, ``-
 enforce-binding and time. Every change re-validates with the same rules as ``%salloc`` and shows
 the command and its plain-words explanation, or each problem with its fix. Submit creates the
 allocation and shows its live panel under the form.
+
+Displayed, the form leaves a readable snapshot of its fields, its command and what it submitted for a saved
+notebook or the HTML course (:mod:`slurmlab.widgets.saved`); ``render()`` called from a cell brings every
+display of it up to date.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import html
 import shlex
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from slurmlab._extras import require
@@ -20,6 +25,7 @@ from slurmlab.core.gpu.mig import is_mig_type
 from slurmlab.core.palette import FAILED, WARN
 from slurmlab.errors import SlurmlabError
 from slurmlab.widgets.live import LiveUpdater, get_updater
+from slurmlab.widgets.saved import Snapshots, saved_bundle
 
 __all__ = ["BIND_CHOICES", "RequestForm", "is_mig_type", "sharing_modes"]
 
@@ -51,7 +57,8 @@ class RequestForm:
     """``RequestForm()`` reads the cluster's inventory; ``.widget`` is the form.
 
     ``on_submit(alloc)`` is called with each allocation the form creates (``%salloc --form`` uses it
-    to make it the notebook's default).
+    to make it the notebook's default). ``memory``: a file to start from the values last submitted and to keep
+    them in (``%salloc --form`` passes :func:`slurmlab.widgets.form_memory.default_path`).
     """
 
     tick: float | None = None  # renders only when something changed
@@ -64,6 +71,7 @@ class RequestForm:
         updater: LiveUpdater | None = None,
         on_submit: Callable[[Any], None] | None = None,
         version: tuple[int, ...] | None = None,
+        memory: Path | None = None,
     ) -> None:
         w = require("ipywidgets", feature="the request form", extra="widgets")
         from slurmlab.slurm import queries
@@ -78,6 +86,7 @@ class RequestForm:
         )
         self.updater = updater or get_updater()
         self.on_submit = on_submit
+        self._snapshots = Snapshots(self._repr_mimebundle_)
         parts = list(self.inventory.partition_names)
         if not parts:
             raise SlurmlabError("the cluster reports no partition", hint="check the cluster with %sinfo")
@@ -123,6 +132,12 @@ class RequestForm:
         self._submitting = False
         self._lock = threading.Lock()
         self._sync_choices()
+        # the last values submitted (slurmlab.widgets.form_memory), where the cluster still offers them
+        self.memory = memory
+        if memory is not None:
+            from slurmlab.widgets.form_memory import recall
+
+            recall(self, memory)
         self.request: Any = None
         self.problem: str | None = None
         self.render()
@@ -145,6 +160,10 @@ class RequestForm:
     # ---- what the form asks for --------------------------------------------------------------------
     def _partition(self) -> Any:
         return self.inventory.partition(self.partition.value)
+
+    def sync_choices(self) -> None:
+        """Sharing modes and GPU types that the chosen partition offers (after a value was set in code)."""
+        self._sync_choices()
 
     def _sync_choices(self) -> None:
         """Sharing modes and GPU types that the chosen partition offers."""
@@ -228,6 +247,9 @@ class RequestForm:
             boxes = tuple(self._panel_widgets)
         if tuple(self.result.children) != boxes:
             self.result.children = boxes
+        if threading.current_thread() is threading.main_thread():
+            # called from a cell (the updater thread renders what the page changed): the saved form follows
+            self._snapshots.refresh()
 
     def submit(self, *, wait: bool = True) -> Any:
         """Submit the request in a worker thread; with ``wait`` return its Allocation (None if refused).
@@ -235,6 +257,10 @@ class RequestForm:
         The button submits without waiting, so the kernel is never blocked by a click."""
         if self.request is None or self._submitting:
             return None
+        if self.memory is not None:  # the next form starts from these values
+            from slurmlab.widgets.form_memory import remember
+
+            remember(self, self.memory)
         self._submitting = True
         self.updater.mark_dirty(self)
         done = threading.Event()
@@ -268,6 +294,70 @@ class RequestForm:
         done.wait(60)
         return box[0] if box else None
 
+    # ---- what a saved notebook keeps ---------------------------------------------------------------
+    def fields(self) -> list[tuple[str, str]]:
+        """(label, what it is set to) of each field, as the form shows them."""
+        count = f"{self.count.value}{' per node' if self.per_node.value else ''}"
+        return [
+            ("Partition", str(self.partition.value)),
+            ("Sharing", str(self.sharing.label or "")),
+            ("GPU type", str(self.gpu_type.label or "")),
+            ("Count", count),
+            ("Nodes", str(self.nodes.value)),
+            ("Tasks", str(self.tasks.value)),
+            ("Time", str(self.time.value)),
+            ("--gpu-bind", str(self.gpu_bind.label or "")),
+            ("enforce-binding", "yes" if self.enforce.value else "no"),
+        ]
+
+    def _outcome(self) -> tuple[str, str]:
+        """(the salloc line or the problem, what it asks for or "") as text."""
+        from slurmlab.core.request.explain import explain
+        from slurmlab.slurm.allocation import salloc_argv
+
+        if self.request is None:
+            return f"problem: {self.problem or 'not checked yet'}", ""
+        return shlex.join(salloc_argv(self.request)), explain(self.request)
+
+    def _submitted(self) -> list[str]:
+        from slurmlab.slurm.allocation.display import saved_text
+
+        with self._lock:
+            made = list(self.allocations)
+        return [saved_text(alloc) for alloc in made]
+
+    def snapshot_text(self) -> str:
+        command, asks = self._outcome()
+        lines = ["request form: " + " · ".join(f"{k}: {v}" for k, v in self.fields()), command]
+        if asks:
+            lines.append(f"What it asks for: {asks}")
+        lines += [f"submitted: {s}" for s in self._submitted()]
+        return "\n".join(lines)
+
+    def snapshot_html(self) -> str:
+        esc = html.escape
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{esc(k)}</th><td style='text-align:left'>{esc(v)}</td></tr>"
+            for k, v in self.fields()
+        )
+        command, asks = self._outcome()
+        if self.request is None:
+            shown = f"<div class='slurmlab-form-problem' style='color:{FAILED};white-space:pre-wrap'>{esc(command)}</div>"
+        else:
+            shown = (
+                f"<pre class='slurmlab-form-command' style='margin:0'>{esc(command)}</pre>"
+                f"<div><b>What it asks for:</b> {esc(asks)}</div>"
+            )
+        made = "".join(f"<li><code>{esc(s)}</code></li>" for s in self._submitted())
+        return (
+            f"<div class='slurmlab-form'><b>request form</b><table style='margin-left:0'>{rows}</table>{shown}"
+            f"{f'<div>submitted:</div><ul>{made}</ul>' if made else ''}</div>"
+        )
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle: dict[str, Any] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
-        return bundle
+        return saved_bundle(
+            self.widget, "form", self.snapshot_text(), self.snapshot_html(), include=include, exclude=exclude
+        )
+
+    def _ipython_display_(self) -> None:
+        self._snapshots.show()

@@ -29,6 +29,7 @@ from slurmlab.widgets.panel_why import (
     AMBER,
     MAX_BUTTONS,
     WhyWorker,
+    shown_result,
     switch_label,
     time_warning_html,
     why_html,
@@ -345,13 +346,15 @@ class AllocationPanel:
     def _render_why(self, alloc: Allocation) -> None:
         self.worker.maybe_start(alloc, lambda: self.updater.mark_dirty(self))
         pending = alloc.state == "PENDING"
-        value = why_html(self.worker) if pending else ""
+        # the one estimate the panel states (its latest poll): every change offered starts before it
+        expected = alloc.view.expected_start if alloc.view is not None else None
+        value = why_html(self.worker, expected) if pending else ""
         if self.why.value != value:
             self.why.value = value
         if self.switch_status.value != self._switch_said:
             self.switch_status.value = self._switch_said
-        result = self.worker.result if pending and not self._switching else None
-        if result is self._shown_why:
+        result = shown_result(self.worker, expected) if pending and not self._switching else None
+        if result == self._shown_why:
             return
         self._shown_why = result
         w = require("ipywidgets", feature="the allocation panel", extra="widgets")
@@ -420,7 +423,7 @@ class AllocationPanel:
 
 
 def display_bundle(alloc: Allocation) -> dict[str, object] | None:
-    """How an Allocation displays (registered in ``allocation.DISPLAY_HOOKS`` by ``%load_ext``):
+    """How an Allocation displays (registered with IPython's display formatter by ``%load_ext``):
     its live panel, or None where ipywidgets is not installed (the plain text view then)."""
     try:
         import ipywidgets  # noqa: F401

@@ -18,9 +18,12 @@ import html
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from slurmlab.core.diagnosis.alternatives import Alternative
+from slurmlab.core.diagnosis.findings import Finding
+from slurmlab.core.diagnosis.job_checks import NOT_SOONER
 from slurmlab.core.diagnosis.time_warnings import TimeWarning, time_warning
 from slurmlab.slurm.allocation.pending import PendingWhy
 
@@ -32,6 +35,7 @@ __all__ = [
     "MAX_BUTTONS",
     "MIN_INTERVAL",
     "WhyWorker",
+    "shown_result",
     "switch_label",
     "time_warning_html",
     "time_warning_of",
@@ -56,7 +60,7 @@ class WhyWorker:
         self.error: str | None = None
         self.computing = False
         self.runs = 0
-        self._key: tuple[str, str, str] | None = None
+        self._key: tuple[str, str, str, bool] | None = None
         self._last = -float("inf")
         self._lock = threading.Lock()
 
@@ -64,9 +68,17 @@ class WhyWorker:
         with self._lock:
             self.result, self.error, self._key, self._last = None, None, None, -float("inf")
 
+    @staticmethod
+    def key(alloc: Allocation) -> tuple[str, str, str, bool]:
+        """What a new ask is due on: the job, its state, its reason, and whether Slurm has estimated its start
+        (it may give one while the reason still says None: only then are changes worth a --test-only)."""
+        view = alloc.view
+        estimated = view is not None and view.expected_start is not None
+        return (str(alloc.job_id), str(alloc.state), str(alloc.reason), estimated)
+
     def due(self, alloc: Allocation, now: float) -> bool:
-        """Pending, the state or reason changed since the last ask, and that ask is old enough."""
-        key = (str(alloc.job_id), str(alloc.state), str(alloc.reason))
+        """Pending, the state, reason or estimate changed since the last ask, and that ask is old enough."""
+        key = self.key(alloc)
         return (
             alloc.state == "PENDING"
             and not self.computing
@@ -81,7 +93,7 @@ class WhyWorker:
             if not self.due(alloc, now):
                 return False
             self.computing, self._last, self.runs = True, now, self.runs + 1
-            self._key = (str(alloc.job_id), str(alloc.state), str(alloc.reason))
+            self._key = self.key(alloc)
 
         def work() -> None:
             try:
@@ -98,15 +110,27 @@ class WhyWorker:
         return True
 
 
-def why_html(worker: WhyWorker) -> str:
-    """The pending section: each finding (verdict, evidence, details, fix), or that it is being asked."""
-    esc = html.escape
+def shown_result(worker: WhyWorker, expected: datetime | None) -> PendingWhy | None:
+    """The worker's answer held to ``expected``, the estimate the panel shows now: a change is offered only
+    while it starts strictly before it."""
     result = worker.result
+    return result.against(expected) if result is not None else None
+
+
+def why_html(worker: WhyWorker, expected: datetime | None = None) -> str:
+    """The pending section: each finding (verdict, evidence, details, fix), or that it is being asked.
+
+    ``expected``: Slurm's estimate as the panel states it (once, above this section): the changes are held
+    to it, and the reason's finding leaves out its own statement of the start (asked earlier, it may say
+    another)."""
+    esc = html.escape
+    result = shown_result(worker, expected)
     parts = []
     if worker.computing:
         parts.append(
             "<div class='slurmlab-why-computing' style='color:#666'>asking Slurm why it waits and what "
-            "would start it sooner (sbatch --test-only, and your QOS and association limits)…</div>"
+            "would start it sooner (sbatch --test-only, and your QOS and association limits; each "
+            "--test-only question uses up a job number)…</div>"
         )
     if worker.error:
         parts.append(
@@ -115,7 +139,7 @@ def why_html(worker: WhyWorker) -> str:
         )
     for f in result.findings if result is not None else ():
         colour = _VERDICT_COLOURS.get(f.verdict.value, "#333")
-        details = "".join(f"<li>{esc(d)}</li>" for d in f.details)
+        details = "".join(f"<li>{esc(d)}</li>" for d in _shown_details(f))
         fix = f"<div style='color:#555'>&rarr; {esc(f.fix)}</div>" if f.fix else ""
         parts.append(
             f"<div class='slurmlab-why-finding' data-check='{esc(f.check)}' data-verdict="
@@ -128,9 +152,30 @@ def why_html(worker: WhyWorker) -> str:
     return f"<div class='slurmlab-why' data-state='{state}'>{''.join(parts)}</div>"
 
 
-def switch_label(alt: Alternative) -> str:
-    starts = alt.answer.starts.strftime("%H:%M") if alt.answer.starts else "?"
-    return f"Switch: {alt.variant.change} (starts {starts})"
+def _shown_details(f: Finding) -> tuple[str, ...]:
+    """The details the panel shows: job.pending's one detail is its expected start, which the panel states
+    once from its latest poll; of the changes, only those offered (the others counted, never listed: under
+    "what would start it sooner", a date a month away reads as advice)."""
+    if f.check == "job.pending":
+        return ()
+    if f.check != "job.alternatives":
+        return f.details
+    kept = tuple(d for d in f.details if not d.startswith(NOT_SOONER))
+    hidden = len(f.details) - len(kept)
+    job = f.subject.removeprefix("job ")
+    more = (f"{hidden} other change(s) checked start no sooner (`%slurm doctor --job {job}` lists them)",)
+    return kept + (more if hidden else ())
+
+
+def switch_label(alt: Alternative, now: datetime | None = None) -> str:
+    """``Switch: 4 GPU(s) … (starts 14:05)``, with the date when the start is not today (local time, as the
+    panel's expected start)."""
+    starts = alt.answer.starts
+    if starts is None:
+        return f"Switch: {alt.variant.change} (starts ?)"
+    local, today = starts.astimezone(), (now or datetime.now(timezone.utc)).astimezone()
+    at = local.strftime("%H:%M") if local.date() == today.date() else local.strftime("%Y-%m-%d %H:%M")
+    return f"Switch: {alt.variant.change} (starts {at})"
 
 
 def time_warning_of(alloc: Allocation, now: float) -> TimeWarning | None:

@@ -11,13 +11,14 @@ import dataclasses
 import html
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from slurmlab._extras import require
 from slurmlab.core.palette import FAILED
 from slurmlab.errors import SlurmlabError
 from slurmlab.widgets.live import LiveUpdater, get_updater
 from slurmlab.widgets.rows import JOB_COLUMNS, Table, job_row
+from slurmlab.widgets.saved import saved_bundle
 
 if TYPE_CHECKING:
     from slurmlab.slurm.runner import Runner
@@ -141,6 +142,17 @@ class QueueMonitor:
         if self.status.value != status:
             self.status.value = status
 
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
-        bundle: dict[str, object] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
-        return bundle
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, object]:
+        # the saved form: the table as it stands when shown (it refreshes itself only in the live widget)
+        rows = self.sorted_rows()
+        table = Table(rows, JOB_COLUMNS, empty="(no jobs)")
+        scope = "all users" if self.scope.value == "all" else "mine"
+        text = f"queue ({scope}): {len(rows)} jobs"
+        return saved_bundle(
+            self.widget,
+            "queue",
+            f"{text}\n{table.text()}",
+            f"<div class='slurmlab-queue'><b>{html.escape(text)}</b>{table.html()}</div>",
+            include=include,
+            exclude=exclude,
+        )

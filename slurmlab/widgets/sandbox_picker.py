@@ -26,6 +26,7 @@ from slurmlab._extras import require
 from slurmlab.core.palette import FAILED, OK
 from slurmlab.errors import SlurmlabError
 from slurmlab.widgets.live import LiveUpdater, get_updater
+from slurmlab.widgets.saved import saved_bundle
 
 __all__ = [
     "PickerState",
@@ -217,9 +218,18 @@ class SandboxPicker:
         if not starting and model.state != "idle":
             self.updater.remove(self)
 
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
-        bundle: dict[str, object] = self.widget._repr_mimebundle_(include=include, exclude=exclude)
-        return bundle
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, object]:
+        # the saved form: the profile chosen and what became of the start
+        with self._lock:
+            said = self.model.text()
+        label = str(self.dropdown.label or self.dropdown.value)
+        text = f"sandbox picker: profile {label}" + (f"\n{said}" if said else "")
+        page = f"<div class='slurmlab-sandbox-picker'><b>sandbox picker</b>: profile {html.escape(label)}" + (
+            f"<div>{html.escape(said)}</div>" if said else ""
+        )
+        return saved_bundle(
+            self.widget, "sandbox-picker", text, page + "</div>", include=include, exclude=exclude
+        )
 
 
 def sandbox_picker(start: Callable[[str], object], **kwargs: Any) -> Any:

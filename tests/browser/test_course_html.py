@@ -15,7 +15,7 @@ from labserver import CHROMIUM, CHROMIUM_ARGS, require_browser
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CELLS = [
-    "import slurmlab\nslurmlab.topology_from_profile('dgx-h100')",
+    "import slurmlab\nslurmlab.topology(profile='dgx-h100')",
     "import ipywidgets\nipywidgets.IntSlider(value=3, description='gpus')",
     "print('figure drawn above')",
 ]

@@ -148,7 +148,7 @@ def _sbatch(sandbox: Any, name: str, *args: str) -> str:
 
 def test_sidebar_names_its_cluster(page: Any, slurm_sandbox: Any) -> None:
     name = page.locator("#slurmlab-sidebar .slurmlab-ClusterName")
-    expected = f"sandbox · sandbox {slurm_sandbox.profile_name}"
+    expected = f"sandbox {slurm_sandbox.profile_name}"
     page.wait_for_function(
         "text => document.querySelector('#slurmlab-sidebar .slurmlab-ClusterName').textContent === text",
         arg=expected,
@@ -212,7 +212,7 @@ def test_picker_follows_a_sandbox_started_later(page: Any, slurm_sandbox: Any, s
         timeout=15_000,
     )
     # and back to the first one
-    picker.select_option(label=f"sandbox · sandbox {slurm_sandbox.profile_name}")
+    picker.select_option(label=f"sandbox {slurm_sandbox.profile_name}")
     page.wait_for_function(
         "nodes => [...document.querySelectorAll('#slurmlab-sidebar .slurmlab-NodeRow')]"
         ".map(r => r.dataset.node).sort().join() === nodes.join()",

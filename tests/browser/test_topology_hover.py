@@ -78,7 +78,7 @@ def test_a_gpu_shows_its_facts_on_hover(browser: Any, tmp_path: Path) -> None:
     import slurmlab
     from slurmlab.viz.topology_view import topology_figure
 
-    fig = topology_figure(slurmlab.topology_from_profile("dgx-h100").topology, highlight_gpus=[0])
+    fig = topology_figure(slurmlab.topology(profile="dgx-h100").topology, highlight_gpus=[0])
     shown = _hover(browser, _page_of(fig, tmp_path), "gpus")
     gpu = next(t["text"] for t in shown if t["text"].startswith("GPU0\n"))
     assert "NUMA: NUMA 0" in gpu and "CPU affinity: 0-55" in gpu and "NVLinks: 18" in gpu

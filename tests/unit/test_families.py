@@ -37,7 +37,6 @@ REEXPORTS_TO_CUT: dict[str, str] = {
     "core/slurm/models.py": "ExitStatus, GresAlloc, Tres, parse_mem_mb",
     "core/slurm/parse_json.py": "JSONRecord, NodeShape and the JSON parsers",
     "core/slurm/parse_text.py": "Record, parse_records",
-    "experiments/task_reports.py": "the node side's BEGIN, END, frame",
     "experiments/timeslice.py": "TimeslicePlan",
     "sandbox/control.py": "APT_INSTALL, SandboxStatus, default_directory, detect_release, detect_version",
     "sandbox/render.py": "HARDWARE_FILE",

@@ -48,8 +48,9 @@ ALLOWED: dict[str, set[str]] = {
     "core.diagnosis": {"core", "core.slurm", "core.gpu", "core.request", "errors"},
     "slurm": _CORE | _BASE,
     "viz": _CORE | _BASE,
-    # the node side runs in the allocation, on a Python that may have little more than slurmlab
-    "experiments.node": set(_BASE),
+    # the node side runs in the allocation, on a Python that may have little more than slurmlab; of core it
+    # prints through the one framing (core/framing.py; tests/unit/experiments/test_node_side.py holds it to that)
+    "experiments.node": _BASE | {"core"},
     "experiments": _CORE | _BASE | {"experiments.node"},
     "sandbox": _CORE | _BASE | {"slurm"},
     "widgets": _CORE | _BASE | {"slurm", "viz"},

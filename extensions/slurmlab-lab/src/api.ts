@@ -135,6 +135,14 @@ export interface ICancelled {
   user: string;
 }
 
+/** The answer of a hold or release (scontrol) of one of the server user's pending jobs. */
+export interface IJobAction {
+  job_id: string;
+  action: string;
+  done: boolean;
+  user: string;
+}
+
 /** The body of an error answer. */
 export interface IErrorBody {
   message: string;
@@ -266,4 +274,15 @@ export function cancelJob(jobId: string): Promise<ICancelled> {
 
 export function getRecentJobs(): Promise<IRecentJobs> {
   return call<IRecentJobs>(withCluster('recent'));
+}
+
+/** `scontrol uhold` (Slurm does not start it until released) or `release` of one of my pending jobs. */
+export function holdOrRelease(
+  jobId: string,
+  action: 'hold' | 'release'
+): Promise<IJobAction> {
+  return call<IJobAction>(
+    withCluster(`jobs/${encodeURIComponent(jobId)}/${action}`),
+    { method: 'POST', body: '{}' }
+  );
 }

@@ -85,6 +85,8 @@ export function fillPicker(
   }
   picker.value = selected;
   picker.disabled = clusters.length < 2;
+  // one cluster: the name above says it; the same words again in a disabled picker said it twice
+  picker.hidden = clusters.length < 2;
   picker.title =
     clusters.length < 2
       ? 'the only cluster this server sees; a sandbox started with `%slurm sandbox up PROFILE` appears here'

@@ -29,6 +29,19 @@ export interface IMapSeen {
   shared: boolean;
 }
 
+/** The most GPU cells on one line: 8 (a DGX) stays one line, 16 are two lines of 8, never 7+1. */
+export const GPUS_PER_LINE = 8;
+/** The widest node name column (characters); a longer name ends in an ellipsis, whole in its title. */
+export const NODE_NAME_CHARS = 14;
+
+/** How many cells a line of a node's GPUs holds: all of them up to GPUS_PER_LINE, else an even split. */
+export function gpuColumns(count: number): number {
+  if (count <= GPUS_PER_LINE) {
+    return Math.max(1, count);
+  }
+  return Math.ceil(count / Math.ceil(count / GPUS_PER_LINE));
+}
+
 /** The most jobs the legend lists by name. */
 export const LEGEND_JOBS = 64;
 
@@ -159,6 +172,13 @@ export function renderMap(
     seen.jobs.sort((a, b) => a.length - b.length || a.localeCompare(b));
     return seen;
   }
+  // one width for every node's name, that of the longest (up to NODE_NAME_CHARS): the cells line up and
+  // a name such as "dgx-h100-n12" is not cut to "dgx-h…" as a fixed width cut it
+  const longest = Math.max(...nodes.map(n => n.name.length));
+  target.style.setProperty(
+    '--slurmlab-node-label',
+    `${Math.min(longest, NODE_NAME_CHARS) + 1}ch`
+  );
   for (const node of nodes) {
     const down = nodeIsDown(node.state);
     const row = el('div', 'slurmlab-NodeRow');
@@ -166,7 +186,9 @@ export function renderMap(
     row.classList.toggle('slurmlab-mod-down', down);
     // name and state stacked, so that the GPU cells keep the width of a narrow sidebar
     const label = el('div', 'slurmlab-NodeLabel');
-    label.appendChild(el('div', 'slurmlab-NodeName', node.name));
+    const nodeName = el('div', 'slurmlab-NodeName', node.name);
+    nodeName.title = node.name;
+    label.appendChild(nodeName);
     label.appendChild(
       el('div', 'slurmlab-NodeState', node.state.toLowerCase())
     );
@@ -175,7 +197,13 @@ export function renderMap(
       (node.reason ? ` · ${node.reason}` : '');
     row.appendChild(label);
     const cells = el('div', 'slurmlab-GpuCells');
+    // a grid of gpuColumns cells a line that shrink with the sidebar, rather than wrapping one onto a line
+    cells.style.setProperty(
+      '--slurmlab-gpu-columns',
+      String(gpuColumns(node.gpus.length))
+    );
     if (!node.gpus.length) {
+      cells.style.display = 'block';
       cells.appendChild(el('span', 'slurmlab-NoGpu', 'no GPUs'));
     }
     for (const gpu of node.gpus) {

@@ -2,9 +2,11 @@
  * The sidebar's "Recent jobs": the server user's jobs of the last day from Slurm accounting (`sacct`), each
  * with its end state coloured and in plain words, elapsed vs limit, GPUs, and the efficiency line.
  *
- * A slow list (it changes when a job ends, and sacct asks slurmdbd): asked at most once a minute, or at once
- * when the cluster shown changes; the server keeps its answer as long. Accounting off is one line saying
- * how to turn it on.
+ * A slow list (it changes when a job ends, and sacct asks slurmdbd): asked once a minute, and at once when the
+ * cluster shown changes or one of my jobs in the queue started, ended or left it (the sidebar says so; the
+ * server then asks accounting again too, and keeps its answer otherwise). Only jobs that have ended: a job
+ * still in the queue (running, pending) is in the job list above, not repeated here. Accounting off is one
+ * line saying how to turn it on.
  */
 import { ApiError, getRecentJobs, IRecentJob, IRecentJobs } from './api';
 import { el } from './dom';
@@ -110,8 +112,22 @@ function recentRow(job: IRecentJob): HTMLElement {
   return row;
 }
 
-/** Fill `into` from one answer: a line when accounting is off or failed, else one row per job. */
-export function renderRecent(into: HTMLElement, answer: IRecentJobs): void {
+/** A job accounting still lists as not ended, or that is in the queue now (the list above shows it). */
+export function stillActive(
+  job: IRecentJob,
+  active: ReadonlySet<string> = new Set()
+): boolean {
+  const family = stateFamily(job.state);
+  return family === 'running' || family === 'waiting' || active.has(job.job_id);
+}
+
+/** Fill `into` from one answer: a line when accounting is off or failed, else one row per ended job
+ * (`active`: the ids of my jobs in the queue now, left out with any job accounting says is not over). */
+export function renderRecent(
+  into: HTMLElement,
+  answer: IRecentJobs,
+  active: ReadonlySet<string> = new Set()
+): void {
   into.replaceChildren();
   if (answer.message) {
     const line = el('div', 'slurmlab-RecentMessage', answer.message);
@@ -119,17 +135,18 @@ export function renderRecent(into: HTMLElement, answer: IRecentJobs): void {
     into.appendChild(line);
     return;
   }
-  if (!answer.jobs.length) {
+  const ended = answer.jobs.filter(job => !stillActive(job, active));
+  if (!ended.length) {
     into.appendChild(
       el(
         'div',
         'slurmlab-Empty',
-        `no jobs of ${answer.user} in the last ${answer.since_hours} h`
+        `no ended jobs of ${answer.user} in the last ${answer.since_hours} h`
       )
     );
     return;
   }
-  for (const job of answer.jobs) {
+  for (const job of ended) {
     into.appendChild(recentRow(job));
   }
 }
@@ -141,6 +158,8 @@ export class RecentJobsSection {
   private _cluster: string | null | undefined = undefined;
   private _askedAt = 0;
   private _busy = false;
+  private _answer: IRecentJobs | null = null;
+  private _active: ReadonlySet<string> = new Set();
 
   constructor() {
     this.node = el('div', 'slurmlab-Recent');
@@ -149,8 +168,17 @@ export class RecentJobsSection {
     this.node.appendChild(this._list);
   }
 
-  /** Ask again when the cluster shown changed or a minute has passed (the sidebar calls this each round). */
-  async refresh(cluster: string | null, force = false): Promise<void> {
+  /** Ask again when the cluster shown changed, a minute has passed, or `force` (the sidebar calls this each
+   * round, with my jobs in the queue now as `active`: left out at once, without asking). */
+  async refresh(
+    cluster: string | null,
+    force = false,
+    active: ReadonlySet<string> = new Set()
+  ): Promise<void> {
+    if (this._answer && !sameSet(active, this._active)) {
+      renderRecent(this._list, this._answer, active);
+    }
+    this._active = active;
     const due = Date.now() - this._askedAt > RECENT_REFRESH_S * 1000;
     if (this._busy || (!force && !due && cluster === this._cluster)) {
       return;
@@ -159,8 +187,10 @@ export class RecentJobsSection {
     this._cluster = cluster;
     this._askedAt = Date.now();
     try {
-      renderRecent(this._list, await getRecentJobs());
+      this._answer = await getRecentJobs();
+      renderRecent(this._list, this._answer, this._active);
     } catch (error) {
+      this._answer = null;
       this._list.replaceChildren(
         el(
           'div',
@@ -172,4 +202,8 @@ export class RecentJobsSection {
       this._busy = false;
     }
   }
+}
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  return a.size === b.size && [...a].every(x => b.has(x));
 }

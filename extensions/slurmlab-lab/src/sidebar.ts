@@ -7,7 +7,7 @@
  * Plain DOM in a Lumino widget keeps the extension free of a React dependency; the panel is
  * rebuilt from each answer, which is small (one row per node and per job).
  */
-import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { IPoll, Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
@@ -33,6 +33,7 @@ import {
 import { el } from './dom';
 import { IMapContext, renderLegend, renderMap } from './gpumap';
 import { JobTable } from './jobtable';
+import { eventMessage, IJobEvent, JobWatcher } from './notify';
 import { JobPalette } from './palette';
 import { RecentJobsSection } from './recentjobs';
 
@@ -193,6 +194,10 @@ export class SlurmSidebar extends Widget {
   );
   private readonly _error: HTMLElement;
   private readonly _recent = new RecentJobsSection();
+  private readonly _watcher = new JobWatcher();
+  /** My jobs and their states at the last round, and how many more rounds ask for recent jobs at once. */
+  private _myQueueKey: string | null = null;
+  private _recentRounds = 0;
 
   constructor() {
     super();
@@ -382,12 +387,45 @@ export class SlurmSidebar extends Widget {
       const seen = renderMap(this._map, nodes.nodes, ctx);
       renderLegend(this._legend, seen, ctx);
       this._renderJobs(queue);
-      void this._recent.refresh(cluster.own ? null : cluster.id);
+      this._announce(this._watcher.update(cluster.id, queue.jobs));
+      // Recent jobs follow the queue: asked again as soon as one of my jobs changed state or left it, and
+      // once more a round later (the server asks accounting again then, which may lag the controller)
+      const mine = queue.jobs.filter(j => j.mine);
+      const key = mine.map(j => `${j.job_id}:${j.state}`).join(' ');
+      if (this._myQueueKey !== null && key !== this._myQueueKey) {
+        this._recentRounds = 2;
+      }
+      this._myQueueKey = key;
+      const force = this._recentRounds > 0;
+      this._recentRounds = Math.max(0, this._recentRounds - 1);
+      void this._recent.refresh(
+        cluster.own ? null : cluster.id,
+        force,
+        new Set(mine.map(j => j.job_id))
+      );
     } catch (error) {
       this._showError(
         error instanceof ApiError ? error.message : String(error)
       );
       throw error;
+    }
+  }
+
+  /** A JupyterLab notification per job of mine that started or ended since the last round. */
+  private _announce(events: IJobEvent[]): void {
+    for (const event of events) {
+      const message = eventMessage(event);
+      if (event.kind === 'started') {
+        Notification.success(message, { autoClose: 8000 });
+      } else if (
+        ['FAILED', 'TIMEOUT', 'OUT_OF_MEMORY', 'NODE_FAIL'].includes(
+          event.job.state
+        )
+      ) {
+        Notification.warning(message, { autoClose: 12000 });
+      } else {
+        Notification.info(message, { autoClose: 8000 });
+      }
     }
   }
 
@@ -477,8 +515,7 @@ export class SlurmSidebar extends Widget {
     for (const [title, cls] of [
       ['', 'slurmlab-ColSwatch'],
       ['job · GPUs', 'slurmlab-ColJob'],
-      ['state', 'slurmlab-ColState'],
-      ['left', 'slurmlab-ColLeft'],
+      ['state · left', 'slurmlab-ColState'],
       ['', 'slurmlab-ColAction']
     ]) {
       head.appendChild(el('th', cls, title));
@@ -495,7 +532,7 @@ export class SlurmSidebar extends Widget {
       more.appendChild(el('td', 'slurmlab-Swatch')).style.background =
         this._palette.colour(job.job_id);
       const cell = el('td');
-      cell.colSpan = 4;
+      cell.colSpan = 3;
       cell.appendChild(pendingBlock(job));
       more.appendChild(cell);
       rows.push(more);
@@ -521,14 +558,18 @@ export class SlurmSidebar extends Widget {
     id.appendChild(line);
     id.appendChild(el('div', 'slurmlab-JobGpus', gpuSummary(job)));
     row.appendChild(id);
-    const state = el('td', 'slurmlab-JobState', job.state);
-    row.appendChild(state);
+    // the state, and the time left under it: one column, so that the name has the width
+    const stateCell = el('td', 'slurmlab-StateCell');
+    const state = el('div', 'slurmlab-JobState', job.state);
+    state.title = job.state;
+    stateCell.appendChild(state);
     const left = job.ends_at
       ? formatSeconds(secondsUntil(job.ends_at))
       : job.time_limit_s === null
         ? 'unlimited'
         : '—';
-    row.appendChild(el('td', 'slurmlab-TimeLeft', left));
+    stateCell.appendChild(el('div', 'slurmlab-TimeLeft', left));
+    row.appendChild(stateCell);
     const actions = el('td');
     if (job.mine) {
       const cancel = el('button', 'slurmlab-Cancel', '✕');

@@ -75,9 +75,9 @@ def best_report(
     from slurmlab.slurm.allocation import salloc_argv
 
     if node_topo is None and args.profile:
-        from slurmlab.slurm.hardware_files import topology_from_profile
+        from slurmlab.slurm.hardware_files import topology
 
-        node_topo = topology_from_profile(args.profile)  # for Slurm's GPU type of the profile (h100)
+        node_topo = topology(profile=args.profile)  # for Slurm's GPU type of the profile (h100)
     lines: list[str] = []
     split = _mig_split_gpus(args, runner)
     whole = [g.index for g in topo.gpus if g.index not in split]
@@ -128,7 +128,7 @@ def _mig_split_gpus(args: argparse.Namespace, runner: Any = None) -> set[int]:
 
     try:
         if args.profile:
-            layout = hardware_files.mig_from_profile(args.profile).layout
+            layout = hardware_files.mig(profile=args.profile).layout
         elif args.node and not args.file:
             from slurmlab.slurm.runner import get_runner
 

@@ -111,9 +111,9 @@ def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 
 def handle_topo(args: argparse.Namespace) -> int:
-    # the library's own loaders: the CLI reads exactly what slurmlab.topology_from_file/_profile read
+    # the library's own loaders: the CLI reads exactly what slurmlab.topology() reads
     from slurmlab.core.gpu.captures import topology_from_text
-    from slurmlab.slurm.hardware_files import topology_from_profile
+    from slurmlab.slurm.hardware_files import topology
 
     check_best_args(args)
     with warnings.catch_warnings(record=True) as caught:
@@ -123,9 +123,7 @@ def handle_topo(args: argparse.Namespace) -> int:
         if node_topo is not None:
             topo = node_topo.topology
         elif source is None:
-            topo = topology_from_profile(args.profile).topology
-            if args.model:
-                topo = topo.with_model(args.model)
+            topo = topology(profile=args.profile, model=args.model).topology
         else:
             source = topology_source(source, args)  # None: FILE was `nvlink -s` alone, reported there
             if source is None:
@@ -150,7 +148,7 @@ def handle_topo(args: argparse.Namespace) -> int:
 def handle_mig(args: argparse.Namespace) -> int:
     from slurmlab.core.gpu import captures
     from slurmlab.core.gpu.mig import MigCatalogue, MigLayout
-    from slurmlab.slurm.hardware_files import mig_from_profile
+    from slurmlab.slurm.hardware_files import mig
 
     layout: MigLayout | None = None
     catalogue: MigCatalogue | None = None
@@ -158,7 +156,7 @@ def handle_mig(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         source = _source(args)
         if source is None:
-            layout = mig_from_profile(args.profile).layout
+            layout = mig(profile=args.profile).layout
         else:
             try:
                 capture = captures.read_mig_capture(*source, model=args.model)

@@ -99,7 +99,9 @@ class Alternative:
     def offered(self) -> bool:
         return not self.held_by and self.answer.starts is not None and not self.answer.refused
 
-    def line(self) -> str:
+    def line(self, *, offer: bool = True) -> str:
+        """What Slurm said of it, with the full date and time of its start; ``offer``: with the line that
+        takes it (only for a change that starts sooner)."""
         a = self.answer
         if self.held_by:
             more = f" (and {len(self.held_by) - 1} more)" if len(self.held_by) > 1 else ""
@@ -110,7 +112,8 @@ class Alternative:
             )
         when = a.starts.strftime("%Y-%m-%d %H:%M:%S") if a.starts else "?"
         where = f" on {a.nodes}" + (f" in {a.partition}" if a.partition else "")
-        return f"{self.variant.change}: would start {when}{where}  ->  {self.variant.salloc_line}"
+        take = f"  ->  {self.variant.salloc_line}" if offer else ""
+        return f"{self.variant.change}: would start {when}{where}{take}"
 
 
 def parse_test_only(output: str, returncode: int, tz: tzinfo | None = None) -> StartEstimate:

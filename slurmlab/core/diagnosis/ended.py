@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from slurmlab.core.diagnosis.efficiency import efficiency
+from slurmlab.core.slurm.exit_status import signal_text
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.sacct import SacctRecord
 from slurmlab.core.slurm.states import ENDED
@@ -56,7 +57,7 @@ class StepEnd:
 
     def line(self) -> str:
         how = (
-            f"signal {self.signal}"
+            signal_text(self.signal)
             if self.signal
             else ("exit code ?" if self.code is None else f"exit code {self.code}")
         )
@@ -215,7 +216,7 @@ def _headline(state: str, job: SacctRecord, by: str | None, oom: SacctRecord | N
     if state == "CANCELLED":
         return f"{words} by {by} (CANCELLED{ran})" if by else f"{words} (CANCELLED{ran})"
     if state == "FAILED" and job.exit is not None:
-        how = f"signal {job.exit.signal}" if job.exit.signal else f"exit code {job.exit.code}"
+        how = signal_text(job.exit.signal) if job.exit.signal else f"exit code {job.exit.code}"
         return f"{words} (FAILED{ran}, {how})"
     if state == "COMPLETED":
         return f"{words} (COMPLETED{ran}, exit code 0)"

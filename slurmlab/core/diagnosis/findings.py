@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from slurmlab.core.html_cells import td, th
 from slurmlab.errors import SlurmlabError
 
 __all__ = ["Finding", "Report", "Verdict", "guarded"]
@@ -108,13 +109,16 @@ class Report:
             extra = "".join(f"<div>{html.escape(d)}</div>" for d in f.details)
             fix = f"<div class='slurmlab-DoctorFix'>&rarr; {html.escape(f.fix)}</div>" if f.fix else ""
             rows.append(
-                f"<tr class='slurmlab-Doctor-{f.verdict.value}'><td><b>{f.verdict.value}</b></td>"
-                f"<td>{html.escape(f.title)}</td><td>{html.escape(f.subject)}</td>"
-                f"<td>{html.escape(f.evidence)}{extra}{fix}</td></tr>"
+                f"<tr class='slurmlab-Doctor-{f.verdict.value}'>{td(f'<b>{f.verdict.value}</b>')}"
+                f"{td(html.escape(f.title))}{td(html.escape(f.subject))}"
+                f"{td(html.escape(f.evidence) + extra + fix)}</tr>"
             )
+        # left-aligned cells (slurmlab.core.html_cells): JupyterLab right-aligns table text by default
+        head = "".join(th(h) for h in ("verdict", "check", "subject", "evidence and fix"))
         return (
-            "<table class='slurmlab-Doctor'><thead><tr><th>verdict</th><th>check</th><th>subject</th>"
-            "<th>evidence and fix</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            f"<table class='slurmlab-Doctor'><thead><tr>{head}</tr></thead><tbody>"
+            + "".join(rows)
+            + "</tbody></table>"
         )
 
 

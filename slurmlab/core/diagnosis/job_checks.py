@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from slurmlab.core.diagnosis.alternatives import Alternative
+from slurmlab.core.diagnosis.alternatives import NO_ALTERNATIVES, Alternative
 from slurmlab.core.diagnosis.cluster_checks import unhealthy
 from slurmlab.core.diagnosis.findings import Finding, Verdict
 from slurmlab.core.slurm.models import Job, Node, Partition, Step
@@ -31,10 +31,16 @@ __all__ = [
     "judge_held",
     "judge_pending",
     "judge_running",
+    "judge_unlooked",
+    "looked_at",
     "parse_planned_start",
     "usable_nodes",
+    "NOT_SOONER",
+    "waits_for",
     "when",
 ]
+
+NOT_SOONER = "(not sooner) "  # how a change that starts no sooner is listed: never with a line to type
 
 
 def when(moment: datetime | None, now: datetime) -> str:
@@ -95,20 +101,73 @@ def parse_planned_start(text: str) -> PlannedStart:
     return PlannedStart(parse_timestamp(cells[0]), None if nodes in ("", "(null)", "N/A") else nodes)
 
 
-def judge_pending(job: Job, now: datetime, planned: PlannedStart | None = None) -> Finding:
-    """Why a pending job waits, in plain words, and when Slurm expects it to start (``squeue --start``'s
-    planned start and nodes when given, else the job record's StartTime)."""
-    jid = job.display_id
-    explained = explain_reason(job.reason)
-    words = plain_reason(job.reason) or "no reason given yet (the scheduler has not looked at it)"
+def waits_for(job: Job, now: datetime) -> str:
+    """What a pending job waits for that no change of its resources cures ("" when resources may): its begin
+    time (``--begin``: Slurm's EligibleTime still ahead, whatever reason Slurm shows meanwhile: it says "None"
+    for a moment after a release), a dependency, or a hold. Changes of GPUs, time or partition are then never
+    offered: they would drop the very thing it waits for."""
+    begin = job.eligible_time
+    if begin is not None and begin > now:
+        return "begin"
+    reason = job.reason or ""
+    if job.held or reason.startswith("JobHeld"):
+        return "hold"
+    if reason.startswith("Dependency"):
+        return "dependency"
+    return "begin" if reason.startswith(NO_ALTERNATIVES) else ""
+
+
+def looked_at(job: Job) -> bool:
+    """Slurm's scheduler has looked at the pending job: it gave a reason or an expected start."""
+    return job.reason not in (None, "", "None") or job.expected_start is not None
+
+
+def judge_unlooked(job: Job) -> Finding:
+    """No change is tried before the scheduler has looked at the job: each ``sbatch --test-only`` question
+    uses up a job number, and the answers are asked again once it has (the reason changes)."""
+    return Finding(
+        "job.alternatives",
+        "what would start it sooner",
+        Verdict.SKIP,
+        "not asked yet: Slurm's scheduler had not looked at the job (it gave no reason and no estimate)",
+        "ask again in a few seconds: each `sbatch --test-only` question uses up a job number, so none is "
+        "asked before Slurm has something to compare with",
+        f"job {job.display_id}",
+    )
+
+
+def _expected_line(job: Job, now: datetime, planned: PlannedStart | None) -> str:
     start = planned.start if planned is not None and planned.start is not None else job.expected_start
     on = f" on {planned.nodes}" if planned is not None and planned.nodes else ""
     source = " (squeue --start)" if planned is not None and planned.start is not None else ""
-    details = (
-        f"Slurm expects it to start {when(start, now)}{on}{source}"
-        if start
-        else "Slurm has no expected start for it yet (`squeue --start` shows the same)",
-    )
+    if start is None:
+        return "Slurm has no expected start for it yet (`squeue --start` shows the same)"
+    return f"Slurm expects it to start {when(start, now)}{on}{source}"
+
+
+def judge_pending(job: Job, now: datetime, planned: PlannedStart | None = None) -> Finding:
+    """Why a pending job waits, the real cause first (its ``--begin`` time when that is still ahead, even while
+    Slurm's reason says something else), in plain words, and — in one detail line, the only place it is said —
+    when Slurm expects it to start (``squeue --start``'s planned start and nodes when given, else the job
+    record's StartTime) or that it has no estimate yet."""
+    jid = job.display_id
+    explained = explain_reason(job.reason)
+    words = plain_reason(job.reason) or "no reason given yet (the scheduler has not looked at it)"
+    details = (_expected_line(job, now, planned),)
+    begin = job.eligible_time
+    if begin is not None and begin > now:
+        said = f"Slurm's reason: {words}" if job.reason not in (None, "", "None", "BeginTime") else ""
+        return Finding(
+            "job.pending",
+            "job pending",
+            Verdict.WARN,
+            f"it may not start before its begin time {when(begin, now)} (it was submitted with --begin)"
+            + (f"; {said}" if said else ""),
+            "wait for it; to start sooner, submit it again without --begin (no other change starts it "
+            "before that time)",
+            f"job {jid}",
+            details,
+        )
     if explained is not None and explained.never:
         return Finding(
             "job.pending",
@@ -210,12 +269,13 @@ def judge_alternatives(
     not. ``unchecked``: why the limits could not be read (said beside what is offered); ``compared``: what
     "sooner" was measured against."""
     subject = f"job {job.display_id}"
-    others = tuple(f"(not sooner) {a.line()}" for a in rest)
+    # the others say why not, without a line to type: only what starts sooner is advice
+    others = tuple(f"{NOT_SOONER}{a.line(offer=False)}" for a in rest)
     caveat = (
         (f"the QOS and association limits could not be checked ({unchecked}): one may still hold a change",)
         if unchecked
         else ()
-    ) + ((f"sooner means: {compared}",) if compared and rest else ())
+    ) + ((f"sooner means: {compared}",) if compared else ())
     if not sooner and not rest:
         return Finding(
             "job.alternatives",

@@ -1,7 +1,9 @@
 """Text that describes a node's GPUs, read into models: saved ``nvidia-smi`` output, a hardware-profile JSON, and
 the one-line JSON reports the probe steps print.
 
-Everything here takes text (or parsed JSON), never a path: reading the file is the caller's I/O.
+Everything here takes text (or parsed JSON), never a path: reading the file is the caller's I/O. Users reach
+these readers through ``slurmlab.topology()`` / ``slurmlab.mig()`` (saved files, profiles, text) and
+``alloc.topology()`` / ``alloc.mig()`` (the probes' reports).
 """
 
 from __future__ import annotations
@@ -79,14 +81,10 @@ def topology_from_text(text: str, where: str, *, model: str | None = None) -> No
             "nvidia-smi topo -m output",
             text[:120],
             hint=f"{where} looks like `{kind}` output; save `nvidia-smi topo -m` instead"
-            + (
-                "; `slurmlab mig` reads MIG listings (in Python: mig_from_file())"
-                if kind in MIG_KINDS
-                else ""
-            )
+            + ("; `slurmlab mig` reads MIG listings (in Python: slurmlab.mig())" if kind in MIG_KINDS else "")
             + (
                 f"; it holds each NVLink's state: give it beside the topo -m capture, "
-                f"topology_from_file('topo-m.txt', nvlink='{where}') or "
+                f"slurmlab.topology('topo-m.txt', nvlink='{where}') or "
                 f"`slurmlab topo topo-m.txt --nvlink {where}`"
                 if kind == "nvlink-s"
                 else ""
@@ -321,7 +319,7 @@ def mig_from_text(text: str, where: str, *, model: str | None = None) -> NodeMig
         raise RequestError(f"{where}: `nvidia-smi -L` lists no MIG devices (MIG mode is off on these GPUs)")
     raise RequestError(
         f"{where}: `nvidia-smi mig -{capture.kind}` is a catalogue, not a layout",
-        hint="read it with read_mig_capture(); for a layout save `nvidia-smi mig -lgi` or `nvidia-smi -L`",
+        hint="`slurmlab mig FILE` reads catalogues; for a layout save `nvidia-smi mig -lgi` or `nvidia-smi -L`",
     )
 
 

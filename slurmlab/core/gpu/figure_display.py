@@ -1,12 +1,17 @@
-"""How the hardware models show themselves in a notebook: their text, and their figure where one can be drawn.
+"""How the hardware models show themselves: their text, and their figure where one can be drawn.
 
 Evaluating a topology, a MIG layout or a binding table in a notebook draws it, with no import and no
-``figure_args()``. core draws nothing itself (it is pure and may not import the viz room), so viz registers one
-drawing function per kind of model here (:func:`register_drawer`; ``import slurmlab`` in IPython, as in every
-notebook kernel, loads :mod:`slurmlab.viz.notebook`, which does it without loading bokeh). A model's ``_repr_mimebundle_`` calls
-:func:`mime_bundle`: its text as ``text/plain``, and as ``text/html`` the figure above the text (folded away).
-When the figure cannot be drawn the HTML is the text plus one line that says why and what to do (bokeh missing:
-the extra to install), never a traceback.
+``figure_args()``. core draws nothing itself (it is pure and may not import the viz room): a model's
+``_repr_mimebundle_`` calls :func:`mime_bundle` with the ``draw`` it was given, none by default. In a notebook
+kernel IPython's own display formatter gives one: ``import slurmlab`` (and ``%load_ext slurmlab``) register
+slurmlab's figures with the shell's mime-bundle formatter by the models' module and class names
+(``for_type_by_name``, so registering loads neither the models nor bokeh; see :mod:`slurmlab.viz.notebook`),
+and that formatter asks the model for its bundle with the figure's drawing function. Without IPython (plain
+Python, a script that writes HTML) the bundle is the text as ``text/plain`` and as readable HTML, with one line
+that says why there is no figure.
+
+With a figure, ``text/html`` is the figure above the text (folded away). When the figure cannot be drawn the HTML
+is the text plus one line that says why and what to do (bokeh missing: the extra to install), never a traceback.
 
 Stable CSS classes for whoever looks at the page: ``slurmlab-figure`` (with ``slurmlab-figure-<kind>``) around a
 drawn figure, ``slurmlab-figure-caption`` above it, ``slurmlab-figure-text`` for the folded text, and
@@ -20,27 +25,19 @@ from collections.abc import Callable, Container
 
 from slurmlab.errors import MissingExtraError
 
-__all__ = ["KINDS", "VIZ_EXTRA_HINT", "FigureHtml", "drawer", "mime_bundle", "register_drawer"]
+__all__ = ["KINDS", "NOT_REGISTERED", "VIZ_EXTRA_HINT", "FigureHtml", "mime_bundle"]
 
 # the kinds of model that draw themselves
 KINDS = ("topology", "mig", "binding", "job-topology", "job-mig")
 VIZ_EXTRA_HINT = "pip install 'slurmlab[viz]'"
+# why a model shown with no drawing function has no figure, and what gives it one
+NOT_REGISTERED = (
+    "no figure: figures are drawn in IPython/Jupyter, where `import slurmlab` registers them with the "
+    "shell's display formatter"
+)
 
 # the model -> HTML that draws it in a notebook (its own BokehJS included where the page may lack it)
 FigureHtml = Callable[[object], str]
-
-_DRAWERS: dict[str, FigureHtml] = {}
-
-
-def register_drawer(kind: str, draw: FigureHtml) -> None:
-    """Let ``draw`` make the figure of every model of ``kind`` (one of :data:`KINDS`)."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown kind of figure {kind!r}; known: {', '.join(KINDS)}")
-    _DRAWERS[kind] = draw
-
-
-def drawer(kind: str) -> FigureHtml | None:
-    return _DRAWERS.get(kind)
 
 
 def _wanted(mime: str, include: Container[str] | None, exclude: Container[str] | None) -> bool:
@@ -53,27 +50,28 @@ def mime_bundle(
     text: str,
     caption: str,
     *,
+    draw: FigureHtml | None = None,
     html_text: str | None = None,
     text_first: bool = False,
     include: Container[str] | None = None,
     exclude: Container[str] | None = None,
 ) -> dict[str, str]:
-    """The display data of ``model``: ``text`` as ``text/plain``, and as ``text/html`` its figure under
-    ``caption`` with the text (``html_text``, default ``text`` preformatted) folded below, or above it, unfolded,
-    when ``text_first`` (a table that is the answer itself); or, with no figure, the text and one line saying why
-    (``slurmlab-no-figure-why``)."""
+    """The display data of ``model``: ``text`` as ``text/plain``, and as ``text/html`` its figure
+    (``draw(model)``) under ``caption`` with the text (``html_text``, default ``text`` preformatted) folded below,
+    or above it, unfolded, when ``text_first`` (a table that is the answer itself); or, with no figure (no
+    ``draw``, or drawing failed), the text and one line saying why (``slurmlab-no-figure-why``)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind of figure {kind!r}; known: {', '.join(KINDS)}")
     bundle: dict[str, str] = {}
     if _wanted("text/plain", include, exclude):
         bundle["text/plain"] = text
     if not _wanted("text/html", include, exclude):
         return bundle
     as_html = html_text if html_text is not None else f"<pre>{html.escape(text)}</pre>"
-    draw = _DRAWERS.get(kind)
     why = ""
     figure = ""
     if draw is None:
-        # `import slurmlab` loads them only where IPython was loaded first
-        why = "no figure: slurmlab's notebook figures are not loaded (import slurmlab.viz.notebook)"
+        why = NOT_REGISTERED
     else:
         try:
             figure = draw(model)

@@ -12,7 +12,7 @@ from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from slurmlab.core.gpu.figure_display import mime_bundle
+from slurmlab.core.gpu.figure_display import FigureHtml, mime_bundle
 from slurmlab.core.gpu.node_models import MigFigureArgs, NodeMig, NodeTopology, TopologyFigureArgs
 
 __all__ = ["JobMig", "JobTopology"]
@@ -83,10 +83,13 @@ class JobTopology(_PerNode[NodeTopology]):
         return self.node(node).figure_args()
 
     def _repr_mimebundle_(
-        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+        self,
+        include: Container[str] | None = None,
+        exclude: Container[str] | None = None,
+        draw: FigureHtml | None = None,
     ) -> dict[str, str]:
         return mime_bundle(
-            self, "job-topology", self.summary(), self.caption(), include=include, exclude=exclude
+            self, "job-topology", self.summary(), self.caption(), draw=draw, include=include, exclude=exclude
         )
 
 
@@ -101,6 +104,11 @@ class JobMig(_PerNode[NodeMig]):
         return self.node(node).figure_args()
 
     def _repr_mimebundle_(
-        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+        self,
+        include: Container[str] | None = None,
+        exclude: Container[str] | None = None,
+        draw: FigureHtml | None = None,
     ) -> dict[str, str]:
-        return mime_bundle(self, "job-mig", self.summary(), self.caption(), include=include, exclude=exclude)
+        return mime_bundle(
+            self, "job-mig", self.summary(), self.caption(), draw=draw, include=include, exclude=exclude
+        )

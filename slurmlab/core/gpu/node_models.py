@@ -1,7 +1,9 @@
 """A node's topology or MIG layout together with the source that answered (models and their display).
 
+Built one way per kind: live from an allocation's node, ``alloc.topology("node1")`` / ``alloc.mig("node1")``;
+without one, from a saved capture, a profile or text, ``slurmlab.topology(...)`` / ``slurmlab.mig(...)``.
 Evaluated in a notebook, each draws itself (see :mod:`.figure_display`): ``alloc.topology("node1")`` or
-``slurmlab.mig_from_file("mig-lgi.txt")`` alone shows the figure, its text folded below it.
+``slurmlab.mig("mig-lgi.txt")`` alone shows the figure, its text folded below it.
 
 Sources: ``file`` (a saved capture or profile JSON), ``profile`` (a built-in hardware profile), ``sandbox`` (the
 hardware file a slurmlab sandbox writes beside its slurm.conf), ``nvidia-smi`` and ``nvml`` (probes run as steps
@@ -16,7 +18,7 @@ from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias, TypedDict
 
-from slurmlab.core.gpu.figure_display import mime_bundle
+from slurmlab.core.gpu.figure_display import FigureHtml, mime_bundle
 from slurmlab.core.gpu.mig import GpuInstance, MigLayout
 from slurmlab.core.gpu.smi.nvlink import read_nvlink_status
 from slurmlab.core.gpu.topology import Topology
@@ -101,9 +103,14 @@ class NodeTopology:
         return f"{self.node or 'topology'} — source: {self.source} ({self.detail}){mine}"
 
     def _repr_mimebundle_(
-        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+        self,
+        include: Container[str] | None = None,
+        exclude: Container[str] | None = None,
+        draw: FigureHtml | None = None,
     ) -> dict[str, str]:
-        return mime_bundle(self, "topology", self.summary(), self.caption(), include=include, exclude=exclude)
+        return mime_bundle(
+            self, "topology", self.summary(), self.caption(), draw=draw, include=include, exclude=exclude
+        )
 
     def figure_args(self) -> TopologyFigureArgs:
         """Arguments of ``slurmlab.viz.topology_figure``: ``topology_figure(**nt.figure_args())``."""
@@ -153,9 +160,14 @@ class NodeMig:
         return f"{self.node or 'MIG layout'} — source: {self.source} ({self.detail}){mine}"
 
     def _repr_mimebundle_(
-        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+        self,
+        include: Container[str] | None = None,
+        exclude: Container[str] | None = None,
+        draw: FigureHtml | None = None,
     ) -> dict[str, str]:
-        return mime_bundle(self, "mig", self.summary(), self.caption(), include=include, exclude=exclude)
+        return mime_bundle(
+            self, "mig", self.summary(), self.caption(), draw=draw, include=include, exclude=exclude
+        )
 
     def figure_args(self) -> MigFigureArgs:
         """Arguments of ``slurmlab.viz.mig_figure``: ``mig_figure(**nm.figure_args())``."""

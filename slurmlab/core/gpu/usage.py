@@ -2,15 +2,15 @@
 
 Two sources feed the same model:
 
-- ``nvml``/``nvidia-smi``: the sampler step (:mod:`slurmlab.experiments.node.usage_sampler`) prints one line
-  ``SLURMLAB_USAGE {json}`` per sample on each node; :func:`parse_sampler_line` reads it.
+- ``nvml``/``nvidia-smi``: the sampler step (:mod:`slurmlab.core.gpu.usage_sampler`) prints one framed report
+  (:mod:`slurmlab.core.framing`) per sample on each node; :func:`sampler_report` reads one.
 - ``sstat``: on a cluster without GPUs (the sandbox) the CPU time of the job's steps, two readings apart,
   gives the CPU utilisation of their tasks (:func:`cpu_samples`); 100 % = one CPU busy all the time.
 
 API::
 
     UsageSample(series, t, util, mem_used_mb, mem_total_mb)
-    parse_sampler_line(line) -> list[UsageSample] | SamplerNote | None
+    sampler_report(report) -> list[UsageSample] | SamplerNote
     cpu_samples(before, after, t_before, t_after) -> list[UsageSample]
     UsageTable(source, samples, note, error)   # _repr_html_, str, to_dict; per series: mean/peak, memory
 """
@@ -29,23 +29,21 @@ from slurmlab.core.slurm.sstat import SstatRecord
 from slurmlab.errors import ParseError
 
 __all__ = [
-    "SAMPLE_PREFIX",
     "SOURCE_LABELS",
     "SamplerNote",
     "SeriesSummary",
     "UsageSample",
     "UsageTable",
     "cpu_samples",
-    "parse_sampler_line",
+    "sampler_report",
 ]
 
-SAMPLE_PREFIX = "SLURMLAB_USAGE "
 SOURCE_LABELS = {
     "nvml": "GPU utilisation of this allocation's GPUs (NVML)",
     "nvidia-smi": "GPU utilisation of this allocation's GPUs (nvidia-smi)",
     "sstat": "CPU of the job's tasks (sstat) — this machine has no GPU",
 }
-_MAX_LINE = 100_000
+_MAX_GPUS = 4096  # entries of one sample: more is corrupt output, not a node
 
 
 @dataclass(frozen=True)
@@ -105,34 +103,25 @@ def _gpu_sample(node: str, t: float, gpu: object, line: str) -> UsageSample:
     )
 
 
-def parse_sampler_line(line: str) -> list[UsageSample] | SamplerNote | None:
-    """One line of the sampler step's output (``--label``'s ``0: `` prefix allowed): samples, a note, or None
-    for a line that is not the sampler's (srun's own messages). A sampler line that does not parse: ParseError."""
-    text = line.strip()
-    head, sep, rest = text.partition(": ")
-    if sep and head.isdigit():
-        text = rest
-    if not text.startswith(SAMPLE_PREFIX):
-        return None
-    if len(text) > _MAX_LINE:
-        raise ParseError("usage sample", text, hint="a sample line this long is corrupt output")
-    try:
-        data = json.loads(text[len(SAMPLE_PREFIX) :])
-    except ValueError:
-        raise ParseError("usage sample", text, hint="the sampler prints one JSON object per line") from None
-    if not isinstance(data, dict):
-        raise ParseError("usage sample", text, hint="expected a JSON object")
-    if "error" in data or "source" in data:
-        gpus = data.get("gpus")
+def sampler_report(report: Mapping[str, object]) -> list[UsageSample] | SamplerNote:
+    """One report of the sampler step (a task's framed JSON object, see :class:`slurmlab.core.framing.FrameStream`):
+    its samples, one per GPU, or a note (its source, or why it cannot sample). One that does not fit: ParseError."""
+    text = json.dumps(report, default=str)[:2000]  # what the error quotes
+    if "error" in report or "source" in report:
+        gpus = report.get("gpus")
         return SamplerNote(
-            str(data["source"])[:40] if data.get("source") else None,
-            str(data["error"])[:500] if data.get("error") else None,
+            str(report["source"])[:40] if report.get("source") else None,
+            str(report["error"])[:500] if report.get("error") else None,
             tuple(str(g)[:80] for g in gpus) if isinstance(gpus, list) else (),
         )
-    node, gpus = data.get("node"), data.get("gpus")
+    node, gpus = report.get("node"), report.get("gpus")
     if not isinstance(node, str) or not node or len(node) > 200 or not isinstance(gpus, list):
         raise ParseError("usage sample", text, hint="expected 'node' (text) and 'gpus' (a list)")
-    t = _number(data.get("t"), "t", text, hi=1e11)
+    if len(gpus) > _MAX_GPUS:
+        raise ParseError(
+            "usage sample", text, hint=f"more than {_MAX_GPUS} GPUs in one sample is corrupt output"
+        )
+    t = _number(report.get("t"), "t", text, hi=1e11)
     return [_gpu_sample(node, t, g, text) for g in gpus]
 
 

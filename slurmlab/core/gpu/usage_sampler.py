@@ -1,12 +1,13 @@
 """The program that samples an allocation's GPUs, run by the node's ``python3`` inside one overlapping step.
 
 It is sent as ``python3 -c SAMPLER_SOURCE INTERVAL SECONDS GPUS_JSON`` (the probes' way: the node needs no
-slurmlab, and nvidia-ml-py is imported there, never in the kernel). One task per node; each prints:
+slurmlab, and nvidia-ml-py is imported there, never in the kernel). One task per node; each prints framed reports
+(:mod:`slurmlab.core.framing`: a sample of eight GPUs passes the 1 KiB at which srun cuts a task's output):
 
-- ``SLURMLAB_USAGE {"source": "nvml"|"nvidia-smi", "gpus": [uuids]}`` once it knows this job's GPUs, or
-  ``SLURMLAB_USAGE {"error": "..."}`` when it cannot sample them (then it ends);
-- ``SLURMLAB_USAGE {"t": epoch, "node": N, "gpus": [{"index", "uuid", "util", "mem_used_mb", "mem_total_mb"}]}``
-  every INTERVAL seconds until SECONDS have passed or the step is ended.
+- ``{"source": "nvml"|"nvidia-smi", "gpus": [uuids]}`` once it knows this job's GPUs, or ``{"error": "..."}``
+  when it cannot sample them (then it ends);
+- ``{"t": epoch, "node": N, "gpus": [{"index", "uuid", "util", "mem_used_mb", "mem_total_mb"}]}`` every INTERVAL
+  seconds until SECONDS have passed or the step is ended.
 
 Only THIS job's GPUs are read: the UUIDs Slurm put in ``CUDA_VISIBLE_DEVICES`` (``Flags=env_uuid``), else the
 job's global indices on this node (``GPUS_JSON`` from ``scontrol show job -d``, else ``SLURM_STEP_GPUS`` /
@@ -19,14 +20,17 @@ from __future__ import annotations
 
 import json
 
+from slurmlab.core.framing import FRAME_SOURCE
+
 __all__ = ["SAMPLER_SOURCE", "sampler_command"]
 
-SAMPLER_SOURCE = r'''
+SAMPLER_SOURCE = (
+    FRAME_SOURCE
+    + r'''
 import json, os, subprocess, sys, time
-PREFIX = "SLURMLAB_USAGE "
 
 def say(obj):
-    print(PREFIX + json.dumps(obj), flush=True)
+    print(frame(obj), flush=True)
 
 def wanted(env, by_node):
     """(node, UUIDs, global indices) of this job's GPUs here."""
@@ -154,6 +158,7 @@ def main(argv):
 if __name__ == "__main__":
     main(sys.argv[1:])
 '''
+)
 
 
 def sampler_command(interval: float, seconds: float, gpus_by_node: dict[str, list[int]]) -> list[str]:

@@ -100,7 +100,8 @@ class Checked:
         """In words, for a dry run: ``checked against the cluster (3 partitions), Slurm 24.11.5``."""
         if self.partitions is None:
             return f"not checked against the cluster: {self.why_not or 'no cluster inventory was given'}"
-        note = f"checked against the cluster ({self.partitions} partitions)"
+        count = "1 partition" if self.partitions == 1 else f"{self.partitions} partitions"
+        note = f"checked against the cluster ({count})"
         return note + (f", Slurm {version_text(self.version)}" if self.version else "")
 
 

@@ -214,6 +214,7 @@ def _job(j: JSONRecord, shapes: Mapping[str, NodeShape], memo: _Memo) -> Job:
             "num_cpus": number(get("cpus")),
             "num_tasks": number(get("tasks")),
             "comment": comment,
+            "eligible_time": memo.time(get("eligible_time"), "eligible_time"),
             "flags": flags,
         }
     )

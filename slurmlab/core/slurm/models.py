@@ -68,6 +68,8 @@ class Job:
     num_cpus: int | None = None
     num_tasks: int | None = None
     comment: str | None = None
+    # when a pending job may start at the earliest (its --begin; Slurm's EligibleTime), apart from resources
+    eligible_time: datetime | None = field(default=None, compare=False)
     flags: tuple[str, ...] = field(default=(), compare=False)
 
     @property

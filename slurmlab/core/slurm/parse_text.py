@@ -158,6 +158,7 @@ def _job(rec: Record, tz: tzinfo | None) -> Job:
         num_cpus=_int_or_none(rec.get("NumCPUs"), rec, "NumCPUs"),
         num_tasks=_int_or_none(rec.get("NumTasks"), rec, "NumTasks"),
         comment=rec.get("Comment") or None,
+        eligible_time=parse_timestamp(rec.get("EligibleTime") or "", tz),
     )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from slurmlab.experiments.node.framing import frame
+from slurmlab.core.framing import frame
 
 __all__ = ["gres_conf_gpu_lines", "main", "task_report"]
 

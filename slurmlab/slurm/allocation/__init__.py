@@ -24,11 +24,9 @@ from slurmlab.slurm.allocation.lifecycle import ENDED_STATES, Allocation
 from slurmlab.slurm.allocation.pending import PendingWhy
 from slurmlab.slurm.allocation.release import RELEASE_DEADLINE, RELEASE_SIGNALS, release_all
 from slurmlab.slurm.allocation.request import check_request, known_version, salloc_argv
-from slurmlab.slurm.display_hooks import DISPLAY_HOOKS
 from slurmlab.slurm.steps import RunningStep, StepResult
 
 __all__ = [
-    "DISPLAY_HOOKS",
     "ENDED_STATES",
     "RELEASE_DEADLINE",
     "RELEASE_SIGNALS",

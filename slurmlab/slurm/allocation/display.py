@@ -1,13 +1,17 @@
 """How an allocation shows itself: a one-line summary, and the mime bundle a notebook displays.
 
-The Slurm room never imports ipywidgets: the widgets room registers its live panel in
-:data:`slurmlab.slurm.display_hooks.DISPLAY_HOOKS`
-(it does on ``%load_ext slurmlab``), and without one an allocation is its summary as text and HTML.
+The Slurm room never imports ipywidgets: ``%load_ext slurmlab`` registers the live panel of the widgets room
+with IPython's own display formatter (by class name, ``for_type_by_name``), which then shows an allocation as
+its panel; without that (plain Python, an IPython without the extension) an allocation is its dated summary as
+text and HTML, :func:`mime_bundle`.
 
 Text and HTML in a notebook are frozen the moment they are shown, and they are what a saved notebook shows
 once the kernel that made them is gone (the live panel's fallbacks too). So they never claim a live state:
-they say when the state was seen and how to follow it again (:func:`saved_text`, :func:`saved_html`), e.g.
-``<Allocation 7: RUNNING as of 2026-12-01 14:02:11 — re-run the cell to reconnect>``.
+they say when the state was seen, what became of a live job when its kernel ended (a reopened notebook is read
+after that: a kernel killed with ``kill -9`` had its job cancelled by its guardian a second later), and how to
+follow it again (:func:`saved_text`, :func:`saved_html`), e.g.
+``<Allocation 7: RUNNING as of 2026-12-01 14:02:11 — cancelled when its kernel ends; re-run the cell to
+reconnect>``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from slurmlab.core.slurm.timefmt import format_duration
-from slurmlab.slurm.display_hooks import DISPLAY_HOOKS
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation.lifecycle import Allocation
@@ -65,10 +68,19 @@ def _saved_line(alloc: Allocation, now: float | None) -> str:
     return ", ".join(_parts(alloc, f"{alloc.state} as of {as_of(alloc, now)}", None))
 
 
+def _after_kernel(alloc: Allocation) -> str:
+    """What became of a live job once its kernel ended, which a saved state cannot show: the kernel cancels what
+    it holds as it exits, and its guardian process does when it dies without a word (``kill -9``)."""
+    if alloc.ended:
+        return ""
+    return "cancelled when its kernel ends; " if alloc.release_at_exit else "kept when its kernel ends; "
+
+
 def saved_text(alloc: Allocation, now: float | None = None) -> str:
-    """``<Allocation 7: RUNNING as of … — re-run the cell to reconnect>``: the text a notebook keeps."""
+    """``<Allocation 7: RUNNING as of … — cancelled when its kernel ends; re-run the cell to reconnect>``: the text
+    a notebook keeps."""
     line = _saved_line(alloc, now).removeprefix("allocation ")
-    return f"<Allocation {line} — {RECONNECT}>"
+    return f"<Allocation {line} — {_after_kernel(alloc)}{RECONNECT}>"
 
 
 def saved_html(alloc: Allocation, now: float | None = None) -> str:
@@ -77,16 +89,12 @@ def saved_html(alloc: Allocation, now: float | None = None) -> str:
     return (
         f"<div class='slurmlab-saved-allocation' data-job='{esc(str(alloc.job_id or ''))}' "
         f"data-state='{esc(str(alloc.state))}'><code>{esc(_saved_line(alloc, now))}</code> — "
-        f"<i>{RECONNECT}</i></div>"
+        f"<i>{esc(_after_kernel(alloc))}{RECONNECT}</i></div>"
     )
 
 
 def mime_bundle(alloc: Allocation) -> dict[str, object]:
-    """The newest registered hook's bundle, else the dated summary as text and HTML."""
-    for hook in reversed(DISPLAY_HOOKS):
-        bundle = hook(alloc)
-        if bundle is not None:
-            return bundle
+    """The dated summary as text and HTML (the live panel, where registered, is IPython's formatter's)."""
     return {"text/plain": saved_text(alloc), "text/html": saved_html(alloc)}
 
 

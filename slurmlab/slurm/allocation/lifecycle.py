@@ -21,6 +21,7 @@ through the one or the other.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
@@ -97,6 +98,7 @@ class Allocation:
         self.name = name
         self.tag = tag
         self.release_at_exit = release_at_exit
+        self.own_job = False  # the job this process runs in (:meth:`own`): never cancelled by it
         self.job_id: str | None = str(job_id) if job_id is not None else None
         self.state = "SUBMITTING" if job_id is None else "UNKNOWN"
         self.reason: str | None = None
@@ -115,6 +117,9 @@ class Allocation:
         self.released_at: float | None = None  # when this process last asked Slurm to cancel the job
         self._lookup_error: SlurmError | None = None
         self._following_release = False  # the release is looked at until Slurm has saved it
+        # Slurm took this process's scancel: the job is CANCELLED now (Slurm's own record says so at once), whatever
+        # a poll still in flight or the COMPLETING of its epilog says, until a restart brings it back (came_back)
+        self._cancel_taken = False
         self._salloc: SallocProcess | None = None
         self._watch: Watch | None = None
         self._subscribers: list[Subscriber] = []
@@ -170,6 +175,26 @@ class Allocation:
         from slurmlab.core.slurm.jobid import check_job_id
 
         made = cls(check_job_id(job_id), runner=runner, poller=poller, release_at_exit=release_at_exit)
+        return made._attached()
+
+    @classmethod
+    def own(
+        cls, job_id: str | int, *, runner: Runner | None = None, poller: JobPoller | None = None
+    ) -> Allocation:
+        """Follow the job this process runs in (found by :func:`slurmlab.slurm.own_job.find_own_job`): like
+        :meth:`attach`, but this process does not own it. It is never cancelled, neither when the process ends
+        (no guardian, no release at exit) nor by :meth:`cancel`, and its steps run with the job's own environment,
+        as an ``srun`` typed in the job's shell would (every other command runs without it:
+        :mod:`slurmlab.slurm.job_environment`)."""
+        from slurmlab.core.slurm.jobid import check_job_id
+
+        base = runner or get_runner()
+        in_job = copy.copy(base)
+        in_job.in_own_job = True
+        made = cls(
+            check_job_id(job_id), runner=in_job, poller=poller or get_poller(base), release_at_exit=False
+        )
+        made.own_job = True
         return made._attached()
 
     def _submitted(self, warnings: Sequence[str], id_timeout: float) -> Allocation:
@@ -306,12 +331,13 @@ class Allocation:
                 self.error = None
             if update.brief is not None:
                 self.brief = update.brief
-                self.state = update.brief.state
-                self.reason = update.brief.reason
                 self.node_alerts = tuple(update.node_alerts)
+                if self._takes_state(update.brief.state):
+                    self.state = update.brief.state
+                    self.reason = update.brief.reason
             if update.detail is not None:
                 self.job = update.detail
-                if update.brief is None:
+                if update.brief is None and self._takes_state(update.detail.state):
                     self.state = update.detail.state
                     self.reason = update.detail.reason
             if update.gone and self.state not in ENDED_STATES:
@@ -320,6 +346,10 @@ class Allocation:
         self._notify()
         if self.ended and self._watch is not None:
             self._watch.cancel()
+
+    def _takes_state(self, seen: str) -> bool:
+        """Whether a polled state replaces the allocation's: after a cancel Slurm took, only an ended one does."""
+        return not self._cancel_taken or seen in ENDED_STATES
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Call ``callback(self)`` after every change (from the poller thread). Returns an unsubscribe."""
@@ -459,6 +489,7 @@ class Allocation:
 
         :meta private:
         """
+        self._cancel_taken = False  # Slurm lost the cancel: its polls say the job's state again
         self._change(state=state, reason=None, note=note)
         self._resume_watch()  # the shared poller follows the job's state again, the cancel included
 
@@ -536,7 +567,7 @@ class Allocation:
             alloc.mig()                 # every node of the job with MIG
             alloc.mig("node1")          # one node
 
-        A saved capture draws the same way: ``slurmlab.mig_from_file("mig-lgi.txt")``; to place the figure
+        A saved capture draws the same way: ``slurmlab.mig("mig-lgi.txt")``; to place the figure
         yourself: ``slurmlab.viz.mig_figure(**alloc.mig("node1").figure_args())``.
         """
         from slurmlab.slurm import probes
@@ -585,7 +616,7 @@ class Allocation:
             cleanup.append(path)
         else:
             argv_cmd = [str(a) for a in command]
-        extra = [str(a) for a in args]
+        extra = self.step_options(args)
         try:
             argv = step_argv(job_id, extra, argv_cmd, label=label, overlap=True)
             result = self._run_step(argv, on_output or print_output, timeout)
@@ -602,6 +633,16 @@ class Allocation:
                     os.unlink(path)
                 except OSError:
                     pass
+
+    def step_options(self, args: Iterable[str]) -> list[str]:
+        """The srun options of a step: ``args``, and in the job this process runs in (:meth:`own`) ``--mem=0``
+        unless a memory option is given: the step the kernel itself runs in (batchspawner's ``srun``) holds all
+        of the job's memory, and srun refuses any other step "Memory required by task is not available"; a step's
+        ``--mem=0`` shares the job's memory instead."""
+        extra = [str(a) for a in args]
+        if self.own_job and not any(a.startswith("--mem") for a in extra):
+            extra.insert(0, "--mem=0")
+        return extra
 
     def _ready_for_steps(self) -> str:
         """The job id of an allocation that can take a step now; otherwise an AllocationError saying what to do."""
@@ -644,7 +685,7 @@ class Allocation:
         if isinstance(command, str):
             raise TypeError("command must be an argv list")
         argv = step_argv(
-            self.job_id, [str(a) for a in args], [str(c) for c in command], label=False, overlap=overlap
+            self.job_id, self.step_options(args), [str(c) for c in command], label=False, overlap=overlap
         )
         return RunningStep(argv, self.runner.popen(argv), self.runner)
 
@@ -655,7 +696,14 @@ class Allocation:
     # ---- release -------------------------------------------------------------------------------
     def cancel(self) -> None:
         """Release the allocation (withdraw salloc, scancel); safe to call twice. The release is followed until
-        Slurm has saved it (:mod:`.release` says why)."""
+        Slurm has saved it (:mod:`.release` says why). The job this process runs in (:meth:`own`) is refused:
+        cancelling it would end this process too."""
+        if self.own_job:
+            raise AllocationError(
+                f"job {self.job_id} is the job this session runs in: slurmlab never cancels it "
+                "(that would end this kernel too)",
+                hint="stop the session itself (the hub's control panel, or scancel in a terminal) to end it",
+            )
         if self._salloc is not None:
             self._salloc.kill()
         asked = False
@@ -670,7 +718,11 @@ class Allocation:
                 pass
             self.poller.poke()
         if asked:
-            LIVE.follow_release(self)
+            LIVE.follow_release(self)  # first: a view that sees the state below keeps following the release
+            if not self.ended:
+                # released now, not at the next poll: `with Allocation.submit(...)` ends with `state` CANCELLED
+                self._cancel_taken = True
+                self._change(state="CANCELLED", reason=None)
         elif not self._following_release:
             self._unguard()  # only once scancel went through: otherwise the guardian still owes it
         LIVE.discard(self)

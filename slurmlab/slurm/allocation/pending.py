@@ -1,41 +1,36 @@
-"""Why a pending allocation waits, gathered from Slurm: the reason in plain words, the QOS/association limit
-with the usage and the cap and which change lifts it, the running jobs that hold what it needs and when they end,
-Slurm's expected start, and the changes that would start it sooner — ``sbatch --test-only`` says when, and no
-QOS, association or partition limit would hold them (``--test-only`` applies none) — and the switch to one.
+"""Why a pending allocation waits, gathered from Slurm: the real cause first (the reason in plain words, or its
+``--begin`` time still ahead; then the QOS/association limit Slurm names, with the usage, the cap and which change
+lifts it), the running jobs that hold what it needs and when they end, Slurm's expected start (said once), and
+the changes that would start it strictly sooner — ``sbatch --test-only`` says when, and no QOS, association or
+partition limit would hold them (``--test-only`` applies none) — and the switch to one.
 
-The judgement is the doctor's (:mod:`slurmlab.core.diagnosis.job_checks`, :mod:`.pending_alternatives`); this
-module only gathers for one allocation. :func:`why` blocks (several Slurm commands, each with a timeout): the
-panel calls it from a worker thread, never from the kernel's.
+The judgement is the doctor's (:mod:`slurmlab.core.diagnosis.job_checks`; the limit, blockers and changes are
+:func:`slurmlab.slurm.pending_alternatives.pending_checks`, which the doctor calls too); this module only gathers
+for one allocation. :func:`why` blocks (several Slurm commands, each with a timeout): the panel calls it from a
+worker thread, never from the kernel's, and holds its answer to the estimate it shows
+(:meth:`PendingWhy.against`).
 
 API::
 
     why(alloc_or_job_id, runner=None, *, alternatives=True) -> PendingWhy
+    PendingWhy.against(expected) -> PendingWhy     "sooner" held to Slurm's estimate as it stands now
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Protocol
 
-from slurmlab.core.diagnosis.alternatives import NO_ALTERNATIVES, Alternative
-from slurmlab.core.diagnosis.findings import Finding, Report, Verdict, guarded
-from slurmlab.core.diagnosis.job_checks import (
-    blockers,
-    judge_alternatives,
-    judge_blockers,
-    judge_ended,
-    judge_held,
-    judge_pending,
-    usable_nodes,
-)
-from slurmlab.core.diagnosis.pending_limits import limit_ask
+from slurmlab.core.diagnosis.alternatives import Alternative, rank
+from slurmlab.core.diagnosis.findings import Finding, Report, Verdict
+from slurmlab.core.diagnosis.job_checks import judge_alternatives, judge_ended, judge_held, judge_pending
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.states import HOLDING
 from slurmlab.errors import AllocationError
-from slurmlab.slurm.job_queries import job_detail, list_jobs
+from slurmlab.slurm.job_queries import job_detail
 from slurmlab.slurm.node_queries import list_nodes, list_partitions
-from slurmlab.slurm.pending_alternatives import LimitContext, limit_finding, pending_alternatives
+from slurmlab.slurm.pending_alternatives import PendingChecks, pending_checks
 from slurmlab.slurm.runner import Runner, get_runner
 
 __all__ = ["HasJob", "PendingWhy", "job_id_of", "why"]
@@ -66,10 +61,32 @@ class PendingWhy:
     rest: tuple[Alternative, ...] = ()
     job: Job | None = field(default=None, compare=False)
     checked_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc), compare=False)
+    unchecked: str = field(default="", compare=False)  # why the limits could not be read ("" when they were)
+    compared: str = field(default="", compare=False)  # what "sooner" was measured against
 
     @property
     def pending(self) -> bool:
         return self.state == "PENDING"
+
+    @property
+    def expected_start(self) -> datetime | None:
+        """Slurm's expected start of the job when it was asked (None: it had none yet)."""
+        return self.job.expected_start if self.job is not None else None
+
+    def against(self, expected: datetime | None) -> PendingWhy:
+        """The same answer with "sooner" held to ``expected``, Slurm's estimate as it stands now (the panel's
+        poll may have one the ask did not): a change that no longer starts strictly before it moves to
+        ``rest``, and the alternatives finding says so. None (no estimate now): unchanged."""
+        if expected is None or self.job is None or expected == self.expected_start:
+            return self
+        sooner, later = rank(self.sooner, expected)
+        if not later:
+            return self
+        rest = (*later, *self.rest)
+        compared = "before the job's own expected start"
+        said = judge_alternatives(self.job, sooner, rest, unchecked=self.unchecked, compared=compared)
+        findings = tuple(said if f.check == "job.alternatives" else f for f in self.findings)
+        return replace(self, findings=findings, sooner=tuple(sooner), rest=rest, compared=compared)
 
     def finding(self, check: str) -> Finding | None:
         return next((f for f in self.findings if f.check == check), None)
@@ -97,47 +114,18 @@ def job_id_of(target: HasJob | Job | str | int) -> str:
 
 def _pending(
     job: Job, runner: Runner, now: datetime, alternatives: bool
-) -> tuple[list[Finding], list[Alternative], list[Alternative]]:
-    subject = f"job {job.display_id}"
+) -> tuple[list[Finding], PendingChecks]:
     if job.held:
-        return [judge_held(job)], [], []
-    out = [judge_pending(job, now)]
-    nodes = list(list_nodes(runner))
-    partitions = list(list_partitions(runner))
-    jobs: list[Job] = []
-
-    def held_by() -> list[Finding]:
-        jobs.extend(list_jobs(runner, all_users=True))
-        return [judge_blockers(job, blockers(job, jobs, usable_nodes(job, nodes, partitions)), now)]
-
-    out += guarded("job.blockers", "what holds its GPUs", subject, held_by, verdict=Verdict.WARN)
-    # asked once for both the limit and the alternatives: the queue and the accounting database's limits
-    limits = LimitContext(job, runner, jobs, partitions)
-    ask = limit_ask(job.reason)
-    if ask is not None:
-        out += guarded(
-            "job.limit",
-            "which limit holds it",
-            subject,
-            lambda: [limit_finding(job, ask, limits)],
-            verdict=Verdict.WARN,
-        )
-    sooner: list[Alternative] = []
-    rest: list[Alternative] = []
-    if alternatives and not (job.reason or "").startswith(NO_ALTERNATIVES):
-
-        def changes() -> list[Finding]:
-            s, r = pending_alternatives(job, runner, nodes=nodes, partitions=partitions, limits=limits)
-            sooner.extend(s)
-            rest.extend(r)
-            return [
-                judge_alternatives(job, s, r, unchecked=limits.known().why_unknown, compared=limits.compared)
-            ]
-
-        out += guarded(
-            "job.alternatives", "what would start it sooner", subject, changes, verdict=Verdict.WARN
-        )
-    return out, sooner, rest
+        return [judge_held(job)], PendingChecks()
+    checks = pending_checks(
+        job,
+        runner,
+        nodes=list(list_nodes(runner)),
+        partitions=list(list_partitions(runner)),
+        now=now,
+        alternatives=alternatives,
+    )
+    return [judge_pending(job, now), *checks.findings], checks
 
 
 def why(
@@ -149,8 +137,18 @@ def why(
     now = datetime.now(timezone.utc)
     job = job_detail(job_id_of(target), runner)
     if job.state == "PENDING":
-        found, sooner, rest = _pending(job, runner, now, alternatives)
-        return PendingWhy(str(job.job_id), job.state, tuple(found), tuple(sooner), tuple(rest), job, now)
+        found, checks = _pending(job, runner, now, alternatives)
+        return PendingWhy(
+            str(job.job_id),
+            job.state,
+            tuple(found),
+            checks.sooner,
+            checks.rest,
+            job,
+            now,
+            unchecked=checks.unchecked,
+            compared=checks.compared,
+        )
     if job.state in HOLDING:
         said = Finding(
             "job.state",

@@ -23,17 +23,18 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from slurmlab.core.gpu.usage import SamplerNote, UsageSample, UsageTable, cpu_samples, parse_sampler_line
+from slurmlab.core.framing import FrameStream
+from slurmlab.core.gpu.usage import SamplerNote, UsageSample, UsageTable, cpu_samples, sampler_report
 from slurmlab.core.gpu.usage_sampler import sampler_command
 from slurmlab.core.slurm.sstat import SSTAT_FIELDS, SstatRecord, job_not_running, parse_sstat, sstat_problem
-from slurmlab.errors import SlurmlabError
+from slurmlab.errors import ParseError, SlurmlabError
 from slurmlab.slurm.hardware_files import sandbox_hardware
-from slurmlab.slurm.steps import close_quietly, end_step, step_argv
+from slurmlab.slurm.steps import close_quietly, end_step, split_at_newlines_only, step_argv
 
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation.lifecycle import Allocation
 
-__all__ = ["MAX_SAMPLES", "UsageSampler", "sampler_for", "sstat_argv", "usage_of"]
+__all__ = ["MAX_SAMPLES", "NO_STEP_YET", "UsageSampler", "sampler_for", "sstat_argv", "usage_of"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,14 @@ def sstat_argv(job_id: str) -> list[str]:
         job_id,
         f"--format={','.join(SSTAT_FIELDS)}",
     ]
+
+
+NO_STEP_YET = "no step runs in the allocation yet: the CPU of its tasks shows here once one does (%srun ...)"
+
+
+def _no_step_yet(stderr: str) -> bool:
+    """sstat's "No steps running for job N": the job runs, nothing was started in it."""
+    return "no steps running" in stderr.lower()
 
 
 def _message(exc: BaseException) -> str:
@@ -175,6 +184,9 @@ class UsageSampler:
             if problem is not None and job_not_running(result.stderr):
                 self.note = f"sampling ended: {problem}"  # ended before the poller said so
                 return
+            if problem is not None and _no_step_yet(result.stderr):
+                # the usual state of a fresh allocation (salloc starts no step): not an error of sstat's
+                problem = NO_STEP_YET
             if problem is not None and problem != self.note:
                 self.note = problem  # no step running yet: wait for one
                 self._changed()
@@ -197,21 +209,28 @@ class UsageSampler:
             "--job-name=slurmlab-usage",
         ]
         argv = step_argv(
-            str(alloc.job_id), extra, sampler_command(self.interval, seconds, gpus), label=True, overlap=True
+            str(alloc.job_id),
+            # in the job this kernel runs in, beside the kernel's own step (Allocation.step_options)
+            alloc.step_options(extra) if getattr(alloc, "own_job", False) else extra,
+            sampler_command(self.interval, seconds, gpus),
+            label=True,
+            overlap=True,
         )
         self._proc = proc = alloc.runner.popen(argv, merge_stderr=True)
+        split_at_newlines_only(proc)
         heard = threading.Event()
         watch = alloc.runner.watch(
             proc, argv, answered=heard.is_set
         )  # the runner's munge probe, as every step's
         said: list[str] = []
+        stream = FrameStream()  # a sample of 8 GPUs passes srun's 1 KiB pieces: one task's frame spans lines
         try:
             assert proc.stdout is not None
             for line in proc.stdout:
                 heard.set()
                 if self._done():
                     break
-                self._read_line(line.rstrip("\n"), said)
+                self._read_line(stream, line.rstrip("\n"), said)
         finally:
             watch.cancel()
             if proc.poll() is None:
@@ -223,25 +242,30 @@ class UsageSampler:
             tail = " / ".join(said[-3:]) or f"exit {proc.returncode}"
             self.error = f"the sampler step on {', '.join(gpus)} printed no sample: {tail[-400:]}"
 
-    def _read_line(self, line: str, said: list[str]) -> None:
-        try:
-            parsed = parse_sampler_line(line)
-        except SlurmlabError as exc:
-            self.note = f"a garbled sample was skipped: {exc.message[:200]}"
-            self._changed()
-            return
-        if parsed is None:
-            if line.strip():
-                said.append(line.strip()[:300])  # srun's own words, for the error if no sample comes
-            return
-        if isinstance(parsed, SamplerNote):
-            if parsed.source:
-                self.source, self.note = parsed.source, None
-            if parsed.error:
-                self.error = parsed.error
-            self._changed()
-            return
-        self._add(parsed)
+    def _read_line(self, stream: FrameStream, line: str, said: list[str]) -> None:
+        for item in stream.feed(line):
+            if item.text is not None:
+                if item.text.strip():
+                    said.append(item.text.strip()[:300])  # srun's own words, for the error if no sample comes
+                continue
+            try:
+                if item.report is None:
+                    raise ParseError(
+                        "usage sample", item.problem or "", hint="the sampler prints framed reports"
+                    )
+                parsed = sampler_report(item.report)
+            except SlurmlabError as exc:
+                self.note = f"a garbled sample was skipped: {exc.message[:200]}"
+                self._changed()
+                continue
+            if isinstance(parsed, SamplerNote):
+                if parsed.source:
+                    self.source, self.note = parsed.source, None
+                if parsed.error:
+                    self.error = parsed.error
+                self._changed()
+                continue
+            self._add(parsed)
 
 
 def sampler_for(alloc: Allocation) -> UsageSampler:

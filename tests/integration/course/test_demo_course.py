@@ -35,7 +35,7 @@ SLURM_CELLS = [
     " timeout=30, check=True).stdout.strip(), 'via', os.environ['SLURM_CONF'])",
     "import sys\nprint('kernel python:', sys.executable)",
 ]
-FIGURE_CELLS = ["import slurmlab\nslurmlab.topology_from_profile('dgx-h100')"]
+FIGURE_CELLS = ["import slurmlab\nslurmlab.topology(profile='dgx-h100')"]
 BROKEN_CELLS = ["x = 1", "raise ValueError('lesson 01 broke on purpose')", "print('never printed')"]
 SLEEPING_CELLS = [
     "import os, pathlib, time\npathlib.Path('sleeping.new').write_text('yes')\nos.replace('sleeping.new', 'sleeping')\n"
@@ -115,7 +115,9 @@ def test_demo_builds_the_course_runs_the_preflight_and_leaves_nothing(tmp_path: 
     assert len({(r[1], r[3]) for r in rows}) == 4, "tasks did not get distinct GPUs"
     # one line per lesson, then where the index is
     lines = out_text.splitlines()
-    assert any(line.startswith("ok   00-on-slurm") and line.endswith(" 4 cells") for line in lines), out_text
+    assert any(line.startswith("ok   00-on-slurm") and line.endswith(" 4 code cells") for line in lines), (
+        out_text
+    )
     assert any(line.startswith("ok   01-figure") and line.endswith(" 1 cell") for line in lines), out_text
     assert f"open {out / 'index.html'}" in out_text
     assert "nothing left running" in out_text

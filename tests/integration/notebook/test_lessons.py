@@ -107,6 +107,22 @@ def _granted_in(lesson: Lesson, cell: Any, name: str = "gpu") -> tuple[str, dict
     return job, granted
 
 
+def _saved_widget(lesson: Lesson, source: str, kind: str) -> str:
+    """The snapshot a widget of ``kind`` left in the cell that starts with ``source`` (the saved notebook's HTML
+    where the widget cannot come back), after checking the course's HTML page of the lesson shows such
+    snapshots and never ipywidgets' repr (``VBox(children=(HBox(…``)."""
+    from slurmlab.course.pages import lesson_html
+
+    outputs = lesson.cell(source).outputs
+    saved = "".join(
+        str(o.get("data", {}).get("text/html", "")) for o in outputs if WIDGET in o.get("data", {})
+    )
+    assert f"slurmlab-saved-{kind}" in saved, saved
+    page = lesson_html(lesson.nb, title="lesson", folder=NOTEBOOKS)
+    assert f"slurmlab-saved-{kind}" in page and "VBox(children=" not in page
+    return saved
+
+
 def _cluster_gpu_types(sandbox: Any) -> set[str]:
     out = sandbox.runner().run(["sinfo", "-h", "-o", "%G"]).stdout
     return set(re.findall(r"gpu:([^:(,\s]+):\d", out))
@@ -169,6 +185,12 @@ def _requesting(lesson: Lesson, sandbox: Any) -> None:
     assert any(WIDGET in o.get("data", {}) for o in lesson.cell("form = %salloc --form").outputs)
     form = cell_text(lesson.cell("form.count.value = 2"))
     assert "--gpus=2" in form and "--gpu-bind=closest" in form and "valid" in form, form
+    # "in a saved page you see its last state": the state the second cell gave it, not the one first shown
+    saved = _saved_widget(lesson, "form = %salloc --form", "form")
+    assert (
+        "<th style='text-align:left'>Count</th><td style='text-align:left'>2</td>" in saved
+        and "--gpu-bind=closest" in saved
+    ), saved
 
 
 def _sharing(lesson: Lesson, sandbox: Any) -> None:
@@ -202,9 +224,7 @@ def _topology(lesson: Lesson, sandbox: Any) -> None:
     assert any(BOKEH in o.get("data", {}) for o in best.outputs)
     chosen = re.search(r"GPUs ([\d, ]+): every pair is joined by NVLink.*all on NUMA (\d+)", cell_text(best))
     assert chosen and len(chosen.group(1).split(",")) == 4, cell_text(best)
-    assert "NVLink: none (PCIe only)" in cell_text(
-        lesson.cell('pcie = slurmlab.topology_from_profile("seed")')
-    )
+    assert "NVLink: none (PCIe only)" in cell_text(lesson.cell('pcie = slurmlab.topology(profile="seed")'))
     _, granted = _granted_in(lesson, lesson.cell('alloc.wait("RUNNING"'))
     assert sum(len(v) for v in granted.values()) == 2
     shown = cell_text(lesson.cell('alloc.wait("RUNNING"'))
@@ -216,6 +236,9 @@ def _topology(lesson: Lesson, sandbox: Any) -> None:
     assert held and sorted(int(x) for x in held.group(1).split(",")) == sorted(granted[first]), cell_text(
         topo
     )
+    # the explorer's saved form is its pick as the next cell left it: 2 GPUs, their salloc line
+    saved = _saved_widget(lesson, "explorer = slurmlab.TopologyExplorer", "explorer")
+    assert "N GPUs 2" in saved and "salloc --no-shell" in saved, saved
     table = cell_text(lesson.cell("binding = alloc.explain_binding()"))
     assert f"GRES IDX {','.join(map(str, sorted(granted[first])))}" in table, table
     assert re.search(r"--gpu-bind: \S*closest -(?:>|&gt;) honoured", table), table

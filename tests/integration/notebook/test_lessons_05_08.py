@@ -112,6 +112,10 @@ def test_lesson_06_isolation_checks_exclusive_and_shared_gpus(
     if "no GPU hardware" in iso:  # the sandbox: what needs a real GPU says SKIP, and the notes say why
         assert checks["I4"] == checks["I5"] == "SKIP", checks
         assert "note: sandbox" in cell_text(lesson.cell('print("verdict:"'))
+        # the verdict claims only what was checked: it says so, and names the device cgroup as not checked
+        assert "verdict: isolated as far as checked" in iso and "not checked: I4 device cgroup" in iso, iso
+        said = cell_text(lesson.cell('print("verdict:"'))
+        assert "verdict: isolated as far as checked" in said and "I5 memory" in said, said
         gpu_only = cell_text(lesson.cell("if iso.identity_source"))
         assert "skipped: no GPU hardware" in gpu_only and "documented, not measured here" in gpu_only, (
             gpu_only
@@ -138,9 +142,17 @@ def test_lesson_06_isolation_checks_exclusive_and_shared_gpus(
 def test_lesson_07_multi_node_places_ranks_on_the_granted_gpus(
     slurm_sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    lesson = _execute(
-        "07-multi-node", slurm_sandbox, monkeypatch, tmp_path, lambda c: _job_in(c, "mn = %salloc")
-    )
+    detail: list[str] = []  # what Slurm recorded for the job while it ran (`scontrol show job -d`)
+
+    def watch(cell: Any) -> str | None:
+        job = _job_in(cell, "mn = %salloc")
+        if job is not None:
+            detail.append(
+                slurm_sandbox.runner().run(["scontrol", "show", "job", "-d", job], check=False).stdout
+            )
+        return job
+
+    lesson = _execute("07-multi-node", slurm_sandbox, monkeypatch, tmp_path, watch)
     ((job, granted),) = lesson.grants.items()
     assert len(granted) == 2 and all(len(v) == 4 for v in granted.values()), granted
     mpi = slurm_sandbox.runner().run(["srun", "--mpi=list"], check=False)
@@ -160,13 +172,30 @@ def test_lesson_07_multi_node_places_ranks_on_the_granted_gpus(
     step = cell_text(lesson.cell("%%srun -N2 -n8"))
     assert sorted(int(t) for t in re.findall(r"^(\d+): rank=", step, re.M)) == list(range(8)), step
     assert "NCCL_DEBUG=INFO" in lesson.markdown() and "not a\nrecorded run" in lesson.markdown()
+    # the GPU map flags split NUMA exactly when Slurm gave a node's ranks CPUs beyond the socket of its GPUs
+    traps = cell_text(lesson.cell("gpu_map = mn.gpu_map()"))
+    if slurm_sandbox.profile_name == "dgx-h100":
+        assert ("trap split-NUMA on" in traps) is _cpus_beyond_the_gpus("".join(detail)), (detail, traps)
+
+
+def _cpus_beyond_the_gpus(detail: str) -> bool:
+    """Whether Slurm gave the job CPUs on both sockets of a dgx-h100 node whose GPUs it holds all sit on one
+    (the profile: GPUs 0-3 beside CPUs 0-55 on NUMA 0, GPUs 4-7 beside CPUs 56-111 on NUMA 1)."""
+    from slurmlab.core.gpu.devices import parse_cpu_list
+
+    found = re.findall(r"CPU_IDs=(\S+) .*?IDX:([\d,-]+)\)", detail)
+    assert found, detail
+    return any(
+        len({g // 4 for g in parse_cpu_list(idx)}) == 1 and len({c // 56 for c in parse_cpu_list(cpus)}) == 2
+        for cpus, idx in found
+    )
 
 
 def _doctor_rows(cell: Any) -> list[tuple[str, str, str, str]]:
     """(verdict, check title, subject, evidence and fix) per row of the doctor's HTML table in the cell."""
     found = re.findall(
-        r"<tr class='slurmlab-Doctor-\w+'><td><b>(\w+)</b></td><td>(.*?)</td><td>(.*?)</td>"
-        r"<td>(.*?)</td></tr>",
+        r"<tr class='slurmlab-Doctor-\w+'><td[^>]*><b>(\w+)</b></td><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td>"
+        r"<td[^>]*>(.*?)</td></tr>",
         cell_text(cell),
         re.S,
     )
@@ -206,7 +235,10 @@ def test_lesson_08_troubleshooting_diagnoses_the_problems_it_made(
     holds = next(r for r in about if r[1] == "what holds its GPUs")
     assert f"job {blocker} " in holds[3], holds
     sooner = next(r for r in about if r[1] == "what would start it sooner")
-    assert "would start sooner" in sooner[3] and "%salloc" in sooner[3], sooner
+    # issue 28: a change offered truly starts sooner (half the GPUs, beside the blocker), each dated
+    assert sooner[0] == "WARN" and "change(s) would start sooner" in sooner[3], sooner
+    assert "best: " in sooner[3] and "--gpus-per-node=" in sooner[3], sooner
+    assert re.search(r"would start \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", sooner[3]), sooner
     # 3. the drained node: the doctor gives Slurm's reason, and the node is back in service afterwards
     drained = cell_text(lesson.cell("import re"))
     node = re.search(r"(\S+) resumed: (\S+)", drained)

@@ -86,7 +86,7 @@ def test_panel_lists_steps_and_cancel_button_releases(allocations: list[Any]) ->
 
 def test_display_of_an_allocation_is_its_live_panel(ip_with_magics: Any, allocations: list[Any]) -> None:
     alloc = _submit(allocations, "--gpus=1", "-t", "5")
-    bundle = alloc._repr_mimebundle_()
+    bundle, _ = ip_with_magics.display_formatter.format(alloc)  # what the notebook shows: IPython's formatter
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/plain"].startswith("<Allocation")
 

@@ -63,7 +63,7 @@ async def test_status_says_reachable_with_version_and_interval(sandbox: Any, jp_
     assert status["user"] == current_user()
     # it names the cluster it shows: the sandbox's ClusterName and profile
     assert status["cluster"]["sandbox"] == sandbox.profile_name and status["cluster"]["own"] is True
-    assert status["cluster"]["label"] == f"sandbox · sandbox {sandbox.profile_name}"
+    assert status["cluster"]["label"] == f"sandbox {sandbox.profile_name}"
     clusters = await _get(jp_fetch, "clusters")
     assert status["cluster"]["id"] in [c["id"] for c in clusters["clusters"]]
     assert clusters["default"] == status["cluster"]["id"]
@@ -143,6 +143,8 @@ async def test_requests_without_the_token_are_refused(
         ("GET", "nodes?cluster=default"),
         ("POST", "jobs/1/cancel"),
         ("POST", "jobs/1/cancel?cluster=default"),
+        ("POST", "jobs/1/hold"),
+        ("POST", "jobs/1/release"),
     ):
         res = await http_server_client.fetch(
             f"{jp_base_url}slurmlab/api/{path}",
@@ -227,6 +229,55 @@ async def test_cancelling_another_users_job_is_forbidden(sandbox: Any, jp_fetch:
         assert job not in {j["job_id"] for j in mine}
     finally:
         scancel(sandbox, job)
+
+
+def _reason(sandbox: Any, job: str) -> str:
+    return sandbox.runner().run(["squeue", "-h", "-j", job, "-o", "%r"], check=False).stdout.strip()
+
+
+async def test_hold_and_release_act_on_my_pending_job_only(sandbox: Any, jp_fetch: Any) -> None:
+    """The queue view's Hold / Release (issue 28): scontrol uhold/release of my pending job; another user's job,
+    a running one, and an unknown id are refused with a clear message, and Slurm is not asked to act."""
+    mine = sandbox.runner().run(
+        [
+            "sbatch",
+            "--parsable",
+            "-J",
+            "srv-hold",
+            "-t",
+            "10",
+            "--gpus=1",
+            "--begin=now+3600",
+            "-o",
+            "/dev/null",
+        ]
+        + ["--wrap", "sleep 300"]
+    )
+    job = mine.stdout.strip().split(";")[0]
+    other = ensure_other_user()
+    theirs = submit(sandbox, "--gpus=1", name="srv-hold-other", user=other)
+    running = submit(sandbox, "--gpus=1", name="srv-hold-running")
+    try:
+        held = _json(await jp_fetch("slurmlab", "api", "jobs", job, "hold", method="POST", body="{}"))
+        assert held == {"job_id": job, "action": "hold", "done": True, "user": current_user()}
+        # the owner's own hold (uhold), which Release lifts, even where the server's user is an operator
+        assert _reason(sandbox, job) == "JobHeldUser"
+        await jp_fetch("slurmlab", "api", "jobs", job, "release", method="POST", body="{}")
+        assert _reason(sandbox, job) != "JobHeldUser"
+        await _wait_running(sandbox, theirs)
+        for target, code, words in (
+            (theirs, 403, other),
+            (running, 409, "only a pending job"),
+            ("987654", 404, ""),
+        ):
+            with pytest.raises(HTTPClientError) as info:
+                await jp_fetch("slurmlab", "api", "jobs", target, "hold", method="POST", body="{}")
+            assert info.value.code == code, (target, info.value.code)
+            assert words in _json(info.value.response)["message"]
+        assert squeue_state(sandbox, theirs) == "RUNNING" and _reason(sandbox, theirs) != "JobHeldUser"
+    finally:
+        for j in (job, theirs, running):
+            scancel(sandbox, j)
 
 
 async def test_bad_requests_get_clear_errors(sandbox: Any, jp_fetch: Any) -> None:

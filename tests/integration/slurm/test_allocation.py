@@ -58,6 +58,26 @@ def test_pending_allocation_returns_at_once_and_runs_when_resources_free(sandbox
     poller.stop()
 
 
+def test_leaving_a_with_block_cancels_the_job_and_its_state_says_so_at_once(sandbox: Any) -> None:
+    runner = sandbox.runner()
+    poller = JobPoller(runner, interval=0.2)
+    try:
+        with Allocation.submit(["--gpus=1", "-t", "5"], runner=runner, poller=poller) as alloc:
+            alloc.wait(timeout=20)
+        assert alloc.state == "CANCELLED", alloc.summary()  # before: RUNNING until a later poll
+        # what Slurm says next (COMPLETING while the epilog runs, then CANCELLED) never makes it live again
+        states, slurm_said = set(), set()
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            states.add(alloc.state)
+            slurm_said.add(_squeue_state(runner, str(alloc.job_id)))
+            time.sleep(0.1)
+        assert states == {"CANCELLED"}, (states, slurm_said)
+        assert slurm_said <= {"COMPLETING", "CANCELLED", ""}, slurm_said
+    finally:
+        poller.stop()
+
+
 def test_steps_stream_output_line_by_line(sandbox: Any) -> None:
     alloc = Allocation.submit(["-N1", "-n1", "--gpus=1", "-t", "5"], runner=sandbox.runner())
     alloc.wait(timeout=20)

@@ -6,6 +6,7 @@ cancels the old one. A held job's why says `scontrol release`."""
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -191,3 +192,68 @@ def test_at_the_qos_gpu_cap_every_change_offered_starts_when_taken(accounted: An
         assert f"end your job {first}" in limit.fix and "QOS debug instead of normal" in limit.fix, limit.fix
     finally:
         r.run(["scancel", first, over, *taken], check=False)
+
+
+def test_with_all_16_gpus_held_the_panel_states_one_estimate_and_offers_nothing_later(sandbox: Any) -> None:
+    """Issue 28, point 1: two jobs hold all 16 GPUs, then `--gpus=1 -t 99999` waits. The panel states Slurm's
+    expected start once (never "no expected start" beside it), lists no change that starts later than it
+    (its `-t` changes start weeks away), and every switch it offers starts strictly sooner, its label dated
+    when not today."""
+    pytest.importorskip("ipywidgets")
+    import re
+
+    from slurmlab.widgets.live import LiveUpdater
+    from slurmlab.widgets.panel import AllocationPanel
+
+    r = sandbox.runner()
+    node1, node2 = sandbox.nodes[:2]
+    held = [submit(r, "--gpus=8", "-w", n, "-t", t) for n, t in ((node1, "30"), (node2, "60"))]
+    wait_for(lambda: squeue(r, ",".join(held), "%T").split() == ["RUNNING"] * 2 or None, 30, "16 GPUs held")
+    poller = JobPoller(r, interval=0.5)
+    updater = LiveUpdater()
+    try:
+        alloc = Allocation.submit(
+            ["--gpus=1", "-t", "99999"], runner=r, poller=poller, validate=False, release_at_exit=False
+        )
+        panel = AllocationPanel(alloc, updater=updater)
+        panel.worker.min_interval = 1.0  # the panel's 30 s between asks, shortened for the test
+
+        def asked_with_estimate() -> bool | None:
+            result = panel.worker.result
+            view = alloc.view
+            said = result.finding("job.alternatives") if result is not None else None
+            return (
+                said is not None
+                and said.verdict.value != "SKIP"
+                and view is not None
+                and view.expected_start is not None
+                and "data-state='done'" in panel.why.value
+            ) or None
+
+        wait_for(asked_with_estimate, 60, "the changes asked once Slurm estimated the start")
+        updater.mark_dirty(panel)
+        time.sleep(0.5)
+        words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", panel.body.value + panel.why.value))
+        stated = re.findall(
+            r"Expected start:|expects it to start|no expected start|not estimated a start", words
+        )
+        assert stated == ["Expected start:"], words
+        assert "(not sooner)" not in words and "%salloc" not in words.split("what would start it sooner")[0]
+        from slurmlab.widgets.panel_why import shown_result
+
+        view = alloc.view
+        assert view is not None and view.expected_start is not None
+        offered = shown_result(panel.worker, view.expected_start)
+        assert offered is not None
+        for alt in offered.sooner:
+            assert alt.answer.starts is not None and alt.answer.starts < view.expected_start, alt.line()
+        for button in panel.switches.children:
+            alt = next(a for a in offered.sooner if a.variant.salloc_line == button.tooltip)
+            assert alt.answer.starts is not None
+            local = alt.answer.starts.astimezone()
+            if local.date() != datetime.now().astimezone().date():
+                assert local.strftime("%Y-%m-%d") in button.description, button.description
+        alloc.cancel()
+    finally:
+        updater.stop()
+        poller.stop()

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from slurmlab.core.gpu.usage import SamplerNote, parse_sampler_line
+from slurmlab.core.framing import FrameStream
+from slurmlab.core.gpu.usage import SamplerNote, sampler_report
 from slurmlab.core.gpu.usage_sampler import SAMPLER_SOURCE
 
 
@@ -47,7 +48,9 @@ def test_the_sampler_reads_the_gpu_slurm_named_through_nvml() -> None:
         env=env,
         timeout=60,
     )
-    parsed = [parse_sampler_line(line) for line in out.stdout.splitlines()]
+    stream = FrameStream()
+    items = [item for line in out.stdout.splitlines() for item in stream.feed("0: " + line)]
+    parsed = [sampler_report(item.report) for item in items if item.report is not None]
     assert isinstance(parsed[0], SamplerNote) and parsed[0].source == "nvml", out.stdout + out.stderr
     samples = [s for p in parsed if isinstance(p, list) for s in p]
     assert samples and {s.series for s in samples} == {f"here GPU {minor}"}

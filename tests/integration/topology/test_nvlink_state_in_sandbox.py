@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from slurmlab import node_topology
 from slurmlab.core.gpu.nvlink import nvlink_model_for
 from slurmlab.core.gpu.smi.nvlink import parse_nvlink_status
 from slurmlab.core.gpu.standin_names import STANDIN_MARK
 from slurmlab.slurm.allocation import Allocation
+from slurmlab.slurm.probes import node_topology
 
 pytestmark = pytest.mark.sandbox
 

@@ -8,18 +8,29 @@ from typing import Any
 import pytest
 from figure_data import renderer_data as _data
 
-from slurmlab import explain_binding, node_mig, node_topology
+from slurmlab import explain_binding
 from slurmlab.core.gpu.binding import HONOURED
 from slurmlab.core.gpu.devices import parse_cpu_list
 from slurmlab.core.slurm import hostlist
 from slurmlab.errors import RequestError
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller
-from slurmlab.viz import notebook as _notebook_figures  # noqa: F401  # what a notebook kernel has loaded
+from slurmlab.slurm.probes import node_mig, node_topology
+from slurmlab.viz import notebook as _notebook_figures
 from slurmlab.viz.mig_view import mig_figure
 from slurmlab.viz.topology_view import topology_figure
 
 pytestmark = pytest.mark.sandbox
+
+
+def _shown(model: Any) -> dict[str, Any]:
+    """What a notebook kernel shows for ``model``: IPython's formatter, slurmlab's figures registered with it."""
+    from IPython.testing.globalipapp import get_ipython
+
+    ip = get_ipython()
+    _notebook_figures.install(ip)
+    data: dict[str, Any] = ip.display_formatter.format(model)[0]
+    return data
 
 
 def _scontrol_records(runner: Any, job_id: str) -> dict[str, tuple[frozenset[int], frozenset[int]]]:
@@ -263,7 +274,7 @@ def test_a_two_node_job_shows_the_topology_of_every_node(dgx: Any) -> None:
         assert alloc.topology("node2") == job["node2"]  # one node, as before
         text = str(job)
         assert text.count("this allocation's GPUs here:") == 2
-        page = job._repr_mimebundle_()["text/html"]
+        page = _shown(job)["text/html"]
         assert "slurmlab-figure-job-topology" in page
         assert _figure_gpus(page) == [truth[n][0] for n in alloc.nodes]
         # a job on a cluster without MIG: the one-line reason and the way to a MIG sandbox
@@ -288,7 +299,7 @@ def test_a_two_node_mig_job_shows_its_slice_on_every_node(sandbox_factory: Any) 
             (inst,) = job[node].slices()
             assert inst.profile == "3g.71gb" and inst.label.startswith(f"GPU {inst.gpu} · 3g.71gb @ ")
             assert f"this allocation's slices: {inst.label}" in job[node].summary()
-        page = job._repr_mimebundle_()["text/html"]
+        page = _shown(job)["text/html"]
         assert (
             "slurmlab-figure-job-mig" in page and page.count("const docs_json") == 1
         )  # one column of figures

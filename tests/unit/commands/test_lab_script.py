@@ -84,3 +84,24 @@ def test_make_demo_ends_by_naming_make_lab_and_the_notebooks_command() -> None:
 
     assert NEXT_STEPS.lstrip().startswith("next:\n  make lab ")
     assert "slurmlab notebooks DIR" in NEXT_STEPS and "Ctrl-C stops both" in NEXT_STEPS
+
+
+def test_make_demos_next_lines_keep_the_sandbox_folder_and_profile_it_was_given(tmp_path: Path) -> None:
+    import shlex
+
+    from slurmlab.demo import next_steps
+
+    folder = str(tmp_path / "my sandboxes" / "mig")
+    text = next_steps("h200-mig", folder)
+    lines = [line.strip() for line in text.splitlines()]
+    for verb in ("up", "env", "down"):
+        line = next(x for x in lines if f"slurmlab sandbox {verb}" in x)
+        assert f"--dir {shlex.quote(folder)}" in line, line
+    assert "--profile h200-mig" in next(x for x in lines if "slurmlab sandbox up" in x)
+    assert f"`%slurm sandbox up --profile h200-mig --dir {shlex.quote(folder)}`" in text
+    # the `make lab` line, run as printed (its variables), starts that sandbox in that folder
+    lab = shlex.split(next(x for x in lines if "make lab" in x).split("make lab")[0])
+    env = dict(assignment.split("=", 1) for assignment in lab)
+    res = _dry_run("--dir", str(tmp_path / "nb"), **env)
+    assert res.returncode == 0, res.stderr
+    assert f"start the sandbox h200-mig in {folder} " in res.stdout

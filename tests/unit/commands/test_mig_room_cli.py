@@ -68,11 +68,11 @@ def test_a_model_that_agrees_with_the_listing_is_accepted(capsys: pytest.Capture
 
 
 def test_library_refuses_the_same_model_mistake() -> None:
-    from slurmlab import mig_from_file
+    import slurmlab
     from slurmlab.errors import RequestError
 
     with pytest.raises(RequestError, match="do not exist on A30-24GB"):
-        mig_from_file(path(CGI), model="A30")
+        slurmlab.mig(path(CGI), model="A30")
 
 
 @pytest.mark.parametrize("name", ["mig-lgip-a100-80gb-partially-used.txt", "mig-lgipp-a30-24gb.txt"])

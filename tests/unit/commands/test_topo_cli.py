@@ -92,11 +92,11 @@ def test_profiles(capsys: pytest.CaptureFixture[str]) -> None:
     ],
 )
 def test_cli_and_library_read_the_same_layout(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    # one reader: `slurmlab mig FILE` prints the summary of exactly what slurmlab.mig_from_file(FILE) loads
-    from slurmlab import mig_from_file
+    # one reader: `slurmlab mig FILE` prints the summary of exactly what slurmlab.mig(FILE) loads
+    import slurmlab
 
     path = require_shared("nvidia-smi", name)
-    layout = mig_from_file(path).layout
+    layout = slurmlab.mig(path).layout
     assert layout.gpus, name
     assert main(["mig", str(path)]) == 0
     assert layout.summary() in capsys.readouterr().out
@@ -113,7 +113,7 @@ def test_cli_and_library_read_the_same_layout(name: str, capsys: pytest.CaptureF
 def test_catalogues_are_read_by_the_library_and_refused_as_layouts(
     name: str, kind: str, expect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from slurmlab import mig_from_file
+    import slurmlab
     from slurmlab.core.gpu.captures import read_mig_capture
     from slurmlab.errors import RequestError
 
@@ -124,4 +124,4 @@ def test_catalogues_are_read_by_the_library_and_refused_as_layouts(
     out = capsys.readouterr().out
     assert out.splitlines() == capture.lines() and expect in out
     with pytest.raises(RequestError, match="catalogue, not a layout"):
-        mig_from_file(path)
+        slurmlab.mig(path)

@@ -58,8 +58,8 @@ class _Page(HTMLParser):
 
 def test_summary_lines_say_ok_with_time_and_cells_or_fail_with_the_cell_and_error() -> None:
     ok = LessonResult(_lesson("03-topology"), "ok", seconds=21.43, cells=12)
-    assert re.fullmatch(r"ok   03-topology\s+21\.4 s  12 cells", summary_line(ok))
-    assert summary_line(LessonResult(_lesson("00-q"), "ok", 1.0, cells=1)).endswith(" 1 cell")
+    assert re.fullmatch(r"ok   03-topology\s+21\.4 s  12 code cells", summary_line(ok))
+    assert summary_line(LessonResult(_lesson("00-q"), "ok", 1.0, cells=1)).endswith(" 1 code cell")
     fail = LessonResult(
         _lesson("05-time-slicing"), "FAIL", 3.0, 7, failed_cell=7, error="AllocationError: job 12 failed"
     )
@@ -106,6 +106,8 @@ def test_the_index_lists_every_lesson_with_status_time_link_and_the_build() -> N
     assert "Sharing a GPU" not in page.links, "a lesson that did not run has no page to link"
     rows = [r for r in page.rows if r]
     assert [r[0] for r in rows] == ["00", "01", "02"]
+    # the count is of code cells that ran (markdown cells are not counted), and the header says so
+    assert "<th>code cells run</th>" in render_index(results, INFO)
     assert rows[0][2:] == ["ok", "12.3 s", "9"]
     assert rows[1][2] == "FAIL" and "cell 3: RequestError: --gpus-per-task needs tasks" in rows[1][1]
     assert rows[2][2] == "not run"

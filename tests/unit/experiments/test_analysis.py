@@ -247,3 +247,11 @@ def test_many_processes_take_the_general_sweep_path() -> None:
     assert r.busy_share == 1.0
     both = analyse([runs[0], runs[0] + 0] + runs[1:17], (0, 54 * MS))  # p0 twice: fully overlapping
     assert both.overlap[0, 1] == 1.0 and both.classification == MIXED
+
+
+def test_the_text_form_is_a_one_line_summary_not_the_run_arrays() -> None:
+    r = analyse(round_robin(2, 2 * MS, 300), (0, 1200 * MS), labels=["a", "b"], backend="cpu")
+    text = repr(r)
+    assert text.startswith("<TimesliceResult time-sliced: 2 process(es), cpu, D = 1.200 s, 600 runs")
+    assert "\n" not in text and "array(" not in text and len(text) < 200
+    assert "measured Jain fairness 1.000" in text

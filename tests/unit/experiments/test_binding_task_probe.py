@@ -1,5 +1,5 @@
 """The binding probe's task side, run here with python3 and a stand-in ``nvidia-smi`` on PATH that answers with a
-real ``-L`` capture: its device lines come back whole and attached to the task's report."""
+real ``-L`` capture: its devices come back whole in the task's report (one framed line, as srun --label labels it)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from shared_paths import require_shared
 
-from slurmlab.core.gpu.binding import TASK_DEVICE_PREFIX, parse_task_reports
+from slurmlab.core.framing import BEGIN, END
+from slurmlab.core.gpu.binding import parse_task_reports
 from slurmlab.errors import ParseError
 from slurmlab.slurm.binding_probe import TASK_PROBE
 
@@ -48,11 +49,9 @@ def test_the_task_reports_its_listing_and_pci_bus_ids(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     printed = out.stdout.splitlines()
-    # one line per device, each short enough that srun never cuts it with another task's output
-    assert all(len(ln) < 1024 for ln in printed) and sum(
-        ln.startswith(TASK_DEVICE_PREFIX) for ln in printed
-    ) == 1 + len(lines)
-    (rep,) = parse_task_reports(printed)
+    # one framed report, devices included: srun's labels put its pieces back together however it cuts them
+    assert len(printed) == 1 and printed[0].startswith(BEGIN) and printed[0].endswith(END)
+    (rep,) = parse_task_reports([f"1: {ln}" for ln in printed])
     assert rep.visible == (first_uuid,) and rep.smi_list is not None
     assert [ln.strip() for ln in rep.smi_list.splitlines()] == [ln.strip() for ln in lines]
     assert rep.pci == ((first_uuid, "00000000:07:00.0"),)
@@ -73,10 +72,10 @@ def test_when_nvidia_smi_fails_the_report_has_no_listing(tmp_path: Path) -> None
     out = subprocess.run(
         [PY or "python3", "-c", TASK_PROBE], env=env, capture_output=True, text=True, timeout=60
     )
-    (rep,) = parse_task_reports(out.stdout.splitlines())
+    (rep,) = parse_task_reports([f"0: {ln}" for ln in out.stdout.splitlines()])
     assert rep.smi_list is None and rep.pci == ()
 
 
-def test_a_broken_device_line_is_named() -> None:
-    with pytest.raises(ParseError, match="device line of the binding probe"):
-        parse_task_reports([TASK_DEVICE_PREFIX + "{not json"])
+def test_a_broken_report_is_named() -> None:
+    with pytest.raises(ParseError, match="task 0's report arrived broken"):
+        parse_task_reports([f'0: {BEGIN}{{"env": {{}}, "L": [{END}'])

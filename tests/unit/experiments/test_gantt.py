@@ -44,3 +44,22 @@ def test_the_page_holds_the_measured_table_and_the_chart_with_bokehjs_inlined() 
     assert page.lstrip().lower().startswith("<!doctype html>")
     assert "measured share of D" in page and "measured runs" in page
     assert "cdn.bokeh.org" not in page  # inline resources: clusters often have no internet
+
+
+def test_a_long_window_opens_readable_with_the_wheel_zooming() -> None:
+    from bokeh.models import Range1d, WheelZoomTool
+
+    from slurmlab.viz.gantt import gantt_figure
+
+    # lesson 05's CPU run: 2 s of 1 ms slices for 2 processes, 2,000 bars
+    r = analyse(round_robin(2, MS, 1000), (0, 2000 * MS), labels=["a", "b"])
+    fig = gantt_figure(r)
+    active = fig.toolbar.active_scroll
+    assert isinstance(active, WheelZoomTool) and active.dimensions == "width"  # "the wheel zooms" is true
+    assert isinstance(fig.x_range, Range1d) and fig.x_range.start == 0
+    assert fig.x_range.end == pytest.approx(40.0)  # the first 40 runs (ms), not 2,000 bars
+    assert fig.x_range.bounds == (0, pytest.approx(2000.0))  # zoomed out, the whole window
+    assert "the first 40 ms of 2,000 ms shown" in fig.title.text
+    # a short run is shown whole
+    short = gantt_figure(analyse(round_robin(2, MS, 5), (0, 10 * MS), labels=["a", "b"]))
+    assert short.x_range.end == pytest.approx(10.0) and "shown" not in short.title.text

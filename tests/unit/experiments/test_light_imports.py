@@ -9,8 +9,8 @@ from slurmlab.experiments.node.gpu_worker import _bus_key, _uuid_text
 
 MODULES = (
     "analysis", "bandwidth", "gres_conf", "isolation", "isolation_result", "plan", "protocols", "slurm_view",
-    "steps", "task_reports", "timeslice", "timeslice_result", "verify", "workers",
-    "node.compile", "node.cpu_worker", "node.framing", "node.gpu_worker", "node.verify_task", "node.worker",
+    "steps", "timeslice", "timeslice_result", "verify", "workers",
+    "node.compile", "node.cpu_worker", "node.gpu_worker", "node.verify_task", "node.worker",
 )  # fmt: skip
 
 

@@ -1,9 +1,9 @@
 """The node side runs on a compute node without the rest of slurmlab.
 
 Two checks: every module under ``experiments/node/`` imports only the standard library, NumPy,
-CuPy, each other and slurmlab's foundation (``errors``, ``_extras``: ``import slurmlab`` loads them
-anyway); and, in a fresh interpreter where every other slurmlab module refuses to import, each
-node module imports, a CPU worker runs a whole measurement and the verify task prints its report.
+CuPy, each other, slurmlab's foundation (``errors``, ``_extras``: ``import slurmlab`` loads them
+anyway) and the one framing of task reports (``core.framing``, standard library only); and, in a
+fresh interpreter where every other slurmlab module refuses to import, each node module imports, a CPU worker runs a whole measurement and the verify task prints its report.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ import time
 from pathlib import Path
 
 import slurmlab.experiments.node as node_pkg
-from slurmlab.experiments.node.framing import BEGIN, END
+from slurmlab.core.framing import BEGIN, END
 
 NODE = Path(node_pkg.__file__).parent
 NODE_MODULES = sorted(p.stem for p in NODE.glob("*.py") if p.name != "__init__.py")
 THIRD_PARTY = {"numpy", "cupy"}
-FOUNDATION = {"slurmlab", "slurmlab.errors", "slurmlab._extras"}
+FOUNDATION = {"slurmlab", "slurmlab.errors", "slurmlab._extras", "slurmlab.core", "slurmlab.core.framing"}
 
 # a meta-path hook that refuses every slurmlab module outside the node side and its foundation
 BLOCKER = """
 import importlib.abc, sys
-ALLOWED = {"slurmlab", "slurmlab.errors", "slurmlab._extras", "slurmlab.experiments"}
+ALLOWED = {"slurmlab", "slurmlab.errors", "slurmlab._extras", "slurmlab.experiments", "slurmlab.core", "slurmlab.core.framing"}
 class NodeOnly(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.startswith("slurmlab") and name not in ALLOWED and not name.startswith("slurmlab.experiments.node"):
@@ -49,7 +49,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_node_modules_import_only_the_standard_library_numpy_cupy_and_each_other() -> None:
-    assert {"worker", "cpu_worker", "gpu_worker", "compile", "verify_task", "framing"} <= set(NODE_MODULES)
+    assert {"worker", "cpu_worker", "gpu_worker", "compile", "verify_task"} <= set(NODE_MODULES)
     problems = []
     for path in sorted(NODE.glob("*.py")):
         for name in sorted(_imports(path)):
@@ -104,7 +104,7 @@ def test_node_modules_run_with_every_other_room_unimportable(tmp_path: Path) -> 
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert {m.split(".")[1] for m in data["loaded"]} <= {"errors", "_extras", "experiments"}
+    assert {m.split(".")[1] for m in data["loaded"]} <= {"errors", "_extras", "experiments", "core"}
     report = json.loads(data["out"]["worker"])
     assert "error" not in report and report["timeslice"]["n_runs_total"] >= 1 and report["fixed_work"]
     line = data["out"]["verify_task"].strip()

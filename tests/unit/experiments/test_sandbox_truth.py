@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import slurmlab
 from slurmlab.core.gpu.binding import HONOURED, TaskReport, explain, node_records
 from slurmlab.core.gpu.node_models import NodeTopology
 from slurmlab.core.gpu.sandbox_limits import HOST_NAME, MIG_NAMES, NO_DEVICE_CGROUP
@@ -24,9 +25,8 @@ from slurmlab.experiments.isolation_result import (
 )
 from slurmlab.experiments.slurm_view import grant_from_job, verdict_of
 from slurmlab.experiments.verify import _judge, in_sandbox
-from slurmlab.slurm.hardware_files import topology_from_profile
 
-DGX = topology_from_profile("dgx-h100")  # GPUs 0-3 on NUMA 0 (CPUs 0-55), 4-7 on NUMA 1
+DGX = slurmlab.topology(profile="dgx-h100")  # GPUs 0-3 on NUMA 0 (CPUs 0-55), 4-7 on NUMA 1
 SANDBOX_TOPO = NodeTopology(
     DGX.topology, "sandbox", "hardware profile dgx-h100 of the sandbox in /x", "node1"
 )

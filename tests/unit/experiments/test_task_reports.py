@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from slurmlab.core.framing import BEGIN, END, frame, has_reports, read_reports, split_labelled
 from slurmlab.errors import ExperimentError
-from slurmlab.experiments.task_reports import BEGIN, END, frame, has_reports, read_reports, split_labelled
 
 # eight reports that the verify step's tasks printed in the sandbox (-n8 --gpus-per-task=1)
 REAL = json.loads((Path(__file__).parent / "data" / "verify_reports_8tasks.json").read_text())

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from slurmlab.core.framing import BEGIN, END, read_reports
 from slurmlab.core.request.step_request import step_args_for
 from slurmlab.core.slurm.gres import GresItem
 from slurmlab.core.slurm.models import GresAlloc, Job
@@ -19,7 +20,6 @@ from slurmlab.experiments.isolation_result import EXCLUSIVE, FAIL, MIG, PASS, SH
 from slurmlab.experiments.node.verify_task import gres_conf_gpu_lines
 from slurmlab.experiments.slurm_view import grant_from_job, shard_gpus_of, slurm_i7, slurm_view_devices
 from slurmlab.experiments.steps import step_gpu_args
-from slurmlab.experiments.task_reports import BEGIN, END, read_reports
 from slurmlab.experiments.verify import TASK_MODULE, _ntasks_in, read_task_reports
 
 GRES_CONF = """\

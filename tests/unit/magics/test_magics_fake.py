@@ -71,6 +71,33 @@ def test_slurm_status_names_the_version_and_the_notebooks_allocations(
     assert f"allocation {JOB}: RUNNING" in status
 
 
+def test_slurm_status_lists_only_the_allocations_of_the_slurm_it_talks_to(
+    shell: Any, fake_runner: FakeRunner
+) -> None:
+    from slurmlab.slurm.runner import set_runner
+
+    job_in(fake_runner, "running")
+    fake_runner.on(["squeue", "-h", "--me", ...], stdout="")
+    shell.run_line_magic("salloc", f"--attach {JOB}").wait(timeout=5)
+    # `%slurm sandbox up h200-mig` points the kernel at another Slurm (another slurm.conf), whose job ids are
+    # its own: job 19 of the first is not a job of the second
+    other = FakeRunner()
+    cluster(other)
+    other.on(["squeue", "-h", "--me", ...], stdout="")
+    before = set_runner(other)
+    try:
+        status = str(shell.run_line_magic("slurm", ""))
+    finally:
+        set_runner(before)
+        other.close()
+    assert f"allocation {JOB}" not in status and "no allocation yet" in status
+    assert (
+        f"not listed: 1 allocation(s) of this notebook on another Slurm ({fake_runner.slurm_conf})" in status
+    )
+    back = str(shell.run_line_magic("slurm", ""))
+    assert f"allocation {JOB}: RUNNING" in back and "not listed" not in back
+
+
 def test_slurm_status_says_when_the_controller_is_down(shell: Any, fake_runner: FakeRunner) -> None:
     controller_down(fake_runner)
     status = str(shell.run_line_magic("slurm", ""))

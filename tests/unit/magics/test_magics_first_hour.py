@@ -574,11 +574,13 @@ def test_no_slurm_shows_the_picker_under_the_one_line(
     made: list[Any] = []
     stand_in = types.ModuleType("slurmlab.widgets.sandbox_picker")
 
-    def sandbox_picker(start: Any) -> str:
-        made.append(start)
-        return "<picker>"
+    class SandboxPicker:
+        widget = "<picker>"
 
-    stand_in.sandbox_picker = sandbox_picker  # type: ignore[attr-defined]
+        def __init__(self, start: Any) -> None:
+            made.append(start)
+
+    stand_in.SandboxPicker = SandboxPicker  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "slurmlab.widgets.sandbox_picker", stand_in)
     shown: list[object] = []
     monkeypatch.setattr(error_display, "show", lambda obj, raw=False: shown.append(obj))
@@ -589,7 +591,7 @@ def test_no_slurm_shows_the_picker_under_the_one_line(
         set_runner(old)
     err = capsys.readouterr().err
     assert err.startswith("UsageError: ") and "%slurm sandbox up" in err and "Traceback" not in err
-    assert shown == ["<picker>"] and len(made) == 1
+    assert [type(s) for s in shown] == [SandboxPicker] and len(made) == 1
 
     calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr(sandbox, "sandbox_command", lambda *a: calls.append(a) or "started")
@@ -625,7 +627,8 @@ def test_the_real_picker_starts_what_slurm_sandbox_up_starts(monkeypatch: pytest
     calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr(sandbox, "sandbox_command", lambda *a: calls.append(a) or "sandbox dgx-h100 started")
     picker = error_display.offer_sandbox(sandbox.start_sandbox)
-    assert shown == [picker] and "slurmlab-sandbox-picker" in picker._dom_classes
+    # the picker itself is shown (its saved form with it), its widget returned
+    assert [s.widget for s in shown] == [picker] and "slurmlab-sandbox-picker" in picker._dom_classes
     button = next(
         c for row in picker.children for c in getattr(row, "children", ()) if hasattr(c, "on_click")
     )

@@ -53,7 +53,10 @@ class _Alloc:
     after minutes of "waiting for allocation … to start": Ctrl-C."""
 
     def __init__(self, job_id: str | None, state: str, *, interrupt: bool = False) -> None:
+        from slurmlab.slurm.runner import get_runner
+
         self.job_id, self.state = job_id, state
+        self.runner = get_runner()  # made on the kernel's Slurm (%slurm lists only that Slurm's allocations)
         self.interrupt = interrupt
         self.waited = 0
         self.cancelled = 0

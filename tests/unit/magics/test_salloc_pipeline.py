@@ -53,7 +53,7 @@ def test_salloc_submits_the_checked_model_with_its_job_name(ip: Any, cluster: li
 def test_dry_run_shows_the_job_name_first_and_what_was_checked(ip: Any, cluster: list[Any]) -> None:
     dry = ip.run_line_magic("salloc", "--dry-run -J train --gpus=h100:2")
     assert dry.argv[:3] == ("salloc", "--no-shell", "--job-name=train") and "--gpus=h100:2" in dry.argv
-    assert dry.checked_against == "checked against the cluster (1 partitions), Slurm 24.11.5"
+    assert dry.checked_against == "checked against the cluster (1 partition), Slurm 24.11.5"
     assert cluster == []
     with pytest.raises(UsageError, match=r"no a100 GPUs.*\n.*h100"):
         ip.run_line_magic("salloc", "--gpus=a100:1")

@@ -56,3 +56,17 @@ def test_out_of_range_port() -> None:
 def test_free_ports_are_distinct_and_unused() -> None:
     ports = free_ports(8)
     assert len(set(ports)) == 8 and all(1024 <= p <= 65535 for p in ports)
+
+
+def test_down_of_a_sandbox_already_down_says_so_and_succeeds(tmp_path: Path, capsys) -> None:
+    from slurmlab.cli import main
+
+    folder = tmp_path / "sb"
+    (folder / "log").mkdir(parents=True)  # what `down` leaves: the folder, its logs, no state.json
+    assert main(["sandbox", "down", "--dir", str(folder)]) == 0
+    out, err = capsys.readouterr()
+    assert f"the sandbox in {folder} is already down" in out and "nothing to stop" in out
+    assert "error" not in err and "start one" not in out + err
+    # a folder that is not there is still an error (a mistyped --dir is not "already down")
+    assert main(["sandbox", "down", "--dir", str(tmp_path / "typo")]) == 2
+    assert "no sandbox in" in capsys.readouterr().err

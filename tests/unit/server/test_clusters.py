@@ -35,7 +35,8 @@ def test_the_default_place_is_the_sandboxs_own(base: Path, monkeypatch: pytest.M
 def test_cluster_name_and_label() -> None:
     assert cluster_name("# ClusterName=commented\nclustername = alpha # its name\n") == "alpha"
     assert cluster_name("SlurmctldHost=x\n") is None
-    assert label_of("sandbox", "h200-mig") == "sandbox · sandbox h200-mig"
+    assert label_of("sandbox", "h200-mig") == "sandbox h200-mig"
+    assert label_of(None, "h200-mig") == "sandbox h200-mig"
     assert label_of("alpha", None) == "alpha"
     assert label_of(None, None) == "this server's Slurm"
 
@@ -87,7 +88,7 @@ def test_an_own_sandbox_elsewhere_is_named_by_its_state_file(tmp_path: Path, bas
     assert (own["id"], own["sandbox"], own["label"], own["conf"]) == (
         OWN,
         "dgx-h100",
-        "sandbox · sandbox dgx-h100",
+        "sandbox dgx-h100",
         str(conf),
     )
 
@@ -99,7 +100,7 @@ def test_an_unknown_cluster_is_refused_naming_the_known_ones(base: Path, slurmct
         directory.find("sandbox-dgx-h100")
     message = str(info.value)
     assert "unknown cluster 'sandbox-dgx-h100'" in message
-    assert "default (" in message and "sandbox-h200-mig (sandbox · sandbox h200-mig)" in message
+    assert "default (" in message and "sandbox-h200-mig (sandbox h200-mig)" in message
     assert "%slurm sandbox up" in message
 
 
@@ -120,15 +121,15 @@ def test_a_sandbox_started_beside_the_servers_own_is_found(
     ]
     # the picker tells the two h200-mig apart by their folders; a label of its own stays as it was
     assert [c["label"] for c in views] == [
-        "sandbox · sandbox dgx-h100",
-        f"sandbox · sandbox h200-mig in {base / 'h200-mig'}",
-        f"sandbox · sandbox h200-mig in {family / 'h200-mig'}",
+        "sandbox dgx-h100",
+        f"sandbox h200-mig in {base / 'h200-mig'}",
+        f"sandbox h200-mig in {family / 'h200-mig'}",
     ]
     # a sandbox of the server's own profile: the own one keeps its label, the other names its folder
     twin = make_sandbox(family, "dgx-h100", slurmctld, folder_name="dgx-h100-2n")
     labels = {c["conf"]: c["label"] for c in find_clusters(str(own_conf))}
-    assert labels[str(own_conf)] == "sandbox · sandbox dgx-h100"
-    assert labels[str(twin)] == f"sandbox · sandbox dgx-h100 in {twin.parent}"
+    assert labels[str(own_conf)] == "sandbox dgx-h100"
+    assert labels[str(twin)] == f"sandbox dgx-h100 in {twin.parent}"
     # a folder that is not a sandbox's is not a family: nothing beside a plain slurm.conf is searched
     plain = tmp_path / "etc" / "slurm.conf"
     plain.parent.mkdir()

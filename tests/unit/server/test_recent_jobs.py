@@ -92,3 +92,60 @@ async def test_the_route_answers_from_a_worker_and_keeps_the_answer(
     assert first["jobs"] and first["jobs"] == second["jobs"] and "as_of" in first
     assert len(fake_runner.called(["sacct", ...])) == 1  # kept: sacct is asked at most once a minute
     assert seen and threading.main_thread().name not in seen  # never on the server's event loop
+
+
+class _CountingRecent:
+    """RecentJobs whose fetch only counts (the decision of when to ask sacct is what is tested)."""
+
+    @staticmethod
+    def make(cache: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+        from types import SimpleNamespace
+
+        from slurmlab.server import recent
+        from slurmlab.server.cache import CacheEntry
+
+        kept = recent.RecentJobs(SimpleNamespace(cache=cache))  # type: ignore[arg-type]
+
+        async def fetch() -> None:
+            kept.fetches += 1
+            kept.entry = CacheEntry(b"{}", "e", 0.0, 0.0)
+            kept.fetched_at = clock[0]
+
+        clock = [1000.0]
+        monkeypatch.setattr(kept, "_fetch", fetch)
+        monkeypatch.setattr(recent.time, "monotonic", lambda: clock[0])
+        kept.clock = clock
+        return kept
+
+
+async def test_recent_jobs_are_asked_again_when_my_queue_changes_not_a_minute_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 28: a job that had ended stayed "running" in Recent jobs for up to a minute. The answer is asked
+    again as soon as the poller's queue of my jobs changes (and once more a moment later, for slurmdbd), and
+    otherwise kept for the minute: sacct is not asked at every sidebar round."""
+    from slurmlab.server.cache import ResponseCache
+
+    cache = ResponseCache()
+    cache.put("queue:mine", {"jobs": [{"job_id": "7", "state": "RUNNING"}]})
+    kept = _CountingRecent.make(cache, monkeypatch)
+    await kept.answer()
+    kept.clock[0] += 10
+    await kept.answer()
+    assert kept.fetches == 1  # nothing changed: kept
+    cache.put("queue:mine", {"jobs": []})  # job 7 ended and left the queue
+    kept.clock[0] += 1
+    await kept.answer()
+    assert kept.fetches == 2  # at once, not after the minute
+    kept.clock[0] += 1
+    await kept.answer()
+    assert kept.fetches == 2
+    kept.clock[0] += 5  # RECENT_SETTLE later: once more, in case slurmdbd had not recorded the end yet
+    await kept.answer()
+    assert kept.fetches == 3
+    kept.clock[0] += 30
+    await kept.answer()
+    assert kept.fetches == 3  # then the minute again
+    kept.clock[0] += 31
+    await kept.answer()
+    assert kept.fetches == 4

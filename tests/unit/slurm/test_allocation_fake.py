@@ -182,3 +182,20 @@ def test_a_replayed_allocation_starts_no_guardian(
     alloc.wait(timeout=5)
     alloc.cancel()
     assert ["scancel", JOB] in fake.history
+
+
+def test_leaving_a_with_block_releases_the_allocation_and_its_state_says_so(
+    fake: FakeRunner, poller: JobPoller
+) -> None:
+    cluster(fake)
+    job_in(fake, "running")
+    fake.on(SALLOC, reply=granted_salloc())
+    with _submit(fake, poller, validate=False) as alloc:
+        alloc.wait(timeout=5)
+        assert alloc.running
+    assert ["scancel", JOB] in fake.history
+    # at once, not at the next poll: Slurm's record of the job says CANCELLED from the moment scancel returns
+    assert alloc.state == "CANCELLED" and alloc.ended and not alloc.running
+    job_in(fake, "cancelled")
+    alloc.wait("ENDED", timeout=5)
+    assert alloc.state == "CANCELLED"

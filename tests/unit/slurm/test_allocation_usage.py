@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from slurmlab.core.gpu.usage import SAMPLE_PREFIX
+from slurmlab.core.framing import frame
 from slurmlab.core.slurm.sstat import SSTAT_FIELDS
 from slurmlab.slurm.allocation import sampler as allocation_usage
 from slurmlab.slurm.allocation.sampler import UsageSampler, sampler_for, sstat_argv, usage_of
@@ -76,6 +76,24 @@ def test_sstat_readings_become_the_cpu_of_the_jobs_tasks(fake: FakeRunner) -> No
     assert calls and "sampling ended with the allocation (COMPLETED)" == table.note
 
 
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_a_fresh_allocation_without_a_step_is_a_plain_note_not_sstats_error(
+    fake: FakeRunner, version: str
+) -> None:
+    from slurmlab.widgets.panel_usage import summary_html
+
+    fake.on(SSTAT, stderr=golden(f"{version}/sstat/u00_sstat_no_step.stderr"))  # salloc starts no step
+    alloc = StandIn(fake)
+    sampler = _sampler(alloc).start()
+    _until(lambda: len(fake.called(SSTAT)) >= 2)
+    table = sampler.table()
+    alloc.state = "COMPLETED"
+    _until(lambda: not sampler.alive)
+    shown = summary_html(table)
+    assert table.error is None and "error" not in shown and "sstat:" not in shown
+    assert "once one does (%srun" in shown and table.note == allocation_usage.NO_STEP_YET
+
+
 def test_the_argv_asks_for_every_field_parsably() -> None:
     argv = sstat_argv("42")
     assert argv[:3] == ["sstat", "--parsable2", "--noheader"] and "--allsteps" in argv
@@ -111,30 +129,26 @@ def test_garbage_from_sstat_is_the_tables_error_naming_the_line(fake: FakeRunner
 
 
 def _gpu_lines() -> str:
+    samples = [
+        {
+            "t": 100 + i,
+            "node": "n1",
+            "gpus": [
+                {"index": 2, "uuid": "GPU-a", "util": 40 + i, "mem_used_mb": 10.0, "mem_total_mb": 80.0}
+            ],
+        }
+        for i in range(3)
+    ]
+    second = frame(samples[1])
     lines = [
         "srun: warning: something srun says",
-        "0: " + SAMPLE_PREFIX + json.dumps({"source": "nvml", "gpus": ["GPU-a"]}),
-        "0: " + SAMPLE_PREFIX + '{"t": 1, "node": "n1", "gpus": [{"index": 0, "ut',  # cut in two
-        *(
-            "0: "
-            + SAMPLE_PREFIX
-            + json.dumps(
-                {
-                    "t": 100 + i,
-                    "node": "n1",
-                    "gpus": [
-                        {
-                            "index": 2,
-                            "uuid": "GPU-a",
-                            "util": 40 + i,
-                            "mem_used_mb": 10.0,
-                            "mem_total_mb": 80.0,
-                        }
-                    ],
-                }
-            )
-            for i in range(3)
-        ),
+        "0: " + frame({"source": "nvml", "gpus": ["GPU-a"]}),
+        "0: " + frame(samples[0]),
+        # a report srun cut in two pieces (it forwards a task's output in pieces of at most 1 KiB)
+        "0: " + second[:40],
+        "0: " + second[40:],
+        "0: " + frame(samples[2]),
+        '0: <slurmlab-report>{"t": 1, "node": "n1", "gpus": [{"index": 0, "ut</slurmlab-report>',  # broken
     ]
     return "\n".join(lines) + "\n"
 
@@ -151,6 +165,7 @@ def test_on_a_gpu_cluster_one_overlapping_step_samples_this_jobs_gpus(fake: Fake
     table = sampler.table()
     assert table.source == "nvml" and [s.util for s in table.samples] == [40.0, 41.0, 42.0]
     assert table.rows[0].series == "n1 GPU 2" and table.error is None
+    assert "a garbled sample was skipped" in (table.note or "") and "task 0" in (table.note or "")
 
 
 def test_a_sampler_step_that_prints_no_sample_says_what_srun_said(fake: FakeRunner) -> None:
@@ -166,9 +181,7 @@ def test_a_sampler_step_that_prints_no_sample_says_what_srun_said(fake: FakeRunn
 
 
 def test_the_sampler_says_when_it_cannot_see_this_jobs_gpus(fake: FakeRunner) -> None:
-    fake.on(
-        ["srun", ...], stdout="0: " + SAMPLE_PREFIX + json.dumps({"error": "none of this job's GPUs"}) + "\n"
-    )
+    fake.on(["srun", ...], stdout="0: " + frame({"error": "none of this job's GPUs"}) + "\n")
     sampler = _sampler(StandIn(fake, gpus={"n1": [0]})).start()
     _until(lambda: not sampler.alive)
     assert sampler.table().error == "none of this job's GPUs"

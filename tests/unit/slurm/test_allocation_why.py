@@ -100,7 +100,8 @@ def _test_only_calls(fake: FakeRunner) -> list[list[str]]:
 def test_at_the_qos_gpu_cap_only_a_change_that_lifts_the_cap_is_offered() -> None:
     with _scene("q") as fake:
         got = why(scene_job("q"), fake)
-    assert [f.check for f in got.findings] == ["job.pending", "job.blockers", "job.limit", "job.alternatives"]
+    # the limit Slurm names is the cause: said right after the reason, before what holds the GPUs
+    assert [f.check for f in got.findings] == ["job.pending", "job.limit", "job.blockers", "job.alternatives"]
     limit = got.finding("job.limit")
     assert limit is not None, got.text()
     assert limit.evidence == "QOS normal limit MaxTRESPU: 4 GPU(s) in use of 4 GPU(s) allowed"

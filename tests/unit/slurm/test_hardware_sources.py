@@ -9,25 +9,19 @@ from pathlib import Path
 import pytest
 from shared_paths import require_shared
 
+import slurmlab
 from slurmlab.core.gpu.captures import topology_from_nvml_report
 from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE, parse_hardware
 from slurmlab.errors import ParseError, RequestError
 from slurmlab.sandbox import load_profile
 from slurmlab.sandbox.render import gres_index_map, render_hardware_file
-from slurmlab.slurm.hardware_files import (
-    mig_from_file,
-    mig_from_profile,
-    profile_names,
-    sandbox_hardware,
-    topology_from_file,
-    topology_from_profile,
-)
+from slurmlab.slurm.hardware_files import profile_data, profile_names, sandbox_hardware
 from slurmlab.slurm.probes import _order
 from slurmlab.slurm.runner import Runner
 
 
 def test_builtin_profile_is_the_reported_source() -> None:
-    got = topology_from_profile("dgx-h100")
+    got = slurmlab.topology(profile="dgx-h100")
     assert got.source == "profile" and "dgx-h100" in got.detail
     topo = got.topology
     assert len(topo.gpus) == 8
@@ -39,7 +33,7 @@ def test_builtin_profile_is_the_reported_source() -> None:
 
 def test_unknown_profile_names_the_known_ones() -> None:
     with pytest.raises(Exception, match="dgx-h100"):
-        topology_from_profile("no-such-box")
+        slurmlab.topology(profile="no-such-box")
 
 
 def test_profile_json_file(tmp_path: Path) -> None:
@@ -50,7 +44,7 @@ def test_profile_json_file(tmp_path: Path) -> None:
     }
     path = tmp_path / "box.json"
     path.write_text(json.dumps(data))
-    got = topology_from_file(path)
+    got = slurmlab.topology(path)
     assert got.source == "file" and str(path) in got.detail
     assert got.topology.nvlinks(0, 1) == 4
     assert got.topology.gpu(1).cpu_affinity == frozenset(range(4, 8))
@@ -58,7 +52,7 @@ def test_profile_json_file(tmp_path: Path) -> None:
 
 def test_saved_topo_capture() -> None:
     path = require_shared("nvidia-smi", "topo-8x-h100-sxm-nv18-no-nics-spaces.txt")
-    got = topology_from_file(path)
+    got = slurmlab.topology(path)
     assert got.source == "file" and "topo -m" in got.detail
     assert len(got.topology.gpus) == 8 and got.topology.nvlinks(0, 7) == 18
 
@@ -66,8 +60,8 @@ def test_saved_topo_capture() -> None:
 def test_a_capture_of_the_wrong_kind_is_refused_with_its_kind() -> None:
     path = require_shared("nvidia-smi", "smi-L-a100-40gb-2x3g.20gb-migguide.txt")
     with pytest.raises(ParseError, match="list"):
-        topology_from_file(path)
-    layout = mig_from_file(path).layout
+        slurmlab.topology(path)
+    layout = slurmlab.mig(path).layout
     assert [i.profile for i in layout.instances()] == ["3g.20gb", "3g.20gb"]
 
 
@@ -75,17 +69,60 @@ def test_broken_json_and_missing_file_are_parse_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(ParseError, match="not valid JSON"):
-        topology_from_file(bad)
+        slurmlab.topology(bad)
     with pytest.raises(ParseError, match="cannot read"):
-        topology_from_file(tmp_path / "absent.txt")
+        slurmlab.topology(tmp_path / "absent.txt")
 
 
-def test_mig_from_profiles() -> None:
-    got = mig_from_profile("h200-mig")
+def test_mig_of_profiles() -> None:
+    got = slurmlab.mig(profile="h200-mig")
     assert got.source == "profile"
     assert [i.profile for i in got.layout.gpu(1).instances] == ["3g.71gb", "3g.71gb"]
     with pytest.raises(RequestError, match="no MIG instances"):
-        mig_from_profile("dgx-h100")
+        slurmlab.mig(profile="dgx-h100")
+
+
+def test_one_function_per_view_reads_a_file_a_profile_or_text() -> None:
+    """Issue 26 point 4: one way to build a topology or MIG view without an allocation, the source an argument."""
+    path = require_shared("nvidia-smi", "topo-8x-h100-sxm-nv18-no-nics-spaces.txt")
+    by_file = slurmlab.topology(path)
+    by_text = slurmlab.topology(text=path.read_text())
+    assert by_text.topology == by_file.topology and by_text.source == "file"
+    assert "the text given" in by_text.detail and str(path) in by_file.detail
+    named = slurmlab.topology(profile="seed")
+    assert slurmlab.topology(profile=profile_data("seed")).topology == named.topology
+    renamed = slurmlab.topology(profile="dgx-h100", model="H100-SXM5-80GB").topology
+    assert renamed.gpu_model == "H100-SXM5-80GB"
+    listing = require_shared("nvidia-smi", "smi-L-a100-40gb-2x3g.20gb-migguide.txt")
+    assert slurmlab.mig(text=listing.read_text()).layout == slurmlab.mig(listing).layout
+    assert slurmlab.mig(profile=profile_data("h200-mig")).layout == slurmlab.mig(profile="h200-mig").layout
+
+
+def test_a_view_reads_exactly_one_source() -> None:
+    with pytest.raises(RequestError, match=r"reads one source.*\(got none\)") as err:
+        slurmlab.topology()
+    assert "alloc.topology(node)" in str(err.value.hint)
+    listing = require_shared("nvidia-smi", "smi-L-a100-40gb-2x3g.20gb-migguide.txt")
+    with pytest.raises(RequestError, match=r"got file and profile"):
+        slurmlab.mig(listing, profile="h200-mig")
+    with pytest.raises(RequestError, match=r"got profile and text"):
+        slurmlab.topology(profile="seed", text="")
+
+
+def test_the_front_door_offers_one_way_per_view() -> None:
+    from slurmlab.slurm import hardware_files
+
+    assert slurmlab.topology is hardware_files.topology and slurmlab.mig is hardware_files.mig
+    assert {"topology", "mig"} <= set(slurmlab.__all__)
+    for old in (
+        "topology_from_file",
+        "topology_from_profile",
+        "mig_from_file",
+        "mig_from_profile",
+        "node_topology",
+        "node_mig",
+    ):
+        assert old not in slurmlab.__all__ and not hasattr(slurmlab, old), old
 
 
 def test_gres_idx_of_a_mig_sandbox_follows_slurms_type_grouping() -> None:
@@ -137,7 +174,7 @@ def test_hardware_file_roundtrip_and_refusals() -> None:
     prof = load_profile("dgx-h100")
     hw = parse_hardware(render_hardware_file(prof), directory="/sb")
     assert hw.nodes == prof.node_names and hw.gres_idx == tuple(gres_index_map(prof))
-    assert hw.node_topology("node2").topology == topology_from_profile(prof).topology
+    assert hw.node_topology("node2").topology == slurmlab.topology(profile=prof).topology
     with pytest.raises(RequestError, match="no MIG instances"):
         hw.node_mig("node1")
     for bad in (

@@ -38,7 +38,9 @@ def test_task_probe_reports_env_and_real_affinity() -> None:
         [PY or "python3", "-c", TASK_PROBE], env=env, capture_output=True, text=True, timeout=30
     )
     assert out.returncode == 0, out.stderr
-    (rep,) = parse_task_reports(out.stdout.splitlines())
+    (rep,) = parse_task_reports(
+        [f"3: {ln}" for ln in out.stdout.splitlines()]
+    )  # as srun --label prints task 3
     assert (rep.rank, rep.node, rep.step_gpus, rep.visible) == (3, "nodeX", (2, 5), ("5",))
     assert rep.affinity == frozenset(os.sched_getaffinity(0)) and rep.host_cpus == os.cpu_count()
 

@@ -205,3 +205,12 @@ def test_the_standin_has_nothing_pyslurm_lacks() -> None:
         _ = job.nodes
     with pytest.raises(AttributeError):
         job.nodes = "node1"  # type: ignore[attr-defined]  # __slots__, as the cdef class
+
+
+def test_the_standins_state_names_are_slurmlabs() -> None:
+    # the stand-in keeps slurm.h's enum order (a state number indexes it), which core's sets cannot give; what it
+    # names must still be what slurmlab reads, or a state added on one side only would go unnoticed
+    from slurmlab.core.slurm import states
+
+    assert set(pyslurm_standin.BASE_STATES) == states.BASE_STATES
+    assert {name for name, _ in pyslurm_standin.STATE_FLAGS} <= states.STATE_FLAGS

@@ -94,7 +94,7 @@ def test_the_cluster_is_asked_and_the_request_checked_against_it(tmp_path: Path)
     assert is_checked(request)
     assert (
         request.checked is not None
-        and request.checked.note() == "checked against the cluster (1 partitions), Slurm 24.11.5"
+        and request.checked.note() == "checked against the cluster (1 partition), Slurm 24.11.5"
     )
     assert ("sinfo", "-h", "-o", "%P") in runner.seen  # 24.11 JSON partitions carry no default: sinfo says it
     with pytest.raises(RequestProblems) as info:

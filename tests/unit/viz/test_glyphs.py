@@ -69,7 +69,7 @@ def test_hover_text_is_escaped_by_bokeh() -> None:
 
 def test_the_topology_figure_draws_with_five_renderers_at_most() -> None:
     # each renderer costs Bokeh ~9,000 Python calls to build: the figure's kinds share layers (issue 14)
-    topo = slurmlab.topology_from_profile("dgx-h100").topology
+    topo = slurmlab.topology(profile="dgx-h100").topology
     fig = topology_figure(topo, highlight_gpus=[0, 1], task_cpus={"task 0": [0, 1]}, show_pcie=True)
     assert [r.name for r in fig.renderers] == ["numa_groups", "links", "nodes", "cpus", "labels"]
     assert len(fig.select(models.HoverTool)) == 3

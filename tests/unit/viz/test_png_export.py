@@ -43,9 +43,9 @@ def export_or_skip(fig: object, path: Path) -> Path:
 @pytest.mark.browser  # headless chromium renders it: not in the fast tier
 def test_png_of_the_dgx_h100_profile_topology() -> None:
     # the sandbox's own hardware profile: what its gres.conf (Cores=, Links=) is rendered from
-    from slurmlab import topology_from_profile
+    import slurmlab
 
-    nt = topology_from_profile("dgx-h100")
+    nt = slurmlab.topology(profile="dgx-h100")
     assert len(nt.topology.gpus) == 8 and nt.topology.nvlinks(0, 7) == 18
     fig = topology_figure(
         nt.topology, highlight_gpus=[0, 1], task_cpus={"task 0": range(0, 28), "task 1": range(28, 56)}
@@ -73,9 +73,9 @@ def test_png_of_a_real_8x_h100_capture() -> None:
 @pytest.mark.slow
 @pytest.mark.browser  # headless chromium renders it: not in the fast tier
 def test_png_of_the_h200_mig_profile() -> None:
-    from slurmlab import mig_from_profile
+    import slurmlab
 
-    nm = mig_from_profile("h200-mig")
+    nm = slurmlab.mig(profile="h200-mig")
     assert nm.layout.instances()
     out = export_or_skip(mig_figure(nm.layout), BUILD / "h200-mig-profile.png")
     assert png_size(out)[0] > 0

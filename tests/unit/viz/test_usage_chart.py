@@ -29,8 +29,20 @@ def test_each_series_is_a_line_and_update_streams_only_new_samples() -> None:
 def test_the_sandbox_chart_says_it_shows_cpu_and_has_no_100_cap() -> None:
     chart = UsageChart(_table(2, source="sstat", series=("step 7.0",)))
     assert "this machine has no GPU" in chart.figure.title.text
-    end = chart.figure.y_range.end
-    assert "CPU" in chart.figure.yaxis[0].axis_label and (end is None or end != end)  # None or NaN: automatic
+    assert "CPU" in chart.figure.yaxis[0].axis_label
+    four_cpus = UsageTable("5", "sstat", (UsageSample("step 7.0", 9.0, 400.0, None, None),))
+    chart.update(four_cpus)
+    assert chart.figure.y_range.end >= 400.0  # CPU % passes 100 with a second CPU: the axis follows
+
+
+def test_an_idle_jobs_cpu_axis_still_shows_one_whole_cpu() -> None:
+    # a job that only sleeps uses ~0.3 % of a CPU: an automatic axis would read 0-1 under "100 = one CPU"
+    idle = UsageTable(
+        "5", "sstat", tuple(UsageSample("step 7.0", float(t), 0.3, None, None) for t in range(4))
+    )
+    chart = UsageChart(idle)
+    assert "100 = one CPU" in chart.figure.yaxis[0].axis_label
+    assert (chart.figure.y_range.start, chart.figure.y_range.end) == (0, 105)
 
 
 def test_the_chart_saves_as_standalone_html() -> None:

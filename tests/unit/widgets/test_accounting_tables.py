@@ -56,3 +56,25 @@ def test_one_job_table_has_its_steps_and_the_efficiency_line() -> None:
 def test_an_empty_listing_says_so() -> None:
     table = job_table([], title="jobs of alice")
     assert "(no jobs)" in table.text() and "(no jobs)" in table.html()
+
+
+def test_the_number_after_the_colon_is_named_a_signal_only_when_it_is_one() -> None:
+    def step(n: str, exit_code: str) -> str:
+        return (
+            f"9.{n}|||research|||CANCELLED|{exit_code}|00:01:00||{T}|{T}|{T}|node1|2|cpu=2,mem=2000M,node=1||"
+            f"512000K|00:30.000||s{n}"
+        )
+
+    lines = [
+        _job("9", "run", "CANCELLED by 1000", "0:0"),
+        step("0", "0:9"),
+        step("1", "0:65"),
+        step("2", "0:125"),
+    ]
+    table = steps_table(parse_sacct("\n".join(lines) + "\n"), "9", names={})
+    exits = {r["step"]: r["exit"] for r in table.rows}
+    assert exits["(job)"] == "0" and exits["0"] == "0, signal 9 (SIGKILL)"
+    # Linux signals stop at 64: a larger number is a status of Slurm's own (slurm.h: SIG_OOM 253 -> 0:125)
+    assert exits["1"] == "0, Slurm status 65 (not a signal)" and "signal 65" not in table.text()
+    assert exits["2"].startswith("0, out of memory")
+    assert any("Linux signals are 1-64" in note for note in table.notes)

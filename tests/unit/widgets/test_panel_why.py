@@ -96,7 +96,7 @@ def test_the_worker_asks_on_a_change_at_most_once_per_interval() -> None:
     calls: list[str] = []
     done = threading.Event()
     worker = WhyWorker(lambda a: calls.append(str(a.reason)) or answer(), min_interval=30)
-    alloc = SimpleNamespace(job_id="7", state="PENDING", reason="Priority")
+    alloc = SimpleNamespace(job_id="7", state="PENDING", reason="Priority", view=None)
     assert worker.maybe_start(alloc, done.set, now=100)  # type: ignore[arg-type]
     wait_until(done.is_set, "the first ask")
     assert worker.result is not None and worker.result.sooner == (ALT,)
@@ -107,6 +107,12 @@ def test_the_worker_asks_on_a_change_at_most_once_per_interval() -> None:
     assert worker.maybe_start(alloc, done.set, now=131)  # type: ignore[arg-type]
     wait_until(done.is_set, "the second ask")
     assert calls == ["Priority", "Resources"] and worker.runs == 2
+    # issue 28: Slurm's first estimate (its reason unchanged) is a change too: the changes are asked again
+    alloc.view = SimpleNamespace(expected_start=NOW + timedelta(minutes=30))
+    done.clear()
+    assert worker.maybe_start(alloc, done.set, now=170)  # type: ignore[arg-type]
+    wait_until(done.is_set, "the ask once Slurm estimated the start")
+    assert calls == ["Priority", "Resources", "Resources"]
     alloc.state, alloc.reason = "RUNNING", "None"
     assert not worker.maybe_start(alloc, done.set, now=1000)  # type: ignore[arg-type]  # only while pending
 
@@ -118,7 +124,7 @@ def test_a_failing_ask_is_shown_not_raised() -> None:
         raise RuntimeError("sbatch: error: Unable to contact slurm controller")
 
     worker = WhyWorker(broken)
-    worker.maybe_start(SimpleNamespace(job_id="7", state="PENDING", reason="Resources"), done.set)  # type: ignore[arg-type]
+    worker.maybe_start(SimpleNamespace(job_id="7", state="PENDING", reason="Resources", view=None), done.set)  # type: ignore[arg-type]
     wait_until(done.is_set, "the ask")
     shown = why_html(worker)
     assert "data-state='failed'" in shown and "class='slurmlab-why-error'" in shown

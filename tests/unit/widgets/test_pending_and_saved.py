@@ -175,15 +175,15 @@ def _running() -> Allocation:
     return alloc
 
 
-def test_the_text_and_html_a_notebook_keeps_are_dated_and_say_how_to_reconnect(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(allocation_display, "DISPLAY_HOOKS", [])
+def test_the_text_and_html_a_notebook_keeps_are_dated_and_say_how_to_reconnect() -> None:
     alloc = _running()
     seen = datetime.fromtimestamp(alloc.updated_at or 0).strftime("%Y-%m-%d %H:%M:%S")
     bundle = alloc._repr_mimebundle_()
     text, html = str(bundle["text/plain"]), str(bundle["text/html"])
-    assert text == f"<Allocation 7: RUNNING as of {seen}, nodes node1 — re-run the cell to reconnect>"
+    assert text == (
+        f"<Allocation 7: RUNNING as of {seen}, nodes node1 — kept when its kernel ends; "
+        "re-run the cell to reconnect>"
+    )
     assert "class='slurmlab-saved-allocation' data-job='7' data-state='RUNNING'" in html
     assert f"RUNNING as of {seen}" in html and "re-run the cell to reconnect" in html
     assert "left" not in text  # no countdown frozen in a saved notebook

@@ -4,6 +4,7 @@
  */
 import { IJob } from '../api';
 import {
+  gpuColumns,
   IMapContext,
   LEGEND_JOBS,
   migShort,
@@ -183,5 +184,36 @@ describe('renderLegend', () => {
     expect(legend.querySelector('.slurmlab-LegendMore')?.textContent).toBe(
       'and 3 more jobs'
     );
+  });
+});
+
+describe('the lines of GPU cells (issue 28: 8 GPUs wrapped as 7+1, node names cut)', () => {
+  it('keeps 8 GPUs on one line and splits more into even lines', () => {
+    expect([1, 4, 7, 8, 10, 16, 24].map(gpuColumns)).toEqual([
+      1, 4, 7, 8, 5, 8, 8
+    ]);
+  });
+
+  it('gives every node row its number of columns and a name column as wide as the longest name', () => {
+    const target = document.createElement('div');
+    const eight = Array.from({ length: 8 }, (_, i) => fx.gpu(i));
+    renderMap(
+      target,
+      [
+        fx.node('dgx-h100-n1', eight),
+        fx.node('n2', [
+          ...eight,
+          ...eight.map(g => ({ ...g, index: g.index + 8 }))
+        ])
+      ],
+      context()
+    );
+    const grids = Array.from(
+      target.querySelectorAll<HTMLElement>('.slurmlab-GpuCells')
+    ).map(g => g.style.getPropertyValue('--slurmlab-gpu-columns'));
+    expect(grids).toEqual(['8', '8']);
+    expect(target.style.getPropertyValue('--slurmlab-node-label')).toBe('12ch');
+    const name = target.querySelector<HTMLElement>('.slurmlab-NodeName');
+    expect(name?.title).toBe('dgx-h100-n1');
   });
 });

@@ -103,7 +103,7 @@ describe('renderRecent', () => {
     const line = into.querySelector<HTMLElement>('.slurmlab-RecentMessage');
     expect(line?.dataset.accounting).toBe('false');
     renderRecent(into, fx.recent());
-    expect(into.textContent).toBe('no jobs of alice in the last 24 h');
+    expect(into.textContent).toBe('no ended jobs of alice in the last 24 h');
   });
 });
 
@@ -142,5 +142,26 @@ describe('RecentJobsSection', () => {
     expect(
       section.node.querySelector('.slurmlab-RecentMessage')?.textContent
     ).toBe('sacct timed out after 10 s');
+  });
+});
+
+describe('recent jobs are the ended ones (issue 28: they repeated the running jobs)', () => {
+  it('leaves out a job accounting says runs or pends, and any job in the queue now', () => {
+    const into = document.createElement('div');
+    renderRecent(
+      into,
+      fx.recent(
+        fx.recentJob('9', { state: 'RUNNING', state_words: 'running' }),
+        fx.recentJob('8', { state: 'PENDING', state_words: 'pending' }),
+        fx.recentJob('7', { state: 'COMPLETED' }),
+        fx.recentJob('6', { state: 'FAILED', state_words: 'failed' })
+      ),
+      new Set(['7'])
+    );
+    expect(
+      Array.from(into.querySelectorAll<HTMLElement>('.slurmlab-RecentJob')).map(
+        r => r.dataset.jobId
+      )
+    ).toEqual(['6']);
   });
 });

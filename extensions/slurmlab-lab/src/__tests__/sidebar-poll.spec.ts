@@ -12,7 +12,8 @@ import * as fx from './fixtures';
 
 jest.mock('@jupyterlab/apputils', () => ({
   Dialog: {},
-  showDialog: jest.fn()
+  showDialog: jest.fn(),
+  Notification: { success: jest.fn(), info: jest.fn(), warning: jest.fn() }
 }));
 
 jest.mock('../api', () => {

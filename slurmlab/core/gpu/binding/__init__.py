@@ -9,10 +9,9 @@ device to the node's GPU, :mod:`.table` holds the judged table and its figure, :
 from __future__ import annotations
 
 from slurmlab.core.gpu.binding.evidence import (
-    TASK_DEVICE_PREFIX,
-    TASK_REPORT_PREFIX,
     NodeRecord,
     TaskReport,
+    TaskReportsError,
     gpu_bind_value,
     node_records,
     parse_task_reports,
@@ -49,8 +48,6 @@ __all__ = [
     "NO_NVLINK",
     "PER_TASK_GPUS",
     "SPLIT_NUMA",
-    "TASK_DEVICE_PREFIX",
-    "TASK_REPORT_PREFIX",
     "UNKNOWN",
     "BindingFigureArgs",
     "BindingTable",
@@ -61,6 +58,7 @@ __all__ = [
     "SeenGpu",
     "TaskBinding",
     "TaskReport",
+    "TaskReportsError",
     "Trap",
     "explain",
     "find_traps",

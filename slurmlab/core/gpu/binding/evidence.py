@@ -2,9 +2,10 @@
 step's output by :func:`parse_task_reports`) and what the controller recorded per node (:class:`NodeRecord`, from
 ``scontrol show job -d`` by :func:`node_records`).
 
-A task's report is one short JSON line; the devices it saw (its ``nvidia-smi -L`` lines and the PCI bus id of each
-GPU UUID) follow as one line each under :data:`TASK_DEVICE_PREFIX`, because srun may cut a line longer than 1 KiB
-with another task's output, and a node's ``-L`` with MIG devices is longer than that."""
+A task's report, with the devices it saw (its ``nvidia-smi -L`` lines and the PCI bus id of each GPU UUID), is one
+framed JSON line (:mod:`slurmlab.core.framing`), put back together from srun's labelled pieces: srun cuts a line
+longer than 1 KiB (a task's CPU mask on a 224-CPU node, a node's ``-L`` with MIG devices) and mixes its pieces with
+the other tasks' output."""
 
 from __future__ import annotations
 
@@ -12,24 +13,19 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from slurmlab.core.framing import reports_by_task
 from slurmlab.core.gpu.devices import parse_cpu_list
 from slurmlab.core.slurm.models import Job
 from slurmlab.errors import ParseError
 
 __all__ = [
-    "TASK_DEVICE_PREFIX",
-    "TASK_REPORT_PREFIX",
     "NodeRecord",
     "TaskReport",
+    "TaskReportsError",
     "gpu_bind_value",
     "node_records",
     "parse_task_reports",
 ]
-
-# each task of the probe step prints this, then its report as one JSON line
-TASK_REPORT_PREFIX = "SLURMLAB_TASK "
-# then one line per device fact: {"rank": r, "L": "<an nvidia-smi -L line>"} or {"rank": r, "pci": [uuid, bus id]}
-TASK_DEVICE_PREFIX = "SLURMLAB_TASK_DEV "
 
 
 @dataclass(frozen=True)
@@ -68,71 +64,84 @@ def _idx_list(text: str | None, what: str) -> tuple[int, ...] | None:
         raise ParseError(what, text, hint="expected GPU indices such as 0,1 or 0-3") from None
 
 
-def parse_task_reports(lines: Sequence[str]) -> list[TaskReport]:
-    """The ``SLURMLAB_TASK {json}`` lines of the probe step, with each task's device lines (other lines are Slurm's
-    chatter and are ignored)."""
-    out = []
-    listing, pci = _device_lines(lines)
-    for line in lines:
-        if not line.startswith(TASK_REPORT_PREFIX):
-            continue
-        try:
-            data = json.loads(line[len(TASK_REPORT_PREFIX) :])
-            env = data["env"]
-            rank = int(env["SLURM_PROCID"])
-            node = str(env["SLURMD_NODENAME"])
-        except (ValueError, KeyError, TypeError):
-            raise ParseError(
-                "task report of the binding probe",
-                line[:300],
-                hint="expected JSON with env.SLURM_PROCID and env.SLURMD_NODENAME",
-            ) from None
-        gpus = _idx_list(env.get("SLURM_STEP_GPUS") or env.get("SLURM_JOB_GPUS"), "SLURM_STEP_GPUS")
-        cvd = env.get("CUDA_VISIBLE_DEVICES")
-        visible = (
-            tuple(t.strip() for t in cvd.split(",") if t.strip()) if isinstance(cvd, str) and cvd else None
-        )
-        aff = data.get("affinity")
-        if aff is not None and not (isinstance(aff, list) and all(isinstance(c, int) for c in aff)):
-            raise ParseError("task CPU affinity", repr(aff)[:200], hint="a list of CPU ids")
-        host = data.get("host_cpus")
-        out.append(
-            TaskReport(
-                rank,
-                node,
-                gpus,
-                visible,
-                frozenset(aff) if aff is not None else None,
-                host if isinstance(host, int) else None,
-                "\n".join(listing[rank]) if rank in listing else None,
-                tuple(pci.get(rank, ())),
-            )
-        )
-    return sorted(out, key=lambda t: t.rank)
+class TaskReportsError(ParseError):
+    """The probe step's task reports did not all arrive whole: every task named, with what arrived from it."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__("the task reports of the binding probe", message, hint=hint)
+        # ParseError quotes 200 characters of the text; this message names each task and is said whole
+        self.args = (message if not hint else f"{message}\n  -> {hint}",)
+        self.message = message
 
 
-def _device_lines(lines: Sequence[str]) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, str]]]]:
-    """Per task rank: its ``nvidia-smi -L`` lines and its (UUID, PCI bus id) pairs, in the order printed."""
-    listing: dict[int, list[str]] = {}
-    pci: dict[int, list[tuple[str, str]]] = {}
-    for line in lines:
-        if not line.startswith(TASK_DEVICE_PREFIX):
-            continue
-        try:
-            data = json.loads(line[len(TASK_DEVICE_PREFIX) :])
-            rank = int(data["rank"])
-        except (ValueError, KeyError, TypeError):
-            raise ParseError(
-                "device line of the binding probe",
-                line[:300],
-                hint='expected JSON {"rank": N, "L": "..."} or {"rank": N, "pci": [uuid, bus id]}',
-            ) from None
-        if isinstance(data.get("L"), str):
-            listing.setdefault(rank, []).append(data["L"])
-        pair = data.get("pci")
-        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair):
-            pci.setdefault(rank, []).append((pair[0].strip(), pair[1].strip()))
-    return listing, pci
+def parse_task_reports(
+    lines: Sequence[str], tasks: int | None = None, *, stderr: Sequence[str] = ()
+) -> list[TaskReport]:
+    """Each task's report from the probe step's ``srun --label`` output (:mod:`slurmlab.core.framing`), in task
+    order. ``tasks``: the step's task count, each of which must report (None: every task that printed must).
+
+    A task's rank is srun's label, which no task can print for another; a report whose ``SLURM_PROCID`` names
+    another task is refused, as is one whose content does not parse (:class:`~slurmlab.errors.ParseError`)."""
+    found = reports_by_task(
+        lines,
+        tasks,
+        stderr=stderr,
+        what="the binding probe step",
+        hint="run the probe again; if the same task fails, check its node (python3, nvidia-smi)",
+        error=TaskReportsError,
+    )
+    return [_task_report(rank, data) for rank, data in found.items()]
+
+
+def _task_report(rank: int, data: dict[str, object]) -> TaskReport:
+    """One task's decoded report, checked: srun's label is its rank, and the report must say the same."""
+    what = f"task {rank}'s report of the binding probe"
+    env = data.get("env")
+    said = env.get("SLURM_PROCID") if isinstance(env, dict) else None
+    node = env.get("SLURMD_NODENAME") if isinstance(env, dict) else None
+    if not isinstance(env, dict) or not isinstance(said, str | int) or not isinstance(node, str):
+        raise ParseError(
+            what, json.dumps(data)[:300], hint="expected JSON with env.SLURM_PROCID and env.SLURMD_NODENAME"
+        )
+    if str(said).strip() != str(rank):
+        raise ParseError(
+            what,
+            f"SLURM_PROCID={said}",
+            hint=f"srun labelled it task {rank}: a task that reports for another is not believed",
+        )
+    gpus = _idx_list(_text(env, "SLURM_STEP_GPUS") or _text(env, "SLURM_JOB_GPUS"), "SLURM_STEP_GPUS")
+    cvd = _text(env, "CUDA_VISIBLE_DEVICES")
+    visible = tuple(t.strip() for t in cvd.split(",") if t.strip()) if cvd else None
+    aff = data.get("affinity")
+    if aff is not None and not (isinstance(aff, list) and all(isinstance(c, int) for c in aff)):
+        raise ParseError("task CPU affinity", repr(aff)[:200], hint="a list of CPU ids")
+    host = data.get("host_cpus")
+    listed = data.get("L")
+    listing = [x for x in listed if isinstance(x, str)] if isinstance(listed, list) else []
+    pairs = data.get("pci")
+    pci = [
+        (pair[0].strip(), pair[1].strip())
+        for pair in (pairs if isinstance(pairs, list) else ())
+        if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and isinstance(pair[1], str)
+    ]
+    return TaskReport(
+        rank,
+        node,
+        gpus,
+        visible,
+        frozenset(aff) if aff is not None else None,
+        host if isinstance(host, int) else None,
+        "\n".join(listing) if listing else None,
+        tuple(pci),
+    )
+
+
+def _text(env: dict[object, object], key: str) -> str | None:
+    """A variable of the task's environment: a string, or None when unset; anything else is a ParseError."""
+    value = env.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise ParseError(f"{key} of the binding probe's task", repr(value)[:200], hint="a string or null")
 
 
 def node_records(job: Job) -> list[NodeRecord]:

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 
 from slurmlab.core.gpu.binding.evidence import NodeRecord
 from slurmlab.core.gpu.devices import format_cpu_list
-from slurmlab.core.gpu.figure_display import mime_bundle
+from slurmlab.core.gpu.figure_display import FigureHtml, mime_bundle
 from slurmlab.core.gpu.node_models import NodeTopology, TopologyFigureArgs
 from slurmlab.core.gpu.topology import Topology
+from slurmlab.core.html_cells import td, th
 from slurmlab.core.palette import FAILED, FLAGGED_BACKGROUND, OK
 
 __all__ = [
@@ -246,14 +247,12 @@ class BindingTable:
     def _gpu_html(self) -> str:
         if not self.gpu_rows:
             return ""
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._GPU_HEAD)
+        head = "".join(th(h) for h in self._GPU_HEAD)
         body = ""
         for g in self.gpu_rows:
             flagged = bool(self.traps_of(g))
             style = f' style="background:{FLAGGED_BACKGROUND}"' if flagged else ""
-            body += (
-                f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._gpu_cells(g)) + "</tr>"
-            )
+            body += f"<tr{style}>" + "".join(td(html.escape(c)) for c in self._gpu_cells(g)) + "</tr>"
         traps = "".join(
             f"<li class='slurmlab-trap' style='color:{FAILED}'><b>{html.escape(t.kind)}</b>: "
             f"{html.escape(t.why)}. <i>Fix:</i> {html.escape(t.fix)}</li>"
@@ -266,7 +265,7 @@ class BindingTable:
         )
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEAD)
+        head = "".join(th(h) for h in self._HEAD)  # left-aligned (slurmlab.core.html_cells)
         body = ""
         for r in self.rows:
             cells = self._cells(r)
@@ -274,10 +273,10 @@ class BindingTable:
             for i, c in enumerate(cells):
                 style = ""
                 if i >= 7 and c == NOT_HONOURED:
-                    style = f' style="color:{FAILED};font-weight:bold"'
+                    style = f"color:{FAILED};font-weight:bold"
                 elif i >= 7 and c == HONOURED:
-                    style = f' style="color:{OK}"'
-                tds.append(f"<td{style}>{html.escape(c)}</td>")
+                    style = f"color:{OK}"
+                tds.append(td(html.escape(c), style))
             body += "<tr>" + "".join(tds) + "</tr>"
         # a sandbox's limits stand out where a reader would take the table for a real cluster's
         foot = "".join(
@@ -292,7 +291,10 @@ class BindingTable:
         )
 
     def _repr_mimebundle_(
-        self, include: Container[str] | None = None, exclude: Container[str] | None = None
+        self,
+        include: Container[str] | None = None,
+        exclude: Container[str] | None = None,
+        draw: FigureHtml | None = None,
     ) -> dict[str, str]:
         """In a notebook: the table, then per node its topology with the tasks' GPUs and CPUs marked."""
         caption = (
@@ -305,6 +307,7 @@ class BindingTable:
             caption,
             html_text=self._repr_html_(),
             text_first=True,
+            draw=draw,
             include=include,
             exclude=exclude,
         )

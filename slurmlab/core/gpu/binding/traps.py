@@ -2,7 +2,8 @@
 
 - far socket: a task's GPU is local to CPUs the task does not run on, so every copy and launch crosses the
   socket link (UPI/xGMI);
-- split NUMA: one task's GPUs sit on different NUMA nodes;
+- split NUMA: one task's GPUs sit on different NUMA nodes, or its GPUs sit on one NUMA node while its CPUs span
+  that one and another (e.g. CPUs 0-23,56-79 over two sockets, GPUs all beside 0-55);
 - no NVLink: the allocation's GPUs on a node are not all joined by NVLink while a set of as many NVLink-joined GPUs
   was free there;
 - per-task GPUs: ``--gpus-per-task`` under ``ConstrainDevices``, or ``--gpu-bind=single``/``per_task``, gives each
@@ -49,6 +50,7 @@ def find_traps(
             continue
         traps += _far_socket(node, rank, rows, topo, task)
         traps += _split_numa(node, rank, rows)
+    traps += _cpus_beyond_the_gpus(gpu_rows, tasks, topologies)
     for node, idx in alloc_idx.items():
         topo = topologies.get(node)
         if topo is not None:
@@ -112,6 +114,84 @@ def _split_numa(node: str, rank: int, rows: list[GpuRow]) -> list[Trap]:
             "socket with --gpus-per-task and --gpu-bind=closest",
         )
     ]
+
+
+def _cpus_beyond_the_gpus(
+    gpu_rows: Sequence[GpuRow], tasks: Sequence[TaskBinding], topologies: Mapping[str, Topology | None]
+) -> list[Trap]:
+    """Tasks whose GPUs sit on one NUMA node while their CPUs lie partly beside those GPUs and partly beyond
+    (a CPU set with none beside them is the far-socket trap). A task's real mask is judged against its own GPUs;
+    a sandbox task's (whose real mask names host CPUs) by the CPUs Slurm gave the job on the node against all the
+    job's GPUs there: some task runs on those CPUs whichever it is. Tasks with the same finding are one trap."""
+    found: dict[tuple[str, frozenset[int], frozenset[int], bool], list[int]] = {}
+    rows_of = _group(gpu_rows)
+    for task in tasks:
+        topo = topologies.get(task.node)
+        cpus = task.mask if task.comparable else task.slurm_cpus
+        mine = rows_of.get((task.node, task.rank), [])
+        if not task.comparable and mine:
+            mine = [g for g in gpu_rows if g.node == task.node]
+        numa = {g.numa for g in mine}
+        local = _local_cpus(topo, mine) if topo is not None and len(numa) == 1 and "?" not in numa else None
+        if local is not None and cpus and cpus & local and not cpus <= local:
+            found.setdefault((task.node, cpus, local, task.comparable), []).append(task.rank)
+    return [
+        _beyond_trap(node, tuple(ranks), cpus, local, own, gpu_rows, topologies.get(node))
+        for (node, cpus, local, own), ranks in found.items()
+    ]
+
+
+def _beyond_trap(
+    node: str,
+    ranks: tuple[int, ...],
+    cpus: frozenset[int],
+    local: frozenset[int],
+    own: bool,
+    gpu_rows: Sequence[GpuRow],
+    topo: Topology | None,
+) -> Trap:
+    """The split-NUMA trap of tasks whose CPUs reach beyond their GPUs' NUMA node (``own``: their real masks)."""
+    beyond = cpus - local
+    gpus = [g for g in gpu_rows if g.node == node and (g.rank in ranks or not own)]
+    idx = format_cpu_list({g.idx for g in gpus if g.idx is not None})
+    others = sorted(
+        {g.numa_label for g in (topo.gpus if topo else ()) if g.cpu_affinity and g.cpu_affinity & beyond}
+    )
+    where = f"on {' and '.join(others)}" if others else "on another NUMA node (no GPU of the node sits there)"
+    who = f"task {ranks[0]}" if len(ranks) == 1 else f"tasks {format_cpu_list(ranks)}"
+    run = "runs" if len(ranks) == 1 else "run"
+    if own:
+        cpus_are = f"{who} on {node} {run} on CPUs {format_cpu_list(cpus)}"
+        gpus_are = "its GPUs" if len(ranks) == 1 else "their GPUs"
+    else:
+        cpus_are = (
+            f"the job's CPUs on {node}, where {who} {run} (Slurm's CPU_IDs), are {format_cpu_list(cpus)}"
+        )
+        gpus_are = "the job's GPUs there"
+    return Trap(
+        SPLIT_NUMA,
+        node,
+        ranks,
+        f"{cpus_are}, over more than one NUMA node, while {gpus_are} (Slurm IDX {idx}) all sit on NUMA "
+        f"{gpus[0].numa if gpus else '?'} beside CPUs {format_cpu_list(local)}: CPUs {format_cpu_list(beyond)} are "
+        f"{where}, so threads there reach the GPUs across the socket link and their host buffers land in the far "
+        "NUMA node's memory",
+        "keep each task's CPUs beside its GPUs: --gres-flags=enforce-binding (Slurm then gives only CPUs gres.conf "
+        "ties to the GPUs) with --cpu-bind=cores, or fewer --cpus-per-task so that one socket holds them; or spread "
+        "the GPUs over both sockets (--gpus-per-socket) with --gpu-bind=closest",
+    )
+
+
+def _local_cpus(topo: Topology, rows: Sequence[GpuRow]) -> frozenset[int] | None:
+    """The CPUs local to the rows' GPUs, or None when a GPU's are not known."""
+    known = {g.index for g in topo.gpus}
+    local: set[int] = set()
+    for g in rows:
+        affinity = topo.gpu(g.gpu).cpu_affinity if g.gpu is not None and g.gpu in known else None
+        if not affinity:
+            return None
+        local |= affinity
+    return frozenset(local)
 
 
 def _no_nvlink(

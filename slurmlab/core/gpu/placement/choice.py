@@ -98,7 +98,7 @@ def link_score(topo: Topology, gpus: Iterable[int]) -> tuple[int, int, int]:
 
 
 def _as_topology(topo: object) -> Topology:
-    # a NodeTopology (what topology_from_file/_profile and alloc.topology() return) carries the Topology
+    # a NodeTopology (what slurmlab.topology() and alloc.topology() return) carries the Topology
     inner = getattr(topo, "topology", topo)
     if not isinstance(inner, Topology):
         raise TypeError(f"best_gpus needs a Topology or NodeTopology, not {type(topo).__name__}")
@@ -112,7 +112,7 @@ def best_gpus(
 
     ``available``: the GPUs to choose from (default all); ``taken``: GPUs other jobs hold (Slurm's IDX as
     topology indices), left out; the answer then says what they cost (:attr:`GpuChoice.lost`).
-    ``topo`` is a :class:`Topology` or what ``slurmlab.topology_from_file``/``topology_from_profile`` return.
+    ``topo`` is a :class:`Topology` or what ``slurmlab.topology()`` and ``alloc.topology(node)`` return.
     """
     topo = _as_topology(topo)
     known = {g.index for g in topo.gpus}

@@ -149,9 +149,9 @@ def test_user_mistakes_are_told_with_what_to_do(n: int, taken: list[int], said: 
     assert said in str(err.value) and hint in (err.value.hint or "")
 
 
-def test_top_level_best_gpus_takes_what_topology_from_file_returns() -> None:
+def test_top_level_best_gpus_takes_what_slurmlab_topology_returns() -> None:
     path = require_shared("nvidia-smi", "topo-8x-h100-sxm-nv18-no-nics-spaces.txt")
-    node = slurmlab.topology_from_file(path)
+    node = slurmlab.topology(path)
     assert slurmlab.best_gpus(node, 4, taken=[0]).gpus == best_gpus(node.topology, 4, taken=[0]).gpus
     with pytest.raises(TypeError, match="Topology or NodeTopology"):
         slurmlab.best_gpus("topo.txt", 2)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+import slurmlab
+from slurmlab.core.framing import BEGIN, END, frame
 from slurmlab.core.gpu.binding import (
     HONOURED,
     NOT_HONOURED,
@@ -19,9 +19,8 @@ from slurmlab.core.gpu.binding import (
 )
 from slurmlab.core.palette import FAILED
 from slurmlab.errors import ParseError
-from slurmlab.slurm.hardware_files import topology_from_profile
 
-DGX = topology_from_profile("dgx-h100")  # GPUs 0-3: NUMA 0, CPUs 0-55; GPUs 4-7: NUMA 1, CPUs 56-111
+DGX = slurmlab.topology(profile="dgx-h100")  # GPUs 0-3: NUMA 0, CPUs 0-55; GPUs 4-7: NUMA 1, CPUs 56-111
 NODE0 = frozenset(range(0, 56))
 NODE1 = frozenset(range(56, 112))
 
@@ -112,18 +111,19 @@ def test_sandbox_masks_are_not_compared_with_topology_cpu_ids() -> None:
     assert any("real CPUs" in n for n in table.notes)
 
 
-def _line(rank: object, node: object = "n1", **extra: object) -> str:
+def _line(rank: object, node: object = "n1", *, label: int = 0, **extra: object) -> str:
+    """Task ``label``'s report as ``srun --label`` prints it (its SLURM_PROCID is ``rank``)."""
     env = {
         "SLURM_PROCID": rank,
         "SLURMD_NODENAME": node,
         "SLURM_STEP_GPUS": "0,1",
         "CUDA_VISIBLE_DEVICES": "1",
     }
-    return "SLURMLAB_TASK " + json.dumps({"env": env, "affinity": [3, 4], "host_cpus": 8, **extra})
+    return f"{label}: " + frame({"env": env, "affinity": [3, 4], "host_cpus": 8, **extra})
 
 
 def test_task_reports_are_parsed_and_chatter_ignored() -> None:
-    reps = parse_task_reports(["srun: warning: whatever", _line("1"), _line("0")])
+    reps = parse_task_reports(["srun: warning: whatever", _line("1", label=1), _line("0")])
     assert [r.rank for r in reps] == [0, 1]
     assert reps[0].step_gpus == (0, 1) and reps[0].visible == ("1",) and reps[0].affinity == frozenset({3, 4})
 
@@ -131,7 +131,7 @@ def test_task_reports_are_parsed_and_chatter_ignored() -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        "SLURMLAB_TASK {broken",
+        f"0: {BEGIN}{{broken{END}",
         _line(None),
         _line("0", affinity="all"),
     ],

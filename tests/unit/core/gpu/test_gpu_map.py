@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 from shared_paths import require_shared
 
+import slurmlab
 from slurmlab.core.gpu.binding import (
     FAR_SOCKET,
     NO_NVLINK,
@@ -25,7 +26,6 @@ from slurmlab.core.gpu.smi.topo import parse_topo_matrix
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import AllocationError
 from slurmlab.slurm.allocation import Allocation
-from slurmlab.slurm.hardware_files import topology_from_profile
 
 GPU_LINE = re.compile(r"^\s*GPU (\d+): (.+) \(UUID: (GPU-[^)]+)\)")
 MIG_LINE = re.compile(r"^\s*MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)]+)\)")
@@ -167,7 +167,7 @@ def test_pci_bus_ids_come_from_the_tasks_query() -> None:
 
 # ---- traps on the DGX H100 profile (GPUs 0-3: NUMA 0, CPUs 0-55; GPUs 4-7: NUMA 1, CPUs 56-111) --------------
 
-DGX = topology_from_profile("dgx-h100")
+DGX = slurmlab.topology(profile="dgx-h100")
 
 
 def _task(rank: int, step: tuple[int, ...], visible: str | None, mask: set[int]) -> TaskReport:
@@ -247,7 +247,7 @@ def test_gpus_without_nvlink_when_nvlink_gpus_were_free_is_a_trap() -> None:
     )
     assert NO_NVLINK not in [t.kind for t in alone.traps]
     # a PCIe-only node (the seed profile) has nothing better to offer
-    seed = topology_from_profile("seed")
+    seed = slurmlab.topology(profile="seed")
     flat = explain(
         [_task(0, (0, 1), "0,1", {0})], {"n1": seed}, [], free_gpus={"n1": frozenset({0, 1, 2, 3})}
     )

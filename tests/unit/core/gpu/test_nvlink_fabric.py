@@ -27,6 +27,7 @@ import warnings
 import pytest
 from shared_paths import list_shared, require_shared
 
+import slurmlab
 from slurmlab.core.gpu.nvlink import FabricKind
 from slurmlab.core.gpu.smi import parse_topo_matrix
 from slurmlab.core.gpu.topology import Topology
@@ -208,7 +209,5 @@ def test_a_named_dgx_baseboard_is_switched() -> None:
 
 
 def test_sandbox_profile_is_switched() -> None:
-    from slurmlab.slurm.hardware_files import topology_from_profile
-
-    t = topology_from_profile("dgx-h100").topology
+    t = slurmlab.topology(profile="dgx-h100").topology
     assert t.fabric().kind is SWITCHED and t.bandwidth_gbps(0, 5) == 450.0

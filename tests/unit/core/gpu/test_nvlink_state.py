@@ -10,12 +10,12 @@ import pytest
 from shared_paths import require_shared
 from shared_paths import smi_capture as read
 
+import slurmlab
 from slurmlab.core.gpu.nvlink import link_states
 from slurmlab.core.gpu.smi import parse_nvlink_status, parse_topo_matrix
 from slurmlab.core.gpu.smi.nvlink import read_nvlink_status
 from slurmlab.core.gpu.topology import Topology
 from slurmlab.errors import ParseError
-from slurmlab.slurm.hardware_files import topology_from_file
 
 H100_TOPO = "topo-8x-h100-sxm-nv18-no-nics-spaces.txt"
 H100_NVLINK = "nvlink-status-i0-h100-80gb-hbm3.txt"
@@ -93,21 +93,21 @@ def test_zero_speed_is_inactive_and_an_unknown_model_is_judged_by_its_fastest_li
 def test_library_joins_the_two_files(tmp_path: Path) -> None:
     nv = tmp_path / "nvlink-s.txt"
     nv.write_text(degrade(read(H100_NVLINK), 0, inactive=(17,)))
-    nt = topology_from_file(require_shared("nvidia-smi", H100_TOPO), nvlink=nv)
+    nt = slurmlab.topology(require_shared("nvidia-smi", H100_TOPO), nvlink=nv)
     assert "link state from nvidia-smi nvlink -s saved in" in nt.summary()
     assert "GPU0: 1 of 18 links inactive" in nt.summary()
 
 
 def test_nvlink_s_alone_is_pointed_to_nvlink_argument() -> None:
     with pytest.raises(ParseError) as err:
-        topology_from_file(require_shared("nvidia-smi", H100_NVLINK))
+        slurmlab.topology(require_shared("nvidia-smi", H100_NVLINK))
     assert "looks like `nvlink-s` output" in str(err.value)
-    assert "topology_from_file('topo-m.txt', nvlink=" in str(err.value.hint)
+    assert "slurmlab.topology('topo-m.txt', nvlink=" in str(err.value.hint)
 
 
 def test_wrong_file_as_nvlink_is_refused_saying_what_it_is() -> None:
     with pytest.raises(ParseError) as err:
-        topology_from_file(
+        slurmlab.topology(
             require_shared("nvidia-smi", H100_TOPO), nvlink=require_shared("nvidia-smi", A100_TOPO)
         )
     assert "looks like `topo` output" in str(err.value.hint) and "`nvidia-smi nvlink -s`" in str(

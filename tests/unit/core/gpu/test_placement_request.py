@@ -9,12 +9,12 @@ import re
 import pytest
 from fake_slurm import GOLDEN_VERSIONS, golden_path
 
+import slurmlab
 from slurmlab.core.gpu.placement import INDICES_NOTE, best_gpus, salloc_advice, taken_on_node
 from slurmlab.core.slurm.models import Node
 from slurmlab.core.slurm.parse_json import parse_nodes_json
 from slurmlab.core.slurm.parse_text import parse_scontrol_nodes
 from slurmlab.core.slurm.ranges import parse_index_list
-from slurmlab.slurm.hardware_files import topology_from_profile
 
 
 def _gres_used_text(version: str) -> dict[str, str]:
@@ -69,7 +69,7 @@ def test_an_index_map_turns_slurm_idx_into_topology_indices() -> None:
 
 
 def test_salloc_advice_for_one_socket_of_an_nvswitch_box() -> None:
-    topo = topology_from_profile("dgx-h100").topology
+    topo = slurmlab.topology(profile="dgx-h100").topology
     choice = best_gpus(topo, 4, taken=[0, 2, 3])
     advice = salloc_advice(topo, choice, node="node1", gpu_type="h100", free=5)
     assert advice.options == ("-w", "node1", "-N", "1", "--gpus", "h100:4", "--gres-flags=enforce-binding")
@@ -80,7 +80,7 @@ def test_salloc_advice_for_one_socket_of_an_nvswitch_box() -> None:
 
 
 def test_salloc_advice_when_the_set_spans_sockets_or_is_all_that_is_free() -> None:
-    topo = topology_from_profile("dgx-h100").topology
+    topo = slurmlab.topology(profile="dgx-h100").topology
     spread = best_gpus(topo, 4, taken=[0, 4])  # 3 free per socket: no socket holds 4
     assert len(spread.numa_groups) == 2
     advice = salloc_advice(topo, spread, gpu_type="h100", free=6)

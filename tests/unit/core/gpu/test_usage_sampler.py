@@ -1,6 +1,6 @@
 """The sampler program that runs in the step, run here with a fake NVML module injected: it reads THIS job's GPUs
 only (by UUID when Slurm put UUIDs in CUDA_VISIBLE_DEVICES, else by the job's global indices = minor numbers),
-skips devices the step may not open, and prints lines the kernel side parses. nvidia-smi rows are read the same
+skips devices the step may not open, and prints framed reports the kernel side reads. nvidia-smi rows are read the same
 way. The real NVML runs only under the ``gpu`` marker (tests/integration/slurm/test_usage_nvml.py)."""
 
 from __future__ import annotations
@@ -11,8 +11,17 @@ from typing import Any
 
 import pytest
 
-from slurmlab.core.gpu.usage import SamplerNote, parse_sampler_line
+from slurmlab.core.framing import FrameStream
+from slurmlab.core.gpu.usage import SamplerNote, UsageSample, sampler_report
 from slurmlab.core.gpu.usage_sampler import SAMPLER_SOURCE, sampler_command
+
+
+def _read(out: str) -> list[list[UsageSample] | SamplerNote]:
+    """What the kernel side reads of the program's output, labelled as srun --label would (one task)."""
+    stream = FrameStream()
+    items = [item for line in out.splitlines() for item in stream.feed("0: " + line)]
+    assert all(item.report is not None for item in items), items  # nothing but whole reports
+    return [sampler_report(item.report) for item in items if item.report is not None]
 
 
 def _program() -> dict[str, Any]:
@@ -92,7 +101,7 @@ def test_the_program_prints_lines_the_kernel_side_reads(
     monkeypatch.setenv("SLURMD_NODENAME", "n1")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     _program()["main"](["0.01", "0.15", '{"n1": [1, 2]}'])
-    parsed = [parse_sampler_line(line) for line in capsys.readouterr().out.splitlines()]
+    parsed = _read(capsys.readouterr().out)
     assert parsed[0] == SamplerNote("nvml", None, ("GPU-0001", "GPU-0002"))
     samples = [s for p in parsed[1:] if isinstance(p, list) for s in p]
     assert len(samples) >= 4 and {s.series for s in samples} == {"n1 GPU 1", "n1 GPU 2"}
@@ -108,14 +117,13 @@ def test_no_gpu_of_this_job_visible_is_an_error_line_not_another_jobs_gpu(
     monkeypatch.setenv("SLURMD_NODENAME", "n1")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     _program()["main"](["0.01", "0.05", '{"n1": [3]}'])
-    [line] = capsys.readouterr().out.splitlines()
-    note = parse_sampler_line(line)
+    [note] = _read(capsys.readouterr().out)
     assert isinstance(note, SamplerNote) and note.error
     assert "none of this job's GPUs (3)" in note.error and "n1" in note.error
     monkeypatch.delenv("SLURM_JOB_GPUS", raising=False)
     monkeypatch.delenv("SLURM_STEP_GPUS", raising=False)
     _program()["main"](["0.01", "0.05", "{}"])
-    note = parse_sampler_line(capsys.readouterr().out.strip())
+    [note] = _read(capsys.readouterr().out)
     assert isinstance(note, SamplerNote) and note.error and note.error.startswith("no GPU of this job on n1")
 
 

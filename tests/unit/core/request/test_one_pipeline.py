@@ -164,6 +164,11 @@ def test_step_gpu_options_are_built_in_one_place() -> None:
 
 
 # ---- the pipeline on the recorded clusters ---------------------------------------------------------------
+def _counted(partitions: int) -> str:
+    """How the note counts them: "(1 partition)", "(3 partitions)"."""
+    return f"({partitions} partition{'' if partitions == 1 else 's'})"
+
+
 def _cluster(version: str) -> tuple[ClusterInventory, tuple[int, ...]]:
     return golden_inventory(version)
 
@@ -200,8 +205,7 @@ def test_the_pipeline_passes_what_slurm_accepted_and_refuses_what_it_refused(ver
             request = check_request(options, inventory, version=slurm_version)
             assert is_checked(request), name
             assert (
-                request.checked is not None
-                and f"({len(inventory.partitions)} partitions)" in request.checked.note()
+                request.checked is not None and _counted(len(inventory.partitions)) in request.checked.note()
             )
             continue
         with pytest.raises(RequestError) as info:
@@ -254,8 +258,7 @@ def test_the_pipeline_refuses_what_the_real_slurm_refused(version: str) -> None:
             request = check_request(options, inventory, version=slurm_version)
             assert is_checked(request), name
             assert (
-                request.checked is not None
-                and f"({len(inventory.partitions)} partitions)" in request.checked.note()
+                request.checked is not None and _counted(len(inventory.partitions)) in request.checked.note()
             )
             continue
         with pytest.raises(RequestProblems) as info:
@@ -317,7 +320,7 @@ def test_checked_marks_the_request_as_it_was_checked() -> None:
     inventory, version = _cluster("22.05")
     request = check_request(["--gpus=2", "-t", "30"], inventory, version=version)
     assert request.checked is not None
-    assert request.checked.note() == "checked against the cluster (1 partitions), Slurm 22.05.8"
+    assert request.checked.note() == "checked against the cluster (1 partition), Slurm 22.05.8"
     # a changed copy is not the request that was checked
     changed = dataclasses.replace(request, gpus=GpuCount(99))
     assert not is_checked(changed)
