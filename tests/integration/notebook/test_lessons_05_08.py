@@ -104,7 +104,7 @@ def test_lesson_06_isolation_checks_exclusive_and_shared_gpus(
     assert sum(len(v) for v in granted_shared.values()) == 1
     iso = cell_text(lesson.cell("iso = %gpu_isolation"))
     assert "verdict: isolated" in iso, iso
-    checks = dict(re.findall(r"<td>(I\d+)</td><td[^>]*><b>([A-Z]+)</b>", iso))
+    checks = dict(re.findall(r"<td[^>]*>(I\d+)</td><td[^>]*><b>([A-Z]+)</b>", iso))
     assert {k: checks.get(k) for k in ("I1", "I2", "I3", "I7")} == dict.fromkeys(
         ("I1", "I2", "I3", "I7"), "PASS"
     )
