@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup system venv labextension lab lint typecheck docs test test-fast demo clean help slurm-root test-slurm bench
+.PHONY: setup system venv labextension hubproxy hub lab lint typecheck docs test test-fast demo clean help slurm-root test-slurm bench
 
 help:
 	@echo "make demo   set up this machine, start the Slurm sandbox, execute the workshop lessons and write them"
@@ -15,11 +15,13 @@ help:
 	@echo "make docs   the documentation site, from docs/ and the docstrings: build/docs/index.html"
 	@echo "make lab    set up, start the sandbox and JupyterLab on the workshop notebooks; Ctrl-C stops both"
 	@echo "            (SLURMLAB_PROFILE=h200-mig, SLURMLAB_LAB_IP=0.0.0.0, SLURMLAB_LAB_PORT=8899 change it)"
+	@echo "make hub    set up, start the sandbox and a JupyterHub on it (batchspawner): each server a Slurm job;"
+	@echo "            Ctrl-C stops the hub, its jobs and the sandbox (HUB_ARGS='--user NAME --port 8000')"
 	@echo "make test-slurm SLURM=24.11|26.05   the sandbox tests, the no-Slurm tests (on the root's Python) and the demo on another Slurm (root)"
 	@echo "make bench  the scale benchmarks (1,000 nodes, 10,000 jobs) beside their baselines: build/bench.json and"
 	@echo "            the README's Performance section (BENCH_ARGS='--only parse' for one module, '--quick' to try)"
 
-setup: system venv labextension
+setup: system venv labextension hubproxy
 
 # Debian packages (Slurm, munge, chromium ...): idempotent, quick when present.
 system:
@@ -34,6 +36,14 @@ $(VENV)/.stamp: pyproject.toml scripts/setup-venv.sh
 # The JupyterLab extension, built with the machine's node/npm (skipped where there is none).
 labextension: venv
 	@bash scripts/build-labextension.sh $(PY)
+
+# configurable-http-proxy, the proxy of `make hub` and the hub tests, from npm (hub/package-lock.json); skipped
+# where there is no npm (the hub then says how to install it)
+hubproxy: hub/node_modules/.package-lock.json
+
+hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix hub --no-audit --no-fund --loglevel=error; \
+	  else echo "setup: no npm here: the hub's configurable-http-proxy is not installed"; fi
 
 lint: venv
 	$(VENV)/bin/ruff check slurmlab tests benchmarks scripts docs
@@ -80,6 +90,12 @@ demo: setup
 lab: setup
 	@$(PY) scripts/lab.py $(LAB_ARGS)
 
+# A sandbox and a real JupyterHub on it (127.0.0.1; batchspawner: each user's server is a Slurm job); prints the
+# URL, user and password; Ctrl-C stops the hub, its servers' jobs, its proxy and the sandbox it started.
+# HUB_ARGS='--user alice --port 8000' (slurmlab hub up --help).
+hub: setup
+	@$(PY) -m slurmlab hub up --foreground $(HUB_ARGS)
+
 # The Slurm version matrix: a Debian root per Slurm version (scripts/slurm-root.sh, cached in
 # ${SLURMLAB_ROOTS:-~/.cache/slurmlab/roots}), entered with chroot (scripts/in-slurm-root.sh). Needs root.
 SLURM ?=
@@ -107,6 +123,8 @@ test-slurm: slurm-root
 # Issue 14's table at a real cluster's size: every benchmarks/bench_*.py beside its baseline (medians of >= 5),
 # one table with target and verdict, growth tables in nodes + jobs, build/bench.json, and the README's
 # "Performance" section rewritten from it. Exit 1 when a target is missed. BENCH_ARGS='--only parse' for one.
+# Issue 27's rows (benchmarks/bench_rpc.py: RPCs to slurmctld counted with sdiag on a sandbox, 60 s windows)
+# add about 5 minutes; BENCH_ARGS='--only rpc' runs them alone.
 bench: setup
 	@$(PY) benchmarks/run_all.py $(BENCH_ARGS); rc=$$?; $(PY) scripts/bench_readme.py; exit $$rc
 

@@ -127,11 +127,17 @@ def _node_brief(node_text: str) -> str:
 
 def scale_outputs(nodes: int, jobs: int, holding: int | None = None) -> dict[str, str]:
     """argv (space-joined) -> stdout of the commands one server poll runs, at this size."""
+    from slurmlab.server.jobtracker import my_queue_argv
     from slurmlab.server.nodetracker import NODE_BRIEF_ARGV
 
     job_text, owners, brief = _job_text(jobs, nodes, holding)
     node_text = _node_text(nodes)
+    mine = {line.split("|", 1)[0] for line in owners.splitlines() if line.endswith("|1000")}
     return {
+        # the own-jobs listing of uid 1000, the viewer of every poll here (the controller filters by uid)
+        " ".join(my_queue_argv(1000)): "".join(
+            ln + "\n" for ln in brief.splitlines() if ln.split("|", 1)[0] in mine
+        ),
         VERSION_ARGV: (GOLDEN / "00_sinfo_version.txt").read_text(),
         NODES_ARGV: node_text,
         JOBS_ARGV: job_text,
@@ -267,8 +273,10 @@ def _serve(
     class OnLoop(PollWorker):
         """The same poll done on the event loop (as the server did before it had a worker)."""
 
-        async def poll(self, runner: Any, user: str, me: int, version: str | None) -> PollOutcome:
-            return collect(runner, user, me, version, self._tracker(runner))
+        async def poll(
+            self, runner: Any, user: str, me: int, version: str | None, whole: bool = True
+        ) -> PollOutcome:
+            return collect(runner, user, me, version, self._tracker(runner), whole)
 
     async def main() -> None:
         sockets = netutil.bind_sockets(0, "127.0.0.1")

@@ -167,6 +167,15 @@ class ScaleRunner(FakeRunner):
     def _filtered(self, args: list[str]) -> str | None:
         """The answer of a filtered listing, or None when ``args`` is not one."""
         a = list(args)
+        if a[:1] == ["squeue"] and "-u" in a and a[-2:] == ["-o", BRIEF_FORMAT]:
+            # the server's own-jobs listing: the controller selects the jobs of that uid
+            uid = a[a.index("-u") + 1]
+            owners = self.inputs.index("squeue_owners")
+            return "".join(
+                line
+                for jid, line in self.inputs.index("squeue_brief").items()
+                if owners.get(jid, "").strip().endswith(f"|{uid}")
+            )
         if a[:1] == ["squeue"] and "-j" in a and "-o" in a:
             ids = a[a.index("-j") + 1].split(",")
             fmt = a[a.index("-o") + 1]

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "isolation": "slurmlab.commands.experiments",
     "notebooks": "slurmlab.commands.notebooks",
     "doctor": "slurmlab.commands.doctor",
+    "hub": "slurmlab.commands.hub",
 }
 
 

@@ -20,7 +20,7 @@ VERSION = "22.05"
 JOB = "19"
 NAME = "slurmlab-0123abcd"
 OWNER_UID = 0
-SALLOC = ["salloc", "--no-shell", ...]
+SALLOC = ["salloc", ...]  # held (release_at_exit) or --no-shell
 UNKNOWN_JOB = "999999"
 # prefix of the files that show job 19 in each state
 STATES = {"pending": "l02", "running": "l06", "cancelled": "l12"}
@@ -35,6 +35,7 @@ def cluster(fake: FakeRunner) -> FakeRunner:
     owner, node states, step and scancel."""
     fake.replay_cluster(VERSION)
     node_brief(fake, VERSION)
+    my_queue(fake, VERSION)
     fake.replay(
         *(
             f"{VERSION}/{n}"
@@ -62,6 +63,19 @@ def node_brief(fake: FakeRunner, version: str) -> None:
             state = words.get("State", "unknown").split("+")[0].lower()
             lines.append(f"{words['NodeName']}|{state}|{alloc}/{total - alloc}/0/{total}\n")
     fake.on(list(NODE_BRIEF_ARGV), stdout="".join(lines))
+
+
+def my_queue(fake: FakeRunner, version: str) -> None:
+    """The server's listing of the viewer's own jobs (``squeue -h -t all -u UID -o BRIEF``): every job of the
+    recording was root's (uid 0, :data:`OWNER_UID`), so root's listing is the recorded whole brief listing; any
+    other uid owns none of them, and squeue -h prints nothing."""
+    from slurmlab.server.jobtracker import my_queue_argv
+    from slurmlab.testing import ANY
+
+    others = list(my_queue_argv(OWNER_UID))
+    others[others.index(str(OWNER_UID))] = ANY
+    fake.on(others, stdout="")
+    fake.on(list(my_queue_argv(OWNER_UID)), stdout=recorded(f"{version}/s21_squeue_brief.txt").stdout)
 
 
 def job_in(fake: FakeRunner, state: str) -> None:

@@ -46,6 +46,7 @@ from slurmlab.magics.salloc_checks import (
 from slurmlab.magics.session import EXPANSION_HELP, Session, user_errors
 from slurmlab.slurm import queries
 from slurmlab.slurm.allocation import ENDED_STATES, Allocation, check_request, salloc_argv
+from slurmlab.slurm.allocation.release import follow_cancelled
 from slurmlab.slurm.inventory import cluster_inventory
 from slurmlab.slurm.runner import Runner, get_runner
 
@@ -332,6 +333,8 @@ class AllocateMagics(Magics):
                     mine[jid].cancel()
                 else:
                     queries.cancel_job(jid, runner)
+                    # followed as an allocation's cancel is: a controller restart can bring the job back
+                    follow_cancelled(jid, runner)
             print(f"cancelled job {jid}")
 
 

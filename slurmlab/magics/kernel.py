@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from IPython.core.error import UsageError
 
+from slurmlab.core.diagnosis.time_warnings import time_warning
 from slurmlab.errors import JobNotFoundError, SlurmlabError, SlurmNotConfiguredError
 from slurmlab.magics.args import job_id_option
 from slurmlab.magics.error_display import StepInterrupted
@@ -183,10 +184,15 @@ def own_line(alloc: Allocation) -> str:
     else:
         hours, minutes = int(left) // 3600, int(left) % 3600 // 60
         time_words = (f"{hours} h {minutes} min" if hours else f"{minutes} min") + " left"
-    return (
+    line = (
         f"this session: job {alloc.job_id} on {nodes}, {gpus}, {time_words} (the job this kernel runs in; "
-        "slurmlab never cancels it: it ends when the session is stopped or its time runs out)"
+        "slurmlab never cancels it, not when the kernel ends either: it ends when the session is stopped or "
+        "its time runs out)"
     )
+    # the walltime warnings of a normal panel: here the kernel itself ends with the job
+    limit = alloc.job.time_limit if alloc.job is not None else None
+    warning = time_warning(left, float(limit) if limit else None) if alloc.running else None
+    return line if warning is None else f"{line}\n  {warning.message}; this kernel ends with it"
 
 
 def attach_as_default(jid: str, session: Session | None = None) -> Allocation:
@@ -253,6 +259,7 @@ class SlurmStatus:
     lines: list[str] = field(default_factory=list)
     answers: bool = False  # the controller answered the ping
     no_slurm: bool = False  # no Slurm configured here at all: the sandbox picker is the way on
+    own: Allocation | None = None  # the job this kernel runs in, confirmed with Slurm (its panel comes first)
 
 
 def read_status(session: Session | None = None) -> SlurmStatus:
@@ -279,6 +286,7 @@ def read_status(session: Session | None = None) -> SlurmStatus:
         if status.no_slurm and NOT_CONFIGURED_HINT not in lines[-1]:
             lines.append(NOT_CONFIGURED_HINT)
     own = own_allocation(session) if status.answers else None
+    status.own = own
     if own is not None:
         lines.append(own_line(own))
     elif session.own_problem:

@@ -15,6 +15,8 @@ from slurmlab.errors import SlurmlabError
 from slurmlab.magics.kernel import attach_as_default
 from slurmlab.slurm import queries
 from slurmlab.slurm.allocation.leftovers import Leftovers
+from slurmlab.slurm.allocation.release import follow_cancelled
+from slurmlab.slurm.runner import get_runner
 
 __all__ = ["leftover_bundle", "leftover_buttons"]
 
@@ -36,7 +38,7 @@ def leftover_buttons(leftovers: Leftovers) -> Any:
         attach.add_class("slurmlab-leftover-attach")
         cancel.add_class("slurmlab-leftover-cancel")
         attach.on_click(lambda _b, jid=jid: _say(said, _attach(jid)))
-        cancel.on_click(lambda _b, jid=jid: _say(said, _cancel(jid)))
+        cancel.on_click(lambda _b, jid=jid, tag=job.comment: _say(said, _cancel(jid, tag)))
         rows.append(w.HBox([w.Label(f"job {jid} ({job.state})"), attach, cancel]))
     box = w.VBox([*rows, said])
     box.add_class("slurmlab-leftovers-buttons")
@@ -69,9 +71,14 @@ def _attach(jid: str) -> str:
     return f"attached to job {alloc.job_id}: it is the default allocation now (%srun runs there)"
 
 
-def _cancel(jid: str) -> str:
+def _cancel(jid: str, comment: str | None = None) -> str:
+    """``%scancel jid``, and the cancel followed until Slurm has saved it (a controller restart can bring the
+    job back: :mod:`slurmlab.slurm.allocation.release`); ``comment``: the job's tag, so that a job id a restarted
+    controller gave another job is never taken for it."""
+    runner = get_runner()
     try:
-        queries.cancel_job(jid)
+        queries.cancel_job(jid, runner)
     except SlurmlabError as exc:
         return f"cannot cancel job {jid}: {exc}"
+    follow_cancelled(jid, runner, comment)
     return f"cancelled job {jid}"

@@ -72,8 +72,8 @@ def zero_time_message(req: GpuRequest) -> str | None:
         return None
     return (
         "-t 0 does not mean a short job: Slurm reads a time limit of zero as no time limit at all, so the "
-        "job would hold its GPUs until it is cancelled or this kernel ends (only the partition's MaxTime, if "
-        "it has one, limits it); nothing was submitted: give a real limit, e.g. -t 30 (minutes) or "
+        "job would hold its GPUs until it is cancelled or this kernel ends (in a partition with a MaxTime it "
+        "would never start: PartitionTimeLimit); nothing was submitted: give a real limit, e.g. -t 30 (minutes) or "
         "-t 2:00:00, or write -t UNLIMITED if no limit is meant"
     )
 
@@ -84,12 +84,21 @@ def time_limit_note(req: GpuRequest, partition: Partition | None) -> str | None:
     if not unlimited(req):
         return None
     asked = "no time limit given" if req.time is None else f"--time={req.time.render()}"
+    how = "set one with -t 30 (minutes) or -t 2:00:00"
     if partition is None:
         gets = "the partition's default limit (unknown here; possibly no limit)"
     elif partition.default_time is not None and req.time is None:
         gets = f"partition {partition.name}'s DefaultTime, {format_duration(partition.default_time)}"
-    elif partition.max_time is not None:
+    elif partition.max_time is not None and req.time is None:
         gets = f"partition {partition.name}'s MaxTime, {format_duration(partition.max_time)}"
+    elif partition.max_time is not None:
+        # no limit asked for in a partition with one: Slurm does not cut the request down to MaxTime
+        most = format_duration(partition.max_time)
+        return (
+            f"note: {asked} is more than partition {partition.name}'s MaxTime ({most}): Slurm does not shorten "
+            "it to MaxTime, the job waits with reason PartitionTimeLimit and never starts (a cluster with "
+            f"EnforcePartLimits refuses it at once); {how}, at most {most}"
+        )
     else:
         gets = f"no limit in partition {partition.name}: it runs until cancelled or this kernel ends"
-    return f"note: {asked}, so the job gets {gets}; set one with -t 30 (minutes) or -t 2:00:00"
+    return f"note: {asked}, so the job gets {gets}; {how}"

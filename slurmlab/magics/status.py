@@ -28,6 +28,7 @@ from slurmlab.magics.leftover_buttons import leftover_bundle, leftover_buttons
 from slurmlab.magics.sandbox import sandbox_command, start_sandbox, use_conf
 from slurmlab.magics.session import EXPANSION_HELP, Session, user_errors
 from slurmlab.slurm import identity, queries
+from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.allocation.leftovers import Leftovers, find_leftovers, notebook_key
 from slurmlab.slurm.runner import Runner, get_runner
 from slurmlab.widgets.rows import JOB_COLUMNS, NODE_COLUMNS, Table, job_row, node_row
@@ -56,7 +57,7 @@ def status_report(*, leftovers: bool = True, session: Session | None = None) -> 
     session = session or Session.of()
     status = read_status(session)
     left = _leftovers(status.runner, status.lines, session) if leftovers and status.answers else None
-    return StatusText("\n".join(status.lines), leftovers=left, no_slurm=status.no_slurm)
+    return StatusText("\n".join(status.lines), leftovers=left, no_slurm=status.no_slurm, own=status.own)
 
 
 def _leftovers(runner: Runner, lines: list[str], session: Session) -> Leftovers | None:
@@ -116,17 +117,33 @@ class StatusText(str):
 
     leftovers: Leftovers | None = None
     no_slurm = False  # no Slurm configured here: the sandbox picker follows the text
+    own: Allocation | None = None  # the job this kernel runs in: its live panel comes first
 
-    def __new__(cls, text: str, *, leftovers: Leftovers | None = None, no_slurm: bool = False) -> StatusText:
+    def __new__(
+        cls,
+        text: str,
+        *,
+        leftovers: Leftovers | None = None,
+        no_slurm: bool = False,
+        own: Allocation | None = None,
+    ) -> StatusText:
         obj = super().__new__(cls, text)
         obj.leftovers = leftovers
         obj.no_slurm = no_slurm
+        obj.own = own
         return obj
 
     def __repr__(self) -> str:
         return str(self)
 
     def _ipython_display_(self) -> None:
+        if self.own is not None:
+            # the session's own job first, as the panel of any allocation shows (the text keeps its line)
+            from slurmlab.widgets.panel import display_bundle  # ipywidgets, only where a panel is shown
+
+            panel = display_bundle(self.own)
+            if panel is not None:
+                error_display.show(panel, raw=True)
         error_display.show({"text/plain": str(self)}, raw=True)
         if self.no_slurm:
             error_display.offer_sandbox(start_sandbox)

@@ -153,7 +153,8 @@ class StatusAnswer(Stamped):
     cluster: ClusterView | None  # the cluster this answer is about
     reachable: bool
     version: str | None
-    poll_interval_s: float
+    poll_interval_s: float  # how often the server asks Slurm for the viewer's own jobs
+    cluster_poll_interval_s: float  # how often for the whole cluster (every node, every job)
     user: str
     error: str | None
     error_kind: str | None

@@ -46,10 +46,10 @@ class ClusterSource:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, lambda: func(*args, runner=runner, **kwargs))
 
-    async def poll(self, version: str | None = None) -> PollOutcome:
-        """Nodes and jobs views from one listing of each, with every job's owner by uid, encoded:
-        asked, built and encoded in the worker, so the event loop only waits."""
-        return await self.worker.poll(self.runner, self.user, identity.current_uid(), version)
+    async def poll(self, version: str | None = None, whole: bool = True) -> PollOutcome:
+        """The viewer's own jobs (``squeue -u UID``) and, when ``whole``, the nodes and every job, from one
+        listing of each, encoded: asked, built and encoded in the worker, so the event loop only waits."""
+        return await self.worker.poll(self.runner, self.user, identity.current_uid(), version, whole)
 
     async def owner(self, job_id: str) -> int:
         """The uid that owns ``job_id`` (squeue's ``%U``)."""

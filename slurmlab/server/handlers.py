@@ -43,7 +43,7 @@ from slurmlab.server.contract import (
     JobDetailAnswer,
 )
 from slurmlab.server.hub import ClusterHub
-from slurmlab.server.poller import ClusterPoller
+from slurmlab.server.poller import WHOLE_KEYS, ClusterPoller
 from slurmlab.server.recent import recent_for
 from slurmlab.server.views import job_view
 
@@ -145,7 +145,7 @@ class _SlurmlabHandler(APIHandler):
         itself reports it (the status route says what is wrong in its body)."""
         poller = self.poller
         poller.start()
-        await poller.ensure_data()
+        await poller.ensure_data(whole=key in WHOLE_KEYS)
         if report_failure and poller.failure is not None:
             raise _http_error(poller.failure.status, poller.failure.message, "Slurm unavailable")
         entry = self.cache.get(key)

@@ -13,7 +13,12 @@ from typing import Any
 from slurmlab.server.clusters import ClusterDirectory
 from slurmlab.server.contract import ClusterView
 from slurmlab.server.data import ClusterSource
-from slurmlab.server.poller import DEFAULT_IDLE_AFTER, DEFAULT_INTERVAL, ClusterPoller
+from slurmlab.server.poller import (
+    DEFAULT_CLUSTER_INTERVAL,
+    DEFAULT_IDLE_AFTER,
+    DEFAULT_INTERVAL,
+    ClusterPoller,
+)
 from slurmlab.server.worker import PollWorker, WorkerMode
 from slurmlab.slurm.runner import Runner
 
@@ -33,6 +38,7 @@ class ClusterHub:
         directory: ClusterDirectory,
         *,
         interval: float = DEFAULT_INTERVAL,
+        cluster_interval: float = DEFAULT_CLUSTER_INTERVAL,
         idle_after: float = DEFAULT_IDLE_AFTER,
         make_runner: Callable[[ClusterView], Any] | None = None,
         worker_mode: WorkerMode | None = None,
@@ -40,6 +46,7 @@ class ClusterHub:
         self.directory = directory
         self.worker = PollWorker(worker_mode)
         self.interval = interval
+        self.cluster_interval = cluster_interval
         self.idle_after = idle_after
         self._make_runner = make_runner
         self._pollers: dict[str, ClusterPoller] = {}
@@ -50,6 +57,7 @@ class ClusterHub:
         poller = ClusterPoller(
             ClusterSource(make_runner(cluster), worker=self.worker),
             interval=self.interval,
+            cluster_interval=self.cluster_interval,
             idle_after=self.idle_after,
             cluster=cluster,
         )

@@ -36,7 +36,14 @@ from slurmlab.server.views import job_view, problem_view
 from slurmlab.slurm import queries
 from slurmlab.slurm.query import Query, run_query
 
-__all__ = ["BRIEF_FIRST_OVER", "DETAIL_ONE_BY_ONE", "JobTracker", "TrackedJobs"]
+__all__ = [
+    "BRIEF_FIRST_OVER",
+    "BRIEF_QUEUE_ARGV",
+    "DETAIL_ONE_BY_ONE",
+    "JobTracker",
+    "TrackedJobs",
+    "my_queue_argv",
+]
 
 # Up to this many jobs needing detail are asked one by one; more (the first poll, a burst of starts) in one
 # listing: one `scontrol show job -d ID` costs about a hundredth of the whole listing at 1,000 jobs.
@@ -47,7 +54,16 @@ _TICKING = frozenset({BRIEF_FIELDS.index("time_left"), BRIEF_FIELDS.index("time_
 _KEPT = itemgetter(*(i for i in range(len(BRIEF_FIELDS)) if i not in _TICKING))
 _ID = BRIEF_FIELDS.index("job_id")
 _STATE = BRIEF_FIELDS.index("state")
-_BRIEF_QUEUE: Query[str] = Query(("squeue", "-h", "-t", "all", "-o", BRIEF_FORMAT), lambda r: r.stdout)
+_USER = BRIEF_FIELDS.index("user")
+BRIEF_QUEUE_ARGV: tuple[str, ...] = ("squeue", "-h", "-t", "all", "-o", BRIEF_FORMAT)
+
+
+def my_queue_argv(uid: int) -> tuple[str, ...]:
+    """The viewer's own jobs (``squeue -u UID``, as ``--me`` but for the one identity slurmlab asks,
+    :func:`slurmlab.slurm.identity.current_uid`): only jobs of that uid are listed, so every line is the
+    viewer's by construction. (On 22.05 it costs the controller what the whole listing does, a JOB_INFO and a
+    PARTITION_INFO, squeue filtering on its side: sdiag, benchmarks/bench_rpc.py.)"""
+    return ("squeue", "-h", "-t", "all", "-u", str(int(uid)), "-o", BRIEF_FORMAT)
 
 
 @dataclass
@@ -126,18 +142,30 @@ def _needs_detail(job: Job, brief: JobBrief) -> bool:
 
 
 class JobTracker:
-    """One cluster's jobs across polls (kept where the polls run: the worker process)."""
+    """One cluster's jobs across polls (kept where the polls run: the worker process).
 
-    def __init__(self) -> None:
+    ``own``: it follows only the viewer's jobs (``squeue -u UID``), so every job it lists is the viewer's, whatever
+    ``owners`` says. ``viewer``: the viewer's login; a job of the whole listing whose brief line names it (squeue's
+    ``%u``, Slurm's name of the job's uid: the brief holds no field a submitter writes) is marked mine, so that
+    the whole poll needs no second listing of owners. "Mine" is what the views show; acting on a job checks its
+    uid again (``check_mine``)."""
+
+    def __init__(self, *, own: bool = False, viewer: str | None = None) -> None:
+        self.viewer = viewer
         self._known: dict[int, _Known] = {}
         self._polled = False
+        self.own = own
+        self._query: Query[str] = Query(BRIEF_QUEUE_ARGV, lambda r: r.stdout)
 
     def poll(self, runner: Any, owners: dict[int, int], me: int, names: dict[int, str]) -> TrackedJobs:
         """The active jobs now, and the records that could not be read."""
         problems: list[ProblemView] = []
         order: list[int] = []
         changed: dict[int, tuple[str, str]] = {}  # id -> (key, line)
-        for line in run_query(_BRIEF_QUEUE, runner).splitlines():
+        query = Query(my_queue_argv(me), self._query.parse) if self.own else self._query
+        if self.own or self.viewer is not None:
+            owners = {}
+        for line in run_query(query, runner).splitlines():
             if not line.strip():
                 continue
             found = _line_key(line)
@@ -145,6 +173,8 @@ class JobTracker:
                 problems.extend(self._unreadable([line]))
                 continue
             jid, state, key = found
+            if self.own or (self.viewer is not None and line.split("|")[_USER].strip() == self.viewer):
+                owners[jid] = me
             if state not in ACTIVE:
                 continue
             order.append(jid)
@@ -226,7 +256,7 @@ class JobTracker:
                 except ParseError as exc:
                     problems.append(problem_view(exc, "job"))
             return found, problems
-        listing = queries.list_jobs(runner, all_users=True, active_only=False)
+        listing = queries.list_jobs(runner, all_users=not self.own, active_only=False)
         want = set(wanted)
         return (
             {j.job_id: j for j in listing if j.job_id in want},

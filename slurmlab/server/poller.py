@@ -1,13 +1,20 @@
-"""One server-side poller: asks Slurm on a timer and fills the cache every client reads.
+"""One server-side poller per cluster: asks Slurm on a timer, while clients ask, and fills the cache every client reads.
+
+What it asks costs the site's controller, which every user of the cluster shares, so it asks two things at two
+cadences (issue 27): every ``interval`` seconds the viewer's own jobs (``squeue -u UID``, as ``--me``: the controller filters
+them by uid, a cost that grows with that user's jobs, not the cluster's), and every ``cluster_interval`` seconds
+the whole-cluster listings (every job, every node), and those only while a client asked for them (the GPU map,
+the "all jobs" scope) in the last ``idle_after`` seconds. When no client has asked for ``idle_after`` seconds
+(a hidden tab, a collapsed or closed sidebar: their Lumino polls stand by) the timer asks Slurm nothing at all.
+The cadences are site settings (:class:`slurmlab.server.extension.SlurmlabServer`).
 
 A Tornado ``PeriodicCallback`` drives it on the server's own IOLoop, but the poll itself (Slurm's
 commands, parsing, views, JSON encoding) runs in a worker process (:mod:`slurmlab.server.worker`):
 the loop only awaits its future and stores the bytes it sends back, so neither a slow controller
 nor a big cluster holds up any request. Only one poll runs at a time; a request that finds no
-data yet waits for the poll in flight instead of starting its own. When no client has asked for a while the timer stops
-asking Slurm (a sidebar left open on a laptop should not load a real cluster's controller).
+data yet waits for the poll in flight instead of starting its own.
 
-Data older than two intervals (after such a pause) is refreshed before it is served: a
+Data older than two of its intervals (after such a pause) is refreshed before it is served: a
 request waits for a fresh poll, up to ``stale_wait`` seconds, and only a controller that
 does not answer in that time gets the old data — which, like every answer, carries the time
 Slurm last confirmed it (``as_of``, ``age_s``; see the handlers).
@@ -21,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from slurmlab.errors import SlurmError
@@ -29,10 +37,25 @@ from slurmlab.server.contract import ClusterView, ErrorAnswer, StatusAnswer
 from slurmlab.server.data import ClusterSource
 from slurmlab.server.worker import PollOutcome
 
-__all__ = ["DEFAULT_IDLE_AFTER", "DEFAULT_INTERVAL", "ClusterPoller", "PollFailure"]
+__all__ = [
+    "DEFAULT_CLUSTER_INTERVAL",
+    "DEFAULT_IDLE_AFTER",
+    "DEFAULT_INTERVAL",
+    "WHOLE_KEYS",
+    "ClusterPoller",
+    "PollFailure",
+]
 
-DEFAULT_INTERVAL = 5.0
-DEFAULT_IDLE_AFTER = 300.0
+# One open sidebar, per minute: one whole-cluster poll (squeue of every job, sinfo -N) and one listing of the
+# user's own jobs between two (squeue -u). Each of those costs 2 RPCs on 22.05 (sdiag: squeue asks JOB_INFO and
+# PARTITION_INFO, even filtered by user; sinfo NODE_INFO and PARTITION_INFO): 6 a minute (issue 27's budget).
+# The sidebar asks the server every 5 s; those requests are answered from the cache.
+DEFAULT_INTERVAL = 30.0
+DEFAULT_CLUSTER_INTERVAL = 60.0
+# a client that stopped asking (its tab hidden, its sidebar closed) stops the polls after this long
+DEFAULT_IDLE_AFTER = 30.0
+# the answers only a whole-cluster poll makes
+WHOLE_KEYS = frozenset({"nodes", "queue:all"})
 
 log = logging.getLogger("slurmlab.server")
 
@@ -67,25 +90,36 @@ class ClusterPoller:
         cache: ResponseCache | None = None,
         *,
         interval: float = DEFAULT_INTERVAL,
+        cluster_interval: float | None = None,
         idle_after: float = DEFAULT_IDLE_AFTER,
         stale_wait: float = 10.0,
         cluster: ClusterView | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"poll interval must be positive, got {interval!r}")
+        if cluster_interval is not None and cluster_interval <= 0:
+            raise ValueError(f"cluster poll interval must be positive, got {cluster_interval!r}")
         self.source = source
         self.cluster = cluster  # which cluster it polls, named in its status answer
         self.cache = cache if cache is not None else ResponseCache()
         self.interval = float(interval)
+        # never more often than the own jobs: a whole poll lists them too
+        self.cluster_interval = max(self.interval, float(cluster_interval or DEFAULT_CLUSTER_INTERVAL))
         self.idle_after = float(idle_after)
         self.stale_wait = float(stale_wait)
         self.failure: PollFailure | None = None
         self.version: str | None = None
         self.polls = 0
+        self.whole_polls = 0
         self.last_poll: float | None = None
+        self.last_whole: float | None = None
+        self._clock = clock
         self._inflight: asyncio.Future[None] | None = None
+        self._inflight_whole = False
         self._callback: Any = None
-        self._last_request = time.monotonic()
+        self._last_request = clock()
+        self._last_whole_request: float | None = None
 
     # ---- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -104,63 +138,95 @@ class ClusterPoller:
     def running(self) -> bool:
         return self._callback is not None
 
-    def touch(self) -> None:
-        """A client asked: keep polling."""
-        self._last_request = time.monotonic()
+    def touch(self, whole: bool = False) -> None:
+        """A client asked (``whole``: for an answer only a whole-cluster poll makes): keep polling."""
+        now = self._clock()
+        self._last_request = now
+        if whole:
+            self._last_whole_request = now
+
+    @property
+    def idle(self) -> bool:
+        """No client asked for ``idle_after`` seconds: the timer asks Slurm nothing."""
+        return self._clock() - self._last_request > self.idle_after
+
+    def whole_due(self) -> bool:
+        """Whether the next poll should list the whole cluster: a client asked for such an answer lately and
+        the last whole poll is a ``cluster_interval`` old (less half a tick: the timer's jitter)."""
+        now = self._clock()
+        if self._last_whole_request is None or now - self._last_whole_request > self.idle_after:
+            return False
+        return self.last_whole is None or now - self.last_whole >= self.cluster_interval - self.interval / 2
 
     async def _tick(self) -> None:
-        if time.monotonic() - self._last_request > self.idle_after:
+        if self.idle:
             return
-        await self.refresh()
+        await self.refresh(whole=self.whole_due())
 
     # ---- polling -----------------------------------------------------------------------------
-    async def refresh(self) -> None:
-        """Poll now, or join the poll already in flight."""
-        if self._inflight is not None and not self._inflight.done():
+    async def refresh(self, whole: bool = True) -> None:
+        """Poll now, or join the poll already in flight (followed by a whole one when ``whole`` and the one
+        in flight is not)."""
+        while self.polling:
+            assert self._inflight is not None
+            joined_whole = self._inflight_whole
             await asyncio.shield(self._inflight)
-            return
-        self._inflight = asyncio.ensure_future(self._poll())
+            if joined_whole or not whole:
+                return
+        self._start(whole)
+        assert self._inflight is not None
         await asyncio.shield(self._inflight)
 
-    async def ensure_data(self) -> None:
-        """Before answering: wait for a first poll; when the data is stale (an idle pause, a
-        stopped timer), wait for a fresh one — at most ``stale_wait`` seconds, so that a hung
-        controller delays an answer but never hangs it."""
-        self.touch()
-        if self.last_poll is None:
-            await self.refresh()
-        elif time.monotonic() - self.last_poll > 2 * self.interval:
-            if not self.polling:
-                self._inflight = asyncio.ensure_future(self._poll())
+    def _start(self, whole: bool) -> None:
+        self._inflight_whole = whole
+        self._inflight = asyncio.ensure_future(self._poll(whole))
+
+    async def ensure_data(self, whole: bool = False) -> None:
+        """Before answering (``whole``: an answer only a whole-cluster poll makes): wait for a first poll;
+        when the data is stale (an idle pause, a stopped timer), wait for a fresh one — at most
+        ``stale_wait`` seconds, so that a hung controller delays an answer but never hangs it."""
+        self.touch(whole)
+        last = self.last_whole if whole else self.last_poll
+        if last is None:
+            await self.refresh(whole)
+            return
+        every = self.cluster_interval if whole else self.interval
+        if self._clock() - last <= 2 * every:
+            return
+        if not self.polling or (whole and not self._inflight_whole):
+            fresh: asyncio.Future[None] = asyncio.ensure_future(self.refresh(whole))
+        else:
             assert self._inflight is not None
-            try:
-                await asyncio.wait_for(asyncio.shield(self._inflight), self.stale_wait)
-            except asyncio.TimeoutError:
-                log.info(
-                    "slurmlab: Slurm is slow to answer; serving data %.0f s old",
-                    time.monotonic() - self.last_poll,
-                )
+            fresh = self._inflight
+        try:
+            await asyncio.wait_for(asyncio.shield(fresh), self.stale_wait)
+        except asyncio.TimeoutError:
+            log.info("slurmlab: Slurm is slow to answer; serving data %.0f s old", self._clock() - last)
 
     @property
     def polling(self) -> bool:
         return self._inflight is not None and not self._inflight.done()
 
-    async def _poll(self) -> None:
+    async def _poll(self, whole: bool) -> None:
         self.polls += 1
+        self.whole_polls += whole
         complete = True
         try:
-            complete = await self._poll_once()
+            complete = await self._poll_once(whole)
         finally:
-            self.last_poll = time.monotonic()
+            self.last_poll = self._clock()
+            if whole:
+                self.last_whole = self.last_poll
         if not complete:  # run after this poll's future is done, so that refresh() starts a new one
-            asyncio.get_running_loop().call_soon(self._follow_up)
+            asyncio.get_running_loop().call_soon(self._follow_up, whole)
 
-    def _follow_up(self) -> None:
-        self._inflight = asyncio.ensure_future(self._poll())
+    def _follow_up(self, whole: bool) -> None:
+        if not self.polling:
+            self._start(whole)
 
-    async def _poll_once(self) -> bool:
+    async def _poll_once(self, whole: bool) -> bool:
         """One poll, stored; False when it was incomplete and another should follow at once."""
-        outcome = await self.source.poll(self.version)
+        outcome = await self.source.poll(self.version, whole)
         if outcome.version is not None:
             self.version = outcome.version
         if outcome.error_kind is not None:
@@ -194,6 +260,7 @@ class ClusterPoller:
                 reachable=self.failure is None,
                 version=self.version,
                 poll_interval_s=self.interval,
+                cluster_poll_interval_s=self.cluster_interval,
                 user=self.source.user,
                 error=self.failure.message if self.failure else None,
                 error_kind=self.failure.kind if self.failure else None,

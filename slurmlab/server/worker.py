@@ -32,7 +32,7 @@ from slurmlab.server.contract import JobView, NodesAnswer, NodeView, ProblemView
 from slurmlab.server.jobtracker import JobTracker
 from slurmlab.server.nodetracker import NodeTracker, NodeViews
 from slurmlab.server.views import problem_view
-from slurmlab.slurm import queries
+from slurmlab.slurm import identity, queries
 from slurmlab.slurm.runner import Runner, get_runner
 
 __all__ = [
@@ -126,8 +126,8 @@ def encode_answers(
     bodies: list[bytes] | None = None,
     node_bodies: list[bytes] | None = None,
 ) -> dict[str, Encoded]:
-    """The three answers a poll makes, each encoded once (``bodies``/``node_bodies``: each job's/node's JSON,
-    already encoded)."""
+    """The three answers a whole poll makes, each encoded once (``bodies``/``node_bodies``: each job's/node's
+    JSON, already encoded)."""
     job_problems = [p for p in problems if p["kind"] == "job"]
     mine = [n for n, j in enumerate(jobs) if j["mine"]]
     return {
@@ -149,6 +149,7 @@ class ClusterMemory:
     """What earlier polls of one cluster learnt (kept where the polls run): its jobs, its nodes, their views."""
 
     jobs: JobTracker = field(default_factory=JobTracker)
+    mine: JobTracker = field(default_factory=lambda: JobTracker(own=True))
     nodes: NodeTracker = field(default_factory=NodeTracker)
     node_views: NodeViews = field(default_factory=NodeViews)
 
@@ -159,24 +160,37 @@ def collect(
     me: int,
     version: str | None = None,
     tracker: JobTracker | ClusterMemory | None = None,
+    whole: bool = True,
 ) -> PollOutcome:
     """Ask Slurm, build the views, encode them. Blocking and CPU-bound: runs in a worker. ``tracker`` holds
-    what earlier polls learnt of the cluster (a bare JobTracker: its jobs only; none: everything is asked)."""
+    what earlier polls learnt of the cluster (a bare JobTracker: its jobs only; none: everything is asked).
+
+    A ``whole`` poll lists every job and every node (the whole-cluster listings a site's controller feels) and
+    answers ``nodes``, ``queue:all`` and ``queue:mine`` (mine: the jobs whose brief line names the viewer, Slurm's
+    name of the job's uid; no second listing of owners). Between two, a poll lists only the viewer's own jobs
+    (``squeue -u UID``) and answers ``queue:mine``."""
     memory = tracker if isinstance(tracker, ClusterMemory) else ClusterMemory(tracker or JobTracker())
     try:
         if version is None:
             version = version_text(queries.slurm_version(runner))
-        nodes = memory.nodes.poll(runner)
-        owners = queries.job_owners(runner)
-        found = memory.jobs.poll(runner, owners, me, {})
-        problems = [problem_view(p, "node") for p in nodes.problems] + found.problems
-        views, node_bodies = memory.node_views.build(nodes, found.jobs)
-        answers = encode_answers(views, found.views, problems, user, found.bodies, node_bodies)
+        if whole:
+            nodes = memory.nodes.poll(runner)
+            memory.jobs.viewer = identity.user_name(me)
+            found = memory.jobs.poll(runner, {}, me, {})
+            problems = [problem_view(p, "node") for p in nodes.problems] + found.problems
+            views, node_bodies = memory.node_views.build(nodes, found.jobs)
+            answers = encode_answers(views, found.views, problems, user, found.bodies, node_bodies)
+            complete = found.complete
+        else:
+            own = memory.mine.poll(runner, {}, me, {})
+            problems = list(own.problems)
+            answers = {"queue:mine": _queue("mine", user, own.views, own.bodies, problems)}
+            complete = own.complete
     except Exception as exc:  # a bug in a parser must show as an error answer, not kill the timer
         if not isinstance(exc, SlurmlabError):
             log.exception("slurmlab: poll failed unexpectedly")
         return _failure(exc, version)
-    return PollOutcome(version, answers, tuple(p["message"] for p in problems), complete=found.complete)
+    return PollOutcome(version, answers, tuple(p["message"] for p in problems), complete=complete)
 
 
 def _settings_key(settings: dict[str, Any]) -> str:
@@ -187,10 +201,12 @@ def _settings_key(settings: dict[str, Any]) -> str:
 _TRACKERS: dict[str, ClusterMemory] = {}  # in the worker process: one per cluster, by its runner's settings
 
 
-def _collect_elsewhere(settings: dict[str, Any], user: str, me: int, version: str | None) -> PollOutcome:
+def _collect_elsewhere(
+    settings: dict[str, Any], user: str, me: int, version: str | None, whole: bool = True
+) -> PollOutcome:
     """The worker process's entry: rebuild the runner from its settings, then poll."""
     tracker = _TRACKERS.setdefault(_settings_key(settings), ClusterMemory())
-    return collect(Runner.from_settings(settings), user, me, version, tracker)
+    return collect(Runner.from_settings(settings), user, me, version, tracker, whole)
 
 
 # how much lower than the server's the poll worker's CPU priority is (nice(2) steps; Slurm commands inherit it)
@@ -287,19 +303,21 @@ class PollWorker:
         # only a plain Runner can be rebuilt from its settings in another process
         return type(runner) is Runner
 
-    async def poll(self, runner: Any, user: str, me: int, version: str | None) -> PollOutcome:
+    async def poll(
+        self, runner: Any, user: str, me: int, version: str | None, whole: bool = True
+    ) -> PollOutcome:
         runner = runner if runner is not None else get_runner()
         loop = asyncio.get_running_loop()
         log.debug("slurmlab: polling in a worker %s", "process" if self.uses_process(runner) else "thread")
         if not self.uses_process(runner):
             tracker = self._tracker(runner)
-            job: Callable[[], PollOutcome] = lambda: collect(runner, user, me, version, tracker)  # noqa: E731
+            job: Callable[[], PollOutcome] = lambda: collect(runner, user, me, version, tracker, whole)  # noqa: E731
             return await loop.run_in_executor(_POOLS.thread(), job)
         settings = runner.settings()
         key = _settings_key(settings)
         pool = _POOLS.process(key)
         try:
-            return await loop.run_in_executor(pool, _collect_elsewhere, settings, user, me, version)
+            return await loop.run_in_executor(pool, _collect_elsewhere, settings, user, me, version, whole)
         except BrokenProcessPool as exc:
             _POOLS.forget_process(key, pool)
             return _failure(

@@ -10,15 +10,19 @@ PIDs (``scontrol listpids``); the ``/dev/nvidiaN`` files the step can open; ``CU
 
 from __future__ import annotations
 
+import os
+
 from slurmlab.core.diagnosis.findings import Finding, Verdict
 from slurmlab.core.diagnosis.gpu_checks import judge_gpu_probe, skip_all
 from slurmlab.core.gpu.smi import MARK, read_probe
 from slurmlab.errors import ParseError, SlurmlabError
+from slurmlab.slurm.job_environment import job_id_of
 from slurmlab.slurm.job_queries import job_detail
+from slurmlab.slurm.own_job import inside_evidence
 from slurmlab.slurm.runner import Runner
 from slurmlab.slurm.steps import StepResult, overlap_refused, step_argv, stream_step
 
-__all__ = ["GPU_PROBE", "gpu_checks"]
+__all__ = ["GPU_PROBE", "gpu_checks", "in_own_job"]
 
 _QUERY = (
     "index,uuid,name,driver_version,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,"
@@ -97,6 +101,11 @@ def _step(runner: Runner, job_id: str, node: str, timeout: float) -> StepResult:
     )  # three nvidia-smi calls and the rest must fit in the step's timeout
     command = ["/bin/sh", "-c", GPU_PROBE, "slurmlab-doctor", f"{each:g}", _CUDART]
     extra = ["-w", node, "-N1", "-n1"]
+    if in_own_job(job_id):
+        # as Allocation.step_options gives every step of the job the kernel runs in: the kernel's own step
+        # (batchspawner's srun) holds all of the job's memory, and srun refuses another step "Memory required
+        # by task is not available"; --mem=0 shares the job's memory instead
+        extra.insert(0, "--mem=0")
     result = stream_step(
         runner, step_argv(job_id, extra, command, label=False, overlap=True), _quiet, timeout
     )
@@ -105,6 +114,13 @@ def _step(runner: Runner, job_id: str, node: str, timeout: float) -> StepResult:
             runner, step_argv(job_id, extra, command, label=False, overlap=False), _quiet, timeout
         )
     return result
+
+
+def in_own_job(job_id: str) -> bool:
+    """Whether ``job_id`` is the job this process runs in: the environment names it and /proc shows this
+    process inside it (:func:`slurmlab.slurm.own_job.inside_evidence`; no call to Slurm). Only the probe
+    step's memory option depends on it."""
+    return job_id_of(os.environ) == job_id and inside_evidence(job_id, None) is not None
 
 
 def _one_skip(evidence: str, fix: str, subject: str) -> list[Finding]:

@@ -20,20 +20,23 @@ for any Bokeh figure or layout.
 from __future__ import annotations
 
 import html
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from slurmlab.core.gpu.figure_display import FigureHtml
 from slurmlab.viz._bokeh import bokeh
 
-__all__ = ["FIGURE_TYPES", "figure_html", "install", "resend_bokehjs"]
+__all__ = ["FIGURE_TYPES", "bokehjs_once", "figure_html", "install", "resend_bokehjs"]
 
 _FEATURE = "the notebook figures"
 _state = {"bokehjs_sent": False}
+_lock = threading.Lock()  # the live usage chart asks from the panel's updater thread
 
 
 def resend_bokehjs() -> None:
-    """Put BokehJS into the next figure again (after the page was reloaded and the first figure cleared)."""
+    """Put BokehJS into the next figure or live view again (after the page was reloaded and the output that
+    carried it cleared)."""
     _state["bokehjs_sent"] = False
 
 
@@ -45,12 +48,22 @@ def _bokehjs(fig: Any) -> str:
     return scripts
 
 
+def bokehjs_once(fig: Any) -> str:
+    """The inline script tags of BokehJS that ``fig`` needs, the first time this kernel asks (or the first after
+    :func:`resend_bokehjs`); "" after that. Live views of figures (jupyter_bokeh's ``BokehModel``) need it too:
+    they draw with the page's BokehJS and load none of their own."""
+    with _lock:
+        if _state["bokehjs_sent"]:
+            return ""
+        _state["bokehjs_sent"] = True
+    return _bokehjs(fig)
+
+
 def figure_html(fig: Any) -> str:
     """HTML that draws ``fig`` in a notebook output: its div and its data, BokehJS first where not sent yet."""
     nb = bokeh("embed.notebook", _FEATURE)
     script, div, _doc = nb.notebook_content(fig)
-    loader = "" if _state["bokehjs_sent"] else _bokehjs(fig)
-    _state["bokehjs_sent"] = True
+    loader = bokehjs_once(fig)
     missing = (
         "<div class='slurmlab-bokehjs-missing' style='display:none'>the figure needs BokehJS, which this "
         "page lost (reloaded?): run <code>slurmlab.viz.notebook.resend_bokehjs()</code> and this cell "

@@ -297,7 +297,11 @@ class TopologyExplorer:
         if sel.mig is not None:
             figs.append(mig_figure(**sel.mig.figure_args()))
         self.figures = figs
+        # shown already (a pick made in the page): BokehJS goes before the views if no output carried it yet
+        loader = _bokehjs(figs[0]) if self._snapshots.shown else ""
         with self.views:
+            if loader:
+                _show_html(loader)
             for fig in figs:
                 _show(fig)
 
@@ -339,7 +343,29 @@ class TopologyExplorer:
         )
 
     def _ipython_display_(self) -> None:
+        # jupyter_bokeh's views draw with the page's BokehJS and load none: it goes first, in the cell's own
+        # output area (which renders in order), once per kernel (``slurmlab.viz.notebook.resend_bokehjs``)
+        loader = _bokehjs(self.figures[0]) if self.figures else ""
+        if loader:
+            _show_html(loader)
         self._snapshots.show()
+
+
+def _bokehjs(fig: Any) -> str:
+    """BokehJS inline, where jupyter_bokeh will draw ``fig`` and no output of this kernel carried it yet."""
+    try:
+        require("jupyter_bokeh", feature="the topology explorer", extra="widgets")
+    except ImportError:
+        return ""  # the static figure HTML carries its own
+    from slurmlab.viz.notebook import bokehjs_once
+
+    loader = bokehjs_once(fig)
+    return loader and f"<div class='slurmlab-bokehjs' style='display:none'>{loader}</div>"
+
+
+def _show_html(page: str) -> None:
+    ipd = require("IPython.display", feature="the topology explorer", extra="widgets")
+    ipd.display(ipd.HTML(page))
 
 
 def _show(fig: Any) -> None:

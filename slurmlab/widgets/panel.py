@@ -21,7 +21,7 @@ from slurmlab.core.diagnosis.time_warnings import crossed, time_warning
 from slurmlab.core.gpu.mig import is_mig_type
 from slurmlab.core.slurm.reasons import explain_reason
 from slurmlab.core.slurm.states import HOLDING
-from slurmlab.slurm.allocation.display import saved_html, saved_text
+from slurmlab.slurm.allocation.display import OWN_JOB_WORDS, saved_html, saved_text
 from slurmlab.widgets.live import LiveUpdater, get_updater
 from slurmlab.widgets.panel_ended import EndedSection
 from slurmlab.widgets.panel_usage import UsageSection
@@ -157,6 +157,8 @@ def panel_html(alloc: Allocation, now: float | None = None) -> str:
     esc = html.escape
     state = str(alloc.state)
     lines: list[str] = []
+    if alloc.own_job:  # the job the kernel runs in (Allocation.own): what ends it is not this kernel
+        lines.append(f"<div class='slurmlab-own-job'><b>This session:</b> {esc(OWN_JOB_WORDS)}</div>")
     if state == "PENDING":
         lines += _pending_lines(alloc, now)
     elif state in HOLDING:
@@ -174,6 +176,11 @@ def panel_html(alloc: Allocation, now: float | None = None) -> str:
         )
         if warning is not None:
             lines.append(time_warning_html(warning))
+            if alloc.own_job:
+                lines.append(
+                    f"<div class='slurmlab-own-job-time' style='color:{AMBER}'>this kernel runs in this job: "
+                    "it ends with it; save the notebook</div>"
+                )
     alerts = alloc.node_alerts
     if alerts and state in HOLDING:
         # Slurm keeps the job RUNNING while a node's slurmd is silent; only the node's state tells.
@@ -219,9 +226,17 @@ def _step_text(argv: Sequence[str], width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _whose(alloc: Allocation) -> str:
+    """Who a time warning is about: the session itself when the job is the one the kernel runs in."""
+    if alloc.own_job:
+        return f"this session (job {alloc.job_id}, the kernel's own: it ends with it)"
+    return f"allocation {alloc.job_id}"
+
+
 def header_html(alloc: Allocation) -> str:
     name = f" <span style='color:#666'>{html.escape(alloc.name)}</span>" if alloc.name else ""
-    return f"{badge_html(str(alloc.state))} <b>allocation {html.escape(str(alloc.job_id or '…'))}</b>{name}"
+    what = "this session: job" if alloc.own_job else "allocation"
+    return f"{badge_html(str(alloc.state))} <b>{what} {html.escape(str(alloc.job_id or '…'))}</b>{name}"
 
 
 class AllocationPanel:
@@ -247,6 +262,10 @@ class AllocationPanel:
             tooltip="scancel this allocation",
         )
         self.cancel_button.add_class("slurmlab-cancel")
+        if (
+            alloc.own_job
+        ):  # cancelling the job the kernel runs in would end the kernel: the panel never offers it
+            self.cancel_button.layout.display = "none"
         self.status = w.HTML(value="")
         # the pending section (filled in the background) and one button per change that starts sooner
         self.why = w.HTML(value="")
@@ -297,7 +316,7 @@ class AllocationPanel:
 
     # called from the kernel's comm handler: work in a worker, render in the updater thread
     def _on_cancel(self, _button: object = None) -> None:
-        if self._cancelling or self.alloc.ended:
+        if self._cancelling or self.alloc.ended or self.alloc.own_job:
             return
         self._cancelling = True
         self.updater.mark_dirty(self)
@@ -329,7 +348,7 @@ class AllocationPanel:
             self.header.value = head
         if self.body.value != body:
             self.body.value = body
-        disabled = bool(alloc.ended or self._cancelling)
+        disabled = bool(alloc.ended or self._cancelling or alloc.own_job)
         if self.cancel_button.disabled != disabled:
             self.cancel_button.disabled = disabled
         status = "cancelling…" if self._cancelling and not alloc.ended else ""
@@ -412,7 +431,7 @@ class AllocationPanel:
             self.widget.remove_class("slurmlab-Panel-warn")
         if crossed(self._warned, warning) and warning is not None:
             self._warned = warning.level
-            self.output.append_stdout(f"slurmlab: allocation {alloc.job_id}: {warning.message}\n")
+            self.output.append_stdout(f"slurmlab: {_whose(alloc)}: {warning.message}\n")
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, object]:
         bundle: dict[str, object] = self.widget._repr_mimebundle_(include=include, exclude=exclude)

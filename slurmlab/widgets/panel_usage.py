@@ -46,6 +46,10 @@ def summary_html(table: UsageTable) -> str:
     )
 
 
+def _html_output(text: str) -> dict[str, Any]:
+    return {"output_type": "display_data", "data": {"text/html": text, "text/plain": ""}, "metadata": {}}
+
+
 class UsageSection:
     """The usage part of one panel. ``widget`` goes into the panel; :meth:`render` runs on the updater thread."""
 
@@ -111,9 +115,26 @@ class UsageSection:
         except MissingExtraError:
             self._no_chart = True  # the summary line stays
             return
-        view: Any = model(self.chart.figure)
-        view.add_class("slurmlab-usage-chart")
-        self.widget.children = (self.summary, view)
+        self.widget.children = (self.summary, self._chart_output(model(self.chart.figure)))
+
+    def _chart_output(self, view: Any) -> Any:
+        """``view`` (jupyter_bokeh's live view) in an Output of its own, BokehJS first where the kernel has not
+        sent it yet: the view draws with the page's BokehJS (``window.Bokeh``) and loads none itself, and one
+        output area renders its outputs in order (the trusted scripts run before the view is made), where
+        sibling widgets come up in no set order. Built on this (updater) thread: no ``with output:`` capture."""
+        from slurmlab.viz.notebook import bokehjs_once
+
+        loader = bokehjs_once(self.chart.figure) if self.chart is not None else ""
+        outputs = (
+            [_html_output(f"<div class='slurmlab-bokehjs' style='display:none'>{loader}</div>")]
+            if loader
+            else []
+        )
+        outputs.append({"output_type": "display_data", "data": view._repr_mimebundle_(), "metadata": {}})
+        holder = self._w.Output()
+        holder.outputs = tuple(outputs)
+        holder.add_class("slurmlab-usage-chart")
+        return holder
 
     def close(self) -> None:
         """Stop listening and sampling (the panel no longer shows this allocation)."""

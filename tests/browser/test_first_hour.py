@@ -67,7 +67,12 @@ def lab(slurm_sandbox: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         base / "xdg-runtime"
     )  # where a notebook's `%slurm sandbox up` puts its sandbox, and the server looks
     runtime.mkdir(mode=0o700)
-    env = {**slurm_sandbox.env(), "SLURMLAB_POLL_INTERVAL": "1", "XDG_RUNTIME_DIR": str(runtime)}
+    env = {
+        **slurm_sandbox.env(),
+        "SLURMLAB_POLL_INTERVAL": "1",
+        "SLURMLAB_CLUSTER_POLL_INTERVAL": "1",
+        "XDG_RUNTIME_DIR": str(runtime),
+    }
     with running_lab(base, env) as server:
         yield server
         _shutdown_kernels(server)

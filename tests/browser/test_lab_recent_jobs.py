@@ -26,7 +26,12 @@ def _lab(sandbox: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
         pytest.skip("the JupyterLab extension is not built: run `make labextension` (needs node and npm)")
     require_browser()
     runtime = tmp_path_factory.mktemp("xdg")
-    env = {**sandbox.env(), "SLURMLAB_POLL_INTERVAL": "1", "XDG_RUNTIME_DIR": str(runtime)}
+    env = {
+        **sandbox.env(),
+        "SLURMLAB_POLL_INTERVAL": "1",
+        "SLURMLAB_CLUSTER_POLL_INTERVAL": "1",
+        "XDG_RUNTIME_DIR": str(runtime),
+    }
     return running_lab(tmp_path_factory.mktemp("lab"), env, ready_path="slurmlab/api/status")
 
 

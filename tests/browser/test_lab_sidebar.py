@@ -34,7 +34,12 @@ def lab(slurm_sandbox: Any, sandbox_factory: Any, tmp_path_factory: pytest.TempP
     runtime = tmp_path_factory.mktemp("xdg")
     (runtime / "slurmlab").mkdir()
     (runtime / "slurmlab" / "sandbox").symlink_to(sandbox_factory.base)
-    env = {**slurm_sandbox.env(), "SLURMLAB_POLL_INTERVAL": "1", "XDG_RUNTIME_DIR": str(runtime)}
+    env = {
+        **slurm_sandbox.env(),
+        "SLURMLAB_POLL_INTERVAL": "1",
+        "SLURMLAB_CLUSTER_POLL_INTERVAL": "1",
+        "XDG_RUNTIME_DIR": str(runtime),
+    }
     with running_lab(tmp_path_factory.mktemp("lab"), env, ready_path="slurmlab/api/status") as server:
         yield server.page_url("lab")
 

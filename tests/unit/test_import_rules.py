@@ -35,6 +35,7 @@ _LIBRARY = (
     _BASE
     | _CORE
     | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets", "magics", "server", "teach"}
+    | {"hub"}
 )
 
 # room -> the other rooms it may import (directly or through any module in between)
@@ -56,7 +57,9 @@ ALLOWED: dict[str, set[str]] = {
     "widgets": _CORE | _BASE | {"slurm", "viz"},
     "server": _CORE | _BASE | {"slurm"},
     "magics": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets"},
-    "commands": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node"},
+    "commands": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "hub"},
+    # a JupyterHub on the sandbox (batchspawner); its spawner module is imported by JupyterHub only
+    "hub": _CORE | _BASE | {"slurm", "sandbox"},
     # the teacher's helpers (public, beside the front door): what the lessons use from the rooms below
     "teach": _CORE
     | _BASE
@@ -81,7 +84,8 @@ THIRD_PARTY: dict[str, set[str]] = {
     "experiments.node": {"numpy", "cupy"},
     "widgets": {"ipywidgets", "IPython", "jupyter_bokeh"},
     "magics": {"IPython", "ipywidgets", "ipykernel"},
-    "server": {"jupyter_server", "tornado"},
+    "server": {"jupyter_server", "tornado", "traitlets"},  # traitlets: the site settings (SlurmlabServer)
+    "hub": {"batchspawner", "traitlets"},
     "testing": {"pytest"},
     "course": {"nbclient", "nbformat", "nbconvert"},
 }

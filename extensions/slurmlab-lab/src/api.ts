@@ -117,7 +117,10 @@ export interface IStatus extends IStamped {
   cluster: ICluster | null;
   reachable: boolean;
   version: string | null;
+  /** Seconds between the server's listings of the user's own jobs (`squeue --me`). */
   poll_interval_s: number;
+  /** Seconds between its whole-cluster listings (the GPU map, "all jobs"): the site's setting. */
+  cluster_poll_interval_s: number;
   user: string;
   error: string | null;
   error_kind: string | null;

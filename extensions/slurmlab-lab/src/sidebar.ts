@@ -170,6 +170,41 @@ function pendingBlock(job: IJob): HTMLElement {
   return box;
 }
 
+/** Whether data this old missed the last two polls of the listing it comes from. */
+export function isStale(
+  status: IStatus,
+  dataAge: number,
+  whole: boolean
+): boolean {
+  const every = whole
+    ? (status.cluster_poll_interval_s ?? status.poll_interval_s)
+    : status.poll_interval_s;
+  return dataAge > 2 * every;
+}
+
+/**
+ * The status line: the controller, Slurm's version, whose jobs, how often the server asks Slurm (the site's
+ * settings: the user's own jobs, and the whole cluster for the map and "all jobs"), and the data's age when it
+ * is older than two of the intervals it comes from (Slurm did not answer the last polls).
+ */
+export function statusText(
+  status: IStatus,
+  dataAge = 0,
+  whole = false
+): string {
+  const state = status.reachable ? 'controller up' : 'controller DOWN';
+  const version = status.version ? `Slurm ${status.version}` : 'Slurm ?';
+  const stale = isStale(status, dataAge, whole)
+    ? ` · data ${formatSeconds(dataAge)} old`
+    : '';
+  const cadence =
+    status.cluster_poll_interval_s &&
+    status.cluster_poll_interval_s !== status.poll_interval_s
+      ? `my jobs every ${status.poll_interval_s}s, cluster every ${status.cluster_poll_interval_s}s`
+      : `every ${status.poll_interval_s}s`;
+  return `${state} · ${version} · user ${status.user} · ${cadence}${stale}`;
+}
+
 export class SlurmSidebar extends Widget {
   private _scope: 'mine' | 'all' = 'mine';
   /** The round under way, and whether a click or a pick asked for one more while it ran. */
@@ -372,7 +407,8 @@ export class SlurmSidebar extends Widget {
         getQueue(this._scope)
       ]);
       this._showError(null);
-      this._renderStatus(status, queue.age_s ?? 0);
+      // the map and "all jobs" come from the server's whole-cluster listing, "my jobs" from its own one
+      this._renderStatus(status, queue.age_s ?? 0, this._scope === 'all');
       const ctx: IMapContext = {
         palette: this._palette,
         jobs: new Map(queue.jobs.map(j => [j.job_id, j]))
@@ -465,20 +501,12 @@ export class SlurmSidebar extends Widget {
         : " (this server's Slurm configuration)");
   }
 
-  private _renderStatus(status: IStatus, dataAge = 0): void {
+  private _renderStatus(status: IStatus, dataAge = 0, whole = false): void {
     if (status.cluster) {
       this._renderCluster(status.cluster);
     }
-    const state = status.reachable ? 'controller up' : 'controller DOWN';
-    const version = status.version ? `Slurm ${status.version}` : 'Slurm ?';
-    // Data older than two intervals means Slurm did not answer the last polls: say how old.
-    const age = dataAge;
-    const stale =
-      age > 2 * status.poll_interval_s
-        ? ` · data ${formatSeconds(age)} old`
-        : '';
-    this._statusLine.textContent = `${state} · ${version} · user ${status.user} · every ${status.poll_interval_s}s${stale}`;
-    this._statusLine.dataset.stale = String(stale !== '');
+    this._statusLine.textContent = statusText(status, dataAge, whole);
+    this._statusLine.dataset.stale = String(isStale(status, dataAge, whole));
     this._statusLine.dataset.reachable = String(status.reachable);
   }
 

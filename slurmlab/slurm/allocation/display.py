@@ -26,9 +26,23 @@ from slurmlab.core.slurm.timefmt import format_duration
 if TYPE_CHECKING:
     from slurmlab.slurm.allocation.lifecycle import Allocation
 
-__all__ = ["RECONNECT", "as_of", "mime_bundle", "saved_html", "saved_text", "summary", "summary_html"]
+__all__ = [
+    "OWN_JOB_WORDS",
+    "RECONNECT",
+    "as_of",
+    "mime_bundle",
+    "saved_html",
+    "saved_text",
+    "summary",
+    "summary_html",
+]
 
 RECONNECT = "re-run the cell to reconnect"
+# the job the kernel runs in (Allocation.own): the kernel does not own it, so neither its end nor slurmlab ends it
+OWN_JOB_WORDS = (
+    "the job this session runs in: slurmlab never cancels it, not when the kernel ends either; "
+    "it ends when the session is stopped or its time runs out"
+)
 
 
 def summary(alloc: Allocation) -> str:
@@ -73,6 +87,8 @@ def _after_kernel(alloc: Allocation) -> str:
     it holds as it exits, and its guardian process does when it dies without a word (``kill -9``)."""
     if alloc.ended:
         return ""
+    if alloc.own_job:
+        return f"{OWN_JOB_WORDS}; "
     return "cancelled when its kernel ends; " if alloc.release_at_exit else "kept when its kernel ends; "
 
 

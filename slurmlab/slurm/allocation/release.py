@@ -41,12 +41,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FOLLOW_INTERVAL",
+    "CancelledJob",
     "LIVE",
     "RELEASE_DEADLINE",
     "RELEASE_SIGNALS",
     "LiveAllocations",
     "Releasable",
     "ReleaseFollower",
+    "follow_cancelled",
     "release_all",
 ]
 
@@ -432,6 +434,51 @@ class ReleaseFollower:
             f"job {job_id} came back {state} after the Slurm controller restarted: the cancel "
             f"sent at {lost} was lost (slurmctld had not saved it yet); {done}",
         )
+
+
+class CancelledJob:
+    """A job this process cancelled without an :class:`~.lifecycle.Allocation` (``%scancel J`` of a job no
+    allocation of the notebook follows, a leftover's Cancel button): what the follower needs of it, so that a
+    controller restart that brings it back is met as for an allocation's. Its ``notes`` say what happened
+    (there is no panel to show them); the log says it too."""
+
+    release_at_exit = False  # nothing to cancel at exit: it is cancelled already
+    ended = True
+    job = None
+    name = None
+
+    def __init__(self, job_id: str, runner: Runner, comment: str | None = None) -> None:
+        self.job_id: str | None = job_id
+        self.runner = runner
+        self.tag = comment or None  # a job id a restarted controller reuses for another job is left alone
+        self.released_at: float | None = None
+        self.owner_pid = os.getpid()
+        self.guard_key = f"cancelled:{job_id}"
+        self.following = False
+        self.notes: list[str] = []
+
+    def cancel(self) -> None:
+        """Cancelled already; the follower cancels it again itself when it comes back."""
+
+    def follow_release(self, following: bool) -> None:
+        self.following = following
+
+    def release_settled(self) -> None:
+        self.following = False
+
+    def add_note(self, note: str) -> None:
+        self.notes.append(note)
+
+    def came_back(self, state: str, note: str) -> None:
+        self.notes.append(note)
+
+
+def follow_cancelled(job_id: str, runner: Runner, comment: str | None = None) -> CancelledJob:
+    """Follow job ``job_id``, just cancelled by this process without an allocation, until Slurm has saved the
+    cancel (the module's docstring); ``comment``: the job's comment when known (a slurmlab tag)."""
+    job = CancelledJob(job_id, runner, comment)
+    LIVE.follow_release(job)
+    return job
 
 
 LIVE = LiveAllocations()

@@ -118,7 +118,9 @@ def test_demo_builds_the_course_runs_the_preflight_and_leaves_nothing(tmp_path: 
     assert any(line.startswith("ok   00-on-slurm") and line.endswith(" 4 code cells") for line in lines), (
         out_text
     )
-    assert any(line.startswith("ok   01-figure") and line.endswith(" 1 code cell") for line in lines), out_text
+    assert any(line.startswith("ok   01-figure") and line.endswith(" 1 code cell") for line in lines), (
+        out_text
+    )
     assert f"open {out / 'index.html'}" in out_text
     assert "nothing left running" in out_text
     tail = out_text[out_text.index("next:") :]

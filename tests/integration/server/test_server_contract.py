@@ -187,7 +187,7 @@ def test_views_conform() -> None:
 class _Source:
     user = "alice"
 
-    async def poll(self, version: str | None = None) -> PollOutcome:
+    async def poll(self, version: str | None = None, whole: bool = True) -> PollOutcome:
         nodes, jobs = _cluster()
         answers = encode_answers(
             nodes_view(nodes, jobs),

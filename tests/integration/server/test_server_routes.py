@@ -28,7 +28,7 @@ def jp_server_config() -> dict[str, Any]:
         {
             "ServerApp": {
                 "jpserver_extensions": {"slurmlab.server": True},
-                "tornado_settings": {"slurmlab_poll_interval": POLL},
+                "tornado_settings": {"slurmlab_poll_interval": POLL, "slurmlab_cluster_poll_interval": POLL},
             }
         }
     )

@@ -110,6 +110,12 @@ KERNEL_IN_JOB = textwrap.dedent(
         topology = own.topology(own.nodes[0], source="nvidia-smi")
         found["topology"] = [topology.source, list(topology.gpus)]
         found["binding"] = [[row.node, list(row.gpus)] for row in own.explain_binding().rows]
+        # its panel, as any allocation's; the doctor's GPU probe step, beside the kernel's own step
+        from slurmlab.slurm.doctor_gpu import gpu_checks
+        from slurmlab.widgets.panel import header_html, panel_html
+
+        found["panel"] = header_html(own) + panel_html(own)
+        found["doctor"] = [f.evidence for f in gpu_checks(own.runner, found["own"], timeout=30)]
     found["scancel"] = cell("scancel", found["own"])
     second = Allocation.submit(["--gpus=1", "-t", "5"], validate=False)
     second.wait(timeout=60)
@@ -182,6 +188,13 @@ def test_a_kernel_inside_a_job_uses_it_and_never_cancels_it(
     assert found["topology"][0] == "nvidia-smi" and len(found["topology"][1]) == 2, found["topology"]
     assert found["binding"] == [[node, indices]], found["binding"]
     assert f"job {own} is the job this session runs in" in found["scancel"], found["scancel"]
+    # its panel says it is this session's and never cancelled, and warns of the walltime (5 min: the last
+    # five minutes from the start); the doctor's probe step ran in it (no "Memory required by task")
+    panel = found["panel"]
+    assert f"this session: job {own}" in panel and "never cancels it" in panel, panel
+    assert "Time almost up" in panel and "this kernel runs in this job" in panel, panel
+    assert "Time almost up" in status, status
+    assert found["doctor"] and all("the sandbox has no GPU" in e for e in found["doctor"]), found["doctor"]
     # the kernel ended: the allocation it made ended with it, the job it ran in did not
     own_state, second_state = after[-1].removeprefix("AFTER ").split("|")
     assert own_state == "RUNNING", printed

@@ -91,3 +91,76 @@ def xip(ip: Any) -> Iterator[Any]:
     finally:
         for name in ("gpu_timeslice", "gpu_isolation"):
             ip.magics_manager.magics["line"].pop(name, None)
+
+
+# ---- a notebook on the recorded cluster (fake_slurm), and stand-ins for allocations the recording lacks ----------
+@pytest.fixture
+def shell(ip: Any, fake_runner: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The magics' shell on the recorded cluster, as the uid that recorded it (its jobs are "mine")."""
+    from fake_slurm import OWNER_UID, cluster
+
+    from slurmlab.slurm import identity
+
+    monkeypatch.setattr(identity, "current_uid", lambda: OWNER_UID)
+    cluster(fake_runner)
+    return ip
+
+
+class KernelStandIn:
+    """What ipykernel offers the shell: the parent execute request, with JupyterLab's cellId."""
+
+    def __init__(self) -> None:
+        self.cell: str | None = None
+        self.msg = "m0"
+
+    def run(self, cell: str | None, msg: str) -> None:
+        self.cell, self.msg = cell, msg
+
+    def get_parent(self, channel: str = "shell") -> dict[str, Any]:
+        return {"header": {"msg_id": self.msg}, "metadata": {"cellId": self.cell} if self.cell else {}}
+
+
+@pytest.fixture
+def kernel(shell: Any, monkeypatch: pytest.MonkeyPatch) -> KernelStandIn:
+    k = KernelStandIn()
+    monkeypatch.setattr(shell, "kernel", k, raising=False)
+    return k
+
+
+class AllocationStandIn:
+    """Another allocation of the notebook: its id and state, and what was asked of it. A wait for it to start
+    fails the test at once (it would last until the job starts), or with ``interrupt`` ends as a user ends it
+    after minutes of "waiting for allocation … to start": Ctrl-C."""
+
+    def __init__(self, job_id: str | None, state: str, *, interrupt: bool = False) -> None:
+        from slurmlab.slurm.runner import get_runner
+
+        self.job_id, self.state = job_id, state
+        self.runner = get_runner()  # made on the kernel's Slurm (%slurm lists only that Slurm's allocations)
+        self.interrupt = interrupt
+        self.waited = 0
+        self.cancelled = 0
+
+    @property
+    def ended(self) -> bool:
+        from slurmlab.slurm.allocation import ENDED_STATES
+
+        return self.state in ENDED_STATES
+
+    def wait(self, *_args: Any, **_kwargs: Any) -> None:
+        self.waited += 1
+        if self.interrupt:
+            raise KeyboardInterrupt
+        raise AssertionError(f"waited for allocation {self.job_id} to start")
+
+    def cancel(self) -> None:
+        self.cancelled += 1
+
+    def summary(self) -> str:
+        return f"allocation {self.job_id}: {self.state}"
+
+
+@pytest.fixture
+def stand_in() -> type[AllocationStandIn]:
+    """Makes :class:`AllocationStandIn` s: ``stand_in("12", "RUNNING")``."""
+    return AllocationStandIn

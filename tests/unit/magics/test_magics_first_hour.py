@@ -17,42 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_slurm import JOB, OWNER_UID, SALLOC, cluster, job_in, pending_salloc
+from fake_slurm import JOB, SALLOC, job_in, pending_salloc
 from IPython.core.error import UsageError
 
 from slurmlab.core.slurm.models import Job
 from slurmlab.testing import FakeRunner
-
-
-@pytest.fixture
-def shell(ip: Any, fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The magics' shell on the recorded cluster, as the uid that recorded it (its jobs are "mine")."""
-    from slurmlab.slurm import identity
-
-    monkeypatch.setattr(identity, "current_uid", lambda: OWNER_UID)
-    cluster(fake_runner)
-    return ip
-
-
-class _Kernel:
-    """What ipykernel offers the shell: the parent execute request, with JupyterLab's cellId."""
-
-    def __init__(self) -> None:
-        self.cell: str | None = None
-        self.msg = "m0"
-
-    def run(self, cell: str | None, msg: str) -> None:
-        self.cell, self.msg = cell, msg
-
-    def get_parent(self, channel: str = "shell") -> dict[str, Any]:
-        return {"header": {"msg_id": self.msg}, "metadata": {"cellId": self.cell} if self.cell else {}}
-
-
-@pytest.fixture
-def kernel(shell: Any, monkeypatch: pytest.MonkeyPatch) -> _Kernel:
-    k = _Kernel()
-    monkeypatch.setattr(shell, "kernel", k, raising=False)
-    return k
 
 
 def _submit(shell: Any, fake: FakeRunner, line: str) -> Any:
@@ -101,7 +70,7 @@ def test_replace_and_new_together_are_refused(shell: Any, fake_runner: FakeRunne
 
 
 def test_the_cell_id_decides_what_a_rerun_is(
-    shell: Any, fake_runner: FakeRunner, kernel: _Kernel, capsys: pytest.CaptureFixture[str]
+    shell: Any, fake_runner: FakeRunner, kernel: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     kernel.run("cell-a", "run-1")
     a = _submit(shell, fake_runner, "--gpus=1 -t 5")
@@ -195,26 +164,18 @@ def test_time_limit_note_names_default_time_then_max_time() -> None:
     assert "MaxTime, 1-00:00:00" in (time_limit_note(long, partition_for(long, parts, None)) or "")
     assert "unknown" in (time_limit_note(bare, None) or "")
     assert time_limit_note(parse_request(["--gpus=1", "-t", "5"]), parts[0]) is None
-    # -t 0 and -t UNLIMITED are Slurm's "no limit": the partition's MaxTime caps them
+    # -t 0 and -t UNLIMITED are Slurm's "no limit", more than a MaxTime: Slurm does not shorten them to it, the job
+    # waits with PartitionTimeLimit (tests/integration/slurm/test_time_limit_note_true.py shows it on the sandbox)
     for spelled in ("0", "UNLIMITED"):
         note = time_limit_note(parse_request(["--gpus=1", "-t", spelled]), parts[0]) or ""
-        assert note.startswith("note: --time=") and "MaxTime, 02:00:00" in note, note
+        assert note.startswith("note: --time=") and "more than partition short's MaxTime (02:00:00)" in note
+        assert "PartitionTimeLimit" in note and "never starts" in note and "gets" not in note, note
+    # a partition without MaxTime: no limit at all
+    note = time_limit_note(parse_request(["--gpus=1", "-t", "UNLIMITED"]), Partition("any", "n1")) or ""
+    assert "no limit in partition any" in note, note
 
 
 # ---- 3: the default allocation is the newest live one ----------------------------------------------------
-class _Alloc:
-    """Just what the session and the messages read of an Allocation."""
-
-    def __init__(self, job_id: str, state: str) -> None:
-        self.job_id, self.state = job_id, state
-
-    @property
-    def ended(self) -> bool:
-        from slurmlab.slurm.allocation import ENDED_STATES
-
-        return self.state in ENDED_STATES
-
-
 @pytest.fixture
 def no_other_jobs(fake_runner: FakeRunner) -> FakeRunner:
     fake_runner.on(["squeue", "-h", "--me", ...], stdout="")
@@ -222,13 +183,13 @@ def no_other_jobs(fake_runner: FakeRunner) -> FakeRunner:
 
 
 def test_the_default_is_the_newest_running_then_the_newest_live_allocation(
-    ip: Any, no_other_jobs: FakeRunner
+    ip: Any, no_other_jobs: FakeRunner, stand_in: Any
 ) -> None:
     from slurmlab.magics.kernel import resolve_allocation
     from slurmlab.magics.session import get_session
 
     session = get_session()
-    older, newer = _Alloc("4", "RUNNING"), _Alloc("5", "PENDING")
+    older, newer = stand_in("4", "RUNNING"), stand_in("5", "PENDING")
     session.remember(older)  # type: ignore[arg-type]
     session.remember(newer)  # type: ignore[arg-type]
     assert resolve_allocation(None) is older  # a step there runs now; job 5 is named (issue 28 point 2)
@@ -246,7 +207,9 @@ def test_the_default_is_the_newest_running_then_the_newest_live_allocation(
     assert "--jobid" in message and "%salloc --gpus=1" in message
 
 
-def test_the_no_allocation_message_lists_the_users_live_jobs(ip: Any, fake_runner: FakeRunner) -> None:
+def test_the_no_allocation_message_lists_the_users_live_jobs(
+    ip: Any, fake_runner: FakeRunner, stand_in: Any
+) -> None:
     from slurmlab.core.slurm.squeue_brief import BRIEF_FORMAT
     from slurmlab.magics.kernel import resolve_allocation
     from slurmlab.magics.session import get_session
@@ -255,38 +218,42 @@ def test_the_no_allocation_message_lists_the_users_live_jobs(ip: Any, fake_runne
     fake_runner.replay("22.05/l06_squeue_brief_running.txt")
     brief = fake_runner.run(["squeue", "-h", "-t", "all", "-j", JOB, "-o", BRIEF_FORMAT]).stdout
     fake_runner.on(["squeue", "-h", "--me", ...], stdout=brief)
-    get_session().remember(_Alloc("77", "TIMEOUT"))  # type: ignore[arg-type]
+    get_session().remember(stand_in("77", "TIMEOUT"))  # type: ignore[arg-type]
     with pytest.raises(UsageError) as info:
         resolve_allocation(None)
     message = str(info.value)
     assert f"live allocations: {JOB} (RUNNING)" in message and f"--jobid {JOB}" in message
 
 
-def test_an_ended_jobid_is_named_with_the_live_ones(ip: Any, no_other_jobs: FakeRunner) -> None:
+def test_an_ended_jobid_is_named_with_the_live_ones(
+    ip: Any, no_other_jobs: FakeRunner, stand_in: Any
+) -> None:
     from slurmlab.magics.kernel import resolve_allocation
     from slurmlab.magics.session import get_session
 
     session = get_session()
-    session.remember(_Alloc("4", "RUNNING"))  # type: ignore[arg-type]
-    session.remember(_Alloc("5", "TIMEOUT"))  # type: ignore[arg-type]
+    session.remember(stand_in("4", "RUNNING"))  # type: ignore[arg-type]
+    session.remember(stand_in("5", "TIMEOUT"))  # type: ignore[arg-type]
     with pytest.raises(UsageError) as info:
         resolve_allocation("5")
     assert "allocation 5 has ended (TIMEOUT)" in str(info.value)
     assert "live allocations: 4 (RUNNING): use one with --jobid 4" in str(info.value)
 
 
-def test_experiment_magics_name_the_live_ones_too(ip: Any, no_other_jobs: FakeRunner) -> None:
+def test_experiment_magics_name_the_live_ones_too(ip: Any, no_other_jobs: FakeRunner, stand_in: Any) -> None:
     from slurmlab.magics.experiments import _running
 
-    alloc = _Alloc("5", "TIMEOUT")
+    alloc = stand_in("5", "TIMEOUT")
     with pytest.raises(UsageError, match=r"allocation 5 has ended \(TIMEOUT\).*--jobid"):
         _running(alloc)  # type: ignore[arg-type]
 
 
-def test_gpu_timeslice_after_every_allocation_ended_names_them(xip: Any, no_other_jobs: FakeRunner) -> None:
+def test_gpu_timeslice_after_every_allocation_ended_names_them(
+    xip: Any, no_other_jobs: FakeRunner, stand_in: Any
+) -> None:
     from slurmlab.magics.session import get_session
 
-    get_session().remember(_Alloc("5", "TIMEOUT"))  # type: ignore[arg-type]
+    get_session().remember(stand_in("5", "TIMEOUT"))  # type: ignore[arg-type]
     with pytest.raises(
         UsageError, match=r"no live allocation in this notebook \(the latest, 5, has ended: TIMEOUT\)"
     ):
@@ -497,11 +464,14 @@ def test_ctrl_c_in_srun_is_one_line(
     assert "Traceback" not in shown and len(shown.strip().splitlines()) == 1, shown
 
 
-def test_ctrl_c_in_an_experiment_is_one_line(ip: Any) -> None:
+def test_ctrl_c_in_an_experiment_is_one_line(ip: Any, stand_in: Any) -> None:
     from slurmlab.magics.error_display import StepInterrupted
     from slurmlab.magics.experiments import _interrupted
 
-    with pytest.raises(StepInterrupted) as info, _interrupted("the isolation check", _Alloc("9", "RUNNING")):
+    with (
+        pytest.raises(StepInterrupted) as info,
+        _interrupted("the isolation check", stand_in("9", "RUNNING")),
+    ):
         raise KeyboardInterrupt
     assert str(info.value) == "interrupted: the isolation check ended; allocation 9 is still running"
 

@@ -81,7 +81,9 @@ def test_slurm_names_the_session_s_job_first(shell: Any, monkeypatch: pytest.Mon
     assert line.startswith(f"this session: job {JOB} on node1, 2 × h100, ")
     assert "never cancels it" in line
     after = status[status.index(line) + 1 :]
-    assert after and after[0].startswith(f"no allocation of this notebook yet: %srun runs in job {JOB}")
+    # the walltime warning of a normal panel under it (the recorded job's time is up long since)
+    assert after[0].startswith("  Time almost up: ") and after[0].endswith("; this kernel ends with it")
+    assert after[1].startswith(f"no allocation of this notebook yet: %srun runs in job {JOB}")
 
 
 def test_the_session_s_job_is_never_cancelled_by_scancel(
@@ -117,3 +119,32 @@ def test_outside_a_job_or_unconfirmed_nothing_changes(
     status = str(shell.run_line_magic("slurm", ""))
     assert f"{problem}: slurmlab works as from a login node" in status and "this session:" not in status
     assert not fake_runner.called(["srun", ...])
+
+
+def test_the_session_s_job_has_a_panel_that_says_so_and_slurm_shows_it_first(
+    shell: Any, fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ipywidgets")
+    from slurmlab.magics import error_display
+    from slurmlab.magics.session import get_session
+    from slurmlab.widgets.panel import AllocationPanel, header_html, panel_html
+
+    _inside(monkeypatch, OwnJob(job_id=JOB, evidence="test"))
+    status = shell.run_line_magic("slurm", "")
+    own = get_session().own
+    assert own is not None and status.own is own
+    shown: list[Any] = []
+    monkeypatch.setattr(error_display, "show", lambda obj, raw=False: shown.append(obj))
+    status._ipython_display_()
+    # the panel first (a widget, and for a saved notebook its dated text), then the status lines
+    assert "application/vnd.jupyter.widget-view+json" in shown[0]
+    assert "the job this session runs in: slurmlab never cancels it" in shown[0]["text/plain"]
+    assert shown[1] == {"text/plain": str(status)}
+    assert f"this session: job {JOB}" in header_html(own)
+    body = panel_html(own)
+    assert "This session:" in body and "not when the kernel ends either" in body
+    # no Cancel button: cancelling the job would end this kernel; what the button would do does nothing
+    panel = AllocationPanel.for_allocation(own)
+    assert panel.cancel_button.layout.display == "none"
+    panel.cancel()
+    assert not panel._cancelling and not fake_runner.called(["scancel", ...])

@@ -10,74 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fake_slurm import JOB, OWNER_UID, SALLOC, cluster, job_in, pending_salloc
+from fake_slurm import JOB, SALLOC, job_in, pending_salloc
 from IPython.core.error import UsageError
 
 from slurmlab.testing import FakeRunner
-
-
-@pytest.fixture
-def shell(ip: Any, fake_runner: FakeRunner, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The magics' shell on the recorded cluster, as the uid that recorded it (its jobs are "mine")."""
-    from slurmlab.slurm import identity
-
-    monkeypatch.setattr(identity, "current_uid", lambda: OWNER_UID)
-    cluster(fake_runner)
-    return ip
-
-
-class _Kernel:
-    """What ipykernel offers the shell: the parent execute request, with JupyterLab's cellId."""
-
-    def __init__(self) -> None:
-        self.cell: str | None = None
-        self.msg = "m0"
-
-    def run(self, cell: str | None, msg: str) -> None:
-        self.cell, self.msg = cell, msg
-
-    def get_parent(self, channel: str = "shell") -> dict[str, Any]:
-        return {"header": {"msg_id": self.msg}, "metadata": {"cellId": self.cell} if self.cell else {}}
-
-
-@pytest.fixture
-def kernel(shell: Any, monkeypatch: pytest.MonkeyPatch) -> _Kernel:
-    k = _Kernel()
-    monkeypatch.setattr(shell, "kernel", k, raising=False)
-    return k
-
-
-class _Alloc:
-    """Another allocation of the notebook: its id and state, and what was asked of it. A wait for it to start
-    fails the test at once (it would last until the job starts), or with ``interrupt`` ends as a user ends it
-    after minutes of "waiting for allocation … to start": Ctrl-C."""
-
-    def __init__(self, job_id: str | None, state: str, *, interrupt: bool = False) -> None:
-        from slurmlab.slurm.runner import get_runner
-
-        self.job_id, self.state = job_id, state
-        self.runner = get_runner()  # made on the kernel's Slurm (%slurm lists only that Slurm's allocations)
-        self.interrupt = interrupt
-        self.waited = 0
-        self.cancelled = 0
-
-    @property
-    def ended(self) -> bool:
-        from slurmlab.slurm.allocation import ENDED_STATES
-
-        return self.state in ENDED_STATES
-
-    def wait(self, *_args: Any, **_kwargs: Any) -> None:
-        self.waited += 1
-        if self.interrupt:
-            raise KeyboardInterrupt
-        raise AssertionError(f"waited for allocation {self.job_id} to start")
-
-    def cancel(self) -> None:
-        self.cancelled += 1
-
-    def summary(self) -> str:
-        return f"allocation {self.job_id}: {self.state}"
 
 
 def _running_job(shell: Any, fake: FakeRunner) -> Any:
@@ -96,12 +32,12 @@ def _submit(shell: Any, fake: FakeRunner, line: str) -> Any:
 
 # ---- point 2: %srun goes to the running allocation, not a newer pending one ----------------------------------
 def test_srun_runs_in_the_running_allocation_and_names_the_pending_one(
-    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str]
+    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str], stand_in: Any
 ) -> None:
     from slurmlab.magics.session import get_session
 
     running = _running_job(shell, fake_runner)
-    pending = _Alloc("30", "PENDING")
+    pending = stand_in("30", "PENDING")
     get_session().remember(pending)  # type: ignore[arg-type]  # the newest: made after job 19
     capsys.readouterr()
     shell.run_line_magic("srun", "hostname")
@@ -121,13 +57,13 @@ def test_srun_runs_in_the_running_allocation_and_names_the_pending_one(
 
 
 def test_the_pending_one_is_used_when_none_runs_and_the_wait_is_said(
-    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str]
+    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str], stand_in: Any
 ) -> None:
     from slurmlab.magics.error_display import StepInterrupted
     from slurmlab.magics.session import get_session
 
-    pending = _Alloc("30", "PENDING", interrupt=True)
-    get_session().remember(_Alloc("29", "COMPLETED"))  # type: ignore[arg-type]
+    pending = stand_in("30", "PENDING", interrupt=True)
+    get_session().remember(stand_in("29", "COMPLETED"))  # type: ignore[arg-type]
     get_session().remember(pending)  # type: ignore[arg-type]
     with pytest.raises(StepInterrupted, match="stopped waiting; allocation 30 is still pending"):
         shell.run_line_magic("srun", "hostname")
@@ -137,10 +73,14 @@ def test_the_pending_one_is_used_when_none_runs_and_the_wait_is_said(
     assert not fake_runner.called(["srun", ...])
 
 
-def test_the_chosen_line_names_every_newer_allocation_passed_over() -> None:
+def test_the_chosen_line_names_every_newer_allocation_passed_over(stand_in: Any) -> None:
     from slurmlab.magics.kernel import chosen_message
 
-    running, newer, newest = _Alloc("4", "RUNNING"), _Alloc("5", "CONFIGURING"), _Alloc(None, "SUBMITTING")
+    running, newer, newest = (
+        stand_in("4", "RUNNING"),
+        stand_in("5", "CONFIGURING"),
+        stand_in(None, "SUBMITTING"),
+    )
     assert chosen_message(running, [newest, newer]) == (  # type: ignore[arg-type]
         "using job 4 (RUNNING); newer a request Slurm has not numbered yet (SUBMITTING), job 5 (CONFIGURING) "
         "have not started — --jobid 5 waits for it"
@@ -149,7 +89,7 @@ def test_the_chosen_line_names_every_newer_allocation_passed_over() -> None:
 
 # ---- point 7a: the same request in another cell reuses the live allocation -----------------------------------
 def test_the_same_request_in_another_cell_reuses_the_live_allocation_and_says_so(
-    shell: Any, fake_runner: FakeRunner, kernel: _Kernel, capsys: pytest.CaptureFixture[str]
+    shell: Any, fake_runner: FakeRunner, kernel: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     kernel.run("cell-a", "run-1")
     first = _submit(shell, fake_runner, "--gpus=2 -t 10")
@@ -182,7 +122,7 @@ def test_the_same_request_in_another_cell_reuses_the_live_allocation_and_says_so
 
 
 def test_an_allocation_this_kernel_cancelled_is_not_reused(
-    shell: Any, fake_runner: FakeRunner, kernel: _Kernel, capsys: pytest.CaptureFixture[str]
+    shell: Any, fake_runner: FakeRunner, kernel: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Slurm's state says PENDING or RUNNING until the next poll after scancel: the same request right after
     ``%scancel`` (lesson 02 asks for --gpus=1 twice that way) is a new job, and no step goes to the old one."""
@@ -224,11 +164,11 @@ def test_unlimited_written_out_is_submitted_and_a_dry_run_of_zero_warns(
 
 # ---- point 7c: a bare %scancel says what it cancelled and what still lives ----------------------------------
 def test_a_bare_scancel_cancels_the_default_and_names_the_ones_still_live(
-    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str]
+    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str], stand_in: Any
 ) -> None:
     from slurmlab.magics.session import get_session
 
-    older = _Alloc("20", "RUNNING")
+    older = stand_in("20", "RUNNING")
     get_session().remember(older)  # type: ignore[arg-type]
     _running_job(shell, fake_runner)  # job 19, attached after it: the default
     capsys.readouterr()
@@ -243,12 +183,12 @@ def test_a_bare_scancel_cancels_the_default_and_names_the_ones_still_live(
 
 
 def test_scancel_all_cancels_every_live_allocation_of_the_notebook(
-    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str]
+    shell: Any, fake_runner: FakeRunner, capsys: pytest.CaptureFixture[str], stand_in: Any
 ) -> None:
     from slurmlab.magics.session import get_session
 
     _running_job(shell, fake_runner)
-    unnumbered = _Alloc(None, "SUBMITTING")  # salloc has not heard back: the request is withdrawn
+    unnumbered = stand_in(None, "SUBMITTING")  # salloc has not heard back: the request is withdrawn
     get_session().remember(unnumbered)  # type: ignore[arg-type]
     capsys.readouterr()
     shell.run_line_magic("scancel", "--all")

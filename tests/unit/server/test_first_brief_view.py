@@ -52,7 +52,7 @@ def test_an_incomplete_poll_is_followed_by_another_at_once() -> None:
         def __init__(self) -> None:
             self.outcomes = [PollOutcome("22.05.8", complete=False), PollOutcome("22.05.8")]
 
-        async def poll(self, version: str | None) -> PollOutcome:
+        async def poll(self, version: str | None, whole: bool = True) -> PollOutcome:
             return self.outcomes.pop(0) if self.outcomes else PollOutcome("22.05.8")
 
     async def run() -> int:

@@ -28,7 +28,7 @@ def jp_server_config() -> dict[str, Any]:
         {
             "ServerApp": {
                 "jpserver_extensions": {"slurmlab.server": True},
-                "tornado_settings": {"slurmlab_poll_interval": 0.2},
+                "tornado_settings": {"slurmlab_poll_interval": 0.2, "slurmlab_cluster_poll_interval": 0.2},
             }
         }
     )

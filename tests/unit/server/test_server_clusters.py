@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from cluster_files import make_sandbox
-from fake_slurm import OWNER_UID, cluster, node_brief
+from fake_slurm import OWNER_UID, cluster, my_queue, node_brief
 from tornado.httpclient import HTTPClientError
 
 from slurmlab.core.slurm.reasons import explain_reason
@@ -28,7 +28,7 @@ def jp_server_config() -> dict[str, Any]:
         {
             "ServerApp": {
                 "jpserver_extensions": {"slurmlab.server": True},
-                "tornado_settings": {"slurmlab_poll_interval": POLL},
+                "tornado_settings": {"slurmlab_poll_interval": POLL, "slurmlab_cluster_poll_interval": POLL},
             }
         }
     )
@@ -48,6 +48,7 @@ def two_clusters(
     other = FakeRunner()
     other.replay_cluster("24.11")
     node_brief(other, "24.11")
+    my_queue(other, "24.11")
     asked: list[str] = []
 
     def runner_for(view: Any) -> Any:

@@ -1,5 +1,5 @@
 """Issue 28, point 1: "why it waits" gives advice that is true — replayed from what a real Slurm 22.05 printed
-(``tests/data/slurm/22.05/why_waits``, recorded by ``tests/data/slurm/record_why_waits.py``; dgx-h100 sandbox,
+(``tests/data/slurm/22.05/why_waits``, recorded by ``scripts/record_why_waits.py``; dgx-h100 sandbox,
 2 nodes × 8 GPUs, two jobs holding all 16 GPUs for 30 and 60 minutes).
 
 - ``g``: ``--gpus=1 -t 99999``, asked at once (``g0``: no reason, no expected start yet) and once Slurm had its

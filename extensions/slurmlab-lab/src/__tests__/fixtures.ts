@@ -43,7 +43,8 @@ export function status(reachable = true): IStatus {
     cluster: OWN,
     reachable,
     version: reachable ? '22.05.8' : null,
-    poll_interval_s: 5,
+    poll_interval_s: 20,
+    cluster_poll_interval_s: 60,
     user: 'alice',
     error: reachable ? null : 'slurmctld does not answer on 127.0.0.1:6817',
     error_kind: reachable ? null : 'ControllerDownError'

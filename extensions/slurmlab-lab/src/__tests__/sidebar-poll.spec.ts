@@ -7,7 +7,12 @@
 import { Widget } from '@lumino/widgets';
 
 import * as api from '../api';
-import { DEFAULT_REFRESH_S, SlurmSidebar } from '../sidebar';
+import {
+  DEFAULT_REFRESH_S,
+  isStale,
+  SlurmSidebar,
+  statusText
+} from '../sidebar';
 import * as fx from './fixtures';
 
 jest.mock('@jupyterlab/apputils', () => ({
@@ -216,5 +221,45 @@ describe('the sidebar polls the server', () => {
     const before = rounds();
     await wait(10 * INTERVAL_MS);
     expect(rounds()).toBe(before);
+  });
+
+  it('asks nothing once the sidebar is closed, and at once when it is opened again', async () => {
+    Widget.attach(sidebar, document.body);
+    await wait(0);
+    Widget.detach(sidebar);
+    const before = rounds();
+    await wait(10 * INTERVAL_MS);
+    expect(rounds()).toBe(before);
+    Widget.attach(sidebar, document.body);
+    await wait(0);
+    expect(rounds()).toBe(before + 1);
+  });
+});
+
+describe("the status line follows the server's two cadences", () => {
+  const status = fx.status(); // my jobs every 20 s, the whole cluster every 60 s
+
+  it('names both intervals', () => {
+    expect(statusText(status)).toContain(
+      'my jobs every 20s, cluster every 60s'
+    );
+  });
+
+  it('calls data stale only past two intervals of the listing it comes from', () => {
+    // "all jobs" comes from the whole-cluster listing: 70 s old is on time there, not for my jobs
+    expect(isStale(status, 70, true)).toBe(false);
+    expect(isStale(status, 70, false)).toBe(true);
+    expect(isStale(status, 130, true)).toBe(true);
+    expect(statusText(status, 70, true)).not.toContain('old');
+    expect(statusText(status, 70, false)).toContain('old');
+  });
+
+  it('reads a server that names one interval only', () => {
+    const older = {
+      ...status,
+      cluster_poll_interval_s: undefined
+    } as unknown as typeof status;
+    expect(statusText(older)).toContain('every 20s');
+    expect(isStale(older, 50, true)).toBe(true);
   });
 });

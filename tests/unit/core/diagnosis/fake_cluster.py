@@ -5,7 +5,7 @@ The recording (dgx-h100 profile, 2 nodes × 8 H100): job 14 "train" runs with 4 
 one node (Resources), job 17 is held by its user, node2 is drained ("fan failure"). ``sbatch --test-only``
 answers: 4 GPUs would start at 08:05:39, 8 GPUs for 10 minutes at 08:35:35 (the job itself expects 08:25:35).
 That sandbox kept no accounting: ``sacctmgr`` answers as a 22.05 sandbox without accounting did (recorded by
-``tests/data/slurm/record_limits.py``), so no QOS or association limit is looked up.
+``scripts/record_limits.py``), so no QOS or association limit is looked up.
 ``squeue --start`` of job 16 (``squeue_start_pending.txt``) is written to match: the same StartTime (squeue reads
 the job's own field) and the one node of its partition that is not drained as the planned node.
 """

@@ -1,4 +1,4 @@
-"""The scenes ``tests/data/slurm/record_limits.py`` recorded from a real Slurm 22.05 (``22.05/limits``): each
+"""The scenes ``scripts/record_limits.py`` recorded from a real Slurm 22.05 (``22.05/limits``): each
 one every command ``why()`` (or the doctor, ``k``) ran while a limit held a job, as Slurm answered it.
 
 ``q`` the user at the QOS GPU cap, ``k`` the doctor on the same job, ``d`` the same with slurmdbd stopped, ``a``

@@ -1,5 +1,5 @@
 """Slurm's QOS, association and partition limits as arithmetic (issue 25, point 8), on what a real Slurm 22.05
-printed (``tests/data/slurm/22.05/limits``, written by ``record_limits.py``):
+printed (``tests/data/slurm/22.05/limits``, written by ``scripts/record_limits.py``):
 
 - scene q: the user's job 1 holds 4 GPUs in QOS normal (MaxTRESPU gres/gpu=4); job 2 asks for 2 more and waits
   (QOSMaxGRESPerUser). ``sbatch --test-only`` of a shorter time says it would start all the same (qx01): it

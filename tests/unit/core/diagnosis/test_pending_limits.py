@@ -18,7 +18,7 @@ from slurmlab.core.slurm.tres import Tres
 from slurmlab.errors import ParseError
 from slurmlab.testing import recorded
 
-# every QOS of a 22.05 sandbox with accounting (tests/data/slurm/record_limits.py): normal caps each user at 4 GPUs
+# every QOS of a 22.05 sandbox with accounting (scripts/record_limits.py): normal caps each user at 4 GPUs
 QOS_ROWS = recorded("22.05/limits/q08_sacctmgr_nP_show.txt").stdout
 
 

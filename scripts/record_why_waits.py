@@ -1,11 +1,11 @@
 """Record what ``why()`` asks a real Slurm in the scenes of issue 28, point 1 ("why it waits" gives advice that
 is not true), for the unit tests of the panel's one estimate, of "sooner" and of the real cause named first.
 
-    python tests/data/slurm/record_why_waits.py 22.05
-    bash scripts/in-slurm-root.sh 24.11 python tests/data/slurm/record_why_waits.py 24.11
+    python scripts/record_why_waits.py 22.05
+    bash scripts/in-slurm-root.sh 24.11 python scripts/record_why_waits.py 24.11
 
 Starts a dgx-h100 sandbox without accounting (2 nodes × 8 GPUs) and, through the recording Runner of
-``record_limits.py`` (every command's argv, exit code, stdout and stderr), records into
+``scripts/record_limits.py`` (every command's argv, exit code, stdout and stderr), records into
 ``tests/data/slurm/<version>/why_waits/``:
 
 - ``g0*``: two jobs hold all 16 GPUs (8 on node1 for 30 minutes, 8 on node2 for 60); a job asking
@@ -25,16 +25,20 @@ file with its argv and exit code (FakeRunner's ``recorded``)."""
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import socket
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent  # scripts/, where record_limits.py is
+REPO = HERE.parent
+DATA = REPO / "tests" / "data" / "slurm"  # the recordings go to DATA/<version>/why_waits
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parents[2]))
+sys.path.insert(0, str(REPO))
 
 from record_limits import RecordingRunner, Sink  # noqa: E402
 
@@ -134,7 +138,7 @@ def _record(sb: Sandbox, sink: Sink) -> None:
 
 
 def record(version: str) -> int:
-    out = HERE / version / "why_waits"
+    out = DATA / version / "why_waits"
     out.mkdir(parents=True, exist_ok=True)
     for old in out.iterdir():
         old.unlink()
@@ -142,13 +146,11 @@ def record(version: str) -> int:
     base.chmod(0o711)
     rewrites = [
         (str(base / "sb"), "/srv/sandbox"),
-        (str(HERE.parents[2]), "/home/user"),
+        (str(REPO), "/home/user"),
         (socket.gethostname(), "vm"),
     ]
     sink = Sink(out, rewrites)
-    sink.lines.append(
-        f"# recorded by tests/data/slurm/record_why_waits.py from a Slurm {version} sandbox (dgx-h100)"
-    )
+    sink.lines.append(f"# recorded by scripts/record_why_waits.py from a Slurm {version} sandbox (dgx-h100)")
     sb = Sandbox.up(profile="dgx-h100", directory=base / "sb", accounting=False)
     try:
         _record(sb, sink)
@@ -159,5 +161,17 @@ def record(version: str) -> int:
     return 0
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="It starts its own sandbox (minutes) and replaces what the folder held before.",
+    )
+    parser.add_argument(
+        "version",
+        help="the Slurm version installed here (22.05, 24.11, 26.05): writes tests/data/slurm/VERSION/why_waits/",
+    )
+    return record(parser.parse_args(argv).version)
+
+
 if __name__ == "__main__":
-    sys.exit(record(sys.argv[1]))
+    sys.exit(main())

@@ -1,8 +1,8 @@
 """Record what ``why()`` asks a real Slurm while a QOS or association limit holds a job, for the unit tests of
 the limit arithmetic and of ``why()`` replayed (issue 25, point 8).
 
-    python tests/data/slurm/record_limits.py 22.05
-    bash scripts/in-slurm-root.sh 24.11 python tests/data/slurm/record_limits.py 24.11
+    python scripts/record_limits.py 22.05
+    bash scripts/in-slurm-root.sh 24.11 python scripts/record_limits.py 24.11
 
 Starts a seed sandbox with accounting (2 nodes × 4 GPUs; QOS ``normal`` caps each user at 4 GPUs, ``debug`` too,
 with 30 minutes at most) and, through a Runner that writes down every command ``why()`` runs (argv, exit code,
@@ -25,6 +25,7 @@ recorded (``*t*_taken_*``): the evidence that what is offered starts. Paths are 
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import shutil
@@ -37,8 +38,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[2]))
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data" / "slurm"  # the recordings go to DATA/<version>/limits
+sys.path.insert(0, str(REPO))
 
 from slurmlab.sandbox import Sandbox  # noqa: E402
 from slurmlab.slurm.allocation.pending import why  # noqa: E402
@@ -217,7 +219,7 @@ def _without_accounting(base: Path, sink: Sink) -> None:
 
 
 def record(version: str) -> int:
-    out = HERE / version / "limits"
+    out = DATA / version / "limits"
     out.mkdir(parents=True, exist_ok=True)
     for old in out.iterdir():
         old.unlink()
@@ -226,13 +228,11 @@ def record(version: str) -> int:
     rewrites = [
         (str(base / "on"), "/srv/sandbox"),
         (str(base / "off"), "/srv/sandbox"),
-        (str(HERE.parents[2]), "/home/user"),
+        (str(REPO), "/home/user"),
         (socket.gethostname(), "vm"),
     ]
     sink = Sink(out, rewrites)
-    sink.lines.append(
-        f"# recorded by tests/data/slurm/record_limits.py from Slurm {version} sandboxes (seed)"
-    )
+    sink.lines.append(f"# recorded by scripts/record_limits.py from Slurm {version} sandboxes (seed)")
     try:
         _with_accounting(base, sink)
         _without_accounting(base, sink)
@@ -242,5 +242,17 @@ def record(version: str) -> int:
     return 0
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="It starts its own sandbox (minutes) and replaces what the folder held before.",
+    )
+    parser.add_argument(
+        "version",
+        help="the Slurm version installed here (22.05, 24.11, 26.05): writes tests/data/slurm/VERSION/limits/",
+    )
+    return record(parser.parse_args(argv).version)
+
+
 if __name__ == "__main__":
-    sys.exit(record(sys.argv[1]))
+    sys.exit(main())

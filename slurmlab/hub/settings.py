@@ -1,0 +1,137 @@
+"""The hub's JupyterHub configuration, from the settings :mod:`slurmlab.hub.control` writes beside it.
+
+JupyterHub runs the ``jupyterhub_config.py`` of the hub's folder, two lines that call :func:`configure` with the
+settings file; everything a site would write in its configuration is here, in one place:
+
+- JupyterHub, its internal API and configurable-http-proxy on 127.0.0.1 only, each on a port chosen free;
+- JupyterHub's DummyAuthenticator with one password and only the named users allowed (a test hub: a site uses
+  PAM or OAuth; PAM needs the users' real passwords);
+- batchspawner's SlurmSpawner (:class:`slurmlab.hub.spawner.SandboxSlurmSpawner`) submitting as the user
+  (``runuser -u USER``: the hub runs as root, as it must to submit for others), with the sandbox's
+  ``SLURM_CONF`` handed to the job so that the user's server and kernels reach the same Slurm;
+- a service token allowed to start and stop servers, for ``slurmlab hub`` and the tests (the REST API).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "CONFIG_FILE",
+    "JOB_NAME",
+    "MAX_GPUS",
+    "SETTINGS_FILE",
+    "config_text",
+    "configure",
+    "jupyter_paths",
+    "parse_form",
+]
+
+CONFIG_FILE = "jupyterhub_config.py"
+SETTINGS_FILE = "settings.json"
+SERVICE = "slurmlab-hub"
+# the job name of every server the hub spawns (the batch script's): `slurmlab hub down` cancels what is left by it
+JOB_NAME = "slurmlab-hub"
+_RUNTIME = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$")  # Slurm's --time forms: 30, 1:00:00, 2-00:00:00
+_PARTITION = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MAX_GPUS = 64
+
+
+def config_text(settings_path: Path) -> str:
+    """The ``jupyterhub_config.py`` JupyterHub runs: it reads ``settings_path`` through :func:`configure`."""
+    return (
+        "from slurmlab.hub.settings import configure\n"
+        f"configure(get_config(), {str(settings_path)!r})  # noqa: F821 (JupyterHub provides get_config)\n"
+    )
+
+
+def configure(c: Any, settings_path: str) -> None:
+    """Set JupyterHub's configuration object ``c`` from the JSON settings at ``settings_path``."""
+    s: dict[str, Any] = json.loads(Path(settings_path).read_text(encoding="utf-8"))
+    folder = Path(s["folder"])
+    loopback = "127.0.0.1"
+
+    c.JupyterHub.bind_url = f"http://{loopback}:{s['port']}"
+    c.JupyterHub.hub_ip = loopback
+    c.JupyterHub.hub_port = s["hub_port"]
+    c.JupyterHub.db_url = f"sqlite:///{folder / 'jupyterhub.sqlite'}"
+    c.JupyterHub.cookie_secret_file = str(folder / "jupyterhub_cookie_secret")
+    c.JupyterHub.pid_file = str(folder / "jupyterhub.pid")
+    c.JupyterHub.cleanup_servers = True  # stopping the hub stops (scancels) every server it spawned
+    c.ConfigurableHTTPProxy.api_url = f"http://{loopback}:{s['proxy_api_port']}"
+    c.ConfigurableHTTPProxy.command = [s["proxy"]]
+    c.ConfigurableHTTPProxy.pid_file = str(folder / "proxy.pid")
+    c.ConfigurableHTTPProxy.auth_token = s["proxy_token"]
+    c.ConfigurableHTTPProxy.should_start = True
+
+    c.JupyterHub.authenticator_class = "dummy"
+    c.DummyAuthenticator.password = s["password"]
+    c.Authenticator.allowed_users = set(s["users"])
+
+    c.JupyterHub.services = [{"name": SERVICE, "api_token": s["service_token"]}]
+    c.JupyterHub.load_roles = [
+        {
+            "name": "slurmlab-hub-control",
+            "scopes": [
+                "admin:users",
+                "admin:servers",
+                "admin:server_state",
+                "list:users",
+                "read:users",
+                "access:servers",
+            ],
+            "services": [SERVICE],
+        }
+    ]
+
+    c.JupyterHub.spawner_class = "slurmlab.hub.spawner.SandboxSlurmSpawner"
+    c.SandboxSlurmSpawner.exec_prefix = f"{s['runuser']} -u {{username}} --"
+    c.SandboxSlurmSpawner.daemon_resolver = dict.fromkeys(s["nodes"], loopback)
+    c.SandboxSlurmSpawner.partitions = dict.fromkeys(s["partitions"], True)
+    # batchspawner's wrapper, then the single-user server's script, both run by that Python (``run_path``): the
+    # users' Python may not be the one whose path the scripts' first line names
+    c.SandboxSlurmSpawner.batchspawner_singleuser_cmd = f"{s['python']} -m batchspawner.singleuser"
+    c.SandboxSlurmSpawner.startup_poll_interval = 0.5
+    c.Spawner.cmd = [s["singleuser"]]
+    c.Spawner.args = ["--allow-root"] if "root" in s["users"] else []
+    c.Spawner.default_url = "/lab"
+    c.Spawner.start_timeout = s.get("start_timeout", 120)
+    c.Spawner.http_timeout = s.get("start_timeout", 120)
+    # what the job needs of the hub's environment: the sandbox's Slurm, this Python's packages
+    c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "SLURM_CONF"]
+    c.Spawner.environment = {"PYTHONPATH": s["pythonpath"], **jupyter_paths(s["jupyter_prefix"])}
+    os.environ.setdefault("SLURM_CONF", s["slurm_conf"])
+
+
+def jupyter_paths(prefix: str) -> dict[str, str]:
+    """Where Jupyter finds the environment's configuration (JupyterLab's and slurmlab's server extensions are
+    enabled there), its lab extensions and kernel specs, for a Python whose own prefix is elsewhere."""
+    return {
+        "JUPYTER_CONFIG_PATH": str(Path(prefix) / "etc" / "jupyter"),
+        "JUPYTER_PATH": str(Path(prefix) / "share" / "jupyter"),
+    }
+
+
+def parse_form(form: dict[str, list[str]], partitions: list[str]) -> dict[str, str]:
+    """The job the form asks for, checked: ``ngpus`` a whole number, ``runtime`` in one of Slurm's time forms,
+    ``partition`` one of the cluster's. A wrong value raises ValueError with what was wrong (JupyterHub shows it
+    above the form)."""
+
+    def first(name: str, default: str = "") -> str:
+        values = form.get(name) or [default]
+        return str(values[0]).strip()
+
+    ngpus = first("ngpus", "0") or "0"
+    if not ngpus.isdigit() or int(ngpus) > MAX_GPUS:
+        raise ValueError(f"GPUs must be a whole number from 0 to {MAX_GPUS}, not {ngpus!r}")
+    runtime = first("runtime", "1:00:00")
+    if not _RUNTIME.match(runtime):
+        raise ValueError(f"time must be minutes or [D-]HH:MM:SS (e.g. 30, 1:00:00), not {runtime!r}")
+    partition = first("partition", partitions[0] if partitions else "")
+    if partition and (not _PARTITION.match(partition) or (partitions and partition not in partitions)):
+        raise ValueError(f"no partition {partition!r} here; choose one of: {', '.join(partitions)}")
+    return {"ngpus": str(int(ngpus)), "runtime": runtime, "partition": partition}
