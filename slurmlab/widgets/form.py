@@ -131,6 +131,9 @@ class RequestForm:
         self.submit_error: str | None = None
         self._submitting = False
         self._lock = threading.Lock()
+        # render() runs in a cell and on the widget thread: one at a time, or the thread's choice sync (options
+        # read, then a value set) interleaves with a cell's and puts back a GPU type the cell had just changed
+        self._rendering = threading.RLock()
         self._sync_choices()
         # the last values submitted (slurmlab.widgets.form_memory), where the cluster still offers them
         self.memory = memory
@@ -163,7 +166,8 @@ class RequestForm:
 
     def sync_choices(self) -> None:
         """Sharing modes and GPU types that the chosen partition offers (after a value was set in code)."""
-        self._sync_choices()
+        with self._rendering:
+            self._sync_choices()
 
     def _sync_choices(self) -> None:
         """Sharing modes and GPU types that the chosen partition offers."""
@@ -215,6 +219,10 @@ class RequestForm:
 
     def render(self) -> None:
         """Re-validate and show the command or the problems (the widget thread calls this)."""
+        with self._rendering:
+            self._render()
+
+    def _render(self) -> None:
         from slurmlab.core.request.explain import explain
         from slurmlab.slurm.allocation import salloc_argv
 
