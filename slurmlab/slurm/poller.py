@@ -16,15 +16,6 @@ parser): the error goes to every watcher and the next round tries again, since a
 would freeze every panel of the kernel without a word. For running jobs it also looks at the
 jobs' nodes (one ``sinfo`` every ``node_check_interval``): a node whose slurmd stopped
 answering leaves its jobs RUNNING in Slurm's eyes, and only the node's state tells.
-
-A job whose news Slurm pushes to a process of ours (the salloc that holds an allocation hears of its grant,
-revocation, time limit and node failure the moment slurmctld decides them: :meth:`JobPoller.pushed`) is not
-polled every round: only every ``pushed_interval`` (5 min), a check that costs one ``squeue`` and catches what no
-push says (a time limit changed by an administrator); a pending one every ``pushed_pending_interval`` (30 s), for
-its reason and expected start, which Slurm does not push (its grant it does). Such a job takes no node check
-(slurmctld pushes a node failure too) and its rounds start no round hook (the inventory refresh is for a kernel
-about to submit, not for one that holds a quiet allocation): an idle allocation costs the controller one call in
-five minutes instead of several a second. A poke reads every watched job at once.
 """
 
 from __future__ import annotations
@@ -131,8 +122,6 @@ class JobPoller:
         fetch_detail: DetailFetcher | None = None,
         fetch_nodes: NodeFetcher | None = None,
         node_check_interval: float = 5.0,
-        pushed_interval: float = 300.0,
-        pushed_pending_interval: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._runner = runner
@@ -151,13 +140,6 @@ class JobPoller:
         self._fetch_detail = fetch_detail
         self._fetch_nodes = fetch_nodes
         self.node_check_interval = node_check_interval
-        self.pushed_interval = pushed_interval
-        self.pushed_pending_interval = pushed_pending_interval
-        # jobs whose news Slurm pushes to a process of ours: read every pushed_interval only
-        self._pushed: set[str] = set()
-        self._polled_at: dict[str, float] = {}  # when each watched job was last read (poller's clock)
-        self._poll_all = False  # a poke: the next round reads every watched job, pushed or not
-        self.rounds_polled: list[str] = []  # the jobs the last round read (tests, benchmarks)
         self._node_alerts: dict[str, tuple[tuple[str, str], ...]] = {}
         self._nodes_checked = float("-inf")
         self._lock = threading.RLock()
@@ -206,8 +188,6 @@ class JobPoller:
                 self._last_sig.pop(w.job_id, None)
                 self._last.pop(w.job_id, None)
                 self._node_alerts.pop(w.job_id, None)
-                self._pushed.discard(w.job_id)
-                self._polled_at.pop(w.job_id, None)
 
     def watched(self) -> list[str]:
         with self._lock:
@@ -216,23 +196,6 @@ class JobPoller:
     def last(self, job_id: str | int) -> JobUpdate | None:
         with self._lock:
             return self._last.get(str(job_id))
-
-    def pushed(self, job_id: str | int, pushed: bool = True) -> None:
-        """Whether Slurm pushes ``job_id``'s news to a process of ours (its holding salloc): then it is read only
-        every ``pushed_interval``; without (the salloc ended), every round again, starting now."""
-        jid = str(job_id)
-        with self._lock:
-            if pushed:
-                self._pushed.add(jid)
-                return
-            was = jid in self._pushed
-            self._pushed.discard(jid)
-        if was:
-            self.poke()
-
-    def is_pushed(self, job_id: str | int) -> bool:
-        with self._lock:
-            return str(job_id) in self._pushed
 
     def add_round_hook(self, hook: Callable[[], None]) -> None:
         """Call ``hook()`` in the poller thread after each round (once per hook; it must not block: the
@@ -245,7 +208,6 @@ class JobPoller:
         """Poll now (after a submit or a cancel) and make sure the thread runs."""
         with self._lock:
             self.current_interval = self.interval
-            self._poll_all = True
         self._loop_thread.ensure_running()
         self._wake.set()
 
@@ -269,70 +231,22 @@ class JobPoller:
                         return
                 continue
             wait = self.step(ids)
+            self._run_round_hooks()
             self._wake.wait(wait)
 
     def step(self, ids: Sequence[str] | None = None) -> float:
-        """One round (poll, run the round hooks, then choose the wait before the next, returned in seconds): the
-        thread's, or a test's or benchmark's driving it by hand on a simulated ``clock``."""
-        wait = self._round(ids)
-        with self._lock:
-            polled_a_pulled_job = any(jid not in self._pushed for jid in self.rounds_polled)
-        if polled_a_pulled_job:  # a quiet pushed job's check is no reason to refresh anything else
-            self._run_round_hooks()
-        return wait
-
-    def _round(self, ids: Sequence[str] | None) -> float:
+        """One round (poll, then choose the wait before the next, returned in seconds): the thread's, or a
+        test's or benchmark's driving it by hand on a simulated ``clock``."""
         ids = list(ids if ids is not None else self.watched())
-        due = self._due(ids)
-        self.rounds_polled = due
-        if not due:  # only pushed jobs, none due for its check: sleep until the first is
-            return self._until_pushed_due(ids)
         try:
-            changed = self.poll_once(due)
+            changed = self.poll_once(ids)
         except Exception as exc:  # the thread must outlive any round
             log.exception("slurmlab: a poll round failed; polling goes on")
             error = _as_slurmlab_error(exc, "poll Slurm")
             for jid in ids:
                 self._publish(jid, JobUpdate(jid, error=error), force=self._is_new_error(jid, error))
             self._failed, changed = True, False
-        wait = self._choose_interval(changed)
-        if not self._failed and all(jid in self._pushed for jid in ids):
-            wait = max(wait, self._until_pushed_due(ids))  # nothing but pushed jobs: no round before a check
-        return wait
-
-    def _due(self, ids: Sequence[str]) -> list[str]:
-        """The jobs this round reads: every one after a poke; else those not pushed, and the pushed ones whose
-        last read is ``pushed_interval`` old (or that were never read)."""
-        now = self.clock()
-        with self._lock:
-            if self._poll_all:
-                self._poll_all = False
-                return list(ids)
-            return [
-                jid
-                for jid in ids
-                if jid not in self._pushed
-                or now - self._polled_at.get(jid, float("-inf")) >= self._check_interval(jid)
-            ]
-
-    def _check_interval(self, jid: str) -> float:
-        """How often a pushed job is read (under the lock): a pending one more often, for its reason."""
-        last = self._last.get(jid)
-        pending = last is not None and last.brief is not None and last.brief.state == "PENDING"
-        return self.pushed_pending_interval if pending else self.pushed_interval
-
-    def _until_pushed_due(self, ids: Sequence[str]) -> float:
-        """Seconds until the first pushed job of ``ids`` is due for its check (at least the base interval)."""
-        now = self.clock()
-        with self._lock:
-            dues = [
-                self._polled_at.get(jid, float("-inf")) + self._check_interval(jid)
-                for jid in ids
-                if jid in self._pushed
-            ]
-        if not dues:
-            return self.interval
-        return max(self.interval, min(dues) - now)
+        return self._choose_interval(changed)
 
     def _choose_interval(self, changed: bool) -> float:
         now = self.clock()
@@ -375,10 +289,6 @@ class JobPoller:
             self._failed = True
             return False
         self._failed = False
-        read_at = self.clock()
-        with self._lock:
-            for jid in ids:
-                self._polled_at[jid] = read_at
         self.active = any(b.state not in ENDED for b in briefs.values())
         self._check_nodes(briefs, runner)
         any_change = False
@@ -416,16 +326,11 @@ class JobPoller:
         """Refresh the node alerts of running watched jobs, at most every node_check_interval."""
         if self._fetch_nodes is None:
             return
-        # a pushed job's node failure reaches its salloc from slurmctld: no sinfo for it
-        running = {
-            jid: b.nodes for jid, b in briefs.items() if b.state in HOLDING and jid not in self._pushed
-        }
+        running = {jid: b.nodes for jid, b in briefs.items() if b.state in HOLDING}
         nodes = sorted({n for ns in running.values() for n in ns})
         now = time.monotonic()
         if not nodes:
-            for jid in briefs:
-                if jid not in self._pushed:
-                    self._node_alerts.pop(jid, None)
+            self._node_alerts.clear()
             return
         if now - self._nodes_checked < self.node_check_interval:
             return
