@@ -104,10 +104,8 @@ def _start_sandbox(profile: str) -> str:
 def _panel_bundle(alloc: Any) -> dict[str, object]:
     """The live panel of an Allocation (what IPython's formatter shows for one); the widgets room is imported
     when the first one displays. Without ipywidgets: the allocation's own dated text and HTML."""
+    from slurmlab.slurm.allocation.display import mime_bundle
     from slurmlab.widgets.panel import display_bundle
 
     bundle = display_bundle(alloc)
-    if bundle is None:
-        own: dict[str, object] = alloc._repr_mimebundle_()
-        return own
-    return bundle
+    return mime_bundle(alloc) if bundle is None else bundle
