@@ -116,26 +116,36 @@ def prepare(
         return  # kept from an earlier start in this folder, with the jobs it accounted
     log = directory / "log" / "mariadb-install-db.out"
     argv = mariadb.install_argv(progs["install"], files, ctx.user)
-    try:
-        with open(log, "wb") as out:
-            proc = subprocess.run(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=timeout,
-                check=False,
-                cwd=files.folder,
-            )
-    except subprocess.TimeoutExpired:
-        raise SandboxError(
-            f"mariadb-install-db did not finish within {timeout:g} s", hint=f"read {log}"
-        ) from None
-    if proc.returncode != 0:
+    first_failure = ""
+    for attempt in (1, 2):
+        # once more after a failure: a fresh-clone CI run saw it exit 1 where a start by hand right after, in
+        # another folder, succeeded (its log was gone with the run's temporary folder); a second failure says both
+        try:
+            with open(log, "wb") as out:
+                proc = subprocess.run(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=timeout,
+                    check=False,
+                    cwd=files.folder,
+                )
+        except subprocess.TimeoutExpired:
+            raise SandboxError(
+                f"mariadb-install-db did not finish within {timeout:g} s", hint=f"read {log}"
+            ) from None
+        if proc.returncode == 0:
+            return
         shutil.rmtree(files.data, ignore_errors=True)  # half-made tables would be taken as ready next time
-        raise SandboxError(
-            f"mariadb-install-db failed (exit code {proc.returncode})\n{_tail(log)}", hint=f"read {log}"
-        )
+        if attempt == 1:
+            first_failure = _tail(log, lines=40)
+            shutil.copyfile(log, log.with_suffix(".first.out"))
+    raise SandboxError(
+        f"mariadb-install-db failed twice (exit code {proc.returncode})\n{_tail(log)}\n"
+        f"the first time:\n{first_failure}",
+        hint=f"read {log} and {log.with_suffix('.first.out')}",
+    )
 
 
 def _tail(path: Path, lines: int = 12) -> str:

@@ -262,6 +262,22 @@ def test_a_failing_install_names_its_log_and_leaves_no_half_made_tables(tmp_path
     assert not (tmp_path / "db" / "data").exists()
 
 
+def test_an_install_that_fails_once_is_tried_again(tmp_path: Path) -> None:
+    (tmp_path / "log").mkdir()
+    fake = tmp_path / "install"
+    marker = tmp_path / "tried"
+    fake.write_text(
+        f"#!/bin/sh\nif [ ! -e {marker} ]; then touch {marker}; echo 'first try fails'; exit 1; fi\n"
+        'mkdir -p "${2#--datadir=}"/mysql\necho OK\n'
+    )
+    fake.chmod(0o755)
+    accounting_daemons.prepare(
+        tmp_path, AccountingContext(str(tmp_path), "alice", 6819, SOCK), {"install": str(fake)}
+    )
+    assert (tmp_path / "db" / "data" / "mysql").is_dir()
+    assert "first try fails" in (tmp_path / "log" / "mariadb-install-db.first.out").read_text()
+
+
 def test_missing_mariadb_says_which_packages_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(accounting_daemons.shutil, "which", lambda *a, **k: None)
     with pytest.raises(SandboxError, match="not installed") as info:
