@@ -99,7 +99,7 @@ class Counted:
         got["ours"], got["left"] = self.read()
 
 
-def _short(counts: Counter[str]) -> str:
+def by_type(counts: Counter[str]) -> str:
     return ", ".join(f"{v} {k.removeprefix('REQUEST_')}" for k, v in counts.most_common()) or "none"
 
 
@@ -212,7 +212,7 @@ def _measure_rows(sb: Any, rows: tuple[str, ...], seconds: float) -> list[Row]:
                 baseline=old,
                 baseline_name="the pre-issue-27 cadence (all every 5 s)",
                 size=size,
-                note=f"{_short(new_by)}; baseline {_short(old_by)}; left out: {_short(left)}",
+                note=f"{by_type(new_by)}; baseline {by_type(old_by)}; left out: {by_type(left)}",
             )
         )
         out.append(
@@ -239,7 +239,7 @@ def _measure_rows(sb: Any, rows: tuple[str, ...], seconds: float) -> list[Row]:
                     baseline=new,
                     baseline_name="one server's RPCs",
                     size=size,
-                    note=f"{ten:g} RPCs: {_short(ten_by)} (nothing shared between servers yet)",
+                    note=f"{ten:g} RPCs: {by_type(ten_by)} (nothing shared between servers yet)",
                 )
             )
     if "watch" in rows:
@@ -251,7 +251,7 @@ def _measure_rows(sb: Any, rows: tuple[str, ...], seconds: float) -> list[Row]:
                 watch,
                 "RPCs",
                 size=size,
-                note=_short(watch_by),
+                note=by_type(watch_by),
             )
         )
     if "salloc" in rows:
@@ -267,7 +267,7 @@ def _measure_rows(sb: Any, rows: tuple[str, ...], seconds: float) -> list[Row]:
                 held,
                 "RPCs",
                 size=size,
-                note=_short(held_by),
+                note=by_type(held_by),
             )
         )
     return out
@@ -294,16 +294,23 @@ def measure(quick: bool = False) -> list[Row]:
     return run()
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--rows", default=",".join(ALL_ROWS))
+def command_line(
+    doc: str | None, run_rows: Callable[[tuple[str, ...], float], list[Row]], rows: tuple[str, ...]
+) -> int:
+    """``--rows a,b --seconds N`` for a module of sdiag rows: runs them and prints one line a row."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    ap.add_argument("--rows", default=",".join(rows))
     ap.add_argument("--seconds", type=float, default=60.0)
     args = ap.parse_args()
-    for row in run(tuple(r.strip() for r in args.rows.split(",") if r.strip()), args.seconds):
+    for row in run_rows(tuple(r.strip() for r in args.rows.split(",") if r.strip()), args.seconds):
         print(
             f"{row.name}: {row.value:g} {row.unit} (baseline {row.baseline} {row.baseline_name}) {row.note}"
         )
     return 0
+
+
+def main() -> int:
+    return command_line(__doc__, run, ALL_ROWS)
 
 
 if __name__ == "__main__":

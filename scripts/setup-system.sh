@@ -2,7 +2,7 @@
 # Install what a fresh Debian 12/13 machine lacks, from Debian's archive. Idempotent.
 set -euo pipefail
 
-PKGS=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server chromium chromium-driver nodejs npm jq)
+PKGS=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server chromium chromium-driver nodejs npm jq openssh-server)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -6,9 +6,11 @@
 #   scripts/slurm-root.sh --remove VERSION remove that root (refused while anything is mounted inside it)
 #
 # A root is `debootstrap --variant=minbase` of the Debian suite that ships VERSION, plus Slurm, munge and Python,
-# plus a venv with `pip install -e '<repo>[test]'` in <root>/opt/slurmlab-venv. Roots live outside the repo, in
-# ${SLURMLAB_ROOTS:-$HOME/.cache/slurmlab/roots}/VERSION, and are reused: each stage leaves a stamp, written last,
-# so an interrupted build is detected and resumed (or redone) on the next run. Needs root (debootstrap, chroot).
+# node and chromium for the hub's tests, plus a venv with `pip install -e '<repo>[test]'` in
+# <root>/opt/slurmlab-venv. Roots live outside the repo, in ${SLURMLAB_ROOTS:-$HOME/.cache/slurmlab/roots}/VERSION,
+# and are reused: each stage leaves a stamp, written last, so an interrupted build is detected and resumed (or
+# redone) on the next run; a stage whose input changed is redone on a cached root (the package list, or
+# pyproject.toml), the stages before it are kept. Needs root (debootstrap, chroot).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,9 +20,12 @@ MIRROR=${SLURMLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 VENV_IN_ROOT=/opt/slurmlab-venv
 
 # The packages of the root: Slurm and munge for the sandbox, Python for slurmlab, and the tools its tests call
-# (ps/pgrep, runuser/useradd, hostname); slurmdbd and MariaDB for the sandbox's accounting.
+# (ps/pgrep, runuser/useradd, hostname); slurmdbd and MariaDB for the sandbox's accounting. For the hub's tests:
+# node, which runs the configurable-http-proxy that `make setup` installed in the repo's hub/node_modules (seen
+# through the repo mount: pure JavaScript, needs node >= 20; trixie has 20, sid 24), so no npm here; and
+# chromium, which the browser test drives through Playwright (no chromium-driver needed).
 PKGS=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server python3 python3-venv python3-pip ca-certificates procps psmisc
-      util-linux passwd hostname iproute2)
+      util-linux passwd hostname iproute2 nodejs chromium)
 
 say() { echo "slurm-root: $*"; }
 die() {
@@ -57,7 +62,7 @@ mode=build
 case ${1:-} in
   --path) mode=path; shift ;;
   --remove) mode=remove; shift ;;
-  -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
 esac
 VERSION=${1:-}
 [[ -n $VERSION ]] || die "which Slurm? no version given" "make test-slurm SLURM=24.11 (or 26.05)"
@@ -148,14 +153,19 @@ if [[ $got != "$VERSION".* ]]; then
       "map $VERSION to a suite that still ships it in suite_of() of $0, then: $0 --remove $VERSION"
 fi
 
+lab_ext=$ROOT$VENV_IN_ROOT/share/jupyter/labextensions/slurmlab-lab
+
 # -- stage 3: the venv with slurmlab (editable, from the repo mounted at the same path) --------------------------
 # Redone when pyproject.toml (the dependencies) changes; code changes need nothing, the install is editable.
 want_venv="$(sha256sum "$REPO/pyproject.toml" | cut -d' ' -f1) $REPO"
 if [[ ! -f $STAMP_VENV || $(cat "$STAMP_VENV") != "$want_venv" ]]; then
   say "installing slurmlab[test] into $VENV_IN_ROOT in the root (log: $ROOT.pip.log)"
   start=$SECONDS
-  # The editable build would build the JupyterLab extension with node, which the root lacks: skip it; the
-  # sandbox tests do not need it (the host's built slurmlab/labextension is seen through the repo mount).
+  # pip replaces the last install: through the link below (made last time) it would delete the repo's built
+  # extension: unlink it first
+  [[ -L $lab_ext ]] && rm -f "$lab_ext"
+  # The editable build would build the JupyterLab extension (node and jlpm; the root has no npm or yarn): skip
+  # it; the host's built slurmlab/labextension is seen through the repo mount (linked below).
   if ! "${IN_ROOT[@]}" env SKIP_JUPYTER_BUILDER=1 bash -c \
       "set -e; [[ -x $VENV_IN_ROOT/bin/python ]] || python3 -m venv $VENV_IN_ROOT
        $VENV_IN_ROOT/bin/python -m pip install -q --upgrade pip
@@ -166,6 +176,16 @@ if [[ ! -f $STAMP_VENV || $(cat "$STAMP_VENV") != "$want_venv" ]]; then
   fi
   echo "$want_venv" >"$STAMP_VENV"
   say "venv done in $((SECONDS - start))s"
+fi
+
+# The install copied the JupyterLab extension as it was built then (the wheel's shared data): a root whose venv
+# stage is older than the last `make labextension` served an old sidebar to the hub's browser test. Point it at
+# the live build, as extensions/slurmlab-lab/build.sh does on this machine; the repo is mounted at the same path.
+lab_build=$REPO/slurmlab/labextension
+if [[ -d $lab_build && $(readlink "$lab_ext" 2>/dev/null) != "$lab_build" ]]; then
+  mkdir -p "$(dirname "$lab_ext")"
+  [[ -d $lab_ext && ! -L $lab_ext ]] && rm -rf --one-file-system "$lab_ext"
+  ln -sfn "$lab_build" "$lab_ext"
 fi
 
 py=$(chroot "$ROOT" "$VENV_IN_ROOT/bin/python" -c 'import platform; print(platform.python_version())')

@@ -27,6 +27,8 @@ COMMANDS: dict[str, str] = {
     "notebooks": "slurmlab.commands.notebooks",
     "doctor": "slurmlab.commands.doctor",
     "hub": "slurmlab.commands.hub",
+    "kernel": "slurmlab.commands.kernel",
+    "workshop": "slurmlab.commands.workshop",
 }
 
 

@@ -205,9 +205,17 @@ class Hub:
         port: int | None = None,
         start_timeout: int = 120,
         ready_timeout: float = READY_TIMEOUT,
+        seat_hashes: str | os.PathLike[str] | None = None,
+        form: dict[str, dict[str, Any]] | None = None,
+        alike_users: bool = False,
     ) -> Hub:
         """Start JupyterHub (and its proxy) for ``users`` (default: the current user) on ``sandbox``; waits until
-        it answers. A hub already running in ``folder`` is an error (stop it first: :meth:`down`)."""
+        it answers. A hub already running in ``folder`` is an error (stop it first: :meth:`down`).
+
+        ``seat_hashes``: a 0600 JSON file of {user: hash} (:mod:`.passwords`) checked at each login instead of the
+        one ``password`` (a workshop's seats); ``form``: the spawn form's prefilled or locked fields
+        (:func:`~slurmlab.hub.settings.check_form_settings`); ``alike_users``: the users share their groups and
+        folders (a workshop's seats), so the first one stands for all when checking which Python they can run."""
         _check_packages()
         where = Path(folder) if folder is not None else default_folder()
         where = where.absolute()
@@ -220,7 +228,8 @@ class Hub:
         names = list(users) or [current_user()]
         for name in names:
             _check_user(name)
-        guests = [n for n in names if n != current_user()]
+        # only those not admitted yet: admitting again would put them back in the sandbox's own accounts
+        guests = [n for n in names if n != current_user() and n not in sandbox.admitted]
         if guests:
             sandbox.admit(*dict.fromkeys([*sandbox.admitted, *guests]))
         runuser = shutil.which("runuser") or shutil.which("runuser", path=_SBIN)
@@ -228,7 +237,7 @@ class Hub:
             raise SlurmlabError(
                 "runuser (util-linux) is missing", hint="the hub submits each user's job with it"
             )
-        python, pythonpath = user_python(names)
+        python, pythonpath = user_python(names[:1] if alike_users else names)
         where.mkdir(parents=True, exist_ok=True)
         where.chmod(0o700)  # the settings hold the password and the service token
         hub_port, proxy_api_port, *rest = free_ports(3 if port is None else 2)
@@ -253,6 +262,8 @@ class Hub:
             # the default partition first: the form offers it first
             "partitions": [p.name for p in sorted(sandbox.profile.partitions, key=lambda p: not p.default)],
             "start_timeout": start_timeout,
+            "seat_hashes": str(Path(seat_hashes).absolute()) if seat_hashes is not None else "",
+            "form": form or {},
         }
         hub = cls(where, settings)
         hub._save()

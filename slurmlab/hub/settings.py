@@ -25,10 +25,13 @@ __all__ = [
     "JOB_NAME",
     "MAX_GPUS",
     "SETTINGS_FILE",
+    "FORM_FIELDS",
+    "check_form_settings",
     "config_text",
     "configure",
     "jupyter_paths",
     "parse_form",
+    "with_settings",
 ]
 
 CONFIG_FILE = "jupyterhub_config.py"
@@ -39,6 +42,9 @@ JOB_NAME = "slurmlab-hub"
 _RUNTIME = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$")  # Slurm's --time forms: 30, 1:00:00, 2-00:00:00
 _PARTITION = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_GPUS = 64
+# the fields of the spawn form a teacher may prefill or lock (a workshop's settings file); a reservation is never
+# shown, only set
+FORM_FIELDS = ("ngpus", "runtime", "partition", "reservation")
 
 
 def config_text(settings_path: Path) -> str:
@@ -68,8 +74,12 @@ def configure(c: Any, settings_path: str) -> None:
     c.ConfigurableHTTPProxy.auth_token = s["proxy_token"]
     c.ConfigurableHTTPProxy.should_start = True
 
-    c.JupyterHub.authenticator_class = "dummy"
-    c.DummyAuthenticator.password = s["password"]
+    if s.get("seat_hashes"):  # a workshop: each seat's password checked against its hash (slurmlab.hub.auth)
+        c.JupyterHub.authenticator_class = "slurmlab.hub.auth.SeatAuthenticator"
+        c.SeatAuthenticator.hashes_file = s["seat_hashes"]
+    else:
+        c.JupyterHub.authenticator_class = "dummy"
+        c.DummyAuthenticator.password = s["password"]
     c.Authenticator.allowed_users = set(s["users"])
 
     c.JupyterHub.services = [{"name": SERVICE, "api_token": s["service_token"]}]
@@ -92,6 +102,7 @@ def configure(c: Any, settings_path: str) -> None:
     c.SandboxSlurmSpawner.exec_prefix = f"{s['runuser']} -u {{username}} --"
     c.SandboxSlurmSpawner.daemon_resolver = dict.fromkeys(s["nodes"], loopback)
     c.SandboxSlurmSpawner.partitions = dict.fromkeys(s["partitions"], True)
+    c.SandboxSlurmSpawner.form_settings = s.get("form") or {}
     # batchspawner's wrapper, then the single-user server's script, both run by that Python (``run_path``): the
     # users' Python may not be the one whose path the scripts' first line names
     c.SandboxSlurmSpawner.batchspawner_singleuser_cmd = f"{s['python']} -m batchspawner.singleuser"
@@ -116,10 +127,12 @@ def jupyter_paths(prefix: str) -> dict[str, str]:
     }
 
 
-def parse_form(form: dict[str, list[str]], partitions: list[str]) -> dict[str, str]:
+def parse_form(
+    form: dict[str, list[str]], partitions: list[str], reservations: tuple[str, ...] = ()
+) -> dict[str, str]:
     """The job the form asks for, checked: ``ngpus`` a whole number, ``runtime`` in one of Slurm's time forms,
-    ``partition`` one of the cluster's. A wrong value raises ValueError with what was wrong (JupyterHub shows it
-    above the form)."""
+    ``partition`` one of the cluster's, ``reservation`` (only where the teacher set one) one of ``reservations``.
+    A wrong value raises ValueError with what was wrong (JupyterHub shows it above the form)."""
 
     def first(name: str, default: str = "") -> str:
         values = form.get(name) or [default]
@@ -134,4 +147,42 @@ def parse_form(form: dict[str, list[str]], partitions: list[str]) -> dict[str, s
     partition = first("partition", partitions[0] if partitions else "")
     if partition and (not _PARTITION.match(partition) or (partitions and partition not in partitions)):
         raise ValueError(f"no partition {partition!r} here; choose one of: {', '.join(partitions)}")
-    return {"ngpus": str(int(ngpus)), "runtime": runtime, "partition": partition}
+    parsed = {"ngpus": str(int(ngpus)), "runtime": runtime, "partition": partition}
+    reservation = first("reservation")
+    if reservation:
+        if reservation not in reservations or not _PARTITION.match(reservation):
+            raise ValueError(f"no reservation {reservation!r} for this hub")
+        parsed["reservation"] = reservation
+    return parsed
+
+
+def check_form_settings(raw: Any, partitions: list[str]) -> dict[str, dict[str, Any]]:
+    """A teacher's form settings, checked: ``{field: {"value": V, "locked": bool}}`` for fields of
+    :data:`FORM_FIELDS`; each value must pass :func:`parse_form`. Anything else raises ValueError saying what."""
+    if not isinstance(raw, dict):
+        raise ValueError(
+            'the form settings must be a JSON object such as {"ngpus": {"value": 1, "locked": true}}'
+        )
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in raw.items():
+        if name not in FORM_FIELDS:
+            raise ValueError(f"the form has no field {name!r}; its fields: {', '.join(FORM_FIELDS)}")
+        if not isinstance(entry, dict) or "value" not in entry or set(entry) - {"value", "locked"}:
+            raise ValueError(f'{name}: write {{"value": ..., "locked": true|false}}, not {entry!r}')
+        locked = entry.get("locked", False)
+        if not isinstance(locked, bool):
+            raise ValueError(f"{name}: locked must be true or false, not {locked!r}")
+        out[name] = {"value": str(entry["value"]).strip(), "locked": locked}
+    reservations = (out["reservation"]["value"],) if "reservation" in out else ()
+    parse_form({k: [v["value"]] for k, v in out.items()}, partitions, reservations)  # raises what is wrong
+    return out
+
+
+def with_settings(asked: dict[str, list[str]], settings: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """The form as sent, with the teacher's ``settings`` applied: a locked field takes its set value whatever
+    was sent (a form edited in the browser, or the REST API), a missing field its prefilled one."""
+    out = dict(asked)
+    for name, entry in settings.items():
+        if entry.get("locked") or not [v for v in out.get(name, []) if str(v).strip()]:
+            out[name] = [str(entry["value"])]
+    return out

@@ -16,9 +16,9 @@ from typing import Any
 from batchspawner import MultiSlurmSpawner
 from traitlets import Dict, Unicode, default
 
-from slurmlab.hub.settings import JOB_NAME, MAX_GPUS, parse_form
+from slurmlab.hub.settings import JOB_NAME, MAX_GPUS, parse_form, with_settings
 
-__all__ = ["BATCH_SCRIPT", "SandboxSlurmSpawner"]
+__all__ = ["BATCH_SCRIPT", "SandboxSlurmSpawner", "options_form_html"]
 
 
 # ``{{cmd}}`` is batchspawner-singleuser + jupyterhub-singleuser; ``srun`` runs it as the job's first step, as
@@ -34,6 +34,7 @@ BATCH_SCRIPT = (
 {% if partition %}#SBATCH --partition={{partition}}
 {% endif %}{% if runtime %}#SBATCH --time={{runtime}}
 {% endif %}{% if ngpus and ngpus != "0" %}#SBATCH --gpus={{ngpus}}
+{% endif %}{% if reservation %}#SBATCH --reservation={{reservation}}
 {% endif %}
 trap 'echo SIGTERM received' TERM
 {% if srun %}{{srun}} {% endif %}{{cmd}}
@@ -51,29 +52,61 @@ class SandboxSlurmSpawner(MultiSlurmSpawner):  # type: ignore[misc]
         config=True
     )
     batch_script = Unicode(BATCH_SCRIPT).tag(config=True)
+    form_settings = Dict(
+        help="the teacher's prefilled or locked fields: {field: {'value': V, 'locked': bool}} (a workshop's)"
+    ).tag(config=True)
 
     @default("options_form")
     def _options_form_default(self) -> str:
-        names = list(self.partitions) or [""]
-        options = "".join(f'<option value="{html.escape(n)}">{html.escape(n)}</option>' for n in names)
-        return (
-            '<label for="ngpus">GPUs</label>'
-            '<input class="form-control" id="ngpus" name="ngpus" type="number" min="0" '
-            f'max="{MAX_GPUS}" value="1">'
-            '<label for="runtime">Time (minutes or HH:MM:SS)</label>'
-            '<input class="form-control" id="runtime" name="runtime" value="1:00:00">'
-            '<label for="partition">Partition</label>'
-            f'<select class="form-control" id="partition" name="partition">{options}</select>'
-        )
+        return options_form_html(list(self.partitions), self.form_settings)
+
+    def _reservations(self) -> tuple[str, ...]:
+        entry = self.form_settings.get("reservation")
+        return (str(entry["value"]),) if entry else ()
 
     def options_from_form(self, formdata: dict[str, list[str]]) -> dict[str, str]:
-        return parse_form(formdata, list(self.partitions))
+        return parse_form(
+            with_settings(formdata, self.form_settings), list(self.partitions), self._reservations()
+        )
 
     async def start(self) -> Any:
         # the REST API hands user_options unchecked (`POST /users/NAME/server` with a JSON body): check those
-        # too, since they are written into the batch script
+        # too, since they are written into the batch script; the teacher's locked fields hold there as well
         asked: dict[str, Any] = dict(getattr(self, "user_options", None) or {})
-        if asked:
+        if asked or self.form_settings:
             as_form = {key: [str(value)] for key, value in asked.items()}
-            self.user_options = parse_form(as_form, list(self.partitions))
+            self.user_options = parse_form(
+                with_settings(as_form, self.form_settings), list(self.partitions), self._reservations()
+            )
         return await super().start()
+
+
+def options_form_html(partitions: list[str], settings: dict[str, Any]) -> str:
+    """The spawn form: GPUs, time, partition, each prefilled from ``settings`` (else 1 GPU, an hour, the first
+    partition) and read-only where the teacher locked it (the spawner applies locked values whatever comes)."""
+
+    def value(name: str, default: str) -> str:
+        return html.escape(str((settings.get(name) or {}).get("value", default)))
+
+    def locked(name: str) -> str:
+        return " readonly" if (settings.get(name) or {}).get("locked") else ""
+
+    names = list(partitions) or [""]
+    chosen = (settings.get("partition") or {}).get("value", names[0])
+    if locked("partition"):
+        partition = f'<input class="form-control" id="partition" name="partition" value="{value("partition", "")}" readonly>'
+    else:
+        options = "".join(
+            f'<option value="{html.escape(n)}"{" selected" if n == chosen else ""}>{html.escape(n)}</option>'
+            for n in names
+        )
+        partition = f'<select class="form-control" id="partition" name="partition">{options}</select>'
+    return (
+        '<label for="ngpus">GPUs</label>'
+        '<input class="form-control" id="ngpus" name="ngpus" type="number" min="0" '
+        f'max="{MAX_GPUS}" value="{value("ngpus", "1")}"{locked("ngpus")}>'
+        '<label for="runtime">Time (minutes or HH:MM:SS)</label>'
+        f'<input class="form-control" id="runtime" name="runtime" value="{value("runtime", "1:00:00")}"'
+        f"{locked('runtime')}>"
+        '<label for="partition">Partition</label>' + partition
+    )

@@ -23,14 +23,14 @@ from slurmlab.magics.args import (
     split_line,
 )
 from slurmlab.magics.doctor import doctor_magic
-from slurmlab.magics.kernel import attach_as_default, read_status
+from slurmlab.magics.kernel import attach_as_default, read_status, slurm_status
 from slurmlab.magics.leftover_buttons import leftover_bundle, leftover_buttons
 from slurmlab.magics.sandbox import sandbox_command, start_sandbox, use_conf
 from slurmlab.magics.session import EXPANSION_HELP, Session, user_errors
 from slurmlab.slurm import identity, queries
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.allocation.leftovers import Leftovers, find_leftovers, notebook_key
-from slurmlab.slurm.runner import Runner, get_runner
+from slurmlab.slurm.runner import Runner, get_runner, set_runner
 from slurmlab.widgets.rows import JOB_COLUMNS, NODE_COLUMNS, Table, job_row, node_row
 
 __all__ = ["NotedTable", "StatusMagics", "StatusText", "problems_note", "status_report"]
@@ -48,6 +48,29 @@ def _check_user(user: str) -> None:
             f"-u {shown!r}: no Unix user of that name on this machine; give a name that "
             "`id NAME` knows, a numeric uid, or --all"
         ) from None
+
+
+def use_ssh(args: list[str]) -> str:
+    """``%slurm use ssh://[user@]host[:port] [/remote/slurm.conf]``: log in once (a passphrase, password or
+    one-time code is asked for here, without echo) and run every Slurm command of this kernel there."""
+    from slurmlab.slurm.ssh import SshLink
+
+    if len(args) not in (1, 2):
+        raise UsageError(
+            "give one address: %slurm use ssh://user@login.example (then, optionally, the slurm.conf there)"
+        )
+    with user_errors("cannot use this ssh:// address"):  # not repeated: it may hold a password
+        link = SshLink.to(args[0])
+    with user_errors(f"cannot use {link.target.url()}"):
+        link.connect()
+    old = set_runner(Runner(ssh=link, slurm_conf=args[1] if len(args) == 2 else None))
+    Session.of().sandbox = None
+    if old.ssh is not None and old.ssh != link:
+        old.ssh.disconnect()
+    return (
+        f"now using Slurm on {link.target.url()} (one SSH connection; nothing on the cluster is touched if it "
+        "drops)\n" + slurm_status()
+    )
 
 
 def status_report(*, leftovers: bool = True, session: Session | None = None) -> StatusText:
@@ -261,7 +284,9 @@ class StatusMagics(Magics):
         local Slurm and use it (``--if-needed``: only when no Slurm answers here) · ``%slurm sandbox down`` ·
         ``%slurm sandbox leave`` back to the Slurm used before (stops the sandbox if this kernel started it) ·
         ``%slurm sandbox status`` ·
-        ``%slurm use /path/slurm.conf`` · ``%slurm debug on|off`` full tracebacks instead of one-line errors ·
+        ``%slurm use /path/slurm.conf`` · ``%slurm use ssh://user@login.example[:port] [/remote/slurm.conf]``
+        Slurm on another machine, over one SSH connection (prompts asked here, without echo) ·
+        ``%slurm debug on|off`` full tracebacks instead of one-line errors ·
         ``%slurm doctor [--job ID] [--node NAME] [--json]`` what is wrong with the cluster, a job or a node.
         """
         line = expand_line(self, line, local_ns)
@@ -279,6 +304,8 @@ class StatusMagics(Magics):
                 raise UsageError("%slurm status takes no arguments")
             return status_report(session=Session.of(self.shell))
         if ns.action == "use":
+            if ns.args and ns.args[0].startswith("ssh://"):
+                return StatusText(use_ssh(ns.args))
             return StatusText(use_conf(ns.args))
         if ns.action == "attach":
             if len(ns.args) != 1:

@@ -18,11 +18,13 @@ from slurmlab.sandbox.control import (
     detect_version,
 )
 from slurmlab.sandbox.profile import Profile, list_profiles, load_profile
+from slurmlab.sandbox.render import RateLimit
 
 __all__ = [
     "APT_INSTALL",
     "DEFAULT_PROFILE",
     "Profile",
+    "RateLimit",
     "Sandbox",
     "SandboxStatus",
     "detect_release",

@@ -14,6 +14,7 @@ import signal
 import socket
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from slurmlab.sandbox.folder import (
 from slurmlab.sandbox.installed import APT_INSTALL, client, daemon, detect_release, detect_version
 from slurmlab.sandbox.ports import LOOPBACK, free_ports, is_listening
 from slurmlab.sandbox.profile import Profile, load_profile
-from slurmlab.sandbox.render import RenderContext
+from slurmlab.sandbox.render import RATE_LIMIT_SINCE, RateLimit, RenderContext
 from slurmlab.sandbox.state_file import STATE_FILE, read_state, reread_state, write_state
 from slurmlab.sandbox.status import SandboxStatus
 from slurmlab.sandbox.stopping import stop_sandbox
@@ -207,6 +208,7 @@ class Sandbox:
         admit: Sequence[str] | None = None,
         slurmd_timeout: int = 120,
         accounting: bool | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> Sandbox:
         """Start the sandbox of ``profile`` (``nodes`` scales its node count) and wait until every node is idle.
 
@@ -214,7 +216,8 @@ class Sandbox:
         ``slurmd_timeout`` is slurm.conf's SlurmdTimeout: how soon a dead slurmd shows as not responding (seen:
         14-21 s at 15, about 70 s at the usual 120). A sandbox already running in that folder is reused (``.reused`` is then True); ``admit``, when
         given, then replaces the users it admits. ``accounting``: slurmdbd and a MariaDB too (:mod:`.accounting`);
-        None: where both are installed (``status`` says why not)."""
+        None: where both are installed (``status`` says why not). ``rate_limit``: slurmctld's per-user RPC rate
+        limit (``SlurmctldParameters=rl_enable``), Slurm 23.02 and later; None: off."""
         prof = load_profile(profile)
         if nodes is not None:
             prof = prof.scaled(nodes)
@@ -233,6 +236,7 @@ class Sandbox:
         existing = cls._existing(folder, prof)
         if existing is not None:
             accounting_daemons.check_reuse(existing.state, accounting, folder)
+            _check_rate_limit_reuse(existing.state, rate_limit, folder)
             if admit is not None:
                 existing.admit(*admit)
             return existing
@@ -241,6 +245,8 @@ class Sandbox:
         client("sinfo")
         release = detect_release(slurmctld)
         ctx, settings = _context(folder, prof, detect_version(slurmctld), port, slurmd_timeout, accounting)
+        if rate_limit is not None:
+            ctx = replace(ctx, rate_limit=_rate_limit_for(rate_limit, ctx.version))
         munge_dir = Path(ctx.munge_socket).parent
         make_folders(folder, prof.node_names)
         _check_reachable(guests, munge_dir)
@@ -261,6 +267,7 @@ class Sandbox:
             "hostname": ctx.hostname,
             "bind_address": ctx.bind_address,
             "accounting": accounting,
+            "rate_limit": asdict(rate_limit) if rate_limit is not None else None,
             **accounting_state,
             "cluster": ctx.cluster_name,
             "ports": {
@@ -430,6 +437,25 @@ def _check_reachable(guests: Sequence[access.AdmittedUser], folder: Path) -> Non
                 f"cannot admit {guest.name}: they may not enter {closed}, on the way to the sandbox's munge socket",
                 hint=f"let them pass (`chmod o+x {closed}`) or put the sandbox elsewhere (--dir)",
             )
+
+
+def _rate_limit_for(rate_limit: RateLimit, version: tuple[int, int]) -> RateLimit:
+    if version < RATE_LIMIT_SINCE:
+        raise SandboxError(
+            f"this machine's Slurm is {version[0]}.{version[1]:02d}, whose slurmctld has no RPC rate limit "
+            "(SlurmctldParameters=rl_enable came with Slurm 23.02)",
+            hint="leave rate_limit out, or start the sandbox with Slurm 23.02 or later",
+        )
+    return rate_limit
+
+
+def _check_rate_limit_reuse(state: Mapping[str, object], rate_limit: RateLimit | None, folder: Path) -> None:
+    """A running sandbox is reused only when it limits as asked (None: whatever it does)."""
+    if rate_limit is not None and state.get("rate_limit") != asdict(rate_limit):
+        raise SandboxError(
+            f"the sandbox in {folder} runs with rate limit {state.get('rate_limit')}, not {asdict(rate_limit)}",
+            hint=f"stop it first: slurmlab sandbox down --dir {folder}",
+        )
 
 
 def _cpu_notes(prof: Profile) -> list[str]:

@@ -1,12 +1,21 @@
-"""Free TCP ports on the loopback address of the sandbox's daemons."""
+"""Free TCP ports on the loopback address of the sandbox's daemons.
+
+A port is chosen now and bound later by a daemon that starts seconds after. A port the kernel hands out for
+``bind(0)`` comes from its ephemeral range, which every outgoing connection and every other ``bind(0)`` of the
+machine draws from too (salloc and srun listen on such ports): in between, another process may take it, and
+slurmctld then fails with "Address already in use" (seen while lessons started sandboxes side by side). So free
+ports are drawn at random from below that range, where only a program asking for a fixed port goes.
+"""
 
 from __future__ import annotations
 
+import random
 import socket
+from pathlib import Path
 
 from slurmlab.errors import SandboxError
 
-__all__ = ["LOOPBACK", "free_ports", "is_listening", "port_is_free"]
+__all__ = ["FIXED_PORTS_FROM", "LOOPBACK", "ephemeral_range", "free_ports", "is_listening", "port_is_free"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -47,18 +56,29 @@ def free_ports(count: int, *, first: int | None = None, host: str = LOOPBACK) ->
                 hint="choose another --port, or leave it out so that free ports are picked",
             )
         return wanted
-    # hold every socket open until all are chosen so the kernel never hands out the same one twice
-    held: list[socket.socket] = []
+    low = ephemeral_range()[0]
+    pool = range(FIXED_PORTS_FROM, max(FIXED_PORTS_FROM + count, low))
+    ports: list[int] = []
+    for port in random.sample(pool, min(len(pool), 64 * count)):
+        if port_is_free(port, host):
+            ports.append(port)
+            if len(ports) == count:
+                return ports
+    raise SandboxError(
+        f"no {count} free port(s) on {host} between {pool.start} and {pool.stop - 1}",
+        hint="stop what listens there, or give a base port (--port) that is free",
+    )
+
+
+# the lowest port drawn at random: above the well-known and most registered services' ports
+FIXED_PORTS_FROM = 20000
+_EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for ``bind(0)`` and outgoing connections (Linux's default where it cannot be read)."""
     try:
-        ports: list[int] = []
-        while len(ports) < count:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            held.append(s)
-            s.bind((host, 0))
-            port = int(s.getsockname()[1])
-            if not is_listening(port, host):
-                ports.append(port)
-        return ports
-    finally:
-        for s in held:
-            s.close()
+        low, high = (int(x) for x in _EPHEMERAL.read_text().split()[:2])
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high

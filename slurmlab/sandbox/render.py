@@ -17,6 +17,10 @@ where the machine's cgroups are unusable to Slurm.
 Beside them goes the hardware file (:data:`~slurmlab.core.gpu.hardware_profile.HARDWARE_FILE`): the profile and
 what each GRES index stands for, so that whoever holds the ``SLURM_CONF`` learns the hardware without this room.
 ``TaskProlog`` puts the sandbox's stand-in tools on every task's PATH (:mod:`.standin`).
+
+A :class:`RateLimit` turns on slurmctld's per-user RPC rate limit (``SlurmctldParameters=rl_enable,...``), as
+sites do against "RPC storms": Slurm 23.02 added it; 22.05's slurmctld has no such parameter, so a sandbox on
+22.05 refuses the option (:data:`RATE_LIMIT_SINCE`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from slurmlab.sandbox.standin import TASK_PROLOG
 
 __all__ = [
     "HARDWARE_FILE",
+    "RATE_LIMIT_SINCE",
     "DeviceFile",
+    "RateLimit",
     "RenderContext",
     "device_files",
     "gres_index_map",
@@ -42,6 +48,32 @@ __all__ = [
     "render_hardware_file",
     "render_slurm_conf",
 ]
+
+
+RATE_LIMIT_SINCE = (23, 2)  # the first Slurm whose slurmctld knows SlurmctldParameters=rl_enable
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """slurmctld's per-user RPC rate limit: a token bucket of ``bucket_size`` requests, ``refill_rate`` more every
+    ``refill_period`` seconds (Slurm's defaults: 30, 2, 1). A small bucket lets a test meet the limit at once."""
+
+    bucket_size: int = 30
+    refill_rate: int = 2
+    refill_period: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("bucket_size", "refill_rate", "refill_period"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"RateLimit.{name} must be a whole number of at least 1, not {value!r}")
+
+    def parameters(self) -> str:
+        """The value of slurm.conf's ``SlurmctldParameters`` (every refusal logged: ``rl_log_freq=0``)."""
+        return (
+            f"rl_enable,rl_bucket_size={self.bucket_size},rl_refill_rate={self.refill_rate},"
+            f"rl_refill_period={self.refill_period},rl_log_freq=0"
+        )
 
 
 @dataclass(frozen=True)
@@ -65,6 +97,7 @@ class RenderContext:
     # the loopback address the host name resolves to, which the daemons bind by name (machine.bind_address);
     # None: there is none, so no daemon may look the host name up to bind it
     bind_address: str | None = LOOPBACK
+    rate_limit: RateLimit | None = None  # slurmctld's per-user RPC rate limit; None: off (Slurm's default)
 
     @property
     def address(self) -> str:
@@ -165,6 +198,11 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
     d = ctx.directory
     if len(ctx.node_ports) != profile.nodes:
         raise ValueError(f"{profile.nodes} nodes need {profile.nodes} ports, got {len(ctx.node_ports)}")
+    if ctx.rate_limit is not None and ctx.version < RATE_LIMIT_SINCE:
+        raise ValueError(
+            f"Slurm {ctx.version[0]}.{ctx.version[1]:02d} has no RPC rate limit (SlurmctldParameters=rl_enable "
+            "came with 23.02)"
+        )
     lines = [
         f"# slurmlab sandbox, profile {profile.name}, for Slurm {ctx.version[0]}.{ctx.version[1]:02d}",
         f"ClusterName={ctx.cluster_name}",
@@ -214,6 +252,7 @@ def render_slurm_conf(profile: Profile, ctx: RenderContext) -> str:
         "KillWait=5",
         f"SlurmdTimeout={ctx.slurmd_timeout}",
         "InactiveLimit=0",
+        *([f"SlurmctldParameters={ctx.rate_limit.parameters()}"] if ctx.rate_limit else []),
     ]
     cpu = profile.cpu
     gres = gres_summary(profile)

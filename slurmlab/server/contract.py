@@ -17,6 +17,7 @@ Routes (under ``<base_url>/slurmlab/api/``) and what they answer::
     POST jobs/ID/hold        JobActionAnswer   scontrol uhold of a pending job of the server's user
     POST jobs/ID/release     JobActionAnswer   scontrol release of a held job of the server's user
     GET  recent              RecentJobsAnswer  my jobs of the last day, from Slurm accounting (slurmlab.server.recent)
+    GET  session             SessionAnswer     the job this server runs in, if any (slurmlab.server.session)
     any error                ErrorAnswer       with the HTTP status
 
 Every route but ``clusters`` takes ``cluster=ID`` (an id of ``clusters``; none: the server's own
@@ -49,6 +50,7 @@ __all__ = [
     "QueueAnswer",
     "RecentJob",
     "RecentJobsAnswer",
+    "SessionAnswer",
     "Stamped",
     "StatusAnswer",
 ]
@@ -202,6 +204,15 @@ class RecentJobsAnswer(Stamped):
     jobs: list[RecentJob]
 
 
+class SessionAnswer(Stamped):
+    """The job this Jupyter server runs in (JupyterHub's batchspawner, Open OnDemand): the sidebar's first row."""
+
+    job_id: str | None  # None: the server runs outside any job (or Slurm did not confirm the one it names)
+    job: JobView | None  # read once; the sidebar prefers the job's row of the latest own-jobs listing
+    problem: str | None  # why a job the environment names is not taken as this session's
+    words: str  # what becomes of it: never cancelled by slurmlab, ends when the server is stopped
+
+
 class ErrorAnswer(TypedDict):
     message: str
     reason: str | None
@@ -226,4 +237,5 @@ TS_INTERFACES: dict[str, type] = {
     "IErrorBody": ErrorAnswer,
     "IRecentJob": RecentJob,
     "IRecentJobs": RecentJobsAnswer,
+    "ISession": SessionAnswer,
 }

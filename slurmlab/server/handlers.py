@@ -41,10 +41,12 @@ from slurmlab.server.contract import (
     ErrorAnswer,
     JobActionAnswer,
     JobDetailAnswer,
+    SessionAnswer,
 )
 from slurmlab.server.hub import ClusterHub
 from slurmlab.server.poller import WHOLE_KEYS, ClusterPoller
 from slurmlab.server.recent import recent_for
+from slurmlab.server.session import SESSION_WORDS
 from slurmlab.server.views import job_view
 
 __all__ = ["API_PREFIX", "ApiError", "routes"]
@@ -252,6 +254,14 @@ class CancelHandler(_SlurmlabHandler):
         _check_job_id(job_id)
         poller = self.poller
         source = poller.source
+        if poller is self.hub.own and (await self.hub.session.answer())["job_id"] == job_id:
+            # cancelling it would end this server, and the page asking with it
+            raise _http_error(
+                409,
+                f"job {job_id} is the job this Jupyter server runs in: {SESSION_WORDS}; "
+                "stop the server from the hub's control panel to end it",
+                "This session",
+            )
         await _check_owned(source, job_id, "cancels")
         try:
             await source.cancel(job_id)
@@ -308,6 +318,22 @@ class RecentHandler(_SlurmlabHandler):
         self.write_entry(await recent_for(self.poller).answer())  # my recent jobs (slurmlab.server.recent)
 
 
+class SessionHandler(_SlurmlabHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        poller = self.poller
+        if poller is self.hub.own:
+            payload = await self.hub.session.answer()
+            asked = self.hub.session.checked_at
+        else:  # a sandbox picked in the sidebar is another Slurm: this server runs in no job of it
+            payload = SessionAnswer(job_id=None, job=None, problem=None, words=SESSION_WORDS)
+            asked = None
+        body = ResponseCache.encode(payload)
+        at = asked if asked is not None else time.time()
+        self.write_entry(CacheEntry(body, etag_of(body), at, at))
+
+
 def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
     from jupyter_server.utils import url_path_join
 
@@ -320,6 +346,7 @@ def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
         (at("queue"), QueueHandler),
         (at("nodes"), NodesHandler),
         (at("recent"), RecentHandler),
+        (at("session"), SessionHandler),
         (at(r"jobs/([^/]+)/cancel"), CancelHandler),
         (at(r"jobs/([^/]+)/hold"), HoldHandler),
         (at(r"jobs/([^/]+)/release"), ReleaseHandler),

@@ -19,6 +19,7 @@ from slurmlab.server.poller import (
     DEFAULT_INTERVAL,
     ClusterPoller,
 )
+from slurmlab.server.session import ServerSession
 from slurmlab.server.worker import PollWorker, WorkerMode
 from slurmlab.slurm.runner import Runner
 
@@ -51,6 +52,8 @@ class ClusterHub:
         self._make_runner = make_runner
         self._pollers: dict[str, ClusterPoller] = {}
         self.own = self._new(directory.default)
+        # the job this server runs in, on its own Slurm (slurmlab.server.session): looked for once
+        self.session = ServerSession(self.own.source)
 
     def _new(self, cluster: ClusterView) -> ClusterPoller:
         make_runner = self._make_runner or runner_for

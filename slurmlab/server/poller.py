@@ -36,6 +36,7 @@ from slurmlab.server.cache import ResponseCache
 from slurmlab.server.contract import ClusterView, ErrorAnswer, StatusAnswer
 from slurmlab.server.data import ClusterSource
 from slurmlab.server.worker import PollOutcome
+from slurmlab.slurm.throttle import Backoff, controller_rate_limits
 
 __all__ = [
     "DEFAULT_CLUSTER_INTERVAL",
@@ -56,6 +57,10 @@ DEFAULT_CLUSTER_INTERVAL = 60.0
 DEFAULT_IDLE_AFTER = 30.0
 # the answers only a whole-cluster poll makes
 WHOLE_KEYS = frozenset({"nodes", "queue:all"})
+
+# a poll this slow (several commands, each a few ms to a controller at ease) met a rate-limiting or busy
+# controller: a refused client sleeps a whole second and asks again (slurmlab.slurm.throttle)
+SLOW_POLL_S = 2.0
 
 log = logging.getLogger("slurmlab.server")
 
@@ -120,6 +125,7 @@ class ClusterPoller:
         self._callback: Any = None
         self._last_request = clock()
         self._last_whole_request: float | None = None
+        self.backoff = Backoff(slow_after=SLOW_POLL_S, max_factor=4.0)  # slow polls stretch the intervals
 
     # ---- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -159,9 +165,15 @@ class ClusterPoller:
         return self.last_whole is None or now - self.last_whole >= self.cluster_interval - self.interval / 2
 
     async def _tick(self) -> None:
-        if self.idle:
+        if self.idle or self._held_back():
             return
         await self.refresh(whole=self.whole_due())
+
+    def _held_back(self) -> bool:
+        """Whether the back-off skips this tick: while polls come slowly, one in ``interval`` x its factor."""
+        if not self.backoff.backing_off or self.last_poll is None:
+            return False
+        return self._clock() - self.last_poll < self.backoff.stretch(self.interval) - self.interval / 2
 
     # ---- polling -----------------------------------------------------------------------------
     async def refresh(self, whole: bool = True) -> None:
@@ -190,7 +202,7 @@ class ClusterPoller:
         if last is None:
             await self.refresh(whole)
             return
-        every = self.cluster_interval if whole else self.interval
+        every = (self.cluster_interval if whole else self.interval) * self.backoff.factor
         if self._clock() - last <= 2 * every:
             return
         if not self.polling or (whole and not self._inflight_whole):
@@ -211,12 +223,23 @@ class ClusterPoller:
         self.polls += 1
         self.whole_polls += whole
         complete = True
+        asked = self._clock()
         try:
             complete = await self._poll_once(whole)
         finally:
             self.last_poll = self._clock()
             if whole:
                 self.last_whole = self.last_poll
+        stopped = self.failure is not None and self.failure.kind == "SlurmTimeoutError"
+        took = self.last_poll - asked
+        # a site whose slurm.conf turns rl_enable on is named as rate-limiting (None: the server's own SLURM_CONF)
+        limits = (stopped or took >= self.backoff.slow_after) and controller_rate_limits(
+            getattr(getattr(self.source, "runner", None), "slurm_conf", None)
+        )
+        self.backoff.rate_limited = self.backoff.rate_limited or limits
+        note = self.backoff.failed() if stopped else self.backoff.answered(took)
+        if note:
+            log.warning("slurmlab: %s", note)
         if not complete:  # run after this poll's future is done, so that refresh() starts a new one
             asyncio.get_running_loop().call_soon(self._follow_up, whole)
 

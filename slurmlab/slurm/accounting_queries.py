@@ -24,6 +24,7 @@ __all__ = [
     "ACCOUNTING_OFF_HINT",
     "RECENT_LIMIT",
     "SACCTMGR_TIMEOUT",
+    "default_account",
     "job_records",
     "limit_tables",
     "qos_limits",
@@ -185,6 +186,15 @@ def limit_tables(
         cluster = runner.cluster or _cluster_name(runner)
     assocs = [r for r in [*mine, *accounts] if cluster is None or r.get("Cluster") == cluster]
     return LimitTables(tuple(qos), tuple(assocs))
+
+
+def default_account(runner: Runner | None, user: str) -> str | None:
+    """The account ``user``'s jobs are charged to when they name none (``sacctmgr show user``: one call to
+    slurmdbd); None where accounting is off or the user has no record (Slurm then refuses their jobs)."""
+    if _USER.fullmatch(user) is None:
+        raise RequestError(f"{user[:40]!r} is not a user name", hint="give a login name such as `alice`")
+    rows = _sacctmgr(runner or get_runner(), "user", "where", f"name={user}", fields=("DefaultAccount",))
+    return next((r["DefaultAccount"] for r in rows or () if r.get("DefaultAccount")), None)
 
 
 _CLUSTER_NAME = re.compile(r"^ClusterName\s*=\s*(\S+)", re.MULTILINE)

@@ -22,9 +22,11 @@ __all__ = [
     "CPU_LAYOUT_HINT",
     "INSTALL_HINT",
     "NOT_CONFIGURED_HINT",
+    "RATE_LIMIT_HINT",
     "classify_failure",
     "missing_configuration",
     "not_installed",
+    "rate_limited",
     "refusal_hint",
     "timed_out",
 ]
@@ -65,6 +67,25 @@ _CONTROLLER_FRAGMENTS = (
 )
 
 
+# slurmctld's per-user RPC rate limit (SlurmctldParameters=rl_enable, Slurm >= 23.02): a refused client sleeps
+# (N s after the N-th refusal) and asks again until let through, then exits 0 with the right answer; it says so
+# only with -v, as
+# "squeue: RPC rate limited 1 time(s). Sleeping then trying again." (24.11 and 26.05, recorded in
+# tests/data/slurm/<version>/rate_limit/), so they show only in the stderr of a command run with -v
+_RATE_LIMIT_FRAGMENTS = ("rpc rate limited",)
+RATE_LIMIT_HINT = (
+    "the cluster's controller limits how many requests each user may make a second; slurmlab asks less often "
+    "until it stops: close what polls Slurm that you do not need (`watch squeue`, other notebooks' panels) "
+    "or retry in a minute"
+)
+
+
+def rate_limited(text: str) -> bool:
+    """Whether Slurm's words in ``text`` (a command's stderr) say the controller rate-limited it."""
+    low = text.lower()
+    return any(f in low for f in _RATE_LIMIT_FRAGMENTS)
+
+
 def not_installed(argv: Sequence[str]) -> SlurmNotFoundError:
     """The error for a Slurm command that is not on PATH, with the line that installs it."""
     return SlurmNotFoundError(
@@ -86,7 +107,15 @@ def missing_configuration(conf: str, argv: Sequence[str]) -> SlurmNotConfiguredE
 
 
 def timed_out(argv: Sequence[str], limit: float, stderr: str = "") -> SlurmTimeoutError:
-    """The error for a command that ran past its timeout of ``limit`` seconds."""
+    """The error for a command that ran past its timeout of ``limit`` seconds: a rate-limited one (its stderr
+    says so) is not a controller that does not respond."""
+    if rate_limited(stderr):
+        return SlurmTimeoutError(
+            f"{argv[0]} did not answer within {limit:g} s: the controller is rate-limiting your requests",
+            argv=argv,
+            stderr=stderr,
+            hint=RATE_LIMIT_HINT,
+        )
     return SlurmTimeoutError(
         f"{argv[0]} did not answer within {limit:g} s: the Slurm controller is not responding",
         argv=argv,
@@ -140,7 +169,7 @@ def classify_failure(argv: Sequence[str], returncode: int, stderr: str, *, quote
             stderr=stderr,
             hint=CONTROLLER_HINT,
         )
-    hint = refusal_hint(low)
+    hint = refusal_hint(low) or (RATE_LIMIT_HINT if rate_limited(low) else None)
     return SlurmError(shown, argv=argv, returncode=returncode, stderr=stderr, hint=hint)
 
 

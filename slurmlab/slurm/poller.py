@@ -16,6 +16,17 @@ parser): the error goes to every watcher and the next round tries again, since a
 would freeze every panel of the kernel without a word. For running jobs it also looks at the
 jobs' nodes (one ``sinfo`` every ``node_check_interval``): a node whose slurmd stopped
 answering leaves its jobs RUNNING in Slurm's eyes, and only the node's state tells.
+
+A job whose news Slurm pushes to a process of ours (the salloc that holds an allocation hears of its grant,
+revocation, time limit and node failure the moment slurmctld decides them: :meth:`JobPoller.pushed`) is polled
+every round only until it has *settled*: until a read shows it holding its nodes with its detail (nodes, GPU
+indices). Slurm pushes a pending job's grant, but not its reason or expected start, so a pending job is read at
+the base interval as any other; right after its grant the rounds go on until the detail has its nodes (at most
+``pushed_settle_for`` seconds). A settled one is read only every ``pushed_interval`` (5 min), a check that costs
+one ``squeue`` and catches what no push says (a time limit changed by an administrator). Such a job takes no node
+check (slurmctld pushes a node failure too) and its quiet rounds start no round hook (the inventory refresh is for
+a kernel about to submit, not for one that holds a quiet allocation): an idle allocation costs the controller one
+call in five minutes instead of several a second. A poke reads every watched job at once.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from slurmlab.core.slurm.states import ENDED, HOLDING, node_trouble
 from slurmlab.errors import JobNotFoundError, SlurmlabError
 from slurmlab.slurm.loop_thread import LoopThread
 from slurmlab.slurm.runner import Runner, get_runner
+from slurmlab.slurm.throttle import Backoff, controller_rate_limits
 
 __all__ = [
     "BriefFetcher",
@@ -122,6 +134,8 @@ class JobPoller:
         fetch_detail: DetailFetcher | None = None,
         fetch_nodes: NodeFetcher | None = None,
         node_check_interval: float = 5.0,
+        pushed_interval: float = 300.0,
+        pushed_settle_for: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._runner = runner
@@ -140,6 +154,15 @@ class JobPoller:
         self._fetch_detail = fetch_detail
         self._fetch_nodes = fetch_nodes
         self.node_check_interval = node_check_interval
+        self.pushed_interval = pushed_interval
+        self.pushed_settle_for = pushed_settle_for
+        # jobs whose news Slurm pushes to a process of ours: read every pushed_interval only, once settled
+        self._pushed: set[str] = set()
+        # when a read first saw each pushed job holding with no nodes in its detail yet
+        self._held_unsettled_since: dict[str, float] = {}
+        self._polled_at: dict[str, float] = {}  # when each watched job was last read (poller's clock)
+        self._poll_all = False  # a poke: the next round reads every watched job, pushed or not
+        self.rounds_polled: list[str] = []  # the jobs the last round read (tests, benchmarks)
         self._node_alerts: dict[str, tuple[tuple[str, str], ...]] = {}
         self._nodes_checked = float("-inf")
         self._lock = threading.RLock()
@@ -156,6 +179,8 @@ class JobPoller:
         self._failed = False  # the last round could not read the watched jobs
         self._quiet_since = clock()
         self._round_hooks: list[Callable[[], None]] = []
+        # a throttled squeue answers right but seconds late (the client sleeps and asks again): rounds wait longer
+        self.backoff = Backoff()
 
     @property
     def runner(self) -> Runner:
@@ -188,6 +213,9 @@ class JobPoller:
                 self._last_sig.pop(w.job_id, None)
                 self._last.pop(w.job_id, None)
                 self._node_alerts.pop(w.job_id, None)
+                self._pushed.discard(w.job_id)
+                self._polled_at.pop(w.job_id, None)
+                self._held_unsettled_since.pop(w.job_id, None)
 
     def watched(self) -> list[str]:
         with self._lock:
@@ -196,6 +224,24 @@ class JobPoller:
     def last(self, job_id: str | int) -> JobUpdate | None:
         with self._lock:
             return self._last.get(str(job_id))
+
+    def pushed(self, job_id: str | int, pushed: bool = True) -> None:
+        """Whether Slurm pushes ``job_id``'s news to a process of ours (its holding salloc): then, once settled
+        (holding its nodes, detail read), it is read only every ``pushed_interval``; without (the salloc ended),
+        every round again, starting now."""
+        jid = str(job_id)
+        with self._lock:
+            if pushed:
+                self._pushed.add(jid)
+                return
+            was = jid in self._pushed
+            self._pushed.discard(jid)
+        if was:
+            self.poke()
+
+    def is_pushed(self, job_id: str | int) -> bool:
+        with self._lock:
+            return str(job_id) in self._pushed
 
     def add_round_hook(self, hook: Callable[[], None]) -> None:
         """Call ``hook()`` in the poller thread after each round (once per hook; it must not block: the
@@ -208,6 +254,7 @@ class JobPoller:
         """Poll now (after a submit or a cancel) and make sure the thread runs."""
         with self._lock:
             self.current_interval = self.interval
+            self._poll_all = True
         self._loop_thread.ensure_running()
         self._wake.set()
 
@@ -231,22 +278,93 @@ class JobPoller:
                         return
                 continue
             wait = self.step(ids)
-            self._run_round_hooks()
             self._wake.wait(wait)
 
     def step(self, ids: Sequence[str] | None = None) -> float:
-        """One round (poll, then choose the wait before the next, returned in seconds): the thread's, or a
-        test's or benchmark's driving it by hand on a simulated ``clock``."""
+        """One round (poll, run the round hooks, then choose the wait before the next, returned in seconds): the
+        thread's, or a test's or benchmark's driving it by hand on a simulated ``clock``."""
+        wait = self._round(ids)
+        with self._lock:
+            polled_a_pulled_job = any(not self._settled(jid) for jid in self.rounds_polled)
+        if polled_a_pulled_job:  # a quiet pushed job's check is no reason to refresh anything else
+            self._run_round_hooks()
+        return wait
+
+    def _round(self, ids: Sequence[str] | None) -> float:
         ids = list(ids if ids is not None else self.watched())
+        due = self._due(ids)
+        self.rounds_polled = due
+        if not due:  # only pushed jobs, none due for its check: sleep until the first is
+            return self._until_pushed_due(ids)
         try:
-            changed = self.poll_once(ids)
+            changed = self.poll_once(due)
         except Exception as exc:  # the thread must outlive any round
             log.exception("slurmlab: a poll round failed; polling goes on")
             error = _as_slurmlab_error(exc, "poll Slurm")
             for jid in ids:
                 self._publish(jid, JobUpdate(jid, error=error), force=self._is_new_error(jid, error))
             self._failed, changed = True, False
-        return self._choose_interval(changed)
+        wait = self.backoff.stretch(self._choose_interval(changed))
+        if not self._failed and all(jid in self._pushed for jid in ids):
+            wait = max(wait, self._until_pushed_due(ids))  # nothing but pushed jobs: no round before a check
+        return wait
+
+    def _due(self, ids: Sequence[str]) -> list[str]:
+        """The jobs this round reads: every one after a poke; else those not pushed or not settled, and the
+        settled pushed ones whose last read is ``pushed_interval`` old."""
+        now = self.clock()
+        with self._lock:
+            if self._poll_all:
+                self._poll_all = False
+                return list(ids)
+            return [
+                jid
+                for jid in ids
+                if jid not in self._pushed
+                or now - self._polled_at.get(jid, float("-inf")) >= self._check_interval(jid)
+            ]
+
+    def _check_interval(self, jid: str) -> float:
+        """How often a pushed job is read (under the lock): every round until settled, then every
+        ``pushed_interval``."""
+        return self.pushed_interval if self._settled(jid) else 0.0
+
+    def _settled(self, jid: str) -> bool:
+        """Whether a job's news now comes by push alone (under the lock): it is pushed, and the last read saw it
+        holding with its detail's nodes (or gave up waiting for them: :meth:`_detail_missing`). A pending job is
+        never settled: Slurm pushes its grant, not its reason or expected start."""
+        if jid not in self._pushed:
+            return False
+        last = self._last.get(jid)
+        if last is None or last.brief is None or last.brief.state not in HOLDING:
+            return False
+        return not self._detail_missing(jid)
+
+    def _detail_missing(self, jid: str) -> bool:
+        """A pushed job the last read saw holding, whose detail has no nodes yet (a just-granted job whose
+        ``scontrol show job`` failed or came back empty): read again each round, detail included, for at most
+        ``pushed_settle_for`` seconds (a detail that never shows nodes must not keep it read every round for
+        ever). Under the lock."""
+        last = self._last.get(jid)
+        if jid not in self._pushed or last is None or last.brief is None or last.brief.state not in HOLDING:
+            return False
+        if last.detail is not None and last.detail.nodes:
+            return False
+        since = self._held_unsettled_since.setdefault(jid, self.clock())
+        return self.clock() - since < self.pushed_settle_for
+
+    def _until_pushed_due(self, ids: Sequence[str]) -> float:
+        """Seconds until the first pushed job of ``ids`` is due for its check (at least the base interval)."""
+        now = self.clock()
+        with self._lock:
+            dues = [
+                self._polled_at.get(jid, float("-inf")) + self._check_interval(jid)
+                for jid in ids
+                if jid in self._pushed
+            ]
+        if not dues:
+            return self.interval
+        return max(self.interval, min(dues) - now)
 
     def _choose_interval(self, changed: bool) -> float:
         now = self.clock()
@@ -279,6 +397,7 @@ class JobPoller:
             return False
         runner = self.runner
         self.polls += 1
+        asked = self.clock()
         try:
             briefs = dict(self._fetch_brief(ids, runner))
         except Exception as exc:  # garbage from squeue must not end the thread
@@ -289,6 +408,17 @@ class JobPoller:
             self._failed = True
             return False
         self._failed = False
+        read_at = self.clock()
+        # a site whose slurm.conf turns rl_enable on is named as rate-limiting (tests pass runners of their own)
+        limits = read_at - asked >= self.backoff.slow_after and controller_rate_limits(
+            getattr(runner, "slurm_conf", None)
+        )
+        note = self.backoff.answered(read_at - asked, site_limits=limits)
+        if note:
+            log.warning("slurmlab: %s", note)
+        with self._lock:
+            for jid in ids:
+                self._polled_at[jid] = read_at
         self.active = any(b.state not in ENDED for b in briefs.values())
         self._check_nodes(briefs, runner)
         any_change = False
@@ -299,8 +429,9 @@ class JobPoller:
             with self._lock:
                 prev = self._last_sig.get(jid, ("<new>",))
                 prev_update = self._last.get(jid)
+                detail_missing = self._detail_missing(jid)
             recovered = prev_update is not None and prev_update.error is not None
-            if sig == prev and not recovered:
+            if sig == prev and not recovered and not detail_missing:
                 continue
             any_change = True
             detail: Job | None = None
@@ -326,11 +457,16 @@ class JobPoller:
         """Refresh the node alerts of running watched jobs, at most every node_check_interval."""
         if self._fetch_nodes is None:
             return
-        running = {jid: b.nodes for jid, b in briefs.items() if b.state in HOLDING}
+        # a pushed job's node failure reaches its salloc from slurmctld: no sinfo for it
+        running = {
+            jid: b.nodes for jid, b in briefs.items() if b.state in HOLDING and jid not in self._pushed
+        }
         nodes = sorted({n for ns in running.values() for n in ns})
         now = time.monotonic()
         if not nodes:
-            self._node_alerts.clear()
+            for jid in briefs:
+                if jid not in self._pushed:
+                    self._node_alerts.pop(jid, None)
             return
         if now - self._nodes_checked < self.node_check_interval:
             return

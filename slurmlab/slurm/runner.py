@@ -11,6 +11,12 @@ command is stopped and :class:`MungeError` or :class:`ControllerDownError` says 
 (:mod:`slurmlab.slurm.stall`); a command that answers in time costs nothing more. Processes started in the
 background (:meth:`Runner.popen`: salloc, steps) get the same munge probe and words from :meth:`Runner.watch`,
 and :meth:`Runner.failure` gives any failed command's words the runner's hint.
+
+``Runner(ssh=SshLink(...))`` runs the same argv on another machine over one multiplexed OpenSSH connection
+(:mod:`slurmlab.slurm.ssh`): each word quoted on its own, the runner's variables exported there, signals of a
+background command passed on (:mod:`slurmlab.slurm.ssh.relay`), a failed link said in words
+(:class:`~slurmlab.slurm.ssh.SshLinkError`). munged is not probed there (its socket is on the other machine):
+a stalled command is stopped by its timeout, and ``scontrol ping`` still runs there to tell a dead controller.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from slurmlab.slurm.munge import (
     munge_socket,
     probe_munge,
 )
+from slurmlab.slurm.ssh import SshLink, link_failure
 from slurmlab.slurm.stall import StallWatch
 
 __all__ = [
@@ -133,6 +140,8 @@ class Runner:
     env: Mapping[str, str] = field(default_factory=dict)
     munge_probe_after: float = MUNGE_PROBE_AFTER
     in_own_job: bool = field(default=False, compare=False)  # which environment, not which Slurm
+    # the login node whose Slurm this runner drives (None: this machine's)
+    ssh: SshLink | None = None
     # whether allocations made through this runner get the per-kernel guardian (a replaying runner, which has
     # no cluster to cancel on, says no)
     guarded: ClassVar[bool] = True
@@ -142,7 +151,10 @@ class Runner:
     # ---- environment -------------------------------------------------------------------
     def environ(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a command runs with: this process's, less a surrounding job's variables unless
-        ``in_own_job``, then ``env``, the configuration, the cluster and ``extra``."""
+        ``in_own_job``, then ``env``, the configuration, the cluster and ``extra``. Over SSH: only ``env``, the
+        configuration, the cluster and ``extra``, set on top of the remote login's environment."""
+        if self.ssh is not None:
+            return self._remote_environ(extra)
         env = login_environment(os.environ, keep_job=self.in_own_job)
         env.update(_flatten_env(self.env))
         if self.slurm_conf:
@@ -154,8 +166,27 @@ class Runner:
             env.update(_flatten_env(extra))
         return env
 
+    def _remote_environ(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        env = _flatten_env(self.env)
+        if self.slurm_conf:
+            env["SLURM_CONF"] = self.slurm_conf
+        if self.cluster:
+            env["SLURM_CLUSTERS"] = self.cluster
+        env.update(_flatten_env(extra or {}))
+        return env
+
+    def _spawn(self, args: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """The local argv and environment that run ``args`` with ``env`` (from :meth:`environ`): as they are,
+        or through the SSH link."""
+        if self.ssh is None:
+            return args, env
+        return self.ssh.command(args, env), self.ssh.environ(os.environ)
+
     def which(self, command: str) -> str:
-        """Full path of a Slurm command, or :class:`SlurmNotFoundError` with the install line."""
+        """Full path of a Slurm command, or :class:`SlurmNotFoundError` with the install line (over SSH: the
+        name, which the remote PATH resolves)."""
+        if self.ssh is not None:
+            return command
         path = shutil.which(command, path=self.environ().get("PATH"))
         if path is None:
             raise not_installed([command])
@@ -163,27 +194,33 @@ class Runner:
 
     def configuration(self) -> str | None:
         """The slurm.conf this runner's commands read: its own, else ``SLURM_CONF`` of this process (None:
-        Slurm's default or configless)."""
+        Slurm's default or configless; over SSH, this process's ``SLURM_CONF`` is not the cluster's)."""
+        if self.ssh is not None:
+            return self.slurm_conf
         return self.slurm_conf or os.environ.get("SLURM_CONF")
 
     def settings(self) -> JSONObject:
         """What selects this runner's Slurm, as JSON values, for a process that runs it later from elsewhere
         (the allocation guardian runs from "/", and this process's environment may change)."""
         conf = self.configuration()
-        return {
-            "conf": os.path.abspath(conf) if conf else None,
-            "cluster": self.cluster or os.environ.get("SLURM_CLUSTERS"),
+        settings: JSONObject = {
+            "conf": os.path.abspath(conf) if conf and self.ssh is None else conf,
+            "cluster": self.cluster or (None if self.ssh else os.environ.get("SLURM_CLUSTERS")),
             "env": dict(_flatten_env(self.env).items()),
             "timeout": self.timeout,
         }
+        if self.ssh is not None:
+            settings["ssh"] = self.ssh.settings()  # type: ignore[assignment]
+        return settings
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, object]) -> Runner:
         """The runner that :meth:`settings` describes; a value of the wrong type is left at its default."""
         env = settings.get("env")
         timeout = settings.get("timeout")
-        conf, cluster = settings.get("conf"), settings.get("cluster")
+        conf, cluster, ssh = settings.get("conf"), settings.get("cluster"), settings.get("ssh")
         return cls(
+            ssh=SshLink.from_settings(ssh) if isinstance(ssh, dict) else None,
             slurm_conf=conf if isinstance(conf, str) and conf else None,
             cluster=cluster if isinstance(cluster, str) and cluster else None,
             env=env if isinstance(env, dict) else {},
@@ -195,8 +232,8 @@ class Runner:
             raise TypeError("argv must be a non-empty list of strings, never a shell string")
         out = [str(a) for a in argv]
         conf = self.configuration()
-        if conf and not os.path.exists(
-            conf
+        if (
+            conf and self.ssh is None and not os.path.exists(conf)
         ):  # Slurm's commands retry a missing file for 60 s before they fail
             raise failures.missing_configuration(conf, out)
         with self._lock:
@@ -208,6 +245,8 @@ class Runner:
         return None if self.munge_probe_after <= 0 else min(self.munge_probe_after, limit / 2)
 
     def _munge_problem(self, env: Mapping[str, str], remaining: float) -> MungeProblem | None:
+        if self.ssh is not None:
+            return None  # munged's socket is on the other machine: the command's timeout decides there
         path = munge_socket(env.get("SLURM_CONF"))
         # never so short that a healthy but loaded munged is taken for a frozen one
         return (
@@ -237,14 +276,15 @@ class Runner:
         """``scontrol ping``'s words when it finds every controller down; None when one is up or it proves nothing."""
         with self._lock:
             self.calls += 1
+        argv, environ = self._spawn(list(stall.PING_ARGV), dict(env))
         try:
             proc = subprocess.run(
-                list(stall.PING_ARGV),
+                argv,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 encoding=ENCODING,
                 errors=DECODE_ERRORS,
-                env=dict(env),
+                env=environ,
                 timeout=timeout,
             )
         except (subprocess.TimeoutExpired, OSError):
@@ -265,6 +305,11 @@ class Runner:
         with its ``--dir``). ``quote=False``: Slurm's words stay out of the message (a step showed them)."""
         environ = self.environ() if env is None else env
         args = [str(a) for a in argv]
+        if self.ssh is not None:
+            cut = link_failure(self.ssh.target, returncode, stderr, master_up=self.ssh.connected)
+            if cut is not None:
+                cut.argv = args
+                return cut
         return stall.explain_failure(
             args,
             returncode,
@@ -321,15 +366,16 @@ class Runner:
     ) -> RunResult:
         """Run ``argv`` to completion. Raises on failure when ``check`` (the default)."""
         args, limit, environ, start = self._prepare(argv, timeout, env)
+        spawn, spawn_env = self._spawn(args, environ)
         try:
             proc = subprocess.Popen(
-                args,
+                spawn,
                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 encoding=ENCODING,
                 errors=DECODE_ERRORS,
-                env=environ,
+                env=spawn_env,
             )
         except FileNotFoundError as exc:
             raise not_installed(args) from exc
@@ -384,16 +430,19 @@ class Runner:
     ) -> subprocess.Popen[str]:
         """Start ``argv`` in the background (for salloc and streamed steps); the caller owns it."""
         args = self._check_argv(argv)
+        spawn, environ = args, self.environ(env)
+        if self.ssh is not None:  # a relay passes the caller's signals (Ctrl-C) on to the remote process
+            spawn, environ = self.ssh.relayed(args, environ), self.ssh.environ(os.environ)
         try:
             return subprocess.Popen(
-                args,
+                spawn,
                 stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                 encoding=ENCODING,
                 errors=DECODE_ERRORS,
                 bufsize=1,
-                env=self.environ(env),
+                env=environ,
                 start_new_session=True,
             )
         except FileNotFoundError as exc:
@@ -411,13 +460,14 @@ class Runner:
     ) -> RunResult:
         """Asyncio twin of :meth:`run`: same argv, timeout, munge probe and errors, never blocks the loop."""
         args, limit, environ, start = self._prepare(argv, timeout, env)
+        spawn, spawn_env = self._spawn(args, environ)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *args,
+                *spawn,
                 stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env=environ,
+                env=spawn_env,
             )
         except FileNotFoundError as exc:
             raise not_installed(args) from exc

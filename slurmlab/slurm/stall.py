@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from slurmlab.errors import ControllerDownError, MungeError, SlurmError
 from slurmlab.slurm.failures import CONTROLLER_HINT, classify_failure
 from slurmlab.slurm.munge import MungeProblem, munge_hint, munge_kind, sandbox_folder
+from slurmlab.slurm.throttle import controller_rate_limits
 
 __all__ = [
     "CONTROLLER_COMMANDS",
@@ -59,10 +60,17 @@ STALL_PING_TIMEOUT = 2.0
 
 
 def asks_controller(args: Sequence[str], env: Mapping[str, str]) -> bool:
-    """Whether a ping can tell what keeps ``args`` waiting: it asks slurmctld alone, is no ping itself, and runs
-    against the configuration's own cluster (``scontrol ping`` pings those controllers, not another cluster's)."""
+    """Whether a ping can tell what keeps ``args`` waiting: it asks slurmctld alone, is no ping itself, runs
+    against the configuration's own cluster (``scontrol ping`` pings those controllers, not another cluster's),
+    and that controller does not rate-limit its users: there a refused ping says DOWN at once (24.11, 26.05),
+    while the waiting command is only held back and answers right (:mod:`slurmlab.slurm.throttle`)."""
     name = os.path.basename(args[0])
-    return name in CONTROLLER_COMMANDS and (name, *args[1:2]) != PING_ARGV and not env.get("SLURM_CLUSTERS")
+    return (
+        name in CONTROLLER_COMMANDS
+        and (name, *args[1:2]) != PING_ARGV
+        and not env.get("SLURM_CLUSTERS")
+        and not controller_rate_limits(env.get("SLURM_CONF"))
+    )
 
 
 def down_words(ping_stdout: str) -> str | None:

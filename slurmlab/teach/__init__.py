@@ -7,6 +7,8 @@ check an exercise. Each is the one the library itself uses, so a lesson reads th
 - ``current_user()``: whose jobs this process acts on (the effective uid's name, as Slurm's munge credential
   carries it; never ``$USER``, which anyone can set).
 - ``sandbox_in_use()``: the sandbox this kernel talks to, or None on a real cluster (or with no Slurm at all).
+- ``gpu_cap()``: the most GPUs this user may hold at once under the site's QOS and association limits (a
+  workshop seat's share), with the limit that sets it: a lesson sizes its requests to fit every seat.
 - ``probe_node(alloc, node=None)``: what a one-task step of ``alloc`` sees there: its node, its CPUs, and whether
   its Python can use a GPU (``backend``: ``"cupy"`` or ``"cpu"``), as the experiments decide it.
 - ``is_mig_type(name)``: whether a GPU type names a MIG profile (``1g.18gb``), as Slurm types a MIG slice.
@@ -23,6 +25,7 @@ import typing as _typing
 __all__ = [
     "current_user",
     "fmt_ns",
+    "gpu_cap",
     "is_mig_type",
     "parse_cpu_list",
     "probe_node",
@@ -34,6 +37,7 @@ __all__ = [
 _LAZY = {
     "current_user": "slurmlab.slurm.identity",
     "fmt_ns": "slurmlab.experiments.timeslice_result",
+    "gpu_cap": "slurmlab.slurm.gpu_cap",
     "is_mig_type": "slurmlab.core.gpu.mig",
     "parse_cpu_list": "slurmlab.core.gpu.devices",
     "probe_node": "slurmlab.experiments.steps",
@@ -48,6 +52,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and editors see: the same names 
     from slurmlab.experiments.steps import probe_node
     from slurmlab.experiments.timeslice_result import fmt_ns
     from slurmlab.magics.sandbox import sandbox_in_use
+    from slurmlab.slurm.gpu_cap import gpu_cap
     from slurmlab.slurm.identity import current_user
 
 

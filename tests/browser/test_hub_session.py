@@ -1,7 +1,8 @@
 """The first hour in a JupyterHub deployment (issue 29 point 4), in Debian's headless chromium on the real hub.
 
 Log in to the hub on the sandbox (JupyterHub + configurable-http-proxy + batchspawner), ask the spawn form for
-2 GPUs, open a notebook in the server that job runs, see "this session: job N" from ``%slurm``, make a second
+2 GPUs, see the sidebar's first row "this session: job N on node, 2 × TYPE, M min left" (and no cancel button for
+that job), open a notebook in the server that job runs, see "this session: job N" from ``%slurm``, make a second
 allocation with ``%salloc`` and run a step there that sees its 1 GPU; then stop the server from the hub's control
 panel: the session's job ends, the allocation the notebook made is released, no hub job is left.
 Screenshots: build/screenshots/hub-*.
@@ -97,6 +98,29 @@ def _ends(sandbox: Any, job_id: str, timeout: float = 60.0) -> bool:
     return False
 
 
+def _see_the_session_in_the_sidebar(page: Any, sandbox: Any, session_job: str) -> None:
+    """The sidebar's first row is the job the server runs in, with its node, its GPUs and the time left; its
+    line in the jobs table offers no cancel."""
+    node = sandbox.runner().run(["squeue", "-h", "-j", session_job, "-o", "%N"]).stdout.strip()
+    tab = page.locator('.jp-SideBar [data-id="slurmlab-sidebar"]')
+    tab.wait_for(timeout=30_000)
+    if not page.locator("#slurmlab-sidebar").is_visible():
+        tab.click()
+    row = page.locator("#slurmlab-sidebar .slurmlab-Session")
+    row.locator(".slurmlab-SessionLine").wait_for(timeout=60_000)
+    line = row.locator(".slurmlab-SessionLine").inner_text()
+    # 2 GPUs and 10 minutes asked in the form: "9 min left" a moment after the start
+    assert re.fullmatch(
+        rf"this session: job {session_job} on {re.escape(node)}, 2 × \S+, [0-9] min left", line
+    ), line
+    assert "never cancels it" in row.locator(".slurmlab-SessionWords").inner_text()
+    job_row = page.locator(f'#slurmlab-sidebar tr.slurmlab-Job[data-job-id="{session_job}"]')
+    job_row.wait_for(timeout=30_000)
+    assert job_row.locator(".slurmlab-Cancel").count() == 0
+    assert "this session" in job_row.inner_text()
+    _shot(page, "3-sidebar-this-session")
+
+
 def test_log_in_spawn_two_gpus_see_the_session_job_salloc_and_stop(
     browser: Any, hub: Any, slurm_sandbox: Any
 ) -> None:
@@ -127,6 +151,7 @@ def test_log_in_spawn_two_gpus_see_the_session_job_salloc_and_stop(
         page.locator("#jp-main-dock-panel").wait_for(timeout=90_000)
         session_job = str(hub.user(HUB_USER)["servers"][""]["state"]["job_id"])
         assert _state(slurm_sandbox, session_job) == "RUNNING"
+        _see_the_session_in_the_sidebar(page, slurm_sandbox, session_job)
 
         nb = NotebookPage(page, f"{hub.url}/user/{HUB_USER}", "", NOTEBOOK)
         loaded = nb.run(0)
@@ -135,7 +160,7 @@ def test_log_in_spawn_two_gpus_see_the_session_job_salloc_and_stop(
         assert TRACEBACK not in shown, shown
         # Allocation.own: the server's own job, first, with its two GPUs
         assert re.search(rf"this session: job {session_job}\b", shown), shown
-        _shot(page, "3-this-session")
+        _shot(page, "4-this-session")
 
         granted = nb.run(2, timeout=90)
         assert TRACEBACK not in granted, granted
@@ -147,17 +172,17 @@ def test_log_in_spawn_two_gpus_see_the_session_job_salloc_and_stop(
         # the step of the second allocation sees its one GPU, not the session's two
         assert len(re.findall(r"^GPU \d+:", smi, re.M)) == 1, smi
         assert "more than the job's" not in smi, smi
-        _shot(page, "4-salloc-srun")
+        _shot(page, "5-salloc-srun")
 
         # stop the server from the hub's control panel
         page.goto(f"{hub.url}/hub/home", timeout=60_000)
         page.wait_for_load_state("networkidle")  # the button's handler is attached by the page's script
-        _shot(page, "5-control-panel")
+        _shot(page, "6-control-panel")
         page.locator("#stop").click()
         # the hub hides the button once the server is stopped (batchspawner has cancelled its job)
         page.locator("#stop").wait_for(state="hidden", timeout=90_000)
         assert "Start My Server" in page.locator("#start").inner_text()
-        _shot(page, "6-stopped")
+        _shot(page, "7-stopped")
 
     assert _ends(slurm_sandbox, session_job), (
         f"the session's job {session_job}: {_state(slurm_sandbox, session_job)}"

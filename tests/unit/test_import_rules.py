@@ -35,7 +35,7 @@ _LIBRARY = (
     _BASE
     | _CORE
     | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets", "magics", "server", "teach"}
-    | {"hub"}
+    | {"hub", "provisioner", "workshop"}
 )
 
 # room -> the other rooms it may import (directly or through any module in between)
@@ -57,9 +57,15 @@ ALLOWED: dict[str, set[str]] = {
     "widgets": _CORE | _BASE | {"slurm", "viz"},
     "server": _CORE | _BASE | {"slurm"},
     "magics": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "widgets"},
-    "commands": _CORE | _BASE | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "hub"},
+    "commands": _CORE
+    | _BASE
+    | {"slurm", "sandbox", "viz", "experiments", "experiments.node", "hub", "provisioner", "workshop"},
+    # the kernel provisioner (jupyter_client's entry point): kernels that run as a step inside an allocation
+    "provisioner": _CORE | _BASE | {"slurm"},
     # a JupyterHub on the sandbox (batchspawner); its spawner module is imported by JupyterHub only
     "hub": _CORE | _BASE | {"slurm", "sandbox"},
+    # a class on one machine: seats, the sandbox with accounting, the hub, the lessons
+    "workshop": _CORE | _BASE | {"slurm", "sandbox", "hub"},
     # the teacher's helpers (public, beside the front door): what the lessons use from the rooms below
     "teach": _CORE
     | _BASE
@@ -85,7 +91,8 @@ THIRD_PARTY: dict[str, set[str]] = {
     "widgets": {"ipywidgets", "IPython", "jupyter_bokeh"},
     "magics": {"IPython", "ipywidgets", "ipykernel"},
     "server": {"jupyter_server", "tornado", "traitlets"},  # traitlets: the site settings (SlurmlabServer)
-    "hub": {"batchspawner", "traitlets"},
+    "hub": {"batchspawner", "traitlets", "jupyterhub"},  # jupyterhub: the seats' authenticator
+    "provisioner": {"jupyter_client", "jupyter_core", "traitlets"},
     "testing": {"pytest"},
     "course": {"nbclient", "nbformat", "nbconvert"},
 }

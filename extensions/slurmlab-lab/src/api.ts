@@ -176,6 +176,16 @@ export interface IRecentJobs extends IStamped {
   jobs: IRecentJob[];
 }
 
+/** The job this Jupyter server runs in (JupyterHub's batchspawner, Open OnDemand), if any. */
+export interface ISession extends IStamped {
+  job_id: string | null;
+  /** Read once by the server; the job's row of the latest own-jobs listing is newer. */
+  job: IJob | null;
+  problem: string | null;
+  /** What becomes of it: slurmlab never cancels it, it ends when the server is stopped. */
+  words: string;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -277,6 +287,11 @@ export function cancelJob(jobId: string): Promise<ICancelled> {
 
 export function getRecentJobs(): Promise<IRecentJobs> {
   return call<IRecentJobs>(withCluster('recent'));
+}
+
+/** The job this server runs in: asked of the server's own cluster only (a sandbox is another Slurm). */
+export function getSession(): Promise<ISession> {
+  return call<ISession>('session');
 }
 
 /** `scontrol uhold` (Slurm does not start it until released) or `release` of one of my pending jobs. */

@@ -18,7 +18,9 @@ import { Widget } from '@lumino/widgets';
 import {
   ApiError,
   cancelJob,
+  currentCluster,
   getQueue,
+  getSession,
   holdOrRelease,
   IJob,
   IQueue
@@ -32,9 +34,13 @@ import {
   secondsUntil
 } from './sidebar';
 
-/** What a job's row offers: hold and release only where Slurm does them for its owner. */
-export function jobActions(job: IJob): Array<'hold' | 'release' | 'cancel'> {
-  if (!job.mine) {
+/** What a job's row offers: hold and release only where Slurm does them for its owner; nothing for the job this
+ * Jupyter server runs in (`session`: cancelling it would end the session, and the server refuses it). */
+export function jobActions(
+  job: IJob,
+  session: string | null = null
+): Array<'hold' | 'release' | 'cancel'> {
+  if (!job.mine || job.job_id === session) {
     return [];
   }
   const actions: Array<'hold' | 'release' | 'cancel'> = [];
@@ -92,6 +98,9 @@ export class QueuePanel extends Widget {
   private readonly _status: HTMLElement;
   private readonly _error: HTMLElement;
   private readonly _table: HTMLTableElement;
+
+  /** The job this Jupyter server runs in (null: none; undefined: not asked yet). */
+  private _session: string | null | undefined = undefined;
 
   constructor(refreshSeconds: number) {
     super();
@@ -165,7 +174,14 @@ export class QueuePanel extends Widget {
 
   private async _refreshOnce(): Promise<void> {
     try {
-      this._render(await getQueue(this._scope));
+      const queue = await getQueue(this._scope);
+      if (this._session === undefined && currentCluster() === null) {
+        // the job this server runs in, asked once (its own cluster only: a sandbox is another Slurm)
+        this._session = await getSession()
+          .then(answer => answer.job_id)
+          .catch(() => undefined);
+      }
+      this._render(queue);
     } catch (error) {
       this._status.textContent =
         error instanceof ApiError ? error.message : String(error);
@@ -226,7 +242,8 @@ export class QueuePanel extends Widget {
     gpus.title = `${job.nodes || 'no nodes yet'} · ${job.gres || ''}`;
     row.appendChild(gpus);
     const actions = el('td', 'slurmlab-QCol-actions');
-    for (const action of jobActions(job)) {
+    const session = currentCluster() === null ? this._session : null;
+    for (const action of jobActions(job, session ?? null)) {
       const button = el(
         'button',
         `jp-mod-styled slurmlab-QueueAction slurmlab-mod-${action}`,

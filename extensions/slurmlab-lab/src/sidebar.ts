@@ -21,7 +21,9 @@ import {
   ICluster,
   IJob,
   IQueue,
+  ISession,
   IStatus,
+  getSession,
   setCluster
 } from './api';
 import {
@@ -170,6 +172,133 @@ function pendingBlock(job: IJob): HTMLElement {
   return box;
 }
 
+/** [days, hours, minutes, seconds] of a duration, read from formatSeconds (the one duration formatter). */
+function durationFields(seconds: number): number[] {
+  const text = formatSeconds(Math.max(0, seconds));
+  const [days, hms] = text.includes('-') ? text.split('-') : ['0', text];
+  return [Number(days), ...hms.split(':').map(Number)];
+}
+
+/** "1 h 12 min" (the session line's time left, as `%slurm` words it). */
+export function hoursMinutes(seconds: number): string {
+  const [days, h, minutes] = durationFields(seconds);
+  const hours = days * 24 + h;
+  return hours ? `${hours} h ${minutes} min` : `${minutes} min`;
+}
+
+/** "1 hour 2 minutes", as slurmlab.core.slurm.timefmt.duration_in_words writes it. */
+export function durationInWords(seconds: number): string {
+  const words = ['day', 'hour', 'minute', 'second'];
+  return durationFields(seconds)
+    .map((n, i) => (n ? `${n} ${words[i]}${n !== 1 ? 's' : ''}` : ''))
+    .filter(Boolean)
+    .join(' ');
+}
+
+/** The walltime warning of a running job, with the thresholds and words of a notebook's allocation panel
+ * (slurmlab.core.diagnosis.time_warnings): five minutes left, and a tenth of the limit left. */
+export function timeWarning(
+  left: number | null,
+  limit: number | null
+): { level: 'tenth' | 'five-minutes'; message: string } | null {
+  if (left === null || limit === null || limit <= 0) {
+    return null;
+  }
+  const words = durationInWords(left) || 'under a second';
+  if (left <= 300) {
+    return {
+      level: 'five-minutes',
+      message: `Time almost up: ${words} left — Slurm ends the allocation at its time limit; save your work now`
+    };
+  }
+  if (left <= 0.1 * limit) {
+    return {
+      level: 'tenth',
+      message:
+        `Time running out: ${words} left (under 10 % of the ` +
+        `${durationInWords(limit)} limit) — save your work soon`
+    };
+  }
+  return null;
+}
+
+/** "2 × h100", per GPU type, of the whole GPUs a job holds ("no GPU" when it holds none). */
+export function gpuCounts(job: IJob): string {
+  const counts = new Map<string, number>();
+  for (const g of job.gpus) {
+    if (g.kind === 'gpu') {
+      const kind = g.type || 'GPU';
+      counts.set(kind, (counts.get(kind) || 0) + 1);
+    }
+  }
+  const parts = [...counts.entries()].map(([kind, n]) => `${n} × ${kind}`);
+  return parts.join(', ') || 'no GPU';
+}
+
+/**
+ * The "this session" row's words: `this session: job 14 on node1, 2 × h100, 1 h 12 min left`, and the walltime
+ * warning due (the session, and this page's kernels with it, end when the job does).
+ */
+export function sessionText(
+  job: IJob,
+  now: number = Date.now()
+): { line: string; warning: string | null; level: string | null } {
+  const left = secondsUntil(job.ends_at, now);
+  const time =
+    left !== null
+      ? `${hoursMinutes(left)} left`
+      : job.time_limit_s === null
+        ? 'no time limit'
+        : 'no time limit known';
+  const line = `this session: job ${job.display_id} on ${job.nodes || 'its nodes'}, ${gpuCounts(job)}, ${time}`;
+  const warning =
+    job.state === 'RUNNING' ? timeWarning(left, job.time_limit_s) : null;
+  return {
+    line,
+    warning: warning ? `${warning.message}; this session ends with it` : null,
+    level: warning ? warning.level : null
+  };
+}
+
+/**
+ * The session row into `node`: the job this Jupyter server runs in (`live`: its row of the latest listing, newer
+ * than the server's one read of it), never with a cancel button; hidden when the server runs in no job.
+ */
+export function renderSession(
+  node: HTMLElement,
+  session: ISession | null,
+  live: IJob | null = null,
+  now: number = Date.now()
+): void {
+  node.replaceChildren();
+  const job = live || (session ? session.job : null);
+  if (!session || !session.job_id) {
+    node.hidden = true;
+    delete node.dataset.jobId;
+    return;
+  }
+  node.hidden = false;
+  node.dataset.jobId = session.job_id;
+  if (!job) {
+    node.appendChild(
+      el(
+        'div',
+        'slurmlab-SessionLine',
+        `this session: job ${session.job_id}` +
+          (session.problem ? ` (${session.problem})` : '')
+      )
+    );
+  } else {
+    const said = sessionText(job, now);
+    node.dataset.level = said.level || '';
+    node.appendChild(el('div', 'slurmlab-SessionLine', said.line));
+    if (said.warning) {
+      node.appendChild(el('div', 'slurmlab-SessionWarning', said.warning));
+    }
+  }
+  node.appendChild(el('div', 'slurmlab-SessionWords', session.words));
+}
+
 /** Whether data this old missed the last two polls of the listing it comes from. */
 export function isStale(
   status: IStatus,
@@ -228,6 +357,11 @@ export class SlurmSidebar extends Widget {
     job => this._jobRows(job)
   );
   private readonly _error: HTMLElement;
+  /** The job this Jupyter server runs in (asked once: the server reads it once), and its row. */
+  private _session: ISession | null = null;
+  private _sessionAsked = false;
+  private _ownShown = false;
+  private readonly _sessionRow: HTMLElement;
   private readonly _recent = new RecentJobsSection();
   private readonly _watcher = new JobWatcher();
   /** My jobs and their states at the last round, and how many more rounds ask for recent jobs at once. */
@@ -272,6 +406,9 @@ export class SlurmSidebar extends Widget {
     this._error.hidden = true;
     this.node.appendChild(this._statusLine);
     this.node.appendChild(this._error);
+    this._sessionRow = el('div', 'slurmlab-Session');
+    this._sessionRow.hidden = true;
+    this.node.appendChild(this._sessionRow);
 
     this.node.appendChild(el('h3', 'slurmlab-Section', 'GPU map'));
     this._map = el('div', 'slurmlab-Map');
@@ -379,6 +516,7 @@ export class SlurmSidebar extends Widget {
       const clusters = await getClusters();
       const { cluster, note } = resolveChoice(this._choice, clusters);
       setCluster(cluster.own ? null : cluster.id);
+      this._ownShown = cluster.own;
       fillPicker(this._picker, clusters.clusters, cluster.id);
       const fresh = this._freshClusters(clusters.clusters, cluster);
       const told =
@@ -422,6 +560,12 @@ export class SlurmSidebar extends Widget {
       }
       const seen = renderMap(this._map, nodes.nodes, ctx);
       renderLegend(this._legend, seen, ctx);
+      await this._askSession(cluster.own);
+      renderSession(
+        this._sessionRow,
+        cluster.own ? this._session : null,
+        queue.jobs.find(j => j.job_id === this._session?.job_id) || null
+      );
       this._renderJobs(queue);
       this._announce(this._watcher.update(cluster.id, queue.jobs));
       // Recent jobs follow the queue: asked again as soon as one of my jobs changed state or left it, and
@@ -444,6 +588,20 @@ export class SlurmSidebar extends Widget {
         error instanceof ApiError ? error.message : String(error)
       );
       throw error;
+    }
+  }
+
+  /** The job this server runs in, asked of the server once (its own cluster only: a sandbox is another Slurm);
+   * asked again next round when the server could not say. */
+  private async _askSession(own: boolean): Promise<void> {
+    if (!own || this._sessionAsked) {
+      return;
+    }
+    try {
+      this._session = await getSession();
+      this._sessionAsked = true;
+    } catch {
+      this._session = null;
     }
   }
 
@@ -599,7 +757,14 @@ export class SlurmSidebar extends Widget {
     stateCell.appendChild(el('div', 'slurmlab-TimeLeft', left));
     row.appendChild(stateCell);
     const actions = el('td');
-    if (job.mine) {
+    if (this._ownShown && job.job_id === this._session?.job_id) {
+      // the job this Jupyter server runs in: cancelling it would end this page's session
+      // (said under its GPUs: the action column is one button wide)
+      row.dataset.session = 'true';
+      id.appendChild(
+        el('div', 'slurmlab-SessionMark', 'this session: ends with the server')
+      );
+    } else if (job.mine) {
       const cancel = el('button', 'slurmlab-Cancel', '✕');
       cancel.title = `scancel ${job.job_id}`;
       cancel.onclick = () => void this._confirmCancel(job);

@@ -43,6 +43,7 @@ __all__ = [
     "amounts",
     "holding",
     "holds",
+    "most_gpus",
     "parse_queue",
     "start_bound",
     "unit",
@@ -557,6 +558,32 @@ def holds(
         out += _assoc_holds(tables, ask, jobs, qos)
     out += _partition_holds(ask, partitions, qos)
     return [h for h in out if not (submitted and h.scope.endswith("queued and running"))]
+
+
+def most_gpus(
+    tables: LimitTables,
+    user: str,
+    account: str,
+    qos: str,
+    partitions: Sequence[str] = (),
+    most: int = 1 << 16,
+) -> tuple[int | None, list[Hold]]:
+    """The most GPUs ``user`` may hold at once in one job, with no other job of theirs running, under the QOS
+    and association limits (None: none of them caps GPUs below ``most``), and the limits one GPU more meets.
+    Slurm counts a job's GPUs against every such cap at once, so the answer is the tightest of them; the holds
+    only grow with the GPUs asked, which makes the search a bisection."""
+
+    def capped(gpus: int) -> list[Hold]:
+        ask = Ask(user, account, qos, tuple(partitions), {"gres/gpu": float(gpus)})
+        return [h for h in holds(ask, tables, ()) if h.key is not None and h.key.startswith("gres/gpu")]
+
+    if not capped(most):
+        return None, []
+    fits, over = 0, most
+    while over - fits > 1:
+        mid = (fits + over) // 2
+        fits, over = (fits, mid) if capped(mid) else (mid, over)
+    return fits, capped(fits + 1)
 
 
 def start_bound(

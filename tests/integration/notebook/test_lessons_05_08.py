@@ -142,40 +142,49 @@ def test_lesson_06_isolation_checks_exclusive_and_shared_gpus(
 def test_lesson_07_multi_node_places_ranks_on_the_granted_gpus(
     slurm_sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    _lesson_07(slurm_sandbox, monkeypatch, tmp_path)
+
+
+def _lesson_07(sandbox: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> int:
+    """Lesson 07 on ``sandbox``, checked against Slurm; the ranks it ran on each node."""
     detail: list[str] = []  # what Slurm recorded for the job while it ran (`scontrol show job -d`)
 
     def watch(cell: Any) -> str | None:
         job = _job_in(cell, "mn = %salloc")
         if job is not None:
-            detail.append(
-                slurm_sandbox.runner().run(["scontrol", "show", "job", "-d", job], check=False).stdout
-            )
+            detail.append(sandbox.runner().run(["scontrol", "show", "job", "-d", job], check=False).stdout)
         return job
 
-    lesson = _execute("07-multi-node", slurm_sandbox, monkeypatch, tmp_path, watch)
+    lesson = _execute("07-multi-node", sandbox, monkeypatch, tmp_path, watch)
+    sized = re.search(
+        r"runs (\d+) rank\(s\) on each of 2 nodes", cell_text(lesson.cell("from slurmlab.teach"))
+    )
+    assert sized, cell_text(lesson.cell("from slurmlab.teach"))
+    per, world = int(sized.group(1)), 2 * int(sized.group(1))
     ((job, granted),) = lesson.grants.items()
-    assert len(granted) == 2 and all(len(v) == 4 for v in granted.values()), granted
-    mpi = slurm_sandbox.runner().run(["srun", "--mpi=list"], check=False)
+    assert len(granted) == 2 and all(len(v) == per for v in granted.values()), granted
+    mpi = sandbox.runner().run(["srun", "--mpi=list"], check=False)
     has_pmi2 = "pmi2" in (mpi.stdout + mpi.stderr).split()
     assert f"pmi2 available: {has_pmi2}" in cell_text(lesson.cell("from slurmlab import get_runner"))
     table = cell_text(lesson.cell("import re"))
     rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(node\S*)\s+(\d+)\s", table, re.M)
-    assert len(rows) == 8, table
+    assert len(rows) == world, table
     placed: dict[str, list[int]] = {}
     for rank, size, local, node, gpu in rows:
-        assert size == "8"
+        assert size == str(world)
         placed.setdefault(node, []).append(int(gpu))
-        assert int(local) == int(rank) % 4  # block placement: local rank = rank mod ranks per node
+        assert int(local) == int(rank) % per  # block placement: local rank = rank mod ranks per node
     # every rank's GPU is one Slurm granted the job on that node, each exactly once
     assert {n: sorted(g) for n, g in placed.items()} == {n: sorted(g) for n, g in granted.items()}
     # the labelled step printed a line per task
-    step = cell_text(lesson.cell("%%srun -N2 -n8"))
-    assert sorted(int(t) for t in re.findall(r"^(\d+): rank=", step, re.M)) == list(range(8)), step
+    step = cell_text(lesson.cell("%%srun -N2 -n$RANKS"))
+    assert sorted(int(t) for t in re.findall(r"^(\d+): rank=", step, re.M)) == list(range(world)), step
     assert "NCCL_DEBUG=INFO" in lesson.markdown() and "not a\nrecorded run" in lesson.markdown()
     # the GPU map flags split NUMA exactly when Slurm gave a node's ranks CPUs beyond the socket of its GPUs
     traps = cell_text(lesson.cell("gpu_map = mn.gpu_map()"))
-    if slurm_sandbox.profile_name == "dgx-h100":
+    if sandbox.profile_name == "dgx-h100":
         assert ("trap split-NUMA on" in traps) is _cpus_beyond_the_gpus("".join(detail)), (detail, traps)
+    return per
 
 
 def _cpus_beyond_the_gpus(detail: str) -> bool:
@@ -247,3 +256,26 @@ def test_lesson_08_troubleshooting_diagnoses_the_problems_it_made(
     assert rows and rows[0][0] == "FAIL" and "lesson 08: drained on purpose" in rows[0][3], rows
     state = slurm_sandbox.runner().run(["sinfo", "-h", "-n", node.group(1), "-o", "%T"]).stdout
     assert "drain" not in state.lower(), state
+
+
+@pytest.mark.lessons
+def test_lessons_07_and_08_fit_a_seat_under_a_gpu_cap(
+    sandbox_factory: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 31, point 4: under the site-like caps (QOS normal: 4 GPUs a user, what a workshop seat gets) lesson
+    07 runs two ranks a node instead of waiting for ever, and lesson 08's pending problem becomes the cap itself,
+    which the doctor names with the job to end."""
+    capped = sandbox_factory("dgx-h100", accounting=True)
+    for sub in ("07", "08"):
+        (tmp_path / sub).mkdir()
+    assert _lesson_07(capped, monkeypatch, tmp_path / "07") == 2
+    lesson = _execute("08-troubleshooting", capped, monkeypatch, tmp_path / "08", lambda cell: None)
+    pending = cell_text(lesson.cell("import time"))
+    assert "at most 4 GPU(s) at once" in pending and "your cap is 4 GPU(s)" in pending, pending
+    ids = re.findall(r"allocation (\d+): (RUNNING|PENDING)", pending)
+    assert [s for _, s in ids] == ["RUNNING", "PENDING"], pending
+    blocker, waiting = ids[0][0], ids[1][0]
+    about = " ".join(
+        " ".join(r) for r in _doctor_rows(lesson.cell("import time")) if r[2] == f"job {waiting}"
+    )
+    assert "QOS normal MaxTRESPU" in about and f"job {blocker}" in about, about

@@ -168,6 +168,19 @@ def test_a_job_over_the_qos_gpu_limit_pends_with_the_limit_named(sandbox: Sandbo
     assert re.fullmatch(r"PENDING\|QOSMaxG[Rr][Ee][Ss]PerUser(Limit)?", got), got
 
 
+def test_the_gpu_cap_is_read_from_the_live_database_and_one_more_gpu_pends(sandbox: Sandbox) -> None:
+    """slurmlab.teach.gpu_cap (what a lesson sizes its requests to): normal's MaxTRESPerUser, from sacctmgr; a job
+    of the cap fits, one of a GPU more pends for that very limit."""
+    from slurmlab.slurm.gpu_cap import gpu_cap
+
+    cap = gpu_cap(sandbox.runner())
+    assert (cap.account, cap.qos, cap.gpus) == ("research", "normal", 4), cap
+    assert cap.allows(4) and not cap.allows(5) and "QOS normal MaxTRESPU" in str(cap)
+    # the seed nodes have the GPUs free: only the cap holds the job
+    got = _pending_reason(sandbox, "-N2", "--gpus=5", "-t", "1")
+    assert re.fullmatch(r"PENDING\|QOSMaxG[Rr][Ee][Ss]PerUser(Limit)?", got), got
+
+
 def test_a_debug_job_longer_than_its_wall_limit_pends_on_it(sandbox: Sandbox) -> None:
     got = _pending_reason(sandbox, "--qos=debug", "-t", "60")
     assert re.fullmatch(r"PENDING\|QOSMaxWallDurationPerJobLimit", got), got

@@ -58,6 +58,15 @@ def test_free_ports_are_distinct_and_unused() -> None:
     assert len(set(ports)) == 8 and all(1024 <= p <= 65535 for p in ports)
 
 
+def test_free_ports_come_from_below_the_ephemeral_range() -> None:
+    """Between the choice and the daemon's bind, a port of the kernel's ephemeral range may go to any outgoing
+    connection or bind(0) of the machine ("Address already in use" when lessons start sandboxes side by side)."""
+    from slurmlab.sandbox.ports import FIXED_PORTS_FROM, ephemeral_range
+
+    low, _ = ephemeral_range()
+    assert all(FIXED_PORTS_FROM <= p < low for p in free_ports(16))
+
+
 def test_down_of_a_sandbox_already_down_says_so_and_succeeds(tmp_path: Path, capsys) -> None:
     from slurmlab.cli import main
 

@@ -13,6 +13,7 @@ import type {
   IQueue,
   IRecentJob,
   IRecentJobs,
+  ISession,
   IStatus
 } from '../api';
 
@@ -137,5 +138,23 @@ export function recent(...jobs: IRecentJob[]): IRecentJobs {
     accounting: true,
     message: null,
     jobs
+  };
+}
+
+export const SESSION_WORDS =
+  "the job this Jupyter server runs in: slurmlab never cancels it; it ends when the server is stopped (the hub's control panel) or its time runs out, and this session with it";
+
+/** A server outside any job (a login node's Jupyter). */
+export function noSession(): ISession {
+  return { job_id: null, job: null, problem: null, words: SESSION_WORDS };
+}
+
+/** A server that runs in job `job` (JupyterHub's batchspawner, Open OnDemand). */
+export function session(running: IJob): ISession {
+  return {
+    job_id: running.job_id,
+    job: running,
+    problem: null,
+    words: SESSION_WORDS
   };
 }

@@ -29,6 +29,8 @@ jest.mock('../api', () => {
     ApiError,
     cancelJob: jest.fn(),
     getQueue: jest.fn(),
+    getSession: jest.fn(),
+    currentCluster: jest.fn(() => null),
     holdOrRelease: jest.fn()
   };
 });
@@ -52,6 +54,11 @@ describe('jobActions', () => {
       []
     );
   });
+
+  it('offers nothing on the job this Jupyter server runs in', () => {
+    expect(jobActions(fx.job('14'), '14')).toEqual([]);
+    expect(jobActions(fx.job('15'), '14')).toEqual(['cancel']);
+  });
 });
 
 describe('QueuePanel', () => {
@@ -66,6 +73,7 @@ describe('QueuePanel', () => {
         fx.job('13', { mine: false, user: 'bob' })
       )
     );
+    server.getSession.mockResolvedValue(fx.noSession());
     server.holdOrRelease.mockResolvedValue({
       job_id: '11',
       action: 'hold',
@@ -90,6 +98,21 @@ describe('QueuePanel', () => {
       Array.from(r.querySelectorAll('button')).map(b => b.dataset.action)
     );
     expect(buttons).toEqual([['hold', 'cancel'], ['release', 'cancel'], []]);
+  });
+
+  it('offers no button on the job this Jupyter server runs in, asked of the server once', async () => {
+    server.getSession.mockResolvedValue(fx.session(fx.job('12')));
+    const panelInJob = new QueuePanel(5);
+    Widget.attach(panelInJob, document.body);
+    await panelInJob.refresh();
+    await panelInJob.refresh();
+    const found = Array.from(
+      panelInJob.node.querySelectorAll('tr.slurmlab-QueueJob')
+    ) as HTMLElement[];
+    const buttons = found.map(r => r.querySelectorAll('button').length);
+    expect(buttons).toEqual([2, 0, 0]);
+    expect(server.getSession).toHaveBeenCalledTimes(2); // once per panel: this one and the one of beforeEach
+    panelInJob.dispose();
   });
 
   it('holds and releases through the server, then asks for the queue again', async () => {

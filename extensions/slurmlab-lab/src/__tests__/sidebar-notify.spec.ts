@@ -34,7 +34,8 @@ jest.mock('../api', () => {
     getStatus: jest.fn(),
     getNodes: jest.fn(),
     getQueue: jest.fn(),
-    getRecentJobs: jest.fn()
+    getRecentJobs: jest.fn(),
+    getSession: jest.fn()
   };
 });
 
@@ -76,6 +77,7 @@ beforeEach(() => {
       fx.recentJob('5', { state: 'COMPLETED' })
     )
   );
+  server.getSession.mockResolvedValue(fx.noSession());
   sidebar = new SlurmSidebar();
   sidebar.refreshInterval = DEFAULT_REFRESH_S;
 });

@@ -38,7 +38,8 @@ jest.mock('../api', () => {
     getStatus: jest.fn(),
     getNodes: jest.fn(),
     getQueue: jest.fn(),
-    getRecentJobs: jest.fn()
+    getRecentJobs: jest.fn(),
+    getSession: jest.fn()
   };
 });
 
@@ -81,6 +82,7 @@ beforeEach(() => {
   );
   server.getQueue.mockResolvedValue(fx.queue(fx.job('7')));
   server.getRecentJobs.mockResolvedValue(fx.recent());
+  server.getSession.mockResolvedValue(fx.noSession());
   sidebar = new SlurmSidebar();
   sidebar.refreshInterval = DEFAULT_REFRESH_S;
 });

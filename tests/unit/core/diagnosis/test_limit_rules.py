@@ -28,6 +28,7 @@ from slurmlab.core.diagnosis.limit_rules import (
     LimitTables,
     holding,
     holds,
+    most_gpus,
     parse_queue,
     start_bound,
 )
@@ -281,3 +282,31 @@ def test_hostile_queue_lines_and_limit_cells_never_crash(q: Scene, queue: str, c
     ask = ask_of(q.job, None, user="root", account="research", qos="normal")
     for h in holds(ask, tables, jobs, q.partitions):
         assert h.text()
+
+
+# ---- the most GPUs one job may hold (a workshop seat's share: lessons size their requests to it) ------------------
+@pytest.mark.parametrize(
+    ("account", "qos", "gpus", "limits"),
+    [
+        # QOS normal caps each user at 4 GPUs (MaxTRESPU); research sets no GPU limit of its own
+        ("research", "normal", 4, {"QOS normal MaxTRESPU"}),
+        # account teaching allows 2 GPUs for all its jobs together (GrpTRES): tighter than the QOS
+        ("teaching", "normal", 2, {"account teaching GrpTRES"}),
+        # QOS debug: 4 per job (MaxTRES) and 4 per user (MaxTRESPU), both met by a fifth; its GrpTRES (6) not
+        ("research", "debug", 4, {"QOS debug MaxTRES", "QOS debug MaxTRESPU"}),
+    ],
+)
+def test_most_gpus_is_the_tightest_cap_and_names_it(
+    a: Scene, account: str, qos: str, gpus: int, limits: set[str]
+) -> None:
+    most, over = most_gpus(a.tables, "root", account, qos)
+    assert most == gpus
+    assert {h.limit for h in over} == limits and all(h.key == "gres/gpu" for h in over)
+
+
+def test_most_gpus_is_none_where_no_limit_caps_gpus(a: Scene) -> None:
+    uncapped = LimitTables(
+        tuple({**row, "MaxTRESPU": "", "MaxTRES": "", "GrpTRES": ""} for row in a.tables.qos),
+        tuple(row for row in a.tables.assocs if row.get("Account") != "teaching"),
+    )
+    assert most_gpus(uncapped, "root", "research", "normal") == (None, [])

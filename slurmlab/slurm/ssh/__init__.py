@@ -1,0 +1,25 @@
+"""Slurm on another machine, over OpenSSH: the transport of ``Runner(ssh=...)`` (see :mod:`.link`).
+
+:mod:`.askpass` and :mod:`.relay` also run as programs of their own (stdlib only): ssh's askpass, and the local
+process that passes a background command's signals on to the remote side.
+"""
+
+from slurmlab.slurm.ssh.link import (
+    QUOTING_PROBE,
+    SshLink,
+    SshLinkError,
+    SshTarget,
+    ask_in_notebook,
+    link_failure,
+    remote_words,
+)
+
+__all__ = [
+    "QUOTING_PROBE",
+    "SshLink",
+    "SshLinkError",
+    "SshTarget",
+    "ask_in_notebook",
+    "link_failure",
+    "remote_words",
+]

@@ -1,0 +1,508 @@
+"""Slurm on another machine, through OpenSSH's own client: the transport of ``Runner(ssh=...)``.
+
+Why OpenSSH's ``ssh`` and not a Python SSH library: it reads the user's ``~/.ssh/config`` (``ProxyJump``,
+``Match``, ``IdentityFile``, certificates), talks to their agent and security keys, does the site's 2FA
+(keyboard-interactive) and its ``known_hosts`` the way their terminal does, and its care (security fixes,
+new key types) comes with the operating system. slurmlab adds no crypto of its own.
+
+One connection per cluster: :meth:`SshLink.connect` starts a master (``ControlMaster``, its socket in a private
+0700 folder, ``ControlPersist``) and every command after it is one more session on that connection
+(``ssh -S <socket> -o ControlMaster=no host -- <words>``): no new handshake, no new login, no new 2FA prompt.
+
+The remote side runs a command through the login shell, which splits the one string ssh sends. So each argv word
+is quoted on its own (:func:`remote_words`, POSIX single quotes) and a connect checks once that a word of spaces,
+quotes, ``;``, ``$(...)``, a newline and a non-UTF-8 byte comes back intact (a login shell that is not POSIX,
+e.g. fish, is refused with words). Host keys are checked against ``known_hosts`` (``StrictHostKeyChecking=yes``):
+an unknown or changed key is refused and :func:`link_failure` says what to check. Passphrases, passwords and
+one-time codes are asked through ``SSH_ASKPASS`` (:mod:`slurmlab.slurm.ssh.askpass`), which hands the prompt to
+the caller's ``ask`` (in a notebook: a password field, no echo); the answer goes from there to ssh through a
+socket in the private folder and is written nowhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from slurmlab.errors import ControllerDownError, SlurmlabError
+from slurmlab.slurm.identity import current_uid
+from slurmlab.slurm.job_environment import READER_FAMILIES, READER_SETTINGS
+from slurmlab.slurm.ssh import askpass as ssh_askpass
+from slurmlab.slurm.ssh import relay as ssh_relay
+
+__all__ = [
+    "QUOTING_PROBE",
+    "SshLink",
+    "SshLinkError",
+    "SshTarget",
+    "ask_in_notebook",
+    "link_failure",
+    "remote_words",
+]
+
+SSH_FAILED = 255  # ssh's own exit status: the link, not the remote command, failed
+CONNECT_TIMEOUT = 10  # seconds for a TCP connect and the server's banner
+# a link whose other end stopped answering is given up after about ALIVE_INTERVAL * (ALIVE_COUNT + 1) seconds
+ALIVE_INTERVAL, ALIVE_COUNT = 2, 2
+# a word that a re-splitting or re-expanding shell would change: checked once per connect
+QUOTING_PROBE = "a b\t'q' \"d\" ;$(id) `id` $HOME \\ *\nnext line \udcff end"
+
+
+class SshLinkError(ControllerDownError):
+    """The SSH link to the cluster failed (refused, host key, login, dropped): Slurm was not reached."""
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where to log in: ``ssh://[user@]host[:port]`` (a host of ``~/.ssh/config`` works as in a terminal)."""
+
+    host: str
+    user: str | None = None
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, url: str) -> SshTarget:
+        """The target of ``ssh://[user@]host[:port]``; :class:`SlurmlabError` with an example when malformed."""
+        example = "give ssh://user@login.example or ssh://user@login.example:2222"
+        text = url.strip()
+        if not text.startswith("ssh://"):
+            raise SlurmlabError(f"not an ssh:// address: {text[:80]!r}", hint=example)
+        parts = urlsplit(text)
+        if parts.path not in ("", "/") or parts.query or parts.fragment:
+            raise SlurmlabError(
+                f"an ssh:// address names a host, no path or query: {text[:80]!r}", hint=example
+            )
+        try:
+            port = parts.port
+        except ValueError:
+            raise SlurmlabError(
+                f"the port of {text[:80]!r} is not a number from 1 to 65535", hint=example
+            ) from None
+        host = parts.hostname or ""
+        user = unquote(parts.username) if parts.username else None
+        if parts.password is not None:
+            raise SlurmlabError(
+                "an ssh:// address must not hold a password (it would end up in the notebook)",
+                hint="leave it out (give ssh://user@host): the password or one-time code is asked for without echo",
+            )
+        if not host or host.startswith("-") or (user is not None and (not user or user.startswith("-"))):
+            raise SlurmlabError(
+                f"no host (or a host or user starting with '-') in {text[:80]!r}", hint=example
+            )
+        if any(c.isspace() or ord(c) < 32 for c in host + (user or "")):
+            raise SlurmlabError(
+                f"a host or user name with spaces or control characters: {text[:80]!r}", hint=example
+            )
+        return cls(host=host, user=user, port=port or None)
+
+    @property
+    def destination(self) -> str:
+        """What ssh is given: ``user@host`` or ``host``."""
+        return f"{self.user}@{self.host}" if self.user else self.host
+
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        port = f":{self.port}" if self.port else ""
+        return f"ssh://{self.user + '@' if self.user else ''}{host}{port}"
+
+
+def remote_words(argv: Sequence[str]) -> list[str]:
+    """``argv`` as words a POSIX login shell gives back unchanged: each one quoted on its own."""
+    return [shlex.quote(str(word)) for word in argv]
+
+
+def _reader_unsets() -> str:
+    """sh that unsets the remote login's variables which shape what Slurm prints (the names of
+    :mod:`slurmlab.slurm.job_environment`), as the local runner drops them. Builtins only (``export -p``, one
+    subshell, no program started): an ``env | sed`` pipeline cost 20 ms a command on a loaded login node. A
+    line that is not a name (a value's own newline) is skipped; unset of a bad name would end the shell."""
+    names = "|".join([*(f"{family}*" for family in READER_FAMILIES), *sorted(READER_SETTINGS)])
+    return (
+        "set -f; IFS='\n'; for l in $(export -p); do l=${l#export }; l=${l#declare -x }; n=${l%%=*}; "
+        f'case $n in *[!A-Za-z0-9_]*) ;; {names}) unset "$n";; esac; done; '
+        "IFS=' \t\n'; set +f"
+    )
+
+
+# the remote wrapper: unset what shapes the output, export the runner's variables, then run the argv; with a pid
+# file name (not "-") it runs the argv as a child and writes its pid there, so a signal can reach it
+# (see :mod:`slurmlab.slurm.ssh.relay`); its stdin is handed on explicitly (a background child's is /dev/null)
+_WRAPPER = (
+    '{unsets}; n=$1; shift; while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done; '
+    'p=$1; shift; if [ "$p" = - ]; then exec "$@"; fi; '
+    'f="${{XDG_RUNTIME_DIR:-/tmp}}/slurmlab-$p.pid"; exec 3<&0; "$@" <&3 3<&- & '
+    'echo $! >"$f"; wait $!; rc=$?; rm -f "$f"; exit $rc'
+)
+# a signal sent as the command starts may come before its pid is written: wait up to 2 s for the file
+_KILL = (
+    'f="${XDG_RUNTIME_DIR:-/tmp}/slurmlab-$2.pid"; i=0; while [ ! -s "$f" ] && [ $i -lt 20 ]; do sleep 0.1; '
+    'i=$((i+1)); done; kill -s "$1" "$(cat "$f" 2>/dev/null)" 2>/dev/null'
+)
+
+
+def _private_dir() -> Path:
+    """A folder only this user can enter, for the control sockets and the askpass socket."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    folder = Path(base) / f"slurmlab-ssh-{current_uid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    st = folder.lstat()
+    if not folder.is_dir() or folder.is_symlink() or st.st_uid != current_uid() or st.st_mode & 0o077:
+        raise SlurmlabError(
+            f"{folder} is not a private folder of this user (mode {st.st_mode & 0o777:o})",
+            hint=f"remove it (rm -r {folder}); slurmlab makes it again with mode 700",
+        )
+    return folder
+
+
+Ask = Callable[[str], str]
+
+
+def ask_in_notebook(prompt: str) -> str:
+    """Ask the person at the notebook, without echo (in a kernel, getpass is a password field)."""
+    import getpass
+
+    return getpass.getpass(prompt)
+
+
+@dataclass
+class SshLink:
+    """One multiplexed OpenSSH connection to a cluster's login node.
+
+    ``options``: extra ``-o NAME=VALUE`` for ssh (a test's ``UserKnownHostsFile``, ``IdentityFile``);
+    ``config``: an ssh_config file in place of ``~/.ssh/config``; ``ask``: how a prompt (passphrase, password,
+    one-time code) is answered, by default a password field in the notebook.
+    """
+
+    target: SshTarget
+    options: Mapping[str, str] = field(default_factory=dict)
+    config: str | None = None
+    ask: Ask = field(default=ask_in_notebook, compare=False, repr=False)
+    ssh: str = "ssh"
+    _folder: Path | None = field(default=None, init=False, repr=False, compare=False)
+
+    @classmethod
+    def to(cls, url: str, **kwargs: object) -> SshLink:
+        return cls(SshTarget.parse(url), **kwargs)  # type: ignore[arg-type]
+
+    # ---- the ssh command line ---------------------------------------------------------------------
+    @property
+    def control_path(self) -> str:
+        if "ControlPath" in self.options:  # the caller's own (a test's private folder)
+            return self.options["ControlPath"]
+        if self._folder is None:
+            self._folder = _private_dir()
+        # a hash of the address: short enough for a socket's path limit (104 bytes on macOS), and a name this
+        # class knows, so a socket its dead master left behind can be cleared (ssh's %C would hide it)
+        return str(self._folder / hashlib.sha256(self.target.url().encode()).hexdigest()[:24])
+
+    def _common(self) -> list[str]:
+        argv = [self.ssh]
+        if self.config:
+            argv += ["-F", self.config]
+        if self.target.port:
+            argv += ["-p", str(self.target.port)]
+        for name, value in self.options.items():
+            if name != "ControlPath":
+                argv += ["-o", f"{name}={value}"]
+        return argv + [
+            "-S",
+            self.control_path,
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"ConnectTimeout={CONNECT_TIMEOUT}",
+            "-o",
+            "LogLevel=ERROR",
+        ]
+
+    def command(
+        self, argv: Sequence[str], env: Mapping[str, str] | None = None, *, pid_name: str = "-"
+    ) -> list[str]:
+        """The local argv that runs ``argv`` on the cluster through the master, with ``env`` exported there.
+
+        A session that finds no master does not prompt (``BatchMode``): it logs in by key or agent, or fails
+        and :func:`link_failure` says to connect again."""
+        assigned = [f"{k}={v}" for k, v in (env or {}).items()]
+        words = ["sh", "-c", _WRAPPER.format(unsets=_reader_unsets()), "slurmlab", str(len(assigned))]
+        words += [*assigned, pid_name, *[str(a) for a in argv]]
+        return [
+            *self._common(),
+            "-o",
+            "ControlMaster=no",
+            "-o",
+            "BatchMode=yes",
+            "-T",
+            self.target.destination,
+            "--",
+            *remote_words(words),
+        ]
+
+    def kill_command(self, pid_name: str) -> list[str]:
+        """The argv that signals the remote process of :meth:`command` with ``pid_name`` (signal name last)."""
+        return [
+            *self._common(),
+            "-o",
+            "ControlMaster=no",
+            "-o",
+            "BatchMode=yes",
+            "-T",
+            self.target.destination,
+            "--",
+            *remote_words(["sh", "-c", _KILL, "slurmlab"]),
+        ]
+
+    def relayed(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
+        """The local argv of a background command (salloc, a step) whose signals reach the remote process:
+        :mod:`slurmlab.slurm.ssh.relay` runs ssh and turns SIGINT/SIGTERM/SIGHUP into a remote ``kill``."""
+        name = uuid.uuid4().hex
+        return ssh_relay.relay_argv(self.command(argv, env, pid_name=name), [*self.kill_command(name), name])
+
+    def environ(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The local environment of ssh: prompts go to :mod:`slurmlab.slurm.ssh.askpass`, never a terminal."""
+        env = dict(base)
+        env.update(ssh_askpass.environment(self._askpass_socket()))
+        return env
+
+    def _askpass_socket(self) -> str:
+        return str(Path(self.control_path).parent / f"askpass-{os.getpid()}.sock")
+
+    # ---- the master connection --------------------------------------------------------------------
+    def connected(self) -> bool:
+        """Whether the master connection is up (``ssh -O check``: local, no round trip)."""
+        proc = subprocess.run(
+            [*self._common(), "-O", "check", self.target.destination],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=CONNECT_TIMEOUT,
+            env=dict(os.environ),
+        )
+        return proc.returncode == 0
+
+    def connect(self, *, timeout: float = 120.0) -> None:
+        """Log in once and keep the connection (a no-op when it is up); prompts go to ``ask``.
+        :class:`SshLinkError` says why when it fails."""
+        if self.connected():
+            return
+        # a master killed outright leaves its socket: a new master would then run without one ("already
+        # exists, disabling multiplexing"), out of reach of -O exit, and every command would log in anew
+        if "%" not in self.control_path:
+            Path(self.control_path).unlink(missing_ok=True)
+        argv = [
+            *self._common(),
+            "-M",
+            "-N",
+            "-f",
+            "-o",
+            "ControlPersist=yes",
+            "-o",
+            f"ServerAliveInterval={ALIVE_INTERVAL}",
+            "-o",
+            f"ServerAliveCountMax={ALIVE_COUNT}",
+            self.target.destination,
+        ]
+        with (
+            ssh_askpass.Listener(self._askpass_socket(), self.ask) as listener,
+            tempfile.TemporaryFile() as err,
+        ):
+            # the master stays in the background holding its stderr: read it from a file, not a pipe
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=self.environ(os.environ),
+                start_new_session=True,  # no terminal of the kernel's: every prompt goes to askpass
+            )
+            rc = listener.serve_until(proc, timeout)
+            err.seek(0)
+            stderr = err.read().decode("utf-8", "replace")
+        if rc != 0:
+            raise link_failure(
+                self.target, rc if rc is not None else SSH_FAILED, stderr, connecting=True
+            ) or SshLinkError(f"could not connect to {self.target.url()} (ssh exited {rc})", stderr=stderr)
+        if not self.connected():
+            raise SshLinkError(
+                f"logged in to {self.target.url()}, but the shared connection did not start",
+                hint="check that the folder of the control socket is writable and its path short "
+                f"({self.control_path})",
+                stderr=stderr,
+            )
+        self._check_quoting()
+
+    def _check_quoting(self) -> None:
+        proc = subprocess.run(
+            self.command(["printf", "%s", QUOTING_PROBE]),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=CONNECT_TIMEOUT * 3,
+            env=self.environ(os.environ),
+        )
+        expected = QUOTING_PROBE.encode("utf-8", "surrogateescape")
+        if proc.returncode == 0 and proc.stdout == expected:
+            return
+        stderr = proc.stderr.decode("utf-8", "replace")
+        trouble = link_failure(self.target, proc.returncode, stderr)
+        self.disconnect()
+        raise trouble or SshLinkError(
+            f"the login shell on {self.target.host} changed an argument on its way (sent {expected!r}, "
+            f"got {proc.stdout[:200]!r}): slurmlab cannot pass Slurm's arguments through it intact",
+            hint="make a POSIX shell (bash, zsh, sh) the login shell of this account there, "
+            "or ask the admins for one",
+            stderr=stderr,
+        )
+
+    def master_pid(self) -> int | None:
+        """The local pid of the master connection (``ssh -O check``), None when it is down."""
+        proc = subprocess.run(
+            [*self._common(), "-O", "check", self.target.destination],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=CONNECT_TIMEOUT,
+            env=dict(os.environ),
+        )
+        m = re.search(r"\(pid=(\d+)\)", proc.stderr)
+        return int(m.group(1)) if proc.returncode == 0 and m else None
+
+    def disconnect(self) -> None:
+        """Close the master connection (sessions on it end); nothing on the cluster is cancelled."""
+        subprocess.run(
+            [*self._common(), "-O", "exit", self.target.destination],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=CONNECT_TIMEOUT,
+            env=dict(os.environ),
+        )
+
+    def settings(self) -> dict[str, object]:
+        """What recreates this link in another process (the guardian): no secret, only where and how."""
+        return {"url": self.target.url(), "options": dict(self.options), "config": self.config}
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, object]) -> SshLink | None:
+        url, options, config = settings.get("url"), settings.get("options"), settings.get("config")
+        if not isinstance(url, str):
+            return None
+        return cls(
+            SshTarget.parse(url),
+            options={str(k): str(v) for k, v in options.items()} if isinstance(options, dict) else {},
+            config=config if isinstance(config, str) else None,
+        )
+
+
+# ---- what ssh's own words mean ------------------------------------------------------------------------
+_UNKNOWN_KEY = re.compile(
+    r"No \S+ host key is known for (\S+)|Host key for (\S+) has changed and you have requested"
+)
+_CHANGED_KEY = re.compile(r"REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for \S+ has changed and you have")
+_DENIED = re.compile(r"Permission denied \(([^)]*)\)")
+_REFUSED = re.compile(
+    r"connect to host \S+ port \d+: (Connection refused|Connection timed out|No route to host)"
+)
+_NO_HOST = re.compile(r"Could not resolve hostname \S+: (.*)")
+_DROPPED = re.compile(
+    r"Connection to \S+ closed by remote host|Connection closed by \S+ port|"
+    r"Broken pipe|read from master failed|Timeout, server \S+ not responding|"
+    r"Connection reset by|client_loop: send disconnect|Shared connection to \S+ closed|"
+    r"Control socket connect\(.*\): (No such file or directory|Connection refused)|"
+    r"kex_exchange_identification"
+)
+
+
+def _connect_again(target: SshTarget) -> str:
+    return f"connect again: %slurm use {target.url()} (jobs on the cluster were not touched)"
+
+
+def link_failure(
+    target: SshTarget,
+    returncode: int,
+    stderr: str,
+    *,
+    connecting: bool = False,
+    master_up: Callable[[], bool] | None = None,
+) -> SshLinkError | None:
+    """What ssh's exit ``returncode`` and ``stderr`` mean for the link to ``target``, in words with the next
+    step; None when ssh did not fail. ssh exits 255 for its own failures, and a cut master leaves its sessions
+    255 without a word: then ``master_up()`` (``ssh -O check``) tells a dead link from a remote command that
+    exited 255 itself (None for the latter)."""
+    if returncode != SSH_FAILED:
+        return None
+    found = _key_failure(target, stderr) or _login_failure(target, stderr)
+    if found is None and (
+        _DROPPED.search(stderr) or (not connecting and master_up is not None and not master_up())
+    ):
+        said = " ".join(line.strip() for line in stderr.splitlines() if line.strip())[-600:]
+        found = SshLinkError(
+            f"the link to {target.url()} is down ({said or 'its connection ended'})",
+            hint=_connect_again(target),
+        )
+    if found is not None:
+        found.returncode, found.stderr = returncode, stderr
+    return found
+
+
+def _keyscan(target: SshTarget) -> str:
+    return shlex.join(["ssh-keyscan", *(["-p", str(target.port)] if target.port else []), target.host])
+
+
+def _key_failure(target: SshTarget, stderr: str) -> SshLinkError | None:
+    where = target.url()
+    if _CHANGED_KEY.search(stderr):
+        return SshLinkError(
+            f"{where}: the host's key is NOT the one known_hosts holds for it. This is what an attacker in the "
+            "middle looks like; slurmlab did not log in",
+            hint=f"ask the cluster's admins whether its host key changed (compare fingerprints: {_keyscan(target)}"
+            f" | ssh-keygen -lf -); only if it did, remove the old one with ssh-keygen -R "
+            f"{shlex.quote(target.host)} and log in once in a terminal to check and accept the new one",
+        )
+    if _UNKNOWN_KEY.search(stderr) or "Host key verification failed" in stderr:
+        return SshLinkError(
+            f"{where}: this host's key is not in known_hosts, so slurmlab cannot tell it is the real login node "
+            "and did not log in",
+            hint="log in once with ssh in a terminal and check the fingerprint it shows against the one your "
+            f"cluster publishes (or {_keyscan(target)} | ssh-keygen -lf -) before answering yes",
+        )
+    return None
+
+
+def _login_failure(target: SshTarget, stderr: str) -> SshLinkError | None:
+    where = target.url()
+    denied = _DENIED.search(stderr)
+    if denied:
+        port = ["-p", str(target.port)] if target.port else []
+        return SshLinkError(
+            f"{where}: the login was refused (the server offered: {denied.group(1)})",
+            hint="check the user name, that your key is loaded (ssh-add -l) or the password / one-time code; "
+            f"the same login in a terminal (ssh {shlex.join([*port, target.destination])}) shows more",
+        )
+    for pattern, what in (
+        (_REFUSED, "nothing answered at that address"),
+        (_NO_HOST, "the host name is unknown"),
+    ):
+        m = pattern.search(stderr)
+        if m:
+            return SshLinkError(
+                f"{where}: {what} ({m.group(1)})",
+                hint="check the host and port (and VPN); the same address works in a terminal with ssh",
+            )
+    return None
+
+
+def wait_connected(link: SshLink, timeout: float) -> bool:
+    """Whether ``link``'s master is up within ``timeout`` seconds (a test's helper for a master it cut)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if link.connected():
+            return True
+        time.sleep(0.1)
+    return False
