@@ -20,7 +20,7 @@ VERSION = "22.05"
 JOB = "19"
 NAME = "slurmlab-0123abcd"
 OWNER_UID = 0
-SALLOC = ["salloc", "--no-shell", ...]
+SALLOC = ["salloc", ...]  # held (release_at_exit) or --no-shell
 UNKNOWN_JOB = "999999"
 # prefix of the files that show job 19 in each state
 STATES = {"pending": "l02", "running": "l06", "cancelled": "l12"}

@@ -53,6 +53,22 @@ def _active(sandbox: Any, job: str) -> bool:
     return out in {"RUNNING", "PENDING", "CONFIGURING", "COMPLETING"}
 
 
+def _sallocs_of(pid: int) -> list[int]:
+    """The salloc processes ``pid`` started (the kernel's: each holds one of its allocations while it lives)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # ended while listed
+            continue
+        comm, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+        if comm == "salloc" and int(rest[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
 def _job_id(text: str) -> str:
     found = re.search(r"[Aa]llocation (\d+)", text)
     assert found, f"no job id in {text!r}"
@@ -297,8 +313,15 @@ def test_jobs_left_by_a_crashed_kernel_are_listed_with_attach_and_cancel(
         job = _job_id(nb.run(1, timeout=90))
         pids = re.search(r"PIDS (\d+) (\d+)", nb.run(2))
         assert pids, "no pids"
-        # the machine lost both the kernel and its guardian (an OOM kill of the user's processes, a reboot of a
-        # login node): the job stays in Slurm
+        # the machine lost the kernel, its guardian and the salloc that holds the job, all at once (a kill of
+        # every process of the user, a reboot of a login node): the job stays in Slurm. A kernel killed alone
+        # leaves nothing (its salloc relinquishes the job when the kernel's pipe closes, its guardian cancels it:
+        # tests/integration/slurm/test_kernel_ends.py), so salloc goes first, with its held command
+        sallocs = _sallocs_of(int(pids.group(1)))
+        assert sallocs, "the kernel's salloc holding the job"
+        # each salloc leads a session of its own (the runner's); SIGKILL leaves it no time to release the job
+        for salloc in sallocs:
+            os.killpg(salloc, signal.SIGKILL)
         os.kill(int(pids.group(2)), signal.SIGKILL)
         os.kill(int(pids.group(1)), signal.SIGKILL)
         # JupyterLab says the kernel died and restarts it; the user clicks the dialog away

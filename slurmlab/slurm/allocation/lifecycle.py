@@ -1,26 +1,25 @@
 """The allocation's lifecycle: one class, :class:`Allocation`.
 
-``Allocation.submit`` runs ``salloc --no-shell`` in the background and returns at once: salloc prints the job id as
-soon as the controller has queued it, even while the job pends. A unique job name and a ``slurmlab:`` comment tag
-identify it, so a restarted kernel can find what it left behind. State comes from the shared :mod:`poller`; steps
-run with ``srun --jobid=J --overlap`` and stream their output line by line.
+``Allocation.submit`` runs salloc in the background and returns once the controller has queued the job (salloc
+prints its id even while it pends). A unique job name and a ``slurmlab:`` comment tag let a restarted kernel find
+what it left. salloc holds an allocation that lives with the kernel and hears Slurm's pushes (:mod:`.salloc`), so
+the shared :mod:`poller` checks a granted one only every few minutes. Steps run with ``srun --jobid=J --overlap``.
 
 The class holds the lifecycle (submit/attach, state, wait, refresh, steps, cancel/detach) and every change of its
 state. What has state of its own is a collaborator that reports back: the salloc process and its reader
-(:class:`.salloc.SallocProcess`, through the callbacks it is given), and this process's registry of live
-allocations with the guardian, the exit hooks and the follower of released jobs (:data:`.release.LIVE`, through the
-methods :class:`.release.Releasable` names). The questions asked of a job (why it waits, how it ended, its usage,
-its GPUs' topology, MIG and binding, its display) are features over the public API, each reached from a one-line
-method that imports it when first used.
+(:class:`.salloc.SallocProcess`, through its callbacks), and this process's registry of live allocations with the
+guardian, the exit hooks and the follower of released jobs (:data:`.release.LIVE`, through the methods
+:class:`.release.Releasable` names). The questions asked of a job (why it waits, how it ended, its usage, its GPUs'
+topology, MIG and binding, its display) are features over the public API, each a method importing it when used.
 
 News of the job arrives in two places: :meth:`Allocation._on_update` takes the shared poller's updates, and
-:meth:`Allocation._change` every other report (salloc, a refresh, the release follower). Both change the state under
-the allocation's condition, wake its waiters, then call its subscribers: a push from the controller would report
-through the one or the other.
+:meth:`Allocation._change` every other report (salloc's pushes, a refresh, the release follower). Both change the
+state under the allocation's condition, wake its waiters, then call its subscribers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
@@ -35,11 +34,11 @@ from slurmlab.core.slurm.job_view import JobView, job_view
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.core.slurm.states import ENDED
-from slurmlab.errors import AllocationError, JobNotFoundError, SlurmError
+from slurmlab.errors import AllocationError, JobNotFoundError, SlurmError, SlurmlabError
 from slurmlab.slurm.allocation.leftovers import make_tag
 from slurmlab.slurm.allocation.release import LIVE
 from slurmlab.slurm.allocation.request import request_to_submit, salloc_argv
-from slurmlab.slurm.allocation.salloc import SallocProcess, may_still_be_made, not_created
+from slurmlab.slurm.allocation.salloc import PUSHED_STATE, SallocProcess, may_still_be_made, not_created
 from slurmlab.slurm.poller import JobPoller, JobUpdate, Watch, get_poller
 from slurmlab.slurm.runner import Runner, get_runner
 from slurmlab.slurm.steps import (
@@ -70,7 +69,7 @@ log = logging.getLogger("slurmlab.slurm.allocation")
 ENDED_STATES = ENDED | {"GONE", "REJECTED"}
 
 Subscriber = Callable[["Allocation"], None]
-_CHANGEABLE = frozenset({"state", "reason", "note", "job"})  # what _change may set
+_CHANGEABLE = frozenset({"state", "reason", "note", "job", "node_alerts"})  # what _change may set
 
 
 class Allocation:
@@ -143,7 +142,7 @@ class Allocation:
         release_at_exit: bool = True,
         validate: bool = True,
     ) -> Allocation:
-        """Submit ``salloc --no-shell <request>`` in the background and return once the job id is known.
+        """Submit ``salloc <request>`` in the background and return once the job id is known.
 
         ``request`` is a GpuRequest from :func:`check_request` (its job name, if any, inside it), or salloc
         tokens (``['--gpus=2', '-t', '30']``; ``name`` then names the job, as a first ``--job-name``). Either
@@ -152,7 +151,8 @@ class Allocation:
         anything is submitted. A GpuRequest that pipeline already checked against the cluster, unchanged since,
         is not checked twice. ``validate=False`` (tokens only) hands the tokens to Slurm unchecked, for Slurm to
         decide. Returns in well under a second for a job that must pend. Raises AllocationError with Slurm's
-        message when the controller rejects the request.
+        message when the controller rejects the request. With ``release_at_exit`` salloc holds the job while this
+        process lives (:mod:`.salloc`); without, ``salloc --no-shell`` lets it outlive this process.
         """
         argv, name, warnings = request_to_submit(request, name=name, runner=runner, validate=validate)
         tag = make_tag()
@@ -232,6 +232,8 @@ class Allocation:
             on_stuck=self._salloc_stuck,
             answered=self._id_known.is_set,
             messages=self.salloc_messages,
+            on_push=self._salloc_pushed,
+            hold=self.release_at_exit,
         )
         self._salloc.start(on_started=lambda pid: self._guard(salloc_pid=pid))
 
@@ -242,7 +244,23 @@ class Allocation:
         self._guard()
         self._change(state=state)
         self._id_known.set()
+        if self._salloc is not None and self._salloc.hold:
+            self.poller.pushed(job_id)  # before the watch's first round: the job's news comes from salloc
         self._start_watch()
+
+    def _salloc_pushed(self, kind: str, what: str) -> None:
+        """Slurm's news of the job, pushed to its salloc (:data:`.salloc.PUSHED`); a poke reads what it does not say."""
+        if kind == "granted" and self.state in ("SUBMITTING", "PENDING", "UNKNOWN"):
+            with contextlib.suppress(SlurmlabError):
+                self.refresh()  # the nodes and GPUs come with the news (else with the next poll round)
+            self._change(state="RUNNING", reason=None)
+        elif kind in PUSHED_STATE and not self.ended:
+            self._cancel_taken = True  # over: a poll still saying RUNNING or COMPLETING brings nothing back
+            self._change(state=PUSHED_STATE[kind], reason=None)
+        elif kind == "node_failure":
+            self._change(node_alerts=(*self.node_alerts, (what, "NODE_FAIL")))
+        if self.job_id is not None:
+            self.poller.poke()
 
     def _salloc_said_error(self, message: str) -> None:
         self.error = message if self.error is None else f"{self.error}; {message}"
@@ -256,6 +274,7 @@ class Allocation:
             self._change(state="REJECTED")
             self._id_known.set()
         elif self.job_id is not None:
+            self.poller.pushed(self.job_id, False)  # nothing pushes the job's news any more: polled again
             self.poller.poke()
 
     def _find_id_by_name(self) -> None:
@@ -271,6 +290,9 @@ class Allocation:
             self.job_id = ids[-1]
             self._guard()
             self._id_known.set()
+            if self._salloc is not None and self._salloc.hold and self._salloc.alive:
+                self._salloc.job_id = self.job_id  # its pushes name this job, and no poll is needed
+                self.poller.pushed(self.job_id)
             self._start_watch()
 
     # ---- the guardian: cancels what is registered if this process dies without releasing ---------
@@ -321,6 +343,9 @@ class Allocation:
 
     def _on_update(self, update: JobUpdate) -> None:
         """Take in what the poller saw (called from its thread); stop watching once the job ended."""
+        seen = update.brief or update.detail
+        if seen is not None and seen.state == "PENDING" and self._salloc and self._salloc.granted_just_now():
+            return  # read before salloc said the grant, published after it: the next round reads the granted job
         with self._cond:
             self.updated_at = update.at
             if update.error is not None:
@@ -457,8 +482,8 @@ class Allocation:
                         + f" after {timeout:g} s"
                     )
                 self._cond.wait(timeout=min(0.5, remaining) if remaining is not None else 0.5)
-        if self.state == "RUNNING" and self.job is None:
-            self.refresh()  # granted before the poller fetched the detail: nodes and GPUs now
+        if self.state == "RUNNING" and (self.job is None or not self.job.nodes):
+            self.refresh()  # granted (a push) before the poller fetched the detail: nodes and GPUs now
         return self
 
     # ---- reports from the release follower (:class:`.release.ReleaseFollower`); not the user's API -----
@@ -661,6 +686,7 @@ class Allocation:
         return self.job_id
 
     def _run_step(self, argv: list[str], on_output: OutputCallback, timeout: float | None) -> StepResult:
+        self._notify()  # a step starts: the usage sampler of an idle allocation looks again
         result = stream_step(self.runner, argv, on_output, timeout)
         self._steps.append(result)
         self._notify()
@@ -687,7 +713,9 @@ class Allocation:
         argv = step_argv(
             self.job_id, self.step_options(args), [str(c) for c in command], label=False, overlap=overlap
         )
-        return RunningStep(argv, self.runner.popen(argv), self.runner)
+        step = RunningStep(argv, self.runner.popen(argv), self.runner)
+        self._notify()  # a step started: the usage sampler of an idle allocation looks again
+        return step
 
     @property
     def steps(self) -> list[StepResult]:
@@ -704,19 +732,24 @@ class Allocation:
                 "(that would end this kernel too)",
                 hint="stop the session itself (the hub's control panel, or scancel in a terminal) to end it",
             )
-        if self._salloc is not None:
-            self._salloc.kill()
+        salloc = self._salloc
+        if salloc is not None and not salloc.holding:
+            salloc.kill()  # still waiting: SIGINT withdraws the request
         asked = False
-        if self.job_id is not None and not self.ended:
-            from slurmlab.slurm import queries
+        try:
+            if self.job_id is not None and not self.ended:
+                from slurmlab.slurm import queries
 
-            try:
-                # a job this process submitted is ours; one attached by id is checked first
-                queries.cancel_job(self.job_id, self.runner, only_mine=self.tag is None)
-                asked = True
-            except JobNotFoundError:
-                pass
-            self.poller.poke()
+                try:
+                    # a job this process submitted is ours; one attached by id is checked first
+                    queries.cancel_job(self.job_id, self.runner, only_mine=self.tag is None)
+                    asked = True
+                except JobNotFoundError:
+                    pass
+                self.poller.poke()
+        finally:
+            if salloc is not None:
+                salloc.kill()  # a held job: after its scancel, so it ends CANCELLED, not relinquished
         if asked:
             LIVE.follow_release(self)  # first: a view that sees the state below keeps following the release
             if not self.ended:
@@ -731,6 +764,8 @@ class Allocation:
         """Keep the allocation when this process exits (a later kernel can attach to it)."""
         self.release_at_exit = False
         self._unguard()
+        if self._salloc is not None:
+            self._salloc.abandon()  # a held job would end with salloc: salloc goes, the job stays
 
     def forget(self) -> None:
         """Stop following the job (no more polls or updates) without cancelling it."""

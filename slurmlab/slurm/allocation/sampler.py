@@ -8,7 +8,9 @@ in a worker thread, so the kernel never waits for Slurm:
   for this job's GPUs only; its output is read as it comes. The step ends with the allocation, when
   :meth:`UsageSampler.stop` is called (the panel going away), or at the allocation's time limit.
 - the sandbox (fake GPUs) or a job without GPUs: ``sstat`` every few seconds, each reading's CPU time against
-  the previous one, labelled "CPU of the job's tasks (sstat) — this machine has no GPU".
+  the previous one, labelled "CPU of the job's tasks (sstat) — this machine has no GPU". Each sstat asks the
+  controller: while no step runs (an idle allocation) it is asked only every ``idle_interval`` (5 min), and at
+  the base interval again for a while after the allocation says a step started (``%srun``) or changed.
 
 Nothing here raises into the kernel: what went wrong is the table's ``error``, in slurmlab's words.
 """
@@ -75,9 +77,17 @@ class UsageSampler:
     """Samples one allocation while it runs. ``table()`` is what was seen so far; listeners are called (from
     the worker thread) after each new sample or a change of note/error."""
 
-    def __init__(self, alloc: Allocation, *, interval: float = 2.0) -> None:
+    def __init__(
+        self, alloc: Allocation, *, interval: float = 2.0, idle_interval: float | None = None
+    ) -> None:
         self.alloc = alloc
         self.interval = interval
+        # sstat while no step runs: an idle allocation costs the controller one call in five minutes, not thirty a
+        # minute. After a start, or news from the allocation (a step started), the base interval holds for a while
+        # (``eager_for``), so a step that srun is still creating is not missed.
+        self.idle_interval = idle_interval if idle_interval is not None else 150 * interval
+        self.eager_for = 3 * interval
+        self._wake = threading.Event()
         self.source: str | None = None
         self.note: str | None = None
         self.error: str | None = None
@@ -116,6 +126,7 @@ class UsageSampler:
     def stop(self) -> None:
         """End sampling (and the sampler step); the samples stay."""
         self._stop.set()
+        self._wake.set()
         proc = self._proc
         if proc is not None and proc.poll() is None:
             end_step(proc)
@@ -173,9 +184,19 @@ class UsageSampler:
 
     def _sample_sstat(self) -> None:
         self.source = "sstat"
+        subscribe = getattr(self.alloc, "subscribe", None)
+        unsubscribe = subscribe(lambda _alloc: self._wake.set()) if subscribe is not None else None
+        try:
+            self._sstat_loop()
+        finally:
+            if unsubscribe is not None:
+                unsubscribe()
+
+    def _sstat_loop(self) -> None:
         runner, job = self.alloc.runner, str(self.alloc.job_id)
         before: list[SstatRecord] | None = None
         t_before = 0.0
+        eager_until = time.monotonic() + self.eager_for
         while not self._done():
             result = runner.run(sstat_argv(job), timeout=SSTAT_TIMEOUT, check=True)
             now = time.time()
@@ -193,7 +214,10 @@ class UsageSampler:
             if before is not None:
                 self._add(cpu_samples(before, records, t_before, now))
             before, t_before = records, now
-            self._stop.wait(self.interval)
+            idle = problem == NO_STEP_YET and time.monotonic() >= eager_until
+            if self._wake.wait(self.idle_interval if idle else self.interval):
+                self._wake.clear()  # the allocation changed (a step started): eager again
+                eager_until = time.monotonic() + self.eager_for
 
     def _sample_gpus(self) -> None:
         alloc = self.alloc

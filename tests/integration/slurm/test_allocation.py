@@ -224,7 +224,11 @@ def test_many_watchers_share_one_cheap_squeue_per_interval(sandbox: Any) -> None
         return queries.brief_states(ids, r)
 
     poller = JobPoller(runner, interval=0.5, fetch_brief=counting_brief, fetch_detail=queries.job_detail)
-    allocs = [Allocation.submit(["-n1", "-t", "5"], runner=runner, poller=poller) for _ in range(5)]
+    # kept past the kernel (salloc --no-shell): nothing pushes their news, so they are polled
+    allocs = [
+        Allocation.submit(["-n1", "-t", "5"], runner=runner, poller=poller, release_at_exit=False)
+        for _ in range(5)
+    ]
     for a in allocs:
         a.wait(timeout=20)
     n0 = len(calls)
