@@ -62,16 +62,25 @@ docs: venv
 	$(PY) -m sphinx -b html -E -W --keep-going -q docs $(DOCS_OUT)
 	@echo "docs: $(DOCS_OUT)/index.html"
 
-# Every test, in three runs: those that need no Slurm and no browser on both cores (pytest-xdist); the sandbox
+# Every test, in four runs: those that need no Slurm and no browser on both cores (pytest-xdist); the sandbox
 # and browser tests on two workers too, a test file to a worker (each worker starts the session's sandboxes of its
-# own: most of their time is waiting on Slurm and on the browser, not on the cores); then the timing (`serial`)
-# tests alone, since they measure the cores. A run that selects no test (PYTEST_ARGS naming files of another
-# kind) is not a failure.
+# own: most of their time is waiting on Slurm and on the browser, not on the cores); the sandbox tests of the
+# magics and of the allocation's life a second time through the SSH runner (--over-ssh: a real sshd on 127.0.0.1,
+# a second Unix user; one process, as that user is one per session; skipped without root; not when PYTEST_ARGS
+# picks tests); then the timing (`serial`) tests alone, since they measure the cores. A run that selects no test
+# (PYTEST_ARGS naming files of another kind) is not a failure.
+OVER_SSH_TESTS ?= tests/unit/magics/test_magics_sandbox.py tests/unit/magics/test_magics_hostile.py \
+	tests/integration/slurm/test_allocation.py tests/integration/slurm/test_kernel_lifetime.py
+# not over SSH: a "restarted kernel" started as a local subprocess (its leftovers are this machine's user's), and
+# a pickled Python function as a step (the pickle and this venv's Python are files of this machine)
+OVER_SSH_SKIP ?= not test_a_restarted_kernel_finds_what_it_left and not test_a_python_function_runs_as_a_step
 test: setup lint typecheck docs
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal \
 	    -m "not sandbox and not browser and not serial" $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist loadfile \
 	    -m "(sandbox or browser) and not serial" --durations=25 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
+	$(if $(PYTEST_ARGS),,$(PY) -m pytest -p no:cacheprovider --over-ssh -m "sandbox and not browser and not serial" \
+	    -k "$(OVER_SSH_SKIP)" --durations=5 $(OVER_SSH_TESTS) || [[ $$? -eq 5 ]])
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider \
 	    -m serial --durations=5 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
 

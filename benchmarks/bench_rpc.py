@@ -15,8 +15,10 @@ Rows, each beside its baseline measured in the same run:
   every 5 s, a whole-cluster poll each time).
 * ``watch -n 5 squeue``: 12 ``squeue`` a minute (the habit sites ask users to drop), run back to back.
 * a plain ``salloc ... sleep`` holding its allocation for half a window: salloc's 0, the physical anchor.
-* 10 Jupyter servers of one host with a sidebar each: 10 pollers, each its own runner and worker (nothing
-  shared between them), beside one.
+* 10 Jupyter servers of one host with a sidebar each: 10 pollers, each its own runner, reading the host's shared
+  poll (``slurmlab cluster-cache serve``'s service, run here in-process as root at its default interval), the
+  service's own RPCs counted; beside one server, and beside the same 10 pollers each polling on its own (the
+  figure before the shared poll).
 
 The kernel's rows (an idle RUNNING allocation with its panel, 50 panels, 10 kernels) are not measured here yet.
 With the default 60 s windows the module takes about 4.5 minutes (within run_all's 420 s for one module).
@@ -30,6 +32,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -104,16 +107,24 @@ def by_type(counts: Counter[str]) -> str:
 
 
 # ---- the workloads -----------------------------------------------------------------------------------
-async def _sidebars(runners: list[Any], seconds: float, counted: Counted, **cadence: Any) -> None:
+async def _sidebars(
+    runners: list[Any], seconds: float, counted: Counted, service: Any = None, **cadence: Any
+) -> None:
     """Pollers (one per runner: one Jupyter server each), each asked as one open sidebar asks. The counters are
-    reset after a first round (the first polls fetch every job's detail once: a start-up cost, not a minute's)."""
+    reset after a first round (the first polls fetch every job's detail once: a start-up cost, not a minute's).
+    With ``service`` (a SharedPollService) the pollers read its files; it polls once at the window's start and
+    then on its own timer, as the pollers do, and its RPCs are counted with theirs."""
     from slurmlab.server.data import ClusterSource
     from slurmlab.server.poller import ClusterPoller
     from slurmlab.server.worker import PollWorker
 
+    # no shared poll unless one is measured (a directory that cannot exist)
+    where = str(service.directory) if service is not None else "/nonexistent/slurmlab-bench-no-shared-poll"
     pollers = [
-        ClusterPoller(ClusterSource(r, user="root", worker=PollWorker("thread")), **cadence) for r in runners
+        ClusterPoller(ClusterSource(r, user="root", worker=PollWorker("thread"), shared=where), **cadence)
+        for r in runners
     ]
+    stop = threading.Event()
 
     async def round_of(p: ClusterPoller) -> None:
         p.start()
@@ -130,6 +141,9 @@ async def _sidebars(runners: list[Any], seconds: float, counted: Counted, **cade
         # cluster_interval later falls outside it (a 60 s window that ends on it would count it or not by chance).
         counted.reset()
         end = time.monotonic() + seconds - CYCLE_MARGIN_S
+        if service is not None:
+            await asyncio.get_running_loop().run_in_executor(None, service.once)
+            threading.Thread(target=_service_timer, args=(service, stop), daemon=True).start()
         for p in pollers:
             await p.refresh(whole=True)
         while time.monotonic() < end:
@@ -137,13 +151,33 @@ async def _sidebars(runners: list[Any], seconds: float, counted: Counted, **cade
                 await round_of(p)
             await asyncio.sleep(min(SIDEBAR_EVERY, max(0.0, end - time.monotonic())))
     finally:
+        stop.set()
         for p in pollers:
             p.stop()
+    if service is not None:
+        assert all(p.source.shared_reads for p in pollers), "a poller did not use the shared poll"
+        assert not any(r.calls for r in runners), "a poller sent Slurm a command of its own"
 
 
-def sidebar_minute(sb: Any, seconds: float, counted: Counted, servers: int = 1, **cadence: Any) -> None:
+def _service_timer(service: Any, stop: threading.Event) -> None:
+    while not stop.wait(service.interval):
+        service.once()
+
+
+def sidebar_minute(
+    sb: Any, seconds: float, counted: Counted, servers: int = 1, shared: bool = False, **cadence: Any
+) -> None:
     runners = [sb.runner(timeout=60) for _ in range(servers)]
-    asyncio.run(_sidebars(runners, seconds, counted, **cadence))
+    if not shared:
+        asyncio.run(_sidebars(runners, seconds, counted, **cadence))
+        return
+    from slurmlab.server.shared_poll import SharedPollService
+
+    with tempfile.TemporaryDirectory(prefix="slurmlab-bench-poll-") as d:
+        service = SharedPollService(Path(d) / "poll", runner=sb.runner(timeout=60))
+        service.prepare()
+        service.once()  # its first listing (every job's detail, PrivateData) before the window, as the pollers'
+        asyncio.run(_sidebars(runners, seconds, counted, service=service, **cadence))
 
 
 def watch_squeue(sb: Any, seconds: float) -> None:
@@ -204,7 +238,8 @@ def _measure_rows(sb: Any, rows: tuple[str, ...], seconds: float) -> list[Row]:
         out.append(
             Row(
                 GROUP,
-                f"one open sidebar, per minute (own jobs every {DEFAULT_INTERVAL:g} s, cluster every "
+                f"one open sidebar, per minute (own jobs every {DEFAULT_INTERVAL:g} s, from the cluster's "
+                f"listing where an own listing costs a whole one (22.05); cluster every "
                 f"{DEFAULT_CLUSTER_INTERVAL:g} s)",
                 new,
                 "RPCs",
@@ -228,18 +263,21 @@ def _measure_rows(sb: Any, rows: tuple[str, ...], seconds: float) -> list[Row]:
             )
         )
         if "servers" in rows:
-            ten, ten_by, _ = run(lambda: sidebar_minute(sb, seconds, counted, servers=10))
+            alone, alone_by, _ = run(lambda: sidebar_minute(sb, seconds, counted, servers=10))
+            ten, ten_by, _ = run(lambda: sidebar_minute(sb, seconds, counted, servers=10, shared=True))
             out.append(
                 Row(
                     GROUP,
-                    "10 Jupyter servers of one host, a sidebar each, per minute (x one server)",
+                    "10 Jupyter servers of one host, a sidebar each, reading the host's shared poll, per minute "
+                    "(x one server)",
                     ten / new if new else float("inf"),
                     "x",
                     target=1.5,
-                    baseline=new,
-                    baseline_name="one server's RPCs",
+                    baseline=alone / new if new else float("inf"),
+                    baseline_name="10 servers each polling on its own (x one server)",
                     size=size,
-                    note=f"{ten:g} RPCs: {by_type(ten_by)} (nothing shared between servers yet)",
+                    note=f"{ten:g} RPCs, the service's: {by_type(ten_by)}; one server {new:g}; "
+                    f"each on its own {alone:g}: {by_type(alone_by)}",
                 )
             )
     if "watch" in rows:

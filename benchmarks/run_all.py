@@ -42,7 +42,7 @@ _SIZE = re.compile(r"^(\d+) nodes x (\d+) jobs$")
 # seconds one module may take (its whole measure()); the modules that count RPCs on a sandbox sit through 60 s
 # windows (their counts are per minute), so they get longer
 MODULE_TIMEOUT = {"quick": 240, "full": 420}
-SLOW_MODULES = {"bench_rpc_kernel": 600}
+SLOW_MODULES = {"bench_rpc_kernel": 600, "bench_workshop": 1200}
 
 
 def modules(only: list[str] | None = None, folder: Path = BENCH_DIR) -> list[str]:

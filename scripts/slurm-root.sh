@@ -23,9 +23,10 @@ VENV_IN_ROOT=/opt/slurmlab-venv
 # (ps/pgrep, runuser/useradd, hostname); slurmdbd and MariaDB for the sandbox's accounting. For the hub's tests:
 # node, which runs the configurable-http-proxy that `make setup` installed in the repo's hub/node_modules (seen
 # through the repo mount: pure JavaScript, needs node >= 20; trixie has 20, sid 24), so no npm here; and
-# chromium, which the browser test drives through Playwright (no chromium-driver needed).
+# chromium, which the browser test drives through Playwright (no chromium-driver needed). openssh-server (with its
+# client) for the SSH runner's tests: a real sshd on 127.0.0.1 in front of the sandbox, for a second user.
 PKGS=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server python3 python3-venv python3-pip ca-certificates procps psmisc
-      util-linux passwd hostname iproute2 nodejs chromium)
+      util-linux passwd hostname iproute2 nodejs chromium openssh-server)
 
 say() { echo "slurm-root: $*"; }
 die() {

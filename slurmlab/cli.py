@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "hub": "slurmlab.commands.hub",
     "kernel": "slurmlab.commands.kernel",
     "workshop": "slurmlab.commands.workshop",
+    # the one poll per host a server extension reads (registered by its own module: commands may not import server)
+    "cluster-cache": "slurmlab.server.shared_poll_command",
 }
 
 

@@ -3,6 +3,7 @@
 The wheel carries them as ``slurmlab/notebooks/*.ipynb``; a source checkout has them in ``notebooks/`` beside the
 package. A file already in DIR is replaced only when it is what an earlier copy put there (recorded in
 ``.slurmlab-notebooks.json``) or with ``--force``: a notebook the user edited or ran is never overwritten silently.
+``--student`` copies the student edition: no solutions, no instructor checks (:mod:`slurmlab.core.editions`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,18 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from slurmlab.core.editions import student_edition
 from slurmlab.errors import SlurmlabError
 
-__all__ = ["MANIFEST", "CopyPlan", "copy_notebooks", "plan_copy", "register", "shipped_notebooks"]
+__all__ = [
+    "MANIFEST",
+    "CopyPlan",
+    "copy_notebooks",
+    "plan_copy",
+    "register",
+    "shipped_notebooks",
+    "student_notebooks",
+]
 
 # what an earlier copy wrote (name -> sha256): a file still matching it is ours to update
 MANIFEST = ".slurmlab-notebooks.json"
@@ -33,14 +43,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("directory", metavar="DIR", help="where to put them, e.g. ~/slurmlab-notebooks")
     parser.add_argument("--force", action="store_true", help="overwrite notebooks you changed in DIR")
+    parser.add_argument(
+        "--student",
+        action="store_true",
+        help="the student edition: each exercise's solution left empty, the instructor's checks left out",
+    )
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     target = Path(args.directory).expanduser()
-    plan = copy_notebooks(shipped_notebooks(), target, force=args.force)
-    print(plan.report(target.absolute(), args.force))
+    shipped = shipped_notebooks()
+    plan = copy_notebooks(student_notebooks(shipped) if args.student else shipped, target, force=args.force)
+    print(plan.report(target.absolute(), args.force, student=args.student))
     return 0
+
+
+def student_notebooks(notebooks: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The student edition of each notebook (name -> content): solutions emptied, instructor checks removed."""
+    try:
+        return {name: student_edition(data, name) for name, data in notebooks.items()}
+    except ValueError as exc:
+        raise SlurmlabError(
+            str(exc), hint="copy the teacher's edition (without --student), or fix that notebook"
+        ) from None
 
 
 def shipped_notebooks() -> dict[str, bytes]:
@@ -81,7 +107,7 @@ class CopyPlan:
     def writes(self, force: bool) -> tuple[str, ...]:
         return self.new + self.updated + (self.changed if force else ())
 
-    def report(self, target: Path, force: bool = False) -> str:
+    def report(self, target: Path, force: bool = False, student: bool = False) -> str:
         kept = "kept: you changed it (--force replaces it)"
         rows = (
             [(n, "new") for n in self.new]
@@ -91,7 +117,8 @@ class CopyPlan:
         )
         width = max(len(n) for n, _ in rows)
         where = shlex.quote(str(target))
-        lines = [f"copied {len(self.writes(force))} of {len(rows)} workshop notebooks to {target}:"]
+        what = "workshop notebooks (student edition)" if student else "workshop notebooks"
+        lines = [f"copied {len(self.writes(force))} of {len(rows)} {what} to {target}:"]
         lines += [f"  {name:<{width}}  {what}" for name, what in sorted(rows)]
         ways = [
             (f"jupyter lab {where}", "on a cluster's login node (Slurm's commands on PATH)"),

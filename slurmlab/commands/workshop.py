@@ -90,6 +90,7 @@ def _settings(path: str | None) -> dict[str, Any]:
 def _up(args: argparse.Namespace) -> int:
     from slurmlab.commands.notebooks import shipped_notebooks
     from slurmlab.workshop import Workshop
+    from slurmlab.workshop.control import TEACHER, VIEW_PATH
 
     shop, secrets = Workshop.up(
         args.directory,
@@ -108,10 +109,13 @@ def _up(args: argparse.Namespace) -> int:
     print(f"workshop up in {shop.folder}: JupyterHub on {hub.url if hub else '(no hub)'}")
     print("the passwords, shown this once (only their hashes are kept):")
     if args.password_mode == "shared":
-        print(f"  every seat ({', '.join(shop.seats)}): {next(iter(secrets.values()))}")
+        print(f"  every seat ({', '.join(shop.seats)}): {secrets[shop.seats[0]]}")
     else:
-        for name, secret in secrets.items():
-            print(f"  {name}: {secret}")
+        for name in shop.seats:
+            print(f"  {name}: {secrets[name]}")
+    if hub is not None:
+        print(f"the teacher's view of the room: {hub.url}{VIEW_PATH}")
+        print(f"  log in there as {TEACHER}: {secrets[TEACHER]}")
     print(f"between sessions: sudo slurmlab workshop reset --dir {shop.folder}")
     print(f"at the end:       sudo slurmlab workshop down --dir {shop.folder}")
     return 0

@@ -208,6 +208,8 @@ class Hub:
         seat_hashes: str | os.PathLike[str] | None = None,
         form: dict[str, dict[str, Any]] | None = None,
         alike_users: bool = False,
+        admins: list[str] | tuple[str, ...] = (),
+        services: list[dict[str, Any]] | None = None,
     ) -> Hub:
         """Start JupyterHub (and its proxy) for ``users`` (default: the current user) on ``sandbox``; waits until
         it answers. A hub already running in ``folder`` is an error (stop it first: :meth:`down`).
@@ -215,7 +217,10 @@ class Hub:
         ``seat_hashes``: a 0600 JSON file of {user: hash} (:mod:`.passwords`) checked at each login instead of the
         one ``password`` (a workshop's seats); ``form``: the spawn form's prefilled or locked fields
         (:func:`~slurmlab.hub.settings.check_form_settings`); ``alike_users``: the users share their groups and
-        folders (a workshop's seats), so the first one stands for all when checking which Python they can run."""
+        folders (a workshop's seats), so the first one stands for all when checking which Python they can run.
+        ``admins``: hub names that log in (through ``seat_hashes``) as the hub's admins and never get a server (a
+        workshop's teacher); ``services``: services the hub starts and proxies at ``/services/NAME/``, each
+        ``{"name", "port", "command", "environment", "scopes"}`` (the teacher's view)."""
         _check_packages()
         where = Path(folder) if folder is not None else default_folder()
         where = where.absolute()
@@ -264,6 +269,8 @@ class Hub:
             "start_timeout": start_timeout,
             "seat_hashes": str(Path(seat_hashes).absolute()) if seat_hashes is not None else "",
             "form": form or {},
+            "admins": list(admins),
+            "services": list(services or []),
         }
         hub = cls(where, settings)
         hub._save()

@@ -9,7 +9,8 @@ settings file; everything a site would write in its configuration is here, in on
 - batchspawner's SlurmSpawner (:class:`slurmlab.hub.spawner.SandboxSlurmSpawner`) submitting as the user
   (``runuser -u USER``: the hub runs as root, as it must to submit for others), with the sandbox's
   ``SLURM_CONF`` handed to the job so that the user's server and kernels reach the same Slurm;
-- a service token allowed to start and stop servers, for ``slurmlab hub`` and the tests (the REST API).
+- a service token allowed to start and stop servers, for ``slurmlab hub`` and the tests (the REST API);
+- idle kernels and servers culled by the single-user server itself (:func:`culling_args`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "check_form_settings",
     "config_text",
     "configure",
+    "culling_args",
     "jupyter_paths",
     "parse_form",
     "with_settings",
@@ -45,6 +47,10 @@ MAX_GPUS = 64
 # the fields of the spawn form a teacher may prefill or lock (a workshop's settings file); a reservation is never
 # shown, only set
 FORM_FIELDS = ("ngpus", "runtime", "partition", "reservation")
+# the hub culls what sits idle (culling_args): a kernel idle 30 minutes; a server with no kernel left and no
+# activity for 30 minutes (so at most about an hour after a student left)
+CULL_IDLE_KERNEL_S = 1800
+CULL_IDLE_SERVER_S = 1800
 
 
 def config_text(settings_path: Path) -> str:
@@ -80,10 +86,14 @@ def configure(c: Any, settings_path: str) -> None:
     else:
         c.JupyterHub.authenticator_class = "dummy"
         c.DummyAuthenticator.password = s["password"]
-    c.Authenticator.allowed_users = set(s["users"])
+    admins = list(s.get("admins") or [])
+    c.Authenticator.allowed_users = set(s["users"]) | set(admins)
+    c.Authenticator.admin_users = set(admins)
+    if admins:  # a teacher is a hub name, not a seat: no server is ever spawned for them
+        c.Spawner.pre_spawn_hook = _seats_only(list(s["users"]))
 
     c.JupyterHub.services = [{"name": SERVICE, "api_token": s["service_token"]}]
-    c.JupyterHub.load_roles = [
+    roles = [
         {
             "name": "slurmlab-hub-control",
             "scopes": [
@@ -97,6 +107,12 @@ def configure(c: Any, settings_path: str) -> None:
             "services": [SERVICE],
         }
     ]
+    for extra in s.get("services") or []:
+        c.JupyterHub.services.append(_managed_service(extra))
+        roles.append(
+            {"name": f"{extra['name']}-service", "scopes": extra["scopes"], "services": [extra["name"]]}
+        )
+    c.JupyterHub.load_roles = roles
 
     c.JupyterHub.spawner_class = "slurmlab.hub.spawner.SandboxSlurmSpawner"
     c.SandboxSlurmSpawner.exec_prefix = f"{s['runuser']} -u {{username}} --"
@@ -108,7 +124,7 @@ def configure(c: Any, settings_path: str) -> None:
     c.SandboxSlurmSpawner.batchspawner_singleuser_cmd = f"{s['python']} -m batchspawner.singleuser"
     c.SandboxSlurmSpawner.startup_poll_interval = 0.5
     c.Spawner.cmd = [s["singleuser"]]
-    c.Spawner.args = ["--allow-root"] if "root" in s["users"] else []
+    c.Spawner.args = (["--allow-root"] if "root" in s["users"] else []) + culling_args(s)
     c.Spawner.default_url = "/lab"
     c.Spawner.start_timeout = s.get("start_timeout", 120)
     c.Spawner.http_timeout = s.get("start_timeout", 120)
@@ -116,6 +132,47 @@ def configure(c: Any, settings_path: str) -> None:
     c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "SLURM_CONF"]
     c.Spawner.environment = {"PYTHONPATH": s["pythonpath"], **jupyter_paths(s["jupyter_prefix"])}
     os.environ.setdefault("SLURM_CONF", s["slurm_conf"])
+
+
+def culling_args(s: dict[str, Any]) -> list[str]:
+    """The single-user server's own culling, as its command-line options: a kernel idle for
+    ``cull_idle_kernel_s`` is shut down (its allocations released with it), even with a browser tab still
+    connected (a class leaves tabs open over lunch), a busy one never; a server with no kernel and no activity
+    for ``cull_idle_server_s`` stops, which ends its Slurm job and frees the seat's share. No extra service or
+    package: jupyter_server does both. 0 turns either off."""
+    kernel_s = int(s.get("cull_idle_kernel_s", CULL_IDLE_KERNEL_S))
+    server_s = int(s.get("cull_idle_server_s", CULL_IDLE_SERVER_S))
+    out = []
+    if kernel_s > 0:
+        out += [
+            f"--MappingKernelManager.cull_idle_timeout={kernel_s}",
+            f"--MappingKernelManager.cull_interval={min(60, kernel_s)}",
+            "--MappingKernelManager.cull_connected=True",
+            "--MappingKernelManager.cull_busy=False",
+        ]
+    if server_s > 0:
+        out.append(f"--ServerApp.shutdown_no_activity_timeout={server_s}")
+    return out
+
+
+def _managed_service(extra: dict[str, Any]) -> dict[str, Any]:
+    """A service the hub starts and proxies at ``/services/NAME/`` (a workshop's teacher's view), on loopback."""
+    return {
+        "name": extra["name"],
+        "url": f"http://127.0.0.1:{extra['port']}",
+        "command": list(extra["command"]),
+        "environment": dict(extra.get("environment") or {}),
+        "oauth_no_confirm": True,
+        "display": True,
+    }
+
+
+def _seats_only(seats: list[str]) -> Any:
+    def refuse_others(spawner: Any) -> None:
+        if spawner.user.name not in seats:
+            raise ValueError(f"{spawner.user.name} has no server on this hub: only the seats do")
+
+    return refuse_others
 
 
 def jupyter_paths(prefix: str) -> dict[str, str]:

@@ -30,6 +30,7 @@ from slurmlab.magics.kernel import resolve_allocation, wait_until_started
 from slurmlab.magics.session import EXPANSION_HELP, Session, user_errors
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.failures import refusal_hint
+from slurmlab.slurm.runner import get_runner
 
 __all__ = ["StepMagics"]
 
@@ -53,8 +54,8 @@ class StepMagics(Magics):
     @argument(
         "--interpreter",
         metavar="PATH",
-        default=sys.executable,
-        help="(cell, with --python) the Python to run on the node; default: this kernel's",
+        default=None,
+        help="(cell, with --python) the Python to run on the node; default: this kernel's (over SSH: python3)",
     )
     @argument("--timeout", type=float, metavar="SECONDS", help="end the step after this many seconds")
     @raw_line
@@ -88,7 +89,8 @@ class StepMagics(Magics):
                 raise UsageError(
                     "the %%srun cell is empty: write the shell (or --python) code to run below it"
                 )
-            command = [ns.interpreter, "-u", "-c", cell] if ns.python else ["bash", "-c", cell]
+            python = ns.interpreter or get_runner().python()
+            command = [python, "-u", "-c", cell] if ns.python else ["bash", "-c", cell]
         elif ns.python:
             raise UsageError("--python runs a cell: use %%srun --python with the code in the cell")
         if not command:

@@ -107,6 +107,8 @@ class SlurmProvisioner(KernelProvisionerBase):
         self._unsubscribe: Any = None
         self._last_reason: str | None = None
         self._shutting_down = False
+        # the notebook jupyter_server started the kernel for (its JPY_SESSION_NAME; "" when none), for the sidebar
+        self.session_name = ""
 
     # ---- the public status ---------------------------------------------------------------------
     @property
@@ -161,6 +163,7 @@ class SlurmProvisioner(KernelProvisionerBase):
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         env = dict(kwargs.get("env") or os.environ)
         self._shutting_down = False
+        self.session_name = env.get("JPY_SESSION_NAME", "")
         try:
             override = request_override(env.get(OVERRIDE_VARIABLE), kwargs.pop("slurm_request", None))
             if not override and not (env.get(OVERRIDE_VARIABLE) or "").strip():

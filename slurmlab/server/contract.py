@@ -18,6 +18,7 @@ Routes (under ``<base_url>/slurmlab/api/``) and what they answer::
     POST jobs/ID/release     JobActionAnswer   scontrol release of a held job of the server's user
     GET  recent              RecentJobsAnswer  my jobs of the last day, from Slurm accounting (slurmlab.server.recent)
     GET  session             SessionAnswer     the job this server runs in, if any (slurmlab.server.session)
+    GET  kernels             KernelsAnswer     this server's kernels on GPU nodes (slurmlab.server.kernels)
     any error                ErrorAnswer       with the HTTP status
 
 Every route but ``clusters`` takes ``cluster=ID`` (an id of ``clusters``; none: the server's own
@@ -44,6 +45,10 @@ __all__ = [
     "JobDetailAnswer",
     "JobGpu",
     "JobView",
+    "KernelGpu",
+    "KernelJobView",
+    "KernelSpecView",
+    "KernelsAnswer",
     "NodeView",
     "NodesAnswer",
     "ProblemView",
@@ -213,6 +218,41 @@ class SessionAnswer(Stamped):
     words: str  # what becomes of it: never cancelled by slurmlab, ends when the server is stopped
 
 
+class KernelGpu(TypedDict):
+    node: str
+    indices: list[int]  # the node's GPU indices the kernel's job holds
+
+
+class KernelJobView(TypedDict):
+    """One kernel started by slurmlab's provisioner and the job it runs in (its provisioner's status)."""
+
+    kernel_id: str
+    kernel_name: str  # the kernel spec's name
+    notebook: str | None  # the notebook it was started for (jupyter_server's session name)
+    phase: str  # checking | pending | starting | running | ended | released | refused
+    job_id: str | None
+    message: str  # the provisioner's sentence (why it waits, how it ended)
+    reason: str | None  # Slurm's own pending reason or end state
+    why: str  # the reason in plain words
+    expected_start: str | None
+    nodes: list[str]
+    gpus: list[KernelGpu]
+    step: str | None  # J.S of the kernel's step
+    request: str  # the request in words
+    ends_at: str | None  # when the time limit ends the job (running only); the client counts down
+
+
+class KernelSpecView(TypedDict):
+    name: str
+    display_name: str
+
+
+class KernelsAnswer(Stamped):
+    kernels: list[KernelJobView]
+    specs: list[KernelSpecView]  # installed kernel specs that start a kernel on a GPU node
+    words: str  # the kernel owns its job: shutting it down releases it
+
+
 class ErrorAnswer(TypedDict):
     message: str
     reason: str | None
@@ -238,4 +278,8 @@ TS_INTERFACES: dict[str, type] = {
     "IRecentJob": RecentJob,
     "IRecentJobs": RecentJobsAnswer,
     "ISession": SessionAnswer,
+    "IKernelGpu": KernelGpu,
+    "IKernelJob": KernelJobView,
+    "IKernelSpec": KernelSpecView,
+    "IKernels": KernelsAnswer,
 }

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from slurmlab.core.slurm.models import Job
+from slurmlab.server.shared_poll import SharedPollReader
 from slurmlab.server.views import job_view, node_view, nodes_view, problem_view
 from slurmlab.server.worker import PollOutcome, PollWorker
 from slurmlab.slurm import identity, queries
@@ -31,11 +32,24 @@ class ClusterSource:
     queries when they exist, else the sync query in the loop's default executor."""
 
     def __init__(
-        self, runner: Any = None, *, user: str | None = None, worker: PollWorker | None = None
+        self,
+        runner: Any = None,
+        *,
+        user: str | None = None,
+        worker: PollWorker | None = None,
+        shared: SharedPollReader | str | None = None,
     ) -> None:
         self.runner = runner
         self.user = user or current_user()
         self.worker = worker if worker is not None else PollWorker()
+        # the host's shared poll (slurmlab cluster-cache serve), read instead of polling when it may be trusted;
+        # a path names its directory (default: SLURMLAB_SHARED_POLL_DIR or /run/slurmlab/poll)
+        self.shared = (
+            shared
+            if isinstance(shared, SharedPollReader)
+            else SharedPollReader.for_runner(runner, self.user, shared)
+        )
+        self.shared_reads = 0  # polls answered from the shared poll, with no Slurm command of this server's
 
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         runner = self.runner
@@ -48,7 +62,15 @@ class ClusterSource:
 
     async def poll(self, version: str | None = None, whole: bool = True) -> PollOutcome:
         """The viewer's own jobs (``squeue -u UID``) and, when ``whole``, the nodes and every job, from one
-        listing of each, encoded: asked, built and encoded in the worker, so the event loop only waits."""
+        listing of each, encoded: asked, built and encoded in the worker, so the event loop only waits. Where
+        the host's shared poll is fresh and trustworthy, its files answer instead: every answer, whole or not,
+        and no Slurm command of this server's own (:mod:`slurmlab.server.shared_poll`)."""
+        if self.shared is not None:
+            loop = asyncio.get_running_loop()
+            outcome = await loop.run_in_executor(None, self.shared.read)
+            if outcome is not None:
+                self.shared_reads += 1
+                return outcome
         return await self.worker.poll(self.runner, self.user, identity.current_uid(), version, whole)
 
     async def owner(self, job_id: str) -> int:

@@ -22,6 +22,7 @@ from slurmlab.errors import SlurmlabError
 from slurmlab.server.clusters import ClusterDirectory
 from slurmlab.server.handlers import routes
 from slurmlab.server.hub import ClusterHub
+from slurmlab.server.kernels import KernelWatch
 from slurmlab.server.poller import (
     DEFAULT_CLUSTER_INTERVAL,
     DEFAULT_IDLE_AFTER,
@@ -97,6 +98,11 @@ def load(serverapp: Any) -> ClusterPoller:
     poller = hub.own
     settings["slurmlab_hub"] = hub
     settings["slurmlab_poller"] = poller
+    settings["slurmlab_kernels"] = KernelWatch(
+        getattr(serverapp, "kernel_manager", None),
+        getattr(serverapp, "kernel_spec_manager", None),
+        str(getattr(serverapp, "root_dir", "") or ""),
+    )
     web_app.add_handlers(".*$", routes(settings["base_url"]))
     serverapp.log.info(
         "slurmlab: routes at %sslurmlab/api/; asking Slurm for the user's jobs every %gs and for the whole "
@@ -113,4 +119,7 @@ def unload(serverapp: Any) -> None:
     hub = serverapp.web_app.settings.get("slurmlab_hub")
     if hub is not None:
         hub.stop()
+    watch = serverapp.web_app.settings.get("slurmlab_kernels")
+    if watch is not None:
+        watch.stop()
     shutdown()

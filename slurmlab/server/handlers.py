@@ -41,9 +41,11 @@ from slurmlab.server.contract import (
     ErrorAnswer,
     JobActionAnswer,
     JobDetailAnswer,
+    KernelsAnswer,
     SessionAnswer,
 )
 from slurmlab.server.hub import ClusterHub
+from slurmlab.server.kernels import KERNEL_WORDS, KernelWatch
 from slurmlab.server.poller import WHOLE_KEYS, ClusterPoller
 from slurmlab.server.recent import recent_for
 from slurmlab.server.session import SESSION_WORDS
@@ -262,6 +264,14 @@ class CancelHandler(_SlurmlabHandler):
                 "stop the server from the hub's control panel to end it",
                 "This session",
             )
+        watch: KernelWatch | None = self.settings.get("slurmlab_kernels")
+        if poller is self.hub.own and watch is not None and watch.holds(job_id):
+            # the kernel owns it: cancelling it under the kernel would end the kernel without a word
+            raise _http_error(
+                409,
+                f"job {job_id} runs a kernel of this server: {KERNEL_WORDS}",
+                "A kernel's job",
+            )
         await _check_owned(source, job_id, "cancels")
         try:
             await source.cancel(job_id)
@@ -334,6 +344,21 @@ class SessionHandler(_SlurmlabHandler):
         self.write_entry(CacheEntry(body, etag_of(body), at, at))
 
 
+class KernelsHandler(_SlurmlabHandler):
+    """This server's kernels on GPU nodes (:mod:`slurmlab.server.kernels`): what their provisioners say, no RPC."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        watch: KernelWatch | None = self.settings.get("slurmlab_kernels")
+        payload = (
+            watch.answer() if watch is not None else KernelsAnswer(kernels=[], specs=[], words=KERNEL_WORDS)
+        )
+        body = ResponseCache.encode(payload)
+        now = time.time()
+        self.write_entry(CacheEntry(body, etag_of(body), now, now))
+
+
 def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
     from jupyter_server.utils import url_path_join
 
@@ -347,6 +372,7 @@ def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
         (at("nodes"), NodesHandler),
         (at("recent"), RecentHandler),
         (at("session"), SessionHandler),
+        (at("kernels"), KernelsHandler),
         (at(r"jobs/([^/]+)/cancel"), CancelHandler),
         (at(r"jobs/([^/]+)/hold"), HoldHandler),
         (at(r"jobs/([^/]+)/release"), ReleaseHandler),

@@ -1,7 +1,8 @@
 """One server-side poller per cluster: asks Slurm on a timer, while clients ask, and fills the cache every client reads.
 
 What it asks costs the site's controller, which every user of the cluster shares, so it asks two things at two
-cadences (issue 27): every ``interval`` seconds the viewer's own jobs (``squeue -u UID``, as ``--me``: the controller filters
+cadences (issue 27): every ``interval`` seconds (every ``cluster_interval`` on 22.05, where it costs a whole
+listing: :func:`own_listing_is_whole`) the viewer's own jobs (``squeue -u UID``, as ``--me``: the controller filters
 them by uid, a cost that grows with that user's jobs, not the cluster's), and every ``cluster_interval`` seconds
 the whole-cluster listings (every job, every node), and those only while a client asked for them (the GPU map,
 the "all jobs" scope) in the last ``idle_after`` seconds. When no client has asked for ``idle_after`` seconds
@@ -42,17 +43,27 @@ __all__ = [
     "DEFAULT_CLUSTER_INTERVAL",
     "DEFAULT_IDLE_AFTER",
     "DEFAULT_INTERVAL",
+    "OWN_LISTING_IS_WHOLE_UP_TO",
     "WHOLE_KEYS",
     "ClusterPoller",
     "PollFailure",
+    "own_listing_is_whole",
 ]
 
 # One open sidebar, per minute: one whole-cluster poll (squeue of every job, sinfo -N) and one listing of the
-# user's own jobs between two (squeue -u). Each of those costs 2 RPCs on 22.05 (sdiag: squeue asks JOB_INFO and
-# PARTITION_INFO, even filtered by user; sinfo NODE_INFO and PARTITION_INFO): 6 a minute (issue 27's budget).
+# user's own jobs between two (squeue -u), except where that listing costs a whole one (22.05, below). Each costs
+# 2 RPCs on 22.05 (sdiag: squeue asks JOB_INFO and PARTITION_INFO, even filtered by user; sinfo NODE_INFO and
+# PARTITION_INFO): 4 a minute there, 6 where the own listing runs between (issue 27's budget: 6).
 # The sidebar asks the server every 5 s; those requests are answered from the cache.
 DEFAULT_INTERVAL = 30.0
 DEFAULT_CLUSTER_INTERVAL = 60.0
+# On these Slurm releases squeue asks the controller for the whole queue (REQUEST_JOB_INFO) even for one user's
+# jobs: sdiag on the 22.05 sandbox counted JOB_INFO + PARTITION_INFO for `squeue -u UID`, `squeue --me` and
+# `squeue -j A,B` alike; only one job by id is cheaper (`scontrol show job ID`: FED_INFO + JOB_INFO_SINGLE, 2
+# RPCs a job). There the own jobs come from the whole-cluster listing, once per cluster_interval, instead of a
+# second whole-queue listing in between (one sidebar: 4 RPCs a minute, 1 job listing). Later releases keep the
+# own listing between (not measured here: the matrix's sdiag rows are benchmarks/bench_rpc.py's).
+OWN_LISTING_IS_WHOLE_UP_TO = (22, 5)
 # a client that stopped asking (its tab hidden, its sidebar closed) stops the polls after this long
 DEFAULT_IDLE_AFTER = 30.0
 # the answers only a whole-cluster poll makes
@@ -63,6 +74,18 @@ WHOLE_KEYS = frozenset({"nodes", "queue:all"})
 SLOW_POLL_S = 2.0
 
 log = logging.getLogger("slurmlab.server")
+
+
+def own_listing_is_whole(version: str | None) -> bool:
+    """Whether listing one user's jobs costs the controller a whole-queue listing on Slurm ``version`` (None:
+    not known yet, taken as no)."""
+    if not version:
+        return False
+    try:
+        major, minor = (int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) <= OWN_LISTING_IS_WHOLE_UP_TO
 
 
 class PollFailure:
@@ -167,7 +190,22 @@ class ClusterPoller:
     async def _tick(self) -> None:
         if self.idle or self._held_back():
             return
-        await self.refresh(whole=self.whole_due())
+        whole = self.whole_due()
+        if not whole and self._own_waits():
+            return
+        await self.refresh(whole=whole)
+
+    @property
+    def own_every(self) -> float:
+        """Seconds between two listings of the viewer's own jobs: ``interval``, or ``cluster_interval`` where
+        such a listing costs a whole one (:func:`own_listing_is_whole`)."""
+        return self.cluster_interval if own_listing_is_whole(self.version) else self.interval
+
+    def _own_waits(self) -> bool:
+        """Whether an own listing would come sooner than :attr:`own_every` after the last poll."""
+        if self.last_poll is None:
+            return False
+        return self._clock() - self.last_poll < self.own_every - self.interval / 2
 
     def _held_back(self) -> bool:
         """Whether the back-off skips this tick: while polls come slowly, one in ``interval`` x its factor."""
@@ -202,7 +240,7 @@ class ClusterPoller:
         if last is None:
             await self.refresh(whole)
             return
-        every = (self.cluster_interval if whole else self.interval) * self.backoff.factor
+        every = (self.cluster_interval if whole else self.own_every) * self.backoff.factor
         if self._clock() - last <= 2 * every:
             return
         if not self.polling or (whole and not self._inflight_whole):

@@ -20,6 +20,7 @@ __all__ = [
     "PingAnswer",
     "aconfirm_answering",
     "aslurm_version",
+    "config_text",
     "confirm_answering",
     "ping",
     "slurm_version",
@@ -80,6 +81,11 @@ class PingAnswer(TypedDict):
     ok: bool
     version: str | None  # "22.05.8"; None when even the version could not be read
     message: str  # scontrol ping's answer, or why there was none
+
+
+def config_text(runner: Runner | None = None) -> str:
+    """``scontrol show config`` as printed (one REQUEST_BUILD_INFO): the controller's running configuration."""
+    return (runner or get_runner()).run(["scontrol", "show", "config"]).stdout
 
 
 def ping(runner: Runner | None = None) -> PingAnswer:

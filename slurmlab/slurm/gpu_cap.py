@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slurmlab.core.diagnosis.limit_rules import Hold, most_gpus
+from slurmlab.errors import AccountingOffError
 from slurmlab.slurm.accounting_queries import default_account, limit_tables
 from slurmlab.slurm.identity import current_user
 from slurmlab.slurm.runner import Runner, get_runner
@@ -52,14 +53,19 @@ def _default_qos(row_qos: str, allowed: list[str]) -> str:
 
 
 def gpu_cap(runner: Runner | None = None, user: str | None = None) -> GpuCap:
-    """This user's GPU cap (their default account and QOS). Raises AccountingOffError where slurmdbd is on but
-    does not answer; accounting off is no cap."""
+    """This user's GPU cap (their default account and QOS); accounting off is no cap. Where the accounting
+    database does not answer (slurmdbd down, sacctmgr closed to users), the cap is unknown: None, saying why,
+    so that a lesson goes on as on a cluster without caps and a request over one says why it waits."""
     runner = runner or get_runner()
     user = user or current_user()
-    tables = limit_tables(runner, user)
+    try:
+        tables = limit_tables(runner, user)
+        account = default_account(runner, user) if tables is not None else None
+    except AccountingOffError as exc:
+        return GpuCap(user, "", "", None, why_none=f"unknown: {exc.message}")
     if tables is None:
         return GpuCap(user, "", "", None, why_none="Slurm keeps no accounting here: no QOS limits apply")
-    account = default_account(runner, user) or next(iter(tables.accounts_of(user)), "")
+    account = account or next(iter(tables.accounts_of(user)), "")
     row = tables.user_row(user, account)
     if row is None:
         return GpuCap(user, account, "", None, why_none=f"no association of {user} in account {account!r}")

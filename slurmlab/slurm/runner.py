@@ -26,6 +26,7 @@ import atexit
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -36,7 +37,7 @@ from typing import ClassVar
 from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
 from slurmlab.core.jsontypes import JSONObject
 from slurmlab.errors import SlurmError
-from slurmlab.slurm import failures, stall
+from slurmlab.slurm import failures, identity, stall
 from slurmlab.slurm.failures import INSTALL_HINT, classify_failure, not_installed
 from slurmlab.slurm.job_environment import login_environment
 from slurmlab.slurm.munge import (
@@ -46,7 +47,7 @@ from slurmlab.slurm.munge import (
     munge_socket,
     probe_munge,
 )
-from slurmlab.slurm.ssh import SshLink, link_failure
+from slurmlab.slurm.ssh import SshLink
 from slurmlab.slurm.stall import StallWatch
 
 __all__ = [
@@ -192,6 +193,12 @@ class Runner:
             raise not_installed([command])
         return path
 
+    def python(self) -> str:
+        """The Python a step runs where no other is named (``%%srun --python``): this kernel's, which the
+        nodes share with this machine; over SSH ``python3`` of the cluster's PATH (this machine's path means
+        nothing there)."""
+        return "python3" if self.ssh is not None else sys.executable
+
     def configuration(self) -> str | None:
         """The slurm.conf this runner's commands read: its own, else ``SLURM_CONF`` of this process (None:
         Slurm's default or configless; over SSH, this process's ``SLURM_CONF`` is not the cluster's)."""
@@ -306,7 +313,7 @@ class Runner:
         environ = self.environ() if env is None else env
         args = [str(a) for a in argv]
         if self.ssh is not None:
-            cut = link_failure(self.ssh.target, returncode, stderr, master_up=self.ssh.connected)
+            cut = self.ssh.failure(returncode, stderr)
             if cut is not None:
                 cut.argv = args
                 return cut
@@ -523,9 +530,21 @@ def get_runner() -> Runner:
 
 
 def set_runner(runner: Runner) -> Runner:
-    """Replace the process-wide runner (e.g. to point at a sandbox); returns the old one."""
+    """Replace the process-wide runner (e.g. to point at a sandbox); returns the old one. A runner over SSH
+    makes its login's user on the cluster the one whose jobs slurmlab acts on
+    (:func:`slurmlab.slurm.identity.follow`)."""
     global _default
     with _default_lock:
         old = _default if _default is not None else Runner()
         _default = runner
         return old
+
+
+def _cluster_user() -> tuple[int, str] | None:
+    """Whom the process-wide runner's commands run as on the cluster: over SSH, the login's user there."""
+    link = getattr(_default, "ssh", None)
+    return link.remote_user if link is not None else None
+
+
+# whose jobs are "mine" follows the process-wide runner, however it was replaced
+identity.follow(_cluster_user)

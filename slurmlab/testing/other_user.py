@@ -67,4 +67,7 @@ def submit_as(sandbox: Any, name: str, argv: Sequence[str], *, timeout: float = 
     Returns the runner's RunResult (a failure raises its SlurmError, Slurm's words kept)."""
     ensure_user(name)
     admit(sandbox, name)
-    return sandbox.runner().run(as_user(name, argv), timeout=timeout)
+    from slurmlab.slurm.runner import Runner
+
+    # runuser runs on this machine, as root: the sandbox's own runner, also where the tests see it over SSH
+    return Runner(slurm_conf=str(sandbox.conf_path)).run(as_user(name, argv), timeout=timeout)

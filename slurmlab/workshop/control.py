@@ -14,8 +14,10 @@ import contextlib
 import json
 import os
 import pwd
+import secrets as secret_words
 import shutil
 import stat
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,13 +33,19 @@ from slurmlab.workshop import lessons, users
 from slurmlab.workshop.plan import ACCOUNT, RESERVATION, WorkshopPlan, sacctmgr_commands
 from slurmlab.workshop.seats import check_prefix, seat_names, seat_secrets, taken
 
-__all__ = ["DEFAULT_FOLDER", "ResetReport", "SeatJob", "Workshop"]
+__all__ = ["DEFAULT_FOLDER", "TEACHER", "VIEW_PATH", "ResetReport", "SeatJob", "Workshop"]
 
 DEFAULT_FOLDER = Path("/srv/slurmlab-workshop")
 STATE_FILE = "workshop.json"
 SECRETS_FILE = "seats.secret"  # the seats' password hashes, 0600, read by the hub at each login
 SETTINGS_FILE = "teacher-settings.json"  # the spawn form's prefilled or locked fields: reset never writes it
 HOMES = "home"
+# the teacher's name in the hub (no Unix account, never a server: an admin who sees the room) and their page
+TEACHER = "teacher"
+VIEW_PATH = "/services/workshop/"
+VIEW_EVERY = 15  # seconds: the view asks Slurm at most this often (one squeue of the class), its page reloads
+# what the view's own token may read of the hub: who the users are, their servers, when they were last active
+_VIEW_SCOPES = ["list:users", "read:users", "read:servers", "read:users:activity"]
 # the machine's shared temporary folders, where a student's program may leave files: down removes theirs
 TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
 # what sacctmgr says when what it was asked to add or change is there already (a second run of a step)
@@ -166,13 +174,15 @@ class Workshop:
         nodes: int | None = None,
         say: Say = _quiet,
     ) -> tuple[Workshop, dict[str, str]]:
-        """Bring the class up; returns it and each seat's password (shown once, kept nowhere)."""
+        """Bring the class up; returns it and each seat's password, then the teacher's under :data:`TEACHER`
+        (shown once, kept nowhere)."""
         where = Path(folder or DEFAULT_FOLDER).absolute()
         try:
             plan = WorkshopPlan(
                 seat_names(check_prefix(prefix), seats), profile, gpu_cap, reservation, password_mode
             )
             secrets = seat_secrets(plan.seats, password_mode)
+            secrets[TEACHER] = secret_words.token_urlsafe(12)  # never the class's: the view is the teacher's
             prof = load_profile(profile)
             partitions = [p.name for p in sorted(prof.partitions, key=lambda p: not p.default)]
             settings = check_form_settings(dict(form or {}), partitions)
@@ -278,7 +288,24 @@ class Workshop:
             seat_hashes=self.folder / SECRETS_FILE,
             form=form,
             alike_users=True,
+            admins=[TEACHER],
+            services=[self._view_service()],
         )
+
+    def _view_service(self) -> dict[str, Any]:
+        """The teacher's view as the hub starts it (:mod:`slurmlab.workshop.view`), on a free loopback port."""
+        from slurmlab.sandbox.ports import free_ports
+        from slurmlab.workshop.view import SERVICE, TEACHERS_ENV
+
+        (port,) = free_ports(1)
+        return {
+            "name": SERVICE,
+            "port": port,
+            "command": [sys.executable, "-m", "slurmlab.workshop.view", "--dir", str(self.folder)]
+            + ["--every", str(VIEW_EVERY)],
+            "environment": {TEACHERS_ENV: TEACHER},
+            "scopes": _VIEW_SCOPES,
+        }
 
     @staticmethod
     def _sacctmgr(sb: Sandbox, commands: list[list[str]]) -> None:
@@ -386,6 +413,15 @@ class Workshop:
         if hub is None:
             return []
         forced = hub.down()
+        # the hub stops the teacher's view with itself; a hub stopped by force leaves it: stop it then
+        view = [
+            int(e.name)
+            for e in Path("/proc").iterdir()
+            if e.name.isdigit() and _is_view(int(e.name), self.folder)
+        ]
+        if view:
+            processes.stop(view)
+            forced.append(f"the teacher's view (pid {', '.join(map(str, view))})")
         return [f"JupyterHub and its proxy ({hub.url})" + (f"; by force: {forced}" if forced else "")]
 
     def _down_sandbox(self) -> list[str]:
@@ -448,6 +484,8 @@ class Workshop:
         out = [f"workshop in {self.folder}: {len(self.seats)} seats ({', '.join(self.seats)})"]
         hub = self.hub()
         out.append(f"hub: {hub.url} ({'running' if hub.alive() else 'not running'})" if hub else "hub: none")
+        if hub is not None:
+            out.append(f"the teacher's view: {hub.url}{VIEW_PATH} (log in as {TEACHER})")
         cap = self.state.get("gpu_cap")
         out.append(f"class account {ACCOUNT}, at most {cap} GPU(s) per student at once")
         sb = self.sandbox()
@@ -463,6 +501,11 @@ class Workshop:
                 )
             out.append(line)
         return out
+
+
+def _is_view(pid: int, folder: Path) -> bool:
+    argv = processes.cmdline(pid)
+    return "slurmlab.workshop.view" in argv and str(folder) in argv
 
 
 def _still_theirs(seat: Mapping[str, Any]) -> bool:

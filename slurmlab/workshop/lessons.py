@@ -2,7 +2,9 @@
 
 ``up`` keeps the teacher's copy of the lessons in the workshop folder and, for each seat, the checksum of what
 that seat was given. ``reset`` compares each student's file with it: the same (or missing) is put back from the
-teacher's copy, owned by the student; anything else is the student's work, left alone and reported.
+teacher's copy, owned by the student; anything else is the student's work, left alone and reported. Students
+are given the student edition (:func:`slurmlab.core.editions.student_edition`: no solutions, no instructor
+checks); the teacher's edition is kept beside it, in ``teacher-lessons``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slurmlab.core.editions import student_edition
+
 __all__ = ["LessonReset", "digest", "give", "reset_seat", "write_originals"]
 
-LESSONS = "lessons"  # the folder of a home (and of the workshop folder) that holds them
+LESSONS = "lessons"  # the folder of a home (and of the workshop folder) that holds them: the student edition
+TEACHER_LESSONS = "teacher-lessons"  # the folder of the workshop folder with the teacher's edition
 
 
 def digest(data: bytes) -> str:
@@ -26,15 +31,20 @@ def digest(data: bytes) -> str:
 
 
 def write_originals(folder: Path, lessons: Mapping[str, bytes]) -> dict[str, str]:
-    """The teacher's copy of ``lessons`` (file name -> content) under ``folder``/lessons; name -> checksum."""
+    """What the students are given of ``lessons`` (file name -> the teacher's edition), the student edition, under
+    ``folder``/lessons, and the teacher's edition under ``folder``/teacher-lessons; name -> checksum given."""
     where = folder / LESSONS
+    teacher = folder / TEACHER_LESSONS
     where.mkdir(mode=0o755, exist_ok=True)
+    teacher.mkdir(mode=0o755, exist_ok=True)
     out = {}
     for name, data in sorted(lessons.items()):
         if "/" in name or name.startswith("."):
             raise ValueError(f"a lesson's file name must be a plain name, not {name!r}")
-        (where / name).write_bytes(data)
-        out[name] = digest(data)
+        given = student_edition(data, name) if name.endswith(".ipynb") else data
+        (teacher / name).write_bytes(data)
+        (where / name).write_bytes(given)
+        out[name] = digest(given)
     return out
 
 

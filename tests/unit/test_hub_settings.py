@@ -82,7 +82,7 @@ def test_every_listener_is_on_loopback_and_jobs_are_submitted_as_the_user(tmp_pa
     assert c.Spawner.cmd == ["/v/bin/jupyterhub-singleuser"]
     # the environment's Jupyter (JupyterLab's and slurmlab's server extensions) for the users' Python
     assert c.Spawner.environment["JUPYTER_CONFIG_PATH"] == "/v/etc/jupyter"
-    assert c.Spawner.args == []  # --allow-root only for a root user
+    assert "--allow-root" not in c.Spawner.args  # only for a root user
 
 
 def test_the_config_file_jupyterhub_runs_calls_configure_with_the_settings(tmp_path: Path) -> None:
@@ -102,3 +102,31 @@ def test_hub_down_where_no_hub_runs_says_so_without_a_traceback(
     said = capsys.readouterr().err
     assert f"no hub in {tmp_path / 'none'}" in said and "slurmlab hub up" in said
     assert "Traceback" not in said
+
+
+def test_the_single_user_server_culls_idle_kernels_and_then_stops_itself(tmp_path: Path) -> None:
+    from jupyter_server.serverapp import ServerApp
+    from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
+
+    c = Config()
+    configure(c, str(_settings(tmp_path)))
+    options = dict(a[2:].split("=", 1) for a in c.Spawner.args if a.startswith("--") and "=" in a)
+    assert options["MappingKernelManager.cull_idle_timeout"] == "1800"
+    assert options["MappingKernelManager.cull_connected"] == "True"  # an open tab does not keep it
+    assert options["MappingKernelManager.cull_busy"] == "False"  # a running cell is never cut
+    assert options["ServerApp.shutdown_no_activity_timeout"] == "1800"
+    # each option names a real setting of the jupyter_server this environment runs (a misspelt one is only
+    # warned about by traitlets, and culls nothing)
+    classes = {"MappingKernelManager": MappingKernelManager, "ServerApp": ServerApp}
+    for key in options:
+        owner, trait = key.split(".")
+        assert trait in classes[owner].class_traits(config=True), key
+
+    # a workshop may change either, or turn it off
+    settings = json.loads(_settings(tmp_path).read_text())
+    settings.update(cull_idle_kernel_s=600, cull_idle_server_s=0)
+    (tmp_path / "off.json").write_text(json.dumps(settings))
+    c = Config()
+    configure(c, str(tmp_path / "off.json"))
+    assert "--MappingKernelManager.cull_idle_timeout=600" in c.Spawner.args
+    assert not [a for a in c.Spawner.args if "shutdown_no_activity_timeout" in a]

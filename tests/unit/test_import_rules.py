@@ -92,6 +92,7 @@ THIRD_PARTY: dict[str, set[str]] = {
     "magics": {"IPython", "ipywidgets", "ipykernel"},
     "server": {"jupyter_server", "tornado", "traitlets"},  # traitlets: the site settings (SlurmlabServer)
     "hub": {"batchspawner", "traitlets", "jupyterhub"},  # jupyterhub: the seats' authenticator
+    "workshop": {"tornado", "jupyterhub"},  # the teacher's view: a JupyterHub service (tornado, HubOAuth)
     "provisioner": {"jupyter_client", "jupyter_core", "traitlets"},
     "testing": {"pytest"},
     "course": {"nbclient", "nbformat", "nbconvert"},

@@ -177,6 +177,48 @@ export interface IRecentJobs extends IStamped {
 }
 
 /** The job this Jupyter server runs in (JupyterHub's batchspawner, Open OnDemand), if any. */
+export interface IKernelGpu {
+  node: string;
+  /** The node's GPU indices the kernel's job holds. */
+  indices: number[];
+}
+
+/** One kernel started by slurmlab's provisioner and the job it runs in. */
+export interface IKernelJob {
+  kernel_id: string;
+  /** The kernel spec's name. */
+  kernel_name: string;
+  /** The notebook it was started for. */
+  notebook: string | null;
+  /** checking | pending | starting | running | ended | released | refused */
+  phase: string;
+  job_id: string | null;
+  /** The provisioner's sentence (why it waits, how it ended). */
+  message: string;
+  reason: string | null;
+  why: string;
+  expected_start: string | null;
+  nodes: string[];
+  gpus: IKernelGpu[];
+  step: string | null;
+  request: string;
+  /** When the time limit ends the job (running only); the client counts down. */
+  ends_at: string | null;
+}
+
+export interface IKernelSpec {
+  name: string;
+  display_name: string;
+}
+
+export interface IKernels extends IStamped {
+  kernels: IKernelJob[];
+  /** Installed kernel specs that start a kernel on a GPU node. */
+  specs: IKernelSpec[];
+  /** The kernel owns its job: shutting it down releases it. */
+  words: string;
+}
+
 export interface ISession extends IStamped {
   job_id: string | null;
   /** Read once by the server; the job's row of the latest own-jobs listing is newer. */
@@ -292,6 +334,11 @@ export function getRecentJobs(): Promise<IRecentJobs> {
 /** The job this server runs in: asked of the server's own cluster only (a sandbox is another Slurm). */
 export function getSession(): Promise<ISession> {
   return call<ISession>('session');
+}
+
+/** This server's kernels on GPU nodes (slurmlab's kernel provisioner) and the specs that start one. */
+export function getKernels(): Promise<IKernels> {
+  return call<IKernels>('kernels');
 }
 
 /** `scontrol uhold` (Slurm does not start it until released) or `release` of one of my pending jobs. */

@@ -59,6 +59,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     launcher: ILauncher | null
   ) => {
     const sidebar = new SlurmSidebar();
+    // the "kernels on GPU nodes" buttons: a new notebook with that kernel spec, as the Launcher's tile opens it
+    sidebar.kernels.start = kernelName =>
+      void app.commands.execute('notebook:create-new', { kernelName });
     let refreshSeconds = DEFAULT_REFRESH_S;
     // the one queue view: a second "open queue" shows it again rather than opening another
     let queueView: MainAreaWidget<QueuePanel> | null = null;

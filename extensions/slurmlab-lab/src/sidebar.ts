@@ -37,6 +37,7 @@ import { IMapContext, renderLegend, renderMap } from './gpumap';
 import { JobTable } from './jobtable';
 import { eventMessage, IJobEvent, JobWatcher } from './notify';
 import { JobPalette } from './palette';
+import { KernelsSection } from './kernelsview';
 import { RecentJobsSection } from './recentjobs';
 
 export const DEFAULT_REFRESH_S = 5;
@@ -363,6 +364,8 @@ export class SlurmSidebar extends Widget {
   private _ownShown = false;
   private readonly _sessionRow: HTMLElement;
   private readonly _recent = new RecentJobsSection();
+  /** "kernels on GPU nodes" (kernelsview.ts): the server's provisioned kernels and the specs that start one. */
+  readonly kernels = new KernelsSection();
   private readonly _watcher = new JobWatcher();
   /** My jobs and their states at the last round, and how many more rounds ask for recent jobs at once. */
   private _myQueueKey: string | null = null;
@@ -409,6 +412,7 @@ export class SlurmSidebar extends Widget {
     this._sessionRow = el('div', 'slurmlab-Session');
     this._sessionRow.hidden = true;
     this.node.appendChild(this._sessionRow);
+    this.node.appendChild(this.kernels.node);
 
     this.node.appendChild(el('h3', 'slurmlab-Section', 'GPU map'));
     this._map = el('div', 'slurmlab-Map');
@@ -561,6 +565,7 @@ export class SlurmSidebar extends Widget {
       const seen = renderMap(this._map, nodes.nodes, ctx);
       renderLegend(this._legend, seen, ctx);
       await this._askSession(cluster.own);
+      await this.kernels.refresh(); // the server's own kernels (no Slurm RPC); before the jobs: no cancel for theirs
       renderSession(
         this._sessionRow,
         cluster.own ? this._session : null,
@@ -763,6 +768,16 @@ export class SlurmSidebar extends Widget {
       row.dataset.session = 'true';
       id.appendChild(
         el('div', 'slurmlab-SessionMark', 'this session: ends with the server')
+      );
+    } else if (this._ownShown && this.kernels.holds(job.job_id)) {
+      // a kernel's job: the kernel owns it (shutting the kernel down releases it)
+      row.dataset.kernel = 'true';
+      id.appendChild(
+        el(
+          'div',
+          'slurmlab-KernelMark',
+          "a kernel's job: shut the kernel down to release it"
+        )
       );
     } else if (job.mine) {
       const cancel = el('button', 'slurmlab-Cancel', '✕');

@@ -21,12 +21,14 @@ socket in the private folder and is written nowhere.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shlex
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +37,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from slurmlab.errors import ControllerDownError, SlurmlabError
-from slurmlab.slurm.identity import current_uid
 from slurmlab.slurm.job_environment import READER_FAMILIES, READER_SETTINGS
 from slurmlab.slurm.ssh import askpass as ssh_askpass
 from slurmlab.slurm.ssh import relay as ssh_relay
@@ -54,6 +55,8 @@ SSH_FAILED = 255  # ssh's own exit status: the link, not the remote command, fai
 CONNECT_TIMEOUT = 10  # seconds for a TCP connect and the server's banner
 # a link whose other end stopped answering is given up after about ALIVE_INTERVAL * (ALIVE_COUNT + 1) seconds
 ALIVE_INTERVAL, ALIVE_COUNT = 2, 2
+# a link found down is reconnected in the background, first at once, then after 1, 2, 4 ... up to this many s
+RECONNECT_MAX_WAIT = 10.0
 # a word that a re-splitting or re-expanding shell would change: checked once per connect
 QUOTING_PROBE = "a b\t'q' \"d\" ;$(id) `id` $HOME \\ *\nnext line \udcff end"
 
@@ -153,10 +156,11 @@ _KILL = (
 def _private_dir() -> Path:
     """A folder only this user can enter, for the control sockets and the askpass socket."""
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    folder = Path(base) / f"slurmlab-ssh-{current_uid()}"
+    me = os.geteuid()  # this machine's user, not the cluster's (slurmlab.slurm.identity.current_uid over SSH)
+    folder = Path(base) / f"slurmlab-ssh-{me}"
     folder.mkdir(mode=0o700, exist_ok=True)
     st = folder.lstat()
-    if not folder.is_dir() or folder.is_symlink() or st.st_uid != current_uid() or st.st_mode & 0o077:
+    if not folder.is_dir() or folder.is_symlink() or st.st_uid != me or st.st_mode & 0o077:
         raise SlurmlabError(
             f"{folder} is not a private folder of this user (mode {st.st_mode & 0o777:o})",
             hint=f"remove it (rm -r {folder}); slurmlab makes it again with mode 700",
@@ -189,6 +193,14 @@ class SshLink:
     ask: Ask = field(default=ask_in_notebook, compare=False, repr=False)
     ssh: str = "ssh"
     _folder: Path | None = field(default=None, init=False, repr=False, compare=False)
+    # the login's uid and name on the cluster (its `id`), learnt at connect: whose jobs are "mine" there
+    remote_user: tuple[int, str] | None = field(default=None, init=False, repr=False, compare=False)
+    # since when (time.time()) commands find the link down; None while it works
+    down_since: float | None = field(default=None, init=False, repr=False, compare=False)
+    _reconnecting: threading.Thread | None = field(default=None, init=False, repr=False, compare=False)
+    _given_up: str | None = field(default=None, init=False, repr=False, compare=False)  # why, in words
+    _closed: bool = field(default=False, init=False, repr=False, compare=False)  # disconnect() was asked
+    _state: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @classmethod
     def to(cls, url: str, **kwargs: object) -> SshLink:
@@ -199,7 +211,7 @@ class SshLink:
     def control_path(self) -> str:
         if "ControlPath" in self.options:  # the caller's own (a test's private folder)
             return self.options["ControlPath"]
-        if self._folder is None:
+        if self._folder is None or not self._folder.is_dir():  # made again where it went away
             self._folder = _private_dir()
         # a hash of the address: short enough for a socket's path limit (104 bytes on macOS), and a name this
         # class knows, so a socket its dead master left behind can be cleared (ssh's %C would hide it)
@@ -235,27 +247,29 @@ class SshLink:
         assigned = [f"{k}={v}" for k, v in (env or {}).items()]
         words = ["sh", "-c", _WRAPPER.format(unsets=_reader_unsets()), "slurmlab", str(len(assigned))]
         words += [*assigned, pid_name, *[str(a) for a in argv]]
+        return [*self._session(), self.target.destination, "--", *remote_words(words)]
+
+    def _session(self) -> list[str]:
+        """ssh's options for one more session on the master. Without a master it does not log in anew
+        (``ProxyCommand=false`` ends the connection it would open): a poller asking every second would log in
+        every second, which a login node's sshd limits and fail2ban take for an attack, and a 2FA login cannot
+        be made without a prompt anyway. It fails at once, and :meth:`failure` says the link is down and
+        reconnects the master."""
         return [
             *self._common(),
             "-o",
             "ControlMaster=no",
             "-o",
             "BatchMode=yes",
+            "-o",
+            "ProxyCommand=false",
             "-T",
-            self.target.destination,
-            "--",
-            *remote_words(words),
         ]
 
     def kill_command(self, pid_name: str) -> list[str]:
         """The argv that signals the remote process of :meth:`command` with ``pid_name`` (signal name last)."""
         return [
-            *self._common(),
-            "-o",
-            "ControlMaster=no",
-            "-o",
-            "BatchMode=yes",
-            "-T",
+            *self._session(),
             self.target.destination,
             "--",
             *remote_words(["sh", "-c", _KILL, "slurmlab"]),
@@ -270,7 +284,15 @@ class SshLink:
     def environ(self, base: Mapping[str, str]) -> dict[str, str]:
         """The local environment of ssh: prompts go to :mod:`slurmlab.slurm.ssh.askpass`, never a terminal."""
         env = dict(base)
-        env.update(ssh_askpass.environment(self._askpass_socket()))
+        try:
+            env.update(ssh_askpass.environment(self._askpass_socket()))
+        # the private folder went away (a logout cleans XDG_RUNTIME_DIR), and the master with it
+        except OSError as exc:
+            raise SshLinkError(
+                f"the link to {self.target.url()} is down: its private folder "
+                f"{Path(self.control_path).parent} is gone ({exc.strerror})",
+                hint=_connect_again(self.target),
+            ) from None
         return env
 
     def _askpass_socket(self) -> str:
@@ -291,32 +313,18 @@ class SshLink:
     def connect(self, *, timeout: float = 120.0) -> None:
         """Log in once and keep the connection (a no-op when it is up); prompts go to ``ask``.
         :class:`SshLinkError` says why when it fails."""
+        with self._state:
+            self._closed = False
         if self.connected():
+            self._back_up()
             return
-        # a master killed outright leaves its socket: a new master would then run without one ("already
-        # exists, disabling multiplexing"), out of reach of -O exit, and every command would log in anew
-        if "%" not in self.control_path:
-            Path(self.control_path).unlink(missing_ok=True)
-        argv = [
-            *self._common(),
-            "-M",
-            "-N",
-            "-f",
-            "-o",
-            "ControlPersist=yes",
-            "-o",
-            f"ServerAliveInterval={ALIVE_INTERVAL}",
-            "-o",
-            f"ServerAliveCountMax={ALIVE_COUNT}",
-            self.target.destination,
-        ]
         with (
             ssh_askpass.Listener(self._askpass_socket(), self.ask) as listener,
             tempfile.TemporaryFile() as err,
         ):
             # the master stays in the background holding its stderr: read it from a file, not a pipe
             proc = subprocess.Popen(
-                argv,
+                self._master_argv(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
@@ -338,17 +346,126 @@ class SshLink:
                 stderr=stderr,
             )
         self._check_quoting()
+        self._back_up()
+
+    def _master_argv(self, *extra: str) -> list[str]:
+        # a master killed outright leaves its socket: a new master would then run without one ("already
+        # exists, disabling multiplexing"), out of reach of -O exit, and every command would log in anew
+        if "%" not in self.control_path:
+            Path(self.control_path).unlink(missing_ok=True)
+        return [
+            *self._common(),
+            *extra,
+            "-M",
+            "-N",
+            "-f",
+            "-o",
+            "ControlPersist=yes",
+            "-o",
+            f"ServerAliveInterval={ALIVE_INTERVAL}",
+            "-o",
+            f"ServerAliveCountMax={ALIVE_COUNT}",
+            self.target.destination,
+        ]
+
+    # ---- a link that went down: said with since when, reconnected in the background ----------------
+    def failure(self, returncode: int, stderr: str) -> SshLinkError | None:
+        """What a command's exit over this link means (:func:`link_failure`). A link found down is said as
+        "down since HH:MM; reconnecting" (the same words each time, so a poller says it once) and its master is
+        started again in the background, without prompts, with back-off; jobs are not touched meanwhile."""
+        return link_failure(self.target, returncode, stderr, master_up=self.connected, down=self._went_down)
+
+    def _went_down(self) -> SshLinkError:
+        with self._state:
+            if self.down_since is None:
+                self.down_since, self._given_up = time.time(), None
+            since = time.strftime("%H:%M", time.localtime(self.down_since))
+            if self._closed:
+                state = "closed"
+            elif self._given_up is not None:
+                state = self._given_up
+            else:
+                state = "reconnecting"
+                if self._reconnecting is None or not self._reconnecting.is_alive():
+                    self._reconnecting = threading.Thread(
+                        target=self._reconnect, name="slurmlab-ssh-reconnect", daemon=True
+                    )
+                    self._reconnecting.start()
+        return SshLinkError(
+            f"the link to {self.target.url()} is down since {since}; {state}",
+            hint="jobs on the cluster were not touched and are watched again once it is back; to connect "
+            f"again yourself: %slurm use {self.target.url()}",
+        )
+
+    def _reconnect(self) -> None:
+        """Start the master again, without prompts, until it is up (or the login needs a person, or
+        :meth:`disconnect` was asked); waits 1, 2, 4 ... :data:`RECONNECT_MAX_WAIT` s between tries."""
+        wait = 1.0
+        while True:
+            with self._state:
+                if self._closed or self.down_since is None:
+                    return
+            if (
+                self.connected()
+            ):  # up again by another hand (`%slurm use` of the same address shares the socket)
+                self._back_up()
+                return
+            stderr = self._start_quietly()
+            if stderr is None:
+                self._back_up()
+                if self._closed:  # disconnect() came while this master started: it goes too
+                    self.disconnect()
+                return
+            if _DENIED.search(stderr) or _CHANGED_KEY.search(stderr) or _UNKNOWN_KEY.search(stderr):
+                with self._state:  # a password, one-time code or host key needs the person at the notebook
+                    self._given_up = "the login needs you: connect again"
+                return
+            time.sleep(wait)
+            wait = min(wait * 2, RECONNECT_MAX_WAIT)
+
+    def _start_quietly(self) -> str | None:
+        """Start the master with the keys and agent alone (``BatchMode``: no prompt); None when it is up, else
+        what ssh said."""
+        env = {k: v for k, v in os.environ.items() if k not in ("SSH_ASKPASS", "SSH_ASKPASS_REQUIRE")}
+        with tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.run(
+                    self._master_argv("-o", "BatchMode=yes"),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    env=env,
+                    timeout=CONNECT_TIMEOUT * 3,
+                    start_new_session=True,
+                )
+            except subprocess.TimeoutExpired:
+                return "the login did not finish in time"
+            except OSError as exc:  # no ssh program (any more), or its folder went away: tried again later
+                return f"ssh could not start: {exc}"
+            err.seek(0)
+            said = err.read().decode("utf-8", "replace")
+        return None if proc.returncode == 0 and self.connected() else said or f"ssh exited {proc.returncode}"
+
+    def _back_up(self) -> None:
+        with self._state:
+            self.down_since, self._given_up = None, None
 
     def _check_quoting(self) -> None:
+        """The probe word comes back intact; in the same round trip, who the login is there (``id``)."""
         proc = subprocess.run(
-            self.command(["printf", "%s", QUOTING_PROBE]),
+            self.command(
+                ["sh", "-c", 'printf "%s" "$1"; printf "\\0"; id -u; id -un', "slurmlab", QUOTING_PROBE]
+            ),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=CONNECT_TIMEOUT * 3,
             env=self.environ(os.environ),
         )
         expected = QUOTING_PROBE.encode("utf-8", "surrogateescape")
-        if proc.returncode == 0 and proc.stdout == expected:
+        echoed, _, who = proc.stdout.partition(b"\0")
+        words = who.decode("utf-8", "replace").split()
+        if proc.returncode == 0 and echoed == expected and len(words) == 2 and words[0].isdigit():
+            self.remote_user = (int(words[0]), words[1])
             return
         stderr = proc.stderr.decode("utf-8", "replace")
         trouble = link_failure(self.target, proc.returncode, stderr)
@@ -375,14 +492,17 @@ class SshLink:
         return int(m.group(1)) if proc.returncode == 0 and m else None
 
     def disconnect(self) -> None:
-        """Close the master connection (sessions on it end); nothing on the cluster is cancelled."""
-        subprocess.run(
-            [*self._common(), "-O", "exit", self.target.destination],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=CONNECT_TIMEOUT,
-            env=dict(os.environ),
-        )
+        """Close the master connection (sessions on it end; no reconnect); nothing on the cluster is cancelled."""
+        with self._state:
+            self._closed = True
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):  # no master, no ssh: nothing to close
+            subprocess.run(
+                [*self._common(), "-O", "exit", self.target.destination],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=CONNECT_TIMEOUT,
+                env=dict(os.environ),
+            )
 
     def settings(self) -> dict[str, object]:
         """What recreates this link in another process (the guardian): no secret, only where and how."""
@@ -430,11 +550,13 @@ def link_failure(
     *,
     connecting: bool = False,
     master_up: Callable[[], bool] | None = None,
+    down: Callable[[], SshLinkError] | None = None,
 ) -> SshLinkError | None:
     """What ssh's exit ``returncode`` and ``stderr`` mean for the link to ``target``, in words with the next
     step; None when ssh did not fail. ssh exits 255 for its own failures, and a cut master leaves its sessions
     255 without a word: then ``master_up()`` (``ssh -O check``) tells a dead link from a remote command that
-    exited 255 itself (None for the latter)."""
+    exited 255 itself (None for the latter). ``down()``: the words for a link found down (a link's own, with
+    since when), in place of ssh's."""
     if returncode != SSH_FAILED:
         return None
     found = _key_failure(target, stderr) or _login_failure(target, stderr)
@@ -442,9 +564,13 @@ def link_failure(
         _DROPPED.search(stderr) or (not connecting and master_up is not None and not master_up())
     ):
         said = " ".join(line.strip() for line in stderr.splitlines() if line.strip())[-600:]
-        found = SshLinkError(
-            f"the link to {target.url()} is down ({said or 'its connection ended'})",
-            hint=_connect_again(target),
+        found = (
+            down()
+            if down is not None
+            else SshLinkError(
+                f"the link to {target.url()} is down ({said or 'its connection ended'})",
+                hint=_connect_again(target),
+            )
         )
     if found is not None:
         found.returncode, found.stderr = returncode, stderr

@@ -18,9 +18,9 @@ def sandbox(slurm_sandbox: Any) -> Iterator[Any]:
 
 
 def _me() -> str:
-    import getpass
+    from slurmlab.slurm.identity import current_user
 
-    return getpass.getuser()
+    return current_user()  # whom the runner's commands run as (over SSH, the login's user: --over-ssh)
 
 
 def _wait_empty(runner: Any, timeout: float = 20.0) -> None:

@@ -1,27 +1,34 @@
 """The SSH runner for real: OpenSSH's client, a real sshd on 127.0.0.1 (tests/integration/ssh/conftest.py) as a
-second Unix user, and the sandbox's Slurm behind it.
+second Unix user, and the sandbox's Slurm behind it. One file: the sshd and its user are one per pytest worker
+(a second file could land on another worker, whose session end removes the user this one logs in as).
 
 What the local runner sees, the SSH runner sees; argv reaches Slurm there word for word; unknown and changed host
 keys are refused with words; keyboard-interactive prompts go to the caller's ``ask``; a cut link is said within
-seconds and cancels nothing; Ctrl-C (end_step) ends the remote step, not the job.
+seconds and cancels nothing; Ctrl-C (end_step) ends the remote step, not the job. A login node that goes away
+while an allocation is watched is said on its panel ("down since HH:MM; reconnecting"), and once it is back the
+link reconnects by itself and the same job is watched again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from slurmlab.slurm.allocation import Allocation
+from slurmlab.slurm.poller import JobPoller
 from slurmlab.slurm.runner import Runner
 from slurmlab.slurm.ssh import SshLinkError
 from slurmlab.slurm.steps import end_step
+from slurmlab.testing.loopback_sshd import resume_sshd, stop_sshd
 
 pytestmark = pytest.mark.sandbox
 
@@ -239,3 +246,58 @@ def test_salloc_and_srun_magics_over_ssh(
         set_runner(old_runner)
         old_session.install(shell)
         shell.run_line_magic("unload_ext", "slurmlab")
+
+
+def _until(what: Callable[[], object], timeout: float) -> float:
+    """Seconds until ``what()`` holds; fails the test after ``timeout`` (a bound that detects a hang)."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if what():
+            return time.monotonic() - start
+        time.sleep(0.1)
+    raise AssertionError(f"not within {timeout} s")
+
+
+def test_a_cut_link_is_said_on_the_panel_and_watching_resumes_when_it_is_back(
+    loopback_sshd: Any, ssh_sandbox: Any
+) -> None:
+    from slurmlab.widgets.panel import panel_html
+
+    link = loopback_sshd.link()
+    link.options = {**link.options, "ControlPath": str(loopback_sshd.folder / "down")}
+    link.connect()
+    runner = Runner(slurm_conf=str(ssh_sandbox.conf_path), ssh=link)
+    poller = JobPoller(runner, interval=0.5)
+    alloc = Allocation.submit(["-N1", "-t", "5"], runner=runner, poller=poller, release_at_exit=False)
+    try:
+        alloc.wait("RUNNING", timeout=60)
+        job = str(alloc.job_id)
+        master = link.master_pid()
+        assert master is not None and alloc.error is None
+        stop_sshd(loopback_sshd)  # the login node reboots: no reconnect can succeed yet
+        try:
+            os.kill(master, 9)  # the laptop's connection is gone
+            took = _until(lambda: alloc.error and "is down since" in alloc.error, 15)
+            print(f"link cut -> the allocation says so: {took:.1f} s")
+            said = str(alloc.error)
+            url = re.escape(f"ssh://{loopback_sshd.user}@127.0.0.1:{loopback_sshd.port}")
+            assert re.search(rf"the link to {url} is down since \d\d:\d\d; reconnecting", said), said
+            assert "were not touched" in said and "%slurm use ssh://" in said, said
+            assert "is down since" in panel_html(alloc)  # the panel shows the poller's words
+            # the job lives on: nothing was cancelled because the link went down
+            assert _state(_local(ssh_sandbox), job) == "RUNNING"
+            time.sleep(2)
+            assert _state(_local(ssh_sandbox), job) == "RUNNING" and alloc.state == "RUNNING"
+        finally:
+            resume_sshd(loopback_sshd)
+        # back: the link reconnects by itself (back-off of at most 10 s), and the same job is watched again
+        _until(lambda: link.connected() and alloc.error is None, 60)
+        assert link.down_since is None
+        assert job in poller.watched() and alloc.state == "RUNNING"
+        assert _state(_local(ssh_sandbox), job) == "RUNNING"
+    finally:
+        try:
+            alloc.cancel()
+        finally:
+            poller.stop()
+            link.disconnect()

@@ -38,6 +38,10 @@ jest.mock('../widgetfallback', () => ({ installSavedOutputs: jest.fn() }));
 jest.mock('../sidebar', () => {
   const { Widget } = jest.requireActual('@lumino/widgets');
   class SlurmSidebar extends Widget {
+    // the real one's "kernels on GPU nodes" section: the plugin sets what its buttons do
+    readonly kernels: { start: ((name: string) => void) | null } = {
+      start: null
+    };
     constructor() {
       super();
       this.id = 'slurmlab-sidebar';
@@ -85,6 +89,21 @@ describe('the sidebar plugin', () => {
     // the Launcher's and the palette's way in to the sidebar
     void commands.execute(CommandIds.showSidebar);
     expect(app.shell.activateById).toHaveBeenCalledWith('slurmlab-sidebar');
+  });
+
+  it("makes the sidebar's kernel buttons open a new notebook with that kernel spec", () => {
+    const commands = new CommandRegistry();
+    const opened = jest.fn();
+    commands.addCommand('notebook:create-new', { execute: opened });
+    const app = {
+      commands,
+      shell: { add: jest.fn(), activateById: jest.fn() },
+      serviceManager: { kernelspecs: { specs: null } }
+    };
+    plugins[0].activate(app as any, null, null, null, null);
+    const sidebar = app.shell.add.mock.calls.find(c => c[1] === 'left')[0];
+    sidebar.kernels.start('slurmlab-gpu');
+    expect(opened).toHaveBeenCalledWith({ kernelName: 'slurmlab-gpu' });
   });
 
   it('opens one queue view in the main area, and shows it again when asked twice', async () => {
