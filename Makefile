@@ -110,10 +110,11 @@ hub: setup
 SLURM ?=
 # the lessons are left to the demo, which executes every one of them on that Slurm (not twice)
 SLURM_PYTEST ?= -m "sandbox and not browser and not lessons"
-# the hub's tests (the REST spawn, the Open OnDemand shape, the browser's first hour in the hub) run as a step of
-# their own, where a skip fails the run: the root has node (configurable-http-proxy from the repo's
-# hub/node_modules, which the hubproxy step installs on this machine) and chromium, so a skip means it lost them
-SLURM_HUB_TESTS ?= tests/integration/hub tests/browser/test_hub_session.py
+# the hub's tests (the REST spawn, the Open OnDemand shape, the browser's first hour in the hub) and the kernel
+# provisioner's browser test (a kernel on the node started from JupyterLab) run as a step of their own, where a skip
+# fails the run: the root has node (configurable-http-proxy from the repo's hub/node_modules, which the hubproxy
+# step installs on this machine) and chromium, so a skip means it lost them
+SLURM_HUB_TESTS ?= tests/integration/hub tests/browser/test_hub_session.py tests/browser/test_provisioned_kernel_lab.py
 slurm-root:
 	@[[ -n "$(SLURM)" ]] || { echo "which Slurm? make $@ SLURM=24.11 (or 26.05)" >&2; exit 2; }
 	@bash scripts/slurm-root.sh $(SLURM)

@@ -14,12 +14,14 @@ Rows, each beside its baseline measured in the same run:
   (a batch job attached by id, polled);
 * 50 panels in one kernel (50 allocations, one poller), per minute;
 * 10 kernels of one user (10 processes, an allocation and its panel each), per minute;
+* the minute after cancelling them (the release follower, which catches a cancel a restarted controller lost);
 * ``scancel`` -> the panel knows (median of 5); baseline: the attached, polled job;
 * a time limit -> the panel knows (a ``-t 1`` allocation, from Slurm's EndTime);
 * a killed slurmd -> the panel knows (from Slurm's EndTime of the job it took down);
 * pending -> RUNNING known (from Slurm's StartTime of the job).
 
-Slurm writes StartTime and EndTime to the second, so a latency here may read up to 1 s high, never low.
+No counted window follows a cancel of this process: the release follower checks the user's live jobs for 5.5
+minutes after one (its own row). Slurm writes StartTime and EndTime to the second, so a latency here may read up to 1 s high, never low.
 With 60 s windows the module takes about 6 minutes.
 """
 
@@ -133,6 +135,7 @@ class Kit:
         self.runner = sb.runner(timeout=60)
         self.poller = JobPoller(self.runner)
         self.made: list[Any] = []
+        self.aside: list[str] = []
 
     def allocation(self, *request: str, panel: bool = True) -> Any:
         from slurmlab.slurm.allocation import Allocation
@@ -155,6 +158,15 @@ class Kit:
         alloc.usage()
         return alloc
 
+    def set_aside(self, alloc: Any) -> str:
+        """Stop watching ``alloc`` without ending its job (ended by :meth:`close`): a cancel starts the release
+        follower's checks (a cancel a restarted controller lost is caught), which must not fall into a later
+        row's window."""
+        alloc.forget()
+        self.made.remove(alloc)
+        self.aside.append(str(alloc.job_id))
+        return str(alloc.job_id)
+
     def end_all(self) -> None:
         for alloc in self.made:
             try:
@@ -167,6 +179,9 @@ class Kit:
 
     def close(self) -> None:
         self.end_all()
+        if self.aside:
+            self.runner.run(["scancel", *self.aside], check=False)
+            self.aside.clear()
         self.poller.stop()
 
 
@@ -179,12 +194,10 @@ def _count(counted: Counted, seconds: float) -> Counter[str]:
 
 def idle_rows(kit: Kit, counted: Counted, seconds: float, size: str) -> list[Row]:
     per_min = 60.0 / seconds
-    kit.allocation("--gpus=1", "-t", "10")
+    kit.allocation("--gpus=1", "-t", "10")  # kept (idle: it costs nothing) until the rows that cancel
     ours = _count(counted, seconds)
-    kit.end_all()
-    kit.attached("--gpus=1", "-t", "10")
+    kit.set_aside(kit.attached("--gpus=1", "-t", "10"))
     polled = _count(counted, seconds)
-    kit.end_all()
     return [
         Row(
             GROUP,
@@ -207,7 +220,6 @@ def panels_row(kit: Kit, counted: Counted, seconds: float, size: str, one: float
         alloc.wait(timeout=180)
         alloc.usage()
     ours = _count(counted, seconds)
-    kit.end_all()
     return Row(
         GROUP,
         f"{PANELS} panels in one kernel ({PANELS} idle RUNNING allocations, one poller), per minute",
@@ -267,6 +279,25 @@ def kernels_row(sb: Any, counted: Counted, seconds: float, size: str, one: float
         baseline_name="one kernel's",
         size=size,
         note=by_type(ours),
+    )
+
+
+def after_cancel_row(kit: Kit, counted: Counted, seconds: float, size: str) -> Row:
+    """The minute after the kernel cancels its allocations: the release follower reads the user's live jobs
+    (one squeue every 10 s, for 5.5 minutes after a cancel) so that a cancel a restarted controller lost is
+    caught, and the watches follow each job to its end."""
+    cancelled = len(kit.made)
+    kit.end_all()
+    with counted.window() as got:
+        time.sleep(seconds)
+    ours = got["ours"]
+    return Row(
+        GROUP,
+        f"the minute after cancelling {cancelled} allocations (the release follower's checks), per minute",
+        sum(ours.values()) * 60.0 / seconds,
+        "RPCs",
+        size=size,
+        note=f"{by_type(ours)}; the follower stops 5.5 minutes after the last cancel",
     )
 
 
@@ -383,6 +414,8 @@ def run(rows: tuple[str, ...] = ALL_ROWS, seconds: float = 60.0) -> list[Row]:
                 out.append(panels_row(kit, counted, seconds, size, one))
             if "kernels" in rows:
                 out.append(kernels_row(sb, counted, seconds, size, one))
+            if kit.made:
+                out.append(after_cancel_row(kit, counted, seconds, size))
             if "latency" in rows:
                 out += latency_rows(kit, size)
             return out

@@ -21,6 +21,7 @@ import json
 import re
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,19 @@ def _jobs(sandbox: Any) -> set[str]:
     return set(sandbox.runner().run(["squeue", "-h", "-o", "%i"]).stdout.split())
 
 
+def _left(sandbox: Any, before: set[str], timeout: float = 30) -> set[str]:
+    """The jobs still listed beyond ``before``, once those that end have had ``timeout`` seconds to: a job whose
+    salloc has just returned, or whose kernel has just ended, is listed COMPLETING a moment (its epilog)."""
+    deadline = time.monotonic() + timeout
+    while _jobs(sandbox) - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    left = _jobs(sandbox) - before
+    if left:  # which, in what state, named how: the job the lessons ran in, or one of theirs
+        listing = sandbox.runner().run(["squeue", "-h", "-o", "%i %T %j %r", "-j", ",".join(sorted(left))])
+        return {listing.stdout.strip() or ", ".join(sorted(left))}
+    return set()
+
+
 def _assert_all_ran(found: list[Any], job_id: str) -> None:
     failed = [f"{f['lesson']}: cell {f['cell']}: {f['error']}" for f in found if f["status"] != "ok"]
     assert not failed, "lessons that broke inside job " + job_id + ":\n" + "\n".join(failed)
@@ -118,7 +132,7 @@ def test_lessons_run_unchanged_with_the_kernel_inside_a_job(
     # the kernel knew where it ran: lesson 00's `%slurm sandbox up --if-needed` named the job first
     # (Allocation.own), with the GPUs the job was given
     assert f"this session: job {job_id} on node1, 2 × " in found[0]["shown"], found[0]["shown"][-2000:]
-    assert _jobs(slurm_sandbox) <= before, "a job was left: the lessons' or the one they ran in"
+    assert not _left(slurm_sandbox, before), "a job was left: the lessons' or the one they ran in"
 
 
 @pytest.mark.lessons
@@ -132,4 +146,4 @@ def test_the_rest_of_the_course_runs_unchanged_with_the_kernel_inside_a_job(
     before = _jobs(slurm_sandbox)
     job_id, found = _lessons_inside_a_job(slurm_sandbox, tmp_path, numbers, minutes=60)
     _assert_all_ran(found, job_id)
-    assert _jobs(slurm_sandbox) <= before, "a job was left: the lessons' or the one they ran in"
+    assert not _left(slurm_sandbox, before), "a job was left: the lessons' or the one they ran in"

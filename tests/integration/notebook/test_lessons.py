@@ -258,7 +258,7 @@ def _topology(lesson: Lesson, sandbox: Any) -> None:
 def _mig(lesson: Lesson, sandbox: Any) -> None:
     profiles = cell_text(lesson.cell("from slurmlab import MigLayout"))
     assert len(re.findall(r"^  \S+\s+\d compute, \d memory slices", profiles, re.M)) >= 6, profiles
-    switch = cell_text(lesson.cell("import slurmlab\nfrom slurmlab.teach import is_mig_type"))
+    switch = cell_text(lesson.cell("import os\n\nimport slurmlab\nfrom slurmlab.teach import is_mig_type"))
     started = "sandbox h200-mig started" in switch
     # the slice Slurm granted is of a MIG type, and the job's own slice is the one the layout outlines
     job, granted = _granted_in(lesson, lesson.cell("sl = None"))
