@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -135,7 +136,6 @@ class Kit:
         self.runner = sb.runner(timeout=60)
         self.poller = JobPoller(self.runner)
         self.made: list[Any] = []
-        self.aside: list[str] = []
 
     def allocation(self, *request: str, panel: bool = True) -> Any:
         from slurmlab.slurm.allocation import Allocation
@@ -148,24 +148,24 @@ class Kit:
         return alloc
 
     def attached(self, *request: str) -> Any:
-        """A batch job watched by id: no salloc of ours, so nothing is pushed to this process."""
+        """A job watched by id: its salloc (``--no-shell``: no step, like an idle allocation) has returned, so
+        nothing is pushed to this process and the poller reads it."""
         from slurmlab.slurm.allocation import Allocation
 
-        job = self.runner.run(["sbatch", "--parsable", *request, "-o", "/dev/null", "--wrap", "sleep 600"])
-        alloc = Allocation.attach(job.stdout.strip().split(";")[0], runner=self.runner, poller=self.poller)
-        self.made.append(alloc)
+        made = self.runner.run(["salloc", "--no-shell", *request])
+        granted = re.search(r"Granted job allocation (\d+)", made.stderr)
+        if granted is None:
+            raise RuntimeError(f"salloc --no-shell granted nothing: {made.stderr.strip()[-300:]}")
+        alloc = Allocation.attach(granted.group(1), runner=self.runner, poller=self.poller)
         alloc.wait(timeout=120)
         alloc.usage()
         return alloc
 
-    def set_aside(self, alloc: Any) -> str:
-        """Stop watching ``alloc`` without ending its job (ended by :meth:`close`): a cancel starts the release
-        follower's checks (a cancel a restarted controller lost is caught), which must not fall into a later
-        row's window."""
-        alloc.forget()
-        self.made.remove(alloc)
-        self.aside.append(str(alloc.job_id))
-        return str(alloc.job_id)
+    def end_quietly(self, alloc: Any) -> None:
+        """End an attached job with a plain scancel, which starts no release follower (a cancel through the
+        allocation does: it checks the user's jobs for 5.5 minutes, which must not fall into a later window)."""
+        self.runner.run(["scancel", str(alloc.job_id)], check=False)
+        alloc.wait("ENDED", timeout=60)
 
     def end_all(self) -> None:
         for alloc in self.made:
@@ -179,9 +179,6 @@ class Kit:
 
     def close(self) -> None:
         self.end_all()
-        if self.aside:
-            self.runner.run(["scancel", *self.aside], check=False)
-            self.aside.clear()
         self.poller.stop()
 
 
@@ -196,8 +193,9 @@ def idle_rows(kit: Kit, counted: Counted, seconds: float, size: str) -> list[Row
     per_min = 60.0 / seconds
     kit.allocation("--gpus=1", "-t", "10")  # kept (idle: it costs nothing) until the rows that cancel
     ours = _count(counted, seconds)
-    kit.set_aside(kit.attached("--gpus=1", "-t", "10"))
+    attached = kit.attached("--gpus=1", "-t", "10")
     polled = _count(counted, seconds)
+    kit.end_quietly(attached)
     return [
         Row(
             GROUP,
@@ -417,6 +415,7 @@ def run(rows: tuple[str, ...] = ALL_ROWS, seconds: float = 60.0) -> list[Row]:
             if kit.made:
                 out.append(after_cancel_row(kit, counted, seconds, size))
             if "latency" in rows:
+                kit.end_all()  # the pending row's blocker takes every node whole
                 out += latency_rows(kit, size)
             return out
         finally:

@@ -164,11 +164,13 @@ def _as_seat(shop: Any, name: str, argv: list[str]) -> str:
 
 
 def _wait_reason(shop: Any, job_id: str, timeout: float = 40.0) -> str:
+    """The job's pending reason once the scheduler has looked at its limits: a fresh job waits with no reason,
+    and on 24.11 first with Priority (behind the jobs before it) until a pass checks it against its QOS."""
     deadline = time.monotonic() + timeout
     reason = ""
     while time.monotonic() < deadline:
         reason = next((j.reason for j in shop.jobs() if j.job_id == job_id), "")
-        if reason not in ("", "None"):
+        if reason not in ("", "None", "Priority"):
             return reason
         time.sleep(0.5)
     return reason
