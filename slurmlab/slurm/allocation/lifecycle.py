@@ -33,7 +33,7 @@ from slurmlab.core.request.request import GpuRequest
 from slurmlab.core.slurm.job_view import JobView, job_view
 from slurmlab.core.slurm.models import Job
 from slurmlab.core.slurm.squeue_brief import JobBrief
-from slurmlab.core.slurm.states import ENDED
+from slurmlab.core.slurm.states import ENDED, HOLDING
 from slurmlab.errors import AllocationError, JobNotFoundError, SlurmError, SlurmlabError
 from slurmlab.slurm.allocation.leftovers import make_tag
 from slurmlab.slurm.allocation.release import LIVE
@@ -436,7 +436,9 @@ class Allocation:
         if self.state != "RUNNING":
             return None
         for src in (self.brief, self.job):
-            end = src.end_time if src is not None else None
+            # a record read while the job pended (a poll just before its pushed grant) carries the scheduler's
+            # estimate of its end, not the end its time limit sets now
+            end = src.end_time if src is not None and src.state in HOLDING else None
             if end is not None:
                 return max(0.0, float(end.timestamp()) - (time.time() if now is None else now))
         return None

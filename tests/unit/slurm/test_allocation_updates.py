@@ -76,3 +76,28 @@ def test_one_unreadable_detail_keeps_the_state_and_says_why() -> None:
     bad: Any = ParseError("scontrol job record", "JobId=5 …", hint="a key appears twice")
     alloc._on_update(JobUpdate("5", brief=Brief(5, "RUNNING"), error=bad))
     assert alloc.state == "RUNNING" and "cannot parse" in (alloc.error or "")
+
+
+def test_time_left_after_a_pushed_grant_is_the_granted_jobs_not_the_pending_estimate() -> None:
+    """Slurm 26.05's poll of a job pending behind another one carries the scheduler's estimate of its end (the
+    blocker's end plus its own limit, 2026-12-01T03:30:01 for job 9 of the recording below); granted early by a
+    push, the job's time left comes from the detail read with the news, not from that estimate (the 26.05 root saw
+    598 s left of a 5-minute job)."""
+    from dataclasses import replace
+
+    from slurmlab.core.slurm.parse_text import parse_scontrol_jobs
+    from slurmlab.core.slurm.squeue_brief import parse_squeue_brief
+    from slurmlab.testing import recorded
+
+    pending = next(
+        b for b in parse_squeue_brief(recorded("26.05/s21_squeue_brief.txt").stdout) if b.job_id == 9
+    )
+    assert pending.state == "PENDING" and pending.end_time is not None  # the estimate, as Slurm printed it
+    running = parse_scontrol_jobs(recorded("22.05/l06_scontrol_show_job_d_running.txt").stdout)[0]
+    assert running.state == "RUNNING" and running.end_time is not None and running.time_limit == 600
+    alloc = _alloc()
+    alloc._on_update(JobUpdate("5", brief=replace(pending, job_id=5, display_id="5")))
+    assert alloc.time_left() is None  # pending: its clock has not started
+    alloc._on_update(JobUpdate("5", detail=running))  # the grant's read: the detail only
+    at = running.start_time.timestamp() + 60  # type: ignore[union-attr]
+    assert alloc.state == "RUNNING" and alloc.time_left(now=at) == 540
