@@ -182,31 +182,68 @@ class Kit:
         self.poller.stop()
 
 
-def _count(counted: Counted, seconds: float) -> Counter[str]:
-    time.sleep(SETTLE_S)
+def _count(counted: Counted, seconds: float, settle: float = SETTLE_S) -> Counter[str]:
+    time.sleep(settle)
     with counted.window() as got:
         time.sleep(seconds)
     return got["ours"]
 
 
+def _per_minute(counts: Counter[str], seconds: float) -> float:
+    return sum(counts.values()) * 60.0 / seconds
+
+
+def _rpc_row(
+    name: str,
+    ours: Counter[str],
+    seconds: float,
+    size: str,
+    *,
+    target: float | None = None,
+    baseline: float | None = None,
+    baseline_name: str = "",
+    note: str = "",
+) -> Row:
+    """A row of RPCs a minute from one counted window of ``seconds``; its note: the counts by type, then ``note``."""
+    return Row(
+        GROUP,
+        name,
+        _per_minute(ours, seconds),
+        "RPCs",
+        target=target,
+        baseline=baseline,
+        baseline_name=baseline_name,
+        size=size,
+        note="; ".join(part for part in (by_type(ours), note) if part),
+    )
+
+
+def _latency_row(name: str, seconds: float, size: str, note: str, **baseline: Any) -> Row:
+    """A row of how soon the panel knows, against the issue's 1.5 s."""
+    return Row(LATENCY_GROUP, name, seconds, "s", target=1.5, size=size, note=note, **baseline)
+
+
+def _late(seen: float | None, since: float | None) -> float:
+    """Seconds from Slurm's record of an event (to the second) to the panel's; inf where either is missing."""
+    return float("inf") if seen is None or since is None else max(0.0, seen - since)
+
+
 def idle_rows(kit: Kit, counted: Counted, seconds: float, size: str) -> list[Row]:
-    per_min = 60.0 / seconds
     kit.allocation("--gpus=1", "-t", "10")  # kept (idle: it costs nothing) until the rows that cancel
     ours = _count(counted, seconds)
     attached = kit.attached("--gpus=1", "-t", "10")
     polled = _count(counted, seconds)
     kit.end_quietly(attached)
     return [
-        Row(
-            GROUP,
+        _rpc_row(
             "an idle RUNNING allocation with its panel, per minute (salloc held: Slurm pushes)",
-            sum(ours.values()) * per_min,
-            "RPCs",
+            ours,
+            seconds,
+            size,
             target=1,
-            baseline=sum(polled.values()) * per_min,
+            baseline=_per_minute(polled, seconds),
             baseline_name="the same job attached by id (no push reaches it: polled)",
-            size=size,
-            note=f"{by_type(ours)}; baseline {by_type(polled)}",
+            note=f"baseline {by_type(polled)}",
         )
     ]
 
@@ -217,16 +254,13 @@ def panels_row(kit: Kit, counted: Counted, seconds: float, size: str, one: float
     for alloc in kit.made:
         alloc.wait(timeout=180)
         alloc.usage()
-    ours = _count(counted, seconds)
-    return Row(
-        GROUP,
+    return _rpc_row(
         f"{PANELS} panels in one kernel ({PANELS} idle RUNNING allocations, one poller), per minute",
-        sum(ours.values()) * 60.0 / seconds,
-        "RPCs",
+        _count(counted, seconds),
+        seconds,
+        size,
         baseline=one,
         baseline_name="one allocation's panel",
-        size=size,
-        note=by_type(ours),
     )
 
 
@@ -268,34 +302,34 @@ def kernels(sb: Any, n: int) -> Iterator[list[str]]:
 def kernels_row(sb: Any, counted: Counted, seconds: float, size: str, one: float | None) -> Row:
     with kernels(sb, KERNELS):
         ours = _count(counted, seconds)
-    return Row(
-        GROUP,
+    return _rpc_row(
         f"{KERNELS} kernels of one user (an idle allocation and its panel each), per minute",
-        sum(ours.values()) * 60.0 / seconds,
-        "RPCs",
+        ours,
+        seconds,
+        size,
         baseline=one,
         baseline_name="one kernel's",
-        size=size,
-        note=by_type(ours),
     )
 
 
 def after_cancel_row(kit: Kit, counted: Counted, seconds: float, size: str) -> Row:
-    """The minute after the kernel cancels its allocations: the release follower reads the user's live jobs
-    (one squeue every 10 s, for 5.5 minutes after a cancel) so that a cancel a restarted controller lost is
-    caught, and the watches follow each job to its end."""
+    """The minute after the kernel cancels its allocations: the release follower reads the user's live jobs (one
+    squeue for all of them within FIRST_CHECK of the first cancel, then one every FOLLOW_INTERVAL, for 5.5 minutes
+    after the last cancel) so that a cancel a restarted controller lost is caught, and the watches follow each job
+    to its end."""
+    from slurmlab.slurm.allocation.release import FIRST_CHECK, FOLLOW_INTERVAL
+
     cancelled = len(kit.made)
     kit.end_all()
-    with counted.window() as got:
-        time.sleep(seconds)
-    ours = got["ours"]
-    return Row(
-        GROUP,
+    return _rpc_row(
         f"the minute after cancelling {cancelled} allocations (the release follower's checks), per minute",
-        sum(ours.values()) * 60.0 / seconds,
-        "RPCs",
-        size=size,
-        note=f"{by_type(ours)}; the follower stops 5.5 minutes after the last cancel",
+        _count(counted, seconds, settle=0.0),
+        seconds,
+        size,
+        note=(
+            f"the follower looks {FIRST_CHECK:g} s after a cancel, then every {FOLLOW_INTERVAL:g} s, and stops 5.5 "
+            "minutes after the last cancel"
+        ),
     )
 
 
@@ -316,29 +350,23 @@ def latency_rows(kit: Kit, size: str) -> list[Row]:
     ours = [_scancel_latency(kit, kit.allocation("-n1", "-t", "10")) for _ in range(SCANCELS)]
     polled = [_scancel_latency(kit, kit.attached("-n1", "-t", "10")) for _ in range(SCANCELS)]
     rows.append(
-        Row(
-            LATENCY_GROUP,
+        _latency_row(
             f"`scancel` -> the panel knows (median of {SCANCELS}, from scancel's start)",
             statistics.median(ours),
-            "s",
-            target=1.5,
+            size,
+            ", ".join(f"{x * 1000:.0f} ms" for x in ours),
             baseline=statistics.median(polled),
             baseline_name="the attached job (polled)",
-            size=size,
-            note=", ".join(f"{x * 1000:.0f} ms" for x in ours),
         )
     )
     t = _wait_for(limit_ended, 200)
     end = _job_times(kit.runner, limited.job_id)["EndTime"]
     rows.append(
-        Row(
-            LATENCY_GROUP,
+        _latency_row(
             "a time limit -> the panel knows (from Slurm's EndTime, to the second)",
-            float("inf") if t is None or end is None else max(0.0, t - end),
-            "s",
-            target=1.5,
-            size=size,
-            note=f"ended {limited.state}",
+            _late(t, end),
+            size,
+            f"ended {limited.state}",
         )
     )
     rows.append(_pending_row(kit, size))
@@ -356,14 +384,11 @@ def _pending_row(kit: Kit, size: str) -> Row:
     t = _wait_for(running, 120)
     start = _job_times(kit.runner, waiting.job_id)["StartTime"]
     kit.end_all()
-    return Row(
-        LATENCY_GROUP,
+    return _latency_row(
         "pending -> RUNNING known (from Slurm's StartTime, to the second)",
-        float("inf") if t is None or start is None else max(0.0, t - start),
-        "s",
-        target=1.5,
-        size=size,
-        note=f"was {state} behind an exclusive job on every node",
+        _late(t, start),
+        size,
+        f"was {state} behind an exclusive job on every node",
     )
 
 
@@ -383,14 +408,11 @@ def _slurmd_row(kit: Kit, size: str) -> Row:
         state = alloc.state
     finally:
         kit.sb.restart()
-    return Row(
-        LATENCY_GROUP,
+    return _latency_row(
         "a killed slurmd -> the panel knows (from Slurm's EndTime of its job, to the second)",
-        float("inf") if t is None or end is None else max(0.0, t - end),
-        "s",
-        target=1.5,
-        size=size,
-        note=f"ended {state}; Slurm notices after SlurmdTimeout=10 s",
+        _late(t, end),
+        size,
+        f"ended {state}; Slurm notices after SlurmdTimeout=10 s",
     )
 
 

@@ -31,20 +31,19 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from _recording import parser, rewrite, scratch, write_commands
 
-from slurmlab.core.slurm.squeue_brief import BRIEF_FORMAT  # noqa: E402
-from slurmlab.errors import SlurmlabError  # noqa: E402
-from slurmlab.sandbox import control  # noqa: E402
-from slurmlab.sandbox.profile import CpuLayout, Profile, load_profile  # noqa: E402
-from slurmlab.slurm.runner import Runner  # noqa: E402
+from slurmlab.core.slurm.squeue_brief import BRIEF_FORMAT
+from slurmlab.errors import SlurmlabError
+from slurmlab.sandbox import control
+from slurmlab.sandbox.profile import CpuLayout, Profile, load_profile
+from slurmlab.slurm.runner import Runner
 
 TIMEOUT = 30.0
 LAYOUTS = ("v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44")
@@ -83,9 +82,7 @@ class Recorder:
         )
 
     def _clean(self, text: str) -> str:
-        for old, new in self.rewrites:
-            text = text.replace(old, new)
-        return text
+        return rewrite(text, self.rewrites)
 
     def run(self, name: str, argv: list[str], *, timeout: float = TIMEOUT) -> tuple[int, str, str]:
         try:
@@ -100,7 +97,7 @@ class Recorder:
         self.lines.append(text)
 
     def write_commands(self, header: str) -> None:
-        (self.out / "commands.txt").write_text(header + "\n".join(self.lines) + "\n")
+        write_commands(self.out, self.lines, header)
 
 
 def _job_id(stdout: str, stderr: str) -> str | None:
@@ -611,26 +608,36 @@ def _hand_recorded(out: Path) -> str:
     return "".join(lines[start:])
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print(
-            "usage: record-golden.py OUT_DIR   (e.g. tests/data/slurm/24.11, inside that version's root)",
-            file=sys.stderr,
-        )
-        return 2
-    out = Path(argv[0]).resolve()
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = parser(
+        __doc__,
+        "It starts its own sandboxes (minutes) and replaces what the folder held before, but for the files "
+        f"recorded by hand ({HAND_PREFIX}*).",
+    )
+    ap.add_argument(
+        "out", type=Path, help="the folder to write, e.g. tests/data/slurm/24.11, inside its root"
+    )
+    out = ap.parse_args(argv).out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     by_hand = _hand_recorded(out)
     for old in out.iterdir():
         if old.is_file() and not old.name.startswith(HAND_PREFIX):
             old.unlink()
-    control.load_profile = _threaded  # type: ignore[assignment]
+    with scratch("slg-", mode=0o700, keep=True) as work:
+        os.chdir(work)
+        record(out, work, by_hand)
+    print(f"record-golden: wrote {len(list(out.iterdir()))} files to {out}")
+    return 0
+
+
+def record(out: Path, work: Path, by_hand: str) -> None:
+    """The two sandboxes' recordings into ``out`` (``work`` holds the sandboxes), then ``by_hand`` after them
+    in commands.txt."""
+    control.load_profile = _threaded  # type: ignore[attr-defined]
     host = socket.gethostname()
     home = os.path.expanduser("~")
     sandboxes: list[control.Sandbox] = []
     steps: list[subprocess.Popen[str]] = []
-    work = Path(tempfile.mkdtemp(prefix="slg-", dir="/tmp"))
-    os.chdir(work)
     try:
         sb = control.Sandbox.up("dgx-h100", nodes=2, directory=work / "a")
         sandboxes.append(sb)
@@ -675,8 +682,6 @@ def main(argv: list[str]) -> int:
                 s.down()
             except SlurmlabError as exc:
                 print(f"record-golden: {exc}", file=sys.stderr)
-    print(f"record-golden: wrote {len(list(out.iterdir()))} files to {out}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -25,28 +25,23 @@ recorded (``*t*_taken_*``): the evidence that what is offered starts. Paths are 
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "tests" / "data" / "slurm"  # the recordings go to DATA/<version>/limits
-sys.path.insert(0, str(REPO))
+from _recording import DATA, REPO, emptied, rewrite, sandbox, scratch, version_parser, write_commands
 
-from slurmlab.sandbox import Sandbox  # noqa: E402
-from slurmlab.slurm.allocation.pending import why  # noqa: E402
-from slurmlab.slurm.doctor import doctor  # noqa: E402
-from slurmlab.slurm.failures import classify_failure  # noqa: E402
-from slurmlab.slurm.runner import Runner, RunResult  # noqa: E402
+from slurmlab.sandbox import Sandbox
+from slurmlab.slurm.allocation.pending import PendingWhy, why
+from slurmlab.slurm.doctor import doctor
+from slurmlab.slurm.failures import classify_failure
+from slurmlab.slurm.runner import Runner, RunResult
 
 
 @dataclass
@@ -58,9 +53,7 @@ class Sink:
     n: int = 0
 
     def clean(self, text: str) -> str:
-        for old, new in self.rewrites:
-            text = text.replace(old, new)
-        return text
+        return rewrite(text, self.rewrites)
 
     def save(self, argv: Sequence[str], rc: int, out: str, err: str, name: str = "") -> str:
         self.n += 1
@@ -102,8 +95,23 @@ def _plain(sb: Sandbox) -> Runner:
     return sb.runner(30.0)
 
 
-def _submit(r: Runner, *options: str) -> str:
+def submit(r: Runner, *options: str) -> str:
+    """A job of ``options`` that keeps what it gets (sleep 3000): its id."""
     return r.run(["sbatch", "--parsable", "-o", "/dev/null", *options, "--wrap", "sleep 3000"]).stdout.strip()
+
+
+def recording(sb: Sandbox, sink: Sink, prefix: str) -> RecordingRunner:
+    """A RecordingRunner on ``sb`` whose files are named ``<prefix>01_…``, ``<prefix>02_…``."""
+    sink.prefix, sink.n = prefix, 0
+    return RecordingRunner(slurm_conf=str(sb.conf_path), timeout=30.0, sink=sink)
+
+
+def recorded_why(rec: RecordingRunner, job: str) -> PendingWhy:
+    """why(job) through ``rec``, after the ``sinfo --version`` a replay answers first; what it said printed."""
+    rec.run(["sinfo", "--version"])
+    got = why(job, rec)
+    print(got.text())
+    return got
 
 
 def _wait(r: Runner, job: str, want: str, seconds: float = 60) -> str:
@@ -119,15 +127,11 @@ def _wait(r: Runner, job: str, want: str, seconds: float = 60) -> str:
 
 def _scene(sb: Sandbox, sink: Sink, prefix: str, job: str) -> None:
     """why(job) through the recording runner, then every offered change taken for real."""
-    sink.prefix, sink.n = prefix, 0
-    rec = RecordingRunner(slurm_conf=str(sb.conf_path), timeout=30.0, sink=sink)
-    rec.run(["sinfo", "--version"])
-    got = why(job, rec)
-    print(got.text())
+    got = recorded_why(recording(sb, sink, prefix), job)
     sink.prefix, sink.n = prefix + "t", 0
     plain = _plain(sb)
     for alt in got.sooner:
-        taken = _submit(plain, *alt.variant.options)
+        taken = submit(plain, *alt.variant.options)
         time.sleep(5)  # the scheduler passes every second here (bf_interval=1)
         argv = ["squeue", "-h", "-j", taken, "-o", "%T|%r"]
         res = plain.run(argv, check=False)
@@ -139,16 +143,16 @@ def _scene(sb: Sandbox, sink: Sink, prefix: str, job: str) -> None:
 
 
 def _with_accounting(base: Path, sink: Sink) -> None:
-    sb = Sandbox.up(profile="seed", nodes=2, directory=base / "on", accounting=True)
-    try:
+    with sandbox("seed", base / "on", nodes=2, accounting=True) as sb:
         r = _plain(sb)
-        first = _submit(r, "--gpus=4", "-t", "60", "-J", "cap")
+        first = submit(r, "--gpus=4", "-t", "60", "-J", "cap")
         _wait(r, first, "RUNNING")
-        over = _submit(r, "--gpus=2", "-t", "10", "-J", "over")
+        over = submit(r, "--gpus=2", "-t", "10", "-J", "over")
         _wait(r, over, "PENDING|QOS")
         _scene(sb, sink, "q", over)
-        sink.prefix, sink.n = "k", 0  # the doctor asks the same, and a little more
-        print(doctor(RecordingRunner(slurm_conf=str(sb.conf_path), timeout=30.0, sink=sink), job=over).text())
+        print(
+            doctor(recording(sb, sink, "k"), job=over).text()
+        )  # the doctor asks the same, and a little more
         sink.prefix, sink.n = "qx", 0
         argv = [
             "sbatch",
@@ -193,65 +197,45 @@ def _with_accounting(base: Path, sink: Sink) -> None:
             ]
         )
         time.sleep(2)
-        first = _submit(r, "-A", "research", "--gpus=1", "-t", "60", "-J", "one")
+        first = submit(r, "-A", "research", "--gpus=1", "-t", "60", "-J", "one")
         _wait(r, first, "RUNNING")
-        second = _submit(r, "-A", "research", "--gpus=2", "-t", "20", "-J", "second")
+        second = submit(r, "-A", "research", "--gpus=2", "-t", "20", "-J", "second")
         _wait(r, second, "PENDING|Assoc")
         _scene(sb, sink, "a", second)
         r.run(["scancel", first, second], check=False)
-    finally:
-        sb.down()
 
 
 def _without_accounting(base: Path, sink: Sink) -> None:
-    off = Sandbox.up(profile="seed", nodes=1, directory=base / "off", accounting=False)
-    try:
+    with sandbox("seed", base / "off", nodes=1, accounting=False) as off:
         r = _plain(off)
-        first = _submit(r, "--gpus=4", "-t", "60", "-J", "full")
+        first = submit(r, "--gpus=4", "-t", "60", "-J", "full")
         _wait(r, first, "RUNNING")
-        second = _submit(r, "--gpus=2", "-t", "10", "-J", "waits")
+        second = submit(r, "--gpus=2", "-t", "10", "-J", "waits")
         _wait(r, second, "PENDING|Resources")
         time.sleep(3)  # backfill (every second here) gives it an expected start
         _scene(off, sink, "o", second)
         r.run(["scancel", first, second], check=False)
-    finally:
-        off.down()
 
 
 def record(version: str) -> int:
-    out = DATA / version / "limits"
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.iterdir():
-        old.unlink()
-    base = Path(tempfile.mkdtemp(prefix="slsb-lim-", dir="/tmp"))
-    base.chmod(0o711)
-    rewrites = [
-        (str(base / "on"), "/srv/sandbox"),
-        (str(base / "off"), "/srv/sandbox"),
-        (str(REPO), "/home/user"),
-        (socket.gethostname(), "vm"),
-    ]
-    sink = Sink(out, rewrites)
-    sink.lines.append(f"# recorded by scripts/record_limits.py from Slurm {version} sandboxes (seed)")
-    try:
+    out = emptied(DATA / version / "limits")
+    with scratch("slsb-lim-") as base:
+        rewrites = [
+            (str(base / "on"), "/srv/sandbox"),
+            (str(base / "off"), "/srv/sandbox"),
+            (str(REPO), "/home/user"),
+            (socket.gethostname(), "vm"),
+        ]
+        sink = Sink(out, rewrites)
+        sink.lines.append(f"# recorded by scripts/record_limits.py from Slurm {version} sandboxes (seed)")
         _with_accounting(base, sink)
         _without_accounting(base, sink)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    (out / "commands.txt").write_text("\n".join(sink.lines) + "\n")
+    write_commands(out, sink.lines)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        epilog="It starts its own sandbox (minutes) and replaces what the folder held before.",
-    )
-    parser.add_argument(
-        "version",
-        help="the Slurm version installed here (22.05, 24.11, 26.05): writes tests/data/slurm/VERSION/limits/",
-    )
-    return record(parser.parse_args(argv).version)
+    return record(version_parser(__doc__, "limits").parse_args(argv).version)
 
 
 if __name__ == "__main__":

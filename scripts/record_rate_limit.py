@@ -24,25 +24,20 @@ folders are rewritten (``vm``, ``/srv/sandbox``), the second user's name to ``us
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import shutil
 import socket
-import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "tests" / "data" / "slurm"  # the recordings go to DATA/<version>/rate_limit
-sys.path.insert(0, str(REPO))
+from _recording import DATA, rewrite, sandbox, scratch, version_parser, write_commands
 
-from slurmlab.sandbox import RateLimit, Sandbox  # noqa: E402
-from slurmlab.slurm.runner import Runner, RunResult  # noqa: E402
-from slurmlab.testing.other_user import OTHER_USER, admit, as_user, ensure_user  # noqa: E402
+from slurmlab.sandbox import RateLimit, Sandbox
+from slurmlab.slurm.runner import Runner, RunResult
+from slurmlab.testing.other_user import OTHER_USER, admit, as_user, ensure_user
 
 SCENES = ("squeue", "scontrol", "sacct", "srun", "salloc", "scancel", "ping")
 LIMIT = RateLimit(bucket_size=3, refill_rate=1, refill_period=1)
@@ -57,9 +52,7 @@ class Sink:
     wanted: set[str] = field(default_factory=set)
 
     def clean(self, text: str) -> str:
-        for old, new in self.rewrites:
-            text = text.replace(old, new)
-        return text
+        return rewrite(text, self.rewrites)
 
     def save(self, name: str, res: RunResult, argv: Sequence[str]) -> None:
         if res.stdout:
@@ -125,82 +118,86 @@ def _keep_others(out: Path, only: set[str]) -> list[str]:
     return [line for line in listed if line.split("_")[0] not in only]
 
 
+def _record(sb: Sandbox, sink: Sink, only: set[str] | None) -> None:
+    """The jobs the scenes need, the scenes of ``only`` (all when None), and what slurmctld logged of them."""
+    ensure_user(OTHER_USER)
+    admit(sb, OTHER_USER)
+    r = sb.runner(TIMEOUT)
+    _rest()
+    job = _submit(r)
+    _rest()
+    cancels = []
+    for _ in range(9):
+        cancels.append(_submit(r))
+        time.sleep(1.2)
+    print(f"jobs: {job} (kept), {cancels} (to cancel)", flush=True)
+    sink.wanted = only or set(SCENES)
+    # what the runner asks about a command that has not answered in 2 s (slurmlab.slurm.stall)
+    _scenes(r, sink, "ping", _same(["scontrol", "ping"]), ["scontrol", "-v", "ping"])
+    _scenes(r, sink, "squeue", _same(["squeue", "--me", "-h", "-o", "%i|%T"]), ["squeue", "-v", "--me", "-h"])
+    _scenes(
+        r,
+        sink,
+        "scontrol",
+        _same(["scontrol", "show", "job", job]),
+        ["scontrol", "-v", "show", "job", job],
+    )
+    _scenes(
+        r,
+        sink,
+        "sacct",
+        _same(["sacct", "-X", "-n", "-j", job, "-o", "JobID,State"]),
+        ["sacct", "-v", "-X", "-n", "-j", job],
+    )
+    _scenes(
+        r,
+        sink,
+        "srun",
+        _same(["srun", "-n1", "-t", "1", "true"]),
+        ["srun", "-v", "-n1", "-t", "1", "true"],
+    )
+    _scenes(
+        r,
+        sink,
+        "salloc",
+        _same(["salloc", "-n1", "-t", "1", "true"]),
+        ["salloc", "-v", "-n1", "-t", "1", "true"],
+    )
+    _scenes(r, sink, "scancel", [["scancel", j] for j in cancels[:8]], ["scancel", "-v", cancels[8]])
+    log = (sb.directory / "log" / "slurmctld.log").read_text(errors="replace")
+    said = [line for line in log.splitlines() if "rate limit" in line.lower() or "rpc limit" in line.lower()]
+    (sink.out / "slurmctld-rate-limit.log").write_text(sink.clean("\n".join(said[:40]) + "\n"))
+    print(f"slurmctld logged {len(said)} rate-limit lines; first: {said[:1]}", flush=True)
+
+
 def record(version: str, accounting: bool | None, only: set[str] | None = None) -> None:
     out = DATA / version / "rate_limit"
     if only is None and out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     kept = _keep_others(out, only) if only else []
-    folder = Path(tempfile.mkdtemp(prefix="slurmlab-rl-"))
-    folder.chmod(0o755)
-    sb = Sandbox.up(profile="seed", directory=folder / "sb", rate_limit=LIMIT, accounting=accounting)
-    sink = Sink(
-        out,
-        [(str(folder / "sb"), "/srv/sandbox"), (socket.gethostname(), "vm"), (OTHER_USER, "user")],
-        kept,
-    )
-    try:
-        ensure_user(OTHER_USER)
-        admit(sb, OTHER_USER)
-        r = sb.runner(TIMEOUT)
-        _rest()
-        job = _submit(r)
-        _rest()
-        cancels = []
-        for _ in range(9):
-            cancels.append(_submit(r))
-            time.sleep(1.2)
-        print(f"jobs: {job} (kept), {cancels} (to cancel)", flush=True)
-        sink.wanted = only or set(SCENES)
-        # what the runner asks about a command that has not answered in 2 s (slurmlab.slurm.stall)
-        _scenes(r, sink, "ping", _same(["scontrol", "ping"]), ["scontrol", "-v", "ping"])
-        _scenes(
-            r, sink, "squeue", _same(["squeue", "--me", "-h", "-o", "%i|%T"]), ["squeue", "-v", "--me", "-h"]
+    with (
+        scratch("slurmlab-rl-", mode=0o755, parent=None) as folder,
+        sandbox("seed", folder / "sb", rate_limit=LIMIT, accounting=accounting) as sb,
+    ):
+        sink = Sink(
+            out,
+            [(str(folder / "sb"), "/srv/sandbox"), (socket.gethostname(), "vm"), (OTHER_USER, "user")],
+            kept,
         )
-        _scenes(
-            r,
-            sink,
-            "scontrol",
-            _same(["scontrol", "show", "job", job]),
-            ["scontrol", "-v", "show", "job", job],
-        )
-        _scenes(
-            r,
-            sink,
-            "sacct",
-            _same(["sacct", "-X", "-n", "-j", job, "-o", "JobID,State"]),
-            ["sacct", "-v", "-X", "-n", "-j", job],
-        )
-        _scenes(
-            r,
-            sink,
-            "srun",
-            _same(["srun", "-n1", "-t", "1", "true"]),
-            ["srun", "-v", "-n1", "-t", "1", "true"],
-        )
-        _scenes(
-            r,
-            sink,
-            "salloc",
-            _same(["salloc", "-n1", "-t", "1", "true"]),
-            ["salloc", "-v", "-n1", "-t", "1", "true"],
-        )
-        _scenes(r, sink, "scancel", [["scancel", j] for j in cancels[:8]], ["scancel", "-v", cancels[8]])
-        log = (sb.directory / "log" / "slurmctld.log").read_text(errors="replace")
-        said = [
-            line for line in log.splitlines() if "rate limit" in line.lower() or "rpc limit" in line.lower()
-        ]
-        (out / "slurmctld-rate-limit.log").write_text(sink.clean("\n".join(said[:40]) + "\n"))
-        print(f"slurmctld logged {len(said)} rate-limit lines; first: {said[:1]}", flush=True)
-    finally:
-        (out / "commands.txt").write_text("\n".join(sink.lines) + "\n")
-        sb.down()
-        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            _record(sb, sink, only)
+        finally:
+            write_commands(out, sink.lines)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("version", help="the Slurm version folder to write, e.g. 24.11")
+    ap = version_parser(
+        __doc__,
+        "rate_limit",
+        "It starts its own sandbox (minutes) and replaces what the folder held before (with --only: the files "
+        "of those scenes).",
+    )
     ap.add_argument(
         "--no-accounting", action="store_true", help="no slurmdbd (sacct then says accounting is off)"
     )

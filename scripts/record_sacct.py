@@ -20,16 +20,14 @@ import os
 import shlex
 import socket
 import subprocess
-import sys
-import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from _recording import parser, rewrite, sandbox, scratch, write_commands
 
-from slurmlab.core.slurm.sacct import SACCT_FIELDS  # noqa: E402
-from slurmlab.sandbox import Sandbox  # noqa: E402
+from slurmlab.core.slurm.sacct import SACCT_FIELDS
+from slurmlab.sandbox import Sandbox
 
 FORMAT = "--format=" + ",".join(SACCT_FIELDS)
 OOM = "import time; x = b'x' * (600 << 20); time.sleep(30)"
@@ -80,14 +78,9 @@ def workload(sb: Sandbox, out: Path) -> dict[str, str]:
     return ids
 
 
-def main() -> int:
-    out = Path(sys.argv[1]).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="slsb-rec-", dir="/tmp"))
-    work.chmod(0o711)
+def record(out: Path, work: Path) -> int:
     commands: list[str] = []
-    sb = Sandbox.up(profile="seed", nodes=2, directory=work / "a", accounting=True)
-    try:
+    with sandbox("seed", work / "a", nodes=2, accounting=True) as sb:
         ids = workload(sb, out)
         jobs = ["sacct", "--parsable2", "--noheader", FORMAT, "-j", ",".join(ids.values())]
         recent = ["sacct", "--parsable2", "--noheader", FORMAT, "-u", sb.state["user"], "-S", "now-1hours"]
@@ -97,31 +90,33 @@ def main() -> int:
             commands.append(f"{name}\trc={r.returncode}\t{shlex.join(argv)}")
         for name in ("timeout", "oom", "cancelme"):
             commands.append(f"a03_scontrol_show_job_{name}.txt\trc=0\tscontrol show job {ids[name]}")
-    finally:
-        sb.down()
-    sb = Sandbox.up(profile="seed", nodes=1, directory=work / "b", accounting=False)
-    try:
+    with sandbox("seed", work / "b", nodes=1, accounting=False) as sb:
         argv = ["sacct", "--parsable2", "--noheader", FORMAT, "-j", "1"]
         r = run(sb, *argv, check=False)
         (out / "a04_sacct_disabled.stderr").write_text(r.stderr)
         if r.stdout:
             (out / "a04_sacct_disabled.txt").write_text(r.stdout)
         commands.append(f"a04_sacct_disabled.txt\trc={r.returncode}\t{shlex.join(argv)}")
-    finally:
-        sb.down()
-    header = f"# sacct recorded by scripts/record_sacct.py; jobs {ids}\n"
-    (out / "commands.txt").write_text(header + "\n".join(commands) + "\n")
-    host = socket.gethostname()
+    write_commands(out, commands, f"# sacct recorded by scripts/record_sacct.py; jobs {ids}\n")
+    rewrites = [
+        (str(work / "a"), "/srv/sandbox"),
+        (str(work / "b"), "/srv/sandbox"),
+        (socket.gethostname(), "vm"),
+    ]
     for f in out.iterdir():
         if f.name != "commands.txt":
-            text = (
-                f.read_text()
-                .replace(str(work / "a"), "/srv/sandbox")
-                .replace(str(work / "b"), "/srv/sandbox")
-            )
-            f.write_text(text.replace(host, "vm"))
+            f.write_text(rewrite(f.read_text(), rewrites))
     print(f"recorded {len(commands)} commands into {out}")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = parser(__doc__, "It starts its own sandboxes (minutes) and writes over the files of the same names.")
+    ap.add_argument("out", type=Path, help="the folder to write, e.g. tests/data/slurm/24.11/sacct")
+    out = ap.parse_args(argv).out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    with scratch("slsb-rec-", keep=True) as work:
+        return record(out, work)
 
 
 if __name__ == "__main__":

@@ -25,35 +25,22 @@ file with its argv and exit code (FakeRunner's ``recorded``)."""
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import socket
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent  # scripts/, where record_limits.py is
-REPO = HERE.parent
-DATA = REPO / "tests" / "data" / "slurm"  # the recordings go to DATA/<version>/why_waits
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO))
+from _recording import DATA, REPO, emptied, sandbox, scratch, version_parser, write_commands
+from record_limits import RecordingRunner, Sink, recorded_why, recording, submit
 
-from record_limits import RecordingRunner, Sink  # noqa: E402
-
-from slurmlab.core.diagnosis.alternatives import variants  # noqa: E402
-from slurmlab.sandbox import Sandbox  # noqa: E402
-from slurmlab.slurm.accounting_queries import qos_limits  # noqa: E402
-from slurmlab.slurm.allocation.pending import PendingWhy, why  # noqa: E402
-from slurmlab.slurm.doctor import doctor  # noqa: E402
-from slurmlab.slurm.job_queries import list_jobs  # noqa: E402
-from slurmlab.slurm.node_queries import list_nodes, list_partitions  # noqa: E402
-from slurmlab.slurm.runner import Runner  # noqa: E402
-
-
-def _submit(r: Runner, *options: str) -> str:
-    return r.run(["sbatch", "--parsable", "-o", "/dev/null", *options, "--wrap", "sleep 3000"]).stdout.strip()
+from slurmlab.core.diagnosis.alternatives import variants
+from slurmlab.sandbox import Sandbox
+from slurmlab.slurm.accounting_queries import qos_limits
+from slurmlab.slurm.allocation.pending import PendingWhy
+from slurmlab.slurm.doctor import doctor
+from slurmlab.slurm.job_queries import list_jobs
+from slurmlab.slurm.node_queries import list_nodes, list_partitions
+from slurmlab.slurm.runner import Runner
 
 
 def _squeue(r: Runner, job: str, fmt: str) -> str:
@@ -70,11 +57,8 @@ def _until(check: object, what: str, seconds: float = 60) -> None:
 
 
 def _why(sb: Sandbox, sink: Sink, prefix: str, job: str) -> PendingWhy:
-    sink.prefix, sink.n = prefix, 0
-    rec = RecordingRunner(slurm_conf=str(sb.conf_path), timeout=30.0, sink=sink)
-    rec.run(["sinfo", "--version"])
-    got = why(job, rec)
-    print(got.text())
+    rec = recording(sb, sink, prefix)
+    got = recorded_why(rec, job)
     if got.job is not None and not any(
         line.split("\t")[0].startswith(prefix) and "--test-only" in line for line in sink.lines
     ):
@@ -91,7 +75,7 @@ def _why(sb: Sandbox, sink: Sink, prefix: str, job: str) -> PendingWhy:
 def _scene(sb: Sandbox, sink: Sink, prefix: str, *options: str) -> str:
     """Submit the waiting job; why() at once (``<prefix>0``), then once Slurm has an expected start."""
     r = sb.runner(30.0)
-    job = _submit(r, *options)
+    job = submit(r, *options)
     _why(sb, sink, prefix + "0", job)
     _until(lambda: _squeue(r, job, "%S") not in ("", "N/A"), f"an expected start for job {job}")
     _why(sb, sink, prefix + "1", job)
@@ -110,8 +94,8 @@ def _hold_submit(sb: Sandbox, sink: Sink, name: str) -> str:
 def _record(sb: Sandbox, sink: Sink) -> None:
     r = sb.runner(30.0)
     node1, node2 = sb.nodes[:2]
-    a = _submit(r, "--gpus=8", "-w", node1, "-t", "30", "-J", "holds-node1")
-    b = _submit(r, "--gpus=8", "-w", node2, "-t", "60", "-J", "holds-node2")
+    a = submit(r, "--gpus=8", "-w", node1, "-t", "30", "-J", "holds-node1")
+    b = submit(r, "--gpus=8", "-w", node2, "-t", "60", "-J", "holds-node2")
     _until(lambda: _squeue(r, f"{a},{b}", "%T").split() == ["RUNNING", "RUNNING"], "both holders running")
     g = _scene(sb, sink, "g", "--gpus=1", "-t", "99999", "-J", "long")
     _hold_submit(sb, sink, "i01_sbatch_hold.txt")
@@ -120,7 +104,7 @@ def _record(sb: Sandbox, sink: Sink) -> None:
     r.run(["scancel", g], check=False)
     n = _scene(sb, sink, "n", "-N2", "--gpus-per-node=8", "-t", "10", "-J", "two-nodes")
     r.run(["scancel", a, b, n], check=False)
-    begin = _submit(r, "--begin=now+10minutes", "-n1", "--gpus=1", "-t", "5", "-J", "later")
+    begin = submit(r, "--begin=now+10minutes", "-n1", "--gpus=1", "-t", "5", "-J", "later")
     for _ in range(20):  # until why() caught the moment after the release when Slurm's reason says None
         r.run(["scontrol", "hold", begin])
         r.run(["scontrol", "release", begin])
@@ -131,46 +115,30 @@ def _record(sb: Sandbox, sink: Sink) -> None:
         del sink.lines[mark:]
     else:
         raise SystemExit("Slurm's reason never said None after the release")
-    sink.prefix, sink.n = "bk", 0
-    rec = RecordingRunner(slurm_conf=str(sb.conf_path), timeout=30.0, sink=sink)
-    print(doctor(rec, job=begin).text())
+    print(doctor(recording(sb, sink, "bk"), job=begin).text())
     r.run(["scancel", begin], check=False)
 
 
 def record(version: str) -> int:
-    out = DATA / version / "why_waits"
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.iterdir():
-        old.unlink()
-    base = Path(tempfile.mkdtemp(prefix="slsb-why-", dir="/tmp"))
-    base.chmod(0o711)
-    rewrites = [
-        (str(base / "sb"), "/srv/sandbox"),
-        (str(REPO), "/home/user"),
-        (socket.gethostname(), "vm"),
-    ]
-    sink = Sink(out, rewrites)
-    sink.lines.append(f"# recorded by scripts/record_why_waits.py from a Slurm {version} sandbox (dgx-h100)")
-    sb = Sandbox.up(profile="dgx-h100", directory=base / "sb", accounting=False)
-    try:
-        _record(sb, sink)
-    finally:
-        sb.down()
-        shutil.rmtree(base, ignore_errors=True)
-    (out / "commands.txt").write_text("\n".join(sink.lines) + "\n")
+    out = emptied(DATA / version / "why_waits")
+    with scratch("slsb-why-") as base:
+        rewrites = [
+            (str(base / "sb"), "/srv/sandbox"),
+            (str(REPO), "/home/user"),
+            (socket.gethostname(), "vm"),
+        ]
+        sink = Sink(out, rewrites)
+        sink.lines.append(
+            f"# recorded by scripts/record_why_waits.py from a Slurm {version} sandbox (dgx-h100)"
+        )
+        with sandbox("dgx-h100", base / "sb", accounting=False) as sb:
+            _record(sb, sink)
+    write_commands(out, sink.lines)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        epilog="It starts its own sandbox (minutes) and replaces what the folder held before.",
-    )
-    parser.add_argument(
-        "version",
-        help="the Slurm version installed here (22.05, 24.11, 26.05): writes tests/data/slurm/VERSION/why_waits/",
-    )
-    return record(parser.parse_args(argv).version)
+    return record(version_parser(__doc__, "why_waits").parse_args(argv).version)
 
 
 if __name__ == "__main__":

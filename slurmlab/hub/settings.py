@@ -10,7 +10,8 @@ settings file; everything a site would write in its configuration is here, in on
   (``runuser -u USER``: the hub runs as root, as it must to submit for others), with the sandbox's
   ``SLURM_CONF`` handed to the job so that the user's server and kernels reach the same Slurm;
 - a service token allowed to start and stop servers, for ``slurmlab hub`` and the tests (the REST API);
-- idle kernels and servers culled by the single-user server itself (:func:`culling_args`).
+- idle kernels and servers culled by the single-user server itself (:func:`culling_args`);
+- a class's reservation (a workshop's) in every job its students submit (:func:`reservation_environment`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "CONFIG_FILE",
     "JOB_NAME",
     "MAX_GPUS",
+    "RESERVATION_VARIABLES",
     "SETTINGS_FILE",
     "FORM_FIELDS",
     "check_form_settings",
@@ -33,6 +35,7 @@ __all__ = [
     "culling_args",
     "jupyter_paths",
     "parse_form",
+    "reservation_environment",
     "with_settings",
 ]
 
@@ -51,6 +54,9 @@ FORM_FIELDS = ("ngpus", "runtime", "partition", "reservation")
 # activity for 30 minutes (so at most about an hour after a student left)
 CULL_IDLE_KERNEL_S = 1800
 CULL_IDLE_SERVER_S = 1800
+# salloc's, sbatch's and srun's input variables for --reservation (their man pages' INPUT ENVIRONMENT VARIABLES,
+# the same names in 22.05, 24.11 and 26.05); Slurm itself never sets them in a job (it writes SLURM_JOB_RESERVATION)
+RESERVATION_VARIABLES = ("SALLOC_RESERVATION", "SBATCH_RESERVATION", "SLURM_RESERVATION")
 
 
 def config_text(settings_path: Path) -> str:
@@ -130,7 +136,11 @@ def configure(c: Any, settings_path: str) -> None:
     c.Spawner.http_timeout = s.get("start_timeout", 120)
     # what the job needs of the hub's environment: the sandbox's Slurm, this Python's packages
     c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "SLURM_CONF"]
-    c.Spawner.environment = {"PYTHONPATH": s["pythonpath"], **jupyter_paths(s["jupyter_prefix"])}
+    c.Spawner.environment = {
+        "PYTHONPATH": s["pythonpath"],
+        **jupyter_paths(s["jupyter_prefix"]),
+        **reservation_environment((s.get("form") or {}).get("reservation", {}).get("value", "")),
+    }
     os.environ.setdefault("SLURM_CONF", s["slurm_conf"])
 
 
@@ -173,6 +183,16 @@ def _seats_only(seats: list[str]) -> Any:
             raise ValueError(f"{spawner.user.name} has no server on this hub: only the seats do")
 
     return refuse_others
+
+
+def reservation_environment(reservation: str) -> dict[str, str]:
+    """What puts every job a student's server, kernels and terminals submit into the class's ``reservation``: the
+    input variables of salloc, sbatch and srun (:data:`RESERVATION_VARIABLES`), handed to the server's job with
+    the rest of the spawner's environment; nothing without a reservation. An option typed by the student
+    (``--reservation=…``) still wins over them, as Slurm's command line does over its environment."""
+    if not reservation:
+        return {}
+    return dict.fromkeys(RESERVATION_VARIABLES, str(reservation))
 
 
 def jupyter_paths(prefix: str) -> dict[str, str]:

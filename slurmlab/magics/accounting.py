@@ -22,7 +22,7 @@ from slurmlab.magics.args import argument, expand_line, job_id_option, magic_arg
 from slurmlab.magics.session import EXPANSION_HELP, user_errors
 from slurmlab.slurm import identity
 from slurmlab.slurm.accounting_queries import job_records, recent_records
-from slurmlab.slurm.share_queries import my_shares
+from slurmlab.slurm.share_queries import ShareStory, my_shares, story_of_my_accounts
 from slurmlab.widgets.accounting_tables import AccountingTable, job_table, share_table, steps_table
 
 __all__ = ["AccountingMagics", "parse_since", "recent_jobs", "job_detail", "my_fairshare"]
@@ -117,6 +117,15 @@ def my_fairshare() -> AccountingTable:
     return table
 
 
+def _story() -> ShareStory:
+    problems: list[ParseError] = []
+    story = story_of_my_accounts(problems=problems)
+    if problems:
+        warning = f"warning: {len(problems)} sshare line(s) could not be read: {problems[0].message}"
+        story = ShareStory(story.user, story.accounting, (*story.lines, warning))
+    return story
+
+
 @magics_class
 class AccountingMagics(Magics):
     @magic_arguments()
@@ -152,21 +161,28 @@ class AccountingMagics(Magics):
             return recent_jobs(since_hours=hours, count=ns.n or DEFAULT_COUNT, all_states=ns.all_states)
 
     @magic_arguments()
+    @argument(
+        "--class",
+        dest="story",
+        action="store_true",
+        help="the story in words: your FairShare and who in your accounts (a class) used how much GPU time",
+    )
     @raw_line
     @line_magic
-    def sshare(self, line: str, local_ns: dict[str, Any] | None = None) -> AccountingTable:
+    def sshare(self, line: str, local_ns: dict[str, Any] | None = None) -> AccountingTable | ShareStory:
         """My fair-share per account: the factor, my usage vs my shares, GPU-minutes, and what they mean.
 
         Fair-share decides the order of pending jobs of equal other priority: whoever used less than their
-        share lately starts first; past usage fades with the decay half-life.
+        share lately starts first; past usage fades with the decay half-life. ``%sshare --class`` tells it in
+        words with who in each of my accounts used how much GPU time; where the cluster keeps no accounting
+        it says so (and how to turn it on) rather than fail.
         """
         line = expand_line(self, line, local_ns)
         ns, rest, command = split_line(self, "sshare", line)
         if rest or command:
-            raise UsageError(f"%sshare takes no arguments, not {' '.join(rest + command)!r}")
-        del ns
+            raise UsageError(f"%sshare takes no arguments (only --class), not {' '.join(rest + command)!r}")
         with user_errors("cannot read your fair-share"):
-            return my_fairshare()
+            return _story() if ns.story else my_fairshare()
 
 
 for _m in (AccountingMagics.sacct, AccountingMagics.sshare):

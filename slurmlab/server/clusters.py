@@ -1,5 +1,6 @@
-"""The clusters this server can show: the Slurm of its own environment (``SLURM_CONF``) and the slurmlab
-sandboxes of this user running on this machine.
+"""The clusters this server can show: the Slurm of its own environment (``SLURM_CONF``), the slurmlab
+sandboxes of this user running on this machine and the clusters over SSH its settings name
+(:mod:`slurmlab.server.remote`, listed last with their link's state).
 
 The server may not import the sandbox room (README, Layout), so the sandboxes are found the way every other
 process finds them: by the files a sandbox writes for others to read — ``state.json`` in its folder under
@@ -233,17 +234,23 @@ class ClusterDirectory:
         base: Path | None = None,
         ttl: float = 1.0,
         finder: Callable[[str | None, Path | None], list[ClusterView]] = find_clusters,
+        remote: Callable[[], list[ClusterView]] | None = None,
     ) -> None:
         self.own_conf = own_conf
         self.base = base
         self.ttl = ttl
         self._finder = finder
+        # the clusters over SSH of the settings, each with its link's state (slurmlab.server.remote), listed last
+        self._remote = remote
         self._look: _Look | None = None
 
     def clusters(self) -> list[ClusterView]:
         now = time.monotonic()
         if self._look is None or now - self._look.at > self.ttl:
-            self._look = _Look(now, self._finder(self.own_conf(), self.base))
+            views = self._finder(self.own_conf(), self.base)
+            if self._remote is not None:
+                views += self._remote()
+            self._look = _Look(now, views)
         return list(self._look.views)
 
     @property

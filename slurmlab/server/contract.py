@@ -49,6 +49,7 @@ __all__ = [
     "KernelJobView",
     "KernelSpecView",
     "KernelsAnswer",
+    "LinkView",
     "NodeView",
     "NodesAnswer",
     "ProblemView",
@@ -140,8 +141,20 @@ class NodesAnswer(Stamped):
     problems: list[ProblemView]
 
 
+class LinkView(TypedDict):
+    """The SSH link to a cluster on another machine (:mod:`slurmlab.server.remote`)."""
+
+    url: str  # ssh://user@login.example
+    # up; connecting (never up yet); down (since ``since``, reconnecting); needs_login (a password, a one-time
+    # code or the host key needs the person: connected from a notebook with %slurm use, the server shares it)
+    state: Literal["up", "connecting", "down", "needs_login"]
+    since: float | None  # when it was found down (seconds since the epoch); None while up
+    message: str | None  # the state in words, with what to do next
+
+
 class ClusterView(TypedDict):
-    """A cluster the server can show: its own Slurm, or a slurmlab sandbox of this user on this machine."""
+    """A cluster the server can show: its own Slurm, a slurmlab sandbox of this user on this machine, or a
+    cluster over SSH that the server's settings name (``link``)."""
 
     id: str  # what ``cluster=`` takes
     name: str | None  # ClusterName of its slurm.conf, when readable
@@ -149,6 +162,7 @@ class ClusterView(TypedDict):
     label: str  # what the sidebar calls it: "sandbox h200-mig"
     conf: str | None  # the slurm.conf its commands read (None: Slurm's default or configless)
     own: bool  # the Slurm of the server's own environment (SLURM_CONF)
+    link: NotRequired[LinkView]  # only for a cluster over SSH
 
 
 class ClustersAnswer(Stamped):
@@ -165,6 +179,8 @@ class StatusAnswer(Stamped):
     user: str
     error: str | None
     error_kind: str | None
+    # while slow answers or a rate limit stretch the polls: who slows the updates and how often they come
+    slow: str | None
 
 
 class JobDetailAnswer(JobView, Stamped):
@@ -272,6 +288,7 @@ TS_INTERFACES: dict[str, type] = {
     "IStatus": StatusAnswer,
     "ICluster": ClusterView,
     "IClusters": ClustersAnswer,
+    "ILink": LinkView,
     "ICancelled": CancelAnswer,
     "IJobAction": JobActionAnswer,
     "IErrorBody": ErrorAnswer,

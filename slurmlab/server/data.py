@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from slurmlab.core.slurm.models import Job
+from slurmlab.errors import NotYourJobError
 from slurmlab.server.shared_poll import SharedPollReader
 from slurmlab.server.views import job_view, node_view, nodes_view, problem_view
 from slurmlab.server.worker import PollOutcome, PollWorker
@@ -71,7 +72,15 @@ class ClusterSource:
             if outcome is not None:
                 self.shared_reads += 1
                 return outcome
-        return await self.worker.poll(self.runner, self.user, identity.current_uid(), version, whole)
+        uid, user = self.viewer()
+        return await self.worker.poll(self.runner, user, uid, version, whole)
+
+    def viewer(self) -> tuple[int, str]:
+        """Whose jobs are "mine": over SSH the login's uid and name on that cluster (learnt at connect), else
+        the server's (or the process-wide runner's) own."""
+        link = getattr(self.runner, "ssh", None)
+        remote = link.remote_user if link is not None else None
+        return remote if remote is not None else (identity.current_uid(), self.user)
 
     async def owner(self, job_id: str) -> int:
         """The uid that owns ``job_id`` (squeue's ``%U``)."""
@@ -79,8 +88,21 @@ class ClusterSource:
         return uid
 
     async def check_mine(self, job_id: str) -> None:
-        """NotYourJobError unless the server's uid owns the job (squeue's uid, not the record)."""
-        await self._call("check_mine", job_id)
+        """NotYourJobError unless the server's uid owns the job (squeue's uid, not the record); over SSH, the
+        uid of the login on that cluster, and nobody's while it is not known yet (a uid of this machine means
+        another person there)."""
+        link = getattr(self.runner, "ssh", None)
+        if link is None:
+            await self._call("check_mine", job_id)
+            return
+        owner = await self.owner(job_id)
+        if link.remote_user is None or owner != link.remote_user[0]:
+            who = link.remote_user[1] if link.remote_user else "nobody yet (the link is not up)"
+            raise NotYourJobError(
+                f"job {job_id} belongs to uid {owner} on {link.target.url()}, not to {who}: slurmlab acts only on "
+                "your own jobs",
+                hint="ask its owner (or the cluster's admins) to cancel it",
+            )
 
     async def job(self, job_id: str) -> Job:
         found: Job = await self._call("job_detail", job_id)

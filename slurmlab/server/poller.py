@@ -37,7 +37,7 @@ from slurmlab.server.cache import ResponseCache
 from slurmlab.server.contract import ClusterView, ErrorAnswer, StatusAnswer
 from slurmlab.server.data import ClusterSource
 from slurmlab.server.worker import PollOutcome
-from slurmlab.slurm.throttle import Backoff, controller_rate_limits
+from slurmlab.slurm.throttle import Backoff, calm_window, controller_rate_limits
 
 __all__ = [
     "DEFAULT_CLUSTER_INTERVAL",
@@ -148,7 +148,10 @@ class ClusterPoller:
         self._callback: Any = None
         self._last_request = clock()
         self._last_whole_request: float | None = None
-        self.backoff = Backoff(slow_after=SLOW_POLL_S, max_factor=4.0)  # slow polls stretch the intervals
+        # slow polls stretch the intervals; an episode ends after five usual rounds of quick ones (calm_window)
+        self.backoff = Backoff(
+            slow_after=SLOW_POLL_S, max_factor=4.0, calm_for=calm_window(self.interval), clock=clock
+        )
 
     # ---- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -278,6 +281,7 @@ class ClusterPoller:
         note = self.backoff.failed() if stopped else self.backoff.answered(took)
         if note:
             log.warning("slurmlab: %s", note)
+        self._put_status()  # the sidebar shows the episode, and the stretched interval, from the status answer
         if not complete:  # run after this poll's future is done, so that refresh() starts a new one
             asyncio.get_running_loop().call_soon(self._follow_up, whole)
 
@@ -325,5 +329,6 @@ class ClusterPoller:
                 user=self.source.user,
                 error=self.failure.message if self.failure else None,
                 error_kind=self.failure.kind if self.failure else None,
+                slow=self.backoff.words(self.own_every),
             ),
         )

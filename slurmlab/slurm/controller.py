@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
+import time
 from collections.abc import Sequence
 from typing import TypedDict
 
 from slurmlab.core.request.request import version_text
 from slurmlab.core.slurm.parse_text import parse_version
 from slurmlab.errors import ControllerDownError, MungeError, ParseError, SlurmError
-from slurmlab.slurm.failures import classify_failure
+from slurmlab.slurm.failures import RATE_LIMIT_HINT, classify_failure
 from slurmlab.slurm.query import Query, arun_query, run_query
 from slurmlab.slurm.runner import Runner, RunResult, get_runner
+from slurmlab.slurm.throttle import controller_rate_limits
 
 __all__ = [
     "PING_TIMEOUT",
+    "RATE_LIMITED_PING_WAIT",
     "SCONTROL_JSON_SINCE",
     "PingAnswer",
     "aconfirm_answering",
@@ -112,16 +116,44 @@ _PING_ARGV = ("scontrol", "ping")
 # one line per controller, "Slurmctld(primary) at HOST is UP"; with a backup, any that is UP answers queries
 _UP = re.compile(r"\bis UP\b")
 _DOWN_HINT = "check that slurmctld is up (`scontrol ping`); for the sandbox run `slurmlab sandbox status`"
+_DOWN = re.compile(r"\bis DOWN\b")
+# Where the site's slurm.conf turns slurmctld's per-user rate limit on (rl_enable), a ping the limit refuses prints
+# "Slurmctld(primary) at … is DOWN" and exits 1 in milliseconds, asking no second time (recorded on 24.11 and 26.05:
+# tests/data/slurm/<version>/rate_limit/ping_*): the words of a dead controller, said of a live one. Such a ping is
+# asked once more after this wait (a token comes back every rl_refill_period, a second by Slurm's default); DOWN
+# again, the answer stays unconfirmed, said as the rate limit's doing: never "not responding", never "no jobs".
+RATE_LIMITED_PING_WAIT = 1.0
 
 
 def _ping_timeout(runner: Runner) -> float:
     return min(runner.timeout, PING_TIMEOUT)
 
 
-def _raise_unless_up(asked: Sequence[str], ping_result: RunResult) -> None:
-    """Raise what a ping that found no controller means for the query ``asked``; return when one answers."""
+def _refused_by_limit(ping_result: RunResult, runner: Runner) -> bool:
+    """Whether a ping that says DOWN may have been refused by the site's rate limit (see above)."""
+    return (
+        _UP.search(ping_result.stdout) is None
+        and _DOWN.search(ping_result.stdout) is not None
+        and controller_rate_limits(runner.slurm_conf)
+    )
+
+
+def _raise_unless_up(asked: Sequence[str], ping_result: RunResult, *, rate_limited: bool = False) -> None:
+    """Raise what a ping that found no controller means for the query ``asked``; return when one answers.
+    ``rate_limited``: the ping was refused twice where the site limits each user's requests."""
     if _UP.search(ping_result.stdout):
         return
+    if rate_limited:
+        refused = ping_result.stdout.strip().splitlines()[0]
+        raise SlurmError(
+            f"slurmlab cannot tell yet whether `{' '.join(asked)}` printed no jobs because there are none: "
+            f"the cluster limits each user's requests to its controller (slurm.conf: rl_enable), and it refused "
+            f"the `scontrol ping` that would confirm the answer (a refused ping says: {refused})",
+            argv=asked,
+            returncode=ping_result.returncode,
+            stderr=ping_result.stdout + ping_result.stderr,
+            hint=RATE_LIMIT_HINT,
+        )
     if ping_result.stderr.strip():
         cause = classify_failure(ping_result.argv, ping_result.returncode, ping_result.stderr)
         if isinstance(cause, MungeError):  # not the controller: munge, whose own hint is the next step
@@ -143,12 +175,23 @@ def confirm_answering(asked: Sequence[str], runner: Runner | None = None) -> Non
 
     For a query ``asked`` that came back with no jobs: from a live controller that is the answer; from a
     down one (24.11+, see above) it is not. A ping that runs past its short timeout raises SlurmTimeoutError
-    (a ControllerDownError), a munge failure MungeError.
+    (a ControllerDownError), a munge failure MungeError. Where the site rate-limits its users, a ping that says
+    DOWN is asked once more a second later; DOWN again raises a SlurmError that names the rate limit.
     """
     runner = runner or get_runner()
-    _raise_unless_up(asked, runner.run(list(_PING_ARGV), check=False, timeout=_ping_timeout(runner)))
+    result = runner.run(list(_PING_ARGV), check=False, timeout=_ping_timeout(runner))
+    if _refused_by_limit(result, runner):  # once more, after a token has come back
+        time.sleep(RATE_LIMITED_PING_WAIT)
+        result = runner.run(list(_PING_ARGV), check=False, timeout=_ping_timeout(runner))
+        _raise_unless_up(asked, result, rate_limited=_refused_by_limit(result, runner))
+    _raise_unless_up(asked, result)
 
 
 async def aconfirm_answering(asked: Sequence[str], runner: Runner | None = None) -> None:
     runner = runner or get_runner()
-    _raise_unless_up(asked, await runner.arun(list(_PING_ARGV), check=False, timeout=_ping_timeout(runner)))
+    result = await runner.arun(list(_PING_ARGV), check=False, timeout=_ping_timeout(runner))
+    if _refused_by_limit(result, runner):
+        await asyncio.sleep(RATE_LIMITED_PING_WAIT)
+        result = await runner.arun(list(_PING_ARGV), check=False, timeout=_ping_timeout(runner))
+        _raise_unless_up(asked, result, rate_limited=_refused_by_limit(result, runner))
+    _raise_unless_up(asked, result)

@@ -13,7 +13,9 @@ gres=gpu:2 is more than the job's gres=gpu:1".
 families, as a login node has it. Families rather than a list of names, because each Slurm release adds input
 variables (24.11: ``SLURM_TRES_PER_TASK``, ``SRUN_INPUT``; 26.05: ``SRUN_SEGMENT_SIZE``) and every one of them is
 set by Slurm or a job script. What selects the cluster stays (:data:`KEPT`): ``SLURM_CONF`` (a configless node
-points its jobs at its cached copy) and ``SLURM_CLUSTERS``. Outside a job (no ``SLURM_JOB_ID``) nothing changes:
+points its jobs at its cached copy) and ``SLURM_CLUSTERS``; so does the reservation a session was given
+(``SALLOC_RESERVATION``, ``SBATCH_RESERVATION``, ``SLURM_RESERVATION``: a workshop's hub sets them for its
+students' servers), which Slurm never sets in a job itself (it writes ``SLURM_JOB_RESERVATION``). Outside a job (no ``SLURM_JOB_ID``) nothing changes:
 a login node's ``SBATCH_ACCOUNT`` set by the user is the user's choice.
 
 Wherever the kernel runs, what shapes or filters the output of the commands slurmlab reads goes too
@@ -44,8 +46,11 @@ __all__ = [
 # the variables Slurm sets in a job and those salloc, sbatch and srun read as options (every INPUT ENVIRONMENT
 # VARIABLE of 22.05, 24.11 and 26.05 starts with one of these), and the PMI/PMIx wire-up of a step's tasks
 JOB_FAMILIES = ("SLURM_", "SLURMD_", "SALLOC_", "SBATCH_", "SRUN_", "PMI_", "PMIX_")
-# what selects the cluster, not the job: a login node has them too
-KEPT = frozenset({"SLURM_CONF", "SLURM_CLUSTERS"})
+# what selects the cluster, not the job: a login node has them too; and where the session's jobs go (a class's
+# reservation, set by whoever started the session: Slurm's own output variable for it is SLURM_JOB_RESERVATION)
+KEPT = frozenset(
+    {"SLURM_CONF", "SLURM_CLUSTERS", "SALLOC_RESERVATION", "SBATCH_RESERVATION", "SLURM_RESERVATION"}
+)
 # the GPUs of the surrounding job's step, set by Slurm's gres/gpu plugin; a step of another job on a node with no
 # GPU of Slurm's would otherwise see them
 GPU_VISIBILITY = frozenset(

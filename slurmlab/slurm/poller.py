@@ -46,7 +46,7 @@ from slurmlab.core.slurm.states import ENDED, HOLDING, node_trouble
 from slurmlab.errors import JobNotFoundError, SlurmlabError
 from slurmlab.slurm.loop_thread import LoopThread
 from slurmlab.slurm.runner import Runner, get_runner
-from slurmlab.slurm.throttle import Backoff, controller_rate_limits
+from slurmlab.slurm.throttle import Backoff, calm_window, controller_rate_limits
 
 __all__ = [
     "BriefFetcher",
@@ -180,7 +180,7 @@ class JobPoller:
         self._quiet_since = clock()
         self._round_hooks: list[Callable[[], None]] = []
         # a throttled squeue answers right but seconds late (the client sleeps and asks again): rounds wait longer
-        self.backoff = Backoff()
+        self.backoff = Backoff(clock=clock, calm_for=calm_window(interval))
 
     @property
     def runner(self) -> Runner:
@@ -264,6 +264,12 @@ class JobPoller:
     @property
     def running(self) -> bool:
         return self._loop_thread.running
+
+    @property
+    def slow_words(self) -> str | None:
+        """While the controller holds this poller's answers back (a rate limit, a busy controller), the line a
+        panel shows: who slows the updates and how often they come; else None."""
+        return self.backoff.words(self.current_interval)
 
     # ---- the loop --------------------------------------------------------------------------
     def _loop(self, stop: threading.Event) -> None:

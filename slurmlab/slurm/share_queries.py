@@ -6,14 +6,25 @@ prints nothing), and :class:`~slurmlab.errors.AccountingOffError` says how to tu
 
 from __future__ import annotations
 
-from slurmlab.core.diagnosis.fairshare import ShareExplained, explain_shares
+from dataclasses import dataclass
+from typing import Protocol
+
+from slurmlab.core.diagnosis.fairshare import ShareExplained, explain_shares, share_story
 from slurmlab.core.slurm.sshare import SSHARE_FIELDS, ShareRecord, parse_sshare
 from slurmlab.errors import AccountingOffError, ParseError
 from slurmlab.slurm import identity
 from slurmlab.slurm.accounting_queries import ACCOUNTING_OFF_HINT, run_accounting
 from slurmlab.slurm.runner import Runner
 
-__all__ = ["SSHARE_TIMEOUT", "my_shares", "share_records", "sshare_argv"]
+__all__ = [
+    "NO_ACCOUNTING_WORDS",
+    "SSHARE_TIMEOUT",
+    "ShareStory",
+    "my_shares",
+    "share_records",
+    "sshare_argv",
+    "story_of_my_accounts",
+]
 
 SSHARE_TIMEOUT = 30.0
 # what sshare prints when there is nothing to share: no slurmdbd, or a priority plugin without fair-share
@@ -25,6 +36,38 @@ _OFF = (
     "problem talking to the database",
     "persistent connection",
 )
+
+
+NO_ACCOUNTING_WORDS = (
+    "this cluster keeps no accounting: fair-share does not order jobs here (nothing records who used what), "
+    "and no per-user GPU cap (QOS) holds a job; pending jobs wait for resources, a reservation, or in the order "
+    "they came"
+)
+
+
+class _Printer(Protocol):  # what IPython's pretty printer offers _repr_pretty_ here
+    def text(self, obj: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class ShareStory:
+    """Fair-share told in words (``%sshare --class``): ``accounting`` False when this cluster keeps none, and
+    then ``lines`` say what is missing and how to turn it on, rather than raise."""
+
+    user: str
+    accounting: bool
+    lines: tuple[str, ...]
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_pretty_(
+        self, printer: _Printer, cycle: bool
+    ) -> None:  # IPython's display of the story: its words
+        printer.text(self.text())
 
 
 def sshare_argv(*selection: str) -> list[str]:
@@ -73,3 +116,27 @@ def my_shares(
             "you to an account (`sacctmgr add user`)",
         )
     return explained
+
+
+def story_of_my_accounts(
+    runner: Runner | None = None, *, problems: list[ParseError] | None = None
+) -> ShareStory:
+    """My fair-share and who used what in each account I can charge, in words, from one ``sshare --all``.
+
+    Accounting off (or slurmdbd not answering) is a state of the cluster, not a mistake: the story says so and
+    how to see fair-share, instead of raising. Lines sshare printed that do not parse go to ``problems``."""
+    name = identity.current_user()
+    try:
+        records = share_records(runner, all_users=True, problems=problems)
+    except AccountingOffError as exc:
+        first = (
+            NO_ACCOUNTING_WORDS
+            if "does not answer" not in exc.message
+            else "Slurm's accounting does not answer now: fair-share cannot be shown"
+        )
+        lines = (first, f"(sshare: {exc.message})", f"to see fair-share: {exc.hint or ACCOUNTING_OFF_HINT}")
+        return ShareStory(name, False, lines)
+    told = share_story(records, name) or [
+        f"sshare shows no association for user {name!r}: accounting knows no account you can charge"
+    ]
+    return ShareStory(name, True, tuple(told))

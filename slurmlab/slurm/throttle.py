@@ -15,7 +15,10 @@ seconds: a refused client's sleep is a whole second, a brief ``squeue`` of a few
 failed one doubles a factor, up to ``max_factor``; ``calm_after`` quick answers in a row halve it again. The first
 slow answer of an episode returns the note to say, once: :data:`RATE_LIMITED_NOTE` where Slurm's words show it
 (a ``-v`` client or a stopped command's stderr: :func:`slurmlab.slurm.failures.rate_limited`), else
-:data:`SLOW_NOTE`; the end of the episode returns :data:`CALM_NOTE`, once.
+:data:`SLOW_NOTE`; the end of the episode returns :data:`CALM_NOTE`, once. An episode ends only when the factor is
+back to 1 and the answers have stayed quick for ``calm_for`` seconds (:func:`calm_window`), so that a bucket that
+refills now and then under a steady load does not make the pollers say "rate-limiting" and "answers quickly
+again" by turns. While an episode runs, :meth:`Backoff.words` is the line a panel or the sidebar shows.
 
 ``scontrol ping`` is refused like any request, and it does not ask again: it prints "Slurmctld(primary) at …
 is DOWN" and exits 1 at once (recorded as ``ping_*``), the words of a dead controller. Where the site's
@@ -27,16 +30,21 @@ from __future__ import annotations
 import os
 import re
 import threading
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from slurmlab.slurm.failures import rate_limited
 
 __all__ = [
+    "CALM_FOR_S",
     "CALM_NOTE",
+    "CALM_ROUNDS",
     "RATE_LIMITED_NOTE",
     "SLOW_ANSWER_S",
     "SLOW_NOTE",
     "Backoff",
+    "calm_window",
     "controller_rate_limits",
 ]
 
@@ -44,6 +52,22 @@ SLOW_ANSWER_S = 1.0  # a refused client sleeps one whole second before it asks a
 RATE_LIMITED_NOTE = "the controller is rate-limiting your requests; slurmlab asks less often until it stops"
 SLOW_NOTE = "the controller is slow to answer; slurmlab asks less often until it answers quickly again"
 CALM_NOTE = "the controller answers quickly again; slurmlab asks at its usual rate"
+# How long answers must stay quick before an episode ends. Slurm's limit is a token bucket per user
+# (rl_bucket_size tokens, refilled by rl_refill_rate every rl_refill_period): under a steady load above the
+# refill rate it stays empty, but a poller that has stretched its waits lets a few tokens pile up between two of
+# its rounds, so its next answers come quickly while nothing has changed (the 24.11 root said "rate-limiting" and
+# "answers quickly again" by turns within seconds). A minute is several stretched rounds of the kernel's poller
+# (8 s at most) and two of the server's usual ones (30 s), and many times the few seconds a refill lasts; a load
+# that has really stopped costs at most that minute at the usual rate, said late, never a wrong state. A poller
+# whose usual interval is long (the server's 30 s) waits CALM_ROUNDS of its usual rounds instead: three quick
+# answers at its stretched interval fit between two refills' worth of held-back polls.
+CALM_FOR_S = 60.0
+CALM_ROUNDS = 5
+
+
+def calm_window(interval: float) -> float:
+    """How long the answers of a poller whose usual wait is ``interval`` must stay quick to end an episode."""
+    return max(CALM_FOR_S, CALM_ROUNDS * interval)
 
 
 @dataclass
@@ -53,18 +77,36 @@ class Backoff:
     slow_after: float = SLOW_ANSWER_S
     max_factor: float = 8.0
     calm_after: int = 3
+    calm_for: float = CALM_FOR_S  # an episode ends after quick answers for this long (see CALM_FOR_S)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)  # the poller's clock
     factor: float = 1.0  # the usual interval times this
     rate_limited: bool = False  # Slurm's words said so in this episode
     quick_in_a_row: int = 0
+    quick_since: float | None = None  # when the first quick answer since the last slow one came
     said: str | None = None  # the note said in this episode (None: none running)
 
     @property
     def backing_off(self) -> bool:
         return self.factor > 1.0
 
+    @property
+    def in_episode(self) -> bool:
+        """Whether a slow episode runs: said, and not yet over (it may outlast the stretched waits)."""
+        return self.said is not None
+
     def stretch(self, interval: float) -> float:
         """``interval`` as the poller should wait it now."""
         return interval * self.factor
+
+    def words(self, interval: float) -> str | None:
+        """While an episode runs, the line a panel or the sidebar shows (``interval``: the poller's usual wait,
+        stretched here); else None."""
+        if self.said is None:
+            return None
+        every = f"{self.stretch(interval):.0f}"
+        if self.rate_limited:
+            return f"Slurm is rate-limiting this user's queries: updates come every {every} s"
+        return f"Slurm is slow to answer: updates come every {every} s"
 
     def answered(self, seconds: float, stderr: str = "", *, site_limits: bool = False) -> str | None:
         """Take in an answer that took ``seconds`` (``stderr``: what the command printed, when known;
@@ -73,13 +115,18 @@ class Backoff:
         if seconds >= self.slow_after or rate_limited(stderr):
             self.rate_limited = self.rate_limited or site_limits
             return self._slow(stderr)
+        now = self.clock()
+        if self.quick_since is None:
+            self.quick_since = now
         self.quick_in_a_row += 1
         if self.backing_off and self.quick_in_a_row >= self.calm_after:
             self.factor = max(1.0, self.factor / 2)
             self.quick_in_a_row = 0
-            if not self.backing_off:
-                self.rate_limited, self.said = False, None
-                return CALM_NOTE
+        # the factor is back to 1 after calm_after quick answers at least; the episode ends only once they have
+        # lasted calm_for too (a refilled bucket's few quick answers do not end it)
+        if self.said is not None and not self.backing_off and now - self.quick_since >= self.calm_for:
+            self.rate_limited, self.said = False, None
+            return CALM_NOTE
         return None
 
     def failed(self, stderr: str = "") -> str | None:
@@ -88,7 +135,7 @@ class Backoff:
         return self._slow(stderr)
 
     def _slow(self, stderr: str) -> str | None:
-        self.quick_in_a_row = 0
+        self.quick_in_a_row, self.quick_since = 0, None
         self.factor = min(self.max_factor, self.factor * 2)
         self.rate_limited = self.rate_limited or rate_limited(stderr)
         note = RATE_LIMITED_NOTE if self.rate_limited else SLOW_NOTE

@@ -9,6 +9,8 @@ check an exercise. Each is the one the library itself uses, so a lesson reads th
 - ``sandbox_in_use()``: the sandbox this kernel talks to, or None on a real cluster (or with no Slurm at all).
 - ``gpu_cap()``: the most GPUs this user may hold at once under the site's QOS and association limits (a
   workshop seat's share), with the limit that sets it: a lesson sizes its requests to fit every seat.
+- ``explain_reason(reason)``: a pending job's reason (``QOSMaxGRESPerUser``, ``Priority``, ``Reservation`` …)
+  in the words slurmlab's panels use (``.words``), with what would help (``.hint``); None for no reason.
 - ``probe_node(alloc, node=None)``: what a one-task step of ``alloc`` sees there: its node, its CPUs, and whether
   its Python can use a GPU (``backend``: ``"cupy"`` or ``"cpu"``), as the experiments decide it.
 - ``is_mig_type(name)``: whether a GPU type names a MIG profile (``1g.18gb``), as Slurm types a MIG slice.
@@ -24,6 +26,7 @@ import typing as _typing
 
 __all__ = [
     "current_user",
+    "explain_reason",
     "fmt_ns",
     "gpu_cap",
     "is_mig_type",
@@ -36,6 +39,7 @@ __all__ = [
 # name -> the module that defines it (loaded on first use)
 _LAZY = {
     "current_user": "slurmlab.slurm.identity",
+    "explain_reason": "slurmlab.core.slurm.reasons",
     "fmt_ns": "slurmlab.experiments.timeslice_result",
     "gpu_cap": "slurmlab.slurm.gpu_cap",
     "is_mig_type": "slurmlab.core.gpu.mig",
@@ -49,6 +53,7 @@ _RENAMED: dict[str, str] = {}
 if _typing.TYPE_CHECKING:  # what type checkers and editors see: the same names from the same modules as _LAZY
     from slurmlab.core.gpu.devices import parse_cpu_list
     from slurmlab.core.gpu.mig import is_mig_type, table_for_model
+    from slurmlab.core.slurm.reasons import explain_reason
     from slurmlab.experiments.steps import probe_node
     from slurmlab.experiments.timeslice_result import fmt_ns
     from slurmlab.magics.sandbox import sandbox_in_use

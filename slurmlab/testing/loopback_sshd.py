@@ -1,7 +1,8 @@
 """A real OpenSSH server on 127.0.0.1 for a second Unix user, in front of a sandbox (tests of the SSH runner).
 
 ``sshd -D -f <own config>`` with its own host key, on a free loopback port, admitting one user
-(``slurmlabssh``, made here with a home and removed by :func:`remove_sshd`) by key and by keyboard-interactive
+(``slurmlabssh<pid>``, one per test session so that two pytest workers never share one: made here with a home and
+removed by :func:`remove_sshd`; one a crashed session left is removed by the next) by key and by keyboard-interactive
 (PAM, with a password set here through chpasswd). A sandbox that admits that user (``Sandbox.admit``) is then the
 same Slurm over the link as locally. Needs root (useradd, chpasswd, sshd's privilege separation).
 
@@ -35,6 +36,7 @@ __all__ = [
     "over_ssh",
     "remove_sshd",
     "resume_sshd",
+    "session_user",
     "ssh_missing_reason",
     "start_sshd",
     "stop_sshd",
@@ -100,13 +102,33 @@ def _run(*argv: str, input: str | None = None) -> None:
     subprocess.run(argv, input=input, text=True, check=True, capture_output=True, timeout=60)
 
 
-def _make_user(password: str, public_key: str) -> None:
+def session_user() -> str:
+    """This process's test user: each session (a pytest worker) its own, so that one's end (userdel, its
+    processes killed) or its authorized key never reaches another's."""
+    return f"{SSH_USER}{os.getpid()}"
+
+
+def _remove_user(user: str) -> None:
+    _end_user_processes(user)
+    subprocess.run(["userdel", "-r", user], capture_output=True, timeout=60)
+
+
+def _remove_orphans() -> None:
+    """Test users whose session died without removing them (their process is gone)."""
+    for entry in pwd.getpwall():
+        rest = entry.pw_name.removeprefix(SSH_USER)
+        if rest != entry.pw_name and rest.isdigit() and not Path(f"/proc/{rest}").exists():
+            _remove_user(entry.pw_name)
+
+
+def _make_user(user: str, password: str, public_key: str) -> None:
+    _remove_orphans()
     try:
-        pwd.getpwnam(SSH_USER)
+        pwd.getpwnam(user)
     except KeyError:
-        _run("useradd", "-m", "-s", "/bin/bash", SSH_USER)
-    _run("chpasswd", input=f"{SSH_USER}:{password}\n")
-    entry = pwd.getpwnam(SSH_USER)
+        _run("useradd", "-m", "-s", "/bin/bash", user)
+    _run("chpasswd", input=f"{user}:{password}\n")
+    entry = pwd.getpwnam(user)
     ssh_dir = Path(entry.pw_dir) / ".ssh"
     ssh_dir.mkdir(mode=0o700, exist_ok=True)
     (ssh_dir / "authorized_keys").write_text(public_key)
@@ -115,7 +137,7 @@ def _make_user(password: str, public_key: str) -> None:
     (ssh_dir / "authorized_keys").chmod(0o600)
 
 
-def _config(folder: Path, port: int) -> Path:
+def _config(folder: Path, port: int, user: str) -> Path:
     config = folder / "sshd_config"
     config.write_text(
         "\n".join(
@@ -130,7 +152,7 @@ def _config(folder: Path, port: int) -> Path:
                 "KbdInteractiveAuthentication yes",
                 "UsePAM yes",
                 "PermitRootLogin no",
-                f"AllowUsers {SSH_USER}",
+                f"AllowUsers {user}",
                 "X11Forwarding no",
                 "AllowTcpForwarding no",
                 "PrintMotd no",
@@ -163,15 +185,18 @@ def start_sshd(folder: Path, port: int | None = None) -> LoopbackSshd:
     if not user_key.exists():
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(user_key))
     password = secrets.token_urlsafe(16)
-    _make_user(password, (folder / "user_ed25519.pub").read_text())
+    user = session_user()
+    _make_user(user, password, (folder / "user_ed25519.pub").read_text())
     port = port or _free_port()
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
     log = (folder / "sshd.log").open("ab")
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(_config(folder, port))], stderr=log, stdout=log)
+    proc = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(_config(folder, port, user))], stderr=log, stdout=log
+    )
     _wait_listening(port, proc)
     known = folder / "known_hosts"
     known.write_text(f"[127.0.0.1]:{port} {(folder / 'host_ed25519.pub').read_text()}")
-    return LoopbackSshd(folder, port, SSH_USER, password, user_key, known, proc)
+    return LoopbackSshd(folder, port, user, password, user_key, known, proc)
 
 
 def resume_sshd(server: LoopbackSshd) -> None:
@@ -192,10 +217,10 @@ def stop_sshd(server: LoopbackSshd) -> None:
         server.proc.wait(timeout=10)
 
 
-def _end_user_processes() -> None:
+def _end_user_processes(user: str) -> None:
     """What the test user still runs (sessions sshd left, a remote command a cut link left running): userdel
     refuses a user with processes. Only that user's, each by its id."""
-    listed = subprocess.run(["pgrep", "-u", SSH_USER], capture_output=True, text=True, timeout=30).stdout
+    listed = subprocess.run(["pgrep", "-u", user], capture_output=True, text=True, timeout=30).stdout
     for pid in listed.split():
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pid), signal.SIGKILL)
@@ -204,8 +229,7 @@ def _end_user_processes() -> None:
 def remove_sshd(server: LoopbackSshd) -> None:
     """Stop the server, end what its user still runs and remove the user and the server's folder."""
     stop_sshd(server)
-    _end_user_processes()
-    subprocess.run(["userdel", "-r", SSH_USER], capture_output=True, timeout=60)
+    _remove_user(server.user)
     shutil.rmtree(server.folder, ignore_errors=True)
 
 

@@ -92,7 +92,7 @@ def slurm_sandbox(request: pytest.FixtureRequest, sandbox_factory: SandboxFactor
 
 @pytest.fixture(scope="session")
 def loopback_sshd() -> Iterator[object]:
-    """sshd on 127.0.0.1 for the user ``slurmlabssh`` (made for the session, removed after); skips without root
+    """sshd on 127.0.0.1 for the user ``slurmlabssh<pid>`` (made for the session, removed after); skips without root
     or openssh-server."""
     import tempfile
     from pathlib import Path

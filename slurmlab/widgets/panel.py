@@ -210,11 +210,31 @@ def panel_html(alloc: Allocation, now: float | None = None) -> str:
         lines.append(
             f"<div style='color:#666'>asked for: <code>{esc(' '.join(alloc.request_argv))}</code></div>"
         )
+    return "".join(lines + _remarks(alloc, state))
+
+
+def _remarks(alloc: Allocation, state: str) -> list[str]:
+    """The lines under the state: how the controller slows the updates, the error, slurmlab's note."""
+    esc = html.escape
+    lines = []
+    slow = _slow_words(alloc, state)
+    if slow:  # the controller holds the poller's answers back: said where the user looks, not in a log
+        lines.append(f"<div class='slurmlab-slow' style='color:{AMBER}'>{esc(slow)}</div>")
     if alloc.error:
         lines.append(f"<div class='slurmlab-error' style='color:{_FAILED}'>{esc(str(alloc.error))}</div>")
     if alloc.note:  # what slurmlab did that the state alone does not say (a lost cancel, redone)
         lines.append(f"<div class='slurmlab-note' style='color:{AMBER}'>{esc(alloc.note)}</div>")
-    return "".join(lines)
+    return lines
+
+
+def _slow_words(alloc: Allocation, state: str) -> str | None:
+    """The poller's rate-limit line, where polling is what brings this panel's news: not for an ended job, nor
+    for a granted one whose salloc hears of its life from slurmctld (a push is not held back by the back-off)."""
+    if alloc.ended or (
+        state in HOLDING and alloc.job_id is not None and alloc.poller.is_pushed(alloc.job_id)
+    ):
+        return None
+    return alloc.poller.slow_words
 
 
 def _step_text(argv: Sequence[str], width: int = 90) -> str:

@@ -320,15 +320,21 @@ class Workshop:
                 )
 
     # ---- the class's jobs -------------------------------------------------------------------------------
+    def queue_text(self) -> str:
+        """What one squeue of the class prints (:data:`~.room.ROOM_QUEUE_ARGV`: every active job, the fields
+        Slurm writes alone): the teacher's view asks it once per refresh, :meth:`jobs` once."""
+        from slurmlab.workshop.room import ROOM_QUEUE_ARGV
+
+        return self.runner().run(list(ROOM_QUEUE_ARGV), timeout=20).stdout
+
     def jobs(self) -> list[SeatJob]:
-        """The class's active jobs: every job of a seat (the seats are in the class account only)."""
-        from slurmlab.slurm.job_queries import list_jobs
+        """The class's active jobs: every job of a seat (the seats are in the class account only), from one
+        squeue (:meth:`queue_text`; the detailed listing asked the controller several times on 22.05)."""
+        from slurmlab.workshop.room import parse_room_queue
 
         seats = set(self.seats)
-        found = list_jobs(self.runner(), all_users=True, active_only=True)
-        return [
-            SeatJob(str(j.job_id), j.user or "", j.state, j.reason or "") for j in found if j.user in seats
-        ]
+        found = parse_room_queue(self.queue_text())
+        return [SeatJob(j.job_id, j.user, j.state, j.reason) for j in found if j.user in seats]
 
     def _cancel_jobs(self, timeout: float = 30.0) -> list[str]:
         from slurmlab.errors import JobNotFoundError

@@ -8,8 +8,8 @@ Nothing here runs anything: :mod:`.view` asks Slurm and the hub (at most once pe
 hands the answers in. A student's pending job is *stuck* when the reason is of their own making: a request that
 can never start (``never`` in :mod:`slurmlab.core.slurm.reasons`) or a per-user or per-job limit their own jobs
 hit (``QOSMaxGRESPerUser``: over the seat's GPU cap). Waiting for the class's share, for resources or in line is
-waiting, not being stuck. An error in a student's last cell is not shown: only their notebooks and kernels know
-it, and the view reads neither (see the workshop guide).
+waiting, not being stuck. A seat is stuck too when the last cell run in its newest lesson notebook ended in an
+error (:mod:`.notebooks` reads it; ``build_room`` is handed what it found).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 from slurmlab.core import palette
 from slurmlab.core.slurm.reasons import explain_reason, limit_parts, plain_reason
 from slurmlab.errors import ParseError
+from slurmlab.workshop.notebooks import LastCell
 
 __all__ = [
     "ROOM_QUEUE_ARGV",
@@ -71,7 +72,9 @@ class SeatView:
     last_activity: datetime | None
     jobs: list[RoomJob] = field(default_factory=list)
     gpus: int = 0  # GPUs its running jobs hold
-    stuck: list[str] = field(default_factory=list)  # "job 12: <why, in words>" for each stuck job
+    # "<lesson>: <ename>: <evalue>" for an error in the last cell run, "job 12: <why, in words>" for each stuck job
+    stuck: list[str] = field(default_factory=list)
+    notebook_note: str = ""  # why the newest notebook was not read ("00-hello.ipynb: unreadable notebook")
 
 
 def gpus_held(tres_alloc: str) -> int:
@@ -142,10 +145,15 @@ def _server(user: Mapping[str, Any]) -> str:
 
 
 def build_room(
-    seats: Sequence[str], hub_users: Sequence[Mapping[str, Any]], jobs: Sequence[RoomJob]
+    seats: Sequence[str],
+    hub_users: Sequence[Mapping[str, Any]],
+    jobs: Sequence[RoomJob],
+    cells: Mapping[str, LastCell] | None = None,
 ) -> list[SeatView]:
     """One :class:`SeatView` per seat, in seat order: its server (from the hub's ``/users``), its last activity,
-    its jobs (another user's are not the class's), the GPUs they hold, and which of them are stuck."""
+    its jobs (another user's are not the class's), the GPUs they hold, and whether it is stuck: an error in the
+    last cell of its newest notebook (``cells``, from :class:`~.notebooks.LastCells`) or a stuck job."""
+    cells = cells or {}
     by_name = {str(u.get("name")): u for u in hub_users if isinstance(u, Mapping)}
     room = []
     for name in seats:
@@ -153,7 +161,12 @@ def build_room(
         seat = SeatView(name, _server(user), _when(user.get("last_activity")))
         seat.jobs = [j for j in jobs if j.user == name]
         seat.gpus = sum(j.gpus for j in seat.jobs if j.state == "RUNNING")
-        seat.stuck = [
+        cell = cells.get(name)
+        if cell is not None and cell.error:
+            seat.stuck.append(cell.words())
+        elif cell is not None:
+            seat.notebook_note = cell.words()
+        seat.stuck += [
             f"job {j.job_id}: {plain_reason(j.reason)}"
             for j in seat.jobs
             if j.state == "PENDING" and own_making(j.reason)
@@ -205,6 +218,7 @@ def render_room(
     for seat in room:
         jobs = "".join(_job_cell(j) for j in seat.jobs) or "<li>no job</li>"
         stuck = "; ".join(seat.stuck)
+        note = f' <span class="note">{html.escape(seat.notebook_note)}</span>' if seat.notebook_note else ""
         rows.append(
             f'<tr class="seat{" stuck" if stuck else ""}" data-seat="{html.escape(seat.name)}">'
             f"<td>{html.escape(seat.name)}</td>"
@@ -212,7 +226,7 @@ def render_room(
             f'<td class="activity">{html.escape(_ago(seat.last_activity, now))}</td>'
             f'<td class="gpus">{seat.gpus} of {cap}</td>'
             f'<td class="jobs"><ul>{jobs}</ul></td>'
-            f'<td class="stuck-why">{html.escape("stuck: " + stuck) if stuck else ""}</td></tr>'
+            f'<td class="stuck-why">{html.escape("stuck: " + stuck) if stuck else ""}{note}</td></tr>'
         )
     in_use = sum(s.gpus for s in room)
     logged = sum(1 for s in room if s.server != "none")
@@ -229,6 +243,6 @@ def render_room(
         "<table><tr><th>seat</th><th>server</th><th>last seen</th><th>GPUs held</th><th>jobs</th>"
         f"<th>stuck</th></tr>{''.join(rows)}</table>"
         f'<p class="note">Slurm asked at {when}, at most once every {int(refresh)} s however many pages are '
-        "open; this page reloads itself. Errors in students' cells are not shown: the view reads no "
-        "student's notebook.</p></body></html>"
+        "open; this page reloads itself. A seat's last cell is read from the newest notebook of its lessons "
+        "folder, again only once it is saved anew.</p></body></html>"
     )

@@ -5,7 +5,9 @@
 The hub starts and stops it (a managed service); JupyterHub's OAuth logs the teacher in, and anyone else who
 reaches it gets 403. Whoever looks and however many tabs are open, Slurm is asked at most once every ``--every``
 seconds (one ``squeue`` of the whole class, never one per student: the controller-load budget) and the hub's
-REST API once with it; the page reloads itself after the same time. Nothing is asked while nobody looks.
+REST API once with it; the page reloads itself after the same time. Nothing is asked while nobody looks. With
+them, each seat's newest lesson notebook is looked at (:mod:`.notebooks`: one listing of its lessons folder, and a
+read only of a notebook saved since the last look) for an error in its last cell.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from slurmlab.errors import SlurmlabError
-from slurmlab.workshop.room import ROOM_QUEUE_ARGV, SeatView, build_room, parse_room_queue, render_room
+from slurmlab.workshop.notebooks import LastCell, LastCells
+from slurmlab.workshop.room import SeatView, build_room, parse_room_queue, render_room
 
 __all__ = ["RoomCache", "main"]
 
@@ -35,7 +38,8 @@ class RoomCache:
     """The room as last asked, asked again only when older than ``every`` seconds (one asker at a time).
 
     ``ask_queue`` prints the class's squeue (:data:`~.room.ROOM_QUEUE_ARGV`), ``ask_users`` gives the hub's
-    users; ``clock`` is ``time.monotonic`` but in tests."""
+    users, ``ask_cells`` each seat's last cell (:meth:`.notebooks.LastCells.scan`); ``clock`` is
+    ``time.monotonic`` but in tests."""
 
     def __init__(
         self,
@@ -44,10 +48,12 @@ class RoomCache:
         ask_queue: Callable[[], str],
         ask_users: Callable[[], list[dict[str, Any]]],
         clock: Callable[[], float] = time.monotonic,
+        ask_cells: Callable[[], Mapping[str, LastCell]] | None = None,
     ) -> None:
         self.seats = tuple(seats)
         self.every = every
         self._ask_queue, self._ask_users, self._clock = ask_queue, ask_users, clock
+        self._ask_cells = ask_cells or dict
         self._lock = threading.Lock()
         self._last: float | None = None
         self.room: list[SeatView] = build_room(self.seats, [], [])
@@ -65,10 +71,11 @@ class RoomCache:
         try:
             jobs = parse_room_queue(self._ask_queue())
             users = self._ask_users()
+            cells = self._ask_cells()
         except (SlurmlabError, OSError, ValueError) as exc:
             self.trouble = f"the room could not be read just now ({exc}); the page shows the last answer"
             return
-        self.room = build_room(self.seats, users, jobs)
+        self.room = build_room(self.seats, users, jobs, cells)
         self.asked = datetime.now(timezone.utc)
         self.trouble = ""
 
@@ -136,10 +143,13 @@ def main(argv: list[str] | None = None) -> int:
 
     shop = Workshop.find(args.dir)
 
-    def ask_queue() -> str:
-        return shop.runner().run(list(ROOM_QUEUE_ARGV), timeout=20).stdout
+    def ask_queue() -> str:  # the class's one squeue, as `workshop status` asks it
+        return shop.queue_text()
 
-    cache = RoomCache(shop.seats, max(5.0, args.every), ask_queue, _hub_users)
+    # the uid each seat was made with: a file in a home that is not its student's own is not read
+    homes = {str(s["name"]): (shop.home(str(s["name"])), int(s["uid"])) for s in shop.state["seats"]}
+    cells = LastCells(homes)
+    cache = RoomCache(shop.seats, max(5.0, args.every), ask_queue, _hub_users, ask_cells=cells.scan)
     teachers = {t for t in os.environ.get(TEACHERS_ENV, "").split(",") if t}
     cap = int(shop.state.get("gpu_cap", 1))
     where = urllib.parse.urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])

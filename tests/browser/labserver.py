@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from notebook_driver import write_notebook
 
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = REPO / "build" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -45,11 +48,44 @@ class Lab:
         sep = "&" if "?" in path else "?"
         return f"{self.url}/{path}{sep}token={self.token}"
 
+    def api(self, method: str, path: str) -> Any:
+        """The server's REST answer to ``method`` on ``path`` (e.g. ``api/sessions``), read as JSON; None when
+        empty (a DELETE)."""
+        req = urllib.request.Request(
+            f"{self.url}/{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(req, timeout=30) as res:
+            body = res.read()
+        return json.loads(body) if body else None
+
+    def end_sessions(self, notebook: str) -> int:
+        """What closing ``notebook``'s kernel from the Running tab does: end its sessions (how many there were),
+        checked gone."""
+        ended = 0
+        for session in self.api("GET", "api/sessions"):
+            if session["path"].endswith(notebook):
+                self.api("DELETE", f"api/sessions/{session['id']}")
+                ended += 1
+        assert not [s for s in self.api("GET", "api/sessions") if s["path"].endswith(notebook)]
+        return ended
+
 
 def require_browser() -> None:
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed: apt-get install -y chromium chromium-driver")
     pytest.importorskip("playwright.sync_api", reason="pip install playwright (never `playwright install`)")
+
+
+def screenshot(page: Any, name: str) -> None:
+    """The whole page into build/screenshots/``name``."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / name), full_page=True)
+
+
+def require_labextension() -> None:
+    """Skip a test of slurmlab's own lab pieces where its JupyterLab extension is not built."""
+    if not (REPO / "slurmlab" / "labextension" / "package.json").exists():
+        pytest.skip("the JupyterLab extension is not built: run `make labextension` (needs node and npm)")
 
 
 def _free_port() -> int:
@@ -123,6 +159,17 @@ def running_lab(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@contextmanager
+def notebook_lab(base: Path, env: Mapping[str, str], notebooks: Mapping[str, list[str]]) -> Iterator[Lab]:
+    """:func:`running_lab` in ``base`` with ``notebooks`` (name: cells) in its root, skipped without chromium."""
+    require_browser()
+    (base / "root").mkdir(parents=True, exist_ok=True)
+    for name, cells in notebooks.items():
+        write_notebook(base / "root" / name, cells)
+    with running_lab(base, env) as lab:
+        yield lab
 
 
 @contextmanager

@@ -5,8 +5,9 @@ A notebook is opened with the kernel from the sidebar's "kernels on GPU nodes" b
 by ``slurmlab kernel install --prefix`` where the lab looks); a cell prints the job id, ``CUDA_VISIBLE_DEVICES`` and
 the task's CPU mask, compared with ``scontrol show job -d``; the sidebar's row names the job and its step; the
 Kernel menu's interrupt stops a sleeping cell, its restart keeps the job (a new step), its shutdown ends the job;
-``squeue`` says the job's state after each. The second test fills the cluster first: the sidebar's row says why
-the kernel's job waits, and the kernel starts once the GPUs are free.
+``squeue`` says the job's state after each. The second test fills the cluster first: the sidebar's row and the
+notebook's toolbar, beside JupyterLab's kernel indicator, say why the kernel's job waits ("Waiting for GPUs (job
+…): …"); the kernel starts once the GPUs are free, and the toolbar's words go.
 
 One JupyterLab and one chromium for the module; the session's sandbox (2 nodes x 8 GPUs). Each test ends its
 kernels and cancels its jobs. Screenshots: build/screenshots/kernel-*.png.
@@ -269,6 +270,12 @@ def test_kernel_started_from_the_sidebar_runs_in_its_job_and_the_job_follows_it(
     )
 
 
+def _wait_words(item: Any, why: str) -> str:
+    """The wait item's words once they give ``why`` ("" before)."""
+    said = " ".join(item.inner_text().split())
+    return said if why in said else ""
+
+
 def test_a_full_cluster_shows_why_the_kernel_waits_then_it_starts(
     lab: Lab, page: Any, slurm_sandbox: Any
 ) -> None:
@@ -288,9 +295,25 @@ def test_a_full_cluster_shows_why_the_kernel_waits_then_it_starts(
     words = " ".join(row.inner_text().split())
     assert f"job {job} pending: {pending['why']}" in words, words
     assert row.locator("button").count() == 0
+    # the notebook's own toolbar, beside JupyterLab's kernel indicator (which says only that it waits): why
+    status = page.locator(".jp-NotebookPanel:visible .jp-Toolbar .slurmlab-KernelWait").first
+    _until(
+        lambda: status.is_visible() and status.get_attribute("data-phase") == "pending", 30, "the wait item"
+    )
+    said = _until(lambda: _wait_words(status, pending["why"]), 30, "the reason beside the kernel's status")
+    assert re.fullmatch(
+        rf"Waiting for GPUs \(job {job}(, expected (\w{{3}} \d+ )?\d\d:\d\d)?\): {re.escape(pending['why'])}",
+        said,
+    ), said
+    assert status.get_attribute("data-job-id") == job
+    indicator = page.locator(".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator").first
+    assert indicator.get_attribute("data-status") not in ("idle", "busy")
     _shot(page, "pending")
 
     runner.run(["scancel", filler])
     _kernel_row(page, "running", timeout=120)
     assert _state(slurm_sandbox, job) == "RUNNING"
     _idle(page)
+    # the kernel runs: nothing left to say beside its status
+    status.wait_for(state="hidden", timeout=30_000)
+    assert status.inner_text().strip() == ""

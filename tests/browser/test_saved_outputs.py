@@ -14,19 +14,15 @@ from __future__ import annotations
 import json
 import re
 import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import CHROMIUM, CHROMIUM_ARGS, Lab, require_browser, running_lab
-from notebook_driver import NotebookPage, write_notebook
+from labserver import Lab, chromium_page, notebook_lab, require_labextension, screenshot
+from notebook_driver import NotebookPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "build" / "screenshots"
 NOTEBOOK = "saved-outputs.ipynb"
 MODEL_NOT_FOUND = "model not found"
 SAVED_NOTE = "Saved output: this widget is not live. Re-run the cell to reconnect."
@@ -48,54 +44,20 @@ PANEL_CELL, HTML_CELL, PLAIN_CELL = 2, 3, 4
 
 @pytest.fixture(scope="module")
 def lab(slurm_sandbox: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if not (REPO / "slurmlab" / "labextension" / "package.json").exists():
-        pytest.skip("the JupyterLab extension is not built: run `make labextension` (needs node and npm)")
-    require_browser()
-    base = tmp_path_factory.mktemp("lab")
-    (base / "root").mkdir()
-    write_notebook(base / "root" / NOTEBOOK, CELLS)
-    with running_lab(base, slurm_sandbox.env()) as server:
+    require_labextension()
+    with notebook_lab(tmp_path_factory.mktemp("lab"), slurm_sandbox.env(), {NOTEBOOK: CELLS}) as server:
         yield server
 
 
 @pytest.fixture
 def browser_page(lab: Lab) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser.new_page(viewport={"width": 1400, "height": 1000})
-        finally:
-            browser.close()
-
-
-def _api(lab: Lab, method: str, path: str) -> Any:
-    req = urllib.request.Request(
-        f"{lab.url}/api/{path}", method=method, headers={"Authorization": f"token {lab.token}"}
-    )
-    with urllib.request.urlopen(req, timeout=30) as res:
-        body = res.read()
-    return json.loads(body) if body else None
-
-
-def _shut_kernel_down(lab: Lab) -> None:
-    """What closing the notebook's kernel from the Running tab does: end its session."""
-    sessions = [s for s in _api(lab, "GET", "sessions") if s["path"].endswith(NOTEBOOK)]
-    assert sessions, "the notebook has no session to shut down"
-    for s in sessions:
-        _api(lab, "DELETE", f"sessions/{s['id']}")
-    assert not [s for s in _api(lab, "GET", "sessions") if s["path"].endswith(NOTEBOOK)]
+    with chromium_page(height=1000) as page:
+        yield page
 
 
 def _saved_outputs(lab: Lab, index: int) -> list[dict[str, Any]]:
     nb = json.loads((lab.root / NOTEBOOK).read_text())
     return list(nb["cells"][index]["outputs"])
-
-
-def _shot(page: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / name), full_page=True)
 
 
 def _settled_text(nb: NotebookPage, index: int, seconds: float = 4.0) -> str:
@@ -151,7 +113,7 @@ def test_reopened_notebook_shows_dated_fallback_not_model_not_found(
         assert nb.output(PANEL_CELL).locator(".slurmlab-saved-output").count() == 0
 
         # kernel gone, page reloaded (a new kernel starts): the dated fallback, never "model not found"
-        _shut_kernel_down(lab)
+        assert lab.end_sessions(NOTEBOOK), "the notebook has no session to shut down"
         nb = NotebookPage(page, lab.url, lab.token, NOTEBOOK)
         shown = nb.output(PANEL_CELL).locator(".slurmlab-widget-output[data-slurmlab-output='saved']")
         shown.locator(f".slurmlab-saved-allocation[data-job='{job_id}']").wait_for(timeout=30_000)
@@ -162,9 +124,9 @@ def test_reopened_notebook_shows_dated_fallback_not_model_not_found(
         # slurmlab's fallback states its own age: no generic note above it
         assert shown.locator(".slurmlab-saved-note").count() == 0
         assert "42 items counted" in _settled_text(nb, HTML_CELL, seconds=0.5)
-        _shot(page, "saved-output-reopened.png")
+        screenshot(page, "saved-output-reopened.png")
     except BaseException:
-        _shot(page, "saved-output-failure.png")
+        screenshot(page, "saved-output-failure.png")
         raise
     finally:
         if job_id is not None:

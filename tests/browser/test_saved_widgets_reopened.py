@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import CHROMIUM, CHROMIUM_ARGS, Lab, require_browser, running_lab
-from notebook_driver import NotebookPage, write_notebook
+from labserver import Lab, chromium_page, notebook_lab, require_labextension, screenshot
+from notebook_driver import NotebookPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "build" / "screenshots"
 NOTEBOOK = "saved-widgets.ipynb"
 MODEL_NOT_FOUND = "model not found"
 CELLS = [
@@ -36,51 +32,20 @@ FORM_CELL, EXPLORER_CELL = 1, 3
 
 @pytest.fixture(scope="module")
 def lab(slurm_sandbox: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if not (REPO / "slurmlab" / "labextension" / "package.json").exists():
-        pytest.skip("the JupyterLab extension is not built: run `make labextension` (needs node and npm)")
-    require_browser()
-    base = tmp_path_factory.mktemp("lab")
-    (base / "root").mkdir()
-    write_notebook(base / "root" / NOTEBOOK, CELLS)
-    with running_lab(base, slurm_sandbox.env()) as server:
+    require_labextension()
+    with notebook_lab(tmp_path_factory.mktemp("lab"), slurm_sandbox.env(), {NOTEBOOK: CELLS}) as server:
         yield server
 
 
 @pytest.fixture
 def browser_page(lab: Lab) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser.new_page(viewport={"width": 1400, "height": 1400})
-        finally:
-            browser.close()
-
-
-def _api(lab: Lab, method: str, path: str) -> Any:
-    req = urllib.request.Request(
-        f"{lab.url}/api/{path}", method=method, headers={"Authorization": f"token {lab.token}"}
-    )
-    with urllib.request.urlopen(req, timeout=30) as res:
-        body = res.read()
-    return json.loads(body) if body else None
-
-
-def _shut_kernel_down(lab: Lab) -> None:
-    for s in [s for s in _api(lab, "GET", "sessions") if s["path"].endswith(NOTEBOOK)]:
-        _api(lab, "DELETE", f"sessions/{s['id']}")
-    assert not [s for s in _api(lab, "GET", "sessions") if s["path"].endswith(NOTEBOOK)]
+    with chromium_page(height=1400) as page:
+        yield page
 
 
 def _saved_html(lab: Lab, index: int) -> str:
     nb = json.loads((lab.root / NOTEBOOK).read_text())
     return "".join("".join(o.get("data", {}).get("text/html", "")) for o in nb["cells"][index]["outputs"])
-
-
-def _shot(page: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / name), full_page=True)
 
 
 def test_reopened_notebook_shows_the_form_and_explorer_as_saved_never_model_not_found(
@@ -97,7 +62,7 @@ def test_reopened_notebook_shows_the_form_and_explorer_as_saved_never_model_not_
         nb.output(EXPLORER_CELL).locator(
             ".slurmlab-widget-output[data-slurmlab-output='widget']"
         ).first.wait_for(timeout=30_000)
-        _shot(page, "saved-widgets-live.png")
+        screenshot(page, "saved-widgets-live.png")
         nb.save()
         deadline = time.monotonic() + 10
         while (
@@ -111,7 +76,7 @@ def test_reopened_notebook_shows_the_form_and_explorer_as_saved_never_model_not_
         assert "N GPUs 2" in _saved_html(lab, EXPLORER_CELL)
 
         # kernel gone, page reloaded: the saved forms, never the widget manager's error
-        _shut_kernel_down(lab)
+        lab.end_sessions(NOTEBOOK)
         nb = NotebookPage(page, lab.url, lab.token, NOTEBOOK)
         form = nb.output(FORM_CELL).locator(".slurmlab-saved-widget.slurmlab-saved-form")
         form.wait_for(timeout=30_000)
@@ -123,7 +88,7 @@ def test_reopened_notebook_shows_the_form_and_explorer_as_saved_never_model_not_
             assert MODEL_NOT_FOUND not in text and "VBox(" not in text, text
         assert "--gpus=2" in form.inner_text() and "re-run the cell" in form.inner_text()
         assert "N GPUs 2" in explorer.inner_text() and "salloc --no-shell" in explorer.inner_text()
-        _shot(page, "saved-widgets-reopened.png")
+        screenshot(page, "saved-widgets-reopened.png")
     except BaseException:
-        _shot(page, "saved-widgets-failure.png")
+        screenshot(page, "saved-widgets-failure.png")
         raise

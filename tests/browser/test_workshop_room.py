@@ -5,7 +5,8 @@ once (three browser contexts), each spawns a server and runs lesson 00's first c
 ``%slurm sandbox up --if-needed``, ``%sinfo``, copied from the student's own lesson) and takes one GPU with
 ``%salloc``; the teacher's page at ``/services/workshop/`` shows the three, their servers and their jobs; one
 student asks for a second GPU beyond the cap and sees why it waits in words in their notebook, and the teacher's
-page shows that student stuck on the cap. A student is refused the teacher's page. Then ``reset`` (no job, no
+page shows that student stuck on the cap; another runs a cell that raises, saves, and the teacher's page shows
+them stuck with the error of their last cell. A student is refused the teacher's page. Then ``reset`` (no job, no
 server left on the page) and ``down`` (the page is gone, no seat in ``/etc/passwd``, no view process).
 
 Marked ``serial``: it adds and removes Unix accounts. Screenshots: build/screenshots/room-*.
@@ -53,7 +54,10 @@ REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "build" / "screenshots"
 SEATS = ("student01", "student02", "student03")
 OVER = "student03"  # the one who goes over the cap
-NOTEBOOK = "room.ipynb"
+FAILING = "student02"  # the one whose last cell raises
+# in the lessons folder, where the teacher's view looks for each seat's newest notebook
+NOTEBOOK = "lessons/room.ipynb"
+RAISES = 'raise RuntimeError("the data is not there <yet>")'
 TRACEBACK = "Traceback (most recent call last)"
 CAP_WORDS = "your jobs already use the most GPUs (GRES) your QOS allows per user"
 
@@ -159,6 +163,7 @@ def _write_notebooks(shop: Any) -> int:
             *first,
             'a = %salloc --gpus=1 -t 10\na.wait("RUNNING", timeout=120)\nprint("granted", a.job_id)',
             "b = %salloc --new --gpus=1 -t 10\nb",  # a second GPU: beyond the seat's cap of 1
+            RAISES,  # run by one only: an error in their last cell
         ]
         path = home / NOTEBOOK
         write_notebook(path, cells)
@@ -227,6 +232,22 @@ def _students_at_work(
     return pages, notebooks
 
 
+def _stuck_on_an_error(teacher: Any, view: str, nb: NotebookPage, cell: int) -> None:
+    """A student's last cell raises: once JupyterLab saved the notebook, the teacher sees them stuck on it."""
+    shown = nb.run(cell, timeout=60)
+    assert "the data is not there" in shown, shown
+    nb.save()
+
+    def failing_stuck(p: Any) -> bool:
+        return "stuck" in (_row(p, FAILING).get_attribute("class") or "")
+
+    _reload_until(teacher, view, failing_stuck)
+    why = _row(teacher, FAILING).locator(".stuck-why")
+    assert "room.ipynb: RuntimeError: the data is not there <yet>" in why.inner_text(), why.inner_text()
+    assert "&lt;yet&gt;" in why.inner_html()  # the student's words, escaped
+    _shot(teacher, "4b-teacher-stuck-on-an-error")
+
+
 def test_three_students_and_their_teacher(room: dict[str, Any]) -> None:
     shop, url, view = room["shop"], room["shop"].hub().url, room["view"]
     assert view == f"{url}/services/workshop/"
@@ -278,6 +299,7 @@ def test_three_students_and_their_teacher(room: dict[str, Any]) -> None:
         assert CAP_WORDS in why and "QOSMaxGRESPerUser" in why, why
         assert all("stuck" not in (_row(teacher, n).get_attribute("class") or "") for n in SEATS[:2])
         _shot(teacher, "4-teacher-stuck")
+        _stuck_on_an_error(teacher, view, notebooks[FAILING], salloc + 2)
 
         # reset: every server stopped and every job of the class cancelled, as the page says
         with contextlib.redirect_stdout(io.StringIO()):

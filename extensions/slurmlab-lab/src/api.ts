@@ -97,7 +97,17 @@ export interface INodes extends IStamped {
   problems: IProblem[];
 }
 
-/** A cluster the server can show: its own Slurm or a slurmlab sandbox of this user. */
+/** The SSH link to a cluster on another machine. */
+export interface ILink {
+  url: string;
+  /** up; connecting (never up yet); down (since `since`, reconnecting); needs_login (connect it from a notebook) */
+  state: 'up' | 'connecting' | 'down' | 'needs_login';
+  /** When it was found down, in seconds since the epoch; null while up. */
+  since: number | null;
+  message: string | null;
+}
+
+/** A cluster the server can show: its own Slurm, a slurmlab sandbox of this user, or one over SSH. */
 export interface ICluster {
   id: string;
   name: string | null;
@@ -105,6 +115,8 @@ export interface ICluster {
   label: string;
   conf: string | null;
   own: boolean;
+  /** Only for a cluster over SSH. */
+  link?: ILink;
 }
 
 export interface IClusters extends IStamped {
@@ -124,6 +136,8 @@ export interface IStatus extends IStamped {
   user: string;
   error: string | null;
   error_kind: string | null;
+  /** While slow answers or Slurm's rate limit stretch the polls: who slows the updates, how often they come. */
+  slow: string | null;
 }
 
 /** One job with the whole model Slurm gave (jobs/ID). */

@@ -1,9 +1,9 @@
 /**
- * Which cluster the sidebar shows: the server lists the clusters it can see (its own Slurm and this user's
- * running slurmlab sandboxes); the choice belongs to the browser session (sessionStorage, so two tabs may
+ * Which cluster the sidebar shows: the server lists the clusters it can see (its own Slurm, this user's
+ * running slurmlab sandboxes and the clusters over SSH its settings name, each with its link's state); the choice belongs to the browser session (sessionStorage, so two tabs may
  * look at two clusters), and a `slurmlab-cluster=ID` query parameter of the lab's URL picks one at load.
  */
-import { ICluster, IClusters } from './api';
+import { ICluster, IClusters, ILink } from './api';
 import { el } from './dom';
 
 const STORAGE_KEY = 'slurmlab-cluster';
@@ -59,6 +59,35 @@ export function resolveChoice(
   };
 }
 
+function hhmm(seconds: number): string {
+  const at = new Date(seconds * 1000);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${two(at.getHours())}:${two(at.getMinutes())}`;
+}
+
+/** A link's state in a few words: up; connecting; down since HH:MM, reconnecting; needs a login. */
+export function linkWords(link: ILink): string {
+  switch (link.state) {
+    case 'up':
+      return 'link up';
+    case 'connecting':
+      return 'connecting';
+    case 'down':
+      return link.since !== null
+        ? `link down since ${hhmm(link.since)}, reconnecting`
+        : 'link down, reconnecting';
+    default:
+      return 'needs a login';
+  }
+}
+
+/** What the picker says for a cluster: its label, and over SSH its link's state. */
+export function pickerText(cluster: ICluster): string {
+  return cluster.link
+    ? `${cluster.label} (${linkWords(cluster.link)})`
+    : cluster.label;
+}
+
 /** Fill the picker with the server's clusters, `selected` chosen (kept as it is when nothing changed). */
 export function fillPicker(
   picker: HTMLSelectElement,
@@ -70,16 +99,21 @@ export function fillPicker(
     clusters.every(
       (c, i) =>
         picker.options[i].value === c.id &&
-        picker.options[i].textContent === c.label
+        picker.options[i].textContent === pickerText(c)
     );
   if (!same) {
     picker.replaceChildren();
     for (const cluster of clusters) {
-      const option = el('option', undefined, cluster.label);
+      const option = el('option', undefined, pickerText(cluster));
       option.value = cluster.id;
-      option.title = cluster.conf
-        ? `${cluster.label} (${cluster.conf})`
-        : cluster.label;
+      option.title = cluster.link
+        ? cluster.link.message || `${cluster.label} (${cluster.link.url})`
+        : cluster.conf
+          ? `${cluster.label} (${cluster.conf})`
+          : cluster.label;
+      if (cluster.link) {
+        option.dataset.link = cluster.link.state;
+      }
       picker.appendChild(option);
     }
   }

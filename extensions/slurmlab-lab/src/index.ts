@@ -26,6 +26,9 @@ import { installSavedOutputs } from './widgetfallback';
 // the queue view is made when its command runs; its module is small and shares sidebar.ts's helpers
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { QueuePanel } from './queueview';
+// every notebook's toolbar gets the item at its creation: why a kernel on a GPU node waits
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { kernelWaitPlugin } from './kernelwait';
 
 const PLUGIN_ID = 'slurmlab-lab:plugin';
 
@@ -194,4 +197,4 @@ const savedOutputs: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [plugin, savedOutputs];
+export default [plugin, savedOutputs, kernelWaitPlugin];

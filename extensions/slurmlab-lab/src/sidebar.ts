@@ -332,7 +332,9 @@ export function statusText(
     status.cluster_poll_interval_s !== status.poll_interval_s
       ? `my jobs every ${status.poll_interval_s}s, cluster every ${status.cluster_poll_interval_s}s`
       : `every ${status.poll_interval_s}s`;
-  return `${state} · ${version} · user ${status.user} · ${cadence}${stale}`;
+  // a rate-limiting or slow controller stretches the polls: the server says so, with the interval it keeps now
+  const slow = status.slow ? ` · ${status.slow}` : '';
+  return `${state} · ${version} · user ${status.user} · ${cadence}${slow}${stale}`;
 }
 
 export class SlurmSidebar extends Widget {

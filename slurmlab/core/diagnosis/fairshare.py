@@ -21,8 +21,10 @@ __all__ = [
     "FAIRSHARE_LEGEND",
     "ShareExplained",
     "explain_shares",
+    "gpu_time",
     "owned_by",
     "parents",
+    "share_story",
     "standing",
     "state_in_words",
     "usage_part",
@@ -167,6 +169,45 @@ def explain_shares(records: Sequence[ShareRecord], user: str) -> list[ShareExpla
             )
         )
     return out
+
+
+def gpu_time(minutes: float | None) -> str:
+    """Decayed GPU-minutes in words: ``"12 GPU-minutes"``, ``"3.2 GPU-hours"``, or "not accounted"."""
+    if minutes is None:
+        return "GPU time not accounted"
+    if minutes < 60:
+        return f"{minutes:.0f} GPU-minutes" if minutes >= 1 or minutes == 0 else "under 1 GPU-minute"
+    return f"{minutes / 60:.1f} GPU-hours"
+
+
+# past this many names a line of who used what reads as noise: the rest is counted
+_MEMBERS_SHOWN = 8
+
+
+def _members_line(records: Sequence[ShareRecord], account: ShareRecord | None, name: str, user: str) -> str:
+    members = [r for r in records if r.user is not None and r.account == name]
+    members.sort(key=lambda r: -(r.gpu_minutes or 0.0))
+    said = [
+        f"{'you' if r.user == user else r.user} {gpu_time(r.gpu_minutes)}" for r in members[:_MEMBERS_SHOWN]
+    ]
+    if len(members) > _MEMBERS_SHOWN:
+        said.append(f"{len(members) - _MEMBERS_SHOWN} others less")
+    total = gpu_time(account.gpu_minutes if account is not None else None)
+    return f"in account {name} lately (decayed): {', '.join(said)}; of the account's {total}"
+
+
+def share_story(records: Sequence[ShareRecord], user: str) -> list[str]:
+    """Fair-share told in words for ``user``, two lines per account they can charge: their FairShare and what it
+    means for when their jobs start, then who in that account used how much GPU time, of the account's total
+    (``records``: ``sshare --all``; with only the user's own lines, the account's other users are not named)."""
+    up = parents(records)
+    account_of = {(r.account, r.user): p for r, p in zip(records, up, strict=True)}
+    lines: list[str] = []
+    for mine in explain_shares(records, user):
+        factor = "?" if mine.fair_share is None else f"{mine.fair_share:.2f}"
+        lines.append(f"account {mine.account}: your FairShare {factor}: {mine.sentence}")
+        lines.append(_members_line(records, account_of.get((mine.account, user)), mine.account, user))
+    return lines
 
 
 # what each end (or current) state of a job means, in the words a newcomer needs; Slurm's word stays beside it

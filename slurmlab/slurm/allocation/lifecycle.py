@@ -435,9 +435,7 @@ class Allocation:
         """Seconds until the time limit ends the allocation (None while unknown or unlimited)."""
         if self.state != "RUNNING":
             return None
-        for src in (self.brief, self.job):
-            # a record read while the job pended (a poll just before its pushed grant) carries the scheduler's
-            # estimate of its end, not the end its time limit sets now
+        for src in (self.brief, self.job):  # not one read while pending: its end is the scheduler's estimate
             end = src.end_time if src is not None and src.state in HOLDING else None
             if end is not None:
                 return max(0.0, float(end.timestamp()) - (time.time() if now is None else now))

@@ -9,8 +9,9 @@ separate process that cancels what is still registered when this one dies withou
 A cancel is not final when ``scancel`` returns: slurmctld writes it to its StateSaveLocation only with its periodic
 state save (every 300 s, compiled in as PERIODIC_CHECKPOINT; a cancel does not ask for an earlier one), and a
 slurmctld killed before then starts again from the older state, where the job is RUNNING and holds its GPUs. So
-every job this process cancelled is followed (:class:`ReleaseFollower`, one ``squeue`` per round for all of them)
-until the controller has answered for :data:`RELEASE_SETTLE` seconds after the cancel; one that comes back is
+every job this process cancelled is followed (:class:`ReleaseFollower`, one ``squeue`` per round for all of them:
+the first :data:`FIRST_CHECK` seconds after a cancel, then every :data:`FOLLOW_INTERVAL` seconds) until the
+controller has answered for :data:`RELEASE_SETTLE` seconds after the cancel; one that comes back is
 cancelled again, and its allocation shows it (its state, and a note saying what happened). The guardian keeps the
 released entries meanwhile and looks at them once more if the kernel dies.
 """
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from slurmlab.slurm.runner import Runner
 
 __all__ = [
+    "FIRST_CHECK",
     "FOLLOW_INTERVAL",
     "CancelledJob",
     "LIVE",
@@ -56,8 +58,13 @@ __all__ = [
 log = logging.getLogger("slurmlab.slurm.allocation")
 
 # How often released jobs are looked at (one squeue for all of a cluster's): a job a restarted controller brought
-# back holds its GPUs at most this long before it is cancelled again.
-FOLLOW_INTERVAL = 10.0
+# back holds its GPUs at most this long (plus the restart) before it is cancelled again. The rounds go on for
+# RELEASE_SETTLE (5.5 minutes) after a cancel and each is a whole-queue listing on 22.05 (JOB_INFO +
+# PARTITION_INFO): every 10 s cost 33 listings after each cancel, every 30 s costs 12.
+FOLLOW_INTERVAL = 30.0
+# The first look after a cancel comes sooner (one round for every cancel made meanwhile): a cancel lost at once
+# (the controller restarting as it was sent) is redone within this, not FOLLOW_INTERVAL.
+FIRST_CHECK = 10.0
 # SIGTERM: `kill`, a batch system, JupyterLab's shutdown after its grace period; SIGHUP: a closed
 # terminal or ssh session. SIGINT belongs to ipykernel (it interrupts a cell) and is never touched.
 RELEASE_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -274,18 +281,26 @@ def _clock_text(wall: float | None) -> str:
 class ReleaseFollower:
     """Looks at the jobs this process cancelled until Slurm has saved each cancel; cancels again one that a
     controller restart brought back, and puts the truth in its allocation. One thread, started on demand, ends
-    when nothing is left to follow."""
+    when nothing is left to follow.
+
+    One round (one ``squeue`` per cluster) looks at every job followed. A cancel asks for a round within
+    ``first_check`` seconds unless one is due sooner, so cancels made close together share their first look;
+    after a round the next comes ``interval`` seconds later. ``first_check`` defaults to a third of ``interval``
+    (:data:`FIRST_CHECK` for the default :data:`FOLLOW_INTERVAL`)."""
 
     def __init__(
         self,
         *,
         interval: float = FOLLOW_INTERVAL,
+        first_check: float | None = None,
         settle: float = RELEASE_SETTLE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.interval = interval
+        self.first_check = interval * FIRST_CHECK / FOLLOW_INTERVAL if first_check is None else first_check
         self.settle = settle
         self.clock = clock
+        self._next_round: float | None = None  # clock() of the next round; None: none planned
         self._lock = threading.RLock()
         self._jobs: dict[tuple[str | None, str | None, str], _Released] = {}
         self._wake = threading.Event()
@@ -303,8 +318,12 @@ class ReleaseFollower:
         key = (alloc.runner.configuration(), alloc.runner.cluster, alloc.job_id or f"tag:{comment}")
         with self._lock:
             self._after_fork()
-            self._jobs[key] = _Released(alloc, alloc.job_id, comment or None, self.clock())
+            now = self.clock()
+            self._jobs[key] = _Released(alloc, alloc.job_id, comment or None, now)
             alloc.follow_release(True)
+            sooner = self._next_round is None or now + self.first_check < self._next_round
+            if sooner:
+                self._next_round = now + self.first_check
         if start:
             try:
                 self._loop.ensure_running()
@@ -312,6 +331,9 @@ class ReleaseFollower:
                 RuntimeError
             ):  # the interpreter is shutting down (release_all at exit): the guardian checks it
                 log.debug("slurmlab: released jobs not followed: the interpreter is shutting down")
+                return
+            if sooner:
+                self._wake.set()  # the thread waits for a later round: it waits for this one instead
 
     def following(self) -> list[str]:
         """The job ids followed (a submission given up: ``tag:<its tag>``)."""
@@ -328,21 +350,29 @@ class ReleaseFollower:
 
     def _run(self, stop: threading.Event) -> None:
         while not stop.is_set():
-            self._wake.wait(self.interval)
-            self._wake.clear()
             with self._lock:
                 if not self._jobs:
+                    self._next_round = None
                     stop.set()  # under the lock: a follow() now sees this thread ending and starts one
                     return
+                if self._next_round is None:
+                    self._next_round = self.clock() + self.first_check
+                wait = self._next_round - self.clock()
+            if wait > 0:
+                self._wake.wait(wait)  # woken early by a cancel that needs a sooner round, or by stop()
+                self._wake.clear()
+                continue
             try:
                 self.check_once()
             except Exception:  # the thread must outlive any round
                 log.exception("slurmlab: following released jobs failed; it goes on")
 
     def check_once(self) -> None:
-        """One round: per cluster, one squeue of this user's live jobs; a released job among them is back."""
+        """One round: per cluster, one squeue of this user's live jobs; a released job among them is back. The
+        next round comes ``interval`` seconds after this one."""
         with self._lock:
             self._after_fork()
+            self._next_round = self.clock() + self.interval
             groups: dict[tuple[str | None, str | None], list[_Released]] = {}
             for (conf, cluster, _), rel in self._jobs.items():
                 groups.setdefault((conf, cluster), []).append(rel)

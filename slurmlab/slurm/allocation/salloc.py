@@ -74,10 +74,11 @@ HOLD_COMMAND = ("sh", "-c", "exec cat >/dev/null 2>&1")
 _HOLDING: weakref.WeakSet[SallocProcess] = weakref.WeakSet()
 
 
-def holding_argv(argv: Sequence[str]) -> list[str]:
+def holding_argv(argv: Sequence[str], hold_command: Sequence[str] = HOLD_COMMAND) -> list[str]:
     """The salloc that holds its allocation while this process lives: ``argv`` (:func:`.request.salloc_argv`)
-    without ``--no-shell``, running :data:`HOLD_COMMAND`."""
-    return [a for a in argv if a != "--no-shell"] + list(HOLD_COMMAND)
+    without ``--no-shell``, running :data:`HOLD_COMMAND` (over SSH, the link's lease holder: a link that drops
+    must not end the hold, see :mod:`slurmlab.slurm.ssh.lease`)."""
+    return [a for a in argv if a != "--no-shell"] + list(hold_command)
 
 
 def _close_held_pipes_in_child() -> None:
@@ -127,7 +128,8 @@ class SallocProcess:
     ) -> None:
         self.runner = runner
         self.hold = hold
-        self.argv = holding_argv(argv) if hold else list(argv)
+        held = runner.ssh.hold_command() if hold and runner.ssh is not None else HOLD_COMMAND
+        self.argv = holding_argv(argv, held) if hold else list(argv)
         self.messages: list[str] = messages if messages is not None else []
         self.proc: subprocess.Popen[str] | None = None
         self._on_job_id = on_job_id
@@ -253,6 +255,8 @@ class SallocProcess:
         proc = self.proc
         if proc is None or proc.poll() is not None:
             return
+        if self.hold and self.runner.ssh is not None:  # the remote holder ends salloc there, unreleased
+            self.runner.ssh.let_go(self.argv)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)  # the runner started it in its own session: cat goes too
         with contextlib.suppress(subprocess.TimeoutExpired):

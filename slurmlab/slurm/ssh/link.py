@@ -40,6 +40,7 @@ from slurmlab.errors import ControllerDownError, SlurmlabError
 from slurmlab.slurm.job_environment import READER_FAMILIES, READER_SETTINGS
 from slurmlab.slurm.ssh import askpass as ssh_askpass
 from slurmlab.slurm.ssh import relay as ssh_relay
+from slurmlab.slurm.ssh.lease import DEFAULT_LEASE, LeaseKeeper, holder_argv
 
 __all__ = [
     "QUOTING_PROBE",
@@ -184,7 +185,8 @@ class SshLink:
 
     ``options``: extra ``-o NAME=VALUE`` for ssh (a test's ``UserKnownHostsFile``, ``IdentityFile``);
     ``config``: an ssh_config file in place of ``~/.ssh/config``; ``ask``: how a prompt (passphrase, password,
-    one-time code) is answered, by default a password field in the notebook.
+    one-time code) is answered, by default a password field in the notebook; ``lease``: how many seconds the
+    link may stay down before the cluster releases the allocations held over it (:mod:`.lease`).
     """
 
     target: SshTarget
@@ -192,6 +194,7 @@ class SshLink:
     config: str | None = None
     ask: Ask = field(default=ask_in_notebook, compare=False, repr=False)
     ssh: str = "ssh"
+    lease: float = field(default=DEFAULT_LEASE, compare=False)
     _folder: Path | None = field(default=None, init=False, repr=False, compare=False)
     # the login's uid and name on the cluster (its `id`), learnt at connect: whose jobs are "mine" there
     remote_user: tuple[int, str] | None = field(default=None, init=False, repr=False, compare=False)
@@ -201,6 +204,7 @@ class SshLink:
     _given_up: str | None = field(default=None, init=False, repr=False, compare=False)  # why, in words
     _closed: bool = field(default=False, init=False, repr=False, compare=False)  # disconnect() was asked
     _state: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    _leases: LeaseKeeper | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def to(cls, url: str, **kwargs: object) -> SshLink:
@@ -280,6 +284,45 @@ class SshLink:
         :mod:`slurmlab.slurm.ssh.relay` runs ssh and turns SIGINT/SIGTERM/SIGHUP into a remote ``kill``."""
         name = uuid.uuid4().hex
         return ssh_relay.relay_argv(self.command(argv, env, pid_name=name), [*self.kill_command(name), name])
+
+    # ---- the lease of held allocations (see :mod:`.lease`) -------------------------------------------
+    def hold_command(self) -> list[str]:
+        """The remote command a held salloc runs over this link: it releases the job when the link stays down
+        past :attr:`lease` with no kernel to renew it, and at once when the kernel lets go over a working link."""
+        with self._state:
+            if self._leases is None:
+                self._leases = LeaseKeeper(self.lease, self._run_quietly)
+            keeper = self._leases
+        return holder_argv(keeper.new(), self.lease)
+
+    def let_go(self, held_argv: Sequence[str]) -> bool:
+        """The held salloc running ``held_argv`` is let go on purpose (a detach): the job must outlive salloc and
+        the lease (:meth:`.lease.LeaseKeeper.let_go`); False when the link could not say so to the cluster."""
+        keeper = self._leases
+        try:
+            return keeper.let_go(held_argv) if keeper is not None else True
+        except (
+            OSError,
+            subprocess.SubprocessError,
+            SlurmlabError,
+        ):  # no ssh, its folder gone: not said there
+            return False
+
+    def lease_words(self) -> str | None:
+        """When the cluster releases what this link's leases hold, if the link stays down (None: nothing held)."""
+        keeper = self._leases
+        return keeper.words() if keeper is not None else None
+
+    def _run_quietly(self, argv: Sequence[str]) -> subprocess.CompletedProcess[bytes] | None:
+        if self._closed:
+            return None
+        return subprocess.run(
+            self.command(argv),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=CONNECT_TIMEOUT * 3,
+            env=self.environ(os.environ),
+        )
 
     def environ(self, base: Mapping[str, str]) -> dict[str, str]:
         """The local environment of ssh: prompts go to :mod:`slurmlab.slurm.ssh.askpass`, never a terminal."""
@@ -391,8 +434,10 @@ class SshLink:
                         target=self._reconnect, name="slurmlab-ssh-reconnect", daemon=True
                     )
                     self._reconnecting.start()
+        lease = self.lease_words()
         return SshLinkError(
-            f"the link to {self.target.url()} is down since {since}; {state}",
+            f"the link to {self.target.url()} is down since {since}; {state}"
+            + (f"; {lease}" if lease else ""),
             hint="jobs on the cluster were not touched and are watched again once it is back; to connect "
             f"again yourself: %slurm use {self.target.url()}",
         )
@@ -449,6 +494,9 @@ class SshLink:
     def _back_up(self) -> None:
         with self._state:
             self.down_since, self._given_up = None, None
+            keeper = self._leases
+        if keeper is not None:
+            keeper.poke()  # the leases renewed at once: the time the link was down is not counted against them
 
     def _check_quoting(self) -> None:
         """The probe word comes back intact; in the same round trip, who the login is there (``id``)."""
@@ -506,17 +554,24 @@ class SshLink:
 
     def settings(self) -> dict[str, object]:
         """What recreates this link in another process (the guardian): no secret, only where and how."""
-        return {"url": self.target.url(), "options": dict(self.options), "config": self.config}
+        return {
+            "url": self.target.url(),
+            "options": dict(self.options),
+            "config": self.config,
+            "lease": self.lease,
+        }
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, object]) -> SshLink | None:
         url, options, config = settings.get("url"), settings.get("options"), settings.get("config")
+        lease = settings.get("lease")
         if not isinstance(url, str):
             return None
         return cls(
             SshTarget.parse(url),
             options={str(k): str(v) for k, v in options.items()} if isinstance(options, dict) else {},
             config=config if isinstance(config, str) else None,
+            lease=float(lease) if isinstance(lease, (int, float)) and lease > 0 else DEFAULT_LEASE,
         )
 
 

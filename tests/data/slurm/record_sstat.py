@@ -12,27 +12,26 @@ Slurm does not know.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from slurmlab.core.slurm.sstat import SSTAT_FIELDS
-from slurmlab.sandbox import Sandbox
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2] / "scripts"))  # _recording: what the recorders share
+
+from _recording import sandbox, scratch, version_parser, write_commands  # noqa: E402
+
+from slurmlab.core.slurm.sstat import SSTAT_FIELDS  # noqa: E402
+from slurmlab.sandbox import Sandbox  # noqa: E402
+
 FORMAT = f"--format={','.join(SSTAT_FIELDS)}"
 BUSY = "import time\nt = time.time()\nwhile time.time() - t < 40: pass"
 
 
-def main(version: str) -> int:
-    out = HERE / version / "sstat"  # apart from the outputs `slurmlab parse` reads
-    out.mkdir(exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="slsb-sstat-", dir="/tmp"))
-    base.chmod(0o711)
-    sb = Sandbox.up(profile="seed", nodes=2, directory=base / "sb", accounting=True)
+def record(sb: Sandbox, out: Path) -> list[str]:
+    """The scenes into ``out``; the commands they ran, as sstat_commands.txt lists them."""
     env = {**os.environ, **sb.env()}
     listed: list[str] = []
 
@@ -72,16 +71,24 @@ def main(version: str) -> int:
             "999999",
             FORMAT,
         )
-        (out / "sstat_commands.txt").write_text("\n".join(listed) + "\n")
+        write_commands(out, listed, name="sstat_commands.txt")
         run("scancel", jid)
     finally:
         if busy is not None:
             busy.kill()
-        sb.down()
-        shutil.rmtree(base, ignore_errors=True)
+    return listed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    epilog = "It starts its own sandbox (minutes) and writes over the files of the same names."
+    version = version_parser(__doc__, "sstat", epilog).parse_args(argv).version
+    out = HERE / version / "sstat"  # apart from the outputs `slurmlab parse` reads
+    out.mkdir(exist_ok=True)
+    with scratch("slsb-sstat-") as base, sandbox("seed", base / "sb", nodes=2, accounting=True) as sb:
+        listed = record(sb, out)
     print("\n".join(listed))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main())

@@ -7,12 +7,14 @@ a user's server: the kernel is a child of the job's batch step, with the job's w
 its GPUs' ``CUDA_VISIBLE_DEVICES``, ``SLURM_GPUS``, ...) and inside its process tree. The job runs until the lessons
 are done (its time limit is generous); what each lesson did is read back from a file the job writes.
 
-The sandbox tier runs lessons 00 and 01 (the quickstart's ``%salloc``/``%srun``, and the requests of lesson 01)
-from a batch job, and lesson 00 from ``salloc``'s command (a kernel started in an interactive allocation);
-lessons 02-08 (about a minute more) from a batch job are marked ``lessons``, as tests/integration/notebook/
-test_lessons.py is (the Slurm roots' runs leave them out). On the code before issue 29's points 2 and 3, lesson 00
-broke in both shapes: its exercise's step asked for the surrounding job's 2 GPUs in a 1-GPU allocation ("srun:
-error: Step requested gres=gpu:2 is more than the job's gres=gpu:1").
+Lesson 00 (the quickstart's ``%salloc``/``%srun``) runs from ``salloc``'s command (a kernel started in an
+interactive allocation) everywhere. The whole course, 00 to the last lesson, runs from one batch job, marked
+``lessons`` as tests/integration/notebook/test_lessons.py is (the Slurm roots' runs leave them out and execute the
+lessons in the demo; there the batchspawner shape is tests/browser/test_hub_session.py's: ``%salloc`` and a step
+in a hub server's job). That one job used to be two, lessons 00-01 and 02-08, each with its own submission,
+driver start and wait for the job to leave the queue: about a minute of ``make test``. On the code before issue
+29's points 2 and 3, lesson 00 broke in both shapes: its exercise's step asked for the surrounding job's 2 GPUs in
+a 1-GPU allocation ("srun: error: Step requested gres=gpu:2 is more than the job's gres=gpu:1").
 """
 
 from __future__ import annotations
@@ -122,28 +124,31 @@ def _assert_all_ran(found: list[Any], job_id: str) -> None:
     assert not failed, "lessons that broke inside job " + job_id + ":\n" + "\n".join(failed)
 
 
-@pytest.mark.parametrize(("shape", "numbers"), [("sbatch", ["00", "01"]), ("salloc", ["00"])])
-def test_lessons_run_unchanged_with_the_kernel_inside_a_job(
-    slurm_sandbox: Any, tmp_path: Path, shape: str, numbers: list[str]
+def _assert_the_kernel_knew_its_job(found: list[Any], job_id: str) -> None:
+    # lesson 00's `%slurm sandbox up --if-needed` named the job first (Allocation.own), with the GPUs it was given
+    assert found[0]["lesson"].startswith("00"), found[0]["lesson"]
+    assert f"this session: job {job_id} on node1, 2 × " in found[0]["shown"], found[0]["shown"][-2000:]
+
+
+def test_lesson_00_runs_unchanged_with_the_kernel_inside_an_interactive_allocation(
+    slurm_sandbox: Any, tmp_path: Path
 ) -> None:
     before = _jobs(slurm_sandbox)
-    job_id, found = _lessons_inside_a_job(slurm_sandbox, tmp_path, numbers, minutes=20, shape=shape)
+    job_id, found = _lessons_inside_a_job(slurm_sandbox, tmp_path, ["00"], minutes=20, shape="salloc")
     _assert_all_ran(found, job_id)
-    # the kernel knew where it ran: lesson 00's `%slurm sandbox up --if-needed` named the job first
-    # (Allocation.own), with the GPUs the job was given
-    assert f"this session: job {job_id} on node1, 2 × " in found[0]["shown"], found[0]["shown"][-2000:]
+    _assert_the_kernel_knew_its_job(found, job_id)
     assert not _left(slurm_sandbox, before), "a job was left: the lessons' or the one they ran in"
 
 
 @pytest.mark.lessons
-def test_the_rest_of_the_course_runs_unchanged_with_the_kernel_inside_a_job(
+@pytest.mark.timeout(900)  # every lesson in one job: several minutes on a loaded machine
+def test_the_course_runs_unchanged_with_the_kernel_inside_a_batch_job(
     slurm_sandbox: Any, tmp_path: Path
 ) -> None:
-    # lessons 00 and 01 run in the test above, in every make test
-    numbers = sorted(
-        p.name[:2] for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb") if p.name[:2] not in ("00", "01")
-    )
+    numbers = sorted(p.name[:2] for p in NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
+    assert numbers[:2] == ["00", "01"], numbers
     before = _jobs(slurm_sandbox)
     job_id, found = _lessons_inside_a_job(slurm_sandbox, tmp_path, numbers, minutes=60)
     _assert_all_ran(found, job_id)
+    _assert_the_kernel_knew_its_job(found, job_id)
     assert not _left(slurm_sandbox, before), "a job was left: the lessons' or the one they ran in"

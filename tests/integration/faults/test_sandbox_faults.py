@@ -369,7 +369,7 @@ def test_a_cancel_lost_in_a_controller_crash_is_sent_again_and_the_allocation_sa
     from slurmlab.slurm.poller import JobPoller
     from slurmlab.widgets.panel import panel_html
 
-    follower = allocation_release.ReleaseFollower(interval=1.0)  # every second here; 10 s by default
+    follower = allocation_release.ReleaseFollower(interval=1.0)  # every second here; 30 s by default
     monkeypatch.setattr(allocation_release.LIVE, "follower", follower)
     r = sb.runner(timeout=10)
     poller = JobPoller(r, interval=0.5)

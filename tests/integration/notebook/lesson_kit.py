@@ -153,3 +153,32 @@ def assert_released(sandbox: Any, before: set[str], timeout: float = 30) -> None
     while squeue_ids(sandbox) - before and time.monotonic() < deadline:
         time.sleep(0.5)
     assert squeue_ids(sandbox) <= before, squeue_ids(sandbox) - before
+
+
+def fair_share_said(lesson: LessonCells, sandbox: Any) -> str:
+    """What lesson 09's story cell told, held to what Slurm itself says on ``sandbox``: with accounting, one
+    "your FairShare" line for each account ``sshare`` gives this user, and the class's GPU time line under it;
+    without, the words that say fair-share does not order jobs here and how to turn it on. The story's text."""
+    story = cell_text(lesson.cell("story = %sshare --class"))
+    assert "Error" not in story and "Traceback" not in story, story
+    mine = sandbox.runner().run(
+        ["sshare", "--parsable2", "--noheader", "--format=Account,User,FairShare"], check=False
+    )
+    accounts = {
+        line.split("|")[0].strip()
+        for line in mine.stdout.splitlines()
+        if line.count("|") == 2 and line.split("|")[1]
+    }
+    if mine.returncode == 0 and accounts:
+        said = re.findall(r"^account (\S+): your FairShare ([0-9.]+): ", story, re.M)
+        assert {a for a, _ in said} == accounts, (said, mine.stdout)
+        assert all(0 <= float(f) <= 1 for _, f in said), said
+        assert all(f"in account {a} lately (decayed): you " in story for a in accounts), story
+        assert "fair-share factor: 0 to 1" in cell_text(lesson.cell("if story.accounting:"))
+    else:
+        assert story.startswith("this cluster keeps no accounting: fair-share does not order jobs here"), (
+            story
+        )
+        assert "--accounting" in story, story
+        assert "no fair-share table here" in cell_text(lesson.cell("if story.accounting:"))
+    return story

@@ -1,7 +1,7 @@
 """Every workshop lesson (``notebooks/NN-*.ipynb``) runs top to bottom against the test session's sandbox, in
 order, with nbclient and a real kernel: no error output, the one deliberate mistake a short UsageError, every
 hidden check cell passing, an exercise in every lesson, and every job it made released (``assert_course_shape``).
-Lessons 00-04 are also held to their topic here (what Slurm itself says about the jobs they made, read while they
+Lessons 00-04 and 09 are also held to their topic here (what Slurm itself says about the jobs they made, read while they
 ran); lessons 05-08 run once, in test_lessons_05_08.py, which holds them to the same shape and to their topic."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from lesson_kit import (
     assert_course_shape,
     cell_stderr,
     cell_text,
+    fair_share_said,
     parse_grants,
     run_notebook,
     squeue_ids,
@@ -275,10 +276,18 @@ def _mig(lesson: Lesson, sandbox: Any) -> None:
         assert not (sandbox.directory.parent / "h200-mig" / "state.json").exists()
 
 
+def _fair_share(lesson: Lesson, sandbox: Any) -> None:
+    """The session's sandbox keeps accounting where slurmdbd and MariaDB are installed (with no GPU caps): the
+    story is then Slurm's own sshare in words; without, it says so. The capped and the accounting-off runs are in
+    test_lesson_09_fair_share.py."""
+    fair_share_said(lesson, sandbox)
+
+
 TOPICS: dict[str, Callable[[Lesson, Any], None]] = {
     "00-quickstart": _quickstart,
     "01-requesting-gpus": _requesting,
     "02-sharing-a-gpu": _sharing,
     "03-topology": _topology,
     "04-mig": _mig,
+    "09-fair-share": _fair_share,
 }

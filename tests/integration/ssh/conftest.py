@@ -1,7 +1,7 @@
 """A real OpenSSH server on 127.0.0.1 in front of a sandbox, for a second Unix user.
 
 The server is the plugin's session fixture ``loopback_sshd`` (:mod:`slurmlab.testing.loopback_sshd`: its own
-host key, a free loopback port, the user ``slurmlabssh`` by key and keyboard-interactive). Here: a sandbox that
+host key, a free loopback port, the session's user ``slurmlabssh<pid>`` by key and keyboard-interactive). Here: a sandbox that
 admits that user, and a runner that drives it over a connected master.
 """
 

@@ -28,7 +28,7 @@ from slurmlab.slurm.poller import JobPoller
 from slurmlab.slurm.runner import Runner
 from slurmlab.slurm.ssh import SshLinkError
 from slurmlab.slurm.steps import end_step
-from slurmlab.testing.loopback_sshd import resume_sshd, stop_sshd
+from slurmlab.testing.loopback_sshd import resume_sshd, session_user, stop_sshd
 
 pytestmark = pytest.mark.sandbox
 
@@ -63,7 +63,7 @@ def _wait_state(runner: Runner, job: str, state: str, timeout: float = 60.0) -> 
 @pytest.fixture
 def clean_queue(ssh_sandbox: Any) -> Iterator[Any]:
     yield ssh_sandbox
-    _local(ssh_sandbox).run(["scancel", "--user", "slurmlabssh"], check=False)
+    _local(ssh_sandbox).run(["scancel", "--user", session_user()], check=False)
 
 
 def test_squeue_and_sinfo_over_ssh_equal_the_local_ones(ssh_runner: Runner, clean_queue: Any) -> None:
@@ -80,7 +80,7 @@ def test_squeue_and_sinfo_over_ssh_equal_the_local_ones(ssh_runner: Runner, clea
         local.run(["sinfo", "-h", "-o", "%P|%N"]).stdout
     )
     # the job belongs to the ssh user: it was submitted there, not here
-    assert local.run(["squeue", "-h", "-j", job, "-o", "%u"]).stdout.strip() == "slurmlabssh"
+    assert local.run(["squeue", "-h", "-j", job, "-o", "%u"]).stdout.strip() == session_user()
 
 
 def test_hostile_words_reach_the_remote_side_intact(ssh_runner: Runner, clean_queue: Any) -> None:
@@ -135,7 +135,7 @@ def test_keyboard_interactive_asks_the_caller_and_writes_the_answer_nowhere(
     try:
         assert prompts and "Password" in prompts[0], prompts
         runner = Runner(slurm_conf=str(ssh_sandbox.conf_path), ssh=link)
-        assert runner.run(["whoami"]).stdout.strip() == "slurmlabssh"
+        assert runner.run(["whoami"]).stdout.strip() == session_user()
         # one login, then sessions on the same connection: no second prompt
         runner.run(["sinfo", "-h", "-o", "%P"])
         assert len(prompts) == 1
@@ -226,8 +226,9 @@ def test_salloc_and_srun_magics_over_ssh(
     try:
         alloc = shell.run_line_magic("salloc", "-N 1 -t 5 --gpus=1")
         alloc.wait("RUNNING", timeout=120)
-        assert _local(clean_queue).run(["squeue", "-h", "-j", alloc.job_id, "-o", "%u"]).stdout.strip() == (
-            "slurmlabssh"
+        assert (
+            _local(clean_queue).run(["squeue", "-h", "-j", alloc.job_id, "-o", "%u"]).stdout.strip()
+            == session_user()
         )
         capsys.readouterr()
         shell.run_line_magic("srun", "hostname")
@@ -236,7 +237,7 @@ def test_salloc_and_srun_magics_over_ssh(
         shell.run_line_magic("srun", "printenv SLURM_JOB_ID SLURMD_NODENAME USER")
         node = _local(clean_queue).run(["squeue", "-h", "-j", alloc.job_id, "-o", "%N"]).stdout.strip()
         out = capsys.readouterr()
-        assert out.out.split() == [alloc.job_id, node, "slurmlabssh"], out
+        assert out.out.split() == [alloc.job_id, node, session_user()], out
     finally:
         for made in session.allocations:
             try:

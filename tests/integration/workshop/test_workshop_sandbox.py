@@ -232,8 +232,56 @@ def test_the_hub_spawns_a_seat_as_the_teacher_locked_it_in_the_class_reservation
         assert "Reservation=workshop" in job
         assert re.search(r"gres/gpu=1\b", job) and "gres/gpu=4" not in job
         assert "TimeLimit=01:00:00" in job  # a prefilled field is the student's to change
+        # the lessons' own jobs, submitted from the student's server by slurmlab's runner, run in it too
+        env = _server_environment("student01", job_id)
+        jobs = _submit_from(shop, "student01", env)
+        found = shop.runner().run(["squeue", "-h", "-j", ",".join(jobs), "-o", "%i %v"], timeout=20).stdout
+        shop.runner().run(["scancel", *jobs], timeout=20, check=False)
+        assert sorted(found.split()) == sorted([*jobs, "workshop", "workshop"]), (found, env)
     finally:
         hub.stop_server("student01")
+
+
+def _server_environment(name: str, job_id: str) -> dict[str, str]:
+    """The environment of ``name``'s single-user server (its job's step), as the hub's spawner gave it."""
+    uid = pwd.getpwnam(name).pw_uid
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if not entry.name.isdigit() or entry.stat().st_uid != uid:
+                continue
+            pairs = (entry / "environ").read_bytes().split(b"\0")
+            env = dict(p.decode(errors="replace").split("=", 1) for p in pairs if b"=" in p)
+            if env.get("SLURM_JOB_ID") == job_id and "JUPYTERHUB_API_TOKEN" in env:
+                return env
+    raise AssertionError(f"no process of {name}'s server (job {job_id}) found")
+
+
+# what a lesson's cell does through slurmlab: a batch job and an allocation (--immediate: never wait for nodes
+# the reservation holds, were the job not in it); prints their ids
+_SUBMIT = """
+import re
+from slurmlab.slurm.runner import Runner
+runner = Runner()
+batch = runner.run(["sbatch", "--parsable", "--time=2", "--output=/dev/null", "--wrap=sleep 120"], timeout=30)
+alloc = runner.run(["salloc", "--no-shell", "--time=2", "--immediate=30"], timeout=60)
+print(batch.stdout.strip().split(";")[0], re.search(r"allocation (\\d+)", alloc.stderr).group(1))
+"""
+
+
+def _submit_from(shop: Any, name: str, env: dict[str, str]) -> list[str]:
+    """Run :data:`_SUBMIT` as ``name`` with ``env`` (the server's: inside its job, as a kernel is); the ids."""
+    python = shop.hub().settings["python"]
+    runuser = shutil.which("runuser") or "runuser"
+    res = subprocess.run(
+        [runuser, "-u", name, "--", python, "-c", _SUBMIT],
+        env=env,
+        cwd=shop.home(name),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res.stdout.split()
 
 
 def test_a_second_class_with_the_same_names_is_refused_with_words(workshop: dict[str, Any]) -> None:

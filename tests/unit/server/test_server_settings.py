@@ -49,3 +49,26 @@ def test_a_bad_interval_says_where_to_set_it(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(SlurmlabError) as err:
         setting({}, "slurmlab_cluster_poll_interval", "SLURMLAB_CLUSTER_POLL_INTERVAL", 60)
     assert "c.SlurmlabServer.cluster_poll_interval" in (err.value.hint or "")
+
+
+def test_each_intervals_help_says_what_it_polls_and_what_that_costs_the_controller() -> None:
+    """Admins size the intervals by their cost to slurmctld (issue 27): the help an admin reads (``jupyter server
+    --help-all``, docs/admin.md) names the commands each poll runs and their RPCs, and where the own listing is
+    folded into the whole one (22.05) or no RPC is sent at all (the host's shared poll, an idle sidebar)."""
+    import re
+
+    from slurmlab.server.extension import SlurmlabServer
+    from slurmlab.server.jobtracker import BRIEF_QUEUE_ARGV, my_queue_argv
+    from slurmlab.server.nodetracker import NODE_BRIEF_ARGV
+
+    traits = SlurmlabServer.class_traits(config=True)
+    own, whole, idle = (
+        traits[name].help for name in ("poll_interval", "cluster_poll_interval", "idle_after")
+    )
+    assert "squeue -u UID" in own and my_queue_argv(1000)[4] == "-u"  # what the own poll runs
+    assert BRIEF_QUEUE_ARGV[0] in whole and " ".join(a for a in NODE_BRIEF_ARGV[:3] if a != "-h") in whole
+    for help_text in (own, whole):
+        assert re.search(r"\b\d+ RPCs\b", help_text), help_text
+        assert "22.05" in help_text  # where a listing of one user's jobs costs a whole one
+    assert "shared poll" in own
+    assert re.search(r"\b0 RPCs\b", idle), idle

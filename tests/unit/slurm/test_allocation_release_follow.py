@@ -16,8 +16,9 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.allocation import release as allocation_release
 from slurmlab.slurm.allocation.release import ReleaseFollower
+from slurmlab.slurm.guardian import RELEASE_SETTLE
 from slurmlab.slurm.poller import JobUpdate
 from slurmlab.slurm.runner import Runner
 from slurmlab.widgets.panel import panel_html
@@ -77,9 +79,14 @@ class _Watch:
 class _Poller:
     """Records what the allocation asks of the shared poller; the test hands the updates over itself."""
 
+    slow_words = None  # not held back by a rate limit
+
     def __init__(self) -> None:
         self.watches: list[_Watch] = []
         self.pokes = 0
+
+    def is_pushed(self, job_id: str) -> bool:
+        return False  # polled: no salloc of this process hears of the job
 
     def watch(self, job_id: str, callback: Any) -> _Watch:
         self.watches.append(_Watch(self, job_id))
@@ -196,6 +203,93 @@ def test_one_squeue_per_round_follows_every_released_job_of_a_cluster(
     follower.check_once()
     assert follower.rounds == 2 and len(_calls(tmp_path, "squeue")) == 2
     assert sorted(follower.following()) == ["401", "402", "403"]
+
+
+class _NoThread:
+    """Stands for the follower's thread: the test runs its loop itself, on the simulated clock."""
+
+    def ensure_running(self) -> None: ...
+
+    def stop(self, wake: object, timeout: float) -> None: ...
+
+
+class _SimulatedWait:
+    """The follower's wake event on a simulated clock: a wait moves the clock on by its timeout, and the loop is
+    told to stop once the clock reaches ``until``. ``rounds_at`` records the clock at each squeue."""
+
+    def __init__(
+        self, clock: FakeClock, until: float, stop: threading.Event, squeues: Callable[[], int]
+    ) -> None:
+        self.clock, self.until, self.stop, self.squeues = clock, until, stop, squeues
+        self.rounds_at: list[float] = []
+        self._seen = squeues()
+
+    def _note_rounds(self) -> None:
+        now = self.squeues()
+        self.rounds_at += [self.clock.now] * (now - self._seen)
+        self._seen = now
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self._note_rounds()
+        self.clock.now = min(self.clock.now + (timeout or 0.0), self.until)
+        if self.clock.now >= self.until:
+            self.stop.set()
+        return False
+
+    def set(self) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+def test_the_minute_after_cancelling_many_allocations_costs_two_squeues(tmp_path: Path) -> None:
+    """The follower's cost (issue 27): 51 allocations cancelled within 5 s, then the follower's own loop on a
+    simulated clock. A round looks at every job; the first comes within FIRST_CHECK of the first cancel, the
+    next FOLLOW_INTERVAL later, and the follow ends once RELEASE_SETTLE has passed since the last cancel. The
+    old cadence (a round every 10 s) made 6 squeues in that minute and 33 in all."""
+    clock = FakeClock()
+    follower = ReleaseFollower(clock=clock)  # the defaults: the cadence a kernel has
+    follower._loop = _NoThread()  # type: ignore[assignment]
+    runner, poller = _stand_ins(tmp_path), _Poller()
+    start = clock.now
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(allocation_release.LIVE, "follower", follower)
+        for j in range(501, 552):
+            alloc = Allocation(
+                str(j),
+                runner=runner,
+                poller=poller,  # type: ignore[arg-type]
+                tag=f"slurmlab:h:1:{j}",
+                release_at_exit=False,
+            )
+            alloc.cancel()
+            clock.now += 0.1
+    assert len(_calls(tmp_path, "scancel")) == 51 and len(follower.following()) == 51
+
+    def squeues() -> int:
+        return len(_calls(tmp_path, "squeue"))
+
+    stop = threading.Event()
+    wake = _SimulatedWait(clock, start + 60, stop, squeues)
+    follower._wake = wake  # type: ignore[assignment]
+    follower._run(stop)
+    wake._note_rounds()
+    assert squeues() == 2, f"squeues at {[t - start for t in wake.rounds_at]} s after the first cancel"
+    first = wake.rounds_at[0] - start
+    assert first <= allocation_release.FIRST_CHECK  # soon after the first cancel, once for all of them
+    assert wake.rounds_at[1] - wake.rounds_at[0] == allocation_release.FOLLOW_INTERVAL
+    assert len(follower.following()) == 51  # answered, but too soon after the cancels to be saved
+
+    # on to the end: the follow stops by itself once Slurm has saved the last cancel
+    stop = threading.Event()
+    wake = _SimulatedWait(clock, start + 3600, stop, squeues)
+    follower._wake = wake  # type: ignore[assignment]
+    follower._run(stop)
+    assert (
+        follower.following() == [] and clock.now < start + 3600
+    )  # it ended for want of jobs, not at the hour
+    last_cancel = start + 5.0
+    assert clock.now - last_cancel >= RELEASE_SETTLE
+    assert squeues() <= 13
 
 
 def test_another_job_with_the_released_id_is_left_alone(tmp_path: Path, follower: ReleaseFollower) -> None:

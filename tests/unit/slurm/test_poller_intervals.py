@@ -19,41 +19,11 @@ from slurmlab.slurm.poller import JobPoller, JobUpdate
 from slurmlab.testing import FakeRunner
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def B(job_id: int, state: str, reason: str | None = None) -> JobBrief:
-    return JobBrief(
-        display_id=str(job_id),
-        job_id=job_id,
-        array_job_id=None,
-        array_task=None,
-        state=state,
-        reason=reason,
-        start_time=None,
-        end_time=None,
-        time_limit=None,
-        time_left=0,
-        time_used=None,
-        num_nodes=None,
-        nodelist="",
-        nodes=(),
-        partition=None,
-        user=None,
-        tres_per_node=(),
-    )
-
-
 class Source:
-    """Scripted brief states; ``down`` makes every squeue fail as a dead controller does."""
+    """Scripted brief states (``sim.brief``); ``down`` makes every squeue fail as a dead controller does."""
 
-    def __init__(self, **states: str) -> None:
-        self.states = {jid: B(int(jid.lstrip("j")), s) for jid, s in states.items()}
+    def __init__(self, sim: Any, **states: str) -> None:
+        self.states = {jid: sim.brief(int(jid.lstrip("j")), s) for jid, s in states.items()}
         self.down = False
 
     def brief(self, ids: Any, runner: Any) -> dict[str, JobBrief]:
@@ -67,112 +37,85 @@ class Source:
         return ("detail", self.states[job_id].state)
 
 
-def _poller(src: Source, clock: Clock, **kw: Any) -> JobPoller:
-    return _manual(
-        JobPoller(
-            runner=object(),
-            fetch_brief=src.brief,
-            fetch_detail=src.detail,  # type: ignore[arg-type]
-            clock=clock,
-            interval=1.0,
-            max_interval=10.0,
-            quiet_after=60.0,
-            **kw,
-        )
-    )
-
-
-def _manual(p: JobPoller) -> JobPoller:
-    """The poller without its thread: the test drives the rounds (``watch`` would start the thread)."""
-    p.poke = lambda: None  # type: ignore[method-assign]
-    return p
-
-
-def _quiet(p: JobPoller, clock: Clock, seconds: float) -> list[float]:
-    """Rounds of the loop for ``seconds`` of simulated time; the waits chosen."""
-    end = clock.now + seconds
-    waits = []
-    while clock.now < end:
-        wait = p.step()
-        waits.append(wait)
-        clock.now += wait
-    return waits
+def _poller(sim: Any, src: Source) -> JobPoller:
+    """The poller of ``src`` on the simulated clock (the ``sim`` fixture: tests/unit/slurm/conftest.py)."""
+    return sim.poller(fetch_brief=src.brief, fetch_detail=src.detail, quiet_after=60.0)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("state", ["PENDING", "RUNNING", "CONFIGURING", "SUSPENDED", "COMPLETING"])
-def test_a_pending_or_running_job_keeps_the_base_interval_after_a_quiet_minute(state: str) -> None:
-    src, clock = Source(**{"7": state}), Clock()
-    p = _poller(src, clock)
+def test_a_pending_or_running_job_keeps_the_base_interval_after_a_quiet_minute(sim: Any, state: str) -> None:
+    src = Source(sim, **{"7": state})
+    p = _poller(sim, src)
     p.watch(7, lambda u: None)  # registration only: the rounds are driven here
-    waits = _quiet(p, clock, 300)
+    waits = sim.run_for(p, 300)
     assert len(waits) >= 250  # five quiet minutes, a round a second
     assert max(waits) == 1.0 and max(p.intervals) == 1.0
 
 
-def test_a_change_after_a_quiet_minute_is_seen_at_the_next_round() -> None:
-    src, clock = Source(**{"7": "PENDING"}), Clock()
-    p = _poller(src, clock)
+def test_a_change_after_a_quiet_minute_is_seen_at_the_next_round(sim: Any) -> None:
+    src = Source(sim, **{"7": "PENDING"})
+    p = _poller(sim, src)
     seen: list[JobUpdate] = []
     p.watch(7, seen.append)
-    _quiet(p, clock, 90)
-    src.states["7"] = B(7, "RUNNING")
+    sim.run_for(p, 90)
+    src.states["7"] = sim.brief(7, "RUNNING")
     wait_before = p.current_interval
     p.step()
     assert seen[-1].brief is not None and seen[-1].brief.state == "RUNNING"
     assert wait_before <= 1.0  # the change waited at most one base interval to be asked about
 
 
-def test_only_ended_jobs_watched_backs_off_to_the_ceiling_and_a_poke_resets() -> None:
-    src, clock = Source(**{"7": "COMPLETED", "8": "CANCELLED"}), Clock()
-    p = _poller(src, clock)
+def test_only_ended_jobs_watched_backs_off_to_the_ceiling_and_a_poke_resets(sim: Any) -> None:
+    src = Source(sim, **{"7": "COMPLETED", "8": "CANCELLED"})
+    p = _poller(sim, src)
     p.watch(7, lambda u: None)
     p.watch(8, lambda u: None)
-    waits = _quiet(p, clock, 300)
+    waits = sim.run_for(p, 300)
     assert waits[0] == 1.0 and max(waits) == 10.0  # nothing more is expected of them
     JobPoller.poke(p)
     p.stop()
     assert p.current_interval == 1.0
 
 
-def test_one_active_job_among_ended_ones_keeps_the_base_interval() -> None:
-    src, clock = Source(**{"7": "COMPLETED", "8": "PENDING"}), Clock()
-    p = _poller(src, clock)
+def test_one_active_job_among_ended_ones_keeps_the_base_interval(sim: Any) -> None:
+    src = Source(sim, **{"7": "COMPLETED", "8": "PENDING"})
+    p = _poller(sim, src)
     for jid in (7, 8):
         p.watch(jid, lambda u: None)
-    assert max(_quiet(p, clock, 200)) == 1.0
-    src.states["8"] = B(8, "COMPLETED")
-    assert max(_quiet(p, clock, 200)) == 10.0  # now both have ended
+    assert max(sim.run_for(p, 200)) == 1.0
+    src.states["8"] = sim.brief(8, "COMPLETED")
+    assert max(sim.run_for(p, 200)) == 10.0  # now both have ended
 
 
-def test_a_job_slurm_has_forgotten_lets_the_poller_back_off() -> None:
-    src, clock = Source(**{"7": "RUNNING"}), Clock()
-    p = _poller(src, clock)
+def test_a_job_slurm_has_forgotten_lets_the_poller_back_off(sim: Any) -> None:
+    src = Source(sim, **{"7": "RUNNING"})
+    p = _poller(sim, src)
     ups: list[JobUpdate] = []
     p.watch(7, ups.append)
-    _quiet(p, clock, 10)
+    sim.run_for(p, 10)
     del src.states["7"]
-    waits = _quiet(p, clock, 300)
+    waits = sim.run_for(p, 300)
     assert ups[-1].gone and max(waits) == 10.0
 
 
-def test_a_failing_controller_is_asked_less_often_and_recovery_resets() -> None:
-    src, clock = Source(**{"7": "RUNNING"}), Clock()
-    p = _poller(src, clock)
+def test_a_failing_controller_is_asked_less_often_and_recovery_resets(sim: Any) -> None:
+    src = Source(sim, **{"7": "RUNNING"})
+    p = _poller(sim, src)
     p.watch(7, lambda u: None)
-    _quiet(p, clock, 5)
+    sim.run_for(p, 5)
     src.down = True
-    waits = _quiet(p, clock, 60)
+    waits = sim.run_for(p, 60)
     assert waits[:4] == [2.0, 4.0, 8.0, 10.0] and max(waits) == 10.0
     src.down = False
     assert p.step() == 1.0  # the first good answer after failures is a change: back to the base interval
 
 
-def test_round_hooks_run_after_each_round_and_a_raising_hook_does_not_stop_polling() -> None:
-    src = Source(**{"7": "RUNNING"})
+def test_round_hooks_run_after_each_round_and_a_raising_hook_does_not_stop_polling(sim: Any) -> None:
+    src = Source(sim, **{"7": "RUNNING"})
     p = JobPoller(
-        runner=object(),
+        runner=object(),  # type: ignore[arg-type]
         fetch_brief=src.brief,
-        fetch_detail=src.detail,  # type: ignore[arg-type]
+        fetch_detail=src.detail,
         interval=0.01,
     )
     calls: list[int] = []
@@ -192,7 +135,7 @@ def test_round_hooks_run_after_each_round_and_a_raising_hook_does_not_stop_polli
     assert len(calls) >= 3 and calls == sorted(calls)  # after every round, in order
 
 
-def test_against_recorded_slurm_output_one_brief_squeue_per_round_and_detail_only_on_change() -> None:
+def test_against_recorded_slurm_output_one_brief_squeue_per_round_and_detail_only_on_change(sim: Any) -> None:
     """The real queries (argv through the one Runner, recorded 24.11 output): a quiet minute of a pending
     job costs one brief squeue a second; its start is fetched in detail at the next round."""
     fake = FakeRunner()
@@ -201,11 +144,10 @@ def test_against_recorded_slurm_output_one_brief_squeue_per_round_and_detail_onl
         "24.11/l02_squeue_brief_pending.txt",
         "24.11/l02_scontrol_json_show_job_d_pending.json",
     )
-    clock = Clock()
-    p = _manual(JobPoller(fake, clock=clock, interval=1.0, max_interval=10.0, quiet_after=60.0))
+    p = sim.poller(fake, quiet_after=60.0)
     seen: list[JobUpdate] = []
     p.watch(18, seen.append)
-    waits = _quiet(p, clock, 75)
+    waits = sim.run_for(p, 75)
     assert max(waits) == 1.0
     squeues = [a for a in fake.history if a[0] == "squeue"]
     assert len(squeues) == len(waits)

@@ -94,3 +94,38 @@ def test_down_and_status_of_a_folder_without_a_class(
     assert tmp_path.exists()
     code, text = _run(["workshop", "status", "--dir", str(tmp_path)], capsys)
     assert code == 2 and f"no workshop in {tmp_path}" in text
+
+
+def test_status_lists_the_class_from_one_squeue(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``workshop status`` asks the controller once for the class (issue 27's budget): the teacher's view's squeue
+    of the class, not the detailed listing (on 22.05 a version, the nodes, every job's record and their owners).
+    The recorded cluster is scripted too, so the detailed listing would have had all it asks for."""
+    import json
+
+    from slurmlab.testing import FakeRunner
+    from slurmlab.workshop import Workshop
+    from slurmlab.workshop.control import STATE_FILE
+    from slurmlab.workshop.room import ROOM_QUEUE_ARGV
+
+    seats = [{"name": f"student0{i}", "uid": 2000 + i} for i in (1, 2, 3)]
+    (tmp_path / STATE_FILE).write_text(json.dumps({"seats": seats, "gpu_cap": 1}), encoding="utf-8")
+    fake = FakeRunner()
+    fake.replay_cluster("22.05")
+    room = (Path(__file__).parent / "data" / "room_squeue_2205.txt").read_text(encoding="utf-8")
+    fake.on(list(ROOM_QUEUE_ARGV), stdout=room.replace("student02", "someoneelse", 1))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Workshop, "sandbox", lambda self: object())  # running, as far as status can tell
+        mp.setattr(Workshop, "runner", lambda self: fake)
+        mp.setattr(Workshop, "hub", lambda self: None)
+        code, text = _run(["workshop", "status", "--dir", str(tmp_path)], capsys)
+    assert code == 0, text
+    assert fake.history == [list(ROOM_QUEUE_ARGV)], fake.history
+    lines = [line.strip() for line in text.splitlines() if line.startswith("  ")]
+    assert lines[0].startswith("student03: job 7 PENDING (QOSMaxGRESPerUser): ")
+    assert [line.split(" (")[0] for line in lines[1:]] == [
+        "student01: job 4 RUNNING",
+        "student03: job 6 RUNNING",
+        "student03: job 3 RUNNING",
+        "student02: job 2 RUNNING",
+        "student01: job 1 RUNNING",
+    ]  # job 5 is another user's: not the class's

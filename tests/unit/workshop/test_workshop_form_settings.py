@@ -3,6 +3,8 @@ read and enforced whatever the browser sends; the seats' passwords kept only as 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from slurmlab.hub.passwords import hash_secret, verify_secret
@@ -80,3 +82,28 @@ def test_a_seat_password_is_kept_as_a_salted_hash_that_only_it_matches() -> None
     assert hash_secret("abcd-efgh-jkmn") != line  # salted
     for forged in ("", "plain", line.replace("16384", "1048576"), line[:-2] + "zz", "scrypt$a$b$c$d$e"):
         assert not verify_secret("abcd-efgh-jkmn", forged)
+
+
+def test_the_reservation_variables_are_slurms_and_survive_inside_the_students_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pathlib import Path
+
+    from slurmlab.hub.settings import RESERVATION_VARIABLES, reservation_environment
+    from slurmlab.slurm.runner import Runner
+
+    # the names are salloc's, sbatch's and srun's INPUT ENVIRONMENT VARIABLES in each version's man pages
+    data = Path(__file__).resolve().parents[2] / "data" / "slurm_environment"
+    for version in ("22.05", "24.11", "26.05"):
+        documented = set((data / f"input-{version}.txt").read_text().split())
+        assert set(RESERVATION_VARIABLES) <= documented, version
+    # the student's kernel runs inside their server's job: slurmlab's own commands drop that job's variables
+    # (SLURM_GPUS would ask for its GPUs) but keep the class's reservation the hub set
+    for name in list(os.environ):
+        monkeypatch.delenv(name)
+    server_job = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "41", "SLURM_GPUS": "1", "SBATCH_PARTITION": "gpu"}
+    for name, value in {**server_job, **reservation_environment("workshop")}.items():
+        monkeypatch.setenv(name, value)
+    env = Runner().environ()
+    assert {n: env.get(n) for n in RESERVATION_VARIABLES} == dict.fromkeys(RESERVATION_VARIABLES, "workshop")
+    assert "SLURM_GPUS" not in env and "SBATCH_PARTITION" not in env and "SLURM_JOB_ID" not in env

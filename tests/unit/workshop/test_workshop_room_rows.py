@@ -123,7 +123,7 @@ def test_the_page_reloads_itself_and_escapes_what_others_wrote() -> None:
     assert "<script>x" not in page and "&lt;script&gt;" in page
     assert "Slurm &lt;down&gt;" in page
     assert "0 of 2" in page  # GPUs held of the cap
-    assert "reads no student's notebook" in page
+    assert "newest notebook" in page  # says where a seat's last cell is read from
 
 
 def test_slurm_is_asked_at_most_once_per_refresh_however_many_look() -> None:
@@ -241,3 +241,18 @@ def test_the_recorded_activity_is_recent_enough_to_read() -> None:
     assert stamp is not None and stamp.tzinfo is not None
     page = render_room(room, 1, refresh=15, now=stamp + timedelta(minutes=3), asked=None)
     assert "active 3 min ago" in page
+
+
+def test_a_class_reservation_is_in_every_students_server_environment(tmp_path: Path) -> None:
+    # with `workshop up --reservation` the teacher's form settings hold it; the lessons' own salloc, sbatch and
+    # srun (and the student's terminal) read it from these variables, so their jobs run in it too
+    form = {"reservation": {"value": "workshop", "locked": True}}
+    c = Config()
+    configure(c, str(_settings(tmp_path, form=form)))
+    env = c.Spawner.environment
+    assert {
+        n: env.get(n) for n in ("SALLOC_RESERVATION", "SBATCH_RESERVATION", "SLURM_RESERVATION")
+    } == dict.fromkeys(("SALLOC_RESERVATION", "SBATCH_RESERVATION", "SLURM_RESERVATION"), "workshop")
+    plain = Config()
+    configure(plain, str(_settings(tmp_path)))
+    assert not any(n.endswith("_RESERVATION") for n in plain.Spawner.environment)

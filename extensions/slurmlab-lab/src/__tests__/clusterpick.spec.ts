@@ -3,10 +3,12 @@
  */
 import {
   fillPicker,
+  linkWords,
   resolveChoice,
   storeChoice,
   storedChoice
 } from '../clusterpick';
+import { ICluster } from '../api';
 import * as fx from './fixtures';
 
 beforeEach(() => {
@@ -85,5 +87,54 @@ describe('fillPicker', () => {
     const first = picker.options[0];
     fillPicker(picker, [fx.OWN, fx.SANDBOX], fx.OWN.id);
     expect(picker.options[0]).toBe(first);
+  });
+});
+
+describe('a cluster over SSH in the picker', () => {
+  // the shape slurmlab/server/remote.py answers (RemoteCluster.view)
+  const remote = (link: ICluster['link']): ICluster => ({
+    id: 'ssh-alice@login.example',
+    name: null,
+    sandbox: null,
+    label: 'alice@login.example',
+    conf: null,
+    own: false,
+    link
+  });
+  const url = 'ssh://alice@login.example';
+
+  it('says its link state beside its label, with the words in the title', () => {
+    const since = new Date(2026, 11, 5, 4, 7).getTime() / 1000;
+    const picker = document.createElement('select');
+    const up = remote({ url, state: 'up', since: null, message: null });
+    fillPicker(picker, [fx.OWN, up], fx.OWN.id);
+    expect(picker.options[1].textContent).toBe('alice@login.example (link up)');
+    expect(picker.options[1].dataset.link).toBe('up');
+
+    const message = `the link to ${url} is down since 04:07; reconnecting`;
+    const down = remote({ url, state: 'down', since, message });
+    fillPicker(picker, [fx.OWN, down], fx.OWN.id);
+    expect(picker.options[1].textContent).toBe(
+      'alice@login.example (link down since 04:07, reconnecting)'
+    );
+    expect(picker.options[1].dataset.link).toBe('down');
+    expect(picker.options[1].title).toBe(message);
+  });
+
+  it('names each state in words', () => {
+    expect(
+      linkWords({ url, state: 'connecting', since: null, message: null })
+    ).toBe('connecting');
+    expect(
+      linkWords({
+        url,
+        state: 'needs_login',
+        since: 0,
+        message: 'needs a login'
+      })
+    ).toBe('needs a login');
+    expect(linkWords({ url, state: 'down', since: null, message: null })).toBe(
+      'link down, reconnecting'
+    );
   });
 });

@@ -48,7 +48,8 @@ export function status(reachable = true): IStatus {
     cluster_poll_interval_s: 60,
     user: 'alice',
     error: reachable ? null : 'slurmctld does not answer on 127.0.0.1:6817',
-    error_kind: reachable ? null : 'ControllerDownError'
+    error_kind: reachable ? null : 'ControllerDownError',
+    slow: null
   };
 }
 

@@ -7,6 +7,9 @@ import { Widget } from '@lumino/widgets';
 import * as api from '../api';
 import { jobActions, QueuePanel } from '../queueview';
 import * as fx from './fixtures';
+import type { MockedApi } from './sidebarmocks';
+
+type Mocks = typeof import('./sidebarmocks');
 
 jest.mock('@jupyterlab/apputils', () => ({
   Dialog: {
@@ -16,26 +19,14 @@ jest.mock('@jupyterlab/apputils', () => ({
   showDialog: jest.fn(() => Promise.resolve({ button: { accept: true } }))
 }));
 
-jest.mock('../api', () => {
-  class ApiError extends Error {
-    constructor(
-      readonly status: number,
-      message: string
-    ) {
-      super(message);
-    }
-  }
-  return {
-    ApiError,
-    cancelJob: jest.fn(),
-    getQueue: jest.fn(),
-    getSession: jest.fn(),
-    currentCluster: jest.fn(() => null),
-    holdOrRelease: jest.fn()
-  };
-});
+jest.mock('../api', () => ({
+  ...jest
+    .requireActual<Mocks>('./sidebarmocks')
+    .mockApi('cancelJob', 'getQueue', 'getSession', 'holdOrRelease'),
+  currentCluster: jest.fn(() => null)
+}));
 
-const server = api as jest.Mocked<typeof api>;
+const server = api as MockedApi;
 
 describe('jobActions', () => {
   it('offers hold on a pending job, release on a held one, cancel on any of mine', () => {

@@ -11,24 +11,18 @@ import {
   stateFamily
 } from '../recentjobs';
 import * as fx from './fixtures';
+import type { MockedApi } from './sidebarmocks';
 
-jest.mock('@jupyterlab/apputils', () => ({
-  Dialog: {},
-  showDialog: jest.fn()
-}));
-jest.mock('../api', () => {
-  class ApiError extends Error {
-    constructor(
-      readonly status: number,
-      message: string
-    ) {
-      super(message);
-    }
-  }
-  return { ApiError, getRecentJobs: jest.fn() };
-});
+type Mocks = typeof import('./sidebarmocks');
 
-const server = api as jest.Mocked<typeof api>;
+jest.mock('@jupyterlab/apputils', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockApputils()
+);
+jest.mock('../api', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockApi('getRecentJobs')
+);
+
+const server = api as MockedApi;
 
 describe('stateFamily', () => {
   it.each([

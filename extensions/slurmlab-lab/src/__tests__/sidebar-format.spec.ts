@@ -12,10 +12,11 @@ import {
 } from '../sidebar';
 import * as fx from './fixtures';
 
-jest.mock('@jupyterlab/apputils', () => ({
-  Dialog: {},
-  showDialog: jest.fn()
-}));
+type Mocks = typeof import('./sidebarmocks');
+
+jest.mock('@jupyterlab/apputils', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockApputils()
+);
 
 describe('formatSeconds', () => {
   it.each([

@@ -10,37 +10,18 @@ import * as api from '../api';
 import { kernelState, renderKernels } from '../kernelsview';
 import { SlurmSidebar } from '../sidebar';
 import * as fx from './fixtures';
+import { answerEachTest, MockedApi } from './sidebarmocks';
 
-jest.mock('@jupyterlab/apputils', () => ({
-  Dialog: {},
-  showDialog: jest.fn(),
-  Notification: { success: jest.fn(), info: jest.fn(), warning: jest.fn() }
-}));
+type Mocks = typeof import('./sidebarmocks');
 
-jest.mock('../api', () => {
-  class ApiError extends Error {
-    constructor(
-      readonly status: number,
-      message: string
-    ) {
-      super(message);
-    }
-  }
-  return {
-    ApiError,
-    setCluster: jest.fn(),
-    cancelJob: jest.fn(),
-    getClusters: jest.fn(),
-    getStatus: jest.fn(),
-    getNodes: jest.fn(),
-    getQueue: jest.fn(),
-    getRecentJobs: jest.fn(),
-    getSession: jest.fn(),
-    getKernels: jest.fn()
-  };
-});
+jest.mock('@jupyterlab/apputils', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockApputils()
+);
+jest.mock('../api', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockSidebarApi('getKernels')
+);
 
-const server = api as jest.Mocked<typeof api>;
+const server = api as MockedApi;
 const NOW = Date.parse('2026-12-04T10:00:00Z');
 const WORDS =
   'the kernel owns its job: shutting the kernel down (Kernel > Shut Down Kernel) releases it; a restart keeps it (a new step)';
@@ -159,21 +140,7 @@ describe('renderKernels', () => {
 });
 
 describe("the sidebar's kernels section", () => {
-  beforeEach(() => {
-    jest.useFakeTimers({ now: NOW });
-    jest.clearAllMocks();
-    server.getClusters.mockResolvedValue(fx.clusters());
-    server.getStatus.mockResolvedValue(fx.status());
-    server.getNodes.mockResolvedValue(
-      fx.nodes(fx.node('node1', [fx.gpu(0), fx.gpu(1)]))
-    );
-    server.getRecentJobs.mockResolvedValue(fx.recent());
-    server.getSession.mockResolvedValue(fx.noSession());
-  });
-
-  afterEach(() => {
-    jest.useRealTimers();
-  });
+  answerEachTest(server, NOW);
 
   it("shows the server's kernels every round, and offers no cancel for a kernel's job", async () => {
     server.getKernels.mockResolvedValue(answer([PENDING]));

@@ -10,42 +10,20 @@ import { Widget } from '@lumino/widgets';
 import * as api from '../api';
 import { DEFAULT_REFRESH_S, SlurmSidebar } from '../sidebar';
 import * as fx from './fixtures';
+import { answerRounds, MockedApi, wait } from './sidebarmocks';
 
-jest.mock('@jupyterlab/apputils', () => ({
-  Dialog: {},
-  showDialog: jest.fn(),
-  Notification: { success: jest.fn(), info: jest.fn(), warning: jest.fn() }
-}));
+type Mocks = typeof import('./sidebarmocks');
 
-jest.mock('../api', () => {
-  class ApiError extends Error {
-    constructor(
-      readonly status: number,
-      message: string
-    ) {
-      super(message);
-    }
-  }
-  return {
-    ApiError,
-    setCluster: jest.fn(),
-    cancelJob: jest.fn(),
-    getClusters: jest.fn(),
-    getStatus: jest.fn(),
-    getNodes: jest.fn(),
-    getQueue: jest.fn(),
-    getRecentJobs: jest.fn(),
-    getSession: jest.fn()
-  };
-});
+jest.mock('@jupyterlab/apputils', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockApputils()
+);
+jest.mock('../api', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockSidebarApi()
+);
 
-const server = api as jest.Mocked<typeof api>;
+const server = api as MockedApi;
 const notes = Notification as jest.Mocked<typeof Notification>;
 const INTERVAL_MS = DEFAULT_REFRESH_S * 1000;
-
-async function wait(ms: number): Promise<void> {
-  await jest.advanceTimersByTimeAsync(ms);
-}
 
 /** Requests to the server per route so far. */
 function requests(): Record<string, number> {
@@ -63,11 +41,7 @@ let sidebar: SlurmSidebar;
 beforeEach(() => {
   jest.useFakeTimers();
   jest.clearAllMocks();
-  server.getClusters.mockResolvedValue(fx.clusters());
-  server.getStatus.mockResolvedValue(fx.status());
-  server.getNodes.mockResolvedValue(
-    fx.nodes(fx.node('node1', [fx.gpu(0), fx.gpu(1)]))
-  );
+  answerRounds(server);
   server.getQueue.mockResolvedValue(
     fx.queue(fx.job('7', { state: 'PENDING', nodes: null, gpus: [] }))
   );
@@ -77,7 +51,6 @@ beforeEach(() => {
       fx.recentJob('5', { state: 'COMPLETED' })
     )
   );
-  server.getSession.mockResolvedValue(fx.noSession());
   sidebar = new SlurmSidebar();
   sidebar.refreshInterval = DEFAULT_REFRESH_S;
 });

@@ -14,36 +14,18 @@ import {
   statusText
 } from '../sidebar';
 import * as fx from './fixtures';
+import { answerRounds, MockedApi, wait } from './sidebarmocks';
 
-jest.mock('@jupyterlab/apputils', () => ({
-  Dialog: {},
-  showDialog: jest.fn(),
-  Notification: { success: jest.fn(), info: jest.fn(), warning: jest.fn() }
-}));
+type Mocks = typeof import('./sidebarmocks');
 
-jest.mock('../api', () => {
-  class ApiError extends Error {
-    constructor(
-      readonly status: number,
-      message: string
-    ) {
-      super(message);
-    }
-  }
-  return {
-    ApiError,
-    setCluster: jest.fn(),
-    cancelJob: jest.fn(),
-    getClusters: jest.fn(),
-    getStatus: jest.fn(),
-    getNodes: jest.fn(),
-    getQueue: jest.fn(),
-    getRecentJobs: jest.fn(),
-    getSession: jest.fn()
-  };
-});
+jest.mock('@jupyterlab/apputils', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockApputils()
+);
+jest.mock('../api', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockSidebarApi()
+);
 
-const server = api as jest.Mocked<typeof api>;
+const server = api as MockedApi;
 const INTERVAL_MS = DEFAULT_REFRESH_S * 1000;
 
 /** Rounds the sidebar started: each asks for the clusters first. */
@@ -63,10 +45,6 @@ function setTabHidden(hidden: boolean): void {
   document.dispatchEvent(new Event('visibilitychange'));
 }
 
-async function wait(ms: number): Promise<void> {
-  await jest.advanceTimersByTimeAsync(ms);
-}
-
 let sidebar: SlurmSidebar;
 
 beforeEach(() => {
@@ -75,14 +53,11 @@ beforeEach(() => {
   jest.spyOn(Math, 'random').mockReturnValue(0.5);
   jest.clearAllMocks();
   setTabHidden(false);
-  server.getClusters.mockResolvedValue(fx.clusters());
-  server.getStatus.mockResolvedValue(fx.status());
+  answerRounds(server);
   server.getNodes.mockResolvedValue(
     fx.nodes(fx.node('node1', [fx.gpu(0, { jobs: ['7'], whole: true })]))
   );
   server.getQueue.mockResolvedValue(fx.queue(fx.job('7')));
-  server.getRecentJobs.mockResolvedValue(fx.recent());
-  server.getSession.mockResolvedValue(fx.noSession());
   sidebar = new SlurmSidebar();
   sidebar.refreshInterval = DEFAULT_REFRESH_S;
 });
@@ -254,6 +229,13 @@ describe("the status line follows the server's two cadences", () => {
     expect(isStale(status, 130, true)).toBe(true);
     expect(statusText(status, 70, true)).not.toContain('old');
     expect(statusText(status, 70, false)).toContain('old');
+  });
+
+  it("says when Slurm's rate limit stretches the polls, and not otherwise", () => {
+    const slow =
+      "Slurm is rate-limiting this user's queries: updates come every 120 s";
+    expect(statusText({ ...status, slow })).toContain(slow);
+    expect(statusText(status)).not.toContain('rate-limiting');
   });
 
   it('reads a server that names one interval only', () => {

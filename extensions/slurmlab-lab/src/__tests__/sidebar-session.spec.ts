@@ -8,36 +8,18 @@ import { Widget } from '@lumino/widgets';
 import * as api from '../api';
 import { renderSession, SlurmSidebar, sessionText } from '../sidebar';
 import * as fx from './fixtures';
+import { answerEachTest, MockedApi } from './sidebarmocks';
 
-jest.mock('@jupyterlab/apputils', () => ({
-  Dialog: {},
-  showDialog: jest.fn(),
-  Notification: { success: jest.fn(), info: jest.fn(), warning: jest.fn() }
-}));
+type Mocks = typeof import('./sidebarmocks');
 
-jest.mock('../api', () => {
-  class ApiError extends Error {
-    constructor(
-      readonly status: number,
-      message: string
-    ) {
-      super(message);
-    }
-  }
-  return {
-    ApiError,
-    setCluster: jest.fn(),
-    cancelJob: jest.fn(),
-    getClusters: jest.fn(),
-    getStatus: jest.fn(),
-    getNodes: jest.fn(),
-    getQueue: jest.fn(),
-    getRecentJobs: jest.fn(),
-    getSession: jest.fn()
-  };
-});
+jest.mock('@jupyterlab/apputils', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockApputils()
+);
+jest.mock('../api', () =>
+  jest.requireActual<Mocks>('./sidebarmocks').mockSidebarApi()
+);
 
-const server = api as jest.Mocked<typeof api>;
+const server = api as MockedApi;
 const NOW = Date.parse('2026-12-04T10:00:00Z');
 
 /** Job 14 on node1 with two H100, `left` seconds of its `limit` left at NOW. */
@@ -112,20 +94,7 @@ describe('renderSession', () => {
 });
 
 describe('the sidebar of a server that runs in a job', () => {
-  beforeEach(() => {
-    jest.useFakeTimers({ now: NOW });
-    jest.clearAllMocks();
-    server.getClusters.mockResolvedValue(fx.clusters());
-    server.getStatus.mockResolvedValue(fx.status());
-    server.getNodes.mockResolvedValue(
-      fx.nodes(fx.node('node1', [fx.gpu(0), fx.gpu(1)]))
-    );
-    server.getRecentJobs.mockResolvedValue(fx.recent());
-  });
-
-  afterEach(() => {
-    jest.useRealTimers();
-  });
+  answerEachTest(server, NOW);
 
   it('shows the session first, asks for it once, and offers no cancel for it', async () => {
     const own = sessionJob(72 * 60);

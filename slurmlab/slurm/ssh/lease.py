@@ -1,0 +1,191 @@
+"""The lease that releases an allocation over SSH when the kernel is gone for good, and only then.
+
+Locally, an allocation is held by its salloc running ``cat`` on a pipe only the kernel writes: however the kernel
+ends, the pipe closes and salloc relinquishes the job (:mod:`slurmlab.slurm.allocation.salloc`). Over SSH that
+pipe runs through the link, so the same ``cat`` also ends when the *link* ends: measured on the loopback sshd, a
+cut link left a held job COMPLETED within a second, though the kernel lived on. And the kernel's local guardian
+(:mod:`slurmlab.slurm.guardian`) cannot reach the cluster while the link is down. A link that is down must not
+release anything; a kernel that died (or a laptop closed for good) while it was down must not hold GPUs forever.
+
+Why a lease, and where it lives: the only thing the remote side can see of a kernel behind a dead link is that it
+stops saying so. So:
+
+- On the login node the held salloc runs :mod:`.holder` in place of ``cat`` (:meth:`~.link.SshLink.hold_command`).
+  It is salloc's own command, so it lives exactly as long as the job's allocation there, needs no process of its
+  own started over the link (no ``setsid`` daemon to find and end: salloc ends it with the job), and knows its
+  job (``SLURM_JOB_ID``). When the kernel closes the pipe over a working link (a release), it ends at once, as
+  ``cat`` did. When the SSH session ends under it instead, it holds on while its lease file
+  (``~/.cache/slurmlab/leases/<name>`` there) is younger than the grace, then ``scancel --user=<itself>`` its job.
+- The kernel renews every lease of a link (:class:`LeaseKeeper`): one ``touch`` over the master every
+  :func:`renew_every` seconds for all of them, no Slurm RPC. A link that comes back within the grace renews them
+  and nothing was cancelled; the new master renews the same files.
+- The grace is generous by default (:data:`DEFAULT_LEASE`, 30 min: a laptop's sleep, a train's tunnel, a VPN
+  reconnect) and set per link: ``SshLink(..., lease=7200)`` or ``%slurm use ssh://… --lease 2h``.
+- While the link is down, its words on the panel say when the cluster will release what it holds
+  (:func:`lease_words`): "if it stays down past 14:32 the cluster releases job 12".
+
+A clean kernel end over a working link still releases at once (the kernel cancels its jobs on the way out, and the
+pipe's end ends the holder). The local guardian still cancels at once a job of a kernel killed over a working link.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from slurmlab.errors import SlurmlabError
+
+__all__ = [
+    "DEFAULT_LEASE",
+    "LEASE_FOLDER",
+    "LeaseKeeper",
+    "holder_argv",
+    "lease_expiry",
+    "lease_words",
+    "parse_lease",
+    "renew_every",
+]
+
+DEFAULT_LEASE = 1800.0  # seconds a link may stay down before the cluster releases what a kernel held
+LEASE_FOLDER = "~/.cache/slurmlab/leases"  # on the login node, in the login's own home
+RENEW_MAX = 60.0  # a lease is renewed at least this often (seconds) while the link is up
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$")
+_UNIT = {None: 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_lease(text: str) -> float:
+    """Seconds of a lease written ``90``, ``45s``, ``30m``, ``2h`` or ``1d``; ValueError with words otherwise."""
+    m = _DURATION.match(text)
+    seconds = float(m.group(1)) * _UNIT[m.group(2)] if m else 0.0
+    if seconds <= 0:
+        raise ValueError(f"not a lease length: {text[:40]!r} (give e.g. 45s, 30m or 2h)")
+    return seconds
+
+
+def renew_every(lease: float) -> float:
+    """How often a lease of ``lease`` seconds is renewed: four times within it, at least every minute."""
+    return max(0.5, min(RENEW_MAX, lease / 4))
+
+
+def lease_expiry(renewed_at: float, lease: float) -> float:
+    """When (time.time()) a lease last renewed at ``renewed_at`` runs out, if nothing renews it again."""
+    return renewed_at + lease
+
+
+def lease_words(jobs: Sequence[str], renewed_at: float | None, lease: float) -> str | None:
+    """What a panel adds to "the link is down since …" about the jobs the cluster will release; None when there
+    are none (or no lease was renewed yet: the holder made its file at the grant, and dates it itself)."""
+    if not jobs or renewed_at is None:
+        return None
+    until = time.strftime("%H:%M", time.localtime(lease_expiry(renewed_at, lease)))
+    which = f"job {jobs[0]}" if len(jobs) == 1 else "jobs " + ", ".join(jobs)
+    return f"if it stays down past {until} the cluster releases {which}"
+
+
+def holder_argv(name: str, lease: float) -> list[str]:
+    """The remote command of a held salloc over SSH: :mod:`.holder`'s source run by the cluster's python3."""
+    source = (Path(__file__).with_name("holder.py")).read_text()
+    return ["python3", "-c", source, LEASE_FOLDER, name, repr(float(lease))]
+
+
+# the renewal on the login node: each named lease still there is touched and said with its job id (one line each);
+# one whose holder ended (the job released or over) is absent and said by nothing
+_RENEW = (
+    'cd "$HOME/.cache/slurmlab/leases" 2>/dev/null || exit 0; for f in "$@"; do '
+    '[ -f "$f" ] && touch -c "$f" && printf "%s %s\\n" "$f" "$(head -c 32 "$f" | tr -dc 0-9)"; done; exit 0'
+)
+
+# a detach: the lease file of a job that must outlive the kernel says so to its holder (holder.DETACHED)
+_DETACH = 'f="$HOME/.cache/slurmlab/leases/$1"; if [ -f "$f" ]; then printf "detached\\n" >"$f"; fi'
+
+Run = Callable[[Sequence[str]], "subprocess.CompletedProcess[bytes] | None"]
+
+
+class LeaseKeeper:
+    """The kernel's renewals of the leases of one link: names given by :meth:`new`, renewed in one session of the
+    master every :func:`renew_every` seconds by a daemon thread (``background=False``: only by :meth:`renew`),
+    forgotten once their holder ended."""
+
+    def __init__(self, lease: float, run: Run, *, background: bool = True) -> None:
+        self.lease = lease
+        self.background = background
+        self._run = run  # runs an argv on the login node; None when the link is down
+        self._lock = threading.Lock()
+        self._names: dict[str, str | None] = {}  # lease name -> its job id, once its holder made the file
+        self.renewed_at: float | None = None  # the last renewal that reached the login node (time.time())
+        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()
+
+    def new(self) -> str:
+        """A lease name for one more held salloc; starts the renewals."""
+        name = uuid.uuid4().hex
+        with self._lock:
+            self._names[name] = None
+            if self.background and (self._thread is None or not self._thread.is_alive()):
+                self._thread = threading.Thread(target=self._loop, name="slurmlab-ssh-lease", daemon=True)
+                self._thread.start()
+        return name
+
+    def jobs(self) -> list[str]:
+        """The jobs the leases of this link hold (those whose holder started)."""
+        with self._lock:
+            return sorted({job for job in self._names.values() if job}, key=lambda j: (len(j), j))
+
+    def words(self) -> str | None:
+        """:func:`lease_words` for this link's jobs."""
+        return lease_words(self.jobs(), self.renewed_at, self.lease)
+
+    def renew(self) -> bool:
+        """One renewal of every lease; False when the link did not carry it (then nothing is forgotten)."""
+        with self._lock:
+            names = list(self._names)
+        if not names:
+            return True
+        proc = self._run(["sh", "-c", _RENEW, "slurmlab", *names])
+        if proc is None or proc.returncode != 0:
+            return False
+        self.renewed_at = time.time()
+        said = dict(
+            line.split(" ", 1) for line in proc.stdout.decode("utf-8", "replace").splitlines() if " " in line
+        )
+        with self._lock:
+            for name, job in list(self._names.items()):
+                if name in said:
+                    self._names[name] = said[name].strip() or job
+                elif job is not None:  # its holder made the file and removed it: the job is over
+                    del self._names[name]
+        return True
+
+    def let_go(self, argv: Sequence[str]) -> bool:
+        """The held salloc whose remote command is ``argv`` is let go on purpose (a detach): its holder is told
+        to end salloc without a release, and its lease is no longer renewed. False when the link did not carry
+        it (then its holder releases the job once the lease runs out, as for a kernel gone)."""
+        name = next((word for word in argv if word in self._names), None)
+        if name is None:
+            return True  # not a lease of this link's
+        proc = self._run(["sh", "-c", _DETACH, "slurmlab", name])
+        with self._lock:
+            self._names.pop(name, None)
+        return proc is not None and proc.returncode == 0
+
+    def _loop(self) -> None:
+        while True:
+            with self._lock:
+                if not self._names:
+                    self._thread = None
+                    return
+            try:
+                self.renew()
+            except (OSError, subprocess.SubprocessError, SlurmlabError):
+                pass  # the link is down or its folder went away: the next round tries again
+            self._wake.wait(renew_every(self.lease))
+            self._wake.clear()
+
+    def poke(self) -> None:
+        """Renew now (the link is back)."""
+        self._wake.set()
