@@ -172,7 +172,10 @@ VOCABULARY = [
         exempt=(
             ("sandbox/control.py", "names the sandbox's SlurmUser in slurm.conf: whoever starts the daemons"),
             ("slurm/ssh/link.py", "getpass.getpass asks ssh's passphrase in the notebook; it never asks who"),
-            ("slurm/ssh/holder.py", "runs alone on the login node, stdlib only: its own login for scancel --user"),
+            (
+                "slurm/ssh/holder.py",
+                "runs alone on the login node, stdlib only: its own login for scancel --user",
+            ),
         ),
     ),
 ]
