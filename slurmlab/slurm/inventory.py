@@ -25,7 +25,6 @@ API::
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -168,20 +167,20 @@ class InventoryCache:
             log.debug("slurmlab: background inventory refresh failed", exc_info=True)
 
 
-_Key = tuple[str | None, str | None]
+_Key = tuple[str | None, str | None, str | None]
 _caches: dict[_Key, InventoryCache] = {}
 _hooked: set[_Key] = set()  # clusters whose poller refreshes their inventory
 _caches_lock = threading.Lock()
 
 
 def cluster_inventory(runner: Runner | None = None) -> InventoryCache:
-    """The inventory cache of the runner's cluster (one per SLURM_CONF and cluster name).
+    """The inventory cache of the runner's cluster (one per :meth:`Runner.cluster_key`).
 
     The cluster's shared poller refreshes it after its rounds once it is older than ``fresh_for``."""
     from slurmlab.slurm.poller import get_poller
 
     r = runner or get_runner()
-    key = (r.slurm_conf or os.environ.get("SLURM_CONF"), r.cluster)
+    key = r.cluster_key()
     with _caches_lock:
         cache = _caches.get(key)
         if cache is None:

@@ -56,6 +56,7 @@ __all__ = [
     "NodeFetcher",
     "UpdateCallback",
     "Watch",
+    "drop_poller",
     "get_poller",
     "node_trouble",
 ]
@@ -513,22 +514,26 @@ class JobPoller:
             log.exception("slurmlab: a job watcher raised; it keeps its registration")
 
 
-_pollers: dict[tuple[str | None, str | None], JobPoller] = {}
+_pollers: dict[tuple[str | None, str | None, str | None], JobPoller] = {}
 _poller_lock = threading.Lock()
 
 
 def get_poller(runner: Runner | None = None) -> JobPoller:
-    """The shared poller of one cluster (one per SLURM_CONF and cluster name).
+    """The shared poller of one cluster (one per :meth:`Runner.cluster_key`: SSH login, SLURM_CONF, cluster name).
 
-    Job ids are per cluster, so watchers of two clusters (two sandboxes, say) never share
+    Job ids are per cluster, so watchers of two clusters (two sandboxes, a local one and one over SSH) never share
     a poller; watchers of one cluster always do.
     """
-    import os
-
     r = runner or get_runner()
-    key = (r.slurm_conf or os.environ.get("SLURM_CONF"), r.cluster)
+    key = r.cluster_key()
     with _poller_lock:
         poller = _pollers.get(key)
         if poller is None:
             poller = _pollers[key] = JobPoller(r)
         return poller
+
+
+def drop_poller(runner: Runner) -> JobPoller | None:
+    """Forget the shared poller of ``runner``'s cluster (the caller stops it); None when there was none."""
+    with _poller_lock:
+        return _pollers.pop(runner.cluster_key(), None)

@@ -206,6 +206,12 @@ class Runner:
             return self.slurm_conf
         return self.slurm_conf or os.environ.get("SLURM_CONF")
 
+    def cluster_key(self) -> tuple[str | None, str | None, str | None]:
+        """Which cluster this runner's commands reach: its SSH login (None: this machine), its slurm.conf and its
+        cluster name. Job ids and inventories belong to one cluster, so what is shared per cluster (the poller,
+        the inventory) is kept per key: a kernel that moves to ``ssh://…`` never keeps the local one's."""
+        return (self.ssh.target.url() if self.ssh is not None else None, self.configuration(), self.cluster)
+
     def settings(self) -> JSONObject:
         """What selects this runner's Slurm, as JSON values, for a process that runs it later from elsewhere
         (the allocation guardian runs from "/", and this process's environment may change)."""

@@ -271,11 +271,9 @@ class FakeRunner(Runner):
 
     def close(self) -> None:
         """End what this runner started: held and running replay processes, its shared poller."""
-        from slurmlab.slurm import poller as poller_module
+        from slurmlab.slurm.poller import drop_poller
 
-        key = (self.slurm_conf, self.cluster)
-        with poller_module._poller_lock:
-            poller = poller_module._pollers.pop(key, None)
+        poller = drop_poller(self)
         if poller is not None:
             poller.stop()
         with self._fake_lock:

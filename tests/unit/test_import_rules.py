@@ -752,7 +752,6 @@ PRIVATE_ACCESS_TO_CUT: dict[str, str] = {
     "slurmlab.commands.sandbox": "argparse has no public name for the type of add_subparsers()",
     "slurmlab.course.execute": "nbclient's kernel clean-up after a failed start has no public method",
     "slurmlab.server.recent": "reads and resets server.poll_worker's pools (_POOLS, _settings_key)",
-    "slurmlab.testing.fake_runner": "resets slurm.poller's registry of pollers (_pollers, _poller_lock)",
 }
 
 

@@ -55,7 +55,7 @@ __all__ = [
 SSH_FAILED = 255  # ssh's own exit status: the link, not the remote command, failed
 CONNECT_TIMEOUT = 10  # seconds for a TCP connect and the server's banner
 # a link whose other end stopped answering is given up after about ALIVE_INTERVAL * (ALIVE_COUNT + 1) seconds
-ALIVE_INTERVAL, ALIVE_COUNT = 2, 2
+ALIVE_INTERVAL, ALIVE_COUNT = 1, 3  # ~4 s: a sleeping laptop is said within the 5 s target (bench_ssh)
 # a link found down is reconnected in the background, first at once, then after 1, 2, 4 ... up to this many s
 RECONNECT_MAX_WAIT = 10.0
 # a word that a re-splitting or re-expanding shell would change: checked once per connect

@@ -58,7 +58,7 @@ def cached(monkeypatch: pytest.MonkeyPatch) -> tuple[InventoryCache, Controller]
     ctl = Controller(clock)
     runner = FakeRunner()
     cache = InventoryCache(runner, fetch=ctl.fetch, clock=clock)
-    monkeypatch.setattr(inv_mod, "_caches", {(runner.slurm_conf, runner.cluster): cache})
+    monkeypatch.setattr(inv_mod, "_caches", {runner.cluster_key(): cache})
     return cache, ctl
 
 
