@@ -316,4 +316,6 @@ def test_a_full_cluster_shows_why_the_kernel_waits_then_it_starts(
     _idle(page)
     # the kernel runs: nothing left to say beside its status
     status.wait_for(state="hidden", timeout=30_000)
-    assert status.inner_text().strip() == ""
+    # hidden and empty, or gone with a toolbar JupyterLab drew again (then an inner_text() of nothing waits out
+    # its timeout: the fresh-clone CI run)
+    assert status.count() == 0 or status.inner_text(timeout=5_000).strip() == ""
