@@ -56,6 +56,9 @@ SSH_FAILED = 255  # ssh's own exit status: the link, not the remote command, fai
 CONNECT_TIMEOUT = 10  # seconds for a TCP connect and the server's banner
 # a link whose other end stopped answering is given up after about ALIVE_INTERVAL * (ALIVE_COUNT + 1) seconds
 ALIVE_INTERVAL, ALIVE_COUNT = 1, 3  # ~4 s: a sleeping laptop is said within the 5 s target (bench_ssh)
+# ssh binds its master's socket as "<ControlPath>.<16 random characters>" before renaming it, and a socket's path
+# holds 104 bytes (macOS; 108 on Linux): a longer ControlPath fails with "too long for Unix domain socket"
+CONTROL_PATH_ROOM = 104 - 17
 # a link found down is reconnected in the background, first at once, then after 1, 2, 4 ... up to this many s
 RECONNECT_MAX_WAIT = 10.0
 # a word that a re-splitting or re-expanding shell would change: checked once per connect
@@ -154,9 +157,10 @@ _KILL = (
 )
 
 
-def _private_dir() -> Path:
-    """A folder only this user can enter, for the control sockets and the askpass socket."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+def _private_dir(base: str | None = None) -> Path:
+    """A folder only this user can enter, for the control sockets and the askpass socket (in ``base``, else
+    XDG_RUNTIME_DIR, else the temporary folder)."""
+    base = base or os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     me = os.geteuid()  # this machine's user, not the cluster's (slurmlab.slurm.identity.current_uid over SSH)
     folder = Path(base) / f"slurmlab-ssh-{me}"
     folder.mkdir(mode=0o700, exist_ok=True)
@@ -219,7 +223,12 @@ class SshLink:
             self._folder = _private_dir()
         # a hash of the address: short enough for a socket's path limit (104 bytes on macOS), and a name this
         # class knows, so a socket its dead master left behind can be cleared (ssh's %C would hide it)
-        return str(self._folder / hashlib.sha256(self.target.url().encode()).hexdigest()[:24])
+        name = hashlib.sha256(self.target.url().encode()).hexdigest()[:24]
+        if (
+            len(str(self._folder / name)) > CONTROL_PATH_ROOM
+        ):  # a deep XDG_RUNTIME_DIR: the master never starts
+            self._folder = _private_dir(tempfile.gettempdir())
+        return str(self._folder / name)
 
     def _common(self) -> list[str]:
         argv = [self.ssh]
