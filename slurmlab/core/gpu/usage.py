@@ -136,8 +136,8 @@ def cpu_samples(
     samples = []
     for rec in after:
         prev = old.get(rec.step_id)
-        if prev is None or rec.step == "extern":
-            continue
+        if prev is None or rec.step == "extern" or rec.total_cpu_s is None or prev.total_cpu_s is None:
+            continue  # a step seen once, or one the gatherer has no reading of yet: no utilisation to say
         gained = max(0.0, rec.total_cpu_s - prev.total_cpu_s)  # a restarted gatherer never goes negative
         samples.append(
             UsageSample(f"step {rec.step_id}", t_after, round(100.0 * gained / wall, 1), rec.max_rss_mb, None)

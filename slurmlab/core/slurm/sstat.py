@@ -11,6 +11,11 @@ API::
 sstat prints CPU times as ``[D-]HH:MM:SS`` or ``MM:SS.mmm`` and sizes with K/M/G suffixes; the ``cpu=`` entry of
 ``TRESUsageInTot`` is the CPU time of all the step's tasks together (``AveCPU`` is the mean of one task). Seen on
 22.05, 24.11 and 26.05: ``1.0|2|node1|00:00:03|00:00:03|cpu=00:00:07,energy=0,...,mem=26920K,...|13460K|13460K``.
+
+In the first tens of milliseconds of a step the gatherer has no reading yet, and sstat prints Slurm's "no value"
+(NO_VAL64 milliseconds) as a CPU time with the other fields empty — recorded on 24.11:
+``1.0|1|node1|213503982334-14:25:51||energy=0||``. Such a step is listed with its CPU time unknown (None), never
+as 213 billion days of CPU.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ SSTAT_FIELDS = ("JobID", "NTasks", "Nodelist", "AveCPU", "MinCPU", "TRESUsageInT
 _STEP_ID = re.compile(r"([0-9]{1,12}(?:[_+][0-9]{1,12})?)\.([0-9]{1,9}|batch|extern|interactive)")
 _FRACTION = re.compile(r"\.[0-9]{1,6}$")
 _MAX_LINE = 20_000  # a line longer than this is corrupt output, not a step
+# More CPU time than 30 million CPU-years is no measurement: Slurm's NO_VAL64/INFINITE64 milliseconds print as
+# 213503982334 days (1.8e16 s), the largest real jobs reach ~1e11 s.
+_UNSET_CPU_S = 1e15
 
 
 @dataclass(frozen=True)
@@ -42,8 +50,8 @@ class SstatRecord:
     step: str  # "0", "batch", "extern", "interactive"
     tasks: int
     nodes: tuple[str, ...]
-    total_cpu_s: float  # all tasks together
-    ave_cpu_s: float  # one task, on average
+    total_cpu_s: float | None  # all tasks together; None: the gatherer has no reading yet
+    ave_cpu_s: float | None  # one task, on average
     ave_rss_mb: float | None
     max_rss_mb: float | None
 
@@ -85,11 +93,19 @@ def _mem(text: str) -> float | None:
     return float(parse_mem_mb(raw))
 
 
+def _reading(text: str) -> float | None:
+    """A CPU time as a measurement: None where sstat printed Slurm's "no value" (a step just started)."""
+    if not text.strip():
+        return None
+    seconds = cpu_seconds(text)
+    return None if seconds >= _UNSET_CPU_S else seconds
+
+
 def _tres_cpu(text: str) -> float | None:
     for piece in text.split(","):
         key, eq, value = piece.partition("=")
         if eq and key.strip() == "cpu":
-            return cpu_seconds(value)
+            return _reading(value)
     return None
 
 
@@ -109,10 +125,10 @@ def _record(line: str) -> SstatRecord:
     if not (ntasks.isascii() and ntasks.isdigit() and len(ntasks) <= 9):
         raise ParseError("sstat task count", ntasks, record_id=jobid)
     try:
-        ave_s = cpu_seconds(ave)
+        ave_s = _reading(ave)
         total = _tres_cpu(tres)
         # TRESUsageInTot came with 18.08; without it the mean of one task times the tasks is the total
-        total_s = total if total is not None else ave_s * int(ntasks)
+        total_s = total if total is not None else (ave_s * int(ntasks) if ave_s is not None else None)
         nodes = tuple(expand(nodelist)) if nodelist else ()
         return SstatRecord(
             m.group(1), m.group(2), int(ntasks), nodes, total_s, ave_s, _mem(ave_rss), _mem(max_rss)

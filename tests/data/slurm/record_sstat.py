@@ -5,8 +5,8 @@
 
 Writes ``u*_sstat_*.txt`` (stdout; ``.stderr`` beside it when sstat said something there) into
 ``tests/data/slurm/<version>/sstat/`` and lists each command with its exit code in ``sstat_commands.txt``: a job with
-no step yet, a busy two-task step read twice a few seconds apart (with and without ``--allsteps``), and a job
-Slurm does not know.
+no step yet, a step in its first milliseconds (before the gatherer's first reading, when the race is won), a busy
+two-task step read twice a few seconds apart (with and without ``--allsteps``), and a job Slurm does not know.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -54,6 +54,12 @@ def record(sb: Sandbox, out: Path) -> list[str]:
         busy = subprocess.Popen(
             ["srun", f"--jobid={jid}", "--overlap", "-n2", "python3", "-c", BUSY], env=env, cwd="/"
         )
+        starting = _readings_before_the_first(run, jid)
+        if starting:  # a race with the gatherer's first poll: seen on 24.11, not on every run
+            (out / "u05_sstat_step_starting.txt").write_text("".join(starting))
+            listed.append(
+                "u05_sstat_step_starting: the readings of the step's first 3 s before one with CPU time"
+            )
         time.sleep(8)
         record("u01_sstat_busy_step", "sstat", "--parsable2", "--noheader", "--allsteps", "-j", jid, FORMAT)
         time.sleep(4)
@@ -77,6 +83,18 @@ def record(sb: Sandbox, out: Path) -> list[str]:
         if busy is not None:
             busy.kill()
     return listed
+
+
+def _readings_before_the_first(run: Callable[..., subprocess.CompletedProcess[str]], jid: str) -> list[str]:
+    """sstat as fast as it answers for 3 s of a new step: the step lines without a CPU reading yet."""
+    seen: list[str] = []
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        text = run("sstat", "--parsable2", "--noheader", "--allsteps", "-j", jid, FORMAT).stdout
+        if "cpu=" in text:
+            break
+        seen += [line + "\n" for line in text.splitlines() if line and line + "\n" not in seen]
+    return seen
 
 
 def main(argv: Sequence[str] | None = None) -> int:

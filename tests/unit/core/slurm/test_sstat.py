@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from slurmlab.core.gpu.usage import cpu_samples
@@ -102,3 +104,17 @@ def test_hostile_lines_are_a_parse_error_naming_what(line: str, what: str) -> No
     with pytest.raises(ParseError) as info:
         parse_sstat(GOOD + "\n" + line)
     assert info.value.what.startswith(what) or what in str(info.value)
+
+
+def test_a_step_without_a_reading_yet_is_listed_with_its_cpu_unknown_and_gives_no_utilisation() -> None:
+    """24.11 right after a step starts: AveCPU is Slurm's NO_VAL64 milliseconds (213503982334 days), the rest
+    empty. The old reader took it as 1.8e16 s of CPU, and the usage table said 2.6e19 % for one busy task."""
+    starting = parse_sstat(_text("24.11", "u05_sstat_step_starting.txt"))
+    assert [(r.step_id, r.tasks) for r in starting] == [("1.0", 0), ("1.0", 1)]  # listed, not hidden
+    assert all(r.total_cpu_s is None and r.ave_cpu_s is None and r.max_rss_mb is None for r in starting)
+    busy = parse_sstat(_text("24.11", "u01_sstat_busy_step.txt"))
+    assert busy[0].total_cpu_s is not None and busy[0].total_cpu_s > 0
+    unknown = [replace(busy[0], total_cpu_s=None, ave_cpu_s=None)]
+    # no utilisation from a pair with an unknown reading on either side; two real ones give one
+    assert cpu_samples(unknown, busy, 100.0, 101.0) == [] and cpu_samples(busy, unknown, 100.0, 101.0) == []
+    assert len(cpu_samples(busy, busy, 100.0, 101.0)) == 1
