@@ -63,8 +63,9 @@ docs: venv
 	@echo "docs: $(DOCS_OUT)/index.html"
 
 # Every test, in four runs: those that need no Slurm and no browser on both cores (pytest-xdist); the sandbox
-# and browser tests on two workers too, a test file to a worker (each worker starts the session's sandboxes of its
-# own: most of their time is waiting on Slurm and on the browser, not on the cores); the sandbox tests of the
+# and browser tests on three workers, a test file to a worker (each worker starts the session's sandboxes of its
+# own: a sandbox or browser test file alone keeps about half a core busy, the rest is waiting on Slurm, the
+# kernels and the browser); the sandbox tests of the
 # magics and of the allocation's life a second time through the SSH runner (--over-ssh: a real sshd on 127.0.0.1,
 # a second Unix user; one process, as that user is one per session; skipped without root; not when PYTEST_ARGS
 # picks tests); then the timing (`serial`) tests alone, since they measure the cores. A run that selects no test
@@ -74,10 +75,11 @@ OVER_SSH_TESTS ?= tests/unit/magics/test_magics_sandbox.py tests/unit/magics/tes
 # not over SSH: a "restarted kernel" started as a local subprocess (its leftovers are this machine's user's), and
 # a pickled Python function as a step (the pickle and this venv's Python are files of this machine)
 OVER_SSH_SKIP ?= not test_a_restarted_kernel_finds_what_it_left and not test_a_python_function_runs_as_a_step
-test: setup lint typecheck docs
+test: setup
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal \
 	    -m "not sandbox and not browser and not serial" $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist loadfile \
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 3 --dist loadfile \
 	    -m "(sandbox or browser) and not serial" --durations=25 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
 	$(if $(PYTEST_ARGS),,$(PY) -m pytest -p no:cacheprovider --over-ssh -m "sandbox and not browser and not serial" \
 	    -k "$(OVER_SSH_SKIP)" --durations=5 $(OVER_SSH_TESTS) || [[ $$? -eq 5 ]])
@@ -108,8 +110,10 @@ hub: setup
 # The Slurm version matrix: a Debian root per Slurm version (scripts/slurm-root.sh, cached in
 # ${SLURMLAB_ROOTS:-~/.cache/slurmlab/roots}), entered with chroot (scripts/in-slurm-root.sh). Needs root.
 SLURM ?=
-# the lessons are left to the demo, which executes every one of them on that Slurm (not twice)
-SLURM_PYTEST ?= -m "sandbox and not browser and not lessons"
+# the lessons are left to the demo, which executes every one of them on that Slurm (not twice); two workers, a
+# test file to each (a sandbox test waits on Slurm most of its time), then the timing (`serial`) tests alone
+SLURM_PYTEST ?= -m "sandbox and not browser and not lessons and not serial" -n 2 --dist loadfile
+SLURM_SERIAL ?= -m "sandbox and serial and not browser and not lessons"
 # the hub's tests (the REST spawn, the Open OnDemand shape, the browser's first hour in the hub) and the kernel
 # provisioner's browser test (a kernel on the node started from JupyterLab) run as a step of their own, where a skip
 # fails the run: the root has node (configurable-http-proxy from the repo's hub/node_modules, which the hubproxy
@@ -126,6 +130,10 @@ slurm-root:
 test-slurm: slurm-root hubproxy
 	@start=$$SECONDS; bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider \
 	    $(SLURM_PYTEST) $(addprefix --ignore=,$(SLURM_HUB_TESTS)) $(PYTEST_ARGS); rc=$$?; \
+	  [[ $$rc -eq 5 ]] && rc=0; \
+	  bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider -q \
+	    $(SLURM_SERIAL) $(addprefix --ignore=,$(SLURM_HUB_TESTS)) $(PYTEST_ARGS); serial=$$?; \
+	  [[ $$serial -eq 0 || $$serial -eq 5 ]] || rc=1; \
 	  echo "test-slurm $(SLURM): pytest exit $$rc in $$((SECONDS - start))s"; \
 	  if [[ -n "$(strip $(SLURM_HUB_TESTS))" ]]; then \
 	    start=$$SECONDS; mkdir -p build; bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider \

@@ -3,13 +3,18 @@
 Every benchmark module under ``benchmarks/`` that ``make bench`` runs exposes
 ``measure(quick: bool = False) -> list[Row]``; ``benchmarks/run_all.py`` collects the rows, prints
 one table (figure, baseline, ratio, target, verdict) and writes ``build/bench.json``.
+
+A benchmark that starts things outside its own process (a sandbox, an sshd, Unix users, a workshop) runs them
+under :func:`terminate_as_exit`, so that a SIGTERM cleans up as an exception or Ctrl-C does.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
 
@@ -70,3 +75,22 @@ def paired_times(
         fn()
         ours.append(time.perf_counter() - t0)
     return statistics.median(ours), statistics.median(theirs)
+
+
+@contextlib.contextmanager
+def terminate_as_exit() -> Iterator[None]:
+    """SIGTERM (a stopped run, a timeout) ends this process through its ``finally`` blocks, which clean up: the
+    signal raises SystemExit where the main thread is. Outside the main thread signals are left as they are."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(f"stopped by signal {signum}")
+
+    try:
+        old = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave signals as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)

@@ -49,7 +49,7 @@ from typing import IO, Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._bench import Row
+from benchmarks._bench import Row, terminate_as_exit
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = "from a laptop over SSH (issue 32)"
@@ -448,28 +448,10 @@ def admitting_sandbox(user: str) -> Iterator[Any]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def _terminate_as_exit() -> Iterator[None]:
-    """SIGTERM (a stopped run, a timeout) ends this process through its ``finally`` blocks, which clean up."""
-
-    def stop(signum: int, frame: object) -> None:
-        raise SystemExit(f"stopped by signal {signum}")
-
-    try:
-        old = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread: leave signals as they are
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def run(repeat: int = REPEAT, sallocs: int = SALLOCS) -> list[Row]:
     from slurmlab.testing.loopback_sshd import over_ssh
 
-    with _terminate_as_exit(), loopback_sshd() as server, admitting_sandbox(server.user) as sb:
+    with terminate_as_exit(), loopback_sshd() as server, admitting_sandbox(server.user) as sb:
         size = f"Slurm {sb.version[0]}.{sb.version[1]:02d}, sshd on 127.0.0.1"
         with over_ssh(sb, server) as remote:
             rows = query_rows(remote, server.user, repeat, size)

@@ -55,7 +55,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._bench import Row
+from benchmarks._bench import Row, terminate_as_exit
 
 GROUP = "a workshop of thirty (issue 31)"
 REPO = Path(__file__).resolve().parents[1]
@@ -393,6 +393,7 @@ def _leftovers(folder: Path, seat_uids: set[int], class_ports: set[int]) -> str:
     return f"left: {', '.join(left) or 'nothing'} (the class listened on {len(class_ports)} ports)"
 
 
+@terminate_as_exit()  # a SIGTERM takes the class down through the finally below, as Ctrl-C does
 def run(seats: int, profile: str) -> list[Row]:
     base = Path(tempfile.mkdtemp(prefix="slurmlab-bench-workshop-", dir="/tmp"))
     base.chmod(0o755)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from IPython.core.error import UsageError
 
 from slurmlab.core.diagnosis.time_warnings import time_warning
+from slurmlab.core.slurm.timefmt import duration_in_words
 from slurmlab.errors import JobNotFoundError, SlurmlabError, SlurmNotConfiguredError
 from slurmlab.magics.args import job_id_option
 from slurmlab.magics.error_display import StepInterrupted
@@ -25,6 +26,7 @@ from slurmlab.slurm.allocation.leftovers import live_jobs
 from slurmlab.slurm.failures import NOT_CONFIGURED_HINT
 from slurmlab.slurm.own_job import find_own_job
 from slurmlab.slurm.runner import Runner, classify_failure, get_runner
+from slurmlab.slurm.ssh import SshLink
 
 __all__ = [
     "SlurmStatus",
@@ -39,6 +41,7 @@ __all__ = [
     "resolve_allocation",
     "same_slurm",
     "slurm_status",
+    "ssh_line",
     "stop_following",
     "wait_until_started",
 ]
@@ -266,16 +269,8 @@ def read_status(session: Session | None = None) -> SlurmStatus:
     """What ``%slurm`` says before the jobs earlier kernels left: one ping of the controller."""
     session = session or Session.of()
     runner = get_runner()
-    conf = runner.slurm_conf or os.environ.get("SLURM_CONF") or "Slurm's default (/etc/slurm/slurm.conf)"
-    status = SlurmStatus(
-        runner, [f"Slurm config: {conf}" + (f", cluster {runner.cluster}" if runner.cluster else "")]
-    )
+    status = SlurmStatus(runner, _where_lines(runner, session))
     lines = status.lines
-    if session.sandbox is not None:
-        lines.append(
-            f"sandbox: {session.sandbox.profile_name} ({len(session.sandbox.nodes)} nodes) "
-            f"in {session.sandbox.directory}"
-        )
     answer = queries.ping(runner)
     status.answers = bool(answer.get("ok"))
     if status.answers:
@@ -320,6 +315,31 @@ def read_status(session: Session | None = None) -> SlurmStatus:
             "`%slurm use` that slurm.conf to see them"
         )
     return status
+
+
+def _where_lines(runner: Runner, session: Session) -> list[str]:
+    """Which Slurm: its configuration, the SSH link it is reached over, the sandbox it is."""
+    conf = runner.slurm_conf or os.environ.get("SLURM_CONF") or "Slurm's default (/etc/slurm/slurm.conf)"
+    lines = [f"Slurm config: {conf}" + (f", cluster {runner.cluster}" if runner.cluster else "")]
+    if runner.ssh is not None:
+        lines.append(ssh_line(runner.ssh))
+    if session.sandbox is not None:
+        lines.append(
+            f"sandbox: {session.sandbox.profile_name} ({len(session.sandbox.nodes)} nodes) "
+            f"in {session.sandbox.directory}"
+        )
+    return lines
+
+
+def ssh_line(link: SshLink) -> str:
+    """Where the kernel's Slurm commands run over SSH, as whom, and its lease: how long the link may stay down
+    before the cluster releases the allocations this kernel holds there (``%slurm use ssh://… --lease``)."""
+    who = f" as {link.remote_user[1]} (uid {link.remote_user[0]} there)" if link.remote_user else ""
+    lease = duration_in_words(int(link.lease)) or f"{link.lease:g} seconds"
+    return (
+        f"over SSH: {link.target.url()}{who}; lease {lease}: if the link stays down that long, the cluster "
+        "releases the allocations this kernel holds there (%slurm use … --lease DURATION sets it)"
+    )
 
 
 def same_slurm(one: Runner, other: Runner) -> bool:

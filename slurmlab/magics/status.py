@@ -50,17 +50,24 @@ def _check_user(user: str) -> None:
         ) from None
 
 
-def use_ssh(args: list[str]) -> str:
-    """``%slurm use ssh://[user@]host[:port] [/remote/slurm.conf]``: log in once (a passphrase, password or
-    one-time code is asked for here, without echo) and run every Slurm command of this kernel there."""
+def use_ssh(args: list[str], lease: str | None = None) -> str:
+    """``%slurm use ssh://[user@]host[:port] [/remote/slurm.conf] [--lease DURATION]``: log in once (a
+    passphrase, password or one-time code is asked for here, without echo) and run every Slurm command of this
+    kernel there. ``lease``: how long the link may stay down before the cluster releases the allocations this
+    kernel holds there (:func:`slurmlab.slurm.ssh.lease.parse_lease`; default 30 minutes)."""
     from slurmlab.slurm.ssh import SshLink
+    from slurmlab.slurm.ssh.lease import DEFAULT_LEASE, parse_lease
 
     if len(args) not in (1, 2):
         raise UsageError(
             "give one address: %slurm use ssh://user@login.example (then, optionally, the slurm.conf there)"
         )
+    try:  # before any login: a typo costs no password prompt
+        seconds = DEFAULT_LEASE if lease is None else parse_lease(lease)
+    except ValueError as exc:
+        raise UsageError(f"--lease: {exc}") from None
     with user_errors("cannot use this ssh:// address"):  # not repeated: it may hold a password
-        link = SshLink.to(args[0])
+        link = SshLink.to(args[0], lease=seconds)
     with user_errors(f"cannot use {link.target.url()}"):
         link.connect()
     old = set_runner(Runner(ssh=link, slurm_conf=args[1] if len(args) == 2 else None))
@@ -71,6 +78,30 @@ def use_ssh(args: list[str]) -> str:
         f"now using Slurm on {link.target.url()} (one SSH connection; nothing on the cluster is touched if it "
         "drops)\n" + slurm_status()
     )
+
+
+def _not_taken(words: list[str], lease: str | None) -> str:
+    """What ``%slurm`` says of words its parser left over. Its positionals are taken before the first option, so
+    a word after ``--lease DURATION`` is left over: then it says to put ``--lease`` last."""
+    said = f"%slurm does not take {' '.join(words)!r}"
+    if lease is None:
+        return f"{said}; see %slurm?"
+    return (
+        f"{said} there: put --lease last (%slurm use ssh://user@login.example /remote/slurm.conf --lease 45)"
+    )
+
+
+def _use(action: str, args: list[str], lease: str | None) -> StatusText:
+    """``%slurm use`` of a slurm.conf or an ssh:// address; ``--lease`` only with the latter."""
+    over_ssh = action == "use" and bool(args) and args[0].startswith("ssh://")
+    if over_ssh:
+        return StatusText(use_ssh(args, lease))
+    if lease is not None:
+        raise UsageError(
+            "--lease goes with %slurm use ssh://user@login.example: how long that link may stay down "
+            "before the cluster releases this kernel's allocations"
+        )
+    return StatusText(use_conf(args))
 
 
 def status_report(*, leftovers: bool = True, session: Session | None = None) -> StatusText:
@@ -249,13 +280,15 @@ class StatusMagics(Magics):
         nargs="?",
         choices=["status", "sandbox", "use", "attach", "debug", "doctor"],
         default="status",
-        help="status (default); sandbox up|down|status [PROFILE]; use SLURM_CONF; "
-        "attach JOBID; debug on|off; doctor [--job ID] [--node NAME] [--json]",
+        help="status (default); sandbox up|down|status [PROFILE]; "
+        "use SLURM_CONF | ssh://USER@HOST [--lease DURATION]; attach JOBID; debug on|off; "
+        "doctor [--job ID] [--node NAME] [--json]",
     )
     @argument(
         "args",
         nargs="*",
-        help="sandbox: up|down|status and a profile; use: a slurm.conf path; attach: a job id; debug: on|off",
+        help="sandbox: up|down|status and a profile; use: a slurm.conf path, or an ssh:// address and the "
+        "slurm.conf there; attach: a job id; debug: on|off",
     )
     @argument("--nodes", type=int, metavar="N", help="sandbox up: number of nodes")
     @argument("--dir", metavar="PATH", help="sandbox: its folder (default: the profile's usual place)")
@@ -273,6 +306,12 @@ class StatusMagics(Magics):
         default=None,
         help="sandbox up: Slurm accounting (sacct) on or off; default: on where slurmdbd and MariaDB are",
     )
+    @argument(
+        "--lease",
+        metavar="DURATION",
+        help="use ssh://…: how long the link may stay down before the cluster releases the allocations this "
+        "kernel holds there, as salloc -t takes a time (45 = minutes, 2:00:00, 1-00); default 30 minutes",
+    )
     @raw_line
     @line_magic
     def slurm(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
@@ -284,8 +323,10 @@ class StatusMagics(Magics):
         local Slurm and use it (``--if-needed``: only when no Slurm answers here) · ``%slurm sandbox down`` ·
         ``%slurm sandbox leave`` back to the Slurm used before (stops the sandbox if this kernel started it) ·
         ``%slurm sandbox status`` ·
-        ``%slurm use /path/slurm.conf`` · ``%slurm use ssh://user@login.example[:port] [/remote/slurm.conf]``
-        Slurm on another machine, over one SSH connection (prompts asked here, without echo) ·
+        ``%slurm use /path/slurm.conf`` · ``%slurm use ssh://user@login.example[:port] [/remote/slurm.conf]
+        [--lease DURATION]`` Slurm on another machine, over one SSH connection (prompts asked here, without echo);
+        ``--lease``: if the link stays down that long (as ``salloc -t`` writes a time: ``45`` minutes,
+        ``2:00:00``; default 30 minutes), the cluster releases the allocations this kernel made there after it ·
         ``%slurm debug on|off`` full tracebacks instead of one-line errors ·
         ``%slurm doctor [--job ID] [--node NAME] [--json]`` what is wrong with the cluster, a job or a node.
         """
@@ -298,15 +339,13 @@ class StatusMagics(Magics):
             at = tokens.index("doctor")
             return doctor_magic(tokens[:at] + tokens[at + 1 :])
         if rest or command:
-            raise UsageError(f"%slurm does not take {' '.join(rest + command)!r}; see %slurm?")
+            raise UsageError(_not_taken(rest + command, ns.lease))
+        if ns.action == "use" or ns.lease is not None:
+            return _use(ns.action, ns.args, ns.lease)
         if ns.action == "status":
             if ns.args:
                 raise UsageError("%slurm status takes no arguments")
             return status_report(session=Session.of(self.shell))
-        if ns.action == "use":
-            if ns.args and ns.args[0].startswith("ssh://"):
-                return StatusText(use_ssh(ns.args))
-            return StatusText(use_conf(ns.args))
         if ns.action == "attach":
             if len(ns.args) != 1:
                 raise UsageError("give one job id: %slurm attach 42 (see yours with %slurm or %squeue)")

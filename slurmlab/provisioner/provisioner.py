@@ -32,8 +32,9 @@ from jupyter_client.provisioning.provisioner_base import KernelProvisionerBase
 from traitlets import Any as AnyTrait
 from traitlets import Float, List, Unicode
 
+from slurmlab.core.slurm.ranges import parse_index_list
 from slurmlab.core.slurm.reasons import plain_reason
-from slurmlab.errors import SlurmlabError
+from slurmlab.errors import ParseError, SlurmlabError
 from slurmlab.provisioner.connection import kernel_file, read_kernel_file, read_node_step
 from slurmlab.provisioner.request import (
     OVERRIDE_VARIABLE,
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from slurmlab.slurm.allocation import Allocation
     from slurmlab.slurm.runner import Runner
 
-__all__ = ["KernelStartRefused", "SlurmProvisioner"]
+__all__ = ["KernelStartRefused", "SlurmProvisioner", "kernel_cpus"]
 
 WARN_BEFORE = (600.0, 120.0)  # seconds before the walltime at which the log warns
 
@@ -333,7 +334,7 @@ class SlurmProvisioner(KernelProvisionerBase):
 
         alloc = self._alloc
         assert alloc is not None and alloc.job_id is not None and self._folder is not None
-        cpus = _cpus_per_node(alloc)
+        cpus = kernel_cpus(alloc)
         argv = kernel_step_argv(alloc.job_id, cpus, cmd, chdir=kwargs.get("cwd"))
         env = login_environment(kwargs.get("env") or os.environ)
         env.pop(OVERRIDE_VARIABLE, None)
@@ -552,10 +553,24 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _cpus_per_node(alloc: Allocation) -> int | None:
-    """The job's CPUs on one node (the kernel's step takes those of the first node)."""
+def kernel_cpus(alloc: Allocation) -> int | None:
+    """The CPUs the kernel's step asks for: the job's CPUs on the node it runs on, the allocation's first (where
+    ``srun -N1`` starts it). Those are Slurm's own figure for that node, the count of its CPU_IDs in the job's
+    detail (``scontrol show job -d``): a job of 3 tasks over 2 nodes holds 2 CPUs on one and 1 on the other.
+    Where the detail holds no such figure (slurmlab keeps CPU_IDs beside a node's GRES, so a node where the job
+    holds none has no figure; a JSON layout may leave them unknown), the job's CPUs shared evenly over its nodes,
+    exact for one node or an even spread. None where the job's CPUs are not known: srun then takes Slurm's
+    default."""
     job = alloc.job
-    if job is None or not job.num_cpus:
+    if job is None:
         return None
-    nodes = max(1, len(alloc.nodes))
-    return max(1, job.num_cpus // nodes)
+    nodes = alloc.nodes
+    first = job.alloc_on(nodes[0]) if nodes else None
+    if first is not None and first.cpu_ids:
+        try:
+            return len(parse_index_list(first.cpu_ids, f"CPU_IDs of job {job.job_id} on {first.node}"))
+        except ParseError:
+            pass  # not a list Slurm prints: the even share below, as with no figure at all
+    if not job.num_cpus:
+        return None
+    return max(1, job.num_cpus // max(1, len(nodes)))

@@ -14,18 +14,44 @@ from collections.abc import Callable
 from typing import Any
 
 from slurmlab.core.slurm.models import Job
-from slurmlab.errors import NotYourJobError
+from slurmlab.errors import NotYourJobError, SlurmlabError
 from slurmlab.server.shared_poll import SharedPollReader
 from slurmlab.server.views import job_view, node_view, nodes_view, problem_view
-from slurmlab.server.worker import PollOutcome, PollWorker
+from slurmlab.server.worker import PollOutcome, PollWorker, failed_poll
 from slurmlab.slurm import identity, queries
 
-__all__ = ["ClusterSource", "current_user", "job_view", "node_view", "nodes_view", "problem_view"]
+__all__ = [
+    "WHO_ARGV",
+    "ClusterSource",
+    "current_user",
+    "job_view",
+    "login_from_id",
+    "node_view",
+    "nodes_view",
+    "problem_view",
+]
+
+# who the login is on a cluster over SSH, as that login node's own `id` says it: the NUL before the answer keeps a
+# login script's chatter (a banner a .bashrc prints to every command) apart from it
+WHO_ARGV = ("sh", "-c", "printf '\\0'; id -u; id -un")
+WHO_TIMEOUT = 15.0  # seconds: one round trip over a working master, or a link that is down
 
 
 def current_user() -> str:
     """The Unix user the server runs as (whose jobs the sidebar may cancel)."""
     return identity.current_user()
+
+
+def login_from_id(stdout: str) -> tuple[int, str] | None:
+    """(uid, name) from what :data:`WHO_ARGV` printed: the two words after its NUL; None for anything else."""
+    _, marker, answer = stdout.rpartition("\0")
+    words = answer.split()
+    if not marker or len(words) != 2:
+        return None
+    uid, name = words
+    if not (uid.isascii() and uid.isdigit() and len(uid) <= 10 and name.isprintable()):
+        return None
+    return int(uid), name
 
 
 class ClusterSource:
@@ -41,16 +67,27 @@ class ClusterSource:
         shared: SharedPollReader | str | None = None,
     ) -> None:
         self.runner = runner
-        self.user = user or current_user()
+        self._user = user or current_user()
         self.worker = worker if worker is not None else PollWorker()
         # the host's shared poll (slurmlab cluster-cache serve), read instead of polling when it may be trusted;
         # a path names its directory (default: SLURMLAB_SHARED_POLL_DIR or /run/slurmlab/poll)
         self.shared = (
             shared
             if isinstance(shared, SharedPollReader)
-            else SharedPollReader.for_runner(runner, self.user, shared)
+            else SharedPollReader.for_runner(runner, self._user, shared)
         )
         self.shared_reads = 0  # polls answered from the shared poll, with no Slurm command of this server's
+
+    @property
+    def user(self) -> str:
+        """The viewer's name, as the status line and the answers of the job routes say it: over SSH the login's
+        on that cluster (its own ``id``; until learnt, the name the address gives), else the server's."""
+        link = getattr(self.runner, "ssh", None)
+        if link is None:
+            return self._user
+        if link.remote_user is not None:
+            return str(link.remote_user[1])
+        return str(link.target.user or self._user)
 
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         runner = self.runner
@@ -72,15 +109,43 @@ class ClusterSource:
             if outcome is not None:
                 self.shared_reads += 1
                 return outcome
-        uid, user = self.viewer()
+        try:
+            uid, user = await self.who()
+        except SlurmlabError as exc:  # over SSH: the link is down, or its login's `id` said nothing readable
+            return failed_poll(exc, version)
         return await self.worker.poll(self.runner, user, uid, version, whole)
 
-    def viewer(self) -> tuple[int, str]:
-        """Whose jobs are "mine": over SSH the login's uid and name on that cluster (learnt at connect), else
-        the server's (or the process-wide runner's) own."""
+    def viewer(self) -> tuple[int, str] | None:
+        """Whose jobs are "mine": over SSH the login's uid and name on that cluster as its own ``id`` said them
+        (None until then: a uid or name of this machine may be another person's there), else the server's (or
+        the process-wide runner's) own."""
         link = getattr(self.runner, "ssh", None)
-        remote = link.remote_user if link is not None else None
-        return remote if remote is not None else (identity.current_uid(), self.user)
+        if link is None:
+            return identity.current_uid(), self._user
+        found: tuple[int, str] | None = link.remote_user
+        return found
+
+    async def who(self) -> tuple[int, str]:
+        """:meth:`viewer`, asking a cluster over SSH once when its link has not learnt it (a master a kernel
+        started, or one the link restarted in the background, learnt nothing): ``id`` run there through the
+        runner with a timeout, kept on the link. SlurmlabError when the link is down or ``id`` said no
+        uid and name."""
+        found = self.viewer()
+        if found is not None:
+            return found
+        link = self.runner.ssh
+        res = await self.runner.arun(list(WHO_ARGV), timeout=WHO_TIMEOUT)
+        learnt = login_from_id(res.stdout)
+        if learnt is None:
+            raise SlurmlabError(
+                f"cannot tell whose jobs are yours on {link.target.url()}: `id -u; id -un` printed "
+                f"{res.stdout[-120:]!r}, not a uid and a name",
+                hint="check that `id -u; id -un` over ssh to that login prints two lines; "
+                "no job there is called yours meanwhile",
+            )
+        if link.remote_user is None:
+            link.remote_user = learnt
+        return learnt
 
     async def owner(self, job_id: str) -> int:
         """The uid that owns ``job_id`` (squeue's ``%U``)."""

@@ -46,10 +46,16 @@ log = logging.getLogger("slurmlab.server")
 
 
 def recent_answer(
-    runner: Any, me: int, *, since_hours: float = RECENT_HOURS, limit: int = RECENT_LIMIT
+    runner: Any,
+    me: int,
+    *,
+    user: str | None = None,
+    since_hours: float = RECENT_HOURS,
+    limit: int = RECENT_LIMIT,
 ) -> RecentJobsAnswer:
-    """The jobs of uid ``me`` in the last ``since_hours``, newest first (blocking: runs in a worker)."""
-    user = identity.user_name(me)
+    """The jobs of uid ``me`` in the last ``since_hours``, newest first (blocking: runs in a worker). ``user``:
+    the name of ``me`` on that cluster (over SSH, as its login node's ``id`` said it); default: this machine's."""
+    user = identity.user_name(me) if user is None else user
 
     def empty(message: str, accounting: bool) -> RecentJobsAnswer:
         return RecentJobsAnswer(
@@ -90,8 +96,8 @@ def recent_answer(
     return RecentJobsAnswer(user=user, since_hours=since_hours, accounting=True, message=None, jobs=jobs)
 
 
-def _encoded(runner: Any, me: int) -> Encoded:
-    return Encoded.of(recent_answer(runner, me))
+def _encoded(runner: Any, me: int, user: str | None = None) -> Encoded:
+    return Encoded.of(recent_answer(runner, me, user=user))
 
 
 def _encoded_elsewhere(settings: dict[str, Any], me: int) -> Encoded:
@@ -141,9 +147,32 @@ class RecentJobs:
     async def _fetch(self) -> None:
         source = self.poller.source
         runner = source.runner if source.runner is not None else get_runner()
-        me = identity.current_uid()
         loop = asyncio.get_running_loop()
         self.fetches += 1
+        try:
+            me, user = await source.who()  # over SSH: the login there, as its own `id` says
+        except SlurmlabError as exc:
+            got = Encoded.of(
+                RecentJobsAnswer(
+                    user="",
+                    since_hours=RECENT_HOURS,
+                    accounting=True,
+                    jobs=[],
+                    message=f"cannot read recent jobs: {exc}",
+                )
+            )
+        else:
+            got = await self._ask(
+                loop, runner, me, user if getattr(runner, "ssh", None) is not None else None
+            )
+        now = time.time()
+        changed = self.entry.changed_at if self.entry is not None and self.entry.etag == got.etag else now
+        self.entry = CacheEntry(got.body, got.etag, changed, now)
+        self.fetched_at = time.monotonic()
+
+    async def _ask(self, loop: asyncio.AbstractEventLoop, runner: Any, me: int, user: str | None) -> Encoded:
+        """sacct for uid ``me`` (named ``user`` there), in the poll worker."""
+        source = self.poller.source
         if source.worker.uses_process(runner):
             settings = runner.settings()
             key = poll_worker._settings_key(settings)
@@ -161,12 +190,8 @@ class RecentJobs:
                         message="slurmlab's worker process died; the next refresh starts a new one",
                     )
                 )
-        else:
-            got = await loop.run_in_executor(poll_worker._POOLS.thread(), _encoded, runner, me)
-        now = time.time()
-        changed = self.entry.changed_at if self.entry is not None and self.entry.etag == got.etag else now
-        self.entry = CacheEntry(got.body, got.etag, changed, now)
-        self.fetched_at = time.monotonic()
+            return got
+        return await loop.run_in_executor(poll_worker._POOLS.thread(), _encoded, runner, me, user)
 
 
 _KEPT: weakref.WeakKeyDictionary[ClusterPoller, RecentJobs] = weakref.WeakKeyDictionary()

@@ -13,8 +13,17 @@ connection's socket is named after the address in the user's private folder
 The server never asks for a secret: its logins use keys and the agent only (``BatchMode``). A cluster that
 needs a password, a one-time code or a host key checked shows "needs a login" and the ``%slurm use`` that
 connects it from a notebook, rather than a server waiting on a prompt nobody sees. A link found down is
-reconnected in the background by the link itself (:meth:`SshLink.failure`), with back-off; its state (up,
-down since when, reconnecting) goes with the cluster in the ``clusters`` answer (:class:`LinkView`).
+reconnected in the background by the link itself (:meth:`SshLink.failure`), with back-off; its state
+(:attr:`SshLink.state`: up, down since when and reconnecting, needs a login) goes with the cluster in the
+``clusters`` answer (:class:`LinkView`).
+
+That answer is read from the link's state, never from ssh: the picker's answer comes from the server's event
+loop, for every ``clusters`` request and every route that names a cluster, and ``ssh -O check`` there (a
+process, up to its 10 s timeout) would hold every other request of the server meanwhile. The state is what
+commands over the link, its login and its reconnect found; where they cannot tell (an up link nobody polls, whose
+master may have died; one that needs a login, which a notebook may have given on the shared socket), the link
+looks again in a thread of its own, at most every :data:`LOOK_EVERY` seconds (:meth:`SshLink.look_in_background`),
+and the answer after that look says what it found.
 """
 
 from __future__ import annotations
@@ -26,14 +35,13 @@ from collections.abc import Mapping, Sequence
 from slurmlab.errors import SlurmlabError
 from slurmlab.server.contract import ClusterView, LinkView
 from slurmlab.slurm.runner import Runner
-from slurmlab.slurm.ssh import SshLink, SshLinkError, SshTarget
-from slurmlab.slurm.ssh.link import SSH_FAILED
+from slurmlab.slurm.ssh import LinkState, SshLink, SshLinkError, SshTarget
 
-__all__ = ["RemoteCluster", "RemoteClusters", "SshRunner", "cluster_id"]
+__all__ = ["LOOK_EVERY", "RemoteCluster", "RemoteClusters", "SshRunner", "cluster_id"]
 
-# the tail of the link's own words while it tries again by itself (SshLink.failure: "... down since HH:MM;
-# reconnecting"); any other tail ("the login needs you: connect again", "closed") waits for a person
-_RECONNECTING = "; reconnecting"
+# seconds between two looks at an up (or needs-a-login) link's master for the picker, each in a thread of the
+# link's: a master that died with nobody polling its cluster is said within this and the directory's 1 s
+LOOK_EVERY = 2.0
 
 
 def cluster_id(target: SshTarget) -> str:
@@ -69,7 +77,6 @@ class RemoteCluster:
         # slurm_conf: the SLURM_CONF there, where the login's own environment does not set the right one
         self.runner: Runner = SshRunner(ssh=self.link, slurm_conf=slurm_conf)
         self.id = cluster_id(target)
-        self._ever_up = False
         self._learning: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -87,27 +94,39 @@ class RemoteCluster:
         )
 
     def link_view(self) -> LinkView:
-        """up (the master answers ``ssh -O check``, a local question); else the link's own words for it, which
-        also start its reconnecting in the background (once: the same link asked again says the same)."""
-        if self.link.connected():
-            self._ever_up = True
+        """The link's state as it stands (:attr:`SshLink.state`; no ssh on the caller's thread). A link never
+        started is started in the background (keys and agent only); an up one is looked at again in the
+        background, at most every :data:`LOOK_EVERY` s (see the module's words)."""
+        link = self.link
+        if link.state is LinkState.NOT_CONNECTED:
+            link.connect_in_background()
+        else:
+            link.look_in_background(LOOK_EVERY)
+        state, since = link.state, link.down_since
+        if state is LinkState.UP:
             self._learn_user()
             return LinkView(url=self.url, state="up", since=None, message=None)
-        said = self.link.failure(SSH_FAILED, "")
-        words = said.message if said is not None else f"the link to {self.url} is down"
-        if not words.endswith(_RECONNECTING):
+        if state is LinkState.CONNECTING:
             return LinkView(
                 url=self.url,
-                state="needs_login",
-                since=self.link.down_since,
-                message=f"needs a login: connect it from a notebook with %slurm use {self.url} "
-                "(a password, a one-time code or a new host key is for you to answer; the server asks none)",
+                state="connecting",
+                since=since,
+                message=f"connecting to {self.url} (keys and agent only)",
             )
+        if state is LinkState.RECONNECTING:
+            return LinkView(
+                url=self.url,
+                state="down",
+                since=since,
+                message=link.down_words() or f"the link to {self.url} is down; reconnecting",
+            )
+        # needs a login (or closed, as the server's own links are only when it stops): for a person to connect
         return LinkView(
             url=self.url,
-            state="down" if self._ever_up else "connecting",
-            since=self.link.down_since,
-            message=words if self._ever_up else f"connecting to {self.url} (keys and agent only)",
+            state="needs_login",
+            since=since,
+            message=f"needs a login: connect it from a notebook with %slurm use {self.url} "
+            "(a password, a one-time code or a new host key is for you to answer; the server asks none)",
         )
 
     def _learn_user(self) -> None:

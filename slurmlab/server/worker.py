@@ -43,6 +43,7 @@ __all__ = [
     "WorkerMode",
     "collect",
     "encode_answers",
+    "failed_poll",
     "shutdown",
 ]
 
@@ -78,7 +79,8 @@ class PollOutcome:
     complete: bool = True  # False: a first brief view, whose details the next poll (started at once) brings
 
 
-def _failure(exc: BaseException, version: str | None) -> PollOutcome:
+def failed_poll(exc: BaseException, version: str | None) -> PollOutcome:
+    """The outcome of a poll that failed with ``exc``: an error answer for the routes."""
     # Slurm down/unreachable/not installed: the service is unavailable, not the server broken.
     return PollOutcome(
         version,
@@ -173,24 +175,39 @@ def collect(
     try:
         if version is None:
             version = version_text(queries.slurm_version(runner))
+        viewer = _name_there(runner, me)
+        # the viewer's jobs show the viewer's name there (this machine's passwd may name the uid otherwise)
+        names = {me: viewer} if viewer is not None else {}
         if whole:
             nodes = memory.nodes.poll(runner)
-            memory.jobs.viewer = identity.user_name(me)
-            found = memory.jobs.poll(runner, {}, me, {})
+            memory.jobs.viewer = viewer
+            found = memory.jobs.poll(runner, {}, me, names)
             problems = [problem_view(p, "node") for p in nodes.problems] + found.problems
             views, node_bodies = memory.node_views.build(nodes, found.jobs)
             answers = encode_answers(views, found.views, problems, user, found.bodies, node_bodies)
             complete = found.complete
         else:
-            own = memory.mine.poll(runner, {}, me, {})
+            own = memory.mine.poll(runner, {}, me, names)
             problems = list(own.problems)
             answers = {"queue:mine": _queue("mine", user, own.views, own.bodies, problems)}
             complete = own.complete
     except Exception as exc:  # a bug in a parser must show as an error answer, not kill the timer
         if not isinstance(exc, SlurmlabError):
             log.exception("slurmlab: poll failed unexpectedly")
-        return _failure(exc, version)
+        return failed_poll(exc, version)
     return PollOutcome(version, answers, tuple(p["message"] for p in problems), complete=complete)
+
+
+def _name_there(runner: Any, me: int) -> str | None:
+    """The name Slurm prints for uid ``me`` on ``runner``'s cluster (squeue's ``%u``). Over SSH: the login's name
+    as that login node's own ``id`` said it (this machine's passwd may not know the uid, or know another person by
+    it), None while the link has not learnt it (then no job of the whole listing is called "mine"); else this
+    machine's passwd, which the local Slurm reads too."""
+    link = getattr(runner, "ssh", None)
+    if link is None:
+        return identity.user_name(me)
+    remote = link.remote_user
+    return remote[1] if remote is not None and remote[0] == me else None
 
 
 def _settings_key(settings: dict[str, Any]) -> str:
@@ -320,7 +337,7 @@ class PollWorker:
             return await loop.run_in_executor(pool, _collect_elsewhere, settings, user, me, version, whole)
         except BrokenProcessPool as exc:
             _POOLS.forget_process(key, pool)
-            return _failure(
+            return failed_poll(
                 SlurmlabError(
                     "slurmlab's poll worker process died; a new one starts at the next "
                     f"poll ({exc or 'no reason given'})"

@@ -443,8 +443,9 @@ class _Recheck(_Work):
 
 # slurmctld writes a cancel to its StateSaveLocation only with its periodic state save (every 300 s, compiled in as
 # PERIODIC_CHECKPOINT; a cancel does not ask for an earlier one): one killed before then starts from the older state,
-# where the job RUNS. So a release is looked at until this long after it (the kernel, every few seconds; the
-# guardian, once, if the kernel dies meanwhile); an older one is saved and costs no call.
+# where the job RUNS. So a release is looked at until this long after it (the kernel: 10 s after the cancel, then
+# every 30 s, FIRST_CHECK and FOLLOW_INTERVAL of slurmlab.slurm.allocation.release; the guardian, if the kernel dies
+# meanwhile: one look, retried while the controller does not answer); an older one is saved and costs no call.
 RELEASE_SETTLE = 330.0
 
 

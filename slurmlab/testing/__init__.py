@@ -16,6 +16,7 @@ The pytest plugin gives the ``fake_runner`` fixture: a FakeRunner that is the pr
 one test (``slurmlab.slurm.runner.get_runner()``), closed afterwards.
 """
 
+from slurmlab.testing.briefs import job_brief
 from slurmlab.testing.fake_runner import (
     ANY,
     FakeRunner,
@@ -27,4 +28,14 @@ from slurmlab.testing.fake_runner import (
     recorded,
 )
 
-__all__ = ["ANY", "FakeRunner", "Reply", "Script", "UnscriptedCommand", "golden", "golden_dir", "recorded"]
+__all__ = [
+    "ANY",
+    "FakeRunner",
+    "Reply",
+    "Script",
+    "UnscriptedCommand",
+    "golden",
+    "golden_dir",
+    "job_brief",
+    "recorded",
+]

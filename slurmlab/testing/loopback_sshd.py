@@ -33,6 +33,7 @@ __all__ = [
     "SSH_USER",
     "LoopbackSshd",
     "SandboxOverSsh",
+    "cut_link",
     "over_ssh",
     "remove_sshd",
     "resume_sshd",
@@ -215,6 +216,25 @@ def stop_sshd(server: LoopbackSshd) -> None:
     if server.proc.poll() is None:
         server.proc.terminate()
         server.proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def cut_link(server: LoopbackSshd, link: SshLink, *, login_node_down: bool = True) -> Iterator[float]:
+    """``link`` cut as a laptop loses it: its master connection killed without a goodbye (SIGKILL), after
+    ``server`` was stopped (``login_node_down``: the login node reboots, so no reconnect can succeed inside the
+    block); the server is back (:func:`resume_sshd`) when the block ends, however it ends. Yields when the cut
+    was (``time.monotonic()``). The link must be up: a link with no master fails the test here."""
+    master = link.master_pid()
+    if master is None:
+        raise AssertionError(f"no master connection of {link.target.url()} to cut")
+    if login_node_down:
+        stop_sshd(server)
+    try:
+        os.kill(master, signal.SIGKILL)
+        yield time.monotonic()
+    finally:
+        if login_node_down:
+            resume_sshd(server)
 
 
 def _end_user_processes(user: str) -> None:

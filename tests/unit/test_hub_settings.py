@@ -4,8 +4,6 @@ the batch script is checked, and every listener of the hub is on loopback."""
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,18 +11,8 @@ from traitlets.config import Config
 
 from slurmlab.hub.settings import config_text, configure, parse_form
 
-
-@pytest.fixture(autouse=True)
-def _slurm_conf_kept() -> Iterator[None]:
-    """configure() sets SLURM_CONF for the hub's process (setdefault): put back what this worker had, so that a
-    later test on the same worker does not run Slurm's commands against the settings' made-up slurm.conf
-    (monkeypatch.delenv of an unset name records nothing to undo)."""
-    before = os.environ.get("SLURM_CONF")
-    yield
-    if before is None:
-        os.environ.pop("SLURM_CONF", None)
-    else:
-        os.environ["SLURM_CONF"] = before
+# configure() sets SLURM_CONF: each test puts back what the worker had
+pytestmark = pytest.mark.usefixtures("slurm_conf_kept")
 
 
 def test_the_form_gives_the_job_it_asks_for() -> None:

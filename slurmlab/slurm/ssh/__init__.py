@@ -6,6 +6,7 @@ process that passes a background command's signals on to the remote side.
 
 from slurmlab.slurm.ssh.link import (
     QUOTING_PROBE,
+    LinkState,
     SshLink,
     SshLinkError,
     SshTarget,
@@ -16,6 +17,7 @@ from slurmlab.slurm.ssh.link import (
 
 __all__ = [
     "QUOTING_PROBE",
+    "LinkState",
     "SshLink",
     "SshLinkError",
     "SshTarget",

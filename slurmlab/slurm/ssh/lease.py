@@ -20,7 +20,8 @@ stops saying so. So:
   :func:`renew_every` seconds for all of them, no Slurm RPC. A link that comes back within the grace renews them
   and nothing was cancelled; the new master renews the same files.
 - The grace is generous by default (:data:`DEFAULT_LEASE`, 30 min: a laptop's sleep, a train's tunnel, a VPN
-  reconnect) and set per link: ``SshLink(..., lease=7200)`` or ``%slurm use ssh://… --lease 2h``.
+  reconnect) and set per link: ``SshLink(..., lease=7200)`` (seconds) or ``%slurm use ssh://… --lease 2:00:00``
+  (:func:`parse_lease`: Slurm's own time formats, as ``salloc -t`` takes them).
 - While the link is down, its words on the panel say when the cluster will release what it holds
   (:func:`lease_words`): "if it stays down past 14:32 the cluster releases job 12".
 
@@ -30,7 +31,6 @@ pipe's end ends the holder). The local guardian still cancels at once a job of a
 
 from __future__ import annotations
 
-import re
 import subprocess
 import threading
 import time
@@ -38,11 +38,14 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from slurmlab.errors import SlurmlabError
+from slurmlab.core.slurm.timefmt import parse_duration
+from slurmlab.errors import ParseError, SlurmlabError
 
 __all__ = [
     "DEFAULT_LEASE",
     "LEASE_FOLDER",
+    "LEASE_FORMS",
+    "MAX_LEASE",
     "LeaseKeeper",
     "holder_argv",
     "lease_expiry",
@@ -54,17 +57,33 @@ __all__ = [
 DEFAULT_LEASE = 1800.0  # seconds a link may stay down before the cluster releases what a kernel held
 LEASE_FOLDER = "~/.cache/slurmlab/leases"  # on the login node, in the login's own home
 RENEW_MAX = 60.0  # a lease is renewed at least this often (seconds) while the link is up
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$")
-_UNIT = {None: 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+# the longest lease taken: past it the panel's "if it stays down past HH:MM" would be a date years away (and
+# past year 9999 no date at all); a link down that long holds GPUs nobody uses
+MAX_LEASE = 366 * 86400.0
+LEASE_FORMS = "a time as salloc -t takes it: minutes (45), MM:SS, HH:MM:SS (2:00:00) or D-HH[:MM] (1-00)"
 
 
 def parse_lease(text: str) -> float:
-    """Seconds of a lease written ``90``, ``45s``, ``30m``, ``2h`` or ``1d``; ValueError with words otherwise."""
-    m = _DURATION.match(text)
-    seconds = float(m.group(1)) * _UNIT[m.group(2)] if m else 0.0
+    """Seconds of a lease written as Slurm writes a time limit (``salloc -t``): ``45`` (minutes), ``MM:SS``,
+    ``HH:MM:SS``, ``D-HH[:MM[:SS]]``. ValueError in words for anything else, for no time at all, UNLIMITED (a
+    lease must run out) or more than :data:`MAX_LEASE`."""
+    shown = text.strip()
+    shown = repr(shown if len(shown) <= 40 else shown[:40] + "…")
+    try:
+        seconds = parse_duration(text)
+    except ParseError:
+        raise ValueError(f"not a lease length: {shown} (give {LEASE_FORMS})") from None
+    if seconds is None:
+        raise ValueError(
+            f"a lease must run out, {shown} never does: give {LEASE_FORMS} (the default is 30 minutes)"
+        )
     if seconds <= 0:
-        raise ValueError(f"not a lease length: {text[:40]!r} (give e.g. 45s, 30m or 2h)")
-    return seconds
+        raise ValueError(
+            f"a lease of no time ({shown}) would release at the link's first hiccup: give {LEASE_FORMS}"
+        )
+    if seconds > MAX_LEASE:
+        raise ValueError(f"a lease of {shown} is over {MAX_LEASE / 86400:.0f} days: give {LEASE_FORMS}")
+    return float(seconds)
 
 
 def renew_every(lease: float) -> float:

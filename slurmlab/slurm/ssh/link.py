@@ -33,6 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -44,6 +45,7 @@ from slurmlab.slurm.ssh.lease import DEFAULT_LEASE, LeaseKeeper, holder_argv
 
 __all__ = [
     "QUOTING_PROBE",
+    "LinkState",
     "SshLink",
     "SshLinkError",
     "SshTarget",
@@ -67,6 +69,27 @@ QUOTING_PROBE = "a b\t'q' \"d\" ;$(id) `id` $HOME \\ *\nnext line \udcff end"
 
 class SshLinkError(ControllerDownError):
     """The SSH link to the cluster failed (refused, host key, login, dropped): Slurm was not reached."""
+
+
+class LinkState(str, Enum):
+    """Where an :class:`SshLink` stands (:attr:`SshLink.state`; since when it is down: :attr:`SshLink.down_since`).
+    What reads it (the server's cluster picker, a panel) reads this, never the words of a link's message, which
+    carry more after the state (the lease's)."""
+
+    NOT_CONNECTED = "not connected"  # made, never connected, nothing tries to: connect() does
+    CONNECTING = "connecting"  # never up yet: its master is started in the background, with back-off
+    UP = "up"  # its master was up when last looked at (a login, a reconnect, a look)
+    RECONNECTING = "reconnecting"  # was up, found down: its master is started again in the background
+    NEEDS_LOGIN = "needs a login"  # given up: a password, one-time code or host key is for a person
+    CLOSED = "closed"  # disconnect() was asked: not reconnected until connect()
+
+
+# what a command that finds the link down says after "down since HH:MM; " (the same words every time, so a
+# poller says them once); a link that tries again by itself says "reconnecting", never up yet or not
+_DOWN_WORDS = {
+    LinkState.CLOSED: "closed",
+    LinkState.NEEDS_LOGIN: "the login needs you: connect again",
+}
 
 
 @dataclass(frozen=True)
@@ -202,12 +225,15 @@ class SshLink:
     _folder: Path | None = field(default=None, init=False, repr=False, compare=False)
     # the login's uid and name on the cluster (its `id`), learnt at connect: whose jobs are "mine" there
     remote_user: tuple[int, str] | None = field(default=None, init=False, repr=False, compare=False)
-    # since when (time.time()) commands find the link down; None while it works
+    # since when (time.time()) commands find the link down; None while it works (and before it first tried)
     down_since: float | None = field(default=None, init=False, repr=False, compare=False)
     _reconnecting: threading.Thread | None = field(default=None, init=False, repr=False, compare=False)
-    _given_up: str | None = field(default=None, init=False, repr=False, compare=False)  # why, in words
+    _given_up: bool = field(default=False, init=False, repr=False, compare=False)  # the login needs a person
     _closed: bool = field(default=False, init=False, repr=False, compare=False)  # disconnect() was asked
-    _state: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    _ever_up: bool = field(default=False, init=False, repr=False, compare=False)  # its master was up once
+    _looking: threading.Thread | None = field(default=None, init=False, repr=False, compare=False)
+    _looked_at: float | None = field(default=None, init=False, repr=False, compare=False)  # time.monotonic()
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
     _leases: LeaseKeeper | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
@@ -298,7 +324,7 @@ class SshLink:
     def hold_command(self) -> list[str]:
         """The remote command a held salloc runs over this link: it releases the job when the link stays down
         past :attr:`lease` with no kernel to renew it, and at once when the kernel lets go over a working link."""
-        with self._state:
+        with self._lock:
             if self._leases is None:
                 self._leases = LeaseKeeper(self.lease, self._run_quietly)
             keeper = self._leases
@@ -364,11 +390,9 @@ class SshLink:
 
     def connect(self, *, timeout: float = 120.0) -> None:
         """Log in once and keep the connection (a no-op when it is up); prompts go to ``ask``.
-        :class:`SshLinkError` says why when it fails."""
-        with self._state:
-            self._closed = False
+        :class:`SshLinkError` says why when it fails (the state is then as it was: a closed link stays closed)."""
         if self.connected():
-            self._back_up()
+            self._back_up(reopen=True)
             return
         with (
             ssh_askpass.Listener(self._askpass_socket(), self.ask) as listener,
@@ -398,7 +422,7 @@ class SshLink:
                 stderr=stderr,
             )
         self._check_quoting()
-        self._back_up()
+        self._back_up(reopen=True)
 
     def _master_argv(self, *extra: str) -> list[str]:
         # a master killed outright leaves its socket: a new master would then run without one ("already
@@ -421,42 +445,107 @@ class SshLink:
         ]
 
     # ---- a link that went down: said with since when, reconnected in the background ----------------
+    @property
+    def state(self) -> LinkState:
+        """Where the link stands, as its own bookkeeping knows it (no ssh is run): set by a login, a command
+        that found the link down, the background reconnect, :meth:`look_in_background` and :meth:`disconnect`."""
+        with self._lock:
+            return self._state_now()
+
+    def _state_now(self) -> LinkState:  # with self._lock held
+        if self._closed:
+            return LinkState.CLOSED
+        if self._given_up:
+            return LinkState.NEEDS_LOGIN
+        if self.down_since is None:
+            return LinkState.UP if self._ever_up else LinkState.NOT_CONNECTED
+        return LinkState.RECONNECTING if self._ever_up else LinkState.CONNECTING
+
     def failure(self, returncode: int, stderr: str) -> SshLinkError | None:
         """What a command's exit over this link means (:func:`link_failure`). A link found down is said as
         "down since HH:MM; reconnecting" (the same words each time, so a poller says it once) and its master is
         started again in the background, without prompts, with back-off; jobs are not touched meanwhile."""
         return link_failure(self.target, returncode, stderr, master_up=self.connected, down=self._went_down)
 
-    def _went_down(self) -> SshLinkError:
-        with self._state:
-            if self.down_since is None:
-                self.down_since, self._given_up = time.time(), None
-            since = time.strftime("%H:%M", time.localtime(self.down_since))
-            if self._closed:
-                state = "closed"
-            elif self._given_up is not None:
-                state = self._given_up
-            else:
-                state = "reconnecting"
-                if self._reconnecting is None or not self._reconnecting.is_alive():
-                    self._reconnecting = threading.Thread(
-                        target=self._reconnect, name="slurmlab-ssh-reconnect", daemon=True
-                    )
-                    self._reconnecting.start()
+    def connect_in_background(self) -> None:
+        """Start the master in the background as a link found down is (:meth:`failure`): with the keys and agent
+        alone (no prompt), sharing a master already up for the same address (a notebook's), again and again
+        with back-off; :attr:`state` says how it goes. For a process with nobody to answer a prompt (the
+        server). A closed link stays closed (:meth:`connect` opens it again)."""
+        self._mark_down()
+
+    def down_words(self) -> str | None:
+        """The link's state in the words a command that finds it down says (with since when, and when the
+        cluster releases what its leases hold); None while it is up or before it first tried."""
+        with self._lock:
+            state, since = self._state_now(), self.down_since
+        if since is None:
+            return None
         lease = self.lease_words()
+        return (
+            f"the link to {self.target.url()} is down since {time.strftime('%H:%M', time.localtime(since))}; "
+            + _DOWN_WORDS.get(state, "reconnecting")
+            + (f"; {lease}" if lease else "")
+        )
+
+    def _went_down(self) -> SshLinkError:
+        self._mark_down()
         return SshLinkError(
-            f"the link to {self.target.url()} is down since {since}; {state}"
-            + (f"; {lease}" if lease else ""),
+            self.down_words() or f"the link to {self.target.url()} is down",
             hint="jobs on the cluster were not touched and are watched again once it is back; to connect "
             f"again yourself: %slurm use {self.target.url()}",
         )
+
+    def _mark_down(self) -> None:
+        """Down since now (unless already), and the background reconnect started (unless closed, given up or
+        already running)."""
+        with self._lock:
+            if self.down_since is None:
+                self.down_since, self._given_up = time.time(), False
+            if self._state_now() in (LinkState.CLOSED, LinkState.NEEDS_LOGIN):
+                return
+            if self._reconnecting is None or not self._reconnecting.is_alive():
+                self._reconnecting = threading.Thread(
+                    target=self._reconnect, name="slurmlab-ssh-reconnect", daemon=True
+                )
+                self._reconnecting.start()
+
+    def look_in_background(self, every: float) -> None:
+        """Look again whether the master is up (``ssh -O check``) where the link's own bookkeeping cannot know:
+        an up link nothing ran a command over since (its master may have died), or one that needs a login (a
+        notebook's ``%slurm use`` may have started a master on the same socket). In a thread of its own, never
+        the caller's (the server's event loop asks), one at a time and at most once per ``every`` seconds; what
+        it finds is :attr:`state` from then on: a master gone starts the reconnect, one found up is up. A
+        connecting or reconnecting link looks by itself (each try of the reconnect first checks)."""
+        with self._lock:
+            if self._state_now() not in (LinkState.UP, LinkState.NEEDS_LOGIN):
+                return
+            now = time.monotonic()
+            if (self._looking is not None and self._looking.is_alive()) or (
+                self._looked_at is not None and now - self._looked_at < every
+            ):
+                return
+            self._looked_at = now
+            self._looking = threading.Thread(target=self._look, name="slurmlab-ssh-look", daemon=True)
+            self._looking.start()
+
+    def _look(self) -> None:
+        try:
+            up = self.connected()
+        except (OSError, subprocess.SubprocessError, SlurmlabError):  # no ssh, it hung, no private folder
+            up = False
+        state = self.state
+        if up and state is LinkState.NEEDS_LOGIN:
+            self._back_up()
+        elif not up and state is LinkState.UP:
+            self._mark_down()
 
     def _reconnect(self) -> None:
         """Start the master again, without prompts, until it is up (or the login needs a person, or
         :meth:`disconnect` was asked); waits 1, 2, 4 ... :data:`RECONNECT_MAX_WAIT` s between tries."""
         wait = 1.0
         while True:
-            with self._state:
+            with self._lock:
                 if self._closed or self.down_since is None:
                     return
             if (
@@ -471,8 +560,8 @@ class SshLink:
                     self.disconnect()
                 return
             if _DENIED.search(stderr) or _CHANGED_KEY.search(stderr) or _UNKNOWN_KEY.search(stderr):
-                with self._state:  # a password, one-time code or host key needs the person at the notebook
-                    self._given_up = "the login needs you: connect again"
+                with self._lock:  # a password, one-time code or host key needs the person at the notebook
+                    self._given_up = True
                 return
             time.sleep(wait)
             wait = min(wait * 2, RECONNECT_MAX_WAIT)
@@ -500,9 +589,12 @@ class SshLink:
             said = err.read().decode("utf-8", "replace")
         return None if proc.returncode == 0 and self.connected() else said or f"ssh exited {proc.returncode}"
 
-    def _back_up(self) -> None:
-        with self._state:
-            self.down_since, self._given_up = None, None
+    def _back_up(self, *, reopen: bool = False) -> None:
+        """Up: a login (``reopen``: also a closed link's, by :meth:`connect`), a reconnect or a look found it."""
+        with self._lock:
+            if reopen:
+                self._closed = False
+            self.down_since, self._given_up, self._ever_up = None, False, True
             keeper = self._leases
         if keeper is not None:
             keeper.poke()  # the leases renewed at once: the time the link was down is not counted against them
@@ -550,7 +642,7 @@ class SshLink:
 
     def disconnect(self) -> None:
         """Close the master connection (sessions on it end; no reconnect); nothing on the cluster is cancelled."""
-        with self._state:
+        with self._lock:
             self._closed = True
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):  # no master, no ssh: nothing to close
             subprocess.run(

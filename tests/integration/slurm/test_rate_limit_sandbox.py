@@ -33,6 +33,9 @@ from slurmlab.testing.other_user import OTHER_USER, admit, as_user, ensure_user
 
 pytestmark = [
     pytest.mark.sandbox,
+    # serial: the neighbours must drain the token bucket faster than it refills, which a loaded machine (another
+    # pytest worker beside it) can stop them from doing; the roots run the serial tests alone
+    pytest.mark.serial,
     pytest.mark.skipif(
         os.geteuid() != 0, reason="needs root: the limit spares root and the sandbox's own user"
     ),

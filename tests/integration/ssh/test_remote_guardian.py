@@ -23,11 +23,21 @@ import pytest
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller
 from slurmlab.slurm.runner import Runner
-from slurmlab.testing.loopback_sshd import resume_sshd, stop_sshd
+from slurmlab.slurm.ssh import SshLink
+from slurmlab.testing.loopback_sshd import LoopbackSshd, cut_link
 
 pytestmark = pytest.mark.sandbox
 
 LEASE = 12.0  # seconds: renewed every 3 s while the link is up
+
+
+def _leased_link(server: LoopbackSshd, name: str) -> SshLink:
+    """A connected link with a master of its own (``name``: its control socket) and the tests' short lease."""
+    link = server.link()
+    link.options = {**link.options, "ControlPath": str(server.folder / name)}
+    link.lease = LEASE
+    link.connect()
+    return link
 
 
 def _state(runner: Runner, job: str) -> str:
@@ -44,10 +54,7 @@ def _until(what: Callable[[], object], timeout: float) -> float:
 
 
 def test_a_link_down_and_back_within_the_lease_releases_nothing(loopback_sshd: Any, ssh_sandbox: Any) -> None:
-    link = loopback_sshd.link()
-    link.options = {**link.options, "ControlPath": str(loopback_sshd.folder / "lease-alive")}
-    link.lease = LEASE
-    link.connect()
+    link = _leased_link(loopback_sshd, "lease-alive")
     runner = Runner(slurm_conf=str(ssh_sandbox.conf_path), ssh=link)
     poller = JobPoller(runner, interval=0.5)
     local = ssh_sandbox.runner()
@@ -57,20 +64,13 @@ def test_a_link_down_and_back_within_the_lease_releases_nothing(loopback_sshd: A
         alloc.wait("RUNNING", timeout=60)
         job = str(alloc.job_id)
         _until(lambda: link.lease_words() is not None, 15)  # a renewal saw the holder's lease of the job
-        master = link.master_pid()
-        assert master is not None
-        stop_sshd(loopback_sshd)
-        try:
-            os.kill(master, signal.SIGKILL)
-            cut = time.monotonic()
+        with cut_link(loopback_sshd, link) as cut:
             _until(lambda: alloc.error and "is down since" in alloc.error, 15)
             said = str(alloc.error)
             # the panel says when the cluster would release the job if the link stayed down
             assert re.search(rf"if it stays down past \d\d:\d\d the cluster releases job {job}\b", said), said
             time.sleep(LEASE / 2)
             assert _state(local, job) == "RUNNING"  # a link that drops does not end the hold
-        finally:
-            resume_sshd(loopback_sshd)
         _until(lambda: link.connected() and alloc.error is None, 60)
         # back within the lease: renewed, so well past the lease the cut would have run out, nothing is released
         time.sleep(max(0.0, cut + 2 * LEASE - time.monotonic()))
@@ -107,10 +107,7 @@ time.sleep(600)
 def test_a_kernel_gone_while_the_link_is_down_is_released_after_the_lease_not_before(
     loopback_sshd: Any, ssh_sandbox: Any, tmp_path: Path
 ) -> None:
-    link = loopback_sshd.link()
-    link.options = {**link.options, "ControlPath": str(loopback_sshd.folder / "lease-dead")}
-    link.lease = LEASE
-    link.connect()
+    link = _leased_link(loopback_sshd, "lease-dead")
     local = ssh_sandbox.runner()
     spec = {"link": link.settings(), "conf": str(ssh_sandbox.conf_path)}
     root = str(Path(__file__).resolve().parents[3])
@@ -127,12 +124,7 @@ def test_a_kernel_gone_while_the_link_is_down_is_released_after_the_lease_not_be
         said = json.loads(kernel.stdout.readline())
         job, guardian = str(said["job"]), said["guardian"]
         assert _state(local, job) == "RUNNING"
-        master = link.master_pid()
-        assert master is not None
-        stop_sshd(loopback_sshd)  # down for good: nothing renews the lease from here
-        try:
-            os.kill(master, signal.SIGKILL)
-            cut = time.monotonic()
+        with cut_link(loopback_sshd, link) as cut:  # down for good: nothing renews the lease from here
             os.killpg(kernel.pid, signal.SIGKILL)  # the laptop's kernel dies while the link is down
             kernel.wait(timeout=10)
             if guardian:  # its local guardian cannot reach the cluster either: it goes with the laptop
@@ -144,8 +136,6 @@ def test_a_kernel_gone_while_the_link_is_down_is_released_after_the_lease_not_be
             released = time.monotonic() - cut
             assert released >= LEASE * 3 / 4 - 1, released
             assert _state(local, job) == "CANCELLED"
-        finally:
-            resume_sshd(loopback_sshd)
     finally:
         if kernel.poll() is None:
             os.killpg(kernel.pid, signal.SIGKILL)
@@ -155,10 +145,7 @@ def test_a_kernel_gone_while_the_link_is_down_is_released_after_the_lease_not_be
 
 
 def test_a_detached_allocation_outlives_the_link_and_the_lease(loopback_sshd: Any, ssh_sandbox: Any) -> None:
-    link = loopback_sshd.link()
-    link.options = {**link.options, "ControlPath": str(loopback_sshd.folder / "lease-detach")}
-    link.lease = LEASE
-    link.connect()
+    link = _leased_link(loopback_sshd, "lease-detach")
     runner = Runner(slurm_conf=str(ssh_sandbox.conf_path), ssh=link)
     poller = JobPoller(runner, interval=0.5)
     local = ssh_sandbox.runner()
@@ -170,11 +157,9 @@ def test_a_detached_allocation_outlives_the_link_and_the_lease(loopback_sshd: An
         _until(lambda: link.lease_words() is not None, 15)
         alloc.detach()  # kept for a later kernel: neither salloc's end nor the lease may release it
         assert link.lease_words() is None  # no longer held: nothing for the panel to warn of
-        master = link.master_pid()
-        assert master is not None
-        os.kill(master, signal.SIGKILL)
-        time.sleep(LEASE * 1.5 + 2)
-        assert _state(local, job) == "RUNNING"
+        with cut_link(loopback_sshd, link, login_node_down=False):
+            time.sleep(LEASE * 1.5 + 2)
+            assert _state(local, job) == "RUNNING"
     finally:
         poller.stop()
         link.disconnect()

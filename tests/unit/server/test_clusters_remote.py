@@ -2,8 +2,12 @@
 answer with their link's state, and polled through a runner over that link, never through the local Slurm.
 
 The link here goes to a loopback port where nothing listens (a real ssh, refused at once): no login node, no
-sshd needed. The login itself (key, needs a login, a cut link) is in tests/browser/test_lab_remote_cluster.py and
+sshd needed; where the master's being up matters, the link's ``connected`` (``ssh -O check``) answers as told.
+The login itself (key, needs a login, a cut link) is in tests/browser/test_lab_remote_cluster.py and
 tests/integration/ssh/test_remote_cluster_link.py, against the loopback sshd.
+
+The picker's state is the link's own (:attr:`SshLink.state`), not read from the words of its message (which carry
+the lease's after the state), and asking for it runs no ssh on the server's thread.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import asyncio
 import json
 import shutil
 import socket
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +27,11 @@ from fake_slurm import cluster
 
 from slurmlab.errors import NotYourJobError, SlurmlabError
 from slurmlab.server.clusters import ClusterDirectory
-from slurmlab.server.contract import ClusterView
+from slurmlab.server.contract import ClusterView, LinkView
 from slurmlab.server.data import ClusterSource
-from slurmlab.server.remote import RemoteCluster, RemoteClusters, SshRunner, cluster_id
+from slurmlab.server.remote import LOOK_EVERY, RemoteCluster, RemoteClusters, SshRunner, cluster_id
 from slurmlab.slurm.ssh import SshTarget
+from slurmlab.slurm.ssh.lease import lease_words
 from slurmlab.testing import FakeRunner
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's ssh client")
@@ -83,6 +90,76 @@ def test_a_link_never_up_says_connecting_since_when(remote: RemoteCluster) -> No
     again = remote.link_view()
     assert again["state"] == "connecting" and again["since"] == link["since"]
     json.dumps(view)  # the answer's JSON as it is
+
+
+def _settles(remote: RemoteCluster, until: Callable[[LinkView], bool], timeout: float = 20.0) -> LinkView:
+    """The picker's view once ``until`` holds (a bound that detects a hang: a look comes every LOOK_EVERY s)."""
+    end = time.monotonic() + timeout
+    view = remote.link_view()
+    while not until(view):
+        assert time.monotonic() < end, f"still {view} after {timeout} s"
+        time.sleep(0.05)
+        view = remote.link_view()
+    return view
+
+
+def _up(remote: RemoteCluster) -> None:
+    """The link up as the server finds it: a master answers on the shared socket (a notebook's)."""
+    remote.link.remote_user = (1234, "alice")  # learnt already: no command over the (fake) master
+    remote.link.connected = lambda: True  # type: ignore[method-assign]
+    _settles(remote, lambda view: view["state"] == "up")
+
+
+def test_a_link_down_with_the_leases_words_is_still_reconnecting_not_needs_a_login(
+    remote: RemoteCluster,
+) -> None:
+    _up(remote)
+    lease = lease_words(["12"], time.time(), 1800)
+    remote.link.lease_words = lambda: lease  # type: ignore[method-assign]  # a held allocation's lease
+    remote.link.connected = lambda: False  # type: ignore[method-assign]  # the master died
+    view = _settles(remote, lambda view: view["state"] != "up")
+    # the link's words end with the lease's, after "; reconnecting": still the link trying again by itself
+    assert view["state"] == "down" and view["since"] is not None, view
+    assert view["message"] is not None and view["message"].endswith(f"; reconnecting; {lease}"), view
+
+
+def test_the_picker_runs_no_ssh_on_the_servers_thread_and_looks_at_most_every_few_seconds(
+    remote: RemoteCluster,
+) -> None:
+    _up(remote)
+    looked: list[str] = []
+
+    def check() -> bool:  # `ssh -O check`: the master is up; who asked is kept
+        looked.append(threading.current_thread().name)
+        return True
+
+    remote.link.connected = check  # type: ignore[method-assign]
+    start = time.monotonic()
+    for _ in range(50):  # the sidebar's clusters answers and every route that names the cluster
+        assert remote.view()["link"]["state"] == "up"
+    _settles(remote, lambda view: bool(looked))  # asked on, it does look again (after LOOK_EVERY s)
+    took = time.monotonic() - start
+    assert threading.current_thread().name not in looked, looked
+    assert set(looked) == {"slurmlab-ssh-look"} and len(looked) <= 1 + took // LOOK_EVERY, (looked, took)
+
+
+def test_a_link_that_needs_a_login_is_up_once_a_notebook_logged_in_on_the_shared_socket(
+    tmp_path: Path,
+) -> None:
+    ssh = tmp_path / "ssh"  # answers every call as a real ssh refused a login (tests/unit/ssh/data)
+    ssh.write_text(
+        "#!/bin/sh\necho 'alice@127.0.0.1: Permission denied (publickey,keyboard-interactive).' >&2\nexit 255\n"
+    )
+    ssh.chmod(0o755)
+    remote = RemoteCluster(URL, config="/dev/null", ssh=str(ssh))
+    try:
+        view = _settles(remote, lambda view: view["state"] == "needs_login")
+        assert f"%slurm use {URL}" in (view["message"] or "") and view["since"] is not None
+        remote.link.remote_user = (1234, "alice")
+        remote.link.connected = lambda: True  # type: ignore[method-assign]  # `%slurm use` in a notebook
+        assert _settles(remote, lambda view: view["state"] == "up")["since"] is None
+    finally:
+        remote.close()
 
 
 def test_the_directory_lists_them_after_the_own_cluster(remote: RemoteCluster) -> None:

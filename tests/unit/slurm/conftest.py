@@ -1,13 +1,19 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.slurm.poller import JobPoller
-from slurmlab.testing import FakeRunner
+from slurmlab.testing import FakeRunner, job_brief
+
+
+@pytest.fixture
+def make_brief() -> Callable[..., JobBrief]:
+    """The builder of brief poll lines (:func:`job_brief`)."""
+    return job_brief
 
 
 @pytest.fixture
@@ -42,28 +48,7 @@ class SimulatedPolling:
     def __call__(self) -> float:
         return self.now
 
-    @staticmethod
-    def brief(job_id: int, state: str, reason: str | None = None) -> JobBrief:
-        """A brief record of ``job_id`` in ``state``, as squeue's brief line gives it."""
-        return JobBrief(
-            display_id=str(job_id),
-            job_id=job_id,
-            array_job_id=None,
-            array_task=None,
-            state=state,
-            reason=reason,
-            start_time=None,
-            end_time=None,
-            time_limit=None,
-            time_left=0,
-            time_used=None,
-            num_nodes=None,
-            nodelist="",
-            nodes=(),
-            partition=None,
-            user=None,
-            tres_per_node=(),
-        )
+    brief = staticmethod(job_brief)
 
     def poller(self, runner: Any = None, **kw: Any) -> JobPoller:
         """A JobPoller on this clock (a round a second, at most 10 s between two) without its thread: the test

@@ -3,6 +3,7 @@ a job forgotten across a controller restart, and a node that stops responding (i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from slurmlab.core.slurm.squeue_brief import JobBrief
@@ -10,31 +11,6 @@ from slurmlab.errors import ControllerDownError
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller, JobUpdate
 from slurmlab.widgets.panel import panel_html
-
-
-def Brief(
-    job_id: int, state: str, reason: str | None = None, nodes: tuple[str, ...] = ("node1",)
-) -> JobBrief:
-    """The brief poll line of a job on ``nodes``."""
-    return JobBrief(
-        display_id=str(job_id),
-        job_id=job_id,
-        array_job_id=None,
-        array_task=None,
-        state=state,
-        reason=reason,
-        start_time=None,
-        end_time=None,
-        time_limit=None,
-        time_left=None,
-        time_used=None,
-        num_nodes=len(nodes),
-        nodelist=",".join(nodes),
-        nodes=nodes,
-        partition=None,
-        user=None,
-        tres_per_node=(),
-    )
 
 
 def _alloc() -> Allocation:
@@ -50,31 +26,36 @@ def _alloc() -> Allocation:
     return alloc
 
 
-def test_a_job_forgotten_across_a_controller_restart_is_gone_not_unreachable() -> None:
+def test_a_job_forgotten_across_a_controller_restart_is_gone_not_unreachable(
+    make_brief: Callable[..., JobBrief],
+) -> None:
+    running = make_brief(5, "RUNNING", time_left=None, nodes=("node1",))
     alloc = _alloc()
-    alloc._on_update(JobUpdate("5", brief=Brief(5, "RUNNING")))
+    alloc._on_update(JobUpdate("5", brief=running))
     alloc._on_update(JobUpdate("5", error=ControllerDownError("the Slurm controller is not responding")))
     assert alloc.state == "RUNNING" and "not responding" in (alloc.error or "")
     alloc._on_update(JobUpdate("5", gone=True))
     assert alloc.state == "GONE" and alloc.error is None
 
 
-def test_a_silent_node_shows_on_the_panel_and_clears() -> None:
+def test_a_silent_node_shows_on_the_panel_and_clears(make_brief: Callable[..., JobBrief]) -> None:
+    running = make_brief(5, "RUNNING", time_left=None, nodes=("node1",))
     alloc = _alloc()
-    alloc._on_update(JobUpdate("5", brief=Brief(5, "RUNNING"), node_alerts=(("node1", "mixed*"),)))
+    alloc._on_update(JobUpdate("5", brief=running, node_alerts=(("node1", "mixed*"),)))
     assert alloc.node_alerts == (("node1", "mixed*"),)
     html = panel_html(alloc)
     assert "Node trouble" in html and "node1: not responding" in html
-    alloc._on_update(JobUpdate("5", brief=Brief(5, "RUNNING")))
+    alloc._on_update(JobUpdate("5", brief=running))
     assert alloc.node_alerts == () and "Node trouble" not in panel_html(alloc)
 
 
-def test_one_unreadable_detail_keeps_the_state_and_says_why() -> None:
+def test_one_unreadable_detail_keeps_the_state_and_says_why(make_brief: Callable[..., JobBrief]) -> None:
     from slurmlab.errors import ParseError
 
+    running = make_brief(5, "RUNNING", time_left=None, nodes=("node1",))
     alloc = _alloc()
     bad: Any = ParseError("scontrol job record", "JobId=5 …", hint="a key appears twice")
-    alloc._on_update(JobUpdate("5", brief=Brief(5, "RUNNING"), error=bad))
+    alloc._on_update(JobUpdate("5", brief=running, error=bad))
     assert alloc.state == "RUNNING" and "cannot parse" in (alloc.error or "")
 
 

@@ -7,36 +7,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.errors import ControllerDownError, JobNotFoundError
 from slurmlab.slurm.poller import JobPoller, JobUpdate
-
-
-def B(
-    job_id: int, state: str, reason: str | None = None, time_left: int = 0, nodes: tuple[str, ...] = ()
-) -> JobBrief:
-    """The brief poll line of a job (what squeue -o BRIEF_FORMAT gives the poller)."""
-    return JobBrief(
-        display_id=str(job_id),
-        job_id=job_id,
-        array_job_id=None,
-        array_task=None,
-        state=state,
-        reason=reason,
-        start_time=None,
-        end_time=None,
-        time_limit=None,
-        time_left=time_left,
-        time_used=None,
-        num_nodes=len(nodes) or None,
-        nodelist=",".join(nodes),
-        nodes=nodes,
-        partition=None,
-        user=None,
-        tres_per_node=(),
-    )
 
 
 class Cluster:
@@ -77,9 +53,11 @@ def _until(pred: Any, timeout: float = 5.0) -> bool:
     return False
 
 
-def test_watchers_share_one_call_per_round_and_detail_only_on_change() -> None:
+def test_watchers_share_one_call_per_round_and_detail_only_on_change(
+    make_brief: Callable[..., JobBrief],
+) -> None:
     c = Cluster()
-    c.states = {"1": B(1, "PENDING", "Resources"), "2": B(2, "RUNNING")}
+    c.states = {"1": make_brief(1, "PENDING", "Resources"), "2": make_brief(2, "RUNNING")}
     p = _poller(c, interval=0.1)
     got: dict[str, list[JobUpdate]] = {"1": [], "2": [], "1b": []}
     p.watch(1, got["1"].append)
@@ -92,34 +70,34 @@ def test_watchers_share_one_call_per_round_and_detail_only_on_change() -> None:
     assert sorted(c.detail_calls) == ["1", "2"]
     assert len(got["1"]) == 1 and len(got["1b"]) == 1
     # a ticking field (time left) is not a change
-    c.states["2"] = B(2, "RUNNING", time_left=99)
+    c.states["2"] = make_brief(2, "RUNNING", time_left=99)
     time.sleep(0.35)
     assert c.detail_calls.count("2") == 1
-    c.states["1"] = B(1, "RUNNING")
+    c.states["1"] = make_brief(1, "RUNNING")
     assert _until(lambda: len(got["1"]) == 2)
     assert got["1"][-1].brief.state == "RUNNING" and got["1"][-1].detail == ("detail", "RUNNING")
     p.stop()
 
 
-def test_a_change_reaches_watchers_within_about_one_interval() -> None:
+def test_a_change_reaches_watchers_within_about_one_interval(make_brief: Callable[..., JobBrief]) -> None:
     c = Cluster()
-    c.states = {"7": B(7, "PENDING")}
+    c.states = {"7": make_brief(7, "PENDING")}
     p = _poller(c, interval=0.2)
     seen: list[tuple[float, str]] = []
     p.watch(7, lambda u: seen.append((time.monotonic(), u.brief.state)))
     assert _until(lambda: len(seen) == 1)
     t0 = time.monotonic()
-    c.states["7"] = B(7, "RUNNING")
+    c.states["7"] = make_brief(7, "RUNNING")
     assert _until(lambda: len(seen) == 2)
     assert seen[-1][0] - t0 < 0.2 * 2.5
     p.stop()
 
 
-def test_backs_off_when_quiet_and_resets_on_poke() -> None:
+def test_backs_off_when_quiet_and_resets_on_poke(make_brief: Callable[..., JobBrief]) -> None:
     # only a job that has ended is watched: nothing is expected of it, so the poller asks less often
     # (a pending or running one keeps the base interval: tests/unit/slurm/test_poller_intervals.py)
     c = Cluster()
-    c.states = {"1": B(1, "COMPLETED")}
+    c.states = {"1": make_brief(1, "COMPLETED")}
     p = _poller(c, interval=0.05, max_interval=0.4, quiet_after=0.2)
     p.watch(1, lambda u: None)
     assert _until(lambda: p.current_interval >= 0.4, timeout=5)
@@ -128,9 +106,9 @@ def test_backs_off_when_quiet_and_resets_on_poke() -> None:
     p.stop()
 
 
-def test_stops_when_nothing_is_watched() -> None:
+def test_stops_when_nothing_is_watched(make_brief: Callable[..., JobBrief]) -> None:
     c = Cluster()
-    c.states = {"1": B(1, "RUNNING")}
+    c.states = {"1": make_brief(1, "RUNNING")}
     p = _poller(c, interval=0.05)
     w = p.watch(1, lambda u: None)
     assert _until(lambda: p.running)
@@ -141,9 +119,9 @@ def test_stops_when_nothing_is_watched() -> None:
     assert len(c.brief_calls) == calls
 
 
-def test_controller_down_is_reported_once_then_recovery() -> None:
+def test_controller_down_is_reported_once_then_recovery(make_brief: Callable[..., JobBrief]) -> None:
     c = Cluster()
-    c.states = {"1": B(1, "RUNNING")}
+    c.states = {"1": make_brief(1, "RUNNING")}
     p = _poller(c, interval=0.05, max_interval=0.1)
     ups: list[JobUpdate] = []
     p.watch(1, ups.append)
@@ -157,9 +135,9 @@ def test_controller_down_is_reported_once_then_recovery() -> None:
     p.stop()
 
 
-def test_a_purged_job_is_reported_gone() -> None:
+def test_a_purged_job_is_reported_gone(make_brief: Callable[..., JobBrief]) -> None:
     c = Cluster()
-    c.states = {"1": B(1, "RUNNING")}
+    c.states = {"1": make_brief(1, "RUNNING")}
     p = _poller(c, interval=0.05)
     ups: list[JobUpdate] = []
     p.watch(1, ups.append)
@@ -169,9 +147,9 @@ def test_a_purged_job_is_reported_gone() -> None:
     p.stop()
 
 
-def test_a_failing_watcher_does_not_stop_the_others() -> None:
+def test_a_failing_watcher_does_not_stop_the_others(make_brief: Callable[..., JobBrief]) -> None:
     c = Cluster()
-    c.states = {"1": B(1, "RUNNING")}
+    c.states = {"1": make_brief(1, "RUNNING")}
     p = _poller(c, interval=0.05)
 
     def bad(u: JobUpdate) -> None:
@@ -210,11 +188,11 @@ def test_a_watch_of_something_that_is_not_a_job_id_is_refused_and_never_polled()
     p.stop()
 
 
-def test_the_thread_outlives_any_exception_and_watchers_hear_it() -> None:
+def test_the_thread_outlives_any_exception_and_watchers_hear_it(make_brief: Callable[..., JobBrief]) -> None:
     from slurmlab.errors import ParseError, SlurmlabError
 
     c = Cluster()
-    c.states = {"3": B(3, "RUNNING")}
+    c.states = {"3": make_brief(3, "RUNNING")}
     failures: list[BaseException] = [
         ParseError("squeue output", "garbage"),
         TypeError("a parser bug"),
@@ -245,11 +223,11 @@ def test_the_thread_outlives_any_exception_and_watchers_hear_it() -> None:
     p.stop()
 
 
-def test_an_unreadable_job_detail_is_that_jobs_error_only() -> None:
+def test_an_unreadable_job_detail_is_that_jobs_error_only(make_brief: Callable[..., JobBrief]) -> None:
     from slurmlab.errors import ParseError
 
     c = Cluster()
-    c.states = {"1": B(1, "RUNNING"), "2": B(2, "RUNNING")}
+    c.states = {"1": make_brief(1, "RUNNING"), "2": make_brief(2, "RUNNING")}
 
     def detail(job_id: str, runner: Any) -> Any:
         if job_id == "1":
@@ -271,11 +249,9 @@ def test_an_unreadable_job_detail_is_that_jobs_error_only() -> None:
     p.stop()
 
 
-def BN(job_id: int, state: str, nodes: tuple[str, ...] = (), reason: str | None = None) -> JobBrief:
-    return B(job_id, state, reason, nodes=nodes)
-
-
-def test_a_running_jobs_node_that_stops_responding_reaches_its_watchers() -> None:
+def test_a_running_jobs_node_that_stops_responding_reaches_its_watchers(
+    make_brief: Callable[..., JobBrief],
+) -> None:
     states = {"node1": "mixed", "node2": "idle"}
     node_calls: list[list[str]] = []
 
@@ -283,7 +259,7 @@ def test_a_running_jobs_node_that_stops_responding_reaches_its_watchers() -> Non
         node_calls.append(list(names))
         return {n: states[n] for n in names}
 
-    briefs = {"4": BN(4, "RUNNING", ("node1",)), "5": BN(5, "PENDING")}
+    briefs = {"4": make_brief(4, "RUNNING", nodes=("node1",)), "5": make_brief(5, "PENDING")}
     p = JobPoller(
         runner=object(),
         fetch_brief=lambda ids, r: {i: briefs[i] for i in ids},  # type: ignore[arg-type]
@@ -306,7 +282,9 @@ def test_a_running_jobs_node_that_stops_responding_reaches_its_watchers() -> Non
     p.stop()
 
 
-def test_slurms_first_expected_start_of_a_pending_job_reaches_watchers_at_once() -> None:
+def test_slurms_first_expected_start_of_a_pending_job_reaches_watchers_at_once(
+    make_brief: Callable[..., JobBrief],
+) -> None:
     """Issue 13, point 8: the start time squeue's %S gives a pending job once backfill has computed it is a
     change of its own (state and reason stay PENDING/Resources): delivered within about one interval, with
     the detail fetched again (the panel reads both)."""
@@ -314,7 +292,7 @@ def test_slurms_first_expected_start_of_a_pending_job_reaches_watchers_at_once()
     from datetime import datetime, timezone
 
     c = Cluster()
-    c.states = {"8": B(8, "PENDING", "Resources")}
+    c.states = {"8": make_brief(8, "PENDING", "Resources")}
     p = _poller(c, interval=0.1)
     seen: list[JobUpdate] = []
     p.watch(8, seen.append)
@@ -328,11 +306,11 @@ def test_slurms_first_expected_start_of_a_pending_job_reaches_watchers_at_once()
     p.stop()
 
 
-def test_a_poke_after_a_stop_cut_short_gets_a_thread_that_polls() -> None:
+def test_a_poke_after_a_stop_cut_short_gets_a_thread_that_polls(make_brief: Callable[..., JobBrief]) -> None:
     # stop() waits at most 5 s for a poll in progress (and Ctrl-C can cut it shorter); the thread told to stop
     # finishes its slow poll alone, and a poke meanwhile must get a poller that runs, not one that is ending
     c = Cluster()
-    c.states = {"1": B(1, "RUNNING")}
+    c.states = {"1": make_brief(1, "RUNNING")}
     gate, first = threading.Event(), threading.Event()
     calls = 0
 

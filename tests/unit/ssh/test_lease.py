@@ -31,16 +31,39 @@ from slurmlab.slurm.ssh.lease import (
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90", 90.0), ("45s", 45.0), ("30m", 1800.0), ("2h", 7200.0), ("1.5h", 5400.0), ("1d", 86400.0)],
+    [
+        ("45", 2700.0),
+        ("90:30", 5430.0),
+        ("2:00:00", 7200.0),
+        ("1-00", 86400.0),
+        ("1-0:30", 88200.0),
+        (" 30 ", 1800.0),
+    ],
 )
-def test_a_lease_length_is_read_in_its_unit(text: str, seconds: float) -> None:
-    assert parse_lease(text) == seconds
+def test_a_lease_length_is_read_as_slurm_reads_a_time_limit(text: str, seconds: float) -> None:
+    assert parse_lease(text) == seconds  # a bare number is minutes, as for salloc -t
 
 
-@pytest.mark.parametrize("text", ["", "0", "-5m", "2 hours", "h", "1e9", "30m; rm -rf ~"])
-def test_a_bad_lease_length_is_said_with_an_example(text: str) -> None:
-    with pytest.raises(ValueError, match="not a lease length.*30m"):
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "not a lease length"),
+        ("2h", "not a lease length"),
+        ("-5", "not a lease length"),
+        ("1e9", "not a lease length"),
+        ("45; rm -rf ~", "not a lease length"),
+        ("0", "no time"),
+        ("00:00:00", "no time"),
+        ("UNLIMITED", "must run out"),
+        ("400-00", "over 366 days"),
+        ("9" * 12, "over 366 days"),
+    ],
+)
+def test_a_bad_lease_length_is_said_with_the_forms_it_takes(text: str, words: str) -> None:
+    with pytest.raises(ValueError, match="salloc -t") as caught:
         parse_lease(text)
+    assert words in str(caught.value) and "2:00:00" in str(caught.value)
+    assert "\n" not in str(caught.value)  # one line
 
 
 def test_a_lease_is_renewed_four_times_within_it_and_at_least_every_minute() -> None:

@@ -15,31 +15,14 @@ from slurmlab.core.slurm.sacct import parse_sacct
 from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller, JobUpdate
+from slurmlab.testing import job_brief
 from tests.unit.widgets.test_panel_why import wait_until  # one bounded wait for both panel sections
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm" / "24.11" / "sacct" / "a01_sacct_jobs.txt"
 
 
 def brief(state: str, jid: int = 6) -> JobBrief:
-    return JobBrief(
-        display_id=str(jid),
-        job_id=jid,
-        array_job_id=None,
-        array_task=None,
-        state=state,
-        reason=None,
-        start_time=None,
-        end_time=None,
-        time_limit=1,
-        time_left=None,
-        time_used=None,
-        num_nodes=None,
-        nodelist="",
-        nodes=(),
-        partition="debug",
-        user="root",
-        tres_per_node=(),
-    )
+    return job_brief(jid, state, time_left=None, time_limit=1, partition="debug", user="root")
 
 
 def _alloc(jid: str = "6") -> Allocation:

@@ -19,6 +19,7 @@ from slurmlab.core.slurm.squeue_brief import JobBrief
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.allocation.pending import PendingWhy
 from slurmlab.slurm.poller import JobPoller, JobUpdate
+from slurmlab.testing import job_brief
 from slurmlab.widgets.panel import panel_html
 from slurmlab.widgets.panel_why import WhyWorker, why_html
 
@@ -48,24 +49,8 @@ def answer(job_id: str = "7") -> PendingWhy:
 
 
 def brief(state: str, reason: str | None = None, end: datetime | None = None, jid: int = 7) -> JobBrief:
-    return JobBrief(
-        display_id=str(jid),
-        job_id=jid,
-        array_job_id=None,
-        array_task=None,
-        state=state,
-        reason=reason,
-        start_time=None,
-        end_time=end,
-        time_limit=60,
-        time_left=None,
-        time_used=None,
-        num_nodes=None,
-        nodelist="",
-        nodes=(),
-        partition="gpu",
-        user="alice",
-        tres_per_node=(),
+    return job_brief(
+        jid, state, reason, time_left=None, end_time=end, time_limit=60, partition="gpu", user="alice"
     )
 
 

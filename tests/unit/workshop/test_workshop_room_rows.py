@@ -5,8 +5,6 @@ make the teacher an admin with no server and start the view as a service on loop
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -26,18 +24,8 @@ from slurmlab.workshop.room import (
 )
 from slurmlab.workshop.view import RoomCache
 
-
-@pytest.fixture(autouse=True)
-def _slurm_conf_kept() -> Iterator[None]:
-    """configure() sets SLURM_CONF for the hub's process (setdefault): put back what this worker had, so that a
-    later test on the same worker does not run Slurm's commands against the settings' made-up slurm.conf
-    (monkeypatch.delenv of an unset name records nothing to undo)."""
-    before = os.environ.get("SLURM_CONF")
-    yield
-    if before is None:
-        os.environ.pop("SLURM_CONF", None)
-    else:
-        os.environ["SLURM_CONF"] = before
+# configure() sets SLURM_CONF: each test puts back what the worker had
+pytestmark = pytest.mark.usefixtures("slurm_conf_kept")
 
 
 DATA = Path(__file__).parent / "data"
