@@ -63,10 +63,9 @@ docs: venv
 	@echo "docs: $(DOCS_OUT)/index.html"
 
 # Every test, in four runs: those that need no Slurm and no browser on both cores (pytest-xdist); the sandbox
-# and browser tests on three workers, a test file to a worker (each worker starts the session's sandboxes of its
-# own: a sandbox or browser test file alone keeps about half a core busy, the rest is waiting on Slurm, the
-# kernels and the browser); the sandbox tests of the
-# magics and of the allocation's life a second time through the SSH runner (--over-ssh: a real sshd on 127.0.0.1,
+# and browser tests on two workers too, a test file to a worker (each worker starts the session's sandboxes of its
+# own; measured: a third worker leaves the cores 5 % idle and the tier takes longer, not shorter); the sandbox
+# tests of the magics and of the allocation's life a second time through the SSH runner (--over-ssh: a real sshd on 127.0.0.1,
 # a second Unix user; one process, as that user is one per session; skipped without root; not when PYTEST_ARGS
 # picks tests); then the timing (`serial`) tests alone, since they measure the cores. A run that selects no test
 # (PYTEST_ARGS naming files of another kind) is not a failure.
@@ -79,7 +78,7 @@ test: setup
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal \
 	    -m "not sandbox and not browser and not serial" $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 3 --dist loadfile \
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist loadfile \
 	    -m "(sandbox or browser) and not serial" --durations=25 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
 	$(if $(PYTEST_ARGS),,$(PY) -m pytest -p no:cacheprovider --over-ssh -m "sandbox and not browser and not serial" \
 	    -k "$(OVER_SSH_SKIP)" --durations=5 $(OVER_SSH_TESTS) || [[ $$? -eq 5 ]])
@@ -114,6 +113,9 @@ SLURM ?=
 # test file to each (a sandbox test waits on Slurm most of its time), then the timing (`serial`) tests alone
 SLURM_PYTEST ?= -m "sandbox and not browser and not lessons and not serial" -n 2 --dist loadfile
 SLURM_SERIAL ?= -m "sandbox and serial and not browser and not lessons"
+# the versions whose roots run the magics' and the allocation's sandbox tests a second time over SSH (as `make test`
+# does on this machine's Slurm): one matrix version is enough to hold the transport to another Slurm's commands
+SLURM_OVER_SSH ?= 24.11
 # the hub's tests (the REST spawn, the Open OnDemand shape, the browser's first hour in the hub) and the kernel
 # provisioner's browser test (a kernel on the node started from JupyterLab) run as a step of their own, where a skip
 # fails the run: the root has node (configurable-http-proxy from the repo's hub/node_modules, which the hubproxy
@@ -134,6 +136,9 @@ test-slurm: slurm-root hubproxy
 	  bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider -q \
 	    $(SLURM_SERIAL) $(addprefix --ignore=,$(SLURM_HUB_TESTS)) $(PYTEST_ARGS); serial=$$?; \
 	  [[ $$serial -eq 0 || $$serial -eq 5 ]] || rc=1; \
+	  if [[ " $(SLURM_OVER_SSH) " == *" $(SLURM) "* && -z "$(PYTEST_ARGS)" ]]; then \
+	    bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider -q --over-ssh \
+	      -m "sandbox and not browser and not serial" -k "$(OVER_SSH_SKIP)" $(OVER_SSH_TESTS) || rc=1; fi; \
 	  echo "test-slurm $(SLURM): pytest exit $$rc in $$((SECONDS - start))s"; \
 	  if [[ -n "$(strip $(SLURM_HUB_TESTS))" ]]; then \
 	    start=$$SECONDS; mkdir -p build; bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider \

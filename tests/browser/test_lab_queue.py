@@ -94,14 +94,20 @@ def _palette(page: Any, text: str) -> Any:
 def test_slurm_commands_are_in_the_palette_and_the_launcher(page: Any) -> None:
     items = _palette(page, "Slurm:")
     items.first.wait_for(timeout=10_000)
-    labels = [items.nth(i).locator(".lm-CommandPalette-itemLabel").inner_text() for i in range(items.count())]
-    for label in (
+    wanted = {
         "Slurm: open queue",
         "Slurm: new allocation request",
         "Slurm: show the GPU sidebar",
         "Slurm: refresh the GPU sidebar",
-    ):
-        assert label in labels, labels
+    }
+    # the palette renders its list again as the filter settles: read every label at once (a count, then the
+    # n-th item, can name an item the next render removed), until the four are there
+    deadline = time.monotonic() + 20
+    labels = items.locator(".lm-CommandPalette-itemLabel").all_inner_texts()
+    while not wanted <= set(labels) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        labels = items.locator(".lm-CommandPalette-itemLabel").all_inner_texts()
+    assert wanted <= set(labels), labels
     page.screenshot(path=str(SHOTS / "lab-palette-slurm.png"))
     page.keyboard.press("Escape")
     # the Launcher (the lab's first tab) has a Slurm section with the queue and a new request
