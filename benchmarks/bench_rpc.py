@@ -239,7 +239,7 @@ def _measure_rows(sb: Any, rows: tuple[str, ...], seconds: float) -> list[Row]:
             Row(
                 GROUP,
                 f"one open sidebar, per minute (own jobs every {DEFAULT_INTERVAL:g} s, from the cluster's "
-                f"listing where an own listing costs a whole one (22.05); cluster every "
+                f"listing where an own listing costs a whole one (22.05-26.05); cluster every "
                 f"{DEFAULT_CLUSTER_INTERVAL:g} s)",
                 new,
                 "RPCs",

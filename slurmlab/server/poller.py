@@ -1,8 +1,8 @@
 """One server-side poller per cluster: asks Slurm on a timer, while clients ask, and fills the cache every client reads.
 
 What it asks costs the site's controller, which every user of the cluster shares, so it asks two things at two
-cadences (issue 27): every ``interval`` seconds (every ``cluster_interval`` on 22.05, where it costs a whole
-listing: :func:`own_listing_is_whole`) the viewer's own jobs (``squeue -u UID``, as ``--me``: the controller filters
+cadences (issue 27): every ``interval`` seconds (every ``cluster_interval`` on 22.05 to 26.05, where it costs a
+whole listing: :func:`own_listing_is_whole`) the viewer's own jobs (``squeue -u UID``, as ``--me``: the controller filters
 them by uid, a cost that grows with that user's jobs, not the cluster's), and every ``cluster_interval`` seconds
 the whole-cluster listings (every job, every node), and those only while a client asked for them (the GPU map,
 the "all jobs" scope) in the last ``idle_after`` seconds. When no client has asked for ``idle_after`` seconds
@@ -59,11 +59,13 @@ DEFAULT_INTERVAL = 30.0
 DEFAULT_CLUSTER_INTERVAL = 60.0
 # On these Slurm releases squeue asks the controller for the whole queue (REQUEST_JOB_INFO) even for one user's
 # jobs: sdiag on the 22.05 sandbox counted JOB_INFO + PARTITION_INFO for `squeue -u UID`, `squeue --me` and
-# `squeue -j A,B` alike; only one job by id is cheaper (`scontrol show job ID`: FED_INFO + JOB_INFO_SINGLE, 2
-# RPCs a job). There the own jobs come from the whole-cluster listing, once per cluster_interval, instead of a
-# second whole-queue listing in between (one sidebar: 4 RPCs a minute, 1 job listing). Later releases keep the
-# own listing between (not measured here: the matrix's sdiag rows are benchmarks/bench_rpc.py's).
-OWN_LISTING_IS_WHOLE_UP_TO = (22, 5)
+# `squeue -j A,B` alike, and on the 24.11 and 26.05 roots the same for `squeue -u UID` and `--me` (make bench's
+# sidebar row there: 2 job listings a minute with the own listing between); only one job by id is cheaper
+# (`scontrol show job ID`: FED_INFO + JOB_INFO_SINGLE, 2 RPCs a job). There the own jobs come from the
+# whole-cluster listing, once per cluster_interval, instead of a second whole-queue listing in between (one
+# sidebar: 4 RPCs a minute, 1 job listing). A release after the last one measured keeps the own listing between
+# until measured (benchmarks/bench_rpc.py in its root).
+OWN_LISTING_IS_WHOLE_UP_TO = (26, 5)
 # a client that stopped asking (its tab hidden, its sidebar closed) stops the polls after this long
 DEFAULT_IDLE_AFTER = 30.0
 # the answers only a whole-cluster poll makes
