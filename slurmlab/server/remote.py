@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 
 from slurmlab.errors import SlurmlabError
 from slurmlab.server.contract import ClusterView, LinkView
+from slurmlab.server.data import WHO_ARGV, WHO_TIMEOUT, login_from_id
 from slurmlab.slurm.runner import Runner
 from slurmlab.slurm.ssh import LinkState, SshLink, SshLinkError, SshTarget
 
@@ -140,13 +141,14 @@ class RemoteCluster:
             self._learning.start()
 
     def _ask_user(self) -> None:
+        # the one way the server asks a login who it is (ClusterSource.who asks the same for a poll)
         try:
-            res = self.runner.run(["sh", "-c", "id -u; id -un"], check=False)
+            res = self.runner.run(list(WHO_ARGV), timeout=WHO_TIMEOUT, check=False)
         except SlurmlabError:
             return  # the link went down meanwhile: asked again once it is up
-        words = res.stdout.split()
-        if res.returncode == 0 and len(words) == 2 and words[0].isdigit():
-            self.link.remote_user = (int(words[0]), words[1])
+        learnt = login_from_id(res.stdout) if res.returncode == 0 else None
+        if learnt is not None:
+            self.link.remote_user = learnt
 
     def close(self) -> None:
         """Close the server's connection (a kernel's sessions on it end too; nothing on the cluster is touched)."""
