@@ -19,17 +19,19 @@ from slurmlab.testing.recordings import Reply
 __all__ = ["end", "release", "start"]
 
 # The process behind a popen reply: writes the recorded text, waits when held, answers signals.
-# Signals wait while the first part is written (a signal handler writing into a half-written
-# buffered stream fails); the writes are unbuffered for the same reason.
+# SIGINT and SIGTERM stay blocked for the process's whole life and are taken with sigtimedwait, never by a
+# handler: a handler runs only at the interpreter's next check, which a read of stdin blocked in the kernel may
+# not reach (a replay child on Python 3.13 under load once slept through its SIGINT until the test's timeout).
+# The writes are unbuffered, so a signal never meets a half-written buffered stream.
 _REPLAY = r"""
-import json, os, signal, sys
+import json, os, select, signal, sys
 spec = json.load(open(sys.argv[1]))
 def emit(part):
     for fd, key in ((1, "stdout"), (2, "stderr")):
         data = part[key].encode()
         while data:
             data = data[os.write(fd, data):]
-def on_signal(signum, frame):
+def interrupted(signum):
     part = spec.get("interrupted")
     if part:
         emit(part)
@@ -37,16 +39,21 @@ def on_signal(signum, frame):
     os._exit(128 + signum)
 signals = {signal.SIGINT, signal.SIGTERM}
 signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-signal.signal(signal.SIGINT, on_signal)
-signal.signal(signal.SIGTERM, on_signal)
 emit(spec["first"])
-signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
-if spec["hold"]:
-    sys.stdin.readline()
-    if spec.get("after"):
-        emit(spec["after"])
-        sys.exit(spec["after"]["returncode"] & 255)
-sys.exit(spec["first"]["returncode"] & 255)
+while spec["hold"]:
+    caught = signal.sigtimedwait(signals, 0.05)
+    if caught is not None:
+        interrupted(caught.si_signo)
+    if select.select([0], [], [], 0)[0]:
+        os.read(0, 1)  # the release line (or the end of stdin, as the old readline)
+        if spec.get("after"):
+            emit(spec["after"])
+            os._exit(spec["after"]["returncode"] & 255)
+        break
+caught = signal.sigtimedwait(signals, 0)  # a signal that came while the first part was written
+if caught is not None:
+    interrupted(caught.si_signo)
+os._exit(spec["first"]["returncode"] & 255)
 """
 
 

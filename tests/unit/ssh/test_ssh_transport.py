@@ -8,6 +8,7 @@ real programs they are.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -125,9 +126,14 @@ def test_the_wrapper_exports_the_runner_variables_and_drops_what_shapes_slurms_o
 def test_a_relayed_command_writes_its_pid_where_the_kill_command_reads_it(tmp_path: Path) -> None:
     link = SshLink(TARGET)
     env = {"PATH": os.environ["PATH"], "XDG_RUNTIME_DIR": str(tmp_path)}
-    command = link.command(["sh", "-c", "echo $$; sleep 30"], pid_name="abc")
+    # exec: the signalled process is the sleep itself, so nothing of the test outlives it (a shell that forks
+    # its last command, as trixie's dash does, left an orphaned `sleep 30` behind in the 26.05 root)
+    command = link.command(["sh", "-c", "echo $$; exec sleep 30"], pid_name="abc")
     proc = subprocess.Popen(
-        ["/bin/sh", "-c", " ".join(_remote_part(command))], stdout=subprocess.PIPE, env=env
+        ["/bin/sh", "-c", " ".join(_remote_part(command))],
+        stdout=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
     )
     try:
         assert proc.stdout is not None
@@ -139,7 +145,9 @@ def test_a_relayed_command_writes_its_pid_where_the_kill_command_reads_it(tmp_pa
         assert not (tmp_path / "slurmlab-abc.pid").exists()  # the wrapper cleans up after its command
         assert pid.isdigit()
     finally:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the wrapper and whatever it still runs
+        proc.wait()
 
 
 # ---- what ssh said --------------------------------------------------------------------------------------
