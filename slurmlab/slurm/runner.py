@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import os
 import shutil
 import subprocess
@@ -47,7 +48,7 @@ from slurmlab.slurm.munge import (
     munge_socket,
     probe_munge,
 )
-from slurmlab.slurm.ssh import SshLink
+from slurmlab.slurm.ssh import SshLink, relay_signals_held
 from slurmlab.slurm.stall import StallWatch
 
 __all__ = [
@@ -444,20 +445,23 @@ class Runner:
         """Start ``argv`` in the background (for salloc and streamed steps); the caller owns it."""
         args = self._check_argv(argv)
         spawn, environ = args, self.environ(env)
+        held: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
         if self.ssh is not None:  # a relay passes the caller's signals (Ctrl-C) on to the remote process
             spawn, environ = self.ssh.relayed(args, environ), self.ssh.environ(os.environ)
+            held = relay_signals_held()  # it starts with them blocked: one sent as it starts is not lost
         try:
-            return subprocess.Popen(
-                spawn,
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-                encoding=ENCODING,
-                errors=DECODE_ERRORS,
-                bufsize=1,
-                env=environ,
-                start_new_session=True,
-            )
+            with held:
+                return subprocess.Popen(
+                    spawn,
+                    stdin=stdin,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                    encoding=ENCODING,
+                    errors=DECODE_ERRORS,
+                    bufsize=1,
+                    env=environ,
+                    start_new_session=True,
+                )
         except FileNotFoundError as exc:
             raise not_installed(args) from exc
 

@@ -14,6 +14,7 @@ from slurmlab.slurm.ssh.link import (
     link_failure,
     remote_words,
 )
+from slurmlab.slurm.ssh.relay import signals_held as relay_signals_held
 
 __all__ = [
     "QUOTING_PROBE",
@@ -23,5 +24,6 @@ __all__ = [
     "SshTarget",
     "ask_in_notebook",
     "link_failure",
+    "relay_signals_held",
     "remote_words",
 ]

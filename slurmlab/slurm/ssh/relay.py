@@ -17,9 +17,11 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["FORWARDED", "relay_argv"]
+__all__ = ["FORWARDED", "relay_argv", "signals_held"]
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _KILL_TIMEOUT = 15.0
@@ -31,11 +33,25 @@ def relay_argv(ssh_argv: list[str], kill_argv: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", os.path.abspath(__file__), spec]
 
 
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """The signals a relay forwards, blocked in the calling thread while it starts a relay: the relay inherits the
+    mask, so a Ctrl-C that lands while its Python starts waits, pending, until the relay's handlers are in place
+    (it unblocks them there) instead of killing it or being ignored; the caller's mask is restored after, and a
+    signal that came meanwhile reaches the caller then."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _die_with_parent() -> None:
-    """In ssh's process, before exec: the signals' default actions back, and (Linux) an end when the relay
-    ends, even by SIGKILL."""
+    """In ssh's process, before exec: the signals' default actions back and unblocked, and (Linux) an end when
+    the relay ends, even by SIGKILL."""
     for sig in FORWARDED:
         signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -45,9 +61,10 @@ def _die_with_parent() -> None:
 
 def _main(spec_text: str) -> int:
     spec = json.loads(spec_text)
-    for sig in FORWARDED:  # until the handlers below are in place: a signal now is not lost as a kill of ssh
-        signal.signal(sig, signal.SIG_IGN)
-    child = subprocess.Popen(spec["ssh"], start_new_session=True, preexec_fn=_die_with_parent)
+    # blocked until ssh runs and the handlers below are in place (already so when started under signals_held, as
+    # the runner starts it): a signal now waits and is forwarded then; ignored, as before, it was lost, and a
+    # Ctrl-C that came while a step started left the remote step running to its end
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
 
     def forward(signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name.removeprefix("SIG")
@@ -67,6 +84,8 @@ def _main(spec_text: str) -> int:
 
     for sig in FORWARDED:
         signal.signal(sig, forward)
+    child = subprocess.Popen(spec["ssh"], start_new_session=True, preexec_fn=_die_with_parent)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
     rc = child.wait()
     return rc if rc >= 0 else 128 - rc
 

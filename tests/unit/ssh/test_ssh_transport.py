@@ -263,6 +263,50 @@ def test_the_relay_turns_a_signal_of_the_group_into_a_kill_of_the_other_side(tmp
         relay.kill()
 
 
+@pytest.mark.parametrize("delay", [0.0, 0.005, 0.02, 0.05])
+def test_a_ctrl_c_that_lands_while_the_relay_starts_is_forwarded_not_lost(
+    tmp_path: Path, delay: float
+) -> None:
+    # the signal comes before the relay's handlers can be in place (at once: its Python is still starting); the
+    # old relay died of it or ignored it, and the step on the other side ran to its end (an over-SSH Ctrl-C test
+    # under load saw its `sleep 60` step finish)
+    pid_file = tmp_path / "pid"
+    # as the real kill command does: wait for the pid file, the command may not have started yet
+    kill = [
+        "/bin/sh",
+        "-c",
+        'while [ ! -s "$2" ]; do sleep 0.02; done; kill -s "$1" "$(cat "$2")"',
+        "kill",
+        str(pid_file),
+    ]
+    with ssh_relay.signals_held():  # as Runner.popen starts a relay
+        relay = subprocess.Popen(
+            ssh_relay.relay_argv([sys.executable, "-c", _CHILD, str(pid_file)], kill),
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    try:
+        time.sleep(delay)
+        os.killpg(relay.pid, signal.SIGINT)
+        assert relay.wait(timeout=30) == 7  # the stand-in for the remote command heard of it
+    finally:
+        relay.kill()
+
+
+def test_signals_held_blocks_only_while_a_relay_starts_and_a_signal_meanwhile_comes_after() -> None:
+    heard: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: heard.append(signum))
+    try:
+        with ssh_relay.signals_held():
+            assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+            os.kill(os.getpid(), signal.SIGINT)
+            assert heard == []  # pending while held
+        assert heard == [signal.SIGINT]  # delivered at once after, as the caller's own Ctrl-C
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_ssh_ends_with_a_killed_relay(tmp_path: Path) -> None:
     relay, child = _relay(tmp_path)
