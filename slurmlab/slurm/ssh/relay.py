@@ -50,6 +50,9 @@ def _die_with_parent() -> None:
     """In ssh's process, before exec: the signals' default actions back and unblocked, and (Linux) an end when
     the relay ends, even by SIGKILL."""
     for sig in FORWARDED:
+        # ignoring discards one pending from before this process left the relay's group (it was the group's, and
+        # the relay forwards it); a Ctrl-C sent as ssh forked would otherwise kill ssh before it ran
+        signal.signal(sig, signal.SIG_IGN)
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
     if sys.platform.startswith("linux"):

@@ -26,7 +26,7 @@ from slurmlab.slurm.runner import Runner
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _fake_slurm(tmp_path: Path, scripts: dict[str, str]) -> Runner:
+def _fake_slurm(tmp_path: Path, scripts: dict[str, str], conf_text: str = "# stand-in\n") -> Runner:
     """A Runner whose PATH starts with stand-ins; every call is appended to calls.log."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -36,7 +36,7 @@ def _fake_slurm(tmp_path: Path, scripts: dict[str, str]) -> Runner:
         path.write_text(f'#!/bin/sh\necho "{name} $* conf=$SLURM_CONF" >> {log}\n{body}\n')
         path.chmod(0o755)
     conf = tmp_path / "slurm.conf"
-    conf.write_text("# stand-in\n")
+    conf.write_text(conf_text)
     return Runner(slurm_conf=str(conf), env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}, timeout=10)
 
 
@@ -565,12 +565,15 @@ def test_a_munge_failure_keeps_one_hint_naming_munge(tmp_path: Path) -> None:
 
 
 def test_a_silent_controller_keeps_the_runners_hint(tmp_path: Path) -> None:
+    # munge is not the question here: a stand-in slurm.conf names no munge, else the runner's probe of a stalled
+    # salloc asks this machine's own munged, and where none runs (a fresh machine) says "munged is not running"
     runner = _fake_slurm(
         tmp_path,
         {
             "salloc": "sleep 30",
             "squeue": "echo 'squeue: error: Socket timed out on send/recv operation' >&2; exit 1",
         },
+        conf_text="# stand-in\nAuthType=auth/slurm\n",
     )
     err = _submit(runner)
     assert isinstance(err.__cause__, ControllerDownError) or "controller" in str(err).lower()
