@@ -62,42 +62,26 @@ docs: venv
 	$(PY) -m sphinx -b html -E -W --keep-going -q docs $(DOCS_OUT)
 	@echo "docs: $(DOCS_OUT)/index.html"
 
-# Every test, in four runs. First those that need no Slurm and no browser, on both cores (pytest-xdist). Then the
-# sandbox and browser tests on two workers, a test file to a worker (each worker starts the session's sandboxes of
-# its own; measured: a third worker leaves the cores 5 % idle and the tier takes longer, not shorter), and beside
-# them two runs whose output is kept in build/test-beside/ and printed after: the static checks (lint, type check,
-# docs) at the lowest CPU priority, pure CPU work that takes only what the tier leaves idle (it waits on Slurm: its
-# first minutes left the cores 35-70 % idle, measured per minute), and the sandbox tests of the magics and of the
-# allocation's life a second time through the SSH runner (--over-ssh: a real sshd on 127.0.0.1, a Unix user of
-# its own per pytest process; one process; skipped without root; not when PYTEST_ARGS picks tests). Then the
-# timing (`serial`) tests alone, since they measure the cores. A run that selects no test (PYTEST_ARGS naming files
-# of another kind) is not a failure; a failure in either run beside the tier fails `make test` once the tier is done.
+# Every test, in four runs: those that need no Slurm and no browser on both cores (pytest-xdist); the sandbox
+# and browser tests on two workers too, a test file to a worker (each worker starts the session's sandboxes of its
+# own; measured: a third worker leaves the cores 5 % idle and the tier takes longer, not shorter); the sandbox
+# tests of the magics and of the allocation's life a second time through the SSH runner (--over-ssh: a real sshd on 127.0.0.1,
+# a second Unix user; one process, as that user is one per session; skipped without root; not when PYTEST_ARGS
+# picks tests); then the timing (`serial`) tests alone, since they measure the cores. A run that selects no test
+# (PYTEST_ARGS naming files of another kind) is not a failure.
 OVER_SSH_TESTS ?= tests/unit/magics/test_magics_sandbox.py tests/unit/magics/test_magics_hostile.py \
 	tests/integration/slurm/test_allocation.py tests/integration/slurm/test_kernel_lifetime.py
 # not over SSH: a "restarted kernel" started as a local subprocess (its leftovers are this machine's user's), and
 # a pickled Python function as a step (the pickle and this venv's Python are files of this machine)
 OVER_SSH_SKIP ?= not test_a_restarted_kernel_finds_what_it_left and not test_a_python_function_runs_as_a_step
-BESIDE := build/test-beside
 test: setup
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal \
 	    -m "not sandbox and not browser and not serial" $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
-	@echo "make test: the sandbox and browser tests; beside them, in $(BESIDE)/: the static checks (nice 19)$(if $(PYTEST_ARGS),, and the over-SSH run)"; \
-	  mkdir -p $(BESIDE) && rm -f $(BESIDE)/*; \
-	  (nice -n 19 $(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs; \
-	    echo $$? > $(BESIDE)/static.rc) > $(BESIDE)/static.log 2>&1 & \
-	  $(if $(PYTEST_ARGS),,($(PY) -m pytest -p no:cacheprovider --over-ssh -m "sandbox and not browser and not serial" \
-	    -k "$(OVER_SSH_SKIP)" --durations=5 $(OVER_SSH_TESTS); echo $$? > $(BESIDE)/over-ssh.rc) \
-	    > $(BESIDE)/over-ssh.log 2>&1 &) \
-	  HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist loadfile \
-	    -m "(sandbox or browser) and not serial" --durations=25 $(PYTEST_ARGS); rc=$$?; [[ $$rc -eq 5 ]] && rc=0; \
-	  wait; \
-	  for run in static over-ssh; do \
-	    [[ -f $(BESIDE)/$$run.log ]] || continue; \
-	    echo "---- $$run (ran beside the sandbox tier; $(BESIDE)/$$run.log) ----"; cat $(BESIDE)/$$run.log; \
-	    said=$$(cat $(BESIDE)/$$run.rc 2>/dev/null || echo 1); \
-	    [[ $$said -eq 0 || $$said -eq 5 ]] || { echo "make test: $$run failed (exit $$said)" >&2; rc=1; }; \
-	  done; \
-	  exit $$rc
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist loadfile \
+	    -m "(sandbox or browser) and not serial" --durations=25 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
+	$(if $(PYTEST_ARGS),,$(PY) -m pytest -p no:cacheprovider --over-ssh -m "sandbox and not browser and not serial" \
+	    -k "$(OVER_SSH_SKIP)" --durations=5 $(OVER_SSH_TESTS) || [[ $$? -eq 5 ]])
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider \
 	    -m serial --durations=5 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
 

@@ -217,13 +217,21 @@ def test_ctrl_c_ends_the_step_not_the_allocation(
     sandbox_ip: Any, running: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import _thread
+    import signal
     import threading
 
+    # SIGINT raises KeyboardInterrupt, as ipykernel makes it while a cell runs: a pytest started from a background
+    # shell inherits SIGINT ignored, and interrupt_main then does nothing (the step ran its 60 s, "DID NOT RAISE")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.5, _thread.interrupt_main)  # what Ctrl-C in the kernel does
     timer.start()
     start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt) as info:
-        sandbox_ip.run_line_magic("srun", "-n1 sleep 60")
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            sandbox_ip.run_line_magic("srun", "-n1 sleep 60")
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < 30
     assert re.fullmatch(
         rf"interrupted: step .+ ended; allocation {running.job_id} is still running", str(info.value)
