@@ -85,8 +85,10 @@ stop_procs_in_root() {
   # stop_procs_in_root WHAT: list the processes inside the root (WHAT says whose they are), then stop them,
   # escalating to SIGKILL (Slurm's step daemons ignore SIGTERM). Returns 1 when there were any.
   local pids pid sig
-  # what was stopped at the command's end may still be exiting: give it a few seconds first
-  for _ in 1 2 3 4 5 6 7 8 9 10; do
+  # what was stopped at the command's end may still be exiting: give it 20 s first (a Slurm client a daemon
+  # thread started, e.g. `scontrol ping` with its own timeout up to 15 s, outlives pytest's exit by that much:
+  # the 26.05 root once reported one)
+  for _ in $(seq 40); do
     pids=$(procs_in_root)
     [[ -z $pids ]] && return 0
     sleep 0.5
