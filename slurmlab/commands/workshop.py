@@ -46,6 +46,13 @@ def register(subparsers: Any) -> None:
         help='the spawn form\'s prefilled or locked fields, JSON: {"ngpus": {"value": 1, "locked": true}, '
         '"runtime": {"value": "1:00:00"}, "partition": {"value": "gpu", "locked": true}}',
     )
+    up.add_argument(
+        "--view-every",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="how often the teacher's page asks Slurm (one squeue of the class) and reloads: 5 to 3600 (15)",
+    )
     up.set_defaults(func=_up)
 
     reset = sub.add_parser("reset", help="cancel the class's jobs, put back the lessons nobody changed")
@@ -103,6 +110,7 @@ def _up(args: argparse.Namespace) -> int:
         reservation=args.reservation,
         password_mode=args.password_mode,
         form=_settings(args.settings),
+        view_every=args.view_every,
         say=lambda line: print(f"- {line}", flush=True),
     )
     hub = shop.hub()

@@ -78,12 +78,17 @@ MUNGE_PROBE_AFTER = 2.0
 
 # The commands :meth:`Runner.run` is waiting for. A background thread's command (a poll round that asked a dead
 # controller, which Slurm's client retries for 18 s) must not outlive the process that asked: at exit, the
-# interpreter stops waiting for daemon threads, and what they started is killed here.
+# interpreter stops waiting for daemon threads, and what they started is killed here. A daemon thread runs on
+# while the atexit handlers do: one that starts a command after this (its next ping of a dead controller) has it
+# killed at once (_exiting is set before the set is read, and read after a command is added to it).
 _running: weakref.WeakSet[subprocess.Popen[str]] = weakref.WeakSet()
+_exiting = False
 
 
 @atexit.register
 def _kill_running() -> None:
+    global _exiting
+    _exiting = True
     for proc in list(_running):
         if proc.poll() is None:
             proc.kill()
@@ -394,6 +399,8 @@ class Runner:
         except FileNotFoundError as exc:
             raise not_installed(args) from exc
         _running.add(proc)
+        if _exiting:
+            proc.kill()
         with proc:
             try:
                 out, err = self._communicate(proc, args, input, limit, start, environ)

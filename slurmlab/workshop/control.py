@@ -44,6 +44,8 @@ HOMES = "home"
 TEACHER = "teacher"
 VIEW_PATH = "/services/workshop/"
 VIEW_EVERY = 15  # seconds: the view asks Slurm at most this often (one squeue of the class), its page reloads
+# the shortest the teacher may choose (``workshop up --view-every``): the view itself asks no more often than this
+VIEW_EVERY_MIN = 5
 # what the view's own token may read of the hub: who the users are, their servers, when they were last active
 _VIEW_SCOPES = ["list:users", "read:users", "read:servers", "read:users:activity"]
 # the machine's shared temporary folders, where a student's program may leave files: down removes theirs
@@ -172,12 +174,18 @@ class Workshop:
         password_mode: str = "shared",
         form: Mapping[str, Any] | None = None,
         nodes: int | None = None,
+        view_every: float = VIEW_EVERY,
         say: Say = _quiet,
     ) -> tuple[Workshop, dict[str, str]]:
         """Bring the class up; returns it and each seat's password, then the teacher's under :data:`TEACHER`
-        (shown once, kept nowhere)."""
+        (shown once, kept nowhere). ``view_every``: how often (s) the teacher's page asks Slurm and reloads."""
         where = Path(folder or DEFAULT_FOLDER).absolute()
         try:
+            if not VIEW_EVERY_MIN <= view_every <= 3600:
+                raise ValueError(
+                    f"the teacher's view cannot ask Slurm every {view_every:g} s: give {VIEW_EVERY_MIN} to 3600 "
+                    f"seconds (each time is one squeue of the class; the default is {VIEW_EVERY})"
+                )
             plan = WorkshopPlan(
                 seat_names(check_prefix(prefix), seats), profile, gpu_cap, reservation, password_mode
             )
@@ -220,6 +228,7 @@ class Workshop:
                 "gpu_cap": gpu_cap,
                 "reservation": reservation,
                 "password_mode": password_mode,
+                "view_every": view_every,
                 "seats": [],
                 "lessons": {},
                 "given": {},
@@ -302,7 +311,7 @@ class Workshop:
             "name": SERVICE,
             "port": port,
             "command": [sys.executable, "-m", "slurmlab.workshop.view", "--dir", str(self.folder)]
-            + ["--every", str(VIEW_EVERY)],
+            + ["--every", f"{float(self.state.get('view_every', VIEW_EVERY)):g}"],
             "environment": {TEACHERS_ENV: TEACHER},
             "scopes": _VIEW_SCOPES,
         }

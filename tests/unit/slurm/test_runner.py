@@ -517,3 +517,38 @@ def test_a_command_a_background_thread_waits_for_does_not_outlive_the_process(sh
     while time.monotonic() < deadline and alive(pid):
         time.sleep(0.05)
     assert not alive(pid), "the squeue of a daemon thread outlived the Python process that started it"
+
+
+def test_a_command_a_daemon_thread_starts_while_the_process_exits_is_killed(short_dir: Path) -> None:
+    """A daemon thread runs on while the atexit handlers do: a command it starts after the runner's own handler
+    killed what was running (its next ping of a dead controller) would outlive the process (a leftover
+    ``scontrol ping`` failed a CI stage). Here an atexit handler that runs after the runner's starts one."""
+    tools = short_dir / "bin"
+    tools.mkdir()
+    pid_file = short_dir / "squeue.pid"
+    (tools / "squeue").write_text(
+        f"#!{sys.executable}\nimport os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(60)\n"
+    )
+    (tools / "squeue").chmod(0o755)
+    program = (
+        "import atexit, os, sys, threading, time\n"
+        "def late():\n"  # registered before the runner's handler: runs after it
+        f"    r = Runner(env={{'PATH': {str(tools)!r} + os.pathsep + os.environ['PATH']}}, timeout=50,"
+        " munge_probe_after=0)\n"
+        "    threading.Thread(target=r.run, args=(['squeue', '-h'],), daemon=True).start()\n"
+        "    deadline = time.monotonic() + 5\n"
+        f"    while not os.path.exists({str(pid_file)!r}) and time.monotonic() < deadline:\n"
+        "        time.sleep(0.05)\n"
+        "atexit.register(late)\n"
+        "from slurmlab.slurm.runner import Runner\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], timeout=30, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    if not pid_file.exists():
+        return  # killed before its first line ran: nothing outlived the process
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and alive(pid):
+        time.sleep(0.05)
+    assert not alive(pid), "a command started by a daemon thread during exit outlived the Python process"

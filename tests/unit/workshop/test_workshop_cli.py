@@ -24,6 +24,8 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
         (["--seats", "3", "--prefix", "Bad Name"], "would not make Unix user names"),
         (["--seats", "3", "--gpu-cap", "-2"], "--gpu-cap"),
         (["--seats", "3", "--profile", "nosuchprofile"], "nosuchprofile"),
+        (["--seats", "3", "--view-every", "1"], "cannot ask Slurm every 1 s: give 5 to 3600"),
+        (["--seats", "3", "--view-every", "nan"], "cannot ask Slurm every nan s"),
     ],
 )
 def test_up_refuses_wrong_input_in_words_and_makes_nothing(
