@@ -490,9 +490,8 @@ def test_down_words_read_the_recorded_ping_of_every_version(version: str) -> Non
     assert down_words("") is None and down_words("scontrol: error: something else") is None
 
 
-def test_a_command_a_background_thread_waits_for_does_not_outlive_the_process(short_dir: Path) -> None:
-    """A poll round in a daemon thread can be waiting for a Slurm command (a dead controller: squeue retries for
-    18 s) when the kernel exits; the interpreter stops waiting for that thread, and the command must go too."""
+def _sleeping_squeue(short_dir: Path) -> tuple[Path, Path]:
+    """A folder with an ``squeue`` that writes its pid to the file returned and sleeps a minute."""
     tools = short_dir / "bin"
     tools.mkdir()
     pid_file = short_dir / "squeue.pid"
@@ -501,6 +500,13 @@ def test_a_command_a_background_thread_waits_for_does_not_outlive_the_process(sh
         "time.sleep(60)\n"
     )
     (tools / "squeue").chmod(0o755)
+    return tools, pid_file
+
+
+def test_a_command_a_background_thread_waits_for_does_not_outlive_the_process(short_dir: Path) -> None:
+    """A poll round in a daemon thread can be waiting for a Slurm command (a dead controller: squeue retries for
+    18 s) when the kernel exits; the interpreter stops waiting for that thread, and the command must go too."""
+    tools, pid_file = _sleeping_squeue(short_dir)
     program = (
         "import os, sys, threading, time\n"
         "from slurmlab.slurm.runner import Runner\n"
@@ -523,14 +529,7 @@ def test_a_command_a_daemon_thread_starts_while_the_process_exits_is_killed(shor
     """A daemon thread runs on while the atexit handlers do: a command it starts after the runner's own handler
     killed what was running (its next ping of a dead controller) would outlive the process (a leftover
     ``scontrol ping`` failed a CI stage). Here an atexit handler that runs after the runner's starts one."""
-    tools = short_dir / "bin"
-    tools.mkdir()
-    pid_file = short_dir / "squeue.pid"
-    (tools / "squeue").write_text(
-        f"#!{sys.executable}\nimport os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-        "time.sleep(60)\n"
-    )
-    (tools / "squeue").chmod(0o755)
+    tools, pid_file = _sleeping_squeue(short_dir)
     program = (
         "import atexit, os, sys, threading, time\n"
         "def late():\n"  # registered before the runner's handler: runs after it
