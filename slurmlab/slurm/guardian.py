@@ -33,6 +33,7 @@ Kernel side::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -327,17 +328,51 @@ class _Work:
 
 
 class _CancelJob(_Work):
-    """A job whose id is known: one scancel, retried while the controller does not answer."""
+    """A job whose id is known: one scancel, retried while the controller does not answer; then its salloc, if it
+    lingers, is nudged (:func:`_nudge_lingering_salloc`)."""
 
     def __str__(self) -> str:
         return f"job {self.entries[0].get('job')}"
 
     def step(self, user: str, now: float) -> bool:
+        entry = self.entries[0]
         try:
-            scancel_mine(self.runner, user, str(self.entries[0].get("job")))
+            scancel_mine(self.runner, user, str(entry.get("job")))
         except (ControllerDownError, MungeError) as exc:
             return self._retry(now, exc)
+        _nudge_lingering_salloc(entry.get("salloc_pid"), entry.get("name"))
         return True
+
+
+# how long the salloc of a cancelled job gets to end by itself before it is nudged (seconds; it ends in
+# milliseconds when all is well: its command ended with the kernel's pipe, and the job with the scancel)
+LINGER = 1.0
+
+
+def _salloc_named(pid: object, name: object) -> bool:
+    """``pid`` is still the salloc of the job named ``name`` (a pid reused by another process is not)."""
+    if not (isinstance(pid, int) and pid > 1 and isinstance(name, str) and name):
+        return False
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return os.path.basename(argv[0]) == b"salloc" and f"--job-name={name}".encode() in argv
+
+
+def _nudge_lingering_salloc(pid: object, name: object) -> None:
+    """The held salloc of a dead kernel's job, still there after the job's cancel: salloc's handler of the job's
+    end can reap its command (ended with the kernel's pipe) before salloc's main loop does, which then busy-waits
+    for a child that is gone until a signal comes; SIGHUP ends that loop (see
+    :data:`slurmlab.slurm.allocation.salloc.NUDGE_AFTER`)."""
+    deadline = time.monotonic() + LINGER
+    while _salloc_named(pid, name):
+        if time.monotonic() >= deadline:
+            log.info("salloc (pid %s) of the cancelled job %s lingers: SIGHUP", pid, name)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGHUP)  # type: ignore[arg-type]
+            return
+        time.sleep(0.05)
 
 
 class _FindJob(_Work):

@@ -34,6 +34,7 @@ from slurmlab.slurm.steps import close_quietly
 
 __all__ = [
     "HOLD_COMMAND",
+    "NUDGE_AFTER",
     "PUSHED",
     "PUSHED_STATE",
     "SallocProcess",
@@ -42,6 +43,7 @@ __all__ = [
     "kill_salloc",
     "may_still_be_made",
     "not_created",
+    "nudge_salloc",
 ]
 
 _SALLOC_ID = re.compile(r"(?:Pending|Granted) job allocation (\d+)")
@@ -241,12 +243,17 @@ class SallocProcess:
 
     def kill(self) -> None:
         """End salloc if it still runs: a held one by closing its pipe (salloc then relinquishes the job, unless
-        it was cancelled first), then, or at once, :func:`kill_salloc`."""
+        it was cancelled first), nudged with SIGHUP if it lost its command (:func:`nudge_salloc`), then, or at
+        once, :func:`kill_salloc`."""
         proc = self.proc
         if proc is not None and self.hold and self.granted and proc.poll() is None:
             self.release_hold()
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
+                proc.wait(timeout=NUDGE_AFTER)
+            if proc.poll() is None:
+                nudge_salloc(proc.pid)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=5)
         kill_salloc(proc)
 
     def abandon(self) -> None:
@@ -264,6 +271,21 @@ class SallocProcess:
 
 
 os.register_at_fork(after_in_child=_close_held_pipes_in_child)
+
+# Seconds a held salloc gets to end after its command did, before it is nudged. salloc's own handler of the job's
+# end (the news of a scancel) reaps the command when the command ended just before that news came; salloc's main
+# loop then waits for a child that is gone, busy (waitpid fails at once, over and over), until a signal sets its
+# exit flag. Measured on 22.05 in the sandbox tests: 100 % of a core for 10 s per such cancel (until SIGKILL:
+# salloc ignores SIGINT once granted), 20-40 s for the salloc of a killed kernel (until something signalled it), 100
+# s of CPU in one run of the sandbox tier. SIGHUP ends that loop; salloc then finishes as usual.
+NUDGE_AFTER = 1.0
+
+
+def nudge_salloc(pid: int) -> None:
+    """SIGHUP to salloc ``pid`` alone: its handler forwards it to the command (gone, or ending: its pipe is
+    closed) and lets salloc finish, relinquishing a job still held."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGHUP)
 
 
 def kill_salloc(proc: subprocess.Popen[str] | None) -> None:

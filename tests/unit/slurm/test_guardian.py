@@ -592,3 +592,38 @@ def test_a_refused_request_gets_a_request_hint(tmp_path: Path) -> None:
     err = _submit(runner)
     assert "Invalid partition name specified" in str(err) and "sinfo" in (err.hint or "")
     assert str(err).count("->") == 1
+
+
+# salloc after its handler of the job's end reaped its command: it waits for a child that is gone until a signal
+# sets its exit flag (deaf to SIGINT once granted, as salloc is); here SIGHUP is written down before it exits
+_LOST_ITS_COMMAND = "trap '' INT; trap 'echo hup > \"$0\"; exit 0' HUP; while :; do sleep 0.05; done"
+
+
+def _lingering_salloc(marker: Path, name: str) -> subprocess.Popen[bytes]:
+    # argv[0] salloc, its job's name among its words: as the guardian finds a held salloc in /proc
+    return subprocess.Popen(
+        ["salloc", "-c", _LOST_ITS_COMMAND, str(marker), f"--job-name={name}"], executable="/bin/bash"
+    )
+
+
+def test_the_salloc_of_a_cancelled_job_that_lingers_is_nudged_and_another_is_not(tmp_path: Path) -> None:
+    """salloc 22.05 busy-waited for 20-40 s (100 % of a core) after a killed kernel's job was cancelled, having lost
+    its command's exit (measured in the sandbox tests): the guardian ends that with SIGHUP once the job is
+    cancelled; a salloc whose pid now names another job is left alone."""
+    runner = _fake_slurm(tmp_path, {"scancel": "exit 0"})
+    mine = _lingering_salloc(tmp_path / "mine", "slurmlab-a")
+    other = _lingering_salloc(tmp_path / "other", "slurmlab-someone-else")
+    try:
+        g = Guardian()
+        g.guard("a", runner, job_id="101", name="slurmlab-a", tag="slurmlab:h:1:a", salloc_pid=mine.pid)
+        g.guard("b", runner, job_id="102", name="slurmlab-b", tag="slurmlab:h:1:b", salloc_pid=other.pid)
+        proc = g._proc
+        assert proc is not None
+        g._close()
+        assert _wait_exit(proc) == 0
+        assert mine.wait(timeout=10) == 0 and (tmp_path / "mine").read_text().strip() == "hup"
+        assert other.poll() is None and not (tmp_path / "other").exists()
+    finally:
+        for p in (mine, other):
+            p.kill()
+            p.wait()

@@ -3,12 +3,13 @@ started with SIGINT ignored (a shell without job control does that to its backgr
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 
 from slurmlab.sandbox.processes import alive
-from slurmlab.slurm.allocation.salloc import kill_salloc
+from slurmlab.slurm.allocation.salloc import SallocProcess, kill_salloc
 from slurmlab.slurm.runner import Runner
 
 
@@ -49,3 +50,35 @@ def test_a_salloc_that_takes_sigint_ends_by_it(tmp_path: Path) -> None:
     _wait_for(ready)
     kill_salloc(proc)
     assert proc.returncode == -2, "ended by something other than SIGINT"
+
+
+def test_a_held_salloc_that_lost_its_command_is_ended_by_sighup_not_killed(tmp_path: Path) -> None:
+    """salloc's handler of its job's end can reap the held command just before salloc's main loop does; salloc
+    then busy-waits (measured on 22.05: 100 % of a core until SIGKILL, 10 s per cancel), deaf to SIGINT once
+    granted. Closing the pipe does not end it; SIGHUP does, and salloc finishes as it would have."""
+    tools, marker = tmp_path / "bin", tmp_path / "hup"
+    tools.mkdir()
+    (tools / "salloc").write_text(
+        "#!/bin/bash\necho 'salloc: Granted job allocation 7' >&2\ntrap '' INT\n"
+        f"trap 'echo hup > {marker}; exit 0' HUP\nwhile :; do sleep 0.05; done\n"
+    )
+    (tools / "salloc").chmod(0o755)
+    runner = Runner(timeout=10, env={"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}, munge_probe_after=0)
+    ended: list[int] = []
+    salloc = SallocProcess(
+        runner,
+        ["salloc", "--no-shell", "-t", "5"],
+        on_job_id=lambda job, state: None,
+        on_error=lambda message: None,
+        on_exit=ended.append,
+        on_stuck=lambda exc: None,
+        answered=lambda: True,
+        hold=True,
+    ).start()
+    deadline = time.monotonic() + 10
+    while not salloc.granted and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert salloc.granted
+    salloc.kill()
+    assert salloc.returncode == 0, "ended by something other than its own exit after SIGHUP"
+    assert marker.read_text().strip() == "hup"

@@ -30,7 +30,7 @@ from pyslurm_standin import (
 from slurmlab.core.slurm.squeue_brief import parse_squeue_brief
 from slurmlab.errors import ControllerDownError, SlurmError
 from slurmlab.slurm import pyslurm_backend, queries
-from slurmlab.slurm.runner import Runner
+from slurmlab.slurm.runner import Runner, set_runner
 from slurmlab.testing import FakeRunner
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
@@ -152,7 +152,12 @@ def test_pyslurm_answers_only_for_the_slurm_it_was_imported_with(
     # a replaying runner (as a sandbox's runner) names its own slurm.conf: squeue answers, pyslurm is not asked
     assert queries.brief_states([JOB], fake)[JOB].nodes == ("node1",)
     assert standin.rpcs == [] and fake.calls == 1
-    assert pyslurm_backend.serves(Runner()) and pyslurm_backend.serves(None)
+    # None: the process-wide runner, here a plain one (an earlier test of the same worker may have left another)
+    before = set_runner(Runner())
+    try:
+        assert pyslurm_backend.serves(Runner()) and pyslurm_backend.serves(None)
+    finally:
+        set_runner(before)
     assert not pyslurm_backend.serves(Runner(slurm_conf="/srv/sandbox/etc/slurm.conf"))
     assert not pyslurm_backend.serves(Runner(cluster="other"))
     monkeypatch.setenv("SLURM_CONF", "/etc/other/slurm.conf")  # after the import: libslurm keeps its first
