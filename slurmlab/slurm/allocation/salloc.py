@@ -250,7 +250,9 @@ class SallocProcess:
             self.release_hold()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=NUDGE_AFTER)
-            if proc.poll() is None:
+            # over SSH the process here is the relay: a signal would end the link's session before the holder
+            # there saw its pipe close, and a holder whose session dropped keeps the job for its lease
+            if proc.poll() is None and self.runner.ssh is None:
                 nudge_salloc(proc.pid)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=5)
