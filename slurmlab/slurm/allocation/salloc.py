@@ -248,11 +248,12 @@ class SallocProcess:
         proc = self.proc
         if proc is not None and self.hold and self.granted and proc.poll() is None:
             self.release_hold()
+            local = self.runner.ssh is None
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=NUDGE_AFTER)
+                proc.wait(timeout=NUDGE_AFTER if local else 5)
             # over SSH the process here is the relay: a signal would end the link's session before the holder
             # there saw its pipe close, and a holder whose session dropped keeps the job for its lease
-            if proc.poll() is None and self.runner.ssh is None:
+            if proc.poll() is None and local:
                 nudge_salloc(proc.pid)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=5)
