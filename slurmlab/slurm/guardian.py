@@ -236,12 +236,13 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # ---- watcher side --------------------------------------------------------------------------------
-def _is_salloc(pid: int) -> bool:
+def _is_salloc(pid: int, name: str | None = None) -> bool:
+    """``pid`` is a salloc (of the job named ``name``, when given: a pid reused by another salloc is not)."""
     try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return os.path.basename(argv0) == b"salloc"
+    return os.path.basename(argv[0]) == b"salloc" and (name is None or f"--job-name={name}".encode() in argv)
 
 
 def _withdraw_salloc(pid: object) -> None:
@@ -349,28 +350,19 @@ class _CancelJob(_Work):
 LINGER = 1.0
 
 
-def _salloc_named(pid: object, name: object) -> bool:
-    """``pid`` is still the salloc of the job named ``name`` (a pid reused by another process is not)."""
-    if not (isinstance(pid, int) and pid > 1 and isinstance(name, str) and name):
-        return False
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return os.path.basename(argv[0]) == b"salloc" and f"--job-name={name}".encode() in argv
-
-
 def _nudge_lingering_salloc(pid: object, name: object) -> None:
     """The held salloc of a dead kernel's job, still there after the job's cancel: salloc's handler of the job's
     end can reap its command (ended with the kernel's pipe) before salloc's main loop does, which then busy-waits
     for a child that is gone until a signal comes; SIGHUP ends that loop (see
     :data:`slurmlab.slurm.allocation.salloc.NUDGE_AFTER`)."""
+    if not (isinstance(pid, int) and pid > 1 and isinstance(name, str) and name):
+        return
     deadline = time.monotonic() + LINGER
-    while _salloc_named(pid, name):
+    while _is_salloc(pid, name):
         if time.monotonic() >= deadline:
             log.info("salloc (pid %s) of the cancelled job %s lingers: SIGHUP", pid, name)
             with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGHUP)  # type: ignore[arg-type]
+                os.kill(pid, signal.SIGHUP)
             return
         time.sleep(0.05)
 

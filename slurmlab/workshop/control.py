@@ -44,8 +44,8 @@ HOMES = "home"
 TEACHER = "teacher"
 VIEW_PATH = "/services/workshop/"
 VIEW_EVERY = 15  # seconds: the view asks Slurm at most this often (one squeue of the class), its page reloads
-# the shortest the teacher may choose (``workshop up --view-every``): the view itself asks no more often than this
-VIEW_EVERY_MIN = 5
+# what the teacher may choose (``workshop up --view-every``); the view itself asks no more often than the shortest
+VIEW_EVERY_MIN, VIEW_EVERY_MAX = 5, 3600
 # what the view's own token may read of the hub: who the users are, their servers, when they were last active
 _VIEW_SCOPES = ["list:users", "read:users", "read:servers", "read:users:activity"]
 # the machine's shared temporary folders, where a student's program may leave files: down removes theirs
@@ -181,9 +181,10 @@ class Workshop:
         (shown once, kept nowhere). ``view_every``: how often (s) the teacher's page asks Slurm and reloads."""
         where = Path(folder or DEFAULT_FOLDER).absolute()
         try:
-            if not VIEW_EVERY_MIN <= view_every <= 3600:
+            if not VIEW_EVERY_MIN <= view_every <= VIEW_EVERY_MAX:
                 raise ValueError(
-                    f"the teacher's view cannot ask Slurm every {view_every:g} s: give {VIEW_EVERY_MIN} to 3600 "
+                    f"the teacher's view cannot ask Slurm every {view_every:g} s: give {VIEW_EVERY_MIN} to "
+                    f"{VIEW_EVERY_MAX} "
                     f"seconds (each time is one squeue of the class; the default is {VIEW_EVERY})"
                 )
             plan = WorkshopPlan(

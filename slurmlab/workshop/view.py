@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     from tornado.httpserver import HTTPServer
     from tornado.ioloop import IOLoop
 
-    from slurmlab.workshop.control import Workshop
+    from slurmlab.workshop.control import VIEW_EVERY_MIN, Workshop
 
     shop = Workshop.find(args.dir)
 
@@ -149,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     # the uid each seat was made with: a file in a home that is not its student's own is not read
     homes = {str(s["name"]): (shop.home(str(s["name"])), int(s["uid"])) for s in shop.state["seats"]}
     cells = LastCells(homes)
-    cache = RoomCache(shop.seats, max(5.0, args.every), ask_queue, _hub_users, ask_cells=cells.scan)
+    cache = RoomCache(
+        shop.seats, max(VIEW_EVERY_MIN, args.every), ask_queue, _hub_users, ask_cells=cells.scan
+    )
     teachers = {t for t in os.environ.get(TEACHERS_ENV, "").split(",") if t}
     cap = int(shop.state.get("gpu_cap", 1))
     where = urllib.parse.urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
