@@ -210,6 +210,7 @@ class Hub:
         alike_users: bool = False,
         admins: list[str] | tuple[str, ...] = (),
         services: list[dict[str, Any]] | None = None,
+        environment: dict[str, str] | None = None,
     ) -> Hub:
         """Start JupyterHub (and its proxy) for ``users`` (default: the current user) on ``sandbox``; waits until
         it answers. A hub already running in ``folder`` is an error (stop it first: :meth:`down`).
@@ -220,7 +221,8 @@ class Hub:
         folders (a workshop's seats), so the first one stands for all when checking which Python they can run.
         ``admins``: hub names that log in (through ``seat_hashes``) as the hub's admins and never get a server (a
         workshop's teacher); ``services``: services the hub starts and proxies at ``/services/NAME/``, each
-        ``{"name", "port", "command", "environment", "scopes"}`` (the teacher's view)."""
+        ``{"name", "port", "command", "environment", "scopes"}`` (the teacher's view); ``environment``: more
+        variables for every user's server and its kernels (a workshop's word on each cell, for that view)."""
         _check_packages()
         where = Path(folder) if folder is not None else default_folder()
         where = where.absolute()
@@ -271,6 +273,7 @@ class Hub:
             "form": form or {},
             "admins": list(admins),
             "services": list(services or []),
+            "environment": dict(environment or {}),
         }
         hub = cls(where, settings)
         hub._save()

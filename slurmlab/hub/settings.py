@@ -140,6 +140,7 @@ def configure(c: Any, settings_path: str) -> None:
         "PYTHONPATH": s["pythonpath"],
         **jupyter_paths(s["jupyter_prefix"]),
         **reservation_environment((s.get("form") or {}).get("reservation", {}).get("value", "")),
+        **{str(k): str(v) for k, v in (s.get("environment") or {}).items()},
     }
     os.environ.setdefault("SLURM_CONF", s["slurm_conf"])
 

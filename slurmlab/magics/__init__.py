@@ -23,7 +23,7 @@ from typing import Any
 
 from IPython.core import magic as ipython_magic
 
-from slurmlab.magics import error_display
+from slurmlab.magics import cell_report, error_display
 from slurmlab.magics.session import Session
 from slurmlab.viz import notebook as notebook_figures
 
@@ -64,6 +64,7 @@ def load_ipython_extension(ip: Any) -> None:
                     continue  # declared with its line magic
                 manager.register_lazy(name, f"{module}:{cls}", "line_cell" if both else kind)
     error_display.install(ip, debug=lambda: Session.of(ip).debug, offer=_offer_sandbox)
+    cell_report.install(ip)  # in a workshop's seat only: how each cell ended, for the teacher's view
     # an Allocation now displays as its live panel; the hardware models draw their figures (`import slurmlab`
     # registered them already where a shell was running; again is harmless)
     ip.display_formatter.mimebundle_formatter.for_type_by_name(*_ALLOCATION_TYPE, _panel_bundle)
@@ -72,6 +73,7 @@ def load_ipython_extension(ip: Any) -> None:
 
 def unload_ipython_extension(ip: Any) -> None:
     error_display.uninstall(ip)
+    cell_report.uninstall(ip)
     ip.display_formatter.mimebundle_formatter.pop(".".join(_ALLOCATION_TYPE), None)
     manager = ip.magics_manager
     magics = manager.magics

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from slurmlab.core.last_cell import LAST_CELL_ENV, LAST_CELL_FILE
 from slurmlab.errors import SlurmlabError
 from slurmlab.hub.passwords import hash_secret
 from slurmlab.hub.settings import check_form_settings
@@ -300,6 +301,8 @@ class Workshop:
             alike_users=True,
             admins=[TEACHER],
             services=[self._view_service()],
+            # each seat's kernels say how each cell ended, for the teacher's view (not only at autosave)
+            environment={LAST_CELL_ENV: f"{lessons.LESSONS}/{LAST_CELL_FILE}"},
         )
 
     def _view_service(self) -> dict[str, Any]:

@@ -9,6 +9,11 @@ lessons; JupyterLab saves them there as ``.ipynb`` JSON), and in it the code cel
 ``<lesson>: <ename>: <evalue>``. A notebook is read again only when its name, size, mtime or inode changed, so
 a refresh every 15 s reads only what students saved since.
 
+A saved notebook is up to two minutes late (JupyterLab's autosave), so a workshop's kernels also leave a word on
+each cell as it ends (:mod:`slurmlab.core.last_cell`, the hidden ``.slurmlab-last-cell.json`` of the lessons
+folder, written by ``%load_ext slurmlab``'s reporter): when it is newer than the newest notebook it is what the
+view reads, under the same rules; a word that is not one leaves the notebook to speak.
+
 The view runs as root and a student controls everything in their home: the folder and the notebook are opened
 relative to the home without following a symbolic link (``O_NOFOLLOW``), only a regular file the student owns is
 read (a hard link to root's file is not theirs), never one over :data:`MAX_BYTES`, and what it holds is the
@@ -28,6 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from slurmlab.core.last_cell import LAST_CELL_FILE
+from slurmlab.core.last_cell import MAX_BYTES as WORD_MAX_BYTES
+from slurmlab.core.last_cell import decode as decode_word
 from slurmlab.workshop.lessons import LESSONS
 
 __all__ = ["MAX_BYTES", "LastCell", "LastCells", "last_cell_error", "short_words"]
@@ -107,29 +115,41 @@ def _newest(dfd: int) -> tuple[str, os.stat_result] | None:
     return found
 
 
-def _read_notebook(dfd: int, name: str, uid: int) -> LastCell:
+_NOT_THEIRS = "not read (not a plain file of the student's)"
+
+
+def _read_own(dfd: int, name: str, uid: int, limit: int) -> bytes | str:
+    """The bytes of ``name`` in the folder open at ``dfd`` when it is a plain file ``uid`` owns of at most
+    ``limit`` bytes (opened without following a link), else why not, in words."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dfd)
     except OSError:  # swapped for a link (ELOOP) or removed since the listing
-        return LastCell(name, note="not read (not a plain file of the student's)")
+        return _NOT_THEIRS
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != uid:
-            return LastCell(name, note="not read (not a plain file of the student's)")
-        if st.st_size > MAX_BYTES:
-            return LastCell(name, note=f"not read ({st.st_size // (1024 * 1024)} MiB, over the view's limit)")
-        data = os.read(fd, MAX_BYTES + 1)
-        while len(data) <= MAX_BYTES:  # os.read may return less than asked of a regular file
-            more = os.read(fd, MAX_BYTES + 1 - len(data))
+            return _NOT_THEIRS
+        if st.st_size > limit:
+            return f"not read ({st.st_size // (1024 * 1024)} MiB, over the view's limit)"
+        data = os.read(fd, limit + 1)
+        while len(data) <= limit:  # os.read may return less than asked of a regular file
+            more = os.read(fd, limit + 1 - len(data))
             if not more:
                 break
             data += more
     except OSError:
-        return LastCell(name, note=UNREADABLE)
+        return UNREADABLE
     finally:
         os.close(fd)
-    if len(data) > MAX_BYTES:  # grew while read
-        return LastCell(name, note="not read (over the view's limit)")
+    if len(data) > limit:  # grew while read
+        return "not read (over the view's limit)"
+    return data
+
+
+def _read_notebook(dfd: int, name: str, uid: int) -> LastCell:
+    data = _read_own(dfd, name, uid, MAX_BYTES)
+    if isinstance(data, str):
+        return LastCell(name, note=data)
     try:
         error = last_cell_error(json.loads(data.decode("utf-8")))
     except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser's depth
@@ -137,15 +157,49 @@ def _read_notebook(dfd: int, name: str, uid: int) -> LastCell:
     return LastCell(name, note=UNREADABLE) if error is None else LastCell(name, error=error)
 
 
-class LastCells:
-    """Each seat's :class:`LastCell`, read again only for a notebook that changed since the last :meth:`scan`.
+def _read_word(dfd: int, uid: int, newest: str) -> LastCell | None:
+    """The kernel's word on its last cell (:mod:`slurmlab.core.last_cell`), or None when there is none to
+    trust (not the student's plain file, too long, not such a record): the saved notebook then speaks."""
+    data = _read_own(dfd, LAST_CELL_FILE, uid, WORD_MAX_BYTES)
+    word = None if isinstance(data, str) else decode_word(data)
+    if word is None:
+        return None
+    return LastCell(short_words(word.notebook, 80) or newest, error=_error_words(word.error))
 
-    ``seats``: name -> (home, uid); ``reads`` counts the notebooks actually read (the cache's proof)."""
+
+def _error_words(error: str) -> str:
+    """``"<ename>: <evalue>"`` shortened as a notebook's error output is."""
+    ename, _, evalue = error.partition(": ")
+    if not ename:
+        return ""
+    ename, evalue = short_words(ename, 60), short_words(evalue)
+    return f"{ename}: {evalue}" if evalue else ename
+
+
+def _lstat(dfd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except OSError:
+        return None
+
+
+def _stat_key(name: str, st: os.stat_result | None) -> tuple[object, ...]:
+    """What tells a file changed since it was read: its name, mtime, size, inode and ctime."""
+    if st is None:
+        return ()
+    return (name, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
+class LastCells:
+    """Each seat's :class:`LastCell`, read again only when its newest notebook or its kernel's word changed
+    since the last :meth:`scan`.
+
+    ``seats``: name -> (home, uid); ``reads`` counts the seats actually read (the cache's proof)."""
 
     def __init__(self, seats: Mapping[str, tuple[Path, int]]) -> None:
         self.seats = dict(seats)
         self.reads = 0
-        self._known: dict[str, tuple[tuple[str, int, int, int, int], LastCell]] = {}
+        self._known: dict[str, tuple[tuple[object, ...], LastCell]] = {}
 
     def scan(self) -> dict[str, LastCell]:
         """seat -> its last cell's state; a seat with no notebook (or no lessons folder) is left out."""
@@ -171,15 +225,26 @@ class LastCells:
             os.close(hfd)
         try:
             newest = _newest(dfd)
-            if newest is None:
+            word_st = _lstat(dfd, LAST_CELL_FILE)
+            # the kernel's word when it is newer than the newest saved notebook (a student who opened another
+            # lesson and saved it, with no cell run since, is on that one)
+            use_word = word_st is not None and (
+                newest is None or word_st.st_mtime_ns >= newest[1].st_mtime_ns
+            )
+            if newest is None and not use_word:
                 return None
-            name, st = newest
-            key = (name, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+            key = (_stat_key(*newest) if newest else ()) + (
+                _stat_key(LAST_CELL_FILE, word_st) if use_word else ()
+            )
             known = self._known.get(seat)
             if known is not None and known[0] == key:
                 return known[1]
             self.reads += 1
-            cell = _read_notebook(dfd, name, uid)
+            cell = _read_word(dfd, uid, newest[0] if newest else "") if use_word else None
+            if cell is None and newest is not None:
+                cell = _read_notebook(dfd, newest[0], uid)
+            if cell is None:
+                return None
         except OSError:
             return None
         finally:

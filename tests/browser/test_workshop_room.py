@@ -5,7 +5,7 @@ once (three browser contexts), each spawns a server and runs lesson 00's first c
 ``%slurm sandbox up --if-needed``, ``%sinfo``, copied from the student's own lesson) and takes one GPU with
 ``%salloc``; the teacher's page at ``/services/workshop/`` shows the three, their servers and their jobs; one
 student asks for a second GPU beyond the cap and sees why it waits in words in their notebook, and the teacher's
-page shows that student stuck on the cap; another runs a cell that raises, saves, and the teacher's page shows
+page shows that student stuck on the cap; another runs a cell that raises (nothing saved) and the teacher's page shows
 them stuck with the error of their last cell. A student is refused the teacher's page. Then ``reset`` (no job, no
 server left on the page) and ``down`` (the page is gone, no seat in ``/etc/passwd``, no view process).
 
@@ -236,10 +236,10 @@ def _students_at_work(
 
 
 def _stuck_on_an_error(teacher: Any, view: str, nb: NotebookPage, cell: int) -> None:
-    """A student's last cell raises: once JupyterLab saved the notebook, the teacher sees them stuck on it."""
+    """A student's last cell raises: the teacher sees them stuck on it at the view's next look, with nothing
+    saved (the kernel's word on the cell, not JupyterLab's autosave two minutes later)."""
     shown = nb.run(cell, timeout=60)
     assert "the data is not there" in shown, shown
-    nb.save()
 
     def failing_stuck(p: Any) -> bool:
         return "stuck" in (_row(p, FAILING).get_attribute("class") or "")
