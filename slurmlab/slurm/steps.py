@@ -10,30 +10,44 @@ import contextlib
 import logging
 import os
 import queue
+import re
 import select
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import IO
 
-from slurmlab.errors import ControllerDownError, JobNotFoundError, MungeError, SlurmError
+from slurmlab.errors import ControllerDownError, JobNotFoundError, MungeError, SlurmError, SlurmlabError
 from slurmlab.slurm.runner import Runner, StallWatch
 
 __all__ = [
     "OutputCallback",
     "RunningStep",
     "StepResult",
-    "callable_argv",
+    "FUNCTION_LOADER",
+    "LOADER_SAYS",
+    "REMOTE_STEPS_FOLDER",
     "end_step",
+    "function_argv",
+    "function_command",
+    "kernel_python_version",
+    "loader_failure",
     "overlap_refused",
+    "pickle_function",
     "print_output",
+    "remote_store_argv",
+    "remove_stored",
+    "run_function",
     "split_at_newlines_only",
     "srun_failure",
     "step_argv",
+    "store_locally",
+    "store_remotely",
     "stream_step",
 ]
 
@@ -336,14 +350,211 @@ def _signal_group(proc: subprocess.Popen[str], sig: int) -> bool:
     return True
 
 
-def callable_argv(func: Callable[[], object]) -> tuple[list[str], str]:
+# The program a Python function's step runs on the nodes, given the pickle's path, the kernel's Python version
+# (major.minor) and the kernel's cloudpickle version. Before it unpickles it checks what would otherwise fail
+# obscurely there, and says it on stderr in one line that starts with LOADER_SAYS (which
+# :func:`loader_failure` turns into the kernel's error): cloudpickle pickles a function's bytecode, which only
+# the same Python version runs, and its pickle needs cloudpickle to load. Written so that any Python parses it
+# (no f-strings): a Python 2 named by mistake reaches the version check and says so.
+LOADER_SAYS = "slurmlab: "
+FUNCTION_LOADER = """\
+import socket, sys
+path, kernel_python, kernel_cloudpickle = sys.argv[1:4]
+here = "%s on %s" % (sys.executable, socket.gethostname())
+python = "%d.%d" % tuple(sys.version_info[:2])
+if python != kernel_python:
+    sys.exit("slurmlab: this step's Python is %s (%s), the kernel's is %s: a function is sent as cloudpickle's"
+             " bytecode, which only the same Python version runs" % (python, here, kernel_python))
+try:
+    import cloudpickle
+except ImportError as exc:
+    sys.exit("slurmlab: cloudpickle is not importable by this step's Python (%s): %s" % (here, exc))
+import pickle
+try:
+    fh = open(path, "rb")
+except (IOError, OSError) as exc:
+    sys.exit("slurmlab: this step's Python (%s) cannot read the function's pickle: %s" % (here, exc))
+try:
+    with fh:
+        func = pickle.load(fh)
+except Exception as exc:
+    sys.exit("slurmlab: this step's Python (%s) could not unpickle the function (cloudpickle %s there, %s in"
+             " the kernel): %s: %s" % (here, getattr(cloudpickle, "__version__", "?"), kernel_cloudpickle,
+                                       type(exc).__name__, exc))
+result = func()
+if result is not None:
+    print(result)
+"""
+
+# where the pickle of a function's step is written on the cluster's side (the remote user's home, which the nodes
+# are expected to share with the login node, as the local home is with this machine)
+REMOTE_STEPS_FOLDER = "~/.cache/slurmlab/steps"
+# Writes the base64 text on stdin to a new file there, readable by its owner alone, and prints its absolute path
+# (one sh word: the link quotes it, and the remote sh runs it; mktemp makes a new name that no other step has).
+_REMOTE_STORE = (
+    'umask 077; folder="$HOME/.cache/slurmlab/steps"; mkdir -p "$folder" || exit 1; '
+    'path=$(mktemp "$folder/step-XXXXXXXXXX") || exit 1; '
+    'if base64 -d > "$path"; then printf "%s\\n" "$path"; else rm -f "$path"; exit 1; fi'
+)
+# a pickle of a function that holds data takes time to send: at least this many base64 characters a second
+_STORE_RATE = 100_000
+
+
+def _cloudpickle() -> ModuleType:
     from slurmlab._extras import require
 
-    cloudpickle = require("cloudpickle", feature="running a Python function as a step", extra="widgets")
+    return require("cloudpickle", feature="running a Python function as a step", extra="widgets")
+
+
+def pickle_function(func: Callable[[], object]) -> bytes:
+    """``func`` as cloudpickle pickles it (its bytecode, and what it refers to)."""
+    return bytes(_cloudpickle().dumps(func))
+
+
+def kernel_python_version() -> str:
+    """This Python's major.minor, which the step's Python must have to run a pickled function."""
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def function_argv(python: str, path: str) -> list[str]:
+    """The command that runs the function pickled at ``path`` with ``python`` (on the nodes)."""
+    version = str(getattr(_cloudpickle(), "__version__", "?"))
+    return [python, "-c", FUNCTION_LOADER, path, kernel_python_version(), version]
+
+
+def store_locally(data: bytes) -> str:
+    """Write a pickle to a new file in this machine's home, which the nodes share (0600: it may hold a secret)."""
     import tempfile
 
     fd, path = tempfile.mkstemp(prefix="slurmlab-step-", suffix=".pkl", dir=os.path.expanduser("~"))
     with os.fdopen(fd, "wb") as fh:
-        cloudpickle.dump(func, fh)
-    code = "import pickle,sys;f=pickle.load(open(sys.argv[1],'rb'));r=f();print(r) if r is not None else None"
-    return [sys.executable, "-c", code, path], path
+        fh.write(data)
+    return path
+
+
+def remote_store_argv() -> list[str]:
+    """The remote command that writes the base64 text on its stdin to a new 0600 file under
+    :data:`REMOTE_STEPS_FOLDER` and prints the file's absolute path."""
+    return ["sh", "-c", _REMOTE_STORE]
+
+
+def store_remotely(runner: Runner, data: bytes) -> str:
+    """Write a pickle on the cluster's side of ``runner``'s SSH link, through the runner (one command, the pickle
+    as base64 on its stdin), and return its absolute path there."""
+    import base64
+
+    text = base64.encodebytes(data).decode("ascii")
+    where = runner.ssh.target.url() if runner.ssh is not None else "this machine"
+    try:
+        out = runner.run(
+            remote_store_argv(), input=text, timeout=runner.timeout + len(text) / _STORE_RATE
+        ).stdout
+    except SlurmError as exc:
+        if isinstance(exc, ControllerDownError):  # the link is down: its own words say so
+            raise
+        raise SlurmlabError(
+            f"could not write the function's pickle under {REMOTE_STEPS_FOLDER} on {where}: "
+            + (exc.stderr.strip() or str(exc)),
+            hint="free or fix that folder in your home there, or run a script with an argv list instead",
+        ) from None
+    path = out.strip()
+    if not path.startswith("/") or "\n" in path:
+        raise SlurmlabError(
+            f"writing the function's pickle on {where} printed {out!r}, not the file's path",
+            hint="a login script there that prints (.bashrc, .profile) must stay quiet when not interactive",
+        )
+    return path
+
+
+def remove_stored(runner: Runner, path: str) -> None:
+    """Remove a function's pickle once its step has ended, on whichever side it was written."""
+    if runner.ssh is None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return
+    try:
+        removed = runner.run(["rm", "-f", "--", path], check=False)
+        said = removed.stderr.strip() or f"exit code {removed.returncode}"
+    except Exception as exc:  # a timeout, or a link that is closed
+        removed, said = None, str(exc)
+    if removed is None or not removed.ok:  # the link went down with the step: the file stays, said where
+        log.warning("slurmlab: could not remove %s on the cluster (%s); remove it yourself", path, said)
+
+
+@contextlib.contextmanager
+def function_command(
+    runner: Runner, func: Callable[[], object], python: str | None = None
+) -> Iterator[list[str]]:
+    """The command that runs ``func`` on the nodes, with its pickle written for the time of the ``with``.
+
+    Locally the pickle goes to this machine's home and runs with this kernel's Python (the nodes share both);
+    over SSH it is written on the cluster's side (:func:`store_remotely`) and runs with ``python3`` of the
+    cluster's PATH. ``python`` names another interpreter. The file is removed however the step ends."""
+    data = pickle_function(func)
+    path = store_locally(data) if runner.ssh is None else store_remotely(runner, data)
+    try:
+        yield function_argv(python or runner.python(), path)
+    finally:
+        remove_stored(runner, path)
+
+
+def run_function(
+    runner: Runner, func: Callable[[], object], python: str | None, run: Callable[[list[str]], StepResult]
+) -> StepResult:
+    """Run ``func`` as a step through ``run(argv)`` (``python`` or the runner's Python runs it), its pickle
+    written for the step's time; what the loader said when it could not run it is raised as the kernel's
+    error (:func:`loader_failure`)."""
+    interpreter = python or runner.python()
+    with function_command(runner, func, interpreter) as argv:
+        result = run(argv)
+    failure = loader_failure(result, interpreter)
+    if failure is not None:
+        raise failure
+    return result
+
+
+# (words of what the loader says, the next step for the user: {python} is the step's interpreter,
+# {version} the kernel's major.minor)
+_LOADER_HINTS = (
+    (
+        "this step's Python is ",
+        "name a Python {version} of the nodes with python= (alloc.srun(func, python='python{version}')), "
+        "or run this kernel with the nodes' Python version",
+    ),
+    (
+        "cloudpickle is not importable",
+        "install it for that Python on the cluster ({python} -m pip install --user cloudpickle), "
+        "or name a Python that has it with python=",
+    ),
+    (
+        "cannot read the function's pickle",
+        "the nodes must see the home the pickle was written in (~/.cache/slurmlab/steps over SSH): run "
+        "function steps where they share it, or run a script the nodes can reach as an argv list",
+    ),
+    (
+        "could not unpickle the function",
+        "the nodes need the kernel's cloudpickle version and the modules the function refers to by name; or "
+        "name a Python that has them with python=",
+    ),
+)
+
+
+# a line the loader wrote: its own, or with srun's --label before it ("0: ", padded when there are many tasks)
+_LOADER_LINE = re.compile(r"\s*(?:\d+: )?" + re.escape(LOADER_SAYS) + r"(.*)")
+
+
+def loader_failure(result: StepResult, python: str) -> SlurmlabError | None:
+    """What :data:`FUNCTION_LOADER` said on the step's stderr when it could not run the function (``python``
+    ran it), as the kernel's error with the next step; None when it ran it (or srun itself failed)."""
+    if result.ok or result.interrupted:
+        return None
+    for line in result.stderr:
+        found = _LOADER_LINE.match(line)
+        said = found.group(1).strip() if found else ""
+        for words, hint in _LOADER_HINTS:
+            if words in said:
+                return SlurmlabError(
+                    f"the function did not run: {said}",
+                    hint=hint.format(python=python, version=kernel_python_version()),
+                )
+    return None

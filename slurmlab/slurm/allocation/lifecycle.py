@@ -45,9 +45,9 @@ from slurmlab.slurm.steps import (
     OutputCallback,
     RunningStep,
     StepResult,
-    callable_argv,
     overlap_refused,
     print_output,
+    run_function,
     step_argv,
     stream_step,
 )
@@ -624,40 +624,39 @@ class Allocation:
         on_output: OutputCallback | None = None,
         label: bool = False,
         timeout: float | None = None,
+        python: str | None = None,
     ) -> StepResult:
         """Run a step in this allocation with ``srun --overlap``, streaming its output.
 
-        ``command`` is an argv list, or a Python callable (run on the allocated nodes through
-        cloudpickle; its return values are not collected). ``on_output(stream, line)`` gets
-        each line as it arrives (default: print to this process's stdout/stderr).
-        Ctrl-C ends the step, not the allocation, then re-raises KeyboardInterrupt.
+        ``command`` is an argv list, or a Python callable, run on the allocated nodes through cloudpickle (what
+        it returns is printed when not None, not collected). ``on_output(stream, line)`` gets each line as it
+        arrives (default: print to this process's stdout/stderr). Ctrl-C ends the step, not the allocation, and raises.
+
+        A callable runs with this kernel's Python, over SSH with ``python3`` of the cluster's PATH, or with
+        ``python`` (``python="/opt/py311/bin/python3"``), which must be the kernel's Python version and import
+        cloudpickle; its pickle is yours alone and removed when the step ends (:func:`.steps.run_function`).
         """
         job_id = self._ready_for_steps()
         if isinstance(command, str):
             raise TypeError("command must be an argv list, e.g. ['hostname'], or a Python callable")
-        cleanup: list[str] = []
-        if callable(command):
-            argv_cmd, path = callable_argv(command)
-            cleanup.append(path)
-        else:
-            argv_cmd = [str(a) for a in command]
-        extra = self.step_options(args)
-        try:
+        show = on_output or print_output
+
+        def run(argv_cmd: list[str]) -> StepResult:
+            extra = self.step_options(args)
             argv = step_argv(job_id, extra, argv_cmd, label=label, overlap=True)
-            result = self._run_step(argv, on_output or print_output, timeout)
+            result = self._run_step(argv, show, timeout)
             if overlap_refused(result):
-                # Slurm 22.05 cannot create an --overlap step in a job that asked for GPUs per
-                # job (--gpus=N): "Insufficient GRES available in allocation". Nothing ran, so
-                # run it once more as an ordinary step, which gets the job's GPUs.
+                # Slurm 22.05 cannot create an --overlap step in a job that asked for GPUs per job (--gpus=N):
+                # "Insufficient GRES available in allocation". Nothing ran: again as an ordinary step, with them
                 argv = step_argv(job_id, extra, argv_cmd, label=label, overlap=False)
-                result = self._run_step(argv, on_output or print_output, timeout)
+                result = self._run_step(argv, show, timeout)
             return result
-        finally:
-            for path in cleanup:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+
+        if callable(command):
+            return run_function(self.runner, command, python, run)
+        if python is not None:
+            raise TypeError("python= names the interpreter of a Python callable: an argv list names its own")
+        return run([str(a) for a in command])
 
     def step_options(self, args: Iterable[str]) -> list[str]:
         """The srun options of a step: ``args``, and in the job this process runs in (:meth:`own`) ``--mem=0``
