@@ -1,15 +1,18 @@
-"""Record a job whose nodes got different CPU counts, for the unit test of the CPUs a provisioned kernel asks for.
+"""Record jobs whose nodes got different CPU counts, for the unit test of the CPUs a provisioned kernel asks for.
 
     python scripts/record_kernel_cpus.py 22.05
     bash scripts/in-slurm-root.sh 24.11 python scripts/record_kernel_cpus.py 24.11
 
 Starts a two-node ``dgx-h100`` sandbox (as scripts/record-golden.py does) and records into
-``tests/data/slurm/<version>/kernel_cpus/``: ``salloc --no-shell -N2 -n3 --gpus-per-node=1`` (three tasks over two
-nodes: Slurm gives the first node two CPUs and the second one), the job's detail as slurmlab reads it
-(``scontrol show job -d``, and ``scontrol --json show job -d`` where this Slurm has it), then the kernel's step as
+``tests/data/slurm/<version>/kernel_cpus/`` two scenes, one job each: ``salloc --no-shell -N2 -n3
+--gpus-per-node=1`` (k00-k06: three tasks over two nodes: Slurm gives the first node two CPUs and the second one)
+and the same without GPUs (k10-k16, the files ending ``_cpu_only``: no GRES, so no ``GRES=`` in the node blocks).
+For each: the job's detail as slurmlab reads it (``scontrol show job -d``, and ``scontrol --json show job -d``
+where this Slurm has it, else ``squeue --json``: 22.05's scontrol refuses ``--json``), then the kernel's step as
 the provisioner starts it (:func:`slurmlab.slurm.kernel_steps.kernel_step_argv`) with the first node's two CPUs
-(it runs there, and says so) and with one more (Slurm refuses it: the first node holds two). Paths are rewritten
-to /srv/sandbox and /home/user and the host name to ``vm``; ``commands.txt`` lists each file with its argv and exit
+(it runs there, and says so) and with one more (Slurm refuses it: the first node holds two). Last, the nodes
+(``scontrol show node -d``, k20): the shape the JSON's cores need to become CPU_IDs. Paths are rewritten to
+/srv/sandbox and /home/user and the host name to ``vm``; ``commands.txt`` lists each file with its argv and exit
 code (FakeRunner's ``recorded``).
 """
 
@@ -52,25 +55,42 @@ class Recorder:
         return res.returncode, res.stdout, res.stderr
 
 
-def record(rec: Recorder, version: tuple[int, ...]) -> None:
-    rec.run("k00_sinfo_version.txt", ["sinfo", "--version"])
+def scene(rec: Recorder, version: tuple[int, ...], first: int, suffix: str, request: list[str]) -> None:
+    """One job of ``request`` (salloc's options past its name and time), numbered from ``first``: its salloc, its
+    detail in text and JSON, the kernel's step with 2 CPUs and with 3, and its scancel."""
+
+    def name(n: int, what: str, ext: str = "txt") -> str:
+        return f"k{first + n:02d}_{what}{suffix}.{ext}"
+
     rc, out, err = rec.run(
-        "k01_salloc_n3_over_2_nodes.txt",
-        ["salloc", "--no-shell", "-J", "kernel-cpus", "-t", "5", "-N", "2", "-n", "3", "--gpus-per-node=1"],
+        name(1, "salloc_n3_over_2_nodes"), ["salloc", "--no-shell", "-J", "kernel-cpus", "-t", "5", *request]
     )
     granted = re.search(r"Granted job allocation ([0-9]+)", out + err)
     if rc != 0 or granted is None:
         raise SystemExit(f"salloc gave no allocation (exit {rc}): {err.strip()}")
     job = granted.group(1)
     try:
-        rec.run("k02_scontrol_show_job_d.txt", ["scontrol", "show", "job", "-d", job])
+        rec.run(name(2, "scontrol_show_job_d"), ["scontrol", "show", "job", "-d", job])
         if version[:2] >= SCONTROL_JSON_SINCE:
-            rec.run("k03_scontrol_json_show_job_d.json", ["scontrol", "--json", "show", "job", "-d", job])
+            rec.run(
+                name(3, "scontrol_json_show_job_d", "json"), ["scontrol", "--json", "show", "job", "-d", job]
+            )
+        else:  # 22.05's scontrol has no --json: its squeue's JSON is the same layout (openapi v0.0.38)
+            rec.run(name(3, "squeue_json", "json"), ["squeue", "--json", f"--jobs={job}"])
         for cpus in (2, 3):
             step = kernel_step_argv(job, cpus, ["sh", "-c", STEP_REPORT], chdir="/")
-            rec.run(f"k0{cpus + 2}_kernel_step_{cpus}_cpus.txt", step)
+            rec.run(name(cpus + 2, f"kernel_step_{cpus}_cpus"), step)
     finally:
-        rec.run("k06_scancel.txt", ["scancel", job])
+        rec.run(name(6, "scancel"), ["scancel", job])
+
+
+def record(rec: Recorder, version: tuple[int, ...]) -> None:
+    rec.run("k00_sinfo_version.txt", ["sinfo", "--version"])
+    scene(rec, version, 0, "", ["-N", "2", "-n", "3", "--gpus-per-node=1"])
+    # the same spread with no GRES: the node blocks of its detail hold CPU_IDs and Mem only
+    scene(rec, version, 10, "_cpu_only", ["-N", "2", "-n", "3"])
+    # the nodes' shape (sockets, cores per socket), which the JSON's cores need to become CPU_IDs up to v0.0.40
+    rec.run("k20_scontrol_show_node_d.txt", ["scontrol", "show", "node", "-d"])
 
 
 def main() -> int:

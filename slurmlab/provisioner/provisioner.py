@@ -556,21 +556,23 @@ def _read(path: Path) -> str:
 def kernel_cpus(alloc: Allocation) -> int | None:
     """The CPUs the kernel's step asks for: the job's CPUs on the node it runs on, the allocation's first (where
     ``srun -N1`` starts it). Those are Slurm's own figure for that node, the count of its CPU_IDs in the job's
-    detail (``scontrol show job -d``): a job of 3 tasks over 2 nodes holds 2 CPUs on one and 1 on the other.
-    Where the detail holds no such figure (slurmlab keeps CPU_IDs beside a node's GRES, so a node where the job
-    holds none has no figure; a JSON layout may leave them unknown), the job's CPUs shared evenly over its nodes,
-    exact for one node or an even spread. None where the job's CPUs are not known: srun then takes Slurm's
-    default."""
+    detail (``scontrol show job -d``, or the JSON's ``job_resources``): a job of 3 tasks over 2 nodes holds 2 CPUs
+    on one and 1 on the other, with GPUs or without. slurmlab keeps every node's CPU_IDs in
+    ``Job.node_resources``, GRES or not (a job built by hand may carry them in its ``gpu_allocs`` only: read there
+    next). Where the detail holds no such figure (a JSON layout may leave a node's CPU_IDs unknown) or an
+    unreadable one, the job's CPUs shared evenly over its nodes, exact for one node or an even spread. None where
+    the job's CPUs are not known: srun then takes Slurm's default."""
     job = alloc.job
     if job is None:
         return None
     nodes = alloc.nodes
-    first = job.alloc_on(nodes[0]) if nodes else None
-    if first is not None and first.cpu_ids:
-        try:
-            return len(parse_index_list(first.cpu_ids, f"CPU_IDs of job {job.job_id} on {first.node}"))
-        except ParseError:
-            pass  # not a list Slurm prints: the even share below, as with no figure at all
+    if nodes:
+        first = job.resources_on(nodes[0]) or job.alloc_on(nodes[0])
+        if first is not None and first.cpu_ids:
+            try:
+                return len(parse_index_list(first.cpu_ids, f"CPU_IDs of job {job.job_id} on {nodes[0]}"))
+            except ParseError:
+                pass  # not a list Slurm prints: the even share below, as with no figure at all
     if not job.num_cpus:
         return None
     return max(1, job.num_cpus // max(1, len(nodes)))

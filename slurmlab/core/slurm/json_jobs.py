@@ -1,7 +1,8 @@
 """Jobs from ``squeue --json`` and ``scontrol --json show job -d``, any layout (see :mod:`.parse_json`).
 
 A job whose ``gres_detail`` (one entry per node) does not line up with its nodes raises ParseError rather than
-dropping entries; the per-node CPU_IDs and memory come from ``job_resources`` (:mod:`.json_job_resources`).
+dropping entries; the per-node CPU_IDs and memory come from ``job_resources`` (:mod:`.json_job_resources`), in
+``Job.node_resources`` for every node it describes and beside the GRES in ``gpu_allocs``.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from slurmlab.core.slurm.json_fields import (
     text_list,
     text_or_none,
 )
-from slurmlab.core.slurm.json_job_resources import NodeShape, node_allocs, node_shapes
-from slurmlab.core.slurm.models import ExitStatus, GresAlloc, Job, Node, Tres
+from slurmlab.core.slurm.json_job_resources import NodeAlloc, NodeShape, node_allocs, node_shapes
+from slurmlab.core.slurm.models import ExitStatus, GresAlloc, Job, Node, NodeResources, Tres
 from slurmlab.core.slurm.timefmt import from_epoch
 from slurmlab.errors import ParseError
 
@@ -130,15 +131,13 @@ def _allocs(
     job_id: int,
     nodelist: str,
     nodes: tuple[str, ...],
-    shapes: Mapping[str, NodeShape],
-    memo: _Memo,
+    per_node: Mapping[str, NodeAlloc],
 ) -> tuple[GresAlloc, ...]:
     details = j.get("gres_detail") or []
     if not isinstance(details, list):
         raise ParseError("gres_detail", excerpt(details))
     if not details:
         return ()
-    per_node = node_allocs(j, shapes, memo.cores)
     if len(details) != len(nodes):
         raise ParseError(
             "gres_detail",
@@ -161,6 +160,18 @@ def _allocs(
     return tuple(allocs)
 
 
+def _resources(nodes: tuple[str, ...], per_node: Mapping[str, NodeAlloc]) -> tuple[NodeResources, ...]:
+    """The job's CPUs and memory on each of its nodes that ``job_resources`` describes, GRES or not, in the
+    order of its node list."""
+    if not per_node:
+        return ()
+    return tuple(
+        NodeResources(node=node, cpu_ids=where.cpu_ids, mem_mb=where.mem_mb)
+        for node in nodes
+        if (where := per_node.get(node)) is not None
+    )
+
+
 def _job(j: JSONRecord, shapes: Mapping[str, NodeShape], memo: _Memo) -> Job:
     try:
         job_id = number(j["job_id"], "job_id")
@@ -172,11 +183,8 @@ def _job(j: JSONRecord, shapes: Mapping[str, NodeShape], memo: _Memo) -> Job:
     get = j.get
     nodelist = text_or_none(get("nodes"), "nodes") or ""
     nodes = memo.node_tuple(nodelist)
-    if not get("gres_detail"):
-        node_allocs(
-            j, shapes, memo.cores
-        )  # no GPU to attach them to, but a corrupt job_resources is still reported
-    gpu_allocs = _allocs(j, job_id, nodelist, nodes, shapes, memo)
+    held = node_allocs(j, shapes, memo.cores)  # per node, GRES or not: node_resources, and beside gpu_allocs
+    gpu_allocs = _allocs(j, job_id, nodelist, nodes, held)
     flags = text_list(get("flags"))
     array_job = number(get("array_job_id"))
     task = number(get("array_task_id"))
@@ -210,6 +218,7 @@ def _job(j: JSONRecord, shapes: Mapping[str, NodeShape], memo: _Memo) -> Job:
             "tres_bind": bind,
             "gres_binding_enforced": not _ENFORCE_FLAGS.isdisjoint(flags),
             "gpu_allocs": gpu_allocs,
+            "node_resources": _resources(nodes, held),
             "num_nodes": number(get("node_count")),
             "num_cpus": number(get("cpus")),
             "num_tasks": number(get("tasks")),
@@ -220,7 +229,7 @@ def _job(j: JSONRecord, shapes: Mapping[str, NodeShape], memo: _Memo) -> Job:
     )
 
 
-# A frozen dataclass's __init__ sets each of Job's 31 fields through object.__setattr__: a quarter of the time
+# A frozen dataclass's __init__ sets each of Job's fields (33) through object.__setattr__: a quarter of the time
 # of a 10,000-job parse. _job gives every field, so the instance's __dict__ is filled at once instead, while Job
 # has no __post_init__ or __slots__ that this would skip (tests/unit/core/slurm/test_parse_hot_paths.py checks
 # the result equals Job(**values)).

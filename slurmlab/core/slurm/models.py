@@ -2,11 +2,12 @@
 
 API (every model has ``to_dict()`` giving plain JSON-ready values)::
 
-    Job          one job (or array task); .gpu_allocs per node, .exit, .time_left(now)
+    Job          one job (or array task); .gpu_allocs per node, .node_resources, .exit, .time_left(now)
     Step         one job step ("1.0", "6.batch", "10_0.batch")
     Node         one node: configured GRES, GRES in use, gpu_total/gpu_used/gpu_used_indices, shard_usage()
     Partition    one partition and its nodes
     GresAlloc    what a job holds on one node: GPU indices, typed GPUs, shards per GPU, MPS share
+    NodeResources  a job's CPU_IDs and memory on one node, GRES or not
     Tres         a TRES string (cpu=4,mem=4000M,node=2,billing=4,gres/gpu=2) as numbers
     ExitStatus   exit code and signal, from a raw wait status, "3:0" text, or the JSON object
 
@@ -27,7 +28,17 @@ from slurmlab.core.slurm.gres_alloc import GresAlloc
 from slurmlab.core.slurm.states import HOLDING, expected_start, is_held
 from slurmlab.core.slurm.tres import Tres, parse_mem_mb
 
-__all__ = ["ExitStatus", "GresAlloc", "Job", "Node", "Partition", "Step", "Tres", "parse_mem_mb"]
+__all__ = [
+    "ExitStatus",
+    "GresAlloc",
+    "Job",
+    "Node",
+    "NodeResources",
+    "Partition",
+    "Step",
+    "Tres",
+    "parse_mem_mb",
+]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -35,8 +46,25 @@ def _iso(value: datetime | None) -> str | None:
 
 
 @dataclass(frozen=True)
+class NodeResources:
+    """A job's CPUs and memory on one of its nodes, as its detail gives them (``scontrol show job -d``'s
+    ``Nodes=node1 CPU_IDs=0-1 Mem=2000``, the JSON's ``job_resources``), whether it holds GRES there or not.
+    ``cpu_ids`` as Slurm prints them (abstract ids: ``0-1``, ``0,4``); None where unknown; ``mem_mb`` in MiB."""
+
+    node: str
+    cpu_ids: str | None = None
+    mem_mb: int | None = None
+
+    def to_dict(self) -> JSONObject:
+        return {"node": self.node, "cpu_ids": self.cpu_ids, "mem_mb": self.mem_mb}
+
+
+@dataclass(frozen=True)
 class Job:
-    """One job or array task. ``start_time`` of a pending job is Slurm's expected start."""
+    """One job or array task. ``start_time`` of a pending job is Slurm's expected start.
+
+    ``gpu_allocs`` has an entry only for a node where the job holds GRES; ``node_resources`` one for every node
+    its detail describes (a CPU-only job's too): the place to read its CPUs and memory per node."""
 
     job_id: int
     name: str
@@ -64,6 +92,7 @@ class Job:
     tres_bind: str | None = None
     gres_binding_enforced: bool = False
     gpu_allocs: tuple[GresAlloc, ...] = ()
+    node_resources: tuple[NodeResources, ...] = ()
     num_nodes: int | None = None
     num_cpus: int | None = None
     num_tasks: int | None = None
@@ -96,6 +125,9 @@ class Job:
 
     def alloc_on(self, node: str) -> GresAlloc | None:
         return next((a for a in self.gpu_allocs if a.node == node), None)
+
+    def resources_on(self, node: str) -> NodeResources | None:
+        return next((r for r in self.node_resources if r.node == node), None)
 
     def gpus_by_node(self) -> dict[str, tuple[int, ...]]:
         return {a.node: a.gpu_indices for a in self.gpu_allocs if a.gpu_indices}
@@ -142,6 +174,7 @@ class Job:
             "tres_bind": self.tres_bind,
             "gres_binding_enforced": self.gres_binding_enforced,
             "gpu_allocs": [a.to_dict() for a in self.gpu_allocs],
+            "node_resources": [r.to_dict() for r in self.node_resources],
             "num_nodes": self.num_nodes,
             "num_cpus": self.num_cpus,
             "num_tasks": self.num_tasks,

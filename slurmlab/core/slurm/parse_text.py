@@ -33,7 +33,17 @@ from typing import TypeVar
 
 from slurmlab.core.slurm.gres import parse_gres
 from slurmlab.core.slurm.hostlist import expand
-from slurmlab.core.slurm.models import ExitStatus, GresAlloc, Job, Node, Partition, Step, Tres, parse_mem_mb
+from slurmlab.core.slurm.models import (
+    ExitStatus,
+    GresAlloc,
+    Job,
+    Node,
+    NodeResources,
+    Partition,
+    Step,
+    Tres,
+    parse_mem_mb,
+)
 from slurmlab.core.slurm.scontrol_records import Record, parse_records
 from slurmlab.core.slurm.timefmt import parse_optional_duration, parse_timestamp
 from slurmlab.errors import ParseError
@@ -92,28 +102,25 @@ def _job(rec: Record, tz: tzinfo | None) -> Job:
     nodelist = rec.get("NodeList") or ""
     nodes = tuple(expand(nodelist))
     allocs: list[GresAlloc] = []
+    resources: list[NodeResources] = []
     for d in rec.details:
-        items = parse_gres(d.get("GRES"))
-        if not items:
-            continue  # the node block of a job that holds no GRES there
         mem = d.get("Mem")
+        mem_mb = parse_mem_mb(mem) if mem else None
+        cpu_ids = d.get("CPU_IDs")
         block_nodes = expand(d["Nodes"])
         if not set(block_nodes) <= set(nodes):
             raise ParseError(
-                "per-node GRES block",
+                "per-node block",
                 d["Nodes"],
                 hint=f"it names nodes outside the job's NodeList={nodelist}",
                 record_id=rec.record_id,
             )
+        # every block gives the job's CPUs and memory on its nodes; only one with GRES gives a GresAlloc
+        items = parse_gres(d.get("GRES"))
         for node in block_nodes:
-            allocs.append(
-                GresAlloc(
-                    node=node,
-                    items=items,
-                    cpu_ids=d.get("CPU_IDs"),
-                    mem_mb=parse_mem_mb(mem) if mem else None,
-                )
-            )
+            resources.append(NodeResources(node=node, cpu_ids=cpu_ids, mem_mb=mem_mb))
+            if items:
+                allocs.append(GresAlloc(node=node, items=items, cpu_ids=cpu_ids, mem_mb=mem_mb))
     tres_text = rec.get("TRES")
     req = Tres.parse(rec.get("ReqTRES") or tres_text)
     alloc = (
@@ -154,6 +161,7 @@ def _job(rec: Record, tz: tzinfo | None) -> Job:
         tres_bind=rec.get("TresBind"),
         gres_binding_enforced=enforce,
         gpu_allocs=tuple(allocs),
+        node_resources=tuple(resources),
         num_nodes=_int_or_none(rec.get("NumNodes"), rec, "NumNodes"),
         num_cpus=_int_or_none(rec.get("NumCPUs"), rec, "NumCPUs"),
         num_tasks=_int_or_none(rec.get("NumTasks"), rec, "NumTasks"),

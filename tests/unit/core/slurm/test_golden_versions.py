@@ -14,7 +14,11 @@ from slurmlab.core.slurm.parse_json import (
     parse_partitions_json,
     parse_steps_json,
 )
-from slurmlab.core.slurm.parse_text import parse_scontrol_partitions
+from slurmlab.core.slurm.parse_text import (
+    parse_scontrol_jobs,
+    parse_scontrol_nodes,
+    parse_scontrol_partitions,
+)
 from slurmlab.core.slurm.squeue_brief import parse_squeue_brief
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "slurm"
@@ -65,6 +69,25 @@ def test_gpu_indices_shards_and_mig_types(version: str) -> None:
     assert set(mig["migjob"].gpu_allocs[0].gpu_types) == {"1g.18gb"}
     assert len(mig["migjob"].gpu_allocs[0].gpu_indices) == 2
     assert set(mig["mig3g"].gpu_allocs[0].gpu_types) == {"3g.71gb"}
+
+
+def _job_json_files() -> list[Path]:
+    return sorted(p for v in VERSIONS for p in (DATA / v).glob("s05_scontrol_json*_show_job_d.json"))
+
+
+@pytest.mark.parametrize("path", _job_json_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_json_layout_keeps_the_cpus_and_memory_per_node_the_text_gives(path: Path) -> None:
+    """Each node's CPU_IDs and memory (``job_resources``, read with the node records, which v0.0.40 needs past
+    socket 0) are the text's ``Nodes=… CPU_IDs=… Mem=…``, for a job with GRES there or without; a job with
+    no GRES has no GresAlloc."""
+    folder = path.parent
+    nodes = parse_scontrol_nodes((folder / "s08_scontrol_show_node_d.txt").read_text())
+    text = {j.job_id: j for j in parse_scontrol_jobs((folder / "s06_scontrol_show_job_d.txt").read_text())}
+    as_json = {j.job_id: j for j in parse_jobs_json(json.loads(path.read_text()), nodes=nodes)}
+    assert as_json.keys() == text.keys()
+    assert {k: j.node_resources for k, j in as_json.items()} == {k: j.node_resources for k, j in text.items()}
+    no_gres = [j for j in as_json.values() if j.nodes and not j.gpu_allocs]
+    assert no_gres and all(len(j.node_resources) == len(j.nodes) for j in no_gres)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
