@@ -14,6 +14,9 @@ Rows, each beside a baseline measured in the same run:
   answer cell is a comment) over the kernel's websocket, each cell's reply ``ok``. All thirty at once; the
   slowest beside one student alone (student01 first, on its own, its server then stopped). Each student's time
   is log-in to the last cell's reply.
+* the CPU the class used (the machine's busy CPU-seconds from ``/proc/stat``, so run it on a quiet machine) per
+  student, beside one student alone's: 30 students on 2 cores cannot all finish sooner than the class's CPU over
+  the cores, and the ratio row's note gives that floor.
 * the memory of the whole class: the sum of the resident memory (RSS) of the class's processes (the seats' --
   servers, kernels, steps --, the hub, its proxy, the sandbox's daemons, MariaDB: everything run by a seat or
   naming the workshop folder, and their children), sampled each second while the class runs; its peak beside
@@ -119,6 +122,13 @@ def _rss_bytes(pid: int) -> int:
     except OSError:
         pass
     return 0
+
+
+def _busy_cpu_s() -> float:
+    """CPU-seconds the whole machine has spent busy since boot (``/proc/stat``: all but idle and iowait)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 class PeakMemory:
@@ -321,16 +331,18 @@ def _class_rows(folder: Path, url: str, secrets: dict[str, str], seats: int) -> 
     students = [Student(url, n, secrets.get(n) or secrets["*"]) for n in names]
     uids = {pwd.getpwnam(n).pw_uid for n in names}
     cells = _lesson_cells(folder)
+    busy0 = _busy_cpu_s()
     alone = asyncio.run(_class(students[:1], cells))[0]
+    cpu_alone = _busy_cpu_s() - busy0
     if isinstance(alone, BaseException):
         raise RuntimeError(f"one student alone failed: {alone}")
     students[0].stop()
     time.sleep(5)  # its job ends before the class starts
     students = [Student(url, s.name, s.password) for s in students]
     with PeakMemory(folder, uids) as memory:
-        t0 = time.perf_counter()
+        t0, busy0 = time.perf_counter(), _busy_cpu_s()
         results = asyncio.run(_class(students, cells))
-        wall = time.perf_counter() - t0
+        wall, cpu_class = time.perf_counter() - t0, _busy_cpu_s() - busy0
     for s in students:
         s.stop()
     failed = [(s.name, r) for s, r in zip(students, results, strict=True) if isinstance(r, BaseException)]
@@ -339,6 +351,11 @@ def _class_rows(folder: Path, url: str, secrets: dict[str, str], seats: int) -> 
     median = times[len(times) // 2] if times else float("nan")
     gib = memory.peak / 2**30
     said = f": {failed[0][0]}: {failed[0][1]}" if failed else ""
+    # the CPU the class needs, spread over every core, is the least time its slowest student can take: how
+    # far the ratio above can fall on this machine, whatever slurmlab does with the waits
+    cores = os.cpu_count() or 1
+    floor = cpu_class / cores
+    floor_words = f"the class's CPU over {cores} cores: {floor:.0f} s, {floor / alone:.1f}x one alone"
     return [
         Row(
             GROUP,
@@ -357,7 +374,19 @@ def _class_rows(folder: Path, url: str, secrets: dict[str, str], seats: int) -> 
             "one student alone (s)",
             f"{seats} seats",
             f"slowest {slowest:.1f} s, median {median:.1f} s, all done in {wall:.1f} s; "
-            f"{len(cells)} code cells each",
+            f"{len(cells)} code cells each; the floor, {floor_words}",
+        ),
+        Row(
+            GROUP,
+            "CPU per student, the class at once (machine-wide, /proc/stat)",
+            cpu_class / max(1, len(times)),
+            "CPU-s",
+            None,
+            cpu_alone,
+            "one student alone (CPU-s)",
+            f"{seats} seats",
+            f"the class {cpu_class:.0f} CPU-s in {wall:.0f} s: the {cores} cores "
+            f"{cpu_class / (wall * cores):.0%} busy",
         ),
         Row(
             GROUP,

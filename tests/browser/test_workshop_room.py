@@ -25,7 +25,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -187,10 +187,15 @@ def _row(page: Any, seat: str) -> Any:
     return page.locator(f'tr.seat[data-seat="{seat}"]')
 
 
-def _reload_until(page: Any, url: str, ok: Any, timeout: float = 75.0) -> None:
-    """Reload the teacher's page until ``ok(page)``; it asks Slurm at most once every VIEW_EVERY s."""
+def _reload_until(
+    page: Any, url: str, ok: Any, timeout: float = 75.0, before: Callable[[], None] | None = None
+) -> None:
+    """Reload the teacher's page until ``ok(page)``; it asks Slurm at most once every VIEW_EVERY s. ``before``
+    runs before each load."""
     deadline = time.monotonic() + timeout
     while True:
+        if before is not None:
+            before()
         page.goto(url, timeout=60_000)
         if ok(page):
             return
@@ -235,7 +240,7 @@ def _students_at_work(
     return pages, notebooks
 
 
-def _stuck_on_an_error(teacher: Any, view: str, nb: NotebookPage, cell: int) -> None:
+def _stuck_on_an_error(shop: Any, teacher: Any, view: str, nb: NotebookPage, cell: int) -> None:
     """A student's last cell raises: the teacher sees them stuck on it at the view's next look, with nothing
     saved (the kernel's word on the cell, not JupyterLab's autosave two minutes later)."""
     shown = nb.run(cell, timeout=60)
@@ -302,7 +307,7 @@ def test_three_students_and_their_teacher(room: dict[str, Any]) -> None:
         assert CAP_WORDS in why and "QOSMaxGRESPerUser" in why, why
         assert all("stuck" not in (_row(teacher, n).get_attribute("class") or "") for n in SEATS[:2])
         _shot(teacher, "4-teacher-stuck")
-        _stuck_on_an_error(teacher, view, notebooks[FAILING], salloc + 2)
+        _stuck_on_an_error(shop, teacher, view, notebooks[FAILING], salloc + 2)
 
         # reset: every server stopped and every job of the class cancelled, as the page says
         with contextlib.redirect_stdout(io.StringIO()):
