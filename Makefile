@@ -73,7 +73,8 @@ docs: venv
 OVER_SSH_TESTS ?= tests/unit/magics/test_magics_sandbox.py tests/unit/magics/test_magics_hostile.py \
 	tests/integration/slurm/test_allocation.py tests/integration/slurm/test_kernel_lifetime.py
 # not over SSH: a "restarted kernel" started as a local subprocess (its leftovers are this machine's user's), and
-# a pickled Python function as a step (the pickle and this venv's Python are files of this machine)
+# a pickled Python function as a step (this venv's Python is out of the ssh user's reach; the over-SSH function
+# steps have their own test, tests/integration/ssh/test_function_steps_over_ssh.py)
 OVER_SSH_SKIP ?= not test_a_restarted_kernel_finds_what_it_left and not test_a_python_function_runs_as_a_step
 test: setup
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs

@@ -3,6 +3,10 @@
 Run there as ``python3 -c <this file's source> <lease folder> <lease name> <grace seconds>`` (stdlib only, no
 slurmlab on the cluster), in place of the local hold's ``cat`` (see :mod:`slurmlab.slurm.ssh.lease` for why).
 salloc starts it once the job is granted, with ``SLURM_JOB_ID`` set, its stdin the kernel's pipe through ssh.
+Its lease file was made when salloc started (and renewed since, while the job pended): the holder writes the job
+into it and keeps its date, so the lease's age is counted from the last renewal, not from the grant. A job granted
+after its lease ran out (the link dropped while it pended and stayed down; the kernel died meanwhile) is cancelled
+as soon as the holder starts, a second or two after the grant. A file it finds missing it makes, dated now.
 
 - The kernel closes the pipe on purpose (a release) while the SSH session lasts: it ends at once, and salloc
   relinquishes the job, as the local ``cat`` makes it.
@@ -95,8 +99,14 @@ def main(argv: Sequence[str]) -> int:
     job = os.environ.get("SLURM_JOB_ID", "")
     os.makedirs(folder, mode=0o700, exist_ok=True)
     path = os.path.join(folder, os.path.basename(name))
-    with open(path, "w") as lease:  # made (and dated) now; it names the job for the kernel's renewals
+    try:
+        made = os.stat(path)  # made before salloc started, renewed since: its date is the lease's
+    except OSError:
+        made = None
+    with open(path, "w") as lease:  # it names the job for the kernel's renewals
         lease.write(f"{job}\n")
+    if made is not None:  # the grant is no renewal: a lease that ran out while the job pended stays run out
+        os.utime(path, (made.st_atime, made.st_mtime))
     salloc = os.getppid()
     try:
         while os.read(0, 4096):  # the kernel writes nothing: this waits for the pipe's end

@@ -16,6 +16,14 @@ stops saying so. So:
   job (``SLURM_JOB_ID``). When the kernel closes the pipe over a working link (a release), it ends at once, as
   ``cat`` did. When the SSH session ends under it instead, it holds on while its lease file
   (``~/.cache/slurmlab/leases/<name>`` there) is younger than the grace, then ``scancel --user=<itself>`` its job.
+- A job still pending when the link drops is covered too. Measured on the loopback sshd (tests/integration/ssh/
+  test_pending_link_drop.py): salloc outlives the session that ends under it while it waits (sshd signals
+  nothing of a session without a terminal) and is granted later, and its holder starts then with the session
+  gone. So the lease file is made when salloc starts, by the remote wrapper (:data:`LEASE_BEFORE`), and renewed
+  while the job pends; the holder keeps its date. A link back within the lease finds the job running and held; a
+  job granted after its lease ran out (the kernel gone) is cancelled as its holder starts, a second or two after
+  the grant. Until its grant nothing runs on the login node for it: it waits in the queue (holding no node). A
+  salloc that ends without a grant has its file removed by the wrapper (:data:`LEASE_AFTER`).
 - The kernel renews every lease of a link (:class:`LeaseKeeper`): one ``touch`` over the master every
   :func:`renew_every` seconds for all of them, no Slurm RPC. A link that comes back within the grace renews them
   and nothing was cancelled; the new master renews the same files.
@@ -31,6 +39,7 @@ pipe's end ends the holder). The local guardian still cancels at once a job of a
 
 from __future__ import annotations
 
+import re
 import subprocess
 import threading
 import time
@@ -47,6 +56,7 @@ __all__ = [
     "LEASE_FORMS",
     "MAX_LEASE",
     "LeaseKeeper",
+    "held_lease",
     "holder_argv",
     "lease_expiry",
     "lease_words",
@@ -98,7 +108,7 @@ def lease_expiry(renewed_at: float, lease: float) -> float:
 
 def lease_words(jobs: Sequence[str], renewed_at: float | None, lease: float) -> str | None:
     """What a panel adds to "the link is down since …" about the jobs the cluster will release; None when there
-    are none (or no lease was renewed yet: the holder made its file at the grant, and dates it itself)."""
+    are none (a pending job's holder has not named it yet) or no lease was renewed yet."""
     if not jobs or renewed_at is None:
         return None
     until = time.strftime("%H:%M", time.localtime(lease_expiry(renewed_at, lease)))
@@ -110,6 +120,28 @@ def holder_argv(name: str, lease: float) -> list[str]:
     """The remote command of a held salloc over SSH: :mod:`.holder`'s source run by the cluster's python3."""
     source = (Path(__file__).with_name("holder.py")).read_text()
     return ["python3", "-c", source, LEASE_FOLDER, name, repr(float(lease))]
+
+
+_NAME = re.compile(r"[0-9a-f]{32}")  # what LeaseKeeper.new gives: a word safe in a path and a shell
+
+
+def held_lease(argv: Sequence[str]) -> str | None:
+    """The lease name of a held salloc's argv (one that ends with :func:`holder_argv`), else None."""
+    words = [str(word) for word in argv[-6:]]
+    if len(words) == 6 and words[:2] == ["python3", "-c"] and words[3] == LEASE_FOLDER:
+        return words[4] if _NAME.fullmatch(words[4]) else None
+    return None
+
+
+# The lease lines of the remote wrapper of a held salloc (:meth:`.link.SshLink.command`), run with the lease name
+# in $l. Before salloc starts, its lease file is made (empty: no job yet), dated then and renewed from then on, so
+# a job still pending when the link drops is covered too: its holder, started at the grant, reads the lease's age
+# from the last renewal, not from the grant. After salloc ended, a file that names no job (salloc withdrawn or
+# refused before any grant) is removed; a holder removes its own.
+LEASE_BEFORE = (
+    'd="$HOME/.cache/slurmlab/leases"; (umask 077; mkdir -p "$d") && { [ -e "$d/$l" ] || : >"$d/$l"; }'
+)
+LEASE_AFTER = '[ -s "$d/$l" ] || rm -f "$d/$l"'
 
 
 # the renewal on the login node: each named lease still there is touched and said with its job id (one line each);
@@ -135,7 +167,8 @@ class LeaseKeeper:
         self.background = background
         self._run = run  # runs an argv on the login node; None when the link is down
         self._lock = threading.Lock()
-        self._names: dict[str, str | None] = {}  # lease name -> its job id, once its holder made the file
+        # lease name -> its job id once its holder named it, "" while its file names none, None until seen
+        self._names: dict[str, str | None] = {}
         self.renewed_at: float | None = None  # the last renewal that reached the login node (time.time())
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -175,9 +208,9 @@ class LeaseKeeper:
         with self._lock:
             for name, job in list(self._names.items()):
                 if name in said:
-                    self._names[name] = said[name].strip() or job
-                elif job is not None:  # its holder made the file and removed it: the job is over
-                    del self._names[name]
+                    self._names[name] = said[name].strip() or job or ""
+                elif job is not None:
+                    del self._names[name]  # seen, now gone: its holder ended with the job, or no grant came
         return True
 
     def let_go(self, argv: Sequence[str]) -> bool:

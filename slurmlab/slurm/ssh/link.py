@@ -13,7 +13,7 @@ The remote side runs a command through the login shell, which splits the one str
 is quoted on its own (:func:`remote_words`, POSIX single quotes) and a connect checks once that a word of spaces,
 quotes, ``;``, ``$(...)``, a newline and a non-UTF-8 byte comes back intact (a login shell that is not POSIX,
 e.g. fish, is refused with words). Host keys are checked against ``known_hosts`` (``StrictHostKeyChecking=yes``):
-an unknown or changed key is refused and :func:`link_failure` says what to check. Passphrases, passwords and
+an unknown or changed key is refused and :func:`.target.link_failure` says what to check. Passphrases, passwords and
 one-time codes are asked through ``SSH_ASKPASS`` (:mod:`slurmlab.slurm.ssh.askpass`), which hands the prompt to
 the caller's ``ask`` (in a notebook: a password field, no echo); the answer goes from there to ssh through a
 socket in the private folder and is written nowhere.
@@ -35,26 +35,30 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
-from slurmlab.errors import ControllerDownError, SlurmlabError
+from slurmlab.errors import SlurmlabError
 from slurmlab.slurm.job_environment import READER_FAMILIES, READER_SETTINGS
 from slurmlab.slurm.ssh import askpass as ssh_askpass
 from slurmlab.slurm.ssh import relay as ssh_relay
-from slurmlab.slurm.ssh.lease import DEFAULT_LEASE, LeaseKeeper, holder_argv
+from slurmlab.slurm.ssh.lease import (
+    DEFAULT_LEASE,
+    LEASE_AFTER,
+    LEASE_BEFORE,
+    LeaseKeeper,
+    held_lease,
+    holder_argv,
+)
+from slurmlab.slurm.ssh.target import (
+    SSH_FAILED,
+    SshLinkError,
+    SshTarget,
+    connect_again,
+    link_failure,
+    needs_a_person,
+)
 
-__all__ = [
-    "QUOTING_PROBE",
-    "LinkState",
-    "SshLink",
-    "SshLinkError",
-    "SshTarget",
-    "ask_in_notebook",
-    "link_failure",
-    "remote_words",
-]
+__all__ = ["QUOTING_PROBE", "LinkState", "SshLink", "ask_in_notebook", "remote_words"]
 
-SSH_FAILED = 255  # ssh's own exit status: the link, not the remote command, failed
 CONNECT_TIMEOUT = 10  # seconds for a TCP connect and the server's banner
 # a link whose other end stopped answering is given up after about ALIVE_INTERVAL * (ALIVE_COUNT + 1) seconds
 ALIVE_INTERVAL, ALIVE_COUNT = 1, 3  # ~4 s: a sleeping laptop is said within the 5 s target (bench_ssh)
@@ -65,10 +69,6 @@ CONTROL_PATH_ROOM = 104 - 17
 RECONNECT_MAX_WAIT = 10.0
 # a word that a re-splitting or re-expanding shell would change: checked once per connect
 QUOTING_PROBE = "a b\t'q' \"d\" ;$(id) `id` $HOME \\ *\nnext line \udcff end"
-
-
-class SshLinkError(ControllerDownError):
-    """The SSH link to the cluster failed (refused, host key, login, dropped): Slurm was not reached."""
 
 
 class LinkState(str, Enum):
@@ -92,60 +92,6 @@ _DOWN_WORDS = {
 }
 
 
-@dataclass(frozen=True)
-class SshTarget:
-    """Where to log in: ``ssh://[user@]host[:port]`` (a host of ``~/.ssh/config`` works as in a terminal)."""
-
-    host: str
-    user: str | None = None
-    port: int | None = None
-
-    @classmethod
-    def parse(cls, url: str) -> SshTarget:
-        """The target of ``ssh://[user@]host[:port]``; :class:`SlurmlabError` with an example when malformed."""
-        example = "give ssh://user@login.example or ssh://user@login.example:2222"
-        text = url.strip()
-        if not text.startswith("ssh://"):
-            raise SlurmlabError(f"not an ssh:// address: {text[:80]!r}", hint=example)
-        parts = urlsplit(text)
-        if parts.path not in ("", "/") or parts.query or parts.fragment:
-            raise SlurmlabError(
-                f"an ssh:// address names a host, no path or query: {text[:80]!r}", hint=example
-            )
-        try:
-            port = parts.port
-        except ValueError:
-            raise SlurmlabError(
-                f"the port of {text[:80]!r} is not a number from 1 to 65535", hint=example
-            ) from None
-        host = parts.hostname or ""
-        user = unquote(parts.username) if parts.username else None
-        if parts.password is not None:
-            raise SlurmlabError(
-                "an ssh:// address must not hold a password (it would end up in the notebook)",
-                hint="leave it out (give ssh://user@host): the password or one-time code is asked for without echo",
-            )
-        if not host or host.startswith("-") or (user is not None and (not user or user.startswith("-"))):
-            raise SlurmlabError(
-                f"no host (or a host or user starting with '-') in {text[:80]!r}", hint=example
-            )
-        if any(c.isspace() or ord(c) < 32 for c in host + (user or "")):
-            raise SlurmlabError(
-                f"a host or user name with spaces or control characters: {text[:80]!r}", hint=example
-            )
-        return cls(host=host, user=user, port=port or None)
-
-    @property
-    def destination(self) -> str:
-        """What ssh is given: ``user@host`` or ``host``."""
-        return f"{self.user}@{self.host}" if self.user else self.host
-
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        port = f":{self.port}" if self.port else ""
-        return f"ssh://{self.user + '@' if self.user else ''}{host}{port}"
-
-
 def remote_words(argv: Sequence[str]) -> list[str]:
     """``argv`` as words a POSIX login shell gives back unchanged: each one quoted on its own."""
     return [shlex.quote(str(word)) for word in argv]
@@ -166,13 +112,27 @@ def _reader_unsets() -> str:
 
 # the remote wrapper: unset what shapes the output, export the runner's variables, then run the argv; with a pid
 # file name (not "-") it runs the argv as a child and writes its pid there, so a signal can reach it
-# (see :mod:`slurmlab.slurm.ssh.relay`); its stdin is handed on explicitly (a background child's is /dev/null)
-_WRAPPER = (
-    '{unsets}; n=$1; shift; while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done; '
+# (see :mod:`slurmlab.slurm.ssh.relay`); its stdin is handed on explicitly (a background child's is /dev/null).
+# A held salloc's (:func:`.lease.held_lease`) takes its lease name first ($l) and makes its lease file before
+# salloc starts (:data:`.lease.LEASE_BEFORE`), then removes it after salloc if no holder named a job in it. The
+# wrapper outlives a session that ends under it (measured: sshd signals nothing of a session without a terminal),
+# so the file goes however salloc ends.
+_WRAPPER_START = '{unsets}; n=$1; shift; while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done; '
+_WRAPPER_RUN = (
     'p=$1; shift; if [ "$p" = - ]; then exec "$@"; fi; '
-    'f="${{XDG_RUNTIME_DIR:-/tmp}}/slurmlab-$p.pid"; exec 3<&0; "$@" <&3 3<&- & '
-    'echo $! >"$f"; wait $!; rc=$?; rm -f "$f"; exit $rc'
+    'f="${XDG_RUNTIME_DIR:-/tmp}/slurmlab-$p.pid"; exec 3<&0; "$@" <&3 3<&- & '
+    'echo $! >"$f"; wait $!; rc=$?; rm -f "$f"; '
 )
+
+
+def _wrapper(held: bool) -> str:
+    """The remote wrapper's script (``held``: of a held salloc, with its lease lines)."""
+    start = _WRAPPER_START.format(unsets=_reader_unsets())
+    if not held:
+        return start + _WRAPPER_RUN + "exit $rc"
+    return f"{start}l=$1; shift; {LEASE_BEFORE}; {_WRAPPER_RUN}{LEASE_AFTER}; exit $rc"
+
+
 # a signal sent as the command starts may come before its pid is written: wait up to 2 s for the file
 _KILL = (
     'f="${XDG_RUNTIME_DIR:-/tmp}/slurmlab-$2.pid"; i=0; while [ ! -s "$f" ] && [ $i -lt 20 ]; do sleep 0.1; '
@@ -284,8 +244,9 @@ class SshLink:
         A session that finds no master does not prompt (``BatchMode``): it logs in by key or agent, or fails
         and :func:`link_failure` says to connect again."""
         assigned = [f"{k}={v}" for k, v in (env or {}).items()]
-        words = ["sh", "-c", _WRAPPER.format(unsets=_reader_unsets()), "slurmlab", str(len(assigned))]
-        words += [*assigned, pid_name, *[str(a) for a in argv]]
+        lease = held_lease(argv)
+        words = ["sh", "-c", _wrapper(lease is not None), "slurmlab", str(len(assigned)), *assigned]
+        words += [*([lease] if lease is not None else []), pid_name, *[str(a) for a in argv]]
         return [*self._session(), self.target.destination, "--", *remote_words(words)]
 
     def _session(self) -> list[str]:
@@ -369,7 +330,7 @@ class SshLink:
             raise SshLinkError(
                 f"the link to {self.target.url()} is down: its private folder "
                 f"{Path(self.control_path).parent} is gone ({exc.strerror})",
-                hint=_connect_again(self.target),
+                hint=connect_again(self.target),
             ) from None
         return env
 
@@ -559,7 +520,7 @@ class SshLink:
                 if self._closed:  # disconnect() came while this master started: it goes too
                     self.disconnect()
                 return
-            if _DENIED.search(stderr) or _CHANGED_KEY.search(stderr) or _UNKNOWN_KEY.search(stderr):
+            if needs_a_person(stderr):
                 with self._lock:  # a password, one-time code or host key needs the person at the notebook
                     self._given_up = True
                 return
@@ -674,110 +635,6 @@ class SshLink:
             config=config if isinstance(config, str) else None,
             lease=float(lease) if isinstance(lease, (int, float)) and lease > 0 else DEFAULT_LEASE,
         )
-
-
-# ---- what ssh's own words mean ------------------------------------------------------------------------
-_UNKNOWN_KEY = re.compile(
-    r"No \S+ host key is known for (\S+)|Host key for (\S+) has changed and you have requested"
-)
-_CHANGED_KEY = re.compile(r"REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for \S+ has changed and you have")
-_DENIED = re.compile(r"Permission denied \(([^)]*)\)")
-_REFUSED = re.compile(
-    r"connect to host \S+ port \d+: (Connection refused|Connection timed out|No route to host)"
-)
-_NO_HOST = re.compile(r"Could not resolve hostname \S+: (.*)")
-_DROPPED = re.compile(
-    r"Connection to \S+ closed by remote host|Connection closed by \S+ port|"
-    r"Broken pipe|read from master failed|Timeout, server \S+ not responding|"
-    r"Connection reset by|client_loop: send disconnect|Shared connection to \S+ closed|"
-    r"Control socket connect\(.*\): (No such file or directory|Connection refused)|"
-    r"kex_exchange_identification"
-)
-
-
-def _connect_again(target: SshTarget) -> str:
-    return f"connect again: %slurm use {target.url()} (jobs on the cluster were not touched)"
-
-
-def link_failure(
-    target: SshTarget,
-    returncode: int,
-    stderr: str,
-    *,
-    connecting: bool = False,
-    master_up: Callable[[], bool] | None = None,
-    down: Callable[[], SshLinkError] | None = None,
-) -> SshLinkError | None:
-    """What ssh's exit ``returncode`` and ``stderr`` mean for the link to ``target``, in words with the next
-    step; None when ssh did not fail. ssh exits 255 for its own failures, and a cut master leaves its sessions
-    255 without a word: then ``master_up()`` (``ssh -O check``) tells a dead link from a remote command that
-    exited 255 itself (None for the latter). ``down()``: the words for a link found down (a link's own, with
-    since when), in place of ssh's."""
-    if returncode != SSH_FAILED:
-        return None
-    found = _key_failure(target, stderr) or _login_failure(target, stderr)
-    if found is None and (
-        _DROPPED.search(stderr) or (not connecting and master_up is not None and not master_up())
-    ):
-        said = " ".join(line.strip() for line in stderr.splitlines() if line.strip())[-600:]
-        found = (
-            down()
-            if down is not None
-            else SshLinkError(
-                f"the link to {target.url()} is down ({said or 'its connection ended'})",
-                hint=_connect_again(target),
-            )
-        )
-    if found is not None:
-        found.returncode, found.stderr = returncode, stderr
-    return found
-
-
-def _keyscan(target: SshTarget) -> str:
-    return shlex.join(["ssh-keyscan", *(["-p", str(target.port)] if target.port else []), target.host])
-
-
-def _key_failure(target: SshTarget, stderr: str) -> SshLinkError | None:
-    where = target.url()
-    if _CHANGED_KEY.search(stderr):
-        return SshLinkError(
-            f"{where}: the host's key is NOT the one known_hosts holds for it. This is what an attacker in the "
-            "middle looks like; slurmlab did not log in",
-            hint=f"ask the cluster's admins whether its host key changed (compare fingerprints: {_keyscan(target)}"
-            f" | ssh-keygen -lf -); only if it did, remove the old one with ssh-keygen -R "
-            f"{shlex.quote(target.host)} and log in once in a terminal to check and accept the new one",
-        )
-    if _UNKNOWN_KEY.search(stderr) or "Host key verification failed" in stderr:
-        return SshLinkError(
-            f"{where}: this host's key is not in known_hosts, so slurmlab cannot tell it is the real login node "
-            "and did not log in",
-            hint="log in once with ssh in a terminal and check the fingerprint it shows against the one your "
-            f"cluster publishes (or {_keyscan(target)} | ssh-keygen -lf -) before answering yes",
-        )
-    return None
-
-
-def _login_failure(target: SshTarget, stderr: str) -> SshLinkError | None:
-    where = target.url()
-    denied = _DENIED.search(stderr)
-    if denied:
-        port = ["-p", str(target.port)] if target.port else []
-        return SshLinkError(
-            f"{where}: the login was refused (the server offered: {denied.group(1)})",
-            hint="check the user name, that your key is loaded (ssh-add -l) or the password / one-time code; "
-            f"the same login in a terminal (ssh {shlex.join([*port, target.destination])}) shows more",
-        )
-    for pattern, what in (
-        (_REFUSED, "nothing answered at that address"),
-        (_NO_HOST, "the host name is unknown"),
-    ):
-        m = pattern.search(stderr)
-        if m:
-            return SshLinkError(
-                f"{where}: {what} ({m.group(1)})",
-                hint="check the host and port (and VPN); the same address works in a terminal with ssh",
-            )
-    return None
 
 
 def wait_connected(link: SshLink, timeout: float) -> bool:

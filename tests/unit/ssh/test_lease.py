@@ -21,6 +21,7 @@ from slurmlab.slurm.ssh.holder import lease_expired, session_gone
 from slurmlab.slurm.ssh.lease import (
     DEFAULT_LEASE,
     LeaseKeeper,
+    held_lease,
     holder_argv,
     lease_expiry,
     lease_words,
@@ -266,3 +267,66 @@ def test_a_detach_tells_the_holder_through_its_lease_file(tmp_path: Path) -> Non
     assert (folder / name).read_text() == "detached\n"
     assert keeper.jobs() == []  # no longer renewed nor said on the panel
     assert keeper.let_go(["python3", "-c", "other"])  # not one of this link's: nothing to do
+
+
+# ---- a job still pending when the link drops ----------------------------------------------------------
+def test_the_wrapper_of_a_held_salloc_makes_its_lease_before_salloc_and_removes_it_if_no_job_was_named(
+    tmp_path: Path,
+) -> None:
+    link = SshLink(SshTarget("login.example", "alice"))
+    name = LeaseKeeper(600.0, _sh_in(tmp_path), background=False).new()
+    # a stand-in for salloc: lists the leases as it starts, then ends without a grant (no holder ever ran)
+    held = ["sh", "-c", 'ls -A "$HOME/.cache/slurmlab/leases"', "salloc", *holder_argv(name, 600.0)]
+    assert held_lease(held) == name and held_lease(["sh", "-c", "true"]) is None
+    command = link.command(held, pid_name="abc")
+    remote = command[command.index("--") + 1 :]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
+    proc = subprocess.run(["/bin/sh", "-c", " ".join(remote)], capture_output=True, env=env, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().split() == [name]  # there before salloc started
+    assert not (tmp_path / ".cache" / "slurmlab" / "leases" / name).exists()  # and gone after
+
+
+def test_the_holder_of_a_job_granted_after_its_lease_ran_out_cancels_it_at_once(tmp_path: Path) -> None:
+    lease = _lease(tmp_path)
+    lease.parent.mkdir(parents=True)
+    lease.write_text("")  # made as salloc started; not renewed since the link dropped while the job pended
+    old = time.time() - 60
+    os.utime(lease, (old, old))
+    started = time.monotonic()
+    proc = _holder(tmp_path, 30.0)  # the grant, with the session already gone
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stderr.close()
+    proc.stdin.close()
+    try:
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert time.monotonic() - started < 10, "held a lease's length past the grant"
+    assert (tmp_path / "scancel.argv").read_text().split()[-1] == "77"
+    assert not lease.exists()
+
+
+def test_the_holder_keeps_the_date_of_a_lease_made_before_the_grant(tmp_path: Path) -> None:
+    lease = _lease(tmp_path)
+    lease.parent.mkdir(parents=True)
+    lease.write_text("")
+    old = time.time() - 5
+    os.utime(lease, (old, old))
+    proc = _holder(tmp_path, 600.0)
+    try:
+        end = time.monotonic() + 20
+        while lease.read_text() != "77\n":
+            assert time.monotonic() < end, "the holder never named its job"
+            time.sleep(0.05)
+        assert abs(lease.stat().st_mtime - old) < 0.01  # the grant renewed nothing
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.close()  # a release over a working link
+        assert proc.wait(timeout=20) == 0
+        proc.stderr.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
