@@ -147,7 +147,9 @@ def test_shards_are_drawn_as_a_fraction(page: Any, slurm_sandbox: Any) -> None:
 
 def _sbatch(sandbox: Any, name: str, *args: str) -> str:
     """A batch job (it may pend: salloc would wait for it)."""
-    res = sandbox.runner().run(["sbatch", "--parsable", "-J", name, "-t", "10", *args, "--wrap", "sleep 600"])
+    res = sandbox.runner().run(
+        ["sbatch", "--parsable", "-J", name, "-t", "10", "-o", "/dev/null", *args, "--wrap", "sleep 600"]
+    )
     return res.stdout.strip().split(";")[0]
 
 

@@ -87,8 +87,9 @@ def test_pmi2_ranks(slurm_sandbox) -> None:
 
 
 def _sbatch(runner: Runner, *args: str) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
     res = runner.run(
-        ["sbatch", "--parsable", "-J", f"t-{uuid.uuid4().hex[:8]}", "-t", "10", *args, "--wrap", "sleep 300"]
+        ["sbatch", "--parsable", "-J", name, "-t", "10", "-o", "/dev/null", *args, "--wrap", "sleep 300"]
     )
     return res.stdout.strip().split(";")[0]
 

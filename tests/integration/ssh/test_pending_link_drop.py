@@ -66,7 +66,8 @@ def _leases(runner: Runner) -> list[str]:
 def blocker(ssh_sandbox: Any) -> Iterator[str]:
     """A local job holding the sandbox's one node alone, so that a request for it pends."""
     local = ssh_sandbox.runner()
-    job = local.run(["sbatch", "--parsable", *REQUEST, "--wrap", "sleep 300"]).stdout.strip().split(";")[0]
+    submitted = local.run(["sbatch", "--parsable", "-o", "/dev/null", *REQUEST, "--wrap", "sleep 300"])
+    job = submitted.stdout.strip().split(";")[0]
     _until(lambda: _state(local, job) == "RUNNING", 30)
     try:
         yield job
