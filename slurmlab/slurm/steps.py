@@ -365,6 +365,8 @@ python = "%d.%d" % tuple(sys.version_info[:2])
 if python != kernel_python:
     sys.exit("slurmlab: this step's Python is %s (%s), the kernel's is %s: a function is sent as cloudpickle's"
              " bytecode, which only the same Python version runs" % (python, here, kernel_python))
+for stream in (sys.stdout, sys.stderr):
+    stream.reconfigure(line_buffering=True)  # each line to the cell as the function prints it, not at its end
 try:
     import cloudpickle
 except ImportError as exc:
@@ -390,9 +392,13 @@ if result is not None:
 # are expected to share with the login node, as the local home is with this machine)
 REMOTE_STEPS_FOLDER = "~/.cache/slurmlab/steps"
 # Writes the base64 text on stdin to a new file there, readable by its owner alone, and prints its absolute path
-# (one sh word: the link quotes it, and the remote sh runs it; mktemp makes a new name that no other step has).
+# (one sh word: the link quotes it, and the remote sh runs it; mktemp makes a new name that no other step has);
+# first it removes the pickles older than a day.
 _REMOTE_STORE = (
     'umask 077; folder="$HOME/.cache/slurmlab/steps"; mkdir -p "$folder" || exit 1; '
+    # the pickles a kernel that died mid-step left behind: a day old is past any step's start (each is read
+    # once, as its step starts)
+    'find "$folder" -maxdepth 1 -name "step-*" -type f -mmin +1440 -exec rm -f -- {} + 2>/dev/null; '
     'path=$(mktemp "$folder/step-XXXXXXXXXX") || exit 1; '
     'if base64 -d > "$path"; then printf "%s\\n" "$path"; else rm -f "$path"; exit 1; fi'
 )

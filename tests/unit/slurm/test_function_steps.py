@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import os
+import select
 import stat
 import subprocess
 import sys
@@ -263,3 +264,57 @@ def test_the_allocation_raises_the_loaders_words_and_removes_the_pickle(
             alloc.srun(["hostname"], python="python3")
     finally:
         alloc.forget()
+
+
+def _printing_then_waiting(gate: str) -> Callable[[], None]:
+    def step() -> None:
+        import os as _os
+        import time as _time
+
+        print("started", gate)  # no flush=True, as a notebook's print
+        while not _os.path.exists(gate):
+            _time.sleep(0.05)
+        print("done")
+
+    return step
+
+
+def test_what_the_function_prints_reaches_the_cell_line_by_line_not_at_its_end(laptop_home: Path) -> None:
+    gate = laptop_home / "gate"
+    with function_command(Runner(), _printing_then_waiting(str(gate))) as argv:
+        # as srun runs it on a node: stdout a pipe, and no PYTHONUNBUFFERED (this test's own may have one)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert proc.stdout is not None
+            # the function still runs (it waits for the gate): its first line must be here already
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            assert ready, "nothing came while the function ran: its output waits for its end"
+            assert proc.stdout.readline() == f"started {gate}\n"
+            assert proc.poll() is None
+            gate.touch()
+            assert proc.stdout.readline() == "done\n"
+            assert proc.wait(timeout=30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_storing_a_pickle_over_ssh_removes_those_a_day_old(tmp_path: Path) -> None:
+    login = _LoginNode(tmp_path)
+    steps_folder = tmp_path / ".cache" / "slurmlab" / "steps"
+    steps_folder.mkdir(parents=True)
+    stale, recent, other = (
+        steps_folder / "step-stale",
+        steps_folder / "step-recent",
+        steps_folder / "notes.txt",
+    )
+    for path in (stale, recent, other):
+        path.write_text("x")
+    day_and_more = os.stat(stale).st_mtime - 86400 - 120
+    for path in (stale, other):
+        os.utime(path, (day_and_more, day_and_more))
+    with function_command(login, _answer) as argv:
+        left = sorted(p.name for p in steps_folder.iterdir())
+    assert left == sorted(["notes.txt", "step-recent", Path(argv[3]).name])  # only a stale pickle went
