@@ -297,18 +297,32 @@ class Runner:
             self.calls += 1
         argv, environ = self._spawn(list(stall.PING_ARGV), dict(env))
         try:
-            proc = subprocess.run(
+            proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 encoding=ENCODING,
                 errors=DECODE_ERRORS,
                 env=environ,
-                timeout=timeout,
             )
-        except (subprocess.TimeoutExpired, OSError):
-            return None  # busy, frozen or missing: the command's own timeout decides
-        return stall.down_words(proc.stdout)
+        except OSError:
+            return None  # missing: the command's own timeout decides
+        # asked from a poll round's daemon thread too: it must not outlive the process either (a ping left
+        # running at exit failed a CI stage)
+        _running.add(proc)
+        if _exiting:
+            proc.kill()
+        with proc:
+            try:
+                out, _ = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                return None  # busy or frozen: the command's own timeout decides
+            finally:
+                _running.discard(proc)
+        return stall.down_words(out)
 
     def failure(
         self,

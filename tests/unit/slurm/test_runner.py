@@ -490,16 +490,16 @@ def test_down_words_read_the_recorded_ping_of_every_version(version: str) -> Non
     assert down_words("") is None and down_words("scontrol: error: something else") is None
 
 
-def _sleeping_squeue(short_dir: Path) -> tuple[Path, Path]:
-    """A folder with an ``squeue`` that writes its pid to the file returned and sleeps a minute."""
+def _sleeping_squeue(short_dir: Path, command: str = "squeue") -> tuple[Path, Path]:
+    """A folder with a ``command`` (squeue) that writes its pid to the file returned and sleeps a minute."""
     tools = short_dir / "bin"
-    tools.mkdir()
-    pid_file = short_dir / "squeue.pid"
-    (tools / "squeue").write_text(
+    tools.mkdir(exist_ok=True)
+    pid_file = short_dir / f"{command}.pid"
+    (tools / command).write_text(
         f"#!{sys.executable}\nimport os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
         "time.sleep(60)\n"
     )
-    (tools / "squeue").chmod(0o755)
+    (tools / command).chmod(0o755)
     return tools, pid_file
 
 
@@ -551,3 +551,33 @@ def test_a_command_a_daemon_thread_starts_while_the_process_exits_is_killed(shor
     while time.monotonic() < deadline and alive(pid):
         time.sleep(0.05)
     assert not alive(pid), "a command started by a daemon thread during exit outlived the Python process"
+
+
+def test_the_ping_of_a_stalled_command_in_a_daemon_thread_does_not_outlive_the_process(
+    short_dir: Path,
+) -> None:
+    """A command that waits past the munge probe's time has the controller pinged (``scontrol ping``) from the
+    thread that waits: when that is a poll round's daemon thread and the process exits meanwhile, the ping goes
+    too (a leftover ``scontrol ping`` failed the 26.05 root's CI stage)."""
+    tools, _ = _sleeping_squeue(short_dir)
+    _, ping_pid_file = _sleeping_squeue(short_dir, "scontrol")
+    conf = short_dir / "slurm.conf"
+    conf.write_text("AuthType=auth/slurm\n")  # no munge to probe first: the stall goes straight to the ping
+    program = (
+        "import os, sys, threading, time\n"
+        "from slurmlab.slurm.runner import Runner\n"
+        f"r = Runner(env={{'PATH': {str(tools)!r} + os.pathsep + os.environ['PATH']}}, timeout=50,"
+        f" munge_probe_after=0.2, slurm_conf={str(conf)!r})\n"
+        "threading.Thread(target=r.run, args=(['squeue', '-h'],), daemon=True).start()\n"
+        "deadline = time.monotonic() + 20\n"
+        f"while not os.path.exists({str(ping_pid_file)!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], timeout=60, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert ping_pid_file.exists(), "the stalled squeue was never followed by a ping"
+    pid = int(ping_pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and alive(pid):
+        time.sleep(0.05)
+    assert not alive(pid), "the controller's ping started by a daemon thread outlived the Python process"
