@@ -21,7 +21,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +34,8 @@ __all__ = [
     "LoopbackSshd",
     "SandboxOverSsh",
     "cut_link",
+    "job_state",
+    "leased_link",
     "over_ssh",
     "remove_sshd",
     "resume_sshd",
@@ -41,6 +43,7 @@ __all__ = [
     "ssh_missing_reason",
     "start_sshd",
     "stop_sshd",
+    "wait_until",
 ]
 
 SSH_USER = "slurmlabssh"
@@ -290,3 +293,28 @@ def over_ssh(sandbox: Sandbox, server: LoopbackSshd) -> Iterator[SandboxOverSsh]
         with contextlib.suppress(Exception):
             sandbox.runner().run(["scancel", "--user", server.user], check=False)
         link.disconnect()
+
+
+# ---- what the lease tests share (a link down, a job held on the login node) -------------------------------------
+def leased_link(server: LoopbackSshd, name: str, lease: float) -> SshLink:
+    """A connected link with a master of its own (``name``: its control socket) and a short ``lease``."""
+    link = server.link()
+    link.options = {**link.options, "ControlPath": str(server.folder / name)}
+    link.lease = lease
+    link.connect()
+    return link
+
+
+def job_state(runner: Runner, job: str) -> str:
+    """``job``'s state as squeue says it ("" once Slurm forgot it)."""
+    return runner.run(["squeue", "-h", "-t", "all", "-j", job, "-o", "%T"], check=False).stdout.strip()
+
+
+def wait_until(what: Callable[[], object], timeout: float) -> float:
+    """Seconds until ``what()`` is true, asked every 0.2 s; AssertionError after ``timeout``."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if what():
+            return time.monotonic() - start
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout} s")

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,34 +26,12 @@ import pytest
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller
 from slurmlab.slurm.runner import Runner
-from slurmlab.slurm.ssh import SshLink
-from slurmlab.testing.loopback_sshd import LoopbackSshd, cut_link
+from slurmlab.testing.loopback_sshd import cut_link, job_state, leased_link, wait_until
 
 pytestmark = pytest.mark.sandbox
 
 LEASE = 12.0  # seconds: renewed every 3 s while the link is up
 REQUEST = ["-N1", "--exclusive", "-t", "5"]  # waits while the blocker holds the sandbox's node
-
-
-def _leased_link(server: LoopbackSshd, name: str) -> SshLink:
-    link = server.link()
-    link.options = {**link.options, "ControlPath": str(server.folder / name)}
-    link.lease = LEASE
-    link.connect()
-    return link
-
-
-def _state(runner: Runner, job: str) -> str:
-    return runner.run(["squeue", "-h", "-t", "all", "-j", job, "-o", "%T"], check=False).stdout.strip()
-
-
-def _until(what: Callable[[], object], timeout: float) -> float:
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if what():
-            return time.monotonic() - start
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout} s")
 
 
 def _leases(runner: Runner) -> list[str]:
@@ -68,7 +46,7 @@ def blocker(ssh_sandbox: Any) -> Iterator[str]:
     local = ssh_sandbox.runner()
     submitted = local.run(["sbatch", "--parsable", "-o", "/dev/null", *REQUEST, "--wrap", "sleep 300"])
     job = submitted.stdout.strip().split(";")[0]
-    _until(lambda: _state(local, job) == "RUNNING", 30)
+    wait_until(lambda: job_state(local, job) == "RUNNING", 30)
     try:
         yield job
     finally:
@@ -78,7 +56,7 @@ def blocker(ssh_sandbox: Any) -> Iterator[str]:
 def test_a_job_granted_while_the_link_is_down_is_found_running_and_held_when_it_is_back(
     loopback_sshd: Any, ssh_sandbox: Any, blocker: str
 ) -> None:
-    link = _leased_link(loopback_sshd, "pending-alive")
+    link = leased_link(loopback_sshd, "pending-alive", LEASE)
     runner = Runner(slurm_conf=str(ssh_sandbox.conf_path), ssh=link)
     poller = JobPoller(runner, interval=0.5)
     local = ssh_sandbox.runner()
@@ -91,15 +69,15 @@ def test_a_job_granted_while_the_link_is_down_is_found_running_and_held_when_it_
         time.sleep(LEASE / 4 + 1)  # renewed at least once while it pends
         with cut_link(loopback_sshd, link) as cut:
             local.run(["scancel", blocker])
-            _until(lambda: _state(local, job) == "RUNNING", 15)  # granted while the link is down
+            wait_until(lambda: job_state(local, job) == "RUNNING", 15)  # granted while the link is down
             time.sleep(max(0.0, cut + LEASE / 2 - time.monotonic()))
-            assert _state(local, job) == "RUNNING"
-        _until(lambda: link.connected() and alloc.error is None and alloc.state == "RUNNING", 60)
+            assert job_state(local, job) == "RUNNING"
+        wait_until(lambda: link.connected() and alloc.error is None and alloc.state == "RUNNING", 60)
         # back within the lease: renewed, so well past when the cut would have run it out, nothing is released
         time.sleep(max(0.0, cut + 2 * LEASE - time.monotonic()))
-        assert _state(local, job) == "RUNNING" and alloc.state == "RUNNING"
+        assert job_state(local, job) == "RUNNING" and alloc.state == "RUNNING"
         # still held: its holder named the job in its lease, which the kernel renews
-        _until(lambda: link.lease_words() is not None, 10)
+        wait_until(lambda: link.lease_words() is not None, 10)
         assert f"releases job {job}" in str(link.lease_words())
     finally:
         try:
@@ -107,7 +85,7 @@ def test_a_job_granted_while_the_link_is_down_is_found_running_and_held_when_it_
         finally:
             poller.stop()
     # the kernel's release over the working link ends it
-    _until(lambda: _state(local, job) in ("CANCELLED", "COMPLETED", ""), 30)
+    wait_until(lambda: job_state(local, job) in ("CANCELLED", "COMPLETED", ""), 30)
     link.disconnect()
 
 
@@ -131,7 +109,7 @@ time.sleep(600)
 def test_a_pending_job_of_a_kernel_gone_is_released_once_the_lease_ran_out_not_a_lease_after_its_grant(
     loopback_sshd: Any, ssh_sandbox: Any, blocker: str
 ) -> None:
-    link = _leased_link(loopback_sshd, "pending-dead")
+    link = leased_link(loopback_sshd, "pending-dead", LEASE)
     local = ssh_sandbox.runner()
     spec = {"link": link.settings(), "conf": str(ssh_sandbox.conf_path), "request": REQUEST}
     root = str(Path(__file__).resolve().parents[3])
@@ -147,17 +125,17 @@ def test_a_pending_job_of_a_kernel_gone_is_released_once_the_lease_ran_out_not_a
         assert kernel.stdout is not None
         said = json.loads(kernel.stdout.readline())
         job, guardian = str(said["job"]), said["guardian"]
-        assert _state(local, job) == "PENDING"
+        assert job_state(local, job) == "PENDING"
         with cut_link(loopback_sshd, link) as cut:  # down for good: nothing renews the lease from here
             os.killpg(kernel.pid, signal.SIGKILL)  # the laptop's kernel dies while its job pends
             kernel.wait(timeout=10)
             if guardian:  # its local guardian cannot reach the cluster either: it goes with the laptop
                 os.kill(guardian, signal.SIGKILL)
             time.sleep(max(0.0, cut + LEASE + 1 - time.monotonic()))  # the lease has run out
-            assert _state(local, job) == "PENDING"
+            assert job_state(local, job) == "PENDING"
             local.run(["scancel", blocker])  # the node frees: the controller grants the request
             # released as soon as its holder starts, never held a lease's length past the grant
-            _until(lambda: _state(local, job) == "CANCELLED", LEASE / 2)
+            wait_until(lambda: job_state(local, job) == "CANCELLED", LEASE / 2)
     finally:
         if kernel.poll() is None:
             os.killpg(kernel.pid, signal.SIGKILL)
@@ -165,14 +143,14 @@ def test_a_pending_job_of_a_kernel_gone_is_released_once_the_lease_ran_out_not_a
             local.run(["scancel", job], check=False)
     # and nothing is left on the login node: the holder took its lease file along
     link.connect()  # nothing of this process used the link since the cut: it connects again by hand
-    _until(lambda: not _leases(Runner(slurm_conf=str(ssh_sandbox.conf_path), ssh=link)), 15)
+    wait_until(lambda: not _leases(Runner(slurm_conf=str(ssh_sandbox.conf_path), ssh=link)), 15)
     link.disconnect()
 
 
 def test_a_pending_request_withdrawn_over_a_working_link_leaves_no_lease_behind(
     loopback_sshd: Any, ssh_sandbox: Any, blocker: str
 ) -> None:
-    link = _leased_link(loopback_sshd, "pending-withdrawn")
+    link = leased_link(loopback_sshd, "pending-withdrawn", LEASE)
     runner = Runner(slurm_conf=str(ssh_sandbox.conf_path), ssh=link)
     poller = JobPoller(runner, interval=0.5)
     alloc = Allocation.submit(REQUEST, runner=runner, poller=poller, release_at_exit=True)
@@ -180,7 +158,9 @@ def test_a_pending_request_withdrawn_over_a_working_link_leaves_no_lease_behind(
         alloc.wait("PENDING", timeout=30)
         assert len(_leases(runner)) == 1
         alloc.cancel()
-        _until(lambda: not _leases(runner), 15)  # made before salloc, gone with it: no holder ever started
+        wait_until(
+            lambda: not _leases(runner), 15
+        )  # made before salloc, gone with it: no holder ever started
     finally:
         poller.stop()
         link.disconnect()

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,38 +22,15 @@ import pytest
 from slurmlab.slurm.allocation import Allocation
 from slurmlab.slurm.poller import JobPoller
 from slurmlab.slurm.runner import Runner
-from slurmlab.slurm.ssh import SshLink
-from slurmlab.testing.loopback_sshd import LoopbackSshd, cut_link
+from slurmlab.testing.loopback_sshd import cut_link, job_state, leased_link, wait_until
 
 pytestmark = pytest.mark.sandbox
 
 LEASE = 12.0  # seconds: renewed every 3 s while the link is up
 
 
-def _leased_link(server: LoopbackSshd, name: str) -> SshLink:
-    """A connected link with a master of its own (``name``: its control socket) and the tests' short lease."""
-    link = server.link()
-    link.options = {**link.options, "ControlPath": str(server.folder / name)}
-    link.lease = LEASE
-    link.connect()
-    return link
-
-
-def _state(runner: Runner, job: str) -> str:
-    return runner.run(["squeue", "-h", "-t", "all", "-j", job, "-o", "%T"], check=False).stdout.strip()
-
-
-def _until(what: Callable[[], object], timeout: float) -> float:
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if what():
-            return time.monotonic() - start
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout} s")
-
-
 def test_a_link_down_and_back_within_the_lease_releases_nothing(loopback_sshd: Any, ssh_sandbox: Any) -> None:
-    link = _leased_link(loopback_sshd, "lease-alive")
+    link = leased_link(loopback_sshd, "lease-alive", LEASE)
     runner = Runner(slurm_conf=str(ssh_sandbox.conf_path), ssh=link)
     poller = JobPoller(runner, interval=0.5)
     local = ssh_sandbox.runner()
@@ -63,18 +39,18 @@ def test_a_link_down_and_back_within_the_lease_releases_nothing(loopback_sshd: A
     try:
         alloc.wait("RUNNING", timeout=60)
         job = str(alloc.job_id)
-        _until(lambda: link.lease_words() is not None, 15)  # a renewal saw the holder's lease of the job
+        wait_until(lambda: link.lease_words() is not None, 15)  # a renewal saw the holder's lease of the job
         with cut_link(loopback_sshd, link) as cut:
-            _until(lambda: alloc.error and "is down since" in alloc.error, 15)
+            wait_until(lambda: alloc.error and "is down since" in alloc.error, 15)
             said = str(alloc.error)
             # the panel says when the cluster would release the job if the link stayed down
             assert re.search(rf"if it stays down past \d\d:\d\d the cluster releases job {job}\b", said), said
             time.sleep(LEASE / 2)
-            assert _state(local, job) == "RUNNING"  # a link that drops does not end the hold
-        _until(lambda: link.connected() and alloc.error is None, 60)
+            assert job_state(local, job) == "RUNNING"  # a link that drops does not end the hold
+        wait_until(lambda: link.connected() and alloc.error is None, 60)
         # back within the lease: renewed, so well past the lease the cut would have run out, nothing is released
         time.sleep(max(0.0, cut + 2 * LEASE - time.monotonic()))
-        assert _state(local, job) == "RUNNING" and alloc.state == "RUNNING"
+        assert job_state(local, job) == "RUNNING" and alloc.state == "RUNNING"
     finally:
         try:
             alloc.cancel()
@@ -82,7 +58,7 @@ def test_a_link_down_and_back_within_the_lease_releases_nothing(loopback_sshd: A
             poller.stop()
             link.disconnect()
     # a release over a working link is at once
-    _until(lambda: _state(local, job) in ("CANCELLED", "COMPLETED", ""), 30)
+    wait_until(lambda: job_state(local, job) in ("CANCELLED", "COMPLETED", ""), 30)
 
 
 # The kernel: a process of its own that allocates over the link (sharing the test's master) and is then killed.
@@ -107,7 +83,7 @@ time.sleep(600)
 def test_a_kernel_gone_while_the_link_is_down_is_released_after_the_lease_not_before(
     loopback_sshd: Any, ssh_sandbox: Any, tmp_path: Path
 ) -> None:
-    link = _leased_link(loopback_sshd, "lease-dead")
+    link = leased_link(loopback_sshd, "lease-dead", LEASE)
     local = ssh_sandbox.runner()
     spec = {"link": link.settings(), "conf": str(ssh_sandbox.conf_path)}
     root = str(Path(__file__).resolve().parents[3])
@@ -123,7 +99,7 @@ def test_a_kernel_gone_while_the_link_is_down_is_released_after_the_lease_not_be
         assert kernel.stdout is not None
         said = json.loads(kernel.stdout.readline())
         job, guardian = str(said["job"]), said["guardian"]
-        assert _state(local, job) == "RUNNING"
+        assert job_state(local, job) == "RUNNING"
         with cut_link(loopback_sshd, link) as cut:  # down for good: nothing renews the lease from here
             os.killpg(kernel.pid, signal.SIGKILL)  # the laptop's kernel dies while the link is down
             kernel.wait(timeout=10)
@@ -131,11 +107,11 @@ def test_a_kernel_gone_while_the_link_is_down_is_released_after_the_lease_not_be
                 os.kill(guardian, signal.SIGKILL)
             # the lease was renewed at most LEASE / 4 before the cut: until then, the job is held
             time.sleep(max(0.0, cut + LEASE / 2 - time.monotonic()))
-            assert _state(local, job) == "RUNNING", "released before its lease ran out"
-            _until(lambda: _state(local, job) not in ("RUNNING", "COMPLETING"), 3 * LEASE)
+            assert job_state(local, job) == "RUNNING", "released before its lease ran out"
+            wait_until(lambda: job_state(local, job) not in ("RUNNING", "COMPLETING"), 3 * LEASE)
             released = time.monotonic() - cut
             assert released >= LEASE * 3 / 4 - 1, released
-            assert _state(local, job) == "CANCELLED"
+            assert job_state(local, job) == "CANCELLED"
     finally:
         if kernel.poll() is None:
             os.killpg(kernel.pid, signal.SIGKILL)
@@ -145,7 +121,7 @@ def test_a_kernel_gone_while_the_link_is_down_is_released_after_the_lease_not_be
 
 
 def test_a_detached_allocation_outlives_the_link_and_the_lease(loopback_sshd: Any, ssh_sandbox: Any) -> None:
-    link = _leased_link(loopback_sshd, "lease-detach")
+    link = leased_link(loopback_sshd, "lease-detach", LEASE)
     runner = Runner(slurm_conf=str(ssh_sandbox.conf_path), ssh=link)
     poller = JobPoller(runner, interval=0.5)
     local = ssh_sandbox.runner()
@@ -154,12 +130,12 @@ def test_a_detached_allocation_outlives_the_link_and_the_lease(loopback_sshd: An
     try:
         alloc.wait("RUNNING", timeout=60)
         job = str(alloc.job_id)
-        _until(lambda: link.lease_words() is not None, 15)
+        wait_until(lambda: link.lease_words() is not None, 15)
         alloc.detach()  # kept for a later kernel: neither salloc's end nor the lease may release it
         assert link.lease_words() is None  # no longer held: nothing for the panel to warn of
         with cut_link(loopback_sshd, link, login_node_down=False):
             time.sleep(LEASE * 1.5 + 2)
-            assert _state(local, job) == "RUNNING"
+            assert job_state(local, job) == "RUNNING"
     finally:
         poller.stop()
         link.disconnect()
