@@ -69,6 +69,8 @@ def clean_queue(ssh_sandbox: Any) -> Iterator[Any]:
 def test_squeue_and_sinfo_over_ssh_equal_the_local_ones(ssh_runner: Runner, clean_queue: Any) -> None:
     local = _local(clean_queue)
     job = _batch(ssh_runner, "--job-name", "over-ssh")
+    # a job still being scheduled may change between the two reads (PENDING here, RUNNING there): compare it settled
+    _wait_state(local, job, "RUNNING")
     for argv in (
         ["squeue", "-h", "-a", "-t", "all", "-o", "%i|%j|%u|%T|%P"],
         ["sinfo", "-h", "-o", "%P|%N|%c|%m|%G"],
