@@ -69,7 +69,8 @@ docs: venv
 # tests of the magics and of the allocation's life a second time through the SSH runner (--over-ssh: a real sshd on 127.0.0.1,
 # a second Unix user; one process, as that user is one per session; skipped without root; not when PYTEST_ARGS
 # picks tests); then the timing (`serial`) tests alone, since they measure the cores. A run that selects no test
-# (PYTEST_ARGS naming files of another kind) is not a failure.
+# (PYTEST_ARGS naming files of another kind) is not a failure. The whole course over SSH (`lessons_over_ssh`) is
+# left to the matrix's 24.11 stage (SLURM_LESSONS_OVER_SSH below).
 OVER_SSH_TESTS ?= tests/unit/magics/test_magics_sandbox.py tests/unit/magics/test_magics_hostile.py \
 	tests/integration/slurm/test_allocation.py tests/integration/slurm/test_kernel_lifetime.py
 # not over SSH: a "restarted kernel" started as a local subprocess (its leftovers are this machine's user's), and
@@ -81,7 +82,8 @@ test: setup
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal \
 	    -m "not sandbox and not browser and not serial" $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider -n 3 --dist loadfile \
-	    -m "(sandbox or browser) and not serial" --durations=25 $(PYTEST_ARGS) || [[ $$? -eq 5 ]]
+	    -m "(sandbox or browser) and not serial and not lessons_over_ssh" --durations=25 $(PYTEST_ARGS) \
+	    || [[ $$? -eq 5 ]]
 	$(if $(PYTEST_ARGS),,$(PY) -m pytest -p no:cacheprovider --over-ssh -m "sandbox and not browser and not serial" \
 	    -k "$(OVER_SSH_SKIP)" --durations=5 $(OVER_SSH_TESTS) || [[ $$? -eq 5 ]])
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -p no:cacheprovider \
@@ -114,11 +116,14 @@ SLURM ?=
 # the lessons are left to the demo, which executes every one of them on that Slurm (not twice); one process: two
 # workers in the 26.05 root started two accounting sandboxes whose slurmctld met the other's slurmdbd ("CLUSTER
 # ID MISMATCH"), so the sandbox tests of a root run one at a time, the timing (`serial`) ones after the others
-SLURM_PYTEST ?= -m "sandbox and not browser and not lessons and not serial"
+SLURM_PYTEST ?= -m "sandbox and not browser and not lessons and not lessons_over_ssh and not serial"
 SLURM_SERIAL ?= -m "sandbox and serial and not browser and not lessons"
 # the versions whose roots run the magics' and the allocation's sandbox tests a second time over SSH (as `make test`
-# does on this machine's Slurm): one matrix version is enough to hold the transport to another Slurm's commands
+# does on this machine's Slurm): one matrix version is enough to hold the transport to another Slurm's commands.
+# There the whole course runs over SSH too (every lesson, its kernel reaching the sandbox through the loopback sshd
+# only: about two minutes, which `make test` has no room for)
 SLURM_OVER_SSH ?= 24.11
+SLURM_LESSONS_OVER_SSH ?= tests/integration/notebook/test_lessons_over_ssh.py
 # the hub's tests (the REST spawn, the Open OnDemand shape, the browser's first hour in the hub) and the kernel
 # provisioner's browser test (a kernel on the node started from JupyterLab) run as a step of their own, where a skip
 # fails the run: the root has node (configurable-http-proxy from the repo's hub/node_modules, which the hubproxy
@@ -141,7 +146,9 @@ test-slurm: slurm-root hubproxy
 	  [[ $$serial -eq 0 || $$serial -eq 5 ]] || rc=1; \
 	  if [[ " $(SLURM_OVER_SSH) " == *" $(SLURM) "* && -z "$(PYTEST_ARGS)" ]]; then \
 	    bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider -q --over-ssh \
-	      -m "sandbox and not browser and not serial" -k "$(OVER_SSH_SKIP)" $(OVER_SSH_TESTS) || rc=1; fi; \
+	      -m "sandbox and not browser and not serial" -k "$(OVER_SSH_SKIP)" $(OVER_SSH_TESTS) || rc=1; \
+	    bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider -q -rs \
+	      $(SLURM_LESSONS_OVER_SSH) || rc=1; fi; \
 	  echo "test-slurm $(SLURM): pytest exit $$rc in $$((SECONDS - start))s"; \
 	  if [[ -n "$(strip $(SLURM_HUB_TESTS))" ]]; then \
 	    start=$$SECONDS; mkdir -p build; bash scripts/in-slurm-root.sh $(SLURM) python -m pytest -p no:cacheprovider \

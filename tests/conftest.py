@@ -1,5 +1,7 @@
 """Shared test set-up: ``tests/`` on sys.path (helpers such as shared_paths, fake_slurm), Hypothesis profiles.
 
+``kept_shell``: an IPython shell with the magics loaded whose process-wide runner is put back after the test.
+
 Hypothesis profiles (``HYPOTHESIS_PROFILE``):
 
 - ``dev`` (default): 25 examples per property, and a property that asks for more in its own
@@ -12,7 +14,9 @@ No deadline in either: the machine is shared, and a slow example is not a failur
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +58,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if wanted < own.max_examples:
             test._hypothesis_internal_use_settings = _hsettings(own, max_examples=wanted)  # type: ignore[union-attr]
         test._slurmlab_scaled = True  # type: ignore[union-attr]
+
+
+KEPT_CONF = "/nonexistent/kept/slurm.conf"
+
+
+@pytest.fixture
+def kept_shell() -> Iterator[Any]:
+    """An IPython shell with the slurmlab magics loaded, a fresh magics session, and a process-wide runner a test
+    may switch (``%slurm use``): :data:`KEPT_CONF`'s, put back as it was afterwards."""
+    from IPython.testing.globalipapp import get_ipython
+
+    from slurmlab.magics.session import Session
+    from slurmlab.slurm.runner import Runner, set_runner
+
+    ip = get_ipython()
+    ip.run_line_magic("load_ext", "slurmlab.magics")
+    old, _ = Session.of(ip), Session(ip)
+    before = set_runner(Runner(slurm_conf=KEPT_CONF))
+    try:
+        yield ip
+    finally:
+        set_runner(before)
+        old.install(ip)
+        # under whichever name the test left it loaded (unloading one unloads both)
+        loaded = [name for name in ("slurmlab.magics", "slurmlab") if name in ip.extension_manager.loaded]
+        if loaded:
+            ip.run_line_magic("unload_ext", loaded[0])

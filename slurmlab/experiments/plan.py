@@ -57,7 +57,8 @@ class TimeslicePlan:
     threshold_us: float | None = None
     nice: int | None = None
     sync_root: str | Path | None = None
-    python: str = sys.executable
+    # the workers' Python (None: on the nodes the allocation's runner names, Runner.python; here this one)
+    python: str | None = None
 
     def __post_init__(self) -> None:
         if self.procs < 1:
@@ -159,7 +160,7 @@ class WorkerPlan:
     def argv(self, i: int, sync_dir: Path) -> list[str]:
         plan = self.plan
         argv = [
-            plan.python, "-m", WORKER_MODULE,
+            plan.python or sys.executable, "-m", WORKER_MODULE,
             "--backend", plan.backend,
             "--label", self.label(i),
             "--sync-dir", str(sync_dir),

@@ -44,6 +44,7 @@ class SlurmConfigured(Protocol):
 
     @property
     def slurm_conf(self) -> str | None: ...
+    def python(self) -> str: ...
 
 
 class ExperimentAllocation(Protocol):

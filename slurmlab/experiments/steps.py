@@ -10,7 +10,8 @@ allocation is typed by :class:`~.protocols.ExperimentAllocation` (what
 Workers on other nodes meet the orchestrator in a sync folder, which must be on a filesystem
 the nodes share: :func:`default_sync_root` gives the system temp folder when every step runs
 on this host (a sandbox), and a folder under ``$HOME`` otherwise (home is shared on clusters,
-``/tmp`` is not).
+``/tmp`` is not). Over SSH this process shares no filesystem with the nodes: the folder is made, watched and
+removed on the cluster, under the login's home, through the runner's link (:class:`RemoteSyncFolder`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,10 @@ from slurmlab.core.framing import has_reports, read_reports
 from slurmlab.core.slurm.models import Job
 from slurmlab.errors import ExperimentError, SlurmlabError
 from slurmlab.experiments.protocols import ExperimentAllocation, LaunchedStep
+from slurmlab.experiments.workers import LocalSyncFolder
 
 __all__ = [
+    "RemoteSyncFolder",
     "StepHandle",
     "StepLauncher",
     "default_sync_root",
@@ -49,6 +51,70 @@ _PROBE = (
     "             'node': os.environ.get('SLURMD_NODENAME') or socket.gethostname(),\n"
     "             'cuda_visible_devices': os.environ.get('CUDA_VISIBLE_DEVICES')}), flush=True)\n"
 )
+
+
+# the sync folder's three operations on the cluster's side, stdlib only (the login node's python3): its folder is
+# always one the first made (checked by its name), so nothing else can be listed, written or removed through them
+_SYNC_FOLDER = """
+import os, shutil, sys, tempfile, time
+op = sys.argv[1]
+root = os.path.realpath(os.path.expanduser("~/.slurmlab/sync"))
+if op == "make":
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    print(tempfile.mkdtemp(prefix="slurmlab-sync-", dir=root))
+    sys.exit(0)
+path = os.path.realpath(sys.argv[2])
+if os.path.dirname(path) != root or not os.path.basename(path).startswith("slurmlab-sync-"):
+    sys.exit("not a sync folder of slurmlab: " + sys.argv[2])
+if op == "ready":
+    print(sum(name.startswith("ready.") for name in os.listdir(path)))
+elif op == "start":
+    with open(os.path.join(path, ".t0.tmp"), "w") as f:
+        f.write(str(time.time_ns() + int(float(sys.argv[3]) * 1e9)))
+    os.replace(os.path.join(path, ".t0.tmp"), os.path.join(path, "t0"))
+elif op == "remove":
+    shutil.rmtree(path, ignore_errors=True)
+"""
+
+
+class RemoteSyncFolder:
+    """A sync folder on the cluster (``~/.slurmlab/sync`` of the login, which the nodes share), asked through
+    ``runner`` (a :class:`~slurmlab.slurm.runner.Runner` over SSH): ``t0`` is set on the cluster's clock, never
+    this machine's, which may be off by more than the start margin."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+        made = self._ask("make")
+        self.path = made.strip().splitlines()[-1] if made.strip() else ""
+        if not self.path.startswith("/"):
+            raise ExperimentError(
+                f"the cluster made no sync folder for the workers (python3 there printed {made[-200:]!r})",
+                hint="the login node needs python3 and a writable home (~/.slurmlab/sync)",
+            )
+
+    def _ask(self, op: str, *words: str) -> str:
+        argv = ["python3", "-c", _SYNC_FOLDER, op, *words]
+        result = self.runner.run(argv, check=False, timeout=30)
+        if result.returncode != 0:
+            raise ExperimentError(
+                f"the workers' sync folder on the cluster: {op} failed (exit {result.returncode}): "
+                + (result.stderr or result.stdout).strip()[-300:],
+                hint="check the link with %slurm; the login node needs python3 and a writable home",
+            )
+        return str(result.stdout)
+
+    def ready(self) -> int:
+        said = self._ask("ready", self.path).strip()
+        return int(said) if said.isdigit() else 0
+
+    def start_at(self, margin_s: float) -> None:
+        self._ask("start", self.path, repr(float(margin_s)))
+
+    def close(self) -> None:
+        try:
+            self._ask("remove", self.path)
+        except (ExperimentError, SlurmlabError):
+            pass  # a link down at the end leaves an empty folder in ~/.slurmlab/sync, not an error over results
 
 
 class StepHandle:
@@ -122,6 +188,14 @@ class StepLauncher:
         self.started.extend(handles)
         return handles
 
+    def sync_folder(self, root: str | Path | None) -> Any:
+        """Where these workers meet the orchestrator (:func:`slurmlab.experiments.workers.run_workers`): on the
+        cluster when the allocation's runner is over SSH (:class:`RemoteSyncFolder`), else under ``root`` here."""
+        runner = self.allocation.runner
+        if getattr(runner, "ssh", None) is not None:
+            return RemoteSyncFolder(runner)
+        return LocalSyncFolder(root)
+
 
 def runs_on_this_host(allocation: ExperimentAllocation) -> bool:
     """True when the allocation's nodes are this machine (the sandbox: every ``NodeAddr`` a loopback address,
@@ -162,7 +236,10 @@ def _is_loopback(address: str) -> bool:
 
 
 def default_sync_root(allocation: ExperimentAllocation) -> Path | None:
-    """Where the sync folder goes: None (the temp folder) on this host, else ``~/.slurmlab/sync``."""
+    """Where the sync folder goes: None (the temp folder) on this host, else ``~/.slurmlab/sync`` (over SSH the
+    launcher makes it on the cluster: :meth:`StepLauncher.sync_folder`)."""
+    if getattr(allocation.runner, "ssh", None) is not None:
+        return None
     if runs_on_this_host(allocation):
         return None
     root = Path(os.path.expanduser("~")) / ".slurmlab" / "sync"
@@ -185,14 +262,19 @@ def step_gpu_args(job: Job | None, node: str | None) -> list[str]:
 
 
 def probe_node(
-    allocation: ExperimentAllocation, node: str | None = None, python: str = sys.executable
+    allocation: ExperimentAllocation, node: str | None = None, python: str | None = None
 ) -> dict[str, Any]:
-    """What a one-task step on ``node`` sees: its CPUs, the backend it would pick, its node name."""
+    """What a one-task step on ``node`` sees: its CPUs, the backend it would pick, its node name. ``python``:
+    the nodes' Python with slurmlab (None: the one the allocation's runner names, :meth:`Runner.python`)."""
     args = ["-n1", "-N1", *(["-w", node] if node else []), *step_gpu_args(allocation.job, node)]
+    python = python or allocation.runner.python()
     result = allocation.srun(
         [python, "-c", _PROBE], args=args, on_output=lambda s, ln: None, label=True, timeout=120
     )
-    hint = "can the allocation's nodes run this Python (with slurmlab installed)? pass python=… for another interpreter"
+    hint = (
+        f"can the allocation's nodes run {python} with slurmlab installed? name the nodes' Python with "
+        "SLURMLAB_NODE_PYTHON or %slurm use … --python PATH (python=… for this call only)"
+    )
     if result.returncode != 0 or not has_reports(result.stdout):
         raise ExperimentError(
             f"the probe step in allocation {allocation.job_id} failed (exit {result.returncode}): "

@@ -73,11 +73,12 @@ def _run_in(allocation: ExperimentAllocation, plan: TimeslicePlan) -> TimesliceR
     node = plan.node or (nodes[0] if nodes else None)
     if node is not None and nodes and node not in nodes:
         raise ExperimentError(f"node {node!r} is not in allocation {allocation.job_id}: {nodes}")
-    probe = probe_node(allocation, node, plan.python)
+    python = plan.python or allocation.runner.python()
+    probe = probe_node(allocation, node, python)
     backend = probe["backend"] if plan.backend == "auto" else plan.backend
     cores = choose_cores(plan.cores, probe.get("cpus") or []) if backend == "cpu" else None
     sync_root = plan.sync_root if plan.sync_root is not None else default_sync_root(allocation)
-    placed = replace(plan, backend=backend, cores=cores, node=node, sync_root=sync_root)
+    placed = replace(plan, backend=backend, cores=cores, node=node, sync_root=sync_root, python=python)
     args = [
         "-n1",
         "-N1",

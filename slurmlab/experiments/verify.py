@@ -30,7 +30,6 @@ added to its evidence.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -177,7 +176,7 @@ def _run_step(
     allocation: ExperimentAllocation, args: list[str], tasks: int, backend: str, timeout: float
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """(the step's argv, each task's report): the verify step run once with srun options ``args``."""
-    argv = [sys.executable, "-m", TASK_MODULE, "--backend", backend]
+    argv = [allocation.runner.python(), "-m", TASK_MODULE, "--backend", backend]
     result = allocation.srun(argv, args=args, on_output=lambda s, ln: None, label=True, timeout=timeout)
     # a step whose tasks began reporting ran its command: their own failures are in their reports
     if result.returncode != 0 and not framing.has_reports(result.stdout):

@@ -5,12 +5,16 @@ takes the N argv lists and returns N running handles (``poll()``, ``communicate(
 ``kill()``, as :class:`subprocess.Popen` has). :class:`LocalLauncher` starts local processes;
 :class:`slurmlab.experiments.steps.StepLauncher` starts ``srun --overlap`` steps instead.
 The workers and the orchestrator meet in a sync folder: each worker writes ``ready.<label>``
-after calibrating and compiling, then the orchestrator writes ``t0`` a little in the future.
+after calibrating and compiling, then the orchestrator writes ``t0`` a little in the future. The folder is a
+:class:`SyncFolder`: a local one (:class:`LocalSyncFolder`, on a filesystem this process shares with the
+workers), or one a launcher makes where its workers are (``launcher.sync_folder(root)``: over SSH, on the
+cluster, :class:`slurmlab.experiments.steps.RemoteSyncFolder`).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import tempfile
 import time
@@ -21,7 +25,7 @@ from typing import Any, Protocol
 from slurmlab.errors import ExperimentError
 from slurmlab.experiments.plan import WorkerPlan
 
-__all__ = ["Launcher", "LocalLauncher", "RunningWorker", "run_workers"]
+__all__ = ["Launcher", "LocalLauncher", "LocalSyncFolder", "RunningWorker", "SyncFolder", "run_workers"]
 
 
 class RunningWorker(Protocol):
@@ -32,6 +36,43 @@ class RunningWorker(Protocol):
 
 class Launcher(Protocol):
     def __call__(self, argvs: Sequence[Sequence[str]]) -> Sequence[RunningWorker]: ...
+
+
+class SyncFolder(Protocol):
+    """Where the workers and the orchestrator meet: ``path`` as the workers are given it (``--sync-dir``)."""
+
+    path: str
+
+    def ready(self) -> int:
+        """How many workers wrote ``ready.<label>``."""
+        ...
+
+    def start_at(self, margin_s: float) -> None:
+        """Write ``t0``: ``margin_s`` from now on the workers' clock."""
+        ...
+
+    def close(self) -> None:
+        """Remove the folder."""
+        ...
+
+
+class LocalSyncFolder:
+    """A sync folder on this machine's filesystem (the temp folder, or ``root``: one the nodes share)."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.path = tempfile.mkdtemp(prefix="slurmlab-sync-", dir=root)
+        Path(self.path).chmod(0o755)
+
+    def ready(self) -> int:
+        return len(list(Path(self.path).glob("ready.*")))
+
+    def start_at(self, margin_s: float) -> None:
+        t0 = time.time_ns() + int(margin_s * 1e9)
+        (Path(self.path) / ".t0.tmp").write_text(str(t0))
+        (Path(self.path) / ".t0.tmp").replace(Path(self.path) / "t0")
+
+    def close(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
 
 
 class LocalLauncher:
@@ -67,17 +108,21 @@ def run_workers(
 ) -> list[dict[str, Any]]:
     """Start the workers with ``launcher``, give them a common T0, return their reports.
 
-    The sync folder is made under the plan's ``sync_root`` (default: the system temp folder);
-    workers on other nodes need it on a filesystem they share with this process.
+    The sync folder is the launcher's (``launcher.sync_folder(root)``), else made here under the plan's
+    ``sync_root`` (default: the system temp folder); workers on other nodes need it on a filesystem they share
+    with this process.
     """
     launcher = launcher or LocalLauncher()
-    with tempfile.TemporaryDirectory(prefix="slurmlab-sync-", dir=workers.plan.sync_root) as tmp:
-        sync = Path(tmp)
-        sync.chmod(0o755)
-        handles = list(launcher([workers.argv(i, sync) for i in range(workers.procs)]))
+    make_folder = getattr(launcher, "sync_folder", None)
+    root = workers.plan.sync_root
+    sync: SyncFolder = make_folder(root) if callable(make_folder) else LocalSyncFolder(root)
+    # a folder on the far side of a link is asked over it: every ask is a round trip, not a directory read
+    every = 0.1 if not isinstance(sync, LocalSyncFolder) else 0.005
+    try:
+        handles = list(launcher([workers.argv(i, Path(sync.path)) for i in range(workers.procs)]))
         try:
             deadline = time.monotonic() + ready_timeout
-            while len(list(sync.glob("ready.*"))) < workers.procs:
+            while (ready := sync.ready()) < workers.procs:
                 dead = [i for i, h in enumerate(handles) if h.poll() is not None]
                 if dead:
                     out, err = handles[dead[0]].communicate(timeout=5)
@@ -86,14 +131,11 @@ def run_workers(
                     )
                 if time.monotonic() > deadline:
                     raise ExperimentError(
-                        f"only {len(list(sync.glob('ready.*')))} of {workers.procs} workers became ready "
-                        f"within {ready_timeout:.0f} s",
+                        f"only {ready} of {workers.procs} workers became ready within {ready_timeout:.0f} s",
                         hint="is the machine overloaded, or the GPU busy compiling?",
                     )
-                time.sleep(0.005)
-            t0 = time.time_ns() + int(start_margin * 1e9)
-            (sync / ".t0.tmp").write_text(str(t0))
-            (sync / ".t0.tmp").replace(sync / "t0")
+                time.sleep(every)
+            sync.start_at(start_margin)
             budget = workers.window_s + start_margin + 120.0
             reports = []
             for i, h in enumerate(handles):
@@ -105,6 +147,8 @@ def run_workers(
             return reports
         finally:
             _kill_all(handles)
+    finally:
+        sync.close()
 
 
 def _error_of(out: str | None, err: str | None) -> str:

@@ -12,17 +12,22 @@ lives in the kernel's :class:`~slurmlab.magics.session.Session` and the operatio
 alike (``a.mig()``), show as one line with the fix instead of a traceback (:mod:`slurmlab.magics.error_display`;
 ``%slurm debug on`` for the full one), and registers how an Allocation displays (its live panel) and the
 hardware models' figures with IPython's own display formatter, by class name (``for_type_by_name``: nothing is
-imported to register them).
+imported to register them). With ``SLURMLAB_USE`` set (``ssh://user@login.example [/remote/slurm.conf]`` or a
+slurm.conf path), loading also does what ``%slurm use`` with those words does: a kernel, every lesson of the
+course among them, drives that Slurm unchanged.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
 from IPython.core import magic as ipython_magic
+from IPython.core.error import UsageError
 
+from slurmlab.errors import SlurmlabError
 from slurmlab.magics import cell_report, error_display
 from slurmlab.magics.session import Session
 from slurmlab.viz import notebook as notebook_figures
@@ -69,6 +74,23 @@ def load_ipython_extension(ip: Any) -> None:
     # registered them already where a shell was running; again is harmless)
     ip.display_formatter.mimebundle_formatter.for_type_by_name(*_ALLOCATION_TYPE, _panel_bundle)
     notebook_figures.install(ip)
+    _use_environment()
+
+
+def _use_environment() -> None:
+    """``SLURMLAB_USE`` applied as ``%slurm use`` (:func:`slurmlab.magics.status.use_environment`), said under
+    the cell; when it cannot be, why, and the magics are loaded all the same (``%slurm use`` can be tried again)."""
+    if not os.environ.get("SLURMLAB_USE", "").strip():
+        return  # the status magics' module is imported only when there is something to apply
+    from slurmlab.magics.status import use_environment
+
+    try:
+        said = use_environment()
+    except (UsageError, SlurmlabError) as exc:
+        print(f"SLURMLAB_USE not applied: {exc}", file=sys.stderr)
+        return
+    if said:
+        print(said.splitlines()[0])
 
 
 def unload_ipython_extension(ip: Any) -> None:

@@ -74,6 +74,8 @@ def sandbox_in_use() -> Sandbox | None:
     session = Session.of()
     if session.sandbox is not None:
         return session.sandbox
+    if get_runner().ssh is not None:
+        return None  # a Slurm on another machine: a sandbox there is not this machine's to start or stop
     conf = get_runner().configuration()
     if not conf:
         return None
@@ -90,6 +92,8 @@ def _configured_slurm() -> str | None:
     """``up --if-needed``: the status of the Slurm configured here when it answers; None when none is configured
     (then the sandbox starts); a UsageError when one is configured but silent (a sandbox would hide that)."""
     runner = get_runner()
+    if runner.ssh is not None:
+        return _cluster_over_ssh(runner)
     if shutil.which("scontrol") is None:
         return None  # no Slurm client here: the sandbox's start says which packages it needs
     answer = ping(runner)
@@ -108,6 +112,21 @@ def _configured_slurm() -> str | None:
         f"a Slurm is configured here ({conf}) but its controller does not answer: "
         f"{answer.get('message')}\nstart it (scontrol ping should say UP), or use a local sandbox "
         "instead: %slurm sandbox up"
+    )
+
+
+def _cluster_over_ssh(runner: Runner) -> str:
+    """``up --if-needed`` where this kernel drives a Slurm over SSH (``%slurm use ssh://…``, ``SLURMLAB_USE``):
+    that cluster, unchanged; a UsageError when it does not answer, since a sandbox here would not be it."""
+    link = runner.ssh
+    where = link.target.url() if link is not None else "the cluster"
+    answer = ping(runner)
+    if answer.get("ok"):
+        return f"using Slurm on {where}; no sandbox started\n" + slurm_status()
+    raise UsageError(
+        f"this kernel uses Slurm on {where}, whose controller does not answer: {answer.get('message')}\n"
+        "check the link and the cluster with %slurm; a local sandbox would not be that cluster: "
+        "%slurm sandbox up starts one here instead"
     )
 
 
@@ -186,13 +205,13 @@ def _leave(sb: Sandbox) -> str:
     return f"sandbox {sb.profile_name} stopped ({len(stopped)} processes; this kernel started it)" + back
 
 
-def use_conf(args: list[str]) -> str:
-    """``%slurm use /path/slurm.conf``."""
+def use_conf(args: list[str], python: str | None = None) -> str:
+    """``%slurm use /path/slurm.conf [--python PATH]``."""
     if len(args) != 1:
         raise UsageError("give one slurm.conf path: %slurm use /etc/slurm/slurm.conf")
     path = os.path.abspath(os.path.expanduser(args[0]))
     if not os.path.isfile(path):
         raise UsageError(f"no slurm.conf at {path}")
-    set_runner(Runner(slurm_conf=path))
+    set_runner(Runner(slurm_conf=path, node_python=python))
     Session.of().sandbox = None
     return f"now using {path}\n" + slurm_status()

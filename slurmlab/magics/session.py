@@ -100,6 +100,8 @@ class Session:
         self.own: Allocation | None = None
         self.own_problem: str | None = None
         self.own_checked = False
+        # SLURMLAB_USE applied (status.use_environment): a second %load_ext does not log in again
+        self.used_environment = False
         if shell is not None:
             self.install(shell)
 

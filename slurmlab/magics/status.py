@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import os
 import pwd
 from typing import Any
 
@@ -50,11 +51,13 @@ def _check_user(user: str) -> None:
         ) from None
 
 
-def use_ssh(args: list[str], lease: str | None = None) -> str:
-    """``%slurm use ssh://[user@]host[:port] [/remote/slurm.conf] [--lease DURATION]``: log in once (a
-    passphrase, password or one-time code is asked for here, without echo) and run every Slurm command of this
-    kernel there. ``lease``: how long the link may stay down before the cluster releases the allocations this
-    kernel holds there (:func:`slurmlab.slurm.ssh.lease.parse_lease`; default 30 minutes)."""
+def use_ssh(args: list[str], lease: str | None = None, python: str | None = None) -> str:
+    """``%slurm use ssh://[user@]host[:port] [/remote/slurm.conf] [--lease DURATION] [--python PATH]``: log in
+    once (a passphrase, password or one-time code is asked for here, without echo) and run every Slurm command of
+    this kernel there. ``lease``: how long the link may stay down before the cluster releases the allocations this
+    kernel holds there (:func:`slurmlab.slurm.ssh.lease.parse_lease`; default 30 minutes). ``python``: the
+    nodes' Python with slurmlab, which experiments and Python steps run (default: ``SLURMLAB_NODE_PYTHON``, else
+    ``python3`` there). The logins read ``SLURMLAB_SSH_CONFIG`` in place of ``~/.ssh/config`` when it is set."""
     from slurmlab.slurm.ssh import SshLink
     from slurmlab.slurm.ssh.lease import DEFAULT_LEASE, parse_lease
 
@@ -66,11 +69,17 @@ def use_ssh(args: list[str], lease: str | None = None) -> str:
         seconds = DEFAULT_LEASE if lease is None else parse_lease(lease)
     except ValueError as exc:
         raise UsageError(f"--lease: {exc}") from None
+    config = os.environ.get("SLURMLAB_SSH_CONFIG", "").strip() or None
+    if config is not None and not os.path.isfile(config):
+        raise UsageError(
+            f"SLURMLAB_SSH_CONFIG names {config}, which is not a file: name an ssh_config or unset it"
+        )
     with user_errors("cannot use this ssh:// address"):  # not repeated: it may hold a password
-        link = SshLink.to(args[0], lease=seconds)
+        link = SshLink.to(args[0], lease=seconds, config=config)
     with user_errors(f"cannot use {link.target.url()}"):
         link.connect()
-    old = set_runner(Runner(ssh=link, slurm_conf=args[1] if len(args) == 2 else None))
+    conf = args[1] if len(args) == 2 else None
+    old = set_runner(Runner(ssh=link, slurm_conf=conf, node_python=python))
     Session.of().sandbox = None
     if old.ssh is not None and old.ssh != link:
         old.ssh.disconnect()
@@ -80,28 +89,53 @@ def use_ssh(args: list[str], lease: str | None = None) -> str:
     )
 
 
-def _not_taken(words: list[str], lease: str | None) -> str:
+def _not_taken(words: list[str], option: str | None) -> str:
     """What ``%slurm`` says of words its parser left over. Its positionals are taken before the first option, so
-    a word after ``--lease DURATION`` is left over: then it says to put ``--lease`` last."""
+    a word after ``--lease DURATION`` or ``--python PATH`` is left over: then it says to put the options last."""
     said = f"%slurm does not take {' '.join(words)!r}"
-    if lease is None:
+    if option is None:
         return f"{said}; see %slurm?"
     return (
-        f"{said} there: put --lease last (%slurm use ssh://user@login.example /remote/slurm.conf --lease 45)"
+        f"{said} there: put --lease and --python last (%slurm use ssh://user@login.example /remote/slurm.conf "
+        "--lease 45)"
     )
 
 
-def _use(action: str, args: list[str], lease: str | None) -> StatusText:
+def _use(action: str, args: list[str], lease: str | None, python: str | None = None) -> StatusText:
     """``%slurm use`` of a slurm.conf or an ssh:// address; ``--lease`` only with the latter."""
+    if action != "use" and lease is None:
+        raise UsageError(
+            "--python goes with %slurm use: the nodes' Python of that Slurm (%slurm use ssh://user@login.example "
+            "--python /shared/env/bin/python)"
+        )
     over_ssh = action == "use" and bool(args) and args[0].startswith("ssh://")
     if over_ssh:
-        return StatusText(use_ssh(args, lease))
+        return StatusText(use_ssh(args, lease, python))
     if lease is not None:
         raise UsageError(
             "--lease goes with %slurm use ssh://user@login.example: how long that link may stay down "
             "before the cluster releases this kernel's allocations"
         )
-    return StatusText(use_conf(args))
+    return StatusText(use_conf(args, python))
+
+
+def use_environment() -> str | None:
+    """``SLURMLAB_USE``, applied as ``%slurm use`` would (``%load_ext slurmlab`` does, once per kernel): the
+    words it takes, ``ssh://user@login.example [/remote/slurm.conf]`` or a slurm.conf path, so that a kernel
+    (every lesson of the course among them) drives that Slurm unchanged; ``SLURMLAB_NODE_PYTHON`` names the
+    nodes' Python. What it did, in words; None when it is unset or this kernel already uses a Slurm of its own
+    choosing."""
+    words = os.environ.get("SLURMLAB_USE", "").split()
+    if not words or Session.of().used_environment:
+        return None
+    Session.of().used_environment = True
+    if len(words) > 2:
+        raise UsageError(
+            f"SLURMLAB_USE holds {len(words)} words: give an ssh:// address and, optionally, the slurm.conf "
+            "there (SLURMLAB_USE='ssh://user@login.example /etc/slurm/slurm.conf'), or one slurm.conf path"
+        )
+    said = _use("use", words, None)
+    return f"SLURMLAB_USE: {said}"
 
 
 def status_report(*, leftovers: bool = True, session: Session | None = None) -> StatusText:
@@ -312,6 +346,12 @@ class StatusMagics(Magics):
         help="use ssh://…: how long the link may stay down before the cluster releases the allocations this "
         "kernel holds there, as salloc -t takes a time (45 = minutes, 2:00:00, 1-00); default 30 minutes",
     )
+    @argument(
+        "--python",
+        metavar="PATH",
+        help="use: the nodes' Python with slurmlab installed, which experiments and Python steps run "
+        "(default: SLURMLAB_NODE_PYTHON; else this kernel's Python, over SSH python3 there)",
+    )
     @raw_line
     @line_magic
     def slurm(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
@@ -324,7 +364,9 @@ class StatusMagics(Magics):
         ``%slurm sandbox leave`` back to the Slurm used before (stops the sandbox if this kernel started it) ·
         ``%slurm sandbox status`` ·
         ``%slurm use /path/slurm.conf`` · ``%slurm use ssh://user@login.example[:port] [/remote/slurm.conf]
-        [--lease DURATION]`` Slurm on another machine, over one SSH connection (prompts asked here, without echo);
+        [--lease DURATION] [--python PATH]`` Slurm on another machine, over one SSH connection (prompts asked here,
+        without echo; ``SLURMLAB_SSH_CONFIG`` an ssh_config in place of ``~/.ssh/config``); ``--python``: the
+        nodes' Python with slurmlab, for the experiments and Python steps;
         ``--lease``: if the link stays down that long (as ``salloc -t`` writes a time: ``45`` minutes,
         ``2:00:00``; default 30 minutes), the cluster releases the allocations this kernel made there after it ·
         ``%slurm debug on|off`` full tracebacks instead of one-line errors ·
@@ -339,9 +381,9 @@ class StatusMagics(Magics):
             at = tokens.index("doctor")
             return doctor_magic(tokens[:at] + tokens[at + 1 :])
         if rest or command:
-            raise UsageError(_not_taken(rest + command, ns.lease))
-        if ns.action == "use" or ns.lease is not None:
-            return _use(ns.action, ns.args, ns.lease)
+            raise UsageError(_not_taken(rest + command, ns.lease or ns.python))
+        if ns.action == "use" or ns.lease is not None or ns.python is not None:
+            return _use(ns.action, ns.args, ns.lease, ns.python)
         if ns.action == "status":
             if ns.args:
                 raise UsageError("%slurm status takes no arguments")

@@ -149,6 +149,9 @@ class Runner:
     in_own_job: bool = field(default=False, compare=False)  # which environment, not which Slurm
     # the login node whose Slurm this runner drives (None: this machine's)
     ssh: SshLink | None = None
+    # the Python that steps and experiments run on the nodes where none is named: a cluster's shared environment
+    # with slurmlab installed (None: SLURMLAB_NODE_PYTHON, else the default of :meth:`python`)
+    node_python: str | None = None
     # whether allocations made through this runner get the per-kernel guardian (a replaying runner, which has
     # no cluster to cancel on, says no)
     guarded: ClassVar[bool] = True
@@ -200,9 +203,13 @@ class Runner:
         return path
 
     def python(self) -> str:
-        """The Python a step runs where no other is named (``%%srun --python``): this kernel's, which the
-        nodes share with this machine; over SSH ``python3`` of the cluster's PATH (this machine's path means
-        nothing there)."""
+        """The Python a step runs where no other is named (``%%srun --python``, the experiments' workers):
+        ``node_python``, else ``SLURMLAB_NODE_PYTHON`` of this process, else this kernel's, which the nodes
+        share with this machine; over SSH ``python3`` of the cluster's PATH (this machine's path means nothing
+        there)."""
+        named = self.node_python or os.environ.get("SLURMLAB_NODE_PYTHON", "").strip()
+        if named:
+            return named
         return "python3" if self.ssh is not None else sys.executable
 
     def configuration(self) -> str | None:

@@ -95,6 +95,41 @@ class LoopbackSshd:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def ssh_config(self, path: Path, host: str = "slurmlab-loopback") -> Path:
+        """An ssh_config at ``path`` in which ``host`` is this server as its user, with this server's
+        known_hosts and key (none of root's ~/.ssh): ``ssh -F path host``, or ``SLURMLAB_SSH_CONFIG=path`` and
+        ``ssh://host`` for slurmlab's links."""
+        path.write_text(
+            "\n".join(
+                [
+                    f"Host {host}",
+                    "  HostName 127.0.0.1",
+                    f"  Port {self.port}",
+                    f"  User {self.user}",
+                    f"  IdentityFile {self.key}",
+                    "  IdentitiesOnly yes",
+                    "  IdentityAgent none",
+                    f"  UserKnownHostsFile {self.known_hosts}",
+                    "  GlobalKnownHostsFile /dev/null",
+                    "",
+                ]
+            )
+        )
+        return path
+
+    @contextlib.contextmanager
+    def login_path(self, value: str) -> Iterator[None]:
+        """The user's logins get ``PATH=value`` (its ~/.ssh/environment) while this lasts."""
+        entry = pwd.getpwnam(self.user)
+        env_file = Path(entry.pw_dir) / ".ssh" / "environment"
+        env_file.write_text(f"PATH={value}\n")
+        os.chown(env_file, entry.pw_uid, entry.pw_gid)
+        env_file.chmod(0o600)
+        try:
+            yield
+        finally:
+            env_file.unlink(missing_ok=True)
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -160,6 +195,9 @@ def _config(folder: Path, port: int, user: str) -> Path:
                 "X11Forwarding no",
                 "AllowTcpForwarding no",
                 "PrintMotd no",
+                # the user's ~/.ssh/environment may set PATH only (LoopbackSshd.login_path): a site's shell setup,
+                # such as a module that puts the GPU tools on the PATH, in one line
+                "PermitUserEnvironment PATH",
                 "LogLevel VERBOSE",
                 "",
             ]

@@ -353,6 +353,10 @@ class SshLink:
         """Log in once and keep the connection (a no-op when it is up); prompts go to ``ask``.
         :class:`SshLinkError` says why when it fails (the state is then as it was: a closed link stays closed)."""
         if self.connected():
+            # a master another process started for this address (an earlier kernel's): who the login is there
+            # is learnt over it all the same, or this process would take its own uid for the cluster's
+            if self.remote_user is None:
+                self._check_quoting()
             self._back_up(reopen=True)
             return
         with (

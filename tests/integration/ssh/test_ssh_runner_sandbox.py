@@ -300,3 +300,18 @@ def test_a_cut_link_is_said_on_the_panel_and_watching_resumes_when_it_is_back(
         finally:
             poller.stop()
             link.disconnect()
+
+
+def test_a_link_that_finds_a_master_up_learns_the_login_over_it(loopback_sshd: Any) -> None:
+    # an earlier kernel's master for the same address (ControlPersist): the next kernel shares it, and must
+    # still learn whom its commands run as there, not take this process's own user (root) for the cluster's
+    first = loopback_sshd.link()
+    first.connect()
+    try:
+        second = loopback_sshd.link()
+        assert second.connected() and second.remote_user is None
+        second.connect()
+        assert second.remote_user is not None and second.remote_user[1] == loopback_sshd.user
+        assert second.remote_user == first.remote_user
+    finally:
+        first.disconnect()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,21 +14,9 @@ from slurmlab.slurm.runner import Runner, get_runner, set_runner
 
 
 @pytest.fixture
-def shell() -> Iterator[Any]:
-    from IPython.testing.globalipapp import get_ipython
-
-    from slurmlab.magics.session import Session
-
-    ip = get_ipython()
-    ip.run_line_magic("load_ext", "slurmlab.magics")
-    old, _ = Session.of(ip), Session(ip)
-    before = set_runner(Runner(slurm_conf="/nonexistent/slurm.conf"))
-    try:
-        yield ip
-    finally:
-        set_runner(before)
-        old.install(ip)
-        ip.run_line_magic("unload_ext", "slurmlab.magics")
+def shell(kept_shell: Any) -> Any:
+    set_runner(Runner(slurm_conf="/nonexistent/slurm.conf"))  # put back by kept_shell
+    return kept_shell
 
 
 @pytest.mark.parametrize(
@@ -155,6 +142,6 @@ def test_the_lease_reaches_the_link_and_slurm_says_it(
 # but parsed by 3.13's, which takes positionals after options: not a case for one expected answer)
 @pytest.mark.parametrize("line", ["use ssh://alice@login.example --lease 45 /etc/slurm/slurm.conf"])
 def test_words_after_the_lease_are_said_to_go_before_it(shell: Any, line: str) -> None:
-    with pytest.raises(UsageError, match=r"does not take .* there: put --lease last"):
+    with pytest.raises(UsageError, match=r"does not take .* there: put --lease and --python last"):
         shell.run_line_magic("slurm", line)
     assert get_runner().ssh is None

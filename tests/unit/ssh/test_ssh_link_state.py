@@ -41,6 +41,9 @@ def link(tmp_path: Path) -> Iterator[SshLink]:
     folder.mkdir(mode=0o700)
     # no ssh program: the reconnect's tries fail at once (and are not what these tests look at)
     made = SshLink(TARGET, options={"ControlPath": str(folder / "ctl")}, ssh=str(tmp_path / "no-ssh"))
+    # the login there already learnt: a connect() that finds a master up (faked below) would otherwise ask `id`
+    # over it (tests/integration/ssh/test_ssh_runner_sandbox.py holds that)
+    made.remote_user = (4321, "slurmlabssh")
     yield made
     made.disconnect()  # a background reconnect ends at its next try
 
