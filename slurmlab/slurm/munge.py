@@ -13,6 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurmlab.slurm import children
 from slurmlab.slurm.identity import current_user
 
 __all__ = [
@@ -105,14 +106,10 @@ def probe_munge(path: str, *, timeout: float = MUNGE_PROBE_TIMEOUT) -> MungeProb
     if munge is None:
         return None  # without munge's client a frozen munged cannot be told from a slow one
     try:
-        proc = subprocess.run(
-            [munge, "-n", "-S", path],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=timeout,
-            check=False,
+        # asked from the thread a stalled command waits in, a poll round's daemon thread among them: killed with
+        # this process if it exits meanwhile
+        proc = children.run(
+            [munge, "-n", "-S", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         return MungeProblem(

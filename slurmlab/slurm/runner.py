@@ -22,7 +22,6 @@ a stalled command is stopped by its timeout, and ``scontrol ping`` still runs th
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
 import shutil
@@ -30,7 +29,6 @@ import subprocess
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -38,7 +36,7 @@ from typing import ClassVar
 from slurmlab.core.gpu.hardware_profile import HARDWARE_FILE
 from slurmlab.core.jsontypes import JSONObject
 from slurmlab.errors import SlurmError
-from slurmlab.slurm import failures, identity, stall
+from slurmlab.slurm import children, failures, identity, stall
 from slurmlab.slurm.failures import INSTALL_HINT, classify_failure, not_installed
 from slurmlab.slurm.job_environment import login_environment
 from slurmlab.slurm.munge import (
@@ -75,23 +73,6 @@ DEFAULT_TIMEOUT = 30.0
 ENCODING, DECODE_ERRORS = "utf-8", "replace"
 # a Slurm command answers in milliseconds when all is well; after this long, find out whether munged is the cause
 MUNGE_PROBE_AFTER = 2.0
-
-# The commands :meth:`Runner.run` is waiting for. A background thread's command (a poll round that asked a dead
-# controller, which Slurm's client retries for 18 s) must not outlive the process that asked: at exit, the
-# interpreter stops waiting for daemon threads, and what they started is killed here. A daemon thread runs on
-# while the atexit handlers do: one that starts a command after this (its next ping of a dead controller) has it
-# killed at once (_exiting is set before the set is read, and read after a command is added to it).
-_running: weakref.WeakSet[subprocess.Popen[str]] = weakref.WeakSet()
-_exiting = False
-
-
-@atexit.register
-def _kill_running() -> None:
-    global _exiting
-    _exiting = True
-    for proc in list(_running):
-        if proc.poll() is None:
-            proc.kill()
 
 
 def _flatten_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -317,9 +298,7 @@ class Runner:
             return None  # missing: the command's own timeout decides
         # asked from a poll round's daemon thread too: it must not outlive the process either (a ping left
         # running at exit failed a CI stage)
-        _running.add(proc)
-        if _exiting:
-            proc.kill()
+        children.track(proc)
         with proc:
             try:
                 out, _ = proc.communicate(timeout=timeout)
@@ -328,7 +307,7 @@ class Runner:
                 proc.communicate()
                 return None  # busy or frozen: the command's own timeout decides
             finally:
-                _running.discard(proc)
+                children.untrack(proc)
         return stall.down_words(out)
 
     def failure(
@@ -419,9 +398,8 @@ class Runner:
             )
         except FileNotFoundError as exc:
             raise not_installed(args) from exc
-        _running.add(proc)
-        if _exiting:
-            proc.kill()
+        # a poll round's daemon thread may be waiting for it when the process exits (slurmlab.slurm.children)
+        children.track(proc)
         with proc:
             try:
                 out, err = self._communicate(proc, args, input, limit, start, environ)
@@ -434,7 +412,7 @@ class Runner:
                 proc.wait()
                 raise
             finally:
-                _running.discard(proc)
+                children.untrack(proc)
         result = RunResult(tuple(args), proc.returncode, out, err, time.monotonic() - start)
         if check and proc.returncode != 0:
             raise self.failure(args, proc.returncode, err, env=environ)

@@ -581,3 +581,39 @@ def test_the_ping_of_a_stalled_command_in_a_daemon_thread_does_not_outlive_the_p
     while time.monotonic() < deadline and alive(pid):
         time.sleep(0.05)
     assert not alive(pid), "the controller's ping started by a daemon thread outlived the Python process"
+
+
+def test_the_munge_probe_of_a_stalled_command_in_a_daemon_thread_does_not_outlive_the_process(
+    short_dir: Path,
+) -> None:
+    """A command that waits past the munge probe's time has munged asked for a credential (``munge -n``) from
+    the thread that waits: when that is a poll round's daemon thread and the process exits meanwhile, the probe
+    goes too (slurmlab.slurm.children), as the controller's ping does."""
+    tools, _ = _sleeping_squeue(short_dir)
+    _, munge_pid_file = _sleeping_squeue(short_dir, "munge")
+    socket_path = short_dir / "munge.socket"
+    conf = short_dir / "slurm.conf"
+    conf.write_text(f"AuthType=auth/munge\nAuthInfo=socket={socket_path}\n")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listening:  # a munged that takes connections
+        listening.bind(str(socket_path))
+        listening.listen(8)
+        program = (
+            "import os, sys, threading, time\n"
+            "from slurmlab.slurm.runner import Runner\n"
+            f"r = Runner(timeout=50, munge_probe_after=0.2, slurm_conf={str(conf)!r})\n"
+            "threading.Thread(target=r.run, args=(['squeue', '-h'],), daemon=True).start()\n"
+            "deadline = time.monotonic() + 20\n"
+            f"while not os.path.exists({str(munge_pid_file)!r}) and time.monotonic() < deadline:\n"
+            "    time.sleep(0.05)\n"
+        )
+        env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}  # the probe's munge too
+        done = subprocess.run(
+            [sys.executable, "-c", program], timeout=60, capture_output=True, text=True, env=env
+        )
+    assert done.returncode == 0, done.stderr
+    assert munge_pid_file.exists(), "the stalled squeue was never followed by a munge probe"
+    pid = int(munge_pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and alive(pid):
+        time.sleep(0.05)
+    assert not alive(pid), "the munge probe started by a daemon thread outlived the Python process"
