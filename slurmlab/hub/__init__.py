@@ -6,6 +6,21 @@ batchspawner's SlurmSpawner with a form for GPUs, time and partition (:mod:`.spa
 batch script that starts ``jupyter lab`` inside a job.
 """
 
-from slurmlab.hub.control import Hub, HubJob
+from __future__ import annotations
+
+import typing as _typing
 
 __all__ = ["Hub", "HubJob"]
+
+if _typing.TYPE_CHECKING:
+    from slurmlab.hub.control import Hub, HubJob
+
+
+def __getattr__(name: str) -> object:
+    # loaded on first use: every user's job imports this package for slurmlab.hub.seat, before its server, and
+    # needs none of the hub's control (the sandbox's modules with it: 0.1 CPU-s a server)
+    if name in __all__:
+        from slurmlab.hub import control
+
+        return getattr(control, name)
+    raise AttributeError(f"module 'slurmlab.hub' has no attribute {name!r}")

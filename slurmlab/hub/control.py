@@ -36,7 +36,7 @@ from slurmlab.sandbox import Sandbox, processes
 from slurmlab.sandbox.ports import LOOPBACK, free_ports
 from slurmlab.slurm.identity import current_user
 
-__all__ = ["Hub", "HubJob", "default_folder", "find_proxy", "user_python"]
+__all__ = ["Hub", "HubJob", "compile_for_users", "default_folder", "find_proxy", "user_python"]
 
 STATE_FILE = "hub.json"
 READY_TIMEOUT = 60.0
@@ -131,6 +131,19 @@ def _pth_folders(site: Path) -> list[str]:
             if line and not line.startswith(("#", "import ", "import\t")) and Path(line).is_dir():
                 folders.append(line)
     return folders
+
+
+def compile_for_users(package: Path | None = None) -> bool:
+    """Write the bytecode of slurmlab's own modules where it is missing or older than its source, once, so that
+    every user's server and kernel reads it: a user cannot write into slurmlab's folder (a source checkout or
+    editable install, root's), so each of their processes would otherwise compile the modules it imports from
+    source, every time. Where this process cannot write either (an installed, read-only slurmlab, which has its
+    bytecode already), nothing changes. ``package``: another folder than slurmlab's. Whether every module's
+    bytecode is there now."""
+    import compileall
+
+    where = package if package is not None else Path(__file__).resolve().parents[1]
+    return bool(compileall.compile_dir(str(where), quiet=2, workers=1))
 
 
 def _check_packages() -> None:
@@ -245,6 +258,7 @@ class Hub:
                 "runuser (util-linux) is missing", hint="the hub submits each user's job with it"
             )
         python, pythonpath = user_python(names[:1] if alike_users else names)
+        compile_for_users()  # a module left uncompiled is no failure: each user's process compiles it, as before
         where.mkdir(parents=True, exist_ok=True)
         where.chmod(0o700)  # the settings hold the password and the service token
         hub_port, proxy_api_port, *rest = free_ports(3 if port is None else 2)

@@ -27,6 +27,8 @@ __all__ = [
     "JOB_NAME",
     "MAX_GPUS",
     "RESERVATION_VARIABLES",
+    "SEAT_ARGS",
+    "SEAT_MODULE",
     "SETTINGS_FILE",
     "FORM_FIELDS",
     "check_form_settings",
@@ -57,6 +59,12 @@ CULL_IDLE_SERVER_S = 1800
 # salloc's, sbatch's and srun's input variables for --reservation (their man pages' INPUT ENVIRONMENT VARIABLES,
 # the same names in 22.05, 24.11 and 26.05); Slurm itself never sets them in a job (it writes SLURM_JOB_RESERVATION)
 RESERVATION_VARIABLES = ("SALLOC_RESERVATION", "SBATCH_RESERVATION", "SLURM_RESERVATION")
+# what each user's job runs first, before the single-user server (its port handshake with the hub)
+SEAT_MODULE = "slurmlab.hub.seat"
+# the single-user server's options that spare each server work nobody on a hub uses: jupyter_lsp looks for
+# language servers at every start (it runs `npm prefix -g` and probes some thirty known ones: 0.1 CPU-s a
+# server, measured) and none is installed in the hub's environment; one named in the config still starts
+SEAT_ARGS = ("--LanguageServerManager.autodetect=False",)
 
 
 def config_text(settings_path: Path) -> str:
@@ -125,12 +133,13 @@ def configure(c: Any, settings_path: str) -> None:
     c.SandboxSlurmSpawner.daemon_resolver = dict.fromkeys(s["nodes"], loopback)
     c.SandboxSlurmSpawner.partitions = dict.fromkeys(s["partitions"], True)
     c.SandboxSlurmSpawner.form_settings = s.get("form") or {}
-    # batchspawner's wrapper, then the single-user server's script, both run by that Python (``run_path``): the
-    # users' Python may not be the one whose path the scripts' first line names
-    c.SandboxSlurmSpawner.batchspawner_singleuser_cmd = f"{s['python']} -m batchspawner.singleuser"
+    # slurmlab's stand-in for batchspawner's wrapper (slurmlab.hub.seat: the same port handshake, less CPU per
+    # server), then the single-user server's script, both run by that Python (``run_path``): the users' Python
+    # may not be the one whose path the scripts' first line names
+    c.SandboxSlurmSpawner.batchspawner_singleuser_cmd = f"{s['python']} -m {SEAT_MODULE}"
     c.SandboxSlurmSpawner.startup_poll_interval = 0.5
     c.Spawner.cmd = [s["singleuser"]]
-    c.Spawner.args = (["--allow-root"] if "root" in s["users"] else []) + culling_args(s)
+    c.Spawner.args = (["--allow-root"] if "root" in s["users"] else []) + culling_args(s) + list(SEAT_ARGS)
     c.Spawner.default_url = "/lab"
     c.Spawner.start_timeout = s.get("start_timeout", 120)
     c.Spawner.http_timeout = s.get("start_timeout", 120)

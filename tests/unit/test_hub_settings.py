@@ -80,7 +80,7 @@ def test_every_listener_is_on_loopback_and_jobs_are_submitted_as_the_user(tmp_pa
     assert c.Authenticator.allowed_users == {"alice"}
     assert "SLURM_CONF" in c.Spawner.env_keep
     assert (
-        c.SandboxSlurmSpawner.batchspawner_singleuser_cmd == "/usr/bin/python3.11 -m batchspawner.singleuser"
+        c.SandboxSlurmSpawner.batchspawner_singleuser_cmd == "/usr/bin/python3.11 -m slurmlab.hub.seat"
     )
     assert c.Spawner.cmd == ["/v/bin/jupyterhub-singleuser"]
     # the environment's Jupyter (JupyterLab's and slurmlab's server extensions) for the users' Python
@@ -120,7 +120,13 @@ def test_the_single_user_server_culls_idle_kernels_and_then_stops_itself(tmp_pat
     assert options["ServerApp.shutdown_no_activity_timeout"] == "1800"
     # each option names a real setting of the jupyter_server this environment runs (a misspelt one is only
     # warned about by traitlets, and culls nothing)
-    classes = {"MappingKernelManager": MappingKernelManager, "ServerApp": ServerApp}
+    from jupyter_lsp.manager import LanguageServerManager
+
+    classes = {
+        "MappingKernelManager": MappingKernelManager,
+        "ServerApp": ServerApp,
+        "LanguageServerManager": LanguageServerManager,  # the seats' own (slurmlab.hub.settings.SEAT_ARGS)
+    }
     for key in options:
         owner, trait = key.split(".")
         assert trait in classes[owner].class_traits(config=True), key
