@@ -79,9 +79,7 @@ def test_every_listener_is_on_loopback_and_jobs_are_submitted_as_the_user(tmp_pa
     assert c.SandboxSlurmSpawner.exec_prefix == "/usr/sbin/runuser -u {username} --"
     assert c.Authenticator.allowed_users == {"alice"}
     assert "SLURM_CONF" in c.Spawner.env_keep
-    assert (
-        c.SandboxSlurmSpawner.batchspawner_singleuser_cmd == "/usr/bin/python3.11 -m slurmlab.hub.seat"
-    )
+    assert c.SandboxSlurmSpawner.batchspawner_singleuser_cmd == "/usr/bin/python3.11 -m slurmlab.hub.seat"
     assert c.Spawner.cmd == ["/v/bin/jupyterhub-singleuser"]
     # the environment's Jupyter (JupyterLab's and slurmlab's server extensions) for the users' Python
     assert c.Spawner.environment["JUPYTER_CONFIG_PATH"] == "/v/etc/jupyter"
