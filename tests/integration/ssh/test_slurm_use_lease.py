@@ -52,7 +52,8 @@ def shell(loopback_sshd: LoopbackSshd, monkeypatch: pytest.MonkeyPatch) -> Itera
 
     def to(url: str, **kwargs: Any) -> SshLink:
         assert url == given.target.url()
-        kwargs.pop("config", None)  # the magic's (SLURMLAB_SSH_CONFIG, unset here): this server's config instead
+        # the magic's config (SLURMLAB_SSH_CONFIG, unset here) gives way to this server's
+        kwargs.pop("config", None)
         return SshLink(given.target, options=options, config=given.config, **kwargs)
 
     monkeypatch.setattr(SshLink, "to", staticmethod(to))
