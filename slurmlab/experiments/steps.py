@@ -82,6 +82,8 @@ class RemoteSyncFolder:
     ``runner`` (a :class:`~slurmlab.slurm.runner.Runner` over SSH): ``t0`` is set on the cluster's clock, never
     this machine's, which may be off by more than the start margin."""
 
+    poll_s = 0.1  # every ask is a round trip over the link, not a directory read
+
     def __init__(self, runner: Any) -> None:
         self.runner = runner
         made = self._ask("make")

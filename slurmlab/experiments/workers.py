@@ -39,9 +39,11 @@ class Launcher(Protocol):
 
 
 class SyncFolder(Protocol):
-    """Where the workers and the orchestrator meet: ``path`` as the workers are given it (``--sync-dir``)."""
+    """Where the workers and the orchestrator meet: ``path`` as the workers are given it (``--sync-dir``);
+    ``poll_s``: how often :meth:`ready` is asked while the workers get ready."""
 
     path: str
+    poll_s: float
 
     def ready(self) -> int:
         """How many workers wrote ``ready.<label>``."""
@@ -58,6 +60,8 @@ class SyncFolder(Protocol):
 
 class LocalSyncFolder:
     """A sync folder on this machine's filesystem (the temp folder, or ``root``: one the nodes share)."""
+
+    poll_s = 0.005  # a directory read
 
     def __init__(self, root: str | Path | None = None) -> None:
         self.path = tempfile.mkdtemp(prefix="slurmlab-sync-", dir=root)
@@ -116,8 +120,6 @@ def run_workers(
     make_folder = getattr(launcher, "sync_folder", None)
     root = workers.plan.sync_root
     sync: SyncFolder = make_folder(root) if callable(make_folder) else LocalSyncFolder(root)
-    # a folder on the far side of a link is asked over it: every ask is a round trip, not a directory read
-    every = 0.1 if not isinstance(sync, LocalSyncFolder) else 0.005
     try:
         handles = list(launcher([workers.argv(i, Path(sync.path)) for i in range(workers.procs)]))
         try:
@@ -134,7 +136,7 @@ def run_workers(
                         f"only {ready} of {workers.procs} workers became ready within {ready_timeout:.0f} s",
                         hint="is the machine overloaded, or the GPU busy compiling?",
                     )
-                time.sleep(every)
+                time.sleep(sync.poll_s)
             sync.start_at(start_margin)
             budget = workers.window_s + start_margin + 120.0
             reports = []

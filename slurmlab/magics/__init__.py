@@ -90,7 +90,7 @@ def _use_environment() -> None:
         print(f"SLURMLAB_USE not applied: {exc}", file=sys.stderr)
         return
     if said:
-        print(said.splitlines()[0])
+        print(said)
 
 
 def unload_ipython_extension(ip: Any) -> None:

@@ -205,8 +205,8 @@ def _leave(sb: Sandbox) -> str:
     return f"sandbox {sb.profile_name} stopped ({len(stopped)} processes; this kernel started it)" + back
 
 
-def use_conf(args: list[str], python: str | None = None) -> str:
-    """``%slurm use /path/slurm.conf [--python PATH]``."""
+def use_conf(args: list[str], python: str | None = None, *, status: bool = True) -> str:
+    """``%slurm use /path/slurm.conf [--python PATH]`` (``status``: the new Slurm's status after the line)."""
     if len(args) != 1:
         raise UsageError("give one slurm.conf path: %slurm use /etc/slurm/slurm.conf")
     path = os.path.abspath(os.path.expanduser(args[0]))
@@ -214,4 +214,4 @@ def use_conf(args: list[str], python: str | None = None) -> str:
         raise UsageError(f"no slurm.conf at {path}")
     set_runner(Runner(slurm_conf=path, node_python=python))
     Session.of().sandbox = None
-    return f"now using {path}\n" + slurm_status()
+    return f"now using {path}\n" + (slurm_status() if status else "")

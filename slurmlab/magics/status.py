@@ -51,13 +51,16 @@ def _check_user(user: str) -> None:
         ) from None
 
 
-def use_ssh(args: list[str], lease: str | None = None, python: str | None = None) -> str:
+def use_ssh(
+    args: list[str], lease: str | None = None, python: str | None = None, *, status: bool = True
+) -> str:
     """``%slurm use ssh://[user@]host[:port] [/remote/slurm.conf] [--lease DURATION] [--python PATH]``: log in
     once (a passphrase, password or one-time code is asked for here, without echo) and run every Slurm command of
     this kernel there. ``lease``: how long the link may stay down before the cluster releases the allocations this
     kernel holds there (:func:`slurmlab.slurm.ssh.lease.parse_lease`; default 30 minutes). ``python``: the
     nodes' Python with slurmlab, which experiments and Python steps run (default: ``SLURMLAB_NODE_PYTHON``, else
-    ``python3`` there). The logins read ``SLURMLAB_SSH_CONFIG`` in place of ``~/.ssh/config`` when it is set."""
+    ``python3`` there). The logins read ``SLURMLAB_SSH_CONFIG`` in place of ``~/.ssh/config`` when it is set.
+    ``status``: the new Slurm's status after the line (its queries cost the controller a few RPCs)."""
     from slurmlab.slurm.ssh import SshLink
     from slurmlab.slurm.ssh.lease import DEFAULT_LEASE, parse_lease
 
@@ -85,7 +88,7 @@ def use_ssh(args: list[str], lease: str | None = None, python: str | None = None
         old.ssh.disconnect()
     return (
         f"now using Slurm on {link.target.url()} (one SSH connection; nothing on the cluster is touched if it "
-        "drops)\n" + slurm_status()
+        "drops)\n" + (slurm_status() if status else "")
     )
 
 
@@ -101,7 +104,9 @@ def _not_taken(words: list[str], option: str | None) -> str:
     )
 
 
-def _use(action: str, args: list[str], lease: str | None, python: str | None = None) -> StatusText:
+def _use(
+    action: str, args: list[str], lease: str | None, python: str | None = None, *, status: bool = True
+) -> StatusText:
     """``%slurm use`` of a slurm.conf or an ssh:// address; ``--lease`` only with the latter."""
     if action != "use" and lease is None:
         raise UsageError(
@@ -110,13 +115,13 @@ def _use(action: str, args: list[str], lease: str | None, python: str | None = N
         )
     over_ssh = action == "use" and bool(args) and args[0].startswith("ssh://")
     if over_ssh:
-        return StatusText(use_ssh(args, lease, python))
+        return StatusText(use_ssh(args, lease, python, status=status))
     if lease is not None:
         raise UsageError(
             "--lease goes with %slurm use ssh://user@login.example: how long that link may stay down "
             "before the cluster releases this kernel's allocations"
         )
-    return StatusText(use_conf(args, python))
+    return StatusText(use_conf(args, python, status=status))
 
 
 def use_environment() -> str | None:
@@ -134,8 +139,9 @@ def use_environment() -> str | None:
             f"SLURMLAB_USE holds {len(words)} words: give an ssh:// address and, optionally, the slurm.conf "
             "there (SLURMLAB_USE='ssh://user@login.example /etc/slurm/slurm.conf'), or one slurm.conf path"
         )
-    said = _use("use", words, None)
-    return f"SLURMLAB_USE: {said}"
+    # the line only: the lesson's next cell (%slurm sandbox up --if-needed) asks for the status, once
+    said = _use("use", words, None, status=False)
+    return f"SLURMLAB_USE: {said.strip()}"
 
 
 def status_report(*, leftovers: bool = True, session: Session | None = None) -> StatusText:
