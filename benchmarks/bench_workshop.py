@@ -13,7 +13,9 @@ Rows, each beside a baseline measured in the same run:
   server's REST API and runs every code cell of lesson 00 (the student edition the seat was given: the
   answer cell is a comment) over the kernel's websocket, each cell's reply ``ok``. All thirty at once; the
   slowest beside one student alone (student01 first, on its own, its server then stopped). Each student's time
-  is log-in to the last cell's reply.
+  is log-in to the last cell's reply. Every student has threads of their own for the blocking calls (asyncio's
+  default pool would let only cpu_count() + 4 log in and wait for their servers at a time). A student who fails
+  is printed with the end of their server's output and the hub's lines about them.
 * the CPU the class used (the machine's busy CPU-seconds from ``/proc/stat``, so run it on a quiet machine) per
   student, beside one student alone's: 30 students on 2 cores cannot all finish sooner than the class's CPU over
   the cores, and the ratio row's note gives that floor.
@@ -21,6 +23,9 @@ Rows, each beside a baseline measured in the same run:
   servers, kernels, steps --, the hub, its proxy, the sandbox's daemons, MariaDB: everything run by a seat or
   naming the workshop folder, and their children), sampled each second while the class runs; its peak beside
   the 24 GiB of the target machine.
+* the least any notebook service does per student, as a class of its own before the workshop starts: thirty bare
+  Jupyter servers (no extension, no hub, no Slurm, no slurmlab) each starting a kernel and running one cell, all
+  at once, the slowest beside one alone: the issue's "3x one alone" for that, on the same machine.
 * ``workshop down``: its time, and what is left (a seat in /etc/passwd, a process of the class, a port the
   class listened on, the folder); baseline: ``sandbox down`` of the baseline's sandbox.
 
@@ -240,21 +245,26 @@ class Student:
 
 
 async def _run_cells(student: Student, kernel_id: str, cells: list[str]) -> None:
+    server = f"{student.url}/user/{student.name}"
+    await _run_cells_at(server, student.token, student.name, kernel_id, cells)
+
+
+async def _run_cells_at(server: str, token: str, who: str, kernel_id: str, cells: list[str]) -> None:
+    """Run ``cells`` one by one on a kernel of the Jupyter server at ``server`` over its websocket, as the
+    notebook does; a cell that does not end ``ok`` raises, naming ``who``."""
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
-    ws_url = (
-        student.url.replace("http://", "ws://") + f"/user/{student.name}/api/kernels/{kernel_id}/channels"
-    )
+    ws_url = server.replace("http://", "ws://") + f"/api/kernels/{kernel_id}/channels"
     conn = await websocket_connect(
-        HTTPRequest(ws_url, headers={"Authorization": f"token {student.token}"}, request_timeout=120)
+        HTTPRequest(ws_url, headers={"Authorization": f"token {token}"}, request_timeout=120)
     )
     session = uuid.uuid4().hex
     try:
         for number, code in enumerate(cells):
             msg_id = uuid.uuid4().hex
             header = {"msg_id": msg_id, "msg_type": "execute_request", "session": session}
-            header.update(username=student.name, version="5.3", date="")
+            header.update(username=who, version="5.3", date="")
             content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}}
             content.update(allow_stdin=False, stop_on_error=True)
             msg = {
@@ -269,12 +279,10 @@ async def _run_cells(student: Student, kernel_id: str, cells: list[str]) -> None
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise RuntimeError(
-                        f"{student.name}: cell {number} gave no reply in {CELL_TIMEOUT_S:.0f} s"
-                    )
+                    raise RuntimeError(f"{who}: cell {number} gave no reply in {CELL_TIMEOUT_S:.0f} s")
                 raw = await asyncio.wait_for(conn.read_message(), left)
                 if raw is None:
-                    raise RuntimeError(f"{student.name}: the kernel's websocket closed at cell {number}")
+                    raise RuntimeError(f"{who}: the kernel's websocket closed at cell {number}")
                 reply = json.loads(raw)
                 if reply.get("parent_header", {}).get("msg_id") != msg_id:
                     continue
@@ -282,7 +290,7 @@ async def _run_cells(student: Student, kernel_id: str, cells: list[str]) -> None
                     status = reply["content"].get("status")
                     if status != "ok":
                         error = reply["content"].get("evalue", "")
-                        raise RuntimeError(f"{student.name}: cell {number} ended {status}: {error}\n{code}")
+                        raise RuntimeError(f"{who}: cell {number} ended {status}: {error}\n{code}")
                     break
     finally:
         conn.close()
@@ -307,7 +315,112 @@ async def _one_student(student: Student, cells: list[str]) -> float:
 
 
 async def _class(students: list[Student], cells: list[str]) -> list[float | BaseException]:
+    _threads_for(len(students))
     return list(await asyncio.gather(*(_one_student(s, cells) for s in students), return_exceptions=True))
+
+
+def _threads_for(students: int) -> None:
+    """Give the running loop threads enough for every student's blocking calls at once (asyncio's default
+    pool has os.cpu_count() + 4: on two cores six students would log in and wait for their servers while the
+    others queued for a thread, and the class would not be at once)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=2 * students + 4))
+
+
+# ---- the least a notebook service does per student -----------------------------------------------------------
+# A Jupyter server with no extension (and jsonschema's IRI parsers kept out, as slurmlab's seats do), one
+# kernel, one cell; no hub, no Slurm, no slurmlab. Its own class at once, beside one alone, is what the
+# issue's "the slowest within 3x one alone" would be for the least any per-student notebook server costs.
+_BARE_SERVER = (
+    "import sys; sys.modules['rfc3987_syntax'] = None; "
+    "from jupyter_server.serverapp import main; sys.exit(main())"
+)
+
+
+def _bare_server_argv(port: int, token: str, root: str) -> list[str]:
+    from jupyter_core.paths import jupyter_config_path
+    from jupyter_server.extension.config import ExtensionConfigManager
+
+    manager = ExtensionConfigManager(read_config_path=jupyter_config_path())
+    off = {name: False for name in manager.get_jpserver_extensions()}
+    argv = [PYTHON, "-c", _BARE_SERVER, "--no-browser", f"--port={port}", "--ip=127.0.0.1"]
+    argv += [f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--allow-root"]
+    return [*argv, f"--ServerApp.jpserver_extensions={off!r}"]
+
+
+async def _bare_student(number: int) -> float:
+    import socket
+
+    from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+
+    t0 = time.perf_counter()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = uuid.uuid4().hex
+    root = tempfile.mkdtemp(prefix="slurmlab-bench-bare-")
+    server = f"http://127.0.0.1:{port}"
+    client = AsyncHTTPClient(force_instance=True)
+    headers = {"Authorization": f"token {token}"}
+    proc = await asyncio.create_subprocess_exec(
+        *_bare_server_argv(port, token, root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                await client.fetch(server + "/api/status", headers=headers, request_timeout=5)
+                break
+            except (OSError, HTTPClientError):
+                if proc.returncode is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"bare server {number} did not start") from None
+                await asyncio.sleep(0.05)
+        body = json.dumps({"name": "python3"})
+        reply = await client.fetch(server + "/api/kernels", method="POST", body=body, headers=headers)
+        kernel = json.loads(reply.body)
+        await _run_cells_at(server, token, f"bare{number:02d}", kernel["id"], ["1 + 1"])
+        return time.perf_counter() - t0
+    finally:
+        client.close()
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        await proc.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _bare_class(students: int) -> list[float | BaseException]:
+    return list(await asyncio.gather(*(_bare_student(n) for n in range(students)), return_exceptions=True))
+
+
+def _bare_rows(students: int) -> list[Row]:
+    """The bare class at once beside one bare student alone: a row, the ratio the issue's target asks of."""
+    alone = asyncio.run(_bare_class(1))[0]
+    if isinstance(alone, BaseException):
+        return [Row(GROUP, f"bare Jupyter: skipped: one alone failed: {alone}", 0.0, "", note="skipped")]
+    busy0 = _busy_cpu_s()
+    results = asyncio.run(_bare_class(students))
+    cpu = _busy_cpu_s() - busy0
+    cores = os.cpu_count() or 1
+    times = sorted(r for r in results if isinstance(r, float))
+    failed = len(results) - len(times)
+    slowest = times[-1] if times else float("nan")
+    return [
+        Row(
+            GROUP,
+            f"bare Jupyter, {students} at once (a server with no extension, a kernel, one cell; "
+            "no hub, no Slurm, no slurmlab): the slowest, to one alone",
+            slowest / alone,
+            "x",
+            None,
+            alone,
+            "one bare student alone (s)",
+            f"{students} servers",
+            f"slowest {slowest:.1f} s, {failed} failed; {cpu / max(1, len(times)):.2f} CPU-s each, the class's "
+            f"CPU over {cores} cores {cpu / cores:.1f} s; the 3x target's ratio for the least a per-student "
+            "server costs",
+        )
+    ]
 
 
 # ---- the rows -------------------------------------------------------------------------------------------------
@@ -346,6 +459,8 @@ def _class_rows(folder: Path, url: str, secrets: dict[str, str], seats: int) -> 
     for s in students:
         s.stop()
     failed = [(s.name, r) for s, r in zip(students, results, strict=True) if isinstance(r, BaseException)]
+    for name, error in failed:  # what the seat's server and the hub said, before `down` removes them
+        print(f"{name}: {error}\n{_seat_log_tail(name)}\n{_hub_log_lines(folder, name)}", file=sys.stderr)
     times = sorted(r for r in results if isinstance(r, float))
     slowest = times[-1] if times else float("nan")
     median = times[len(times) // 2] if times else float("nan")
@@ -402,6 +517,26 @@ def _class_rows(folder: Path, url: str, secrets: dict[str, str], seats: int) -> 
     ]
 
 
+def _seat_log_tail(name: str, lines: int = 60) -> str:
+    """The end of the output of the seat's newest server job (the hub's batch script writes it in the home)."""
+    logs = sorted(
+        Path(pwd.getpwnam(name).pw_dir).glob(".slurmlab-hub-*.log"), key=lambda p: p.stat().st_mtime
+    )
+    if not logs:
+        return f"(no server output in {name}'s home)"
+    text = logs[-1].read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+    return f"{logs[-1]}:\n" + "\n".join(text)
+
+
+def _hub_log_lines(folder: Path, name: str, lines: int = 40) -> str:
+    """The hub's last lines about one seat."""
+    said = []
+    for log in folder.rglob("hub.log"):
+        text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        said += [f"{log}: {line}" for line in text if name in line][-lines:]
+    return "\n".join(said) or f"(the hub's log says nothing of {name})"
+
+
 def _leftovers(folder: Path, seat_uids: set[int], class_ports: set[int]) -> str:
     """What ``down`` left of the class: seats in /etc/passwd or /etc/group, processes of a seat or naming the
     folder, a port the class listened on still listened on, the folder (other users' processes are not the
@@ -429,6 +564,7 @@ def run(seats: int, profile: str) -> list[Row]:
     folder = base / "class"
     seat_uids: set[int] = set()
     class_ports: set[int] = set()
+    bare = _bare_rows(seats)
     sandbox_up, sandbox_down = _baseline_sandbox(base, profile)
     argv = ["--seats", str(seats), "--profile", profile, "--prefix", PREFIX, "--dir", str(folder)]
     try:
@@ -450,7 +586,7 @@ def run(seats: int, profile: str) -> list[Row]:
         if not url or not secrets:
             raise RuntimeError(f"workshop up printed no hub address or passwords:\n{out}")
         seat_uids = {pwd.getpwnam(f"{PREFIX}{i:02d}").pw_uid for i in range(1, seats + 1)}
-        rows += _class_rows(folder, url.group(1), secrets, seats)
+        rows += _class_rows(folder, url.group(1), secrets, seats) + bare
     finally:
         down_s = float("nan")
         class_ports = _class_ports(folder)
@@ -488,7 +624,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seats", type=int, default=30)
     ap.add_argument("--profile", default="seed")
+    ap.add_argument("--bare", action="store_true", help="only the bare Jupyter class (no workshop, no root)")
     args = ap.parse_args()
+    if args.bare:
+        for row in _bare_rows(args.seats):
+            print(json.dumps(row.to_dict()))
+        return 0
     reason = _skip_reason()
     if reason:
         print(f"skipped: {reason}")
