@@ -61,10 +61,16 @@ CULL_IDLE_SERVER_S = 1800
 RESERVATION_VARIABLES = ("SALLOC_RESERVATION", "SBATCH_RESERVATION", "SLURM_RESERVATION")
 # what each user's job runs first, before the single-user server (its port handshake with the hub)
 SEAT_MODULE = "slurmlab.hub.seat"
-# the single-user server's options that spare each server work nobody on a hub uses: jupyter_lsp looks for
-# language servers at every start (it runs `npm prefix -g` and probes some thirty known ones: 0.1 CPU-s a
-# server, measured) and none is installed in the hub's environment; one named in the config still starts
-SEAT_ARGS = ("--LanguageServerManager.autodetect=False",)
+# the single-user server's options:
+# - jupyter_lsp looks for language servers at every start (it runs `npm prefix -g` and probes some thirty known
+#   ones: 0.1 CPU-s a server, measured) and none is installed in the hub's environment; one named in the config
+#   still starts;
+# - a kernel's ports are reserved until it binds them (slurmlab.hub.kernels: thirty servers on one node starting
+#   kernels at once otherwise lost a port now and then, and the kernel hung, never answering)
+SEAT_ARGS = (
+    "--LanguageServerManager.autodetect=False",
+    "--MappingKernelManager.kernel_manager_class=slurmlab.hub.kernels.SeatKernelManager",
+)
 
 
 def config_text(settings_path: Path) -> str:

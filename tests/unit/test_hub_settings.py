@@ -123,7 +123,8 @@ def test_the_single_user_server_culls_idle_kernels_and_then_stops_itself(tmp_pat
     classes = {
         "MappingKernelManager": MappingKernelManager,
         "ServerApp": ServerApp,
-        "LanguageServerManager": LanguageServerManager,  # the seats' own (slurmlab.hub.settings.SEAT_ARGS)
+        # the seats' own (slurmlab.hub.settings.SEAT_ARGS)
+        "LanguageServerManager": LanguageServerManager,
     }
     for key in options:
         owner, trait = key.split(".")

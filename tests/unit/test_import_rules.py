@@ -91,7 +91,8 @@ THIRD_PARTY: dict[str, set[str]] = {
     "widgets": {"ipywidgets", "IPython", "jupyter_bokeh"},
     "magics": {"IPython", "ipywidgets", "ipykernel"},
     "server": {"jupyter_server", "tornado", "traitlets"},  # traitlets: the site settings (SlurmlabServer)
-    "hub": {"batchspawner", "traitlets", "jupyterhub"},  # jupyterhub: the seats' authenticator
+    # jupyterhub: the seats' authenticator; jupyter_server, jupyter_client: the seats' kernel manager
+    "hub": {"batchspawner", "traitlets", "jupyterhub", "jupyter_server", "jupyter_client"},
     "workshop": {"tornado", "jupyterhub"},  # the teacher's view: a JupyterHub service (tornado, HubOAuth)
     "provisioner": {"jupyter_client", "jupyter_core", "traitlets"},
     "testing": {"pytest"},

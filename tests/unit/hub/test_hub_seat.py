@@ -55,7 +55,12 @@ def hub_api() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 def test_each_seat_option_names_a_real_setting_of_the_installed_packages() -> None:
     # traitlets only warns about a misspelt class or setting, and the server then does what it did before
     manager = pytest.importorskip("jupyter_lsp.manager")
-    classes = {"LanguageServerManager": manager.LanguageServerManager}
+    from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
+
+    classes = {
+        "LanguageServerManager": manager.LanguageServerManager,
+        "MappingKernelManager": MappingKernelManager,
+    }
     for option in SEAT_ARGS:
         owner, trait = option.removeprefix("--").split("=", 1)[0].split(".")
         assert trait in classes[owner].class_traits(config=True), option
