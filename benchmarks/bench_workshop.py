@@ -338,18 +338,24 @@ _BARE_SERVER = (
 )
 
 
-def _bare_server_argv(port: int, token: str, root: str) -> list[str]:
+def _extensions_off() -> str:
+    """The server option that turns off every server extension this environment enables (read once: the
+    config folders are the same for every bare student, and reading them is no part of a student's time)."""
     from jupyter_core.paths import jupyter_config_path
     from jupyter_server.extension.config import ExtensionConfigManager
 
     manager = ExtensionConfigManager(read_config_path=jupyter_config_path())
     off = {name: False for name in manager.get_jpserver_extensions()}
+    return f"--ServerApp.jpserver_extensions={off!r}"
+
+
+def _bare_server_argv(port: int, token: str, root: str, extensions_off: str) -> list[str]:
     argv = [PYTHON, "-c", _BARE_SERVER, "--no-browser", f"--port={port}", "--ip=127.0.0.1"]
     argv += [f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--allow-root"]
-    return [*argv, f"--ServerApp.jpserver_extensions={off!r}"]
+    return [*argv, extensions_off]
 
 
-async def _bare_student(number: int) -> float:
+async def _bare_student(number: int, extensions_off: str) -> float:
     import socket
 
     from tornado.httpclient import AsyncHTTPClient, HTTPClientError
@@ -364,7 +370,9 @@ async def _bare_student(number: int) -> float:
     client = AsyncHTTPClient(force_instance=True)
     headers = {"Authorization": f"token {token}"}
     proc = await asyncio.create_subprocess_exec(
-        *_bare_server_argv(port, token, root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        *_bare_server_argv(port, token, root, extensions_off),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 300
@@ -389,17 +397,19 @@ async def _bare_student(number: int) -> float:
         shutil.rmtree(root, ignore_errors=True)
 
 
-async def _bare_class(students: int) -> list[float | BaseException]:
-    return list(await asyncio.gather(*(_bare_student(n) for n in range(students)), return_exceptions=True))
+async def _bare_class(students: int, extensions_off: str) -> list[float | BaseException]:
+    runs = (_bare_student(n, extensions_off) for n in range(students))
+    return list(await asyncio.gather(*runs, return_exceptions=True))
 
 
 def _bare_rows(students: int) -> list[Row]:
     """The bare class at once beside one bare student alone: a row, the ratio the issue's target asks of."""
-    alone = asyncio.run(_bare_class(1))[0]
+    extensions_off = _extensions_off()
+    alone = asyncio.run(_bare_class(1, extensions_off))[0]
     if isinstance(alone, BaseException):
         return [Row(GROUP, f"bare Jupyter: skipped: one alone failed: {alone}", 0.0, "", note="skipped")]
     busy0 = _busy_cpu_s()
-    results = asyncio.run(_bare_class(students))
+    results = asyncio.run(_bare_class(students, extensions_off))
     cpu = _busy_cpu_s() - busy0
     cores = os.cpu_count() or 1
     times = sorted(r for r in results if isinstance(r, float))

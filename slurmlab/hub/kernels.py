@@ -20,13 +20,12 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+from jupyter_client.connect import port_names
 from jupyter_client.localinterfaces import is_local_ip
 from jupyter_server.services.kernels.kernelmanager import ServerKernelManager
 from traitlets import default
 
-__all__ = ["PORT_NAMES", "SeatKernelManager", "reserve_port"]
-
-PORT_NAMES = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+__all__ = ["SeatKernelManager", "reserve_port"]
 
 
 def reserve_port(ip: str = "127.0.0.1") -> int:
@@ -62,7 +61,7 @@ class SeatKernelManager(ServerKernelManager):
 
     def write_connection_file(self, **kwargs: Any) -> None:
         if self.transport == "tcp" and is_local_ip(self.ip):
-            for name in PORT_NAMES:
+            for name in port_names:  # jupyter_client's own list, the one it writes
                 if getattr(self, name) <= 0:
                     setattr(self, name, reserve_port(self.ip))
                     self._reserved.append(name)
